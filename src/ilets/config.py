@@ -1,0 +1,324 @@
+"""Typed configuration: every knob of a run in one tree of frozen dataclasses.
+
+Defaults live here and nowhere else. YAML files (``configs/*.yaml``) override them; loading
+is strict: an unknown key, a wrong type or an impossible value raises :class:`ConfigError`
+naming the file and the dotted key, before anything runs. Choices the paper does not state
+are marked ``[ours]`` and listed in the book's deviations table.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown, of the wrong type or out of range."""
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """Where tasks come from and the parameters the trace lacks."""
+
+    kind: str = "synthetic"  #: "synthetic" (embedded default) or "google" (trace shards)
+    scale: float = 1.0  #: fraction of the paper's 590,000-task window (counts and duration)
+    length_mi: tuple[float, float] = (500.0, 3000.0)  #: task length range, MI [lineage]
+    deadline_s: tuple[float, float] = (1.5, 4.5)  #: relative deadline range, s [ours]
+    trace_dir: str = ""  #: folder with task_events shards (google only)
+    window_start_s: float = -1.0  #: trace time of the window start; -1: day 10 start [ours]
+    window_s: float = 3000.0  #: window length, s (paper: 50 minutes)
+
+    def validate(self, where: str) -> None:
+        if self.kind not in ("synthetic", "google"):
+            raise ConfigError(f"{where}.kind: expected 'synthetic' or 'google', got {self.kind!r}")
+        if not 0 < self.scale <= 1:
+            raise ConfigError(f"{where}.scale: expected a number in (0, 1], got {self.scale}")
+        for key in ("length_mi", "deadline_s"):
+            lo, hi = getattr(self, key)
+            if not 0 < lo <= hi:
+                raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
+        if self.window_s <= 0:
+            raise ConfigError(f"{where}.window_s: expected > 0, got {self.window_s}")
+
+
+@dataclass(frozen=True)
+class FleetConfig:
+    """A heterogeneous fleet; ranges are [ours] (the paper does not publish them)."""
+
+    servers: int = 50
+    seed: int = 0  #: the fleet is a fixed data centre: run seeds vary workload and learning
+    #: CPU capacities in trace units and their shares (the 2011 trace: mostly 0.5, some 1.0,
+    #: a few 0.25).
+    capacity_levels: tuple[float, ...] = (0.25, 0.5, 1.0)
+    capacity_probs: tuple[float, ...] = (0.1, 0.7, 0.2)
+    mips: tuple[float, float] = (1000.0, 3000.0)  #: service rate range, MIPS, steps of 50
+    idle_w: tuple[float, float] = (50.0, 100.0)  #: idle power per 0.5 capacity, W
+    active_w: tuple[float, float] = (70.0, 300.0)  #: extra power at full use per 0.5 cap., W
+
+    def validate(self, where: str) -> None:
+        if not 1 <= self.servers <= 100_000:
+            raise ConfigError(f"{where}.servers: expected an integer in [1, 100000], got {self.servers}")
+        if len(self.capacity_levels) != len(self.capacity_probs) or not self.capacity_levels:
+            raise ConfigError(f"{where}.capacity_probs: expected one share per capacity level")
+        if any(c <= 0 for c in self.capacity_levels):
+            raise ConfigError(f"{where}.capacity_levels: capacities must be > 0")
+        if abs(sum(self.capacity_probs) - 1) > 1e-9 or min(self.capacity_probs) < 0:
+            raise ConfigError(f"{where}.capacity_probs: expected non-negative shares summing to 1")
+        for key in ("mips", "idle_w", "active_w"):
+            lo, hi = getattr(self, key)
+            if not 0 <= lo <= hi or (key == "mips" and lo <= 0):
+                raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """The scheduling cost of the authors' code, normalised [code + ours]."""
+
+    theta: float = 0.3  #: weight of power against waiting [code]
+    wait_scale_s: float = 10.0  #: estimated response is divided by this, then clipped to 1 [ours]
+    include_execution: bool = True  #: count the task's own execution time in the wait [ours]
+    deadline_penalty: float = 0.0  #: added to the cost when the estimate misses the deadline
+    infeasible_penalty: float = 1.0  #: added when an action names a server too small
+
+    def validate(self, where: str) -> None:
+        if not 0 <= self.theta <= 1:
+            raise ConfigError(f"{where}.theta: expected a number in [0, 1], got {self.theta}")
+        if self.wait_scale_s <= 0:
+            raise ConfigError(f"{where}.wait_scale_s: expected > 0, got {self.wait_scale_s}")
+
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """PPO for one online pass; see ``configs/methods.yaml`` for why these values."""
+
+    learning_rate: float = 3e-4
+    n_steps: int = 256
+    batch_size: int = 64
+    n_epochs: int = 4
+    gamma: float = 0.98  #: [code]
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.0
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    hidden: int = 128  #: one hidden layer of this width for actor and critic [paper]
+    masked: bool = True  #: MaskablePPO with the env's action masks
+
+    def validate(self, where: str) -> None:
+        for key in ("learning_rate", "n_steps", "batch_size", "n_epochs", "hidden"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+        if not 0 < self.gamma <= 1:
+            raise ConfigError(f"{where}.gamma: expected a number in (0, 1], got {self.gamma}")
+
+
+@dataclass(frozen=True)
+class ExpertConfig:
+    """GA and PSO over a window of tasks [ours: the paper gives no settings]."""
+
+    window: int = 30  #: tasks per expert call [code]
+    ga_population: int = 32
+    ga_generations: int = 30
+    ga_mutation: float = 0.1  #: per-gene probability of a random feasible server
+    ga_elite: int = 2
+    pso_particles: int = 32
+    pso_iterations: int = 30
+    pso_inertia: float = 0.7
+    pso_c1: float = 1.5
+    pso_c2: float = 1.5
+    miss_penalty: float = 1.0  #: fitness cost per missed deadline, in reward units
+
+    def validate(self, where: str) -> None:
+        for key in ("window", "ga_population", "ga_generations", "pso_particles", "pso_iterations"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+        if not 0 <= self.ga_mutation <= 1:
+            raise ConfigError(f"{where}.ga_mutation: expected a number in [0, 1], got {self.ga_mutation}")
+
+
+@dataclass(frozen=True)
+class OINPTConfig:
+    """Offline behaviour cloning into PPO's policy [code: lr 1e-3, batch 64]."""
+
+    expert: str = "ga+pso"  #: "ga+pso" (the paper's) or "greedy"
+    max_demo_tasks: int = 20_000  #: cap on offline tasks demonstrated (GA/PSO cost) [ours]
+    bc_epochs: int = 5
+    batch_size: int = 64
+    learning_rate: float = 1e-3
+    critic_pretrain: bool = True  #: regress V on discounted expert returns [ours]
+    critic_epochs: int = 5
+
+    def validate(self, where: str) -> None:
+        if self.expert not in ("ga+pso", "greedy"):
+            raise ConfigError(f"{where}.expert: expected 'ga+pso' or 'greedy', got {self.expert!r}")
+        for key in ("max_demo_tasks", "bc_epochs", "batch_size", "critic_epochs"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+
+
+@dataclass(frozen=True)
+class OAILConfig:
+    """Online asynchronous imitation [code: every 30 tasks, GA+PSO, weights 0.6/0.4]."""
+
+    every: int = 30
+    window_mode: str = "past"  #: "past" (an online scheduler's view) or "upcoming" (authors')
+    experts: tuple[str, ...] = ("ga", "pso")
+    weights: tuple[float, ...] = (0.6, 0.4)  #: better expert first
+    workers: int = 1
+    max_pending: int = 4  #: oldest request dropped beyond this backlog
+    bc_steps: int = 1  #: gradient steps per expert demonstration batch
+    learning_rate: float = 1e-4
+
+    def validate(self, where: str) -> None:
+        if self.window_mode not in ("past", "upcoming"):
+            raise ConfigError(f"{where}.window_mode: expected 'past' or 'upcoming', got {self.window_mode!r}")
+        if len(self.weights) != len(self.experts):
+            raise ConfigError(f"{where}.weights: expected one weight per expert ({len(self.experts)})")
+        for key in ("every", "workers", "max_pending", "bc_steps"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+
+
+METHODS = ("drl", "drl+", "ilets-", "ilets")
+HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines one cell (method x fleet size x seed)."""
+
+    method: str = "drl"
+    seed: int = 0
+    curve_every: int = 500  #: decisions per learning-curve point
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    experts: ExpertConfig = field(default_factory=ExpertConfig)
+    oinpt: OINPTConfig = field(default_factory=OINPTConfig)
+    oail: OAILConfig = field(default_factory=OAILConfig)
+
+    def validate(self, where: str = "run") -> "RunConfig":
+        if self.method not in METHODS + HEURISTICS:
+            raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
+        if self.curve_every <= 0:
+            raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if dataclasses.is_dataclass(value):
+                value.validate(f"{where}.{f.name}")
+        return self
+
+    def digest(self) -> str:
+        """A short hash of every field: results are keyed by it."""
+        blob = json.dumps(to_dict(self), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:12]
+
+
+# --- generic strict (de)serialisation ---------------------------------------------------
+
+def to_dict(obj: Any) -> Any:
+    """A dataclass tree as plain dicts/lists (tuples become lists), for YAML/JSON."""
+    if dataclasses.is_dataclass(obj):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    return obj
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+        return from_dict(tp, value, where)
+    if origin is tuple:
+        args = typing.get_args(tp)
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_coerce(v, args[0], f"{where}[{i}]") for i, v in enumerate(value))
+        if len(value) != len(args):
+            raise ConfigError(f"{where}: expected a list of {len(args)} items, got {len(value)}")
+        return tuple(_coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
+    if origin in (typing.Union, types.UnionType):
+        for a in typing.get_args(tp):
+            try:
+                return _coerce(value, a, where)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{where}: expected {tp}, got {value!r}")
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{where}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def from_dict(cls: type, data: dict, where: str = "config") -> Any:
+    """Build dataclass ``cls`` from ``data``; unknown keys and wrong types raise ConfigError."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {unknown}; expected some of {sorted(names)}")
+    kwargs = {k: _coerce(v, hints[k], f"{where}.{k}") for k, v in data.items()}
+    return cls(**kwargs)
+
+
+def merge(base: Any, overrides: dict, where: str = "config") -> Any:
+    """A copy of dataclass ``base`` with nested ``overrides`` applied (validated)."""
+    current = to_dict(base)
+
+    def deep(a: dict, b: dict) -> dict:
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = deep(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
+        return out
+
+    return from_dict(type(base), deep(current, overrides or {}), where)
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A YAML mapping from ``path``; a missing file or a non-mapping raises ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: configuration file not found")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    return data
+
+
+def load_run_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
+    """A validated :class:`RunConfig` from an optional YAML file plus keyword overrides."""
+    data = read_yaml(path) if path else {}
+    where = str(path) if path else "run"
+    cfg = merge(RunConfig(), data, where)
+    cfg = merge(cfg, overrides, where)
+    return cfg.validate(where)
