@@ -106,7 +106,7 @@ class Cloud:
         self._events: list[tuple[float, int, int, int, float]] = []
         self._seq = 0
         self._idle_power = float(fleet.p_idle.sum())
-        self._act_per_cpu = fleet.p_act / fleet.capacity  # W per CPU unit in use
+        self.act_per_cpu = fleet.p_act / fleet.capacity  # W per CPU unit in use
         self._active_power = 0.0
         self.energy = 0.0  #: J from t_start to ``now``
         self.active_energy = 0.0  #: J committed by assigned tasks (exact, at assignment)
@@ -126,7 +126,7 @@ class Cloud:
 
     def server_power(self) -> np.ndarray:
         """Power of each server now, W."""
-        return self.fleet.p_idle + self._act_per_cpu * self.used
+        return self.fleet.p_idle + self.act_per_cpu * self.used
 
     def feasible(self, cpu: float) -> np.ndarray:
         """Boolean mask of servers whose capacity can ever hold a task of this request."""
@@ -142,7 +142,7 @@ class Cloud:
             te, kind, _, s, cpu = heapq.heappop(events)
             self.energy += (self._idle_power + self._active_power) * (te - self.now)
             self.now = te
-            delta = self._act_per_cpu[s] * cpu
+            delta = self.act_per_cpu[s] * cpu
             if kind == _START:
                 self.used[s] += cpu
                 self._active_power += delta
@@ -213,11 +213,11 @@ class Cloud:
             self.drain[s] = finish
         self.n_tasks[s] += 1
         self.load[s] += cpu
-        self.active_energy += self._act_per_cpu[s] * cpu * (finish - start)
+        self.active_energy += self.act_per_cpu[s] * cpu * (finish - start)
         self._seq += 1
         if start <= self.now:
             self.used[s] += cpu
-            self._active_power += self._act_per_cpu[s] * cpu
+            self._active_power += self.act_per_cpu[s] * cpu
         else:
             heapq.heappush(self._events, (start, _START, self._seq, s, cpu))
         heapq.heappush(self._events, (finish, _FINISH, self._seq, s, cpu))
@@ -251,7 +251,7 @@ class Cloud:
         c._events = self._events.copy()
         c._seq = self._seq
         c._idle_power = self._idle_power
-        c._act_per_cpu = self._act_per_cpu
+        c.act_per_cpu = self.act_per_cpu
         c._active_power = self._active_power
         c.energy = self.energy
         c.active_energy = self.active_energy

@@ -59,7 +59,8 @@ class FleetConfig:
     #: a few 0.25).
     capacity_levels: tuple[float, ...] = (0.25, 0.5, 1.0)
     capacity_probs: tuple[float, ...] = (0.1, 0.7, 0.2)
-    mips: tuple[float, float] = (1000.0, 3000.0)  #: service rate range, MIPS, steps of 50
+    #: service rate range, MIPS, steps of 50; chosen so 50 servers are loaded but not swamped
+    mips: tuple[float, float] = (500.0, 1500.0)
     idle_w: tuple[float, float] = (50.0, 100.0)  #: idle power per 0.5 capacity, W
     active_w: tuple[float, float] = (70.0, 300.0)  #: extra power at full use per 0.5 cap., W
 

@@ -1,0 +1,165 @@
+"""The Gymnasium view of the cloud: one arriving task per step, one server per action.
+
+Observation (float32, size 2M+2, the authors' layout [code]):
+
+====================  ===========================================================
+``obs[0]``            the task's CPU request (trace units, largest machine = 1)
+``obs[1]``            the task's length / the top of the length range (in [0, 1])
+``obs[2 : 2+M]``      free CPU of each server now (trace units)
+``obs[2+M : 2+2M]``   tasks on each server (running + waiting) / 10, capped at 10
+====================  ===========================================================
+
+Action: a server index, ``Discrete(M)``. A server whose capacity is below the request can
+never run the task; :meth:`CloudSchedulingEnv.action_masks` (the sb3-contrib convention)
+marks those False. If such an action is taken anyway it is redirected to the least-loaded
+feasible server and ``reward.infeasible_penalty`` is added to the cost, with
+``info["infeasible"] = True``; the task is never dropped, so every method schedules the
+same tasks.
+
+Reward: ``-cost`` of :mod:`ilets.objective`. An episode is one workload segment (the online
+half by default); at its end every queued task is run to completion and ``info["final"]``
+holds the segment's metrics.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ilets.cloud import Cloud, Fleet, make_fleet
+from ilets.config import RunConfig
+from ilets.objective import Task, cost_of
+from ilets.workload import TaskTable, load_workload
+
+ENV_ID = "ilets/CloudScheduling-v0"
+_COUNT_SCALE = 10.0
+_COUNT_CAP = 100.0
+
+
+class CloudSchedulingEnv(gym.Env):
+    """Online task scheduling on a heterogeneous fleet (see the module docstring).
+
+    Args:
+        config: the run configuration (workload, fleet, reward). Defaults to ``RunConfig()``.
+        segment: ``"online"`` (the last 25 minutes) or ``"offline"`` (the first 25).
+        tasks: use these tasks instead of generating the workload from ``config``.
+        fleet: use this fleet instead of ``make_fleet(config.fleet)``.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, config: RunConfig | None = None, segment: str = "online",
+                 tasks: TaskTable | None = None, fleet: Fleet | None = None) -> None:
+        super().__init__()
+        self.config = (config or RunConfig()).validate()
+        if segment not in ("online", "offline"):
+            raise ValueError(f"segment must be 'online' or 'offline', got {segment!r}")
+        self.segment = segment
+        self.fleet = fleet if fleet is not None else make_fleet(self.config.fleet, self.config.fleet.seed)
+        self._fixed_tasks = tasks
+        self._workload_seed = self.config.seed
+        self.tasks = tasks if tasks is not None else self._load_tasks(self._workload_seed)
+        m = len(self.fleet)
+        self._length_top = self.config.workload.length_mi[1]
+        high = np.concatenate([[max(1.0, float(self.fleet.capacity.max())), 1.0],
+                               self.fleet.capacity, np.full(m, _COUNT_CAP / _COUNT_SCALE)]).astype(np.float32)
+        self.observation_space = spaces.Box(low=np.zeros(2 * m + 2, np.float32), high=high, dtype=np.float32)
+        self.action_space = spaces.Discrete(m)
+        self._obs = np.zeros(2 * m + 2, np.float32)
+        self.cloud: Cloud | None = None
+        self.t = 0
+
+    # --- helpers ----------------------------------------------------------------------
+    def _load_tasks(self, seed: int) -> TaskTable:
+        workload = load_workload(self.config.workload, seed)
+        return workload.online if self.segment == "online" else workload.offline
+
+    def _task(self, j: int) -> Task:
+        tb = self.tasks
+        return Task(j, float(tb.arrival[j]), float(tb.cpu[j]), float(tb.length[j]), float(tb.deadline[j]))
+
+    @property
+    def current_task(self) -> Task:
+        """The task waiting for a decision."""
+        return self._current
+
+    def observe(self) -> np.ndarray:
+        """The observation for the current task (a fresh array)."""
+        return build_observation(self.cloud, self._current, self._length_top, self._obs).copy()
+
+    def action_masks(self) -> np.ndarray:
+        """True where the server's capacity can hold the current task's request."""
+        return self._mask
+
+    # --- gymnasium API --------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start the segment again; ``seed`` redraws the workload (unless tasks were given)."""
+        super().reset(seed=seed)
+        if seed is not None and self._fixed_tasks is None and seed != self._workload_seed:
+            self._workload_seed = seed
+            self.tasks = self._load_tasks(seed)
+        if len(self.tasks) == 0:
+            raise ValueError("the workload segment has no tasks")
+        self.cloud = Cloud(self.fleet, t0=float(self.tasks.arrival[0]))
+        self.t = 0
+        self._cost_sum = 0.0
+        self._infeasible = 0
+        self._set_current(0)
+        return self.observe(), {"task": 0}
+
+    def _set_current(self, j: int) -> None:
+        self._current = self._task(j)
+        self.cloud.advance(self._current.arrival)
+        self._mask = self.cloud.feasible(self._current.cpu)
+
+    def step(self, action):
+        task, cloud, cfg = self._current, self.cloud, self.config.reward
+        s = int(action)
+        infeasible = not self._mask[s]
+        if infeasible:
+            self._infeasible += 1
+            s = int(np.argmin(np.where(self._mask, cloud.load / self.fleet.capacity, np.inf)))
+        # the cost reads the power before the task is added (cost_of adds the task's share)
+        cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), cfg)
+        cost += cfg.infeasible_penalty if infeasible else 0.0
+        start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
+        self._cost_sum += cost
+        response = finish - task.arrival
+        info = {"server": s, "response": response, "success": response <= task.deadline,
+                "cost": cost, "infeasible": infeasible}
+        self.t += 1
+        terminated = self.t >= len(self.tasks)
+        if terminated:
+            cloud.run_to_completion()
+            final = cloud.summary()
+            final["mean_reward"] = -self._cost_sum / self.t
+            final["infeasible_actions"] = self._infeasible
+            info["final"] = final
+            obs = self._obs.copy()
+        else:
+            self._set_current(self.t)
+            obs = self.observe()
+        return obs, -cost, terminated, False, info
+
+
+def build_observation(cloud: Cloud, task: Task, length_top: float, out: np.ndarray | None = None) -> np.ndarray:
+    """Write the 2M+2 observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
+    m = len(cloud.fleet)
+    if out is None:
+        out = np.empty(2 * m + 2, np.float32)
+    out[0] = task.cpu
+    out[1] = task.length / length_top
+    np.maximum(cloud.fleet.capacity - cloud.used, 0.0, out=out[2:2 + m], casting="unsafe")
+    np.minimum(cloud.n_tasks, _COUNT_CAP, out=out[2 + m:], casting="unsafe")
+    out[2 + m:] /= _COUNT_SCALE
+    return out
+
+
+def register() -> None:
+    """Register :data:`ENV_ID` with Gymnasium (idempotent)."""
+    if ENV_ID not in gym.registry:
+        gym.register(id=ENV_ID, entry_point="ilets.env:CloudSchedulingEnv")
+
+
+register()
