@@ -136,13 +136,22 @@ class ExpertConfig:
     pso_c1: float = 1.5
     pso_c2: float = 1.5
     miss_penalty: float = 1.0  #: fitness cost per missed deadline, in reward units
+    ga_crossover: float = 0.9  #: probability that a child mixes two parents (uniform crossover)
+    pso_vmax: float = 0.5  #: PSO velocity clip, in score units (scores start in [0, 1))
+    #: genes range over each task's this-many cheapest feasible servers (0: all feasible)
+    candidates: int = 16
 
     def validate(self, where: str) -> None:
         for key in ("window", "ga_population", "ga_generations", "pso_particles", "pso_iterations"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
-        if not 0 <= self.ga_mutation <= 1:
-            raise ConfigError(f"{where}.ga_mutation: expected a number in [0, 1], got {self.ga_mutation}")
+        for key in ("ga_mutation", "ga_crossover"):
+            if not 0 <= getattr(self, key) <= 1:
+                raise ConfigError(f"{where}.{key}: expected a number in [0, 1], got {getattr(self, key)}")
+        if self.ga_elite < 0 or self.candidates < 0:
+            raise ConfigError(f"{where}.ga_elite/candidates: expected >= 0, got {self.ga_elite}/{self.candidates}")
+        if self.pso_vmax <= 0:
+            raise ConfigError(f"{where}.pso_vmax: expected > 0, got {self.pso_vmax}")
 
 
 @dataclass(frozen=True)

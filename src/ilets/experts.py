@@ -1,0 +1,564 @@
+"""Optimisation experts: plan a window of tasks on a copy of the cloud (GA, PSO, greedy).
+
+An expert is called as ``expert.plan(cloud, window, rng)``: ``cloud`` is the live state at (or
+before) the first task's arrival, which the expert clones and never mutates; ``window`` is a
+list of :class:`~ilets.objective.Task` in arrival order. It returns an :class:`ExpertPlan`:
+one server per task plus what imitation needs (the observation, mask and reward of every
+decision), all produced by one exact sequential replay, :func:`evaluate_plan`.
+
+Objective of a plan [ours]: the sum over the window of the reward's own cost
+(:func:`ilets.objective.cost_of`, so the experts optimise exactly what PPO is rewarded for)
+plus ``ExpertConfig.miss_penalty`` per task whose response exceeds its deadline. The
+reward itself has no deadline term by default [code]; the penalty makes the experts respect
+deadlines, which the paper's success rate measures.
+
+Fitness of a population: the exact replay costs tens of microseconds per task, too slow for
+hundreds of candidate plans per call, so :class:`WindowFitness` replays a whole population
+at once with numpy. It is **exact**, not a surrogate: it reproduces the simulator's FCFS,
+head-of-line start rule (``Cloud.earliest_start``) and the power term of ``cost_of`` (fleet
+power at the task's arrival, which depends on which earlier window tasks are running then),
+differing from the replay only by floating-point summation order (tests check 1e-9).
+
+Why the GA and PSO are written here rather than taken from a library: pygad, pyswarms and
+DEAP call a fitness function per individual in Python (or assume continuous variables), so
+they cannot use the batched fitness, which is what makes an expert call take tens of
+milliseconds; and the genes here are server indices restricted per task to feasible
+candidates, which those libraries do not model. Both loops are a few dozen lines.
+
+Search space [ours]: each task's genes range over its ``ExpertConfig.candidates`` cheapest
+feasible servers, ranked by the exact cost the task would have alone on the snapshot (the
+one-step greedy server is always among them); 0 means every feasible server. With 200
+servers a uniformly random server is almost always a bad move, so restricting mutation to
+plausible servers is what lets 30 generations improve on greedy; windows whose tasks have
+at most ``candidates`` feasible servers (all the small exact-optimum cases) are unaffected.
+
+Never worse than greedy: the one-step greedy plan (:class:`~ilets.policies.GreedyCost`
+applied sequentially) is in the initial population / swarm, the GA keeps elites and the PSO
+its global best, and the final plan is whichever of the search's best and the greedy plan
+has the lower exact cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import numpy as np
+
+from ilets.cloud import CPU_EPS, Cloud
+from ilets.config import ExpertConfig, RewardConfig, WorkloadConfig
+from ilets.env import build_observation
+from ilets.objective import Task, cost_of
+from ilets.policies import GreedyCost
+from ilets.workload import TaskTable
+
+#: Default top of the task-length range, for the observation's length feature (env layout).
+DEFAULT_LENGTH_TOP = WorkloadConfig().length_mi[1]
+
+
+# --- results ------------------------------------------------------------------------------
+
+@dataclass
+class ExpertPlan:
+    """A plan for a window and the demonstrations recorded while replaying it exactly.
+
+    ``cost`` is the plan's objective: ``sum(task_costs)``, where a task's cost is
+    :func:`~ilets.objective.cost_of` plus the miss penalty if its response exceeds its
+    deadline. ``rewards`` are the environment's rewards (``-cost_of``, no miss penalty), so
+    discounted returns of demonstrations match what PPO's critic sees online.
+    """
+
+    expert: str
+    assignment: np.ndarray  #: int64 (W,), a server per task
+    cost: float
+    task_costs: np.ndarray  #: float64 (W,)
+    rewards: np.ndarray  #: float64 (W,), ``-cost_of`` of each decision
+    misses: int  #: tasks whose response exceeds their deadline
+    observations: np.ndarray  #: float32 (W, 2M+2), at each decision point
+    masks: np.ndarray  #: bool (W, M), ``cloud.feasible(task.cpu)``
+    evaluations: int = 0  #: fitness evaluations (plans scored) spent finding the plan
+    seconds: float = 0.0  #: wall time of the call (for reporting only)
+
+    def __len__(self) -> int:
+        return len(self.assignment)
+
+
+class Expert(Protocol):
+    """Anything that plans a window on a copy of the cloud."""
+
+    name: str
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
+        """Plan ``window`` from the state ``cloud`` (not mutated)."""
+
+
+def window_from_table(tasks: TaskTable, start: int, stop: int) -> list[Task]:
+    """Rows ``start:stop`` of ``tasks`` as :class:`Task` tuples indexed by their row."""
+    stop = min(stop, len(tasks))
+    cols = (tasks.arrival[start:stop].tolist(), tasks.cpu[start:stop].tolist(),
+            tasks.length[start:stop].tolist(), tasks.deadline[start:stop].tolist())
+    return [Task(start + k, a, c, ln, d) for k, (a, c, ln, d) in enumerate(zip(*cols))]
+
+
+# --- the exact replay ---------------------------------------------------------------------
+
+Chooser = Callable[[int, Cloud, Task, np.ndarray], int]
+
+
+def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardConfig,
+            miss_penalty: float, length_top: float, expert: str) -> ExpertPlan:
+    """Replay ``window`` on a clone of ``cloud``, ``choose(j, cloud, task, mask)`` picking servers.
+
+    This is the single exact evaluation of a plan: the clone advances to each arrival, the
+    observation and mask are recorded, the cost is ``cost_of`` at the exact FCFS start,
+    then the task is assigned, exactly as :class:`ilets.env.CloudSchedulingEnv` does.
+    """
+    if window and window[0].arrival < cloud.now:
+        raise ValueError(f"the cloud is at t={cloud.now}, after the window's first arrival {window[0].arrival}")
+    sim = cloud.clone()
+    w, m = len(window), len(cloud.fleet)
+    assignment = np.empty(w, np.int64)
+    task_costs = np.empty(w)
+    rewards = np.empty(w)
+    obs = np.empty((w, 2 * m + 2), np.float32)
+    masks = np.empty((w, m), bool)
+    misses = 0
+    for j, task in enumerate(window):
+        sim.advance(task.arrival)
+        build_observation(sim, task, length_top, obs[j])
+        masks[j] = sim.feasible(task.cpu)
+        s = int(choose(j, sim, task, masks[j]))
+        if not 0 <= s < m or not masks[j, s]:
+            raise ValueError(f"task {task.index}: server {s} cannot hold CPU request {task.cpu}")
+        start = sim.earliest_start(s, task.cpu)
+        c = cost_of(sim, task, s, start, reward)
+        rewards[j] = -c
+        if start - task.arrival + task.length / sim.fleet.mips[s] > task.deadline:
+            misses += 1
+            c += miss_penalty
+        task_costs[j] = c
+        assignment[j] = s
+        sim.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
+    return ExpertPlan(expert, assignment, float(task_costs.sum()), task_costs, rewards, misses, obs, masks)
+
+
+def evaluate_plan(cloud: Cloud, window: list[Task], assignment, reward: RewardConfig,
+                  miss_penalty: float, length_top: float = DEFAULT_LENGTH_TOP,
+                  expert: str = "plan") -> ExpertPlan:
+    """The exact cost and demonstrations of ``assignment`` replayed on a clone of ``cloud``.
+
+    Raises ValueError if the assignment's length differs from the window's or a server is
+    too small for its task.
+    """
+    assignment = np.asarray(assignment, dtype=np.int64)
+    if assignment.shape != (len(window),):
+        raise ValueError(f"assignment has shape {assignment.shape}, the window has {len(window)} tasks")
+    return _replay(cloud, window, lambda j, _c, _t, _m: int(assignment[j]), reward, miss_penalty,
+                   length_top, expert)
+
+
+def greedy_plan(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
+                length_top: float = DEFAULT_LENGTH_TOP) -> ExpertPlan:
+    """One-step :class:`~ilets.policies.GreedyCost` applied task by task, replayed exactly."""
+    policy = GreedyCost(reward)
+    return _replay(cloud, window, lambda _j, c, t, mask: policy.act(c, t, mask), reward, miss_penalty,
+                   length_top, "greedy")
+
+
+# --- the batched exact fitness ------------------------------------------------------------
+
+def _fcfs_start(t0: np.ndarray, fin: np.ndarray, cpu: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """``Cloud.earliest_start`` for many rows at once.
+
+    Row ``r`` is a server with unfinished tasks ``(fin[r, k], cpu[r, k])`` (padding:
+    ``fin = -inf``) and a new task that cannot start before ``t0[r]`` and fits when the CPU
+    still held is at most ``room[r]`` (capacity + eps - request). The task starts at ``t0``
+    if it fits then, else at the first finish after which what is still held fits.
+    """
+    pend = fin > t0[:, None]
+    held_k = np.where(pend, cpu, 0.0)
+    held = held_k.sum(axis=1)
+    start = t0.copy()
+    late = np.flatnonzero(held > room)
+    if late.size:  # only congested rows pay for a sort
+        f = np.where(pend[late], fin[late], np.inf)
+        order = np.argsort(f, axis=1, kind="stable")
+        fs = np.take_along_axis(f, order, axis=1)
+        left = held[late, None] - np.cumsum(np.take_along_axis(held_k[late], order, axis=1), axis=1)
+        ok = left <= room[late, None]
+        # fallback (float trouble only, as in Cloud): the last unfinished task's finish
+        last = pend[late].sum(axis=1) - 1
+        k = np.where(ok.any(axis=1), ok.argmax(axis=1), last)
+        start[late] = fs[np.arange(late.size), k]
+    return start
+
+
+class WindowFitness:
+    """Exact costs of many plans for one window and snapshot, vectorised over plans.
+
+    Built once per expert call from the snapshot: each server's unfinished tasks (finish,
+    CPU) padded to a common length, ``last_start``, and the fleet power at every arrival
+    with no window task placed (the snapshot's own tasks start and finish at fixed times,
+    whatever the plan). :meth:`costs` then walks the W tasks in order, each step vectorised
+    over the plans: a plan's state on a server is the snapshot's tasks there plus the
+    window tasks it already put there, so the start of the next task follows the same FCFS
+    rule as :meth:`Cloud.earliest_start`, and the power at an arrival is the snapshot's
+    plus the window tasks running at that instant.
+    """
+
+    def __init__(self, cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float) -> None:
+        if not window:
+            raise ValueError("the window is empty")
+        fleet = cloud.fleet
+        self.reward = reward
+        self.miss_penalty = float(miss_penalty)
+        self.t = np.array([t.arrival for t in window])
+        if self.t[0] < cloud.now or np.any(np.diff(self.t) < 0):
+            raise ValueError("window tasks must be in arrival order, at or after the cloud's time")
+        cpu = np.array([t.cpu for t in window])
+        length = np.array([t.length for t in window])
+        self.cpu = cpu
+        self.deadline = np.array([t.deadline for t in window])
+        self.exec = length[:, None] / fleet.mips[None, :]  # (W, M)
+        self.delta_power = cpu[:, None] * cloud.act_per_cpu[None, :]  # (W, M), W
+        self.room = fleet.capacity[None, :] + CPU_EPS - cpu[:, None]  # (W, M)
+        self.feasible = self.room >= 0
+        self.max_power = fleet.max_power
+        self.last_start = cloud.last_start.copy()
+        self.snap_fin, self.snap_cpu = self._snapshot_queues(cloud)
+        self.base_power = self._snapshot_power(cloud)
+
+    @property
+    def window_size(self) -> int:
+        return len(self.t)
+
+    @staticmethod
+    def _snapshot_queues(cloud: Cloud) -> tuple[np.ndarray, np.ndarray]:
+        queues = [cloud.committed(s) for s in range(len(cloud.fleet))]
+        k = max(1, max(len(q) for q in queues))
+        fin = np.full((len(queues), k), -np.inf)
+        cpu = np.zeros((len(queues), k))
+        for s, q in enumerate(queues):
+            if q:
+                fin[s, :len(q)], cpu[s, :len(q)] = zip(*q)
+        return fin, cpu
+
+    def _snapshot_power(self, cloud: Cloud) -> np.ndarray:
+        sim = cloud.clone()
+        power = np.empty(len(self.t))
+        for j, t in enumerate(self.t):
+            sim.advance(float(t))
+            power[j] = sim.power
+        return power
+
+    def standalone_costs(self) -> np.ndarray:
+        """(W, M) exact cost of each task placed alone on each server of the snapshot.
+
+        Ignores the other window tasks; used to rank candidate servers. Infeasible: inf.
+        """
+        w, m = self.exec.shape
+        t0 = np.maximum(self.t[:, None], self.last_start[None, :]).ravel()
+        fin = np.broadcast_to(self.snap_fin[None], (w, m, self.snap_fin.shape[1])).reshape(w * m, -1)
+        cpu = np.broadcast_to(self.snap_cpu[None], fin.reshape(w, m, -1).shape).reshape(w * m, -1)
+        start = _fcfs_start(t0, fin, cpu, self.room.ravel()).reshape(w, m)
+        cost = self._task_cost(np.arange(w)[:, None], start, self.exec, self.base_power[:, None] + self.delta_power)
+        return np.where(self.feasible, cost, np.inf)
+
+    def _task_cost(self, j, start: np.ndarray, execution: np.ndarray, power: np.ndarray) -> np.ndarray:
+        """``cost_of`` + miss penalty, elementwise; ``power`` includes the task's own share."""
+        rc = self.reward
+        response = start - self.t[j] + execution
+        est = response if rc.include_execution else start - self.t[j]
+        cost = rc.theta * (power / self.max_power) + (1 - rc.theta) * np.minimum(1.0, est / rc.wait_scale_s)
+        late = response > self.deadline[j]
+        return cost + (rc.deadline_penalty + self.miss_penalty) * late
+
+    def costs(self, plans: np.ndarray, per_task: bool = False) -> np.ndarray:
+        """Exact plan costs, (P,) (or (P, W) per task) for int plans of shape (P, W)."""
+        a = np.asarray(plans, dtype=np.int64)
+        p, w = a.shape
+        if w != self.window_size:
+            raise ValueError(f"plans have {w} tasks, the window has {self.window_size}")
+        rows = np.arange(p)
+        last_start = np.broadcast_to(self.last_start, (p, len(self.last_start))).copy()
+        start = np.empty((p, w))
+        finish = np.empty((p, w))
+        share = self.delta_power[np.arange(w)[None, :], a]  # (P, W) power each task adds
+        out = np.empty((p, w))
+        for j in range(w):
+            s = a[:, j]
+            tj = self.t[j]
+            t0 = np.maximum(tj, last_start[rows, s])
+            mine = a[:, :j] == s[:, None]  # earlier window tasks on the same server
+            fin = np.concatenate([self.snap_fin[s], np.where(mine, finish[:, :j], -np.inf)], axis=1)
+            cpu = np.concatenate([self.snap_cpu[s], np.where(mine, self.cpu[:j], 0.0)], axis=1)
+            st = _fcfs_start(t0, fin, cpu, self.room[j, s])
+            running = (start[:, :j] <= tj) & (finish[:, :j] > tj)
+            power = self.base_power[j] + (share[:, :j] * running).sum(axis=1) + share[:, j]
+            ex = self.exec[j, s]
+            out[:, j] = self._task_cost(j, st, ex, power)
+            start[:, j] = st
+            finish[:, j] = st + ex
+            last_start[rows, s] = st
+        return out if per_task else out.sum(axis=1)
+
+
+# --- candidate servers --------------------------------------------------------------------
+
+def _candidates(fitness: WindowFitness, greedy: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per task, the servers genes may take: greedy's server first, then by standalone cost.
+
+    Returns ``(cand, count)``: ``cand`` (W, C) server indices (rows padded by repeating
+    their first entry) and ``count`` (W,) how many are valid.
+    """
+    cost = fitness.standalone_costs()
+    w, m = cost.shape
+    cost[np.arange(w), greedy] = -np.inf  # greedy's choice ranks first
+    order = np.argsort(cost, axis=1, kind="stable")
+    count = fitness.feasible.sum(axis=1)
+    if limit > 0:
+        count = np.minimum(count, limit)
+    c = int(count.max())
+    cand = order[:, :c].copy()
+    pad = np.arange(c)[None, :] >= count[:, None]
+    cand[pad] = np.broadcast_to(cand[:, :1], cand.shape)[pad]
+    return cand, count
+
+
+def _random_genes(rng: np.random.Generator, count: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Uniform candidate slots (column indices into ``cand``), shape (n, W)."""
+    return (rng.random(shape) * count[None, :]).astype(np.int64)
+
+
+@dataclass
+class _Search:
+    """What both population searches share: the snapshot's fitness and the candidate lists."""
+
+    fitness: WindowFitness
+    cand: np.ndarray  #: (W, C) server indices
+    count: np.ndarray  #: (W,) valid candidates per task
+    greedy: ExpertPlan
+
+    def decode(self, slots: np.ndarray) -> np.ndarray:
+        """Candidate slots (P, W) -> server indices (P, W)."""
+        return self.cand[np.arange(self.cand.shape[0])[None, :], slots]
+
+
+def _prepare(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
+             candidates: int, length_top: float) -> _Search:
+    greedy = greedy_plan(cloud, window, reward, miss_penalty, length_top)
+    fitness = WindowFitness(cloud, window, reward, miss_penalty)
+    cand, count = _candidates(fitness, greedy.assignment, candidates)
+    return _Search(fitness, cand, count, greedy)
+
+
+def _finish(search: _Search, cloud: Cloud, window: list[Task], best: np.ndarray, reward: RewardConfig,
+            miss_penalty: float, length_top: float, name: str, evaluations: int, t0: float) -> ExpertPlan:
+    """The exact plan of the search's best, or greedy's if that is no worse (it is exact)."""
+    greedy = search.greedy
+    plan = greedy
+    if not np.array_equal(best, greedy.assignment):
+        found = evaluate_plan(cloud, window, best, reward, miss_penalty, length_top, name)
+        if found.cost < greedy.cost:
+            plan = found
+    plan.expert = name  # the greedy plan object is private to this call
+    plan.evaluations = evaluations
+    plan.seconds = time.perf_counter() - t0
+    return plan
+
+
+# --- the experts --------------------------------------------------------------------------
+
+class GreedyExpert:
+    """The one-step greedy expert: :class:`~ilets.policies.GreedyCost` task by task."""
+
+    name = "greedy"
+
+    def __init__(self, reward: RewardConfig | None = None, miss_penalty: float = ExpertConfig().miss_penalty,
+                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+        self.reward = reward or RewardConfig()
+        self.miss_penalty = miss_penalty
+        self.length_top = length_top
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator | None = None) -> ExpertPlan:
+        """Greedy plan of ``window``; ``rng`` is unused (kept for the common interface)."""
+        t0 = time.perf_counter()
+        plan = greedy_plan(cloud, window, self.reward, self.miss_penalty, self.length_top)
+        plan.evaluations = 1
+        plan.seconds = time.perf_counter() - t0
+        return plan
+
+
+class GeneticAlgorithm:
+    """A generational GA over server assignments, with an exact batched fitness.
+
+    Genes: one candidate server per task. Initial population: the greedy plan plus
+    random individuals drawn uniformly from each task's candidates. Each generation keeps
+    ``ga_elite`` best, fills the rest by binary tournament, uniform crossover (probability
+    ``ga_crossover``) and per-gene mutation to a random candidate (``ga_mutation``); only
+    the offspring are evaluated.
+    """
+
+    name = "ga"
+
+    def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
+                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+        self.cfg = cfg or ExpertConfig()
+        self.reward = reward or RewardConfig()
+        self.length_top = length_top
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
+        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.length_top)
+        slots, fit, evaluations = self._evolve(search, rng)
+        best = search.decode(slots[np.argmin(fit)][None])[0]
+        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.length_top,
+                       self.name, evaluations, t0)
+
+    def _evolve(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int]:
+        cfg = self.cfg
+        n, w = cfg.ga_population, len(search.count)
+        elite = min(cfg.ga_elite, n - 1)
+        pop = _random_genes(rng, search.count, (n, w))
+        pop[0] = 0  # slot 0 is greedy's server for every task
+        fit = search.fitness.costs(search.decode(pop))
+        evaluations = n
+        for _ in range(cfg.ga_generations):
+            order = np.argsort(fit, kind="stable")
+            kids = self._offspring(pop, fit, n - elite, search.count, rng)
+            kid_fit = search.fitness.costs(search.decode(kids))
+            evaluations += len(kids)
+            pop = np.concatenate([pop[order[:elite]], kids])
+            fit = np.concatenate([fit[order[:elite]], kid_fit])
+        return pop, fit, evaluations
+
+    def _offspring(self, pop: np.ndarray, fit: np.ndarray, k: int, count: np.ndarray,
+                   rng: np.random.Generator) -> np.ndarray:
+        cfg = self.cfg
+        n, w = pop.shape
+
+        def tournament() -> np.ndarray:
+            a, b = rng.integers(0, n, (2, k))
+            return np.where(fit[a] <= fit[b], a, b)
+
+        mum, dad = pop[tournament()], pop[tournament()]
+        cross = (rng.random((k, w)) < 0.5) & (rng.random((k, 1)) < cfg.ga_crossover)
+        kids = np.where(cross, dad, mum)
+        mutate = rng.random((k, w)) < cfg.ga_mutation
+        return np.where(mutate, _random_genes(rng, count, (k, w)), kids)
+
+
+class ParticleSwarm:
+    """Discrete PSO by score decoding ("random keys" over candidate servers).
+
+    A particle holds a real score for every (task, candidate server); its plan puts each
+    task on its highest-scoring candidate. Scores follow the standard inertia-weight PSO
+    update (``pso_inertia``, ``pso_c1``, ``pso_c2``, velocities clipped to ``pso_vmax``)
+    towards each particle's best and the swarm's best scores. We chose this encoding over
+    rounding a position per task because server indices have no order (server 7 is not
+    "between" 6 and 8), while scores let a particle move towards a server without passing
+    through others. Particle 0 starts with the greedy plan (score 1 on greedy's server,
+    0 elsewhere), the others with uniform random scores in [0, 1).
+    """
+
+    name = "pso"
+
+    def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
+                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+        self.cfg = cfg or ExpertConfig()
+        self.reward = reward or RewardConfig()
+        self.length_top = length_top
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
+        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.length_top)
+        best_slots, evaluations = self._fly(search, rng)
+        best = search.decode(best_slots[None])[0]
+        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.length_top,
+                       self.name, evaluations, t0)
+
+    def _fly(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        cfg = self.cfg
+        n, (w, c) = cfg.pso_particles, search.cand.shape
+        invalid = np.arange(c)[None, :] >= search.count[:, None]  # padded slots never win
+        x = rng.random((n, w, c))
+        x[0] = 0.0
+        x[0, :, 0] = 1.0
+        v = rng.uniform(-cfg.pso_vmax, cfg.pso_vmax, (n, w, c))
+
+        def decode(pos: np.ndarray) -> np.ndarray:
+            return np.where(invalid, -np.inf, pos).argmax(axis=2)
+
+        fit = search.fitness.costs(search.decode(decode(x)))
+        evaluations = n
+        pbest, pbest_fit = x.copy(), fit.copy()
+        g = int(np.argmin(fit))
+        for _ in range(cfg.pso_iterations):
+            r1, r2 = rng.random((2, n, w, c))
+            v = cfg.pso_inertia * v + cfg.pso_c1 * r1 * (pbest - x) + cfg.pso_c2 * r2 * (pbest[g] - x)
+            np.clip(v, -cfg.pso_vmax, cfg.pso_vmax, out=v)
+            x = x + v
+            fit = search.fitness.costs(search.decode(decode(x)))
+            evaluations += n
+            better = fit < pbest_fit
+            pbest[better], pbest_fit[better] = x[better], fit[better]
+            g = int(np.argmin(pbest_fit))
+        return decode(pbest[g][None])[0], evaluations
+
+
+EXPERTS = ("ga", "pso", "greedy")
+
+
+def make_expert(name: str, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
+                length_top: float = DEFAULT_LENGTH_TOP) -> Expert:
+    """An expert by name: ``"ga"``, ``"pso"`` or ``"greedy"``.
+
+    ``length_top`` scales the observation's length feature; pass the workload's
+    ``length_mi[1]`` if it is not the default, so demonstrations match the env's states.
+    """
+    cfg = cfg or ExpertConfig()
+    if name == "ga":
+        return GeneticAlgorithm(cfg, reward, length_top)
+    if name == "pso":
+        return ParticleSwarm(cfg, reward, length_top)
+    if name == "greedy":
+        return GreedyExpert(reward, cfg.miss_penalty, length_top)
+    raise ValueError(f"unknown expert {name!r}; expected one of {EXPERTS}")
+
+
+# --- ground truth for small windows ---------------------------------------------------------
+
+def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
+                  length_top: float = DEFAULT_LENGTH_TOP, max_plans: int = 200_000,
+                  chunk: int = 8192) -> ExpertPlan:
+    """The optimal plan by enumerating every feasible assignment (small windows only).
+
+    Plans are scored with the exact batched :class:`WindowFitness` in chunks; the winner
+    is replayed with :func:`evaluate_plan`. Raises ValueError beyond ``max_plans`` plans.
+    """
+    t0 = time.perf_counter()
+    fitness = WindowFitness(cloud, window, reward, miss_penalty)
+    choices = [np.flatnonzero(row) for row in fitness.feasible]
+    total = int(np.prod([len(c) for c in choices], dtype=float))
+    if total > max_plans:
+        raise ValueError(f"{total} plans exceed max_plans={max_plans}; use a smaller window or fleet")
+    best, best_cost = None, np.inf
+    plans = itertools.product(*choices)
+    while True:
+        block = np.array(list(itertools.islice(plans, chunk)), dtype=np.int64)
+        if block.size == 0:
+            break
+        cost = fitness.costs(block)
+        i = int(np.argmin(cost))
+        if cost[i] < best_cost:
+            best, best_cost = block[i], float(cost[i])
+    plan = evaluate_plan(cloud, window, best, reward, miss_penalty, length_top, "exact")
+    plan.evaluations = total
+    plan.seconds = time.perf_counter() - t0
+    return plan

@@ -1,0 +1,178 @@
+"""The four methods and the heuristics, each run as one online pass over the online segment.
+
+=========  ==========================================  =====================
+method     what learns                                  imitation
+=========  ==========================================  =====================
+drl        MaskablePPO from random weights, online      none
+drl+       the same, after OINPT                        offline BC (+ critic)
+ilets-     MaskablePPO from random weights, online      OAIL callback
+ilets      the same, after OINPT                        OINPT and OAIL
+heuristic  nothing                                      none
+=========  ==========================================  =====================
+
+Every decision of the pass counts in the metrics, including the early bad ones of a cold
+start: the policy schedules while it learns, as in the paper. PPO's first rollout starts
+at the first task; training stops when the segment's last task has been placed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ilets.cloud import Fleet
+from ilets.config import HEURISTICS, RunConfig
+from ilets.env import CloudSchedulingEnv
+from ilets.workload import Workload
+
+
+@dataclass
+class DecisionLog:
+    """Per-decision reward, response, success and cumulative energy of one online pass."""
+
+    reward: list = field(default_factory=list)
+    response: list = field(default_factory=list)
+    success: list = field(default_factory=list)
+    energy_j: list = field(default_factory=list)
+    final: dict = field(default_factory=dict)
+
+    def add(self, reward: float, info: dict, energy_j: float) -> None:
+        self.reward.append(float(reward))
+        self.response.append(info["response"])
+        self.success.append(bool(info["success"]))
+        self.energy_j.append(energy_j)
+        if "final" in info:
+            self.final = dict(info["final"])
+
+    def curve(self, every: int):
+        """Learning curve: one row per ``every`` decisions (the last row may be shorter)."""
+        import pandas as pd
+
+        n = len(self.reward)
+        idx = np.arange(n) // every
+        df = pd.DataFrame({"window": idx, "reward": self.reward, "response": self.response,
+                           "success": self.success})
+        g = df.groupby("window").agg(reward=("reward", "mean"), response=("response", "mean"),
+                                     success=("success", "mean"), decisions=("reward", "size"))
+        energy = np.asarray(self.energy_j)
+        ends = np.minimum((g.index.to_numpy() + 1) * every, n) - 1
+        starts_prev = np.concatenate([[0.0], energy[ends[:-1]]])
+        g["energy_kwh"] = (energy[ends] - starts_prev) / 3.6e6
+        g["decision_end"] = ends + 1
+        return g.reset_index()
+
+
+class _Recorder(BaseCallback):
+    """Logs every decision PPO makes and stops learning when the segment ends."""
+
+    def __init__(self, log: DecisionLog, progress=None) -> None:
+        super().__init__()
+        self.log = log
+        self.progress = progress
+
+    def _on_step(self) -> bool:
+        env = self.training_env.envs[0].unwrapped
+        info = self.locals["infos"][0]
+        done = bool(self.locals["dones"][0])
+        energy = info["final"]["energy_kwh"] * 3.6e6 if done else env.cloud.energy
+        self.log.add(self.locals["rewards"][0], info, energy)
+        if self.progress is not None:
+            self.progress(1)
+        return not done
+
+
+@dataclass
+class OnlineResult:
+    log: DecisionLog
+    extra: dict  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
+    decision_s: np.ndarray  #: per-decision latency samples, s
+    model: object | None = None  #: the trained MaskablePPO, for RL methods
+
+
+def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=None) -> OnlineResult:
+    """Schedule the online segment with a heuristic through the same env as the learners."""
+    from ilets.policies import make_heuristic
+
+    policy = make_heuristic(cfg.method, seed=cfg.seed, reward=cfg.reward)
+    env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
+    env.reset(seed=cfg.seed)
+    log, times = DecisionLog(), []
+    done = False
+    while not done:
+        t0 = time.perf_counter()
+        a = policy.act(env.cloud, env.current_task, env.action_masks())
+        times.append(time.perf_counter() - t0)
+        _, r, done, _, info = env.step(a)
+        log.add(r, info, info["final"]["energy_kwh"] * 3.6e6 if done else env.cloud.energy)
+        if progress is not None:
+            progress(1)
+    return OnlineResult(log, {}, np.asarray(times))
+
+
+def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
+                progress=None) -> OnlineResult:
+    """DRL, DRL+, ILETS- or ILETS over the online segment (see the module table)."""
+    from ilets.oail import OAILCallback
+    from ilets.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
+    from ilets.ppo import make_ppo
+
+    env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
+    model = make_ppo(env, cfg.ppo, cfg.seed)
+    extra: dict = {}
+    if cfg.method in ("drl+", "ilets"):
+        t0 = time.perf_counter()
+        demos = collect_demonstrations(workload.offline, fleet, cfg.oinpt.expert, cfg.experts, cfg.reward,
+                                       cfg.oinpt.max_demo_tasks, cfg.seed, cfg.workload.length_mi[1],
+                                       cache_dir=cache_dir)
+        extra["demo_tasks"] = len(demos)
+        extra["demo_seconds"] = demos.seconds
+        extra.update(behaviour_clone(model, demos, cfg.oinpt, cfg.seed))
+        if cfg.oinpt.critic_pretrain:
+            extra.update(pretrain_critic(model, demos, cfg.ppo.gamma, cfg.oinpt, cfg.seed))
+        extra["oinpt_seconds"] = time.perf_counter() - t0
+    log = DecisionLog()
+    callbacks: list[BaseCallback] = [_Recorder(log, progress)]
+    oail = None
+    if cfg.method in ("ilets-", "ilets"):
+        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed)
+        callbacks.append(oail)
+    try:
+        model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
+    finally:
+        if oail is not None:
+            oail.close()
+    if oail is not None:
+        extra.update(oail.counters.as_dict())
+    return OnlineResult(log, extra, decision_latency(model, cfg, workload, fleet), model)
+
+
+def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n: int = 2000) -> np.ndarray:
+    """Latency of the trained policy's decision (observation + numpy actor), s per task.
+
+    Measured on a replay of the first ``n`` online tasks after training, because during
+    learning SB3's rollout loop also computes values and log-probabilities for its buffer.
+    """
+    from ilets.ppo import PPOPolicy
+
+    policy = PPOPolicy(model, cfg.workload.length_mi[1])
+    env = CloudSchedulingEnv(cfg, tasks=workload.online.slice(0, min(n, len(workload.online))), fleet=fleet)
+    env.reset()
+    times, done = [], False
+    while not done:
+        t0 = time.perf_counter()
+        a = policy.act(env.cloud, env.current_task, env.action_masks())
+        times.append(time.perf_counter() - t0)
+        done = env.step(a)[2]
+    return np.asarray(times)
+
+
+def run_method(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
+               progress=None) -> OnlineResult:
+    """Run ``cfg.method`` (a learner or a heuristic) over the online segment."""
+    if cfg.method in HEURISTICS:
+        return run_heuristic(cfg, workload, fleet, progress)
+    return run_learner(cfg, workload, fleet, cache_dir, progress)
