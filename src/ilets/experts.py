@@ -175,7 +175,8 @@ def _fcfs_start(t0: np.ndarray, fin: np.ndarray, cpu: np.ndarray, room: np.ndarr
     Row ``r`` is a server with unfinished tasks ``(fin[r, k], cpu[r, k])`` (padding:
     ``fin = -inf``) and a new task that cannot start before ``t0[r]`` and fits when the CPU
     still held is at most ``room[r]`` (capacity + eps - request). The task starts at ``t0``
-    if it fits then, else at the first finish after which what is still held fits.
+    if it fits then, else at the first pending finish (in time order) after which the CPU
+    still held fits.
     """
     pend = fin > t0[:, None]
     held_k = np.where(pend, cpu, 0.0)
@@ -184,14 +185,15 @@ def _fcfs_start(t0: np.ndarray, fin: np.ndarray, cpu: np.ndarray, room: np.ndarr
     late = np.flatnonzero(held > room)
     if late.size:  # only congested rows pay for a sort
         f = np.where(pend[late], fin[late], np.inf)
-        order = np.argsort(f, axis=1, kind="stable")
-        fs = np.take_along_axis(f, order, axis=1)
-        left = held[late, None] - np.cumsum(np.take_along_axis(held_k[late], order, axis=1), axis=1)
-        ok = left <= room[late, None]
-        # fallback (float trouble only, as in Cloud): the last unfinished task's finish
-        last = pend[late].sum(axis=1) - 1
-        k = np.where(ok.any(axis=1), ok.argmax(axis=1), last)
-        start[late] = fs[np.arange(late.size), k]
+        order = np.argsort(f, axis=1)
+        r = np.arange(late.size)[:, None]
+        fs = f[r, order]
+        ok = held[late, None] - np.cumsum(held_k[late][r, order], axis=1) <= room[late, None]
+        # equal finishes may sort either way: the instant returned is the same
+        k = ok.argmax(axis=1)
+        # no instant fits only through float trouble; Cloud then returns the last finish
+        k = np.where(ok[r[:, 0], k], k, pend[late].sum(axis=1) - 1)
+        start[late] = fs[r[:, 0], k]
     return start
 
 
@@ -281,27 +283,32 @@ class WindowFitness:
         p, w = a.shape
         if w != self.window_size:
             raise ValueError(f"plans have {w} tasks, the window has {self.window_size}")
-        rows = np.arange(p)
-        last_start = np.broadcast_to(self.last_start, (p, len(self.last_start))).copy()
-        start = np.empty((p, w))
-        finish = np.empty((p, w))
-        share = self.delta_power[np.arange(w)[None, :], a]  # (P, W) power each task adds
-        out = np.empty((p, w))
+        m = len(self.last_start)
+        task = np.arange(w)
+        at = (task[None, :], a)  # (task, server) of every gene
+        slot = np.arange(p)[:, None] * m + a  # each gene's server in the flat (P*M) state
+        last_start = np.tile(self.last_start, p)
+        same = a[:, :, None] == a[:, None, :]  # (P, W, W): genes on one server
+        snap_fin, snap_cpu = self.snap_fin[a], self.snap_cpu[a]  # (P, W, K)
+        room, execution = self.room[at], self.exec[at]
+        # placed tasks only: unplaced ones never count as pending (-inf) or running (+inf)
+        start = np.full((p, w), np.inf)
+        finish = np.full((p, w), -np.inf)
         for j in range(w):
-            s = a[:, j]
-            tj = self.t[j]
-            t0 = np.maximum(tj, last_start[rows, s])
-            mine = a[:, :j] == s[:, None]  # earlier window tasks on the same server
-            fin = np.concatenate([self.snap_fin[s], np.where(mine, finish[:, :j], -np.inf)], axis=1)
-            cpu = np.concatenate([self.snap_cpu[s], np.where(mine, self.cpu[:j], 0.0)], axis=1)
-            st = _fcfs_start(t0, fin, cpu, self.room[j, s])
-            running = (start[:, :j] <= tj) & (finish[:, :j] > tj)
-            power = self.base_power[j] + (share[:, :j] * running).sum(axis=1) + share[:, j]
-            ex = self.exec[j, s]
-            out[:, j] = self._task_cost(j, st, ex, power)
+            t0 = np.maximum(self.t[j], last_start[slot[:, j]])
+            mine = same[:, j, :j]
+            fin = np.concatenate([snap_fin[:, j], np.where(mine, finish[:, :j], -np.inf)], axis=1)
+            cpu = np.concatenate([snap_cpu[:, j], np.where(mine, self.cpu[:j], 0.0)], axis=1)
+            st = _fcfs_start(t0, fin, cpu, room[:, j])
             start[:, j] = st
-            finish[:, j] = st + ex
-            last_start[rows, s] = st
+            finish[:, j] = st + execution[:, j]
+            last_start[slot[:, j]] = st
+        # fleet power at each arrival: the snapshot's + earlier window tasks running then
+        share = self.delta_power[at]
+        earlier = task[None, :] < task[:, None]  # (j, k): k placed before j
+        running = earlier & (start[:, None, :] <= self.t[None, :, None]) & (finish[:, None, :] > self.t[None, :, None])
+        power = self.base_power + (running * share[:, None, :]).sum(axis=2) + share
+        out = self._task_cost(task, start, execution, power)
         return out if per_task else out.sum(axis=1)
 
 
@@ -562,3 +569,36 @@ def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_p
     plan.evaluations = total
     plan.seconds = time.perf_counter() - t0
     return plan
+
+
+def small_case(seed: int, servers: int = 4, window: int = 6, background: int = 12,
+               reward: RewardConfig | None = None) -> tuple[Cloud, list[Task]]:
+    """A small loaded snapshot and window for checks against :func:`exact_optimum` [ours].
+
+    ``background`` tasks arrive over the second before the window and are placed on random
+    feasible servers, so queues and free CPU differ between servers; CPU requests are large
+    (1/16 to 1/2 of a 0.5 machine's... up to 0.5) so capacity and FCFS queueing bind, which
+    is where a window plan can beat one-step greedy. Deterministic in ``seed``.
+    """
+    from ilets.cloud import make_fleet
+    from ilets.config import FleetConfig
+
+    rng = np.random.default_rng(seed)
+    fleet = make_fleet(FleetConfig(servers=servers), seed)
+    n = background + window
+    arrival = np.sort(rng.uniform(0.0, 1.0 + 0.1 * window, n))
+    arrival[background:] = np.sort(rng.uniform(arrival[background - 1] if background else 0.0,
+                                               arrival[background - 1] + 0.1 * window if background else 0.1 * window,
+                                               window))
+    cpu = np.minimum(rng.choice([0.0625, 0.125, 0.25, 0.5], n), fleet.capacity.max())
+    length = rng.uniform(500.0, 3000.0, n)
+    deadline = rng.uniform(1.5, 4.5, n)
+    tasks = [Task(i, float(arrival[i]), float(cpu[i]), float(length[i]), float(deadline[i])) for i in range(n)]
+    cloud = Cloud(fleet, t0=0.0, record=False)
+    for task in tasks[:background]:
+        cloud.advance(task.arrival)
+        cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline,
+                     int(rng.choice(np.flatnonzero(cloud.feasible(task.cpu)))))
+    win = tasks[background:]
+    cloud.advance(win[0].arrival)
+    return cloud, win

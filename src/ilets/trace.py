@@ -35,6 +35,10 @@ attempts=5, timeout_s=60.0, backoff_s=1.0) -> list[Path]``
     Download just the shards a window needs (plus one "fence" shard, see its docstring),
     found by probing the head of remote shards; no full scan from shard 0.
 
+Smaller helpers: ``shard_name(index, total=500)``, ``list_shards(trace_dir)``,
+``first_timestamp(path) -> int`` (microseconds), ``probe_first_timestamp(url)``,
+``submit_counts(trace_dir, t0, t1) -> (per-second counts, TraceStats)``.
+
 Every problem with the input raises :class:`TraceError` (a ``ValueError``) whose message
 names the file (or URL, or folder), the line where there is one, and what was expected.
 """

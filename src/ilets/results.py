@@ -1,0 +1,110 @@
+"""The results store: cell folders gathered into tidy parquet tables, and the loader API.
+
+``OUT/store/metrics.parquet``: one row per finished cell (method, servers, seed, final
+metrics, compute). ``OUT/store/curves.parquet``: learning-curve rows of every cell, with
+method, servers and seed columns. Notebooks read only through the functions here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+LEARNERS = ("drl", "drl+", "ilets-", "ilets")
+METHOD_LABELS = {"drl": "DRL", "drl+": "DRL+", "ilets-": "ILETS-", "ilets": "ILETS"}
+
+
+def results_dir(default: str | Path = "results") -> Path:
+    """The results folder the book shows: ``$ILETS_RESULTS`` if set, else ``default``.
+
+    Relative defaults are resolved against the repository root (the notebooks run in
+    ``notebooks/``).
+    """
+    env = os.environ.get("ILETS_RESULTS")
+    if env:
+        return Path(env)
+    path = Path(default)
+    if not path.is_absolute():
+        path = Path(__file__).resolve().parents[2] / path
+    return path
+
+
+def _cells(out: Path) -> list[Path]:
+    root = Path(out) / "cells"
+    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "metrics.json").is_file()) if root.is_dir() else []
+
+
+def build_store(out: Path) -> dict[str, Path]:
+    """Gather every finished cell of ``out`` into ``out/store/*.parquet``; returns the paths."""
+    out = Path(out)
+    rows, curves = [], []
+    for cell in _cells(out):
+        m = json.loads((cell / "metrics.json").read_text())
+        m["cell"] = cell.name
+        rows.append(m)
+        curve = pd.read_csv(cell / "curve.csv")
+        curve["method"], curve["servers"], curve["seed"], curve["cell"] = m["method"], m["servers"], m["seed"], cell.name
+        curves.append(curve)
+    store = out / "store"
+    store.mkdir(parents=True, exist_ok=True)
+    paths = {"metrics": store / "metrics.parquet", "curves": store / "curves.parquet"}
+    frames = {"metrics": pd.DataFrame(rows), "curves": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
+    for key, path in paths.items():
+        tmp = path.with_suffix(".tmp.parquet")
+        frames[key].to_parquet(tmp, index=False)
+        tmp.replace(path)
+    return paths
+
+
+def load_metrics(out: Path | None = None) -> pd.DataFrame:
+    """Per-cell final metrics (one row per method x servers x seed)."""
+    out = Path(out) if out else results_dir()
+    path = out / "store" / "metrics.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results store; run `ilets grid --profile quick --out {out}` first")
+    return pd.read_parquet(path)
+
+
+def load_curves(out: Path | None = None) -> pd.DataFrame:
+    """Learning-curve rows of every cell."""
+    out = Path(out) if out else results_dir()
+    path = out / "store" / "curves.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results store; run `ilets grid` first")
+    return pd.read_parquet(path)
+
+
+def load_profile_info(out: Path | None = None) -> dict:
+    """The profile the results were produced with (name, description, grid, run settings)."""
+    out = Path(out) if out else results_dir()
+    path = out / "profile.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not a grid results folder")
+    return yaml.safe_load(path.read_text())
+
+
+def compute_table(out: Path | None = None) -> pd.DataFrame:
+    """Wall and CPU seconds of every cell, finished or failed."""
+    out = Path(out) if out else results_dir()
+    rows = []
+    for cell in _cells(out):
+        m = json.loads((cell / "metrics.json").read_text())
+        rows.append({"cell": cell.name, "method": m["method"], "servers": m["servers"], "seed": m["seed"],
+                     "status": "done", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+    failed = Path(out) / "failed"
+    if failed.is_dir():
+        for f in sorted(failed.glob("*.json")):
+            m = json.loads(f.read_text())
+            rows.append({"cell": m["cell"], "method": m["cell"].split("-M")[0], "servers": None, "seed": None,
+                         "status": "failed", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+    return pd.DataFrame(rows, columns=["cell", "method", "servers", "seed", "status", "wall_s", "cpu_s"])
+
+
+def system_info(out: Path | None = None) -> dict:
+    """The system.json of one finished cell (hardware and versions)."""
+    cells = _cells(Path(out) if out else results_dir())
+    return json.loads((cells[0] / "system.json").read_text()) if cells else {}
