@@ -1,0 +1,95 @@
+"""Configuration loading: strict keys, types and ranges, with the file and key named."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import yaml
+
+from ilets.config import ConfigError, RunConfig, load_run_config, to_dict
+from ilets.profiles import config_path, load_profile, method_defaults
+
+
+def write(tmp_path, data, name="p.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_defaults_validate_and_round_trip():
+    cfg = RunConfig().validate()
+    assert load_run_config(None) == cfg
+    assert cfg.digest() == RunConfig().digest()
+
+
+def test_methods_yaml_agrees_with_the_dataclass_defaults():
+    # methods.yaml is the one place hyperparameters are set; the defaults must not drift from it
+    assert method_defaults() == RunConfig()
+
+
+@pytest.mark.parametrize("data, needle", [
+    ({"ppo": {"n_step": 5}}, "run.ppo: unknown key(s) ['n_step']"),
+    ({"ppo": {"n_steps": "many"}}, "ppo.n_steps: expected an integer"),
+    ({"ppo": {"learning_rate": True}}, "ppo.learning_rate: expected a number"),
+    ({"fleet": {"servers": 0}}, "fleet.servers: expected an integer in [1, 100000]"),
+    ({"fleet": {"servers": -50}}, "fleet.servers"),
+    ({"workload": {"scale": 2.0}}, "workload.scale: expected a number in (0, 1]"),
+    ({"reward": {"theta": 1.5}}, "reward.theta"),
+    ({"oail": {"window_mode": "future"}}, "oail.window_mode"),
+    ({"oail": {"weights": [1.0]}}, "oail.weights: expected one weight per expert"),
+    ({"method": "ppo2"}, "run.method"),
+    ({"workload": {"length_mi": [3000, 500]}}, "workload.length_mi"),
+])
+def test_bad_values_are_named(data, needle):
+    with pytest.raises(ConfigError) as err:
+        load_run_config(None, **data)
+    assert needle in str(err.value)
+
+
+def test_profile_errors_name_the_file_and_key(tmp_path):
+    path = write(tmp_path, {"methods": ["drl"], "servers": [50], "seeds": [0], "run": {"ppo": {"epochs": 3}}})
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    assert str(path) in str(err.value) and "epochs" in str(err.value)
+    path = write(tmp_path, {"methods": ["drl", "dqn"], "servers": [50], "seeds": [0]})
+    with pytest.raises(ConfigError, match="unknown method"):
+        load_profile(path)
+    path = write(tmp_path, {"methods": ["drl"], "servers": [0], "seeds": [0]})
+    with pytest.raises(ConfigError, match="impossible server count 0"):
+        load_profile(path)
+    path = write(tmp_path, {"methods": ["drl"], "servers": [50], "seeds": [0], "colour": "red"})
+    with pytest.raises(ConfigError, match="colour"):
+        load_profile(path)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="not found"):
+        load_profile(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("methods: [drl\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_profile(bad)
+    bad.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_profile(bad)
+
+
+@pytest.mark.parametrize("name", ["smoke", "quick", "paper"])
+def test_shipped_profiles_load(name):
+    p = load_profile(name)
+    assert p.name == name and len(p.cells()) == len(p.methods) * len(p.servers) * len(p.seeds)
+    assert config_path(name).is_file()
+
+
+def test_paper_profile_is_the_full_study():
+    p = load_profile("paper")
+    assert p.run.workload.scale == 1.0 and sorted(p.servers) == [50, 100, 200] and len(p.seeds) == 10
+    assert {"drl", "drl+", "ilets-", "ilets"} <= set(p.methods)
+
+
+def test_digest_changes_with_any_field():
+    a = RunConfig()
+    b = dataclasses.replace(a, ppo=dataclasses.replace(a.ppo, n_epochs=5))
+    assert a.digest() != b.digest()
+    assert to_dict(a)["ppo"]["n_epochs"] == 4
