@@ -138,6 +138,7 @@ class ExpertConfig:
     miss_penalty: float = 1.0  #: fitness cost per missed deadline, in reward units
     ga_crossover: float = 0.9  #: probability that a child mixes two parents (uniform crossover)
     pso_vmax: float = 0.5  #: PSO velocity clip, in score units (scores start in [0, 1))
+    pso_turbulence: float = 0.3  #: per task and iteration, probability a particle's scores are redrawn
     #: genes range over each task's this-many cheapest feasible servers (0: all feasible)
     candidates: int = 16
 
@@ -145,7 +146,7 @@ class ExpertConfig:
         for key in ("window", "ga_population", "ga_generations", "pso_particles", "pso_iterations"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
-        for key in ("ga_mutation", "ga_crossover"):
+        for key in ("ga_mutation", "ga_crossover", "pso_turbulence"):
             if not 0 <= getattr(self, key) <= 1:
                 raise ConfigError(f"{where}.{key}: expected a number in [0, 1], got {getattr(self, key)}")
         if self.ga_elite < 0 or self.candidates < 0:
@@ -207,6 +208,7 @@ class RunConfig:
 
     method: str = "drl"
     seed: int = 0
+    variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
     curve_every: int = 500  #: decisions per learning-curve point
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)

@@ -118,7 +118,7 @@ class OAILCallback(BaseCallback):
     """The OAIL loop around a (Maskable)PPO model learning on a :class:`CloudSchedulingEnv`."""
 
     def __init__(self, cfg: OAILConfig, experts_cfg: ExpertConfig, reward: RewardConfig, seed: int,
-                 ent_weight: float = 1e-3, mp_context: str = "spawn") -> None:
+                 ent_weight: float = 1e-3, mp_context: str | None = None) -> None:
         super().__init__()
         self.cfg = cfg
         self.experts_cfg = experts_cfg
@@ -145,8 +145,14 @@ class OAILCallback(BaseCallback):
         self._maybe_snapshot(self.env.t)
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.cfg.workers,
-                                   mp_context=multiprocessing.get_context(self.mp_context))
+        # fork starts a worker in milliseconds (spawn re-imports numpy and the package, ~1 s,
+        # longer than a whole smoke run); workers never touch torch, so forking a process
+        # that has imported it is safe. Elsewhere (macOS, Windows) use the platform default.
+        method = self.mp_context or ("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        pool = ProcessPoolExecutor(max_workers=self.cfg.workers, mp_context=multiprocessing.get_context(method))
+        for _ in range(self.cfg.workers):  # start the workers now, not at the first request
+            pool.submit(int, 0)
+        return pool
 
     def _on_training_end(self) -> None:
         self.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,13 +146,15 @@ def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -
         batch_size=cfg.batch_size, optimizer_kwargs={"lr": cfg.learning_rate}, device="cpu",
         custom_logger=imit_logger.configure(format_strs=[]),
     )
-    trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
+    with warnings.catch_warnings():  # imitation's logger converts loss tensors that need grad
+        warnings.filterwarnings("ignore", message=".*requires_grad.*")
+        trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
     return {"bc_agreement_before": before, "bc_agreement_after": action_agreement(model.policy, demos)}
 
 
 def action_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> float:
     """Share of demonstrated decisions where the policy's masked greedy action matches."""
-    obs = th.as_tensor(demos.obs[:limit])
+    obs = th.as_tensor(np.array(demos.obs[:limit]))
     with th.no_grad():
         dist = policy.get_distribution(obs, action_masks=demos.masks[:limit]) if _maskable(policy) \
             else policy.get_distribution(obs)
@@ -183,7 +186,7 @@ def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig
     policy = model.policy
     params = list(policy.mlp_extractor.value_net.parameters()) + list(policy.value_net.parameters())
     opt = th.optim.Adam(params, lr=cfg.learning_rate)
-    obs = th.as_tensor(demos.obs)
+    obs = th.as_tensor(np.array(demos.obs))
     target = th.as_tensor(discounted_returns(demos.rewards, gamma), dtype=th.float32)
     gen = th.Generator().manual_seed(seed)
 

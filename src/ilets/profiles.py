@@ -21,6 +21,17 @@ BUILTIN = ("smoke", "quick", "paper")
 
 
 @dataclass(frozen=True)
+class Variant:
+    """Extra cells that change some settings of the main grid (labelled ``variant``)."""
+
+    name: str
+    methods: tuple[str, ...] = ()
+    servers: tuple[int, ...] = ()
+    seeds: tuple[int, ...] = ()
+    run: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Profile:
     """A grid of cells and the settings shared by all of them."""
 
@@ -31,6 +42,9 @@ class Profile:
     seeds: tuple[int, ...] = (0,)
     workers: int = 2  #: cells run at once by the local executor
     run: RunConfig = field(default_factory=RunConfig)
+    #: ablations and sensitivity checks: name -> {methods, servers, seeds, run overrides};
+    #: omitted grid keys default to the main grid's
+    variants: tuple[Variant, ...] = ()
 
     def cells(self) -> list[RunConfig]:
         """One validated RunConfig per (method, servers, seed), in a stable order."""
@@ -41,6 +55,15 @@ class Profile:
                     cfg = dataclasses.replace(self.run, method=method, seed=seed,
                                               fleet=dataclasses.replace(self.run.fleet, servers=servers))
                     out.append(cfg.validate(f"{self.name}.run"))
+        for v in self.variants:
+            where = f"{self.name}.variants.{v.name}"
+            base = dataclasses.replace(merge(self.run, v.run, f"{where}.run"), variant=v.name)
+            for servers in v.servers or self.servers:
+                for seed in v.seeds or self.seeds:
+                    for method in v.methods or self.methods:
+                        cfg = dataclasses.replace(base, method=method, seed=seed,
+                                                  fleet=dataclasses.replace(base.fleet, servers=servers))
+                        out.append(cfg.validate(f"{where}.run"))
         return out
 
 
@@ -65,14 +88,18 @@ def load_profile(name_or_path: str | Path) -> Profile:
         raise ConfigError(f"{where}.run: expected a mapping, got {type(run_overrides).__name__}")
     data.setdefault("name", path.stem)
     run = merge(method_defaults(), run_overrides, f"{where}.run")
+    variants = data.pop("variants", {}) or {}
+    if not isinstance(variants, dict):
+        raise ConfigError(f"{where}.variants: expected a mapping of name -> settings")
+    parsed = tuple(from_dict(Variant, {"name": k, **(v or {})}, f"{where}.variants.{k}") for k, v in variants.items())
     profile = from_dict(Profile, {**data, "run": {}}, where)
-    profile = dataclasses.replace(profile, run=run)
+    profile = dataclasses.replace(profile, run=run, variants=parsed)
     _validate(profile, where)
     return profile
 
 
 def _validate(p: Profile, where: str) -> None:
-    bad = [m for m in p.methods if m not in METHODS + HEURISTICS]
+    bad = [m for m in p.methods + sum((v.methods for v in p.variants), ()) if m not in METHODS + HEURISTICS]
     if bad:
         raise ConfigError(f"{where}.methods: unknown method(s) {bad}; expected some of {list(METHODS + HEURISTICS)}")
     if not p.methods or not p.servers or not p.seeds:

@@ -47,7 +47,8 @@ def build_store(out: Path) -> dict[str, Path]:
         m["cell"] = cell.name
         rows.append(m)
         curve = pd.read_csv(cell / "curve.csv")
-        curve["method"], curve["servers"], curve["seed"], curve["cell"] = m["method"], m["servers"], m["seed"], cell.name
+        curve["method"], curve["variant"] = m["method"], m.get("variant", "")
+        curve["servers"], curve["seed"], curve["cell"] = m["servers"], m["seed"], cell.name
         curves.append(curve)
     store = out / "store"
     store.mkdir(parents=True, exist_ok=True)
@@ -93,15 +94,16 @@ def compute_table(out: Path | None = None) -> pd.DataFrame:
     rows = []
     for cell in _cells(out):
         m = json.loads((cell / "metrics.json").read_text())
-        rows.append({"cell": cell.name, "method": m["method"], "servers": m["servers"], "seed": m["seed"],
-                     "status": "done", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+        rows.append({"cell": cell.name, "method": m["method"], "variant": m.get("variant", ""),
+                     "servers": m["servers"], "seed": m["seed"], "status": "done",
+                     "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     failed = Path(out) / "failed"
     if failed.is_dir():
         for f in sorted(failed.glob("*.json")):
             m = json.loads(f.read_text())
-            rows.append({"cell": m["cell"], "method": m["cell"].split("-M")[0], "servers": None, "seed": None,
-                         "status": "failed", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
-    return pd.DataFrame(rows, columns=["cell", "method", "servers", "seed", "status", "wall_s", "cpu_s"])
+            rows.append({"cell": m["cell"], "method": m["method"], "variant": m["variant"], "servers": m["servers"],
+                         "seed": m["seed"], "status": "failed", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+    return pd.DataFrame(rows, columns=["cell", "method", "variant", "servers", "seed", "status", "wall_s", "cpu_s"])
 
 
 def system_info(out: Path | None = None) -> dict:

@@ -43,7 +43,8 @@ PACKAGES = ("ilets-study", "numpy", "torch", "stable-baselines3", "sb3-contrib",
 
 def cell_name(cfg: RunConfig) -> str:
     """The folder name of a cell: readable fields plus the digest of the whole config."""
-    return f"{cfg.method}-M{cfg.fleet.servers}-s{cfg.seed}-{cfg.digest()}"
+    variant = f"@{cfg.variant}" if cfg.variant else ""
+    return f"{cfg.method}{variant}-M{cfg.fleet.servers}-s{cfg.seed}-{cfg.digest()}"
 
 
 def cell_dir(cfg: RunConfig, out: Path) -> Path:
@@ -130,7 +131,8 @@ def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = Fals
         if result.model is not None and save_model:
             result.model.save(tmp / "model.zip")
         metrics = {
-            "method": cfg.method, "servers": cfg.fleet.servers, "seed": cfg.seed, "digest": cfg.digest(),
+            "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers, "seed": cfg.seed,
+            "digest": cfg.digest(),
             **{k: v for k, v in result.log.final.items()},
             "decision_p50_ms": float(np.median(d) * 1e3) if len(d) else float("nan"),
             "decision_p95_ms": float(np.quantile(d, 0.95) * 1e3) if len(d) else float("nan"),
@@ -144,7 +146,8 @@ def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = Fals
         failed = Path(out) / "failed"
         failed.mkdir(parents=True, exist_ok=True)
         _atomic_json(failed / f"{final.name}.json", {
-            "cell": final.name, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
+            "cell": final.name, "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
+            "seed": cfg.seed, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
             "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0, "time": time.time()})
         raise
     return final

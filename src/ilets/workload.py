@@ -214,3 +214,16 @@ def load_workload(cfg: WorkloadConfig, seed: int) -> Workload:
 
         return google_workload(cfg, seed)
     raise ValueError(f"workload.kind must be 'synthetic' or 'google', got {cfg.kind!r}")
+
+
+def real_cpu_sample(path: Path | None = None) -> np.ndarray | None:
+    """CPU requests (> 0) of the real Google sample beside the repository, or None if absent.
+
+    The sample (``../shared/data/google2011_task_requests_sample.csv``) is not part of the
+    project; the book and the tests use it only when it is there.
+    """
+    path = Path(path) if path else Path(__file__).resolve().parents[3] / "shared" / "data" / "google2011_task_requests_sample.csv"
+    if not path.is_file():
+        return None
+    cpu = np.loadtxt(path, delimiter=";", usecols=(8,))
+    return cpu[cpu > 0]

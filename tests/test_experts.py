@@ -1,0 +1,222 @@
+"""Experts: exact replay, exact batched fitness, GA/PSO quality against greedy and the optimum."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+from ilets.cloud import Cloud, make_fleet
+from ilets.config import ConfigError, ExpertConfig, FleetConfig, RewardConfig, WorkloadConfig
+from ilets.env import build_observation
+from ilets.experts import (DEFAULT_LENGTH_TOP, ExpertPlan, WindowFitness, evaluate_plan, exact_optimum,
+                           make_expert, small_case, window_from_table)
+from ilets.objective import cost_of
+from ilets.policies import EarliestFinish
+from ilets.workload import synthetic_workload
+
+REWARD = RewardConfig()
+CFG = ExpertConfig()
+MISS = CFG.miss_penalty
+
+
+@pytest.fixture(scope="module")
+def workload():
+    return synthetic_workload(WorkloadConfig(scale=0.02), 0).online
+
+
+def loaded_snapshot(workload, servers: int, placed: int, window: int = 30) -> tuple[Cloud, list]:
+    """A cloud after ``placed`` tasks under earliest-finish, and the next ``window`` tasks."""
+    cloud = Cloud(make_fleet(FleetConfig(servers=servers), 0), t0=float(workload.arrival[0]), record=False)
+    policy = EarliestFinish()
+    for task in window_from_table(workload, 0, placed):
+        cloud.advance(task.arrival)
+        cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline,
+                     policy.act(cloud, task, cloud.feasible(task.cpu)))
+    win = window_from_table(workload, placed, placed + window)
+    cloud.advance(win[0].arrival)
+    return cloud, win
+
+
+@pytest.fixture(scope="module")
+def busy(workload):
+    """50 servers at ~80% CPU with queues: decisions interact through FCFS and capacity."""
+    return loaded_snapshot(workload, 50, 2000)
+
+
+def state_of(cloud: Cloud) -> tuple:
+    return (cloud.now, cloud.energy, cloud.active_energy, cloud.power, cloud.used.tolist(), cloud.n_tasks.tolist(),
+            cloud.last_start.tolist(), cloud.load.tolist(), cloud.drain.tolist(),
+            [sorted(cloud.committed(s)) for s in range(len(cloud.fleet))], sorted(cloud._events))
+
+
+def random_plans(fitness: WindowFitness, rng: np.random.Generator, n: int, spread: int | None = None) -> np.ndarray:
+    """Random feasible plans; ``spread`` limits each task to its first few feasible servers
+    so that plans pile tasks onto the same servers (queues, head-of-line blocking)."""
+    feasible = [np.flatnonzero(row)[:spread] for row in fitness.feasible]
+    return np.array([[rng.choice(f) for f in feasible] for _ in range(n)])
+
+
+# --- helpers and the exact replay -----------------------------------------------------
+
+def test_window_from_table_indexes_rows(workload):
+    win = window_from_table(workload, 10, 13)
+    assert [t.index for t in win] == [10, 11, 12]
+    assert win[1].arrival == workload.arrival[11] and win[2].deadline == workload.deadline[12]
+    assert len(window_from_table(workload, len(workload) - 2, len(workload) + 5)) == 2
+
+
+def test_evaluate_plan_matches_running_the_cloud(busy):
+    cloud, win = busy
+    rng = np.random.default_rng(1)
+    plan_servers = random_plans(WindowFitness(cloud, win, REWARD, MISS), rng, 1, spread=4)[0]
+    plan = evaluate_plan(cloud, win, plan_servers, REWARD, MISS)
+
+    sim = cloud.clone(record=True)
+    costs, obs = [], []
+    for task, s in zip(win, plan_servers):
+        sim.advance(task.arrival)
+        obs.append(build_observation(sim, task, DEFAULT_LENGTH_TOP))
+        costs.append(cost_of(sim, task, int(s), sim.earliest_start(int(s), task.cpu), REWARD))
+        sim.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, int(s))
+    frame = sim.task_frame()
+    missed = ~frame["success"].to_numpy()
+    assert frame["server"].tolist() == plan_servers.tolist()
+    np.testing.assert_allclose(plan.rewards, -np.array(costs), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(plan.task_costs, np.array(costs) + MISS * missed, rtol=0, atol=1e-12)
+    assert plan.misses == int(missed.sum())
+    assert plan.cost == pytest.approx(sum(costs) + MISS * missed.sum(), abs=1e-9)
+    np.testing.assert_array_equal(plan.observations, np.array(obs))
+    assert plan.observations.dtype == np.float32 and plan.observations.shape == (30, 2 * 50 + 2)
+    np.testing.assert_array_equal(plan.masks, np.array([cloud.feasible(t.cpu) for t in win]))
+
+
+def test_evaluate_plan_rejects_bad_plans(busy):
+    cloud, win = busy
+    with pytest.raises(ValueError, match="shape"):
+        evaluate_plan(cloud, win, np.zeros(len(win) - 1, int), REWARD, MISS)
+    small = int(np.argmin(cloud.fleet.capacity))
+    win = [win[0]._replace(cpu=1.0)] + win[1:]  # only a 1.0 machine can hold it
+    plan = np.full(len(win), int(np.argmax(cloud.fleet.capacity)))
+    plan[0] = small
+    with pytest.raises(ValueError, match="cannot hold"):
+        evaluate_plan(cloud, win, plan, REWARD, MISS)
+
+
+# --- the batched fitness is exact -------------------------------------------------------
+
+@pytest.mark.parametrize("reward", [REWARD, RewardConfig(include_execution=False, deadline_penalty=0.5, theta=0.6)],
+                         ids=["default", "variant"])
+def test_batched_fitness_equals_exact_replay(busy, reward):
+    cloud, win = busy
+    fitness = WindowFitness(cloud, win, reward, MISS)
+    rng = np.random.default_rng(2)
+    plans = np.concatenate([random_plans(fitness, rng, 15), random_plans(fitness, rng, 15, spread=3)])
+    batched = fitness.costs(plans, per_task=True)
+    for plan, row in zip(plans, batched):
+        np.testing.assert_allclose(row, evaluate_plan(cloud, win, plan, reward, MISS).task_costs, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fitness.costs(plans), batched.sum(axis=1))
+
+
+def test_batched_fitness_exact_on_small_congested_cases():
+    for seed in range(10):
+        cloud, win = small_case(seed, servers=3, window=6, background=9)
+        fitness = WindowFitness(cloud, win, REWARD, MISS)
+        plans = random_plans(fitness, np.random.default_rng(seed), 20)
+        exact = [evaluate_plan(cloud, win, p, REWARD, MISS).cost for p in plans]
+        np.testing.assert_allclose(fitness.costs(plans), exact, rtol=0, atol=1e-9)
+
+
+# --- expert contracts ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["ga", "pso", "greedy"])
+def test_plan_is_feasible_exact_and_leaves_the_cloud_alone(busy, name):
+    cloud, win = busy
+    before = state_of(cloud)
+    plan = make_expert(name, CFG, REWARD).plan(cloud, win, np.random.default_rng(0))
+    assert state_of(cloud) == before
+    assert isinstance(plan, ExpertPlan) and plan.expert == name and len(plan) == len(win)
+    assert plan.assignment.dtype == np.int64
+    assert all(cloud.fleet.capacity[s] + 1e-9 >= t.cpu for s, t in zip(plan.assignment, win))
+    replay = evaluate_plan(cloud, win, plan.assignment, REWARD, MISS)
+    assert plan.cost == replay.cost
+    np.testing.assert_array_equal(plan.observations, replay.observations)
+    np.testing.assert_array_equal(plan.rewards, replay.rewards)
+    assert plan.masks.shape == (len(win), len(cloud.fleet)) and plan.masks[np.arange(len(win)), plan.assignment].all()
+    assert plan.evaluations >= 1 and plan.seconds > 0
+
+
+@pytest.mark.parametrize("name", ["ga", "pso"])
+def test_same_seed_same_plan(busy, name):
+    cloud, win = busy
+    expert = make_expert(name, CFG, REWARD)
+    a = expert.plan(cloud, win, np.random.default_rng(7))
+    b = expert.plan(cloud, win, np.random.default_rng(7))
+    np.testing.assert_array_equal(a.assignment, b.assignment)
+    assert a.cost == b.cost
+
+
+@pytest.mark.parametrize("name", ["ga", "pso"])
+def test_never_worse_than_greedy_and_usually_better(workload, name):
+    expert, greedy = make_expert(name, CFG, REWARD), make_expert("greedy", CFG, REWARD)
+    gains = []
+    for placed in (800, 1500, 2200):
+        cloud, win = loaded_snapshot(workload, 50, placed)
+        g = greedy.plan(cloud, win)
+        for seed in range(2):
+            plan = expert.plan(cloud, win, np.random.default_rng(seed))
+            assert plan.cost <= g.cost
+            gains.append(g.cost - plan.cost)
+    assert max(gains) > 0  # on loaded windows the search finds something greedy misses
+
+
+def test_one_candidate_reduces_to_greedy(busy):
+    cloud, win = busy
+    cfg = dataclasses.replace(CFG, candidates=1)
+    g = make_expert("greedy", cfg, REWARD).plan(cloud, win)
+    for name in ("ga", "pso"):
+        np.testing.assert_array_equal(make_expert(name, cfg, REWARD).plan(cloud, win, np.random.default_rng(0)).assignment,
+                                      g.assignment)
+
+
+def test_make_expert_names_and_config_validation():
+    assert [make_expert(n).name for n in ("ga", "pso", "greedy")] == ["ga", "pso", "greedy"]
+    with pytest.raises(ValueError, match="unknown expert"):
+        make_expert("sa")
+    for bad in (dict(candidates=-1), dict(pso_vmax=0.0), dict(ga_crossover=1.5), dict(pso_turbulence=-0.1)):
+        with pytest.raises(ConfigError):
+            dataclasses.replace(CFG, **bad).validate("experts")
+
+
+# --- against the exact optimum ------------------------------------------------------------
+
+def test_exact_optimum_matches_brute_force_replay():
+    cloud, win = small_case(3, servers=3, window=3, background=6)
+    choices = [np.flatnonzero(cloud.feasible(t.cpu)) for t in win]
+    brute = min(evaluate_plan(cloud, win, np.array(p), REWARD, MISS).cost for p in itertools.product(*choices))
+    opt = exact_optimum(cloud, win, REWARD, MISS)
+    assert opt.cost == pytest.approx(brute, abs=1e-9)
+    assert opt.evaluations == int(np.prod([len(c) for c in choices]))
+
+
+def test_gap_to_optimum_is_small():
+    """30 loaded small cases (3-5 servers, 4-6 tasks). Observed when written: GA mean gap
+    0.03%, max 1.2%, optimal in 95%; PSO mean 0.06%, max 1.8%, optimal in 92%; greedy mean
+    9%, optimal in 30%. The bounds below leave room for platform float differences."""
+    gaps = {"ga": [], "pso": [], "greedy": []}
+    experts = {n: make_expert(n, CFG, REWARD) for n in gaps}
+    for seed in range(30):
+        m, w = 3 + seed % 3, 4 + seed % 3
+        cloud, win = small_case(seed, servers=m, window=w, background=3 * m)
+        opt = exact_optimum(cloud, win, REWARD, MISS)
+        for name, expert in experts.items():
+            cost = expert.plan(cloud, win, np.random.default_rng(seed)).cost
+            assert cost >= opt.cost - 1e-9
+            gaps[name].append((cost - opt.cost) / opt.cost)
+    g = {k: np.array(v) for k, v in gaps.items()}
+    for name in ("ga", "pso"):
+        assert g[name].mean() < 0.01, name
+        assert (g[name] < 1e-9).mean() >= 0.8, name
+    assert g["greedy"].mean() > 0.02  # the cases are hard enough that planning matters

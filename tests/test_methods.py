@@ -1,0 +1,155 @@
+"""The four methods end to end on tiny budgets; BC hand-off; determinism; result folders."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch as th
+from sb3_contrib import MaskablePPO
+
+from ilets.cloud import make_fleet
+from ilets.config import HEURISTICS, METHODS
+from ilets.env import CloudSchedulingEnv
+from ilets.methods import run_method
+from ilets.oinpt import Demonstrations, behaviour_clone, collect_demonstrations, pretrain_critic
+from ilets.ppo import NumpyActor, PPOPolicy, make_ppo
+from ilets.run import cell_dir, run_cell
+from ilets.workload import load_workload
+
+
+def setup(cfg):
+    return load_workload(cfg.workload, cfg.seed), make_fleet(cfg.fleet, cfg.fleet.seed)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_learner_schedules_the_whole_online_segment(tiny_config, method, tmp_path):
+    cfg = dataclasses.replace(tiny_config, method=method)
+    wl, fleet = setup(cfg)
+    res = run_method(cfg, wl, fleet, cache_dir=tmp_path)
+    assert len(res.log.reward) == len(wl.online)
+    assert res.log.final["tasks"] == len(wl.online)
+    assert 0 <= res.log.final["success_rate"] <= 1
+    assert res.model is not None and len(res.decision_s) > 0
+    if method in ("drl+", "ilets"):
+        assert res.extra["demo_tasks"] == cfg.oinpt.max_demo_tasks
+        assert res.extra["critic_mse_after"] < res.extra["critic_mse_before"]
+    if method in ("ilets-", "ilets"):
+        assert res.extra["oail_requests"] > 0
+
+
+@pytest.mark.parametrize("method", HEURISTICS)
+def test_every_heuristic_runs_through_the_same_env(tiny_config, method):
+    cfg = dataclasses.replace(tiny_config, method=method)
+    wl, fleet = setup(cfg)
+    res = run_method(cfg, wl, fleet)
+    assert len(res.log.reward) == len(wl.online) and res.model is None
+
+
+@pytest.mark.parametrize("method", ["drl", "drl+"])
+def test_same_seed_same_metrics(tiny_config, method, tmp_path):
+    cfg = dataclasses.replace(tiny_config, method=method)
+    wl, fleet = setup(cfg)
+    a = run_method(cfg, wl, fleet, cache_dir=tmp_path / "a")
+    b = run_method(cfg, wl, fleet, cache_dir=tmp_path / "b")
+    assert a.log.final == b.log.final
+    np.testing.assert_array_equal(a.log.reward, b.log.reward)
+
+
+def test_bc_trains_the_very_policy_ppo_then_uses(tiny_config, tmp_path):
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)
+    model = make_ppo(env, cfg.ppo, seed=0)
+    policy_before = model.policy
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0,
+                                   cfg.workload.length_mi[1])
+    stats = behaviour_clone(model, dataclasses.replace(demos), dataclasses.replace(cfg.oinpt, bc_epochs=20), seed=0)
+    assert model.policy is policy_before  # no conversion: BC trained PPO's own object
+    assert stats["bc_agreement_after"] > stats["bc_agreement_before"]
+    obs = th.as_tensor(np.array(demos.obs[:50]))
+    with th.no_grad():
+        p_bc = model.policy.get_distribution(obs).distribution.probs.numpy()
+    # saving and loading PPO keeps exactly the cloned action probabilities
+    model.save(tmp_path / "m.zip")
+    loaded = MaskablePPO.load(tmp_path / "m.zip", device="cpu")
+    with th.no_grad():
+        p_loaded = loaded.policy.get_distribution(obs).distribution.probs.numpy()
+    np.testing.assert_array_equal(p_bc, p_loaded)
+    # and the numpy fast path gives the same greedy actions as torch
+    actor = NumpyActor(model.policy)
+    masks = demos.masks[:50]
+    fast = [actor.act(o, m) for o, m in zip(demos.obs[:50], masks)]
+    slow = np.where(masks, p_bc, -1).argmax(1)
+    np.testing.assert_array_equal(fast, slow)
+
+
+def test_critic_pretraining_fits_expert_returns(tiny_config):
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)
+    model = make_ppo(env, cfg.ppo, seed=0)
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0,
+                                   cfg.workload.length_mi[1])
+    actor_before = [p.detach().clone() for p in model.policy.action_net.parameters()]
+    out = pretrain_critic(model, demos, cfg.ppo.gamma, dataclasses.replace(cfg.oinpt, critic_epochs=30), seed=0)
+    assert out["critic_mse_after"] < 0.2 * out["critic_mse_before"]
+    for a, b in zip(actor_before, model.policy.action_net.parameters()):
+        assert th.equal(a, b)  # the cloned actor is untouched
+
+
+def test_demonstrations_are_cached_by_key(tiny_config, tmp_path):
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 90, 0, cfg.workload.length_mi[1])
+    a = collect_demonstrations(*args, cache_dir=tmp_path)
+    files = list(tmp_path.glob("demos-*.npz"))
+    assert len(files) == 1
+    b = collect_demonstrations(*args, cache_dir=tmp_path)
+    np.testing.assert_array_equal(a.obs, b.obs)
+    assert isinstance(b, Demonstrations) and b.seconds == pytest.approx(a.seconds)
+    collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, 3000.0, cache_dir=tmp_path)
+    assert len(list(tmp_path.glob("demos-*.npz"))) == 2  # a different budget is a different key
+
+
+def test_result_folder_is_complete_and_loadable(tiny_config, tmp_path):
+    cfg = dataclasses.replace(tiny_config, method="drl")
+    folder = run_cell(cfg, tmp_path, command="pytest")
+    for name in ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz",
+                 "model.zip"):
+        assert (folder / name).is_file(), name
+    m = json.loads((folder / "metrics.json").read_text())
+    for key in ("avg_response_s", "energy_kwh", "success_rate", "mean_reward", "wall_s", "cpu_s",
+                "decision_p50_ms"):
+        assert np.isfinite(m[key]), key
+    sysinfo = json.loads((folder / "system.json").read_text())
+    assert sysinfo["cores"] >= 1 and sysinfo["packages"]["stable-baselines3"] == "2.2.1"
+    MaskablePPO.load(folder / "model.zip", device="cpu")
+    assert run_cell(cfg, tmp_path) == folder  # done cells are skipped
+
+
+def test_an_interrupted_cell_leaves_no_finished_looking_folder(tiny_config, tmp_path, monkeypatch):
+    cfg = dataclasses.replace(tiny_config, method="earliest-finish")
+
+    def boom(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ilets.methods.run_heuristic", boom)
+    with pytest.raises(KeyboardInterrupt):
+        run_cell(cfg, tmp_path)
+    assert not cell_dir(cfg, tmp_path).exists()
+    assert not list((tmp_path / "cells").glob(".*tmp*"))
+    failed = json.loads(next((tmp_path / "failed").glob("*.json")).read_text())
+    assert failed["error"].startswith("KeyboardInterrupt") and failed["method"] == "earliest-finish"
+
+
+def test_ppo_policy_fits_the_shared_policy_interface(tiny_config):
+    from ilets.policies import schedule
+
+    wl, fleet = setup(tiny_config)
+    env = CloudSchedulingEnv(tiny_config, tasks=wl.online, fleet=fleet)
+    policy = PPOPolicy(make_ppo(env, tiny_config.ppo, 0), tiny_config.workload.length_mi[1])
+    cloud = schedule(wl.online, fleet, policy)
+    assert cloud.summary()["tasks"] == len(wl.online)
