@@ -9,6 +9,7 @@ import pytest
 from ilets import stats as S
 
 REPS = 400  # enough for the properties tested, keeps the file fast
+POI_REPS = 150  # rliable's probability of improvement runs a Mann-Whitney test per resample
 
 
 # --- synthetic inputs --------------------------------------------------------------------
@@ -253,25 +254,26 @@ def test_probability_of_improvement():
     m = pd.DataFrame(rows)
     # x dominates y: lower response (lower is better) and higher success
     for metric in ("avg_response_s", "success_rate"):
-        p = S.probability_of_improvement(m, "x", "y", metric, reps=REPS)
+        p = S.probability_of_improvement(m, "x", "y", metric, reps=POI_REPS)
         assert p["prob"] == p["ci_low"] == p["ci_high"] == 1.0
         assert (p["n_x"], p["n_y"], p["tasks"]) == (6, 6, 3)
-        assert S.probability_of_improvement(m, "y", "x", metric, reps=REPS)["prob"] == 0.0
+        assert S.probability_of_improvement(m, "y", "x", metric, reps=POI_REPS)["prob"] == 0.0
     # the direction can be overridden
-    assert S.probability_of_improvement(m, "x", "y", "avg_response_s", higher_is_better=True, reps=REPS)["prob"] == 0.0
+    flipped = S.probability_of_improvement(m, "x", "y", "avg_response_s", higher_is_better=True, reps=POI_REPS)
+    assert flipped["prob"] == 0.0
     # identical distributions (the same values, shuffled seeds) -> 0.5
     z = m[m["method"] == "x"].copy()
     z["method"] = "z"
     z["seed"] = z.groupby("servers")["seed"].transform(lambda s: s.to_numpy()[::-1])
-    p = S.probability_of_improvement(pd.concat([m, z]), "x", "z", "avg_response_s", reps=REPS)
+    p = S.probability_of_improvement(pd.concat([m, z]), "x", "z", "avg_response_s", reps=POI_REPS)
     assert p["prob"] == pytest.approx(0.5)
     assert brackets(p["ci_low"], p["prob"], p["ci_high"])
-    assert p == S.probability_of_improvement(pd.concat([m, z]), "x", "z", "avg_response_s", reps=REPS)
+    assert p == S.probability_of_improvement(pd.concat([m, z]), "x", "z", "avg_response_s", reps=POI_REPS)
 
 
 def test_probability_of_improvement_n1():
     m = metrics_table({("x", 50): {"success_rate": [0.9]}, ("y", 50): {"success_rate": [0.8]}})
-    p = S.probability_of_improvement(m, "x", "y", "success_rate", reps=REPS)
+    p = S.probability_of_improvement(m, "x", "y", "success_rate", reps=POI_REPS)
     assert p["prob"] == p["ci_low"] == p["ci_high"] == 1.0
 
 

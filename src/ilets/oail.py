@@ -17,7 +17,7 @@ Which window [ours + code]:
   code did; it peeks at tasks that have not arrived, so it is kept only for comparison.
 
 The callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
-polls futures. Imitation updates are applied at the start of the next rollout, so the
+polls futures, and only at the decisions where a window starts or ends (every ``every``). Imitation updates are applied at the start of the next rollout, so the
 rollout PPO is about to learn from was collected by one fixed policy (updates in the middle
 would make PPO's stored log-probabilities stale). If emulators fall behind, requests wait in
 a backlog of at most ``cfg.max_pending``; the oldest is dropped (and counted) beyond it. A
@@ -139,6 +139,8 @@ class OAILCallback(BaseCallback):
         from imitation.algorithms.bc import BehaviorCloningLossCalculator
 
         self.env = self.training_env.envs[0].unwrapped
+        # past windows start W decisions before a submission: snapshot at that phase
+        self._snapshot_phase = (-self.experts_cfg.window) % self.cfg.every if self.cfg.window_mode == "past" else 0
         self.pool = self._new_pool()
         self.optimizer = th.optim.Adam(self.model.policy.parameters(), lr=self.cfg.learning_rate)
         self.loss_fn = BehaviorCloningLossCalculator(ent_weight=self.ent_weight, l2_weight=0.0)
@@ -174,20 +176,28 @@ class OAILCallback(BaseCallback):
 
     # --- per decision -----------------------------------------------------------------
     def _on_step(self) -> bool:
-        if self._done or bool(self.locals.get("dones", [False])[0]):
+        # This runs between two decisions: keep the common case to a few comparisons.
+        if self._done:
+            return True
+        if self.locals["dones"][0]:
             self._done = True  # the online pass is over; the env has been reset
             return True
         i = self.env.t
+        phase = i % self.cfg.every
+        if phase == 0 or phase == self._snapshot_phase:
+            self._tick(i)
+        return True
+
+    def _tick(self, i: int) -> None:
+        """Poll finished emulators, submit the window that ends at decision i, snapshot."""
         self._poll()
         if self.cfg.window_mode == "past":
             w = self.experts_cfg.window
             if i % self.cfg.every == 0 and i - w in self._snapshots:
-                snap = self._snapshots.pop(i - w)
-                self._submit(i, snap, self._window(i - w, i))
+                self._submit(i, self._snapshots.pop(i - w), self._window(i - w, i))
             self._maybe_snapshot(i)
         elif i % self.cfg.every == 0:
             self._submit(i, self.env.cloud.clone(), self._window(i, i + self.experts_cfg.window))
-        return True
 
     def _maybe_snapshot(self, i: int) -> None:
         """Keep the state before decision i if a past window will start there."""

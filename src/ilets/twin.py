@@ -12,7 +12,10 @@ used:
 * per server, a ``simpy.Resource(capacity=1)`` *admission* lock, held by a task from its
   turn in the queue until it has acquired its CPU. Requests are granted in FIFO order, so
   this gives the FCFS queue with head-of-line blocking (a task that does not fit keeps the
-  lock and blocks those behind it, even when they would fit);
+  lock and blocks those behind it, even when they would fit). SimPy's Container happens to
+  serve its own ``get`` queue the same way (FIFO, stopping at the first request that does
+  not fit), but the lock states the FCFS rule explicitly instead of resting on that
+  implementation detail;
 * per server, a ``simpy.Container`` of CPU: a task ``get``s its request (waiting until
   enough is free) and ``put``s it back when it finishes. Running tasks share the server
   without slowing each other, so execution is a plain ``timeout(length / mips)``;
