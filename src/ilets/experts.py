@@ -261,11 +261,10 @@ class WindowFitness:
 
         Ignores the other window tasks; used to rank candidate servers. Infeasible: inf.
         """
-        w, m = self.exec.shape
-        t0 = np.maximum(self.t[:, None], self.last_start[None, :]).ravel()
-        fin = np.broadcast_to(self.snap_fin[None], (w, m, self.snap_fin.shape[1])).reshape(w * m, -1)
-        cpu = np.broadcast_to(self.snap_cpu[None], fin.reshape(w, m, -1).shape).reshape(w * m, -1)
-        start = _fcfs_start(t0, fin, cpu, self.room.ravel()).reshape(w, m)
+        w = self.window_size
+        # one task at a time keeps memory at (M, K) when queues are long
+        start = np.stack([_fcfs_start(np.maximum(self.t[j], self.last_start), self.snap_fin, self.snap_cpu, self.room[j])
+                          for j in range(w)])
         cost = self._task_cost(np.arange(w)[:, None], start, self.exec, self.base_power[:, None] + self.delta_power)
         return np.where(self.feasible, cost, np.inf)
 
@@ -569,6 +568,7 @@ def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_p
     total = int(np.prod([len(c) for c in choices], dtype=float))
     if total > max_plans:
         raise ValueError(f"{total} plans exceed max_plans={max_plans}; use a smaller window or fleet")
+    chunk = max(1, min(chunk, 4_000_000 // (len(window) * fitness.snap_fin.shape[1])))  # bound (chunk, W, K)
     best, best_cost = None, np.inf
     plans = itertools.product(*choices)
     while True:
