@@ -330,11 +330,32 @@ def test_clone_is_independent(system, data):
 @_settings
 @given(systems())
 def test_earliest_start_predicts_assign(system):
-    """What ``earliest_start`` promises is what ``assign`` then does (policies rely on it)."""
+    """What ``earliest_start`` promises is what ``assign`` then does (policies rely on it),
+    and ``earliest_starts`` (all servers at once, from cached profiles) says the same, also
+    on a clone and for a larger request that only some servers can hold."""
     fleet, tasks, servers = system
     cloud = Cloud(fleet)
     for j, ((a, c, length, d), s) in enumerate(zip(tasks, servers)):
         cloud.advance(a)
         promised = [cloud.earliest_start(i, c) for i in range(len(fleet))]
+        assert cloud.earliest_starts(c).tolist() == promised
+        big = min(1.0, 2 * c)
+        assert cloud.clone().earliest_starts(big).tolist() == [cloud.earliest_start(i, big) for i in range(len(fleet))]
         start, _ = cloud.assign(j, a, c, length, d, s)
         assert start == promised[s]
+
+
+def test_earliest_starts_with_deep_queues():
+    """Profiles widen past their initial width when queues grow long (heavy load)."""
+    fleet = fleet_of([1.0, 0.5, 0.25], [100.0, 200.0, 400.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    rng = np.random.default_rng(0)
+    cloud = Cloud(fleet)
+    t = 0.0
+    for j in range(300):
+        t += float(rng.exponential(0.05))
+        c = float(rng.choice([0.0625, 0.1, 0.25, 0.0006247, 0.01874]))
+        cloud.advance(t)
+        starts = cloud.earliest_starts(c)
+        assert starts.tolist() == [cloud.earliest_start(i, c) for i in range(3)]
+        cloud.assign(j, t, c, float(rng.uniform(500, 3000)), 1.0, int(rng.integers(3)))
+    assert cloud.n_tasks.max() > 20  # queues really were deep

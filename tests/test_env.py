@@ -120,3 +120,19 @@ def test_theta_weights_power_against_waiting(tiny_config):
     # with theta = 1 the best server is the one adding least power per CPU
     assert int(np.argmax(rewards)) == int(np.argmin(env.fleet.p_act / env.fleet.capacity))
     assert task.cpu > 0
+
+
+def test_rich_observation_adds_wait_speed_and_power(tiny_config):
+    cfg = dataclasses.replace(tiny_config, observation="rich")
+    env = CloudSchedulingEnv(cfg)
+    gym_check_env(env, skip_render_check=True)
+    obs, _ = env.reset(seed=0)
+    m = len(env.fleet)
+    assert obs.shape == (5 * m + 2,)
+    np.testing.assert_allclose(obs[2 + 3 * m:2 + 4 * m], env.fleet.mips / env.fleet.mips.max(), rtol=1e-6)
+    w = env.fleet.p_act / env.fleet.capacity
+    np.testing.assert_allclose(obs[2 + 4 * m:], w / w.max(), rtol=1e-6)
+    for _ in range(40):  # pile tasks on server 0 until a queue forms
+        obs, *_ = env.step(0)
+    expected = min(1.0, max(0.0, env.cloud.last_start[0] - env.cloud.now) / cfg.reward.wait_scale_s)
+    assert obs[2 + 2 * m] == pytest.approx(expected, abs=1e-6) and expected > 0

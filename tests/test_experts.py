@@ -11,7 +11,7 @@ import pytest
 from ilets.cloud import Cloud, make_fleet
 from ilets.config import ConfigError, ExpertConfig, FleetConfig, RewardConfig, WorkloadConfig
 from ilets.env import build_observation
-from ilets.experts import (DEFAULT_LENGTH_TOP, ExpertPlan, WindowFitness, evaluate_plan, exact_optimum,
+from ilets.experts import (DEFAULT_STATE, ExpertPlan, WindowFitness, evaluate_plan, exact_optimum,
                            make_expert, small_case, window_from_table)
 from ilets.objective import cost_of
 from ilets.policies import EarliestFinish
@@ -78,7 +78,7 @@ def test_evaluate_plan_matches_running_the_cloud(busy):
     costs, obs = [], []
     for task, s in zip(win, plan_servers):
         sim.advance(task.arrival)
-        obs.append(build_observation(sim, task, DEFAULT_LENGTH_TOP))
+        obs.append(build_observation(sim, task, DEFAULT_STATE))
         costs.append(cost_of(sim, task, int(s), sim.earliest_start(int(s), task.cpu), REWARD))
         sim.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, int(s))
     frame = sim.task_frame()

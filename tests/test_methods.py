@@ -12,7 +12,7 @@ from sb3_contrib import MaskablePPO
 
 from ilets.cloud import make_fleet
 from ilets.config import HEURISTICS, METHODS
-from ilets.env import CloudSchedulingEnv
+from ilets.env import CloudSchedulingEnv, StateSpec
 from ilets.methods import run_method
 from ilets.oinpt import Demonstrations, behaviour_clone, collect_demonstrations, pretrain_critic
 from ilets.ppo import NumpyActor, PPOPolicy, make_ppo
@@ -64,8 +64,7 @@ def test_bc_trains_the_very_policy_ppo_then_uses(tiny_config, tmp_path):
     env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)
     model = make_ppo(env, cfg.ppo, seed=0)
     policy_before = model.policy
-    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0,
-                                   cfg.workload.length_mi[1])
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
     stats = behaviour_clone(model, dataclasses.replace(demos), dataclasses.replace(cfg.oinpt, bc_epochs=20), seed=0)
     assert model.policy is policy_before  # no conversion: BC trained PPO's own object
     assert stats["bc_agreement_after"] > stats["bc_agreement_before"]
@@ -91,8 +90,7 @@ def test_critic_pretraining_fits_expert_returns(tiny_config):
     wl, fleet = setup(cfg)
     env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)
     model = make_ppo(env, cfg.ppo, seed=0)
-    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0,
-                                   cfg.workload.length_mi[1])
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
     actor_before = [p.detach().clone() for p in model.policy.action_net.parameters()]
     out = pretrain_critic(model, demos, cfg.ppo.gamma, dataclasses.replace(cfg.oinpt, critic_epochs=30), seed=0)
     assert out["critic_mse_after"] < 0.2 * out["critic_mse_before"]
@@ -103,14 +101,15 @@ def test_critic_pretraining_fits_expert_returns(tiny_config):
 def test_demonstrations_are_cached_by_key(tiny_config, tmp_path):
     cfg = tiny_config
     wl, fleet = setup(cfg)
-    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 90, 0, cfg.workload.length_mi[1])
+    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 90, 0, StateSpec.of(cfg))
     a = collect_demonstrations(*args, cache_dir=tmp_path)
     files = list(tmp_path.glob("demos-*.npz"))
     assert len(files) == 1
     b = collect_demonstrations(*args, cache_dir=tmp_path)
     np.testing.assert_array_equal(a.obs, b.obs)
     assert isinstance(b, Demonstrations) and b.seconds == pytest.approx(a.seconds)
-    collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, 3000.0, cache_dir=tmp_path)
+    collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg),
+                           cache_dir=tmp_path)
     assert len(list(tmp_path.glob("demos-*.npz"))) == 2  # a different budget is a different key
 
 
@@ -150,6 +149,6 @@ def test_ppo_policy_fits_the_shared_policy_interface(tiny_config):
 
     wl, fleet = setup(tiny_config)
     env = CloudSchedulingEnv(tiny_config, tasks=wl.online, fleet=fleet)
-    policy = PPOPolicy(make_ppo(env, tiny_config.ppo, 0), tiny_config.workload.length_mi[1])
+    policy = PPOPolicy(make_ppo(env, tiny_config.ppo, 0), StateSpec.of(tiny_config))
     cloud = schedule(wl.online, fleet, policy)
     assert cloud.summary()["tasks"] == len(wl.online)

@@ -24,7 +24,9 @@ threads, which made results depend on host speed).
 from __future__ import annotations
 
 import heapq
+from itertools import accumulate
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -57,6 +59,17 @@ class Fleet:
 
     def __len__(self) -> int:
         return len(self.capacity)
+
+    @cached_property
+    def speed_share(self) -> np.ndarray:
+        """MIPS relative to the fastest server (in (0, 1])."""
+        return self.mips / self.mips.max()
+
+    @cached_property
+    def power_share(self) -> np.ndarray:
+        """Active power per CPU unit relative to the hungriest server (in [0, 1])."""
+        w = self.p_act / self.capacity
+        return w / w.max() if w.max() > 0 else np.zeros_like(w)
 
     @property
     def max_power(self) -> float:
@@ -112,6 +125,15 @@ class Cloud:
         self.active_energy = 0.0  #: J committed by assigned tasks (exact, at assignment)
         self.record = record
         self.records: dict[str, list] = {k: [] for k in ("task", "server", "arrival", "start", "finish", "deadline")}
+        # Start profiles for earliest_starts (see there); rows of servers assigned to since
+        # the last call are stale and rebuilt lazily. An empty server's row (no held CPU,
+        # level 0 from time -inf) needs no rebuild.
+        self._rows = np.arange(m)
+        self._room = fleet.capacity + CPU_EPS
+        self._room_min = float(self._room.min())
+        self._prof_level = np.zeros((m, 8))
+        self._prof_time = np.full((m, 8), -np.inf)
+        self._stale: set[int] = set()
 
     # --- state views --------------------------------------------------------------
     @property
@@ -191,6 +213,53 @@ class Cloud:
                 return f
         return pending[-1][0]  # unreachable unless float trouble: all earlier tasks done
 
+    def earliest_starts(self, cpu: float, t: float | None = None) -> np.ndarray:
+        """:meth:`earliest_start` on every server at once; ``inf`` where the task never fits.
+
+        Policies that need every server's exact start (Earliest-Finish, Greedy-Cost) would
+        otherwise call :meth:`earliest_start` for dozens of servers per task, since the
+        fastest servers are usually full and the cheap bound ``max(now, last_start)`` cannot
+        rule them out. Instead each server keeps a start profile of its unfinished tasks
+        sorted by finish: ``level[k]``, the CPU still held once the first ``k`` have finished,
+        reached at ``time[k]`` (``time[0] = -inf``). A task of ``cpu`` fits from the first
+        ``k`` with ``level[k] <= capacity + CPU_EPS - cpu`` and, FCFS, not before
+        ``max(now, last_start)``; that is one comparison over an (M x K) array. The profile
+        depends only on the tasks assigned (tasks finished since it was built only add
+        times already in the past), so a row is rebuilt only after an assignment to its
+        server.
+        """
+        if self._stale:
+            self._rebuild_profiles()
+        room = self._room - cpu
+        # first k whose held level leaves room; level[n] = 0 fits any feasible request
+        k = (self._prof_level <= room[:, None]).argmax(axis=1)
+        start = self._prof_time[self._rows, k]
+        np.maximum(start, self.last_start, out=start)
+        np.maximum(start, self.now if t is None else t, out=start)
+        if cpu > self._room_min:  # some server can never hold it
+            start[room < 0] = np.inf
+        return start
+
+    def _rebuild_profiles(self) -> None:
+        """Rebuild the start profiles of servers assigned to since the last rebuild."""
+        now = self.now
+        width = self._prof_level.shape[1]
+        for s in self._stale:
+            pending = sorted([e for e in self._committed[s] if e[0] > now])
+            n = len(pending)
+            if n + 1 > width:  # a longer queue than ever before: widen every row
+                extra = max(width, n + 1 - width)
+                m = len(self._rows)
+                self._prof_level = np.concatenate([self._prof_level, np.zeros((m, extra))], axis=1)
+                self._prof_time = np.concatenate([self._prof_time, np.full((m, extra), np.inf)], axis=1)
+                width += extra
+            row = self._prof_level[s]
+            # suffix sums: level[k] = CPU held by the tasks finishing after the k-th
+            row[:n] = list(accumulate(c for _, c in reversed(pending)))[::-1]
+            row[n:] = 0.0
+            self._prof_time[s, 1:n + 1] = [f for f, _ in pending]
+        self._stale.clear()
+
     def assign(self, task: int, arrival: float, cpu: float, length: float, deadline: float, s: int) -> tuple[float, float]:
         """Assign a task arriving at ``arrival`` to server ``s``; returns (start, finish).
 
@@ -208,6 +277,7 @@ class Cloud:
         start = self.earliest_start(s, cpu)
         finish = start + length / self.fleet.mips[s]
         lst.append((finish, cpu))
+        self._stale.add(s)
         self.last_start[s] = start
         if finish > self.drain[s]:
             self.drain[s] = finish
@@ -257,6 +327,10 @@ class Cloud:
         c.active_energy = self.active_energy
         c.record = record
         c.records = {k: [] for k in self.records}
+        c._rows, c._room, c._room_min = self._rows, self._room, self._room_min
+        c._prof_level = self._prof_level.copy()
+        c._prof_time = self._prof_time.copy()
+        c._stale = set(self._stale)
         return c
 
     def committed(self, s: int) -> list[tuple[float, float]]:

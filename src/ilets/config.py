@@ -209,6 +209,7 @@ class RunConfig:
     method: str = "drl"
     seed: int = 0
     variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
+    observation: str = "paper"  #: "paper" (2M+2, the authors') or "rich" (5M+2) [ours]
     curve_every: int = 500  #: decisions per learning-curve point
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
@@ -221,6 +222,8 @@ class RunConfig:
     def validate(self, where: str = "run") -> "RunConfig":
         if self.method not in METHODS + HEURISTICS:
             raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
+        if self.observation not in ("paper", "rich"):
+            raise ConfigError(f"{where}.observation: expected 'paper' or 'rich', got {self.observation!r}")
         if self.curve_every <= 0:
             raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
         for f in dataclasses.fields(self):

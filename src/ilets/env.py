@@ -1,6 +1,6 @@
 """The Gymnasium view of the cloud: one arriving task per step, one server per action.
 
-Observation (float32, size 2M+2, the authors' layout [code]):
+Observation (float32, size 2M+2 with ``observation: paper``, the authors' layout [code]):
 
 ====================  ===========================================================
 ``obs[0]``            the task's CPU request (trace units, largest machine = 1)
@@ -8,6 +8,12 @@ Observation (float32, size 2M+2, the authors' layout [code]):
 ``obs[2 : 2+M]``      free CPU of each server now (trace units)
 ``obs[2+M : 2+2M]``   tasks on each server (running + waiting) / 10, capped at 10
 ====================  ===========================================================
+
+``observation: rich`` [ours] appends three per-server blocks (size 5M+2): the FCFS lower
+bound of the wait on each server (``max(now, last_start) - now`` over the reward's wait
+scale, capped at 1), the server's MIPS over the fleet's fastest, and its active power per
+CPU unit over the fleet's hungriest. The paper's state leaves speed and power implicit in
+the server index; the book measures what making them explicit does to cloning.
 
 Action: a server index, ``Discrete(M)``. A server whose capacity is below the request can
 never run the task; :meth:`CloudSchedulingEnv.action_masks` (the sb3-contrib convention)
@@ -23,6 +29,8 @@ holds the segment's metrics.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
@@ -35,6 +43,37 @@ from ilets.workload import TaskTable, load_workload
 ENV_ID = "ilets/CloudScheduling-v0"
 _COUNT_SCALE = 10.0
 _COUNT_CAP = 100.0
+OBSERVATIONS = ("paper", "rich")
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """How an observation is laid out and scaled (picklable; experts record states with it)."""
+
+    features: str = "paper"  #: "paper" (2M+2) or "rich" (5M+2)
+    length_top: float = 3000.0  #: task length that maps to 1
+    wait_scale_s: float = 10.0  #: wait that maps to 1 (rich only)
+
+    def __post_init__(self) -> None:
+        if self.features not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {self.features!r}")
+
+    @classmethod
+    def of(cls, config: RunConfig) -> "StateSpec":
+        """The spec a run configuration implies."""
+        return cls(config.observation, config.workload.length_mi[1], config.reward.wait_scale_s)
+
+    def size(self, m: int) -> int:
+        """Observation length for a fleet of ``m`` servers."""
+        return (2 if self.features == "paper" else 5) * m + 2
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        """Upper bounds of the observation (lower bounds are 0)."""
+        m = len(fleet)
+        parts = [[max(1.0, float(fleet.capacity.max())), 1.0], fleet.capacity, np.full(m, _COUNT_CAP / _COUNT_SCALE)]
+        if self.features == "rich":
+            parts += [np.ones(m), np.ones(m), np.ones(m)]
+        return np.concatenate(parts).astype(np.float32)
 
 
 class CloudSchedulingEnv(gym.Env):
@@ -61,12 +100,11 @@ class CloudSchedulingEnv(gym.Env):
         self._workload_seed = self.config.seed
         self.tasks = tasks if tasks is not None else self._load_tasks(self._workload_seed)
         m = len(self.fleet)
-        self._length_top = self.config.workload.length_mi[1]
-        high = np.concatenate([[max(1.0, float(self.fleet.capacity.max())), 1.0],
-                               self.fleet.capacity, np.full(m, _COUNT_CAP / _COUNT_SCALE)]).astype(np.float32)
-        self.observation_space = spaces.Box(low=np.zeros(2 * m + 2, np.float32), high=high, dtype=np.float32)
+        self.state = StateSpec.of(self.config)
+        high = self.state.high(self.fleet)
+        self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
         self.action_space = spaces.Discrete(m)
-        self._obs = np.zeros(2 * m + 2, np.float32)
+        self._obs = np.zeros(len(high), np.float32)
         self.cloud: Cloud | None = None
         self.t = 0
 
@@ -86,7 +124,7 @@ class CloudSchedulingEnv(gym.Env):
 
     def observe(self) -> np.ndarray:
         """The observation for the current task (a fresh array)."""
-        return build_observation(self.cloud, self._current, self._length_top, self._obs).copy()
+        return build_observation(self.cloud, self._current, self.state, self._obs).copy()
 
     def action_masks(self) -> np.ndarray:
         """True where the server's capacity can hold the current task's request."""
@@ -143,16 +181,23 @@ class CloudSchedulingEnv(gym.Env):
         return obs, -cost, terminated, False, info
 
 
-def build_observation(cloud: Cloud, task: Task, length_top: float, out: np.ndarray | None = None) -> np.ndarray:
-    """Write the 2M+2 observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
+def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarray | None = None) -> np.ndarray:
+    """Write the observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
     m = len(cloud.fleet)
     if out is None:
-        out = np.empty(2 * m + 2, np.float32)
+        out = np.empty(state.size(m), np.float32)
     out[0] = task.cpu
-    out[1] = task.length / length_top
+    out[1] = task.length / state.length_top
     np.maximum(cloud.fleet.capacity - cloud.used, 0.0, out=out[2:2 + m], casting="unsafe")
-    np.minimum(cloud.n_tasks, _COUNT_CAP, out=out[2 + m:], casting="unsafe")
-    out[2 + m:] /= _COUNT_SCALE
+    counts = out[2 + m:2 + 2 * m]
+    np.minimum(cloud.n_tasks, _COUNT_CAP, out=counts, casting="unsafe")
+    counts /= _COUNT_SCALE
+    if state.features == "rich":
+        wait = out[2 + 2 * m:2 + 3 * m]
+        np.maximum(cloud.last_start - cloud.now, 0.0, out=wait, casting="unsafe")
+        np.minimum(wait / state.wait_scale_s, 1.0, out=wait)
+        out[2 + 3 * m:2 + 4 * m] = cloud.fleet.speed_share
+        out[2 + 4 * m:] = cloud.fleet.power_share
     return out
 
 

@@ -49,14 +49,14 @@ from typing import Callable, Protocol
 import numpy as np
 
 from ilets.cloud import CPU_EPS, Cloud
-from ilets.config import ExpertConfig, RewardConfig, WorkloadConfig
-from ilets.env import build_observation
+from ilets.config import ExpertConfig, RewardConfig
+from ilets.env import StateSpec, build_observation
 from ilets.objective import Task, cost_of
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
 
 #: Default top of the task-length range, for the observation's length feature (env layout).
-DEFAULT_LENGTH_TOP = WorkloadConfig().length_mi[1]
+DEFAULT_STATE = StateSpec()
 
 
 # --- results ------------------------------------------------------------------------------
@@ -109,7 +109,7 @@ Chooser = Callable[[int, Cloud, Task, np.ndarray], int]
 
 
 def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardConfig,
-            miss_penalty: float, length_top: float, expert: str) -> ExpertPlan:
+            miss_penalty: float, state: StateSpec, expert: str) -> ExpertPlan:
     """Replay ``window`` on a clone of ``cloud``, ``choose(j, cloud, task, mask)`` picking servers.
 
     This is the single exact evaluation of a plan: the clone advances to each arrival, the
@@ -123,12 +123,12 @@ def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardCon
     assignment = np.empty(w, np.int64)
     task_costs = np.empty(w)
     rewards = np.empty(w)
-    obs = np.empty((w, 2 * m + 2), np.float32)
+    obs = np.empty((w, state.size(m)), np.float32)
     masks = np.empty((w, m), bool)
     misses = 0
     for j, task in enumerate(window):
         sim.advance(task.arrival)
-        build_observation(sim, task, length_top, obs[j])
+        build_observation(sim, task, state, obs[j])
         masks[j] = sim.feasible(task.cpu)
         s = int(choose(j, sim, task, masks[j]))
         if not 0 <= s < m or not masks[j, s]:
@@ -146,7 +146,7 @@ def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardCon
 
 
 def evaluate_plan(cloud: Cloud, window: list[Task], assignment, reward: RewardConfig,
-                  miss_penalty: float, length_top: float = DEFAULT_LENGTH_TOP,
+                  miss_penalty: float, state: StateSpec = DEFAULT_STATE,
                   expert: str = "plan") -> ExpertPlan:
     """The exact cost and demonstrations of ``assignment`` replayed on a clone of ``cloud``.
 
@@ -157,15 +157,15 @@ def evaluate_plan(cloud: Cloud, window: list[Task], assignment, reward: RewardCo
     if assignment.shape != (len(window),):
         raise ValueError(f"assignment has shape {assignment.shape}, the window has {len(window)} tasks")
     return _replay(cloud, window, lambda j, _c, _t, _m: int(assignment[j]), reward, miss_penalty,
-                   length_top, expert)
+                   state, expert)
 
 
 def greedy_plan(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
-                length_top: float = DEFAULT_LENGTH_TOP) -> ExpertPlan:
+                state: StateSpec = DEFAULT_STATE) -> ExpertPlan:
     """One-step :class:`~ilets.policies.GreedyCost` applied task by task, replayed exactly."""
     policy = GreedyCost(reward)
     return _replay(cloud, window, lambda _j, c, t, mask: policy.act(c, t, mask), reward, miss_penalty,
-                   length_top, "greedy")
+                   state, "greedy")
 
 
 # --- the batched exact fitness ------------------------------------------------------------
@@ -354,20 +354,20 @@ class _Search:
 
 
 def _prepare(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
-             candidates: int, length_top: float) -> _Search:
-    greedy = greedy_plan(cloud, window, reward, miss_penalty, length_top)
+             candidates: int, state: StateSpec) -> _Search:
+    greedy = greedy_plan(cloud, window, reward, miss_penalty, state)
     fitness = WindowFitness(cloud, window, reward, miss_penalty)
     cand, count = _candidates(fitness, greedy.assignment, candidates)
     return _Search(fitness, cand, count, greedy)
 
 
 def _finish(search: _Search, cloud: Cloud, window: list[Task], best: np.ndarray, reward: RewardConfig,
-            miss_penalty: float, length_top: float, name: str, evaluations: int, t0: float) -> ExpertPlan:
+            miss_penalty: float, state: StateSpec, name: str, evaluations: int, t0: float) -> ExpertPlan:
     """The exact plan of the search's best, or greedy's if that is no worse (it is exact)."""
     greedy = search.greedy
     plan = greedy
     if not np.array_equal(best, greedy.assignment):
-        found = evaluate_plan(cloud, window, best, reward, miss_penalty, length_top, name)
+        found = evaluate_plan(cloud, window, best, reward, miss_penalty, state, name)
         if found.cost < greedy.cost:
             plan = found
     plan.expert = name  # the greedy plan object is private to this call
@@ -384,15 +384,15 @@ class GreedyExpert:
     name = "greedy"
 
     def __init__(self, reward: RewardConfig | None = None, miss_penalty: float = ExpertConfig().miss_penalty,
-                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+                 state: StateSpec = DEFAULT_STATE) -> None:
         self.reward = reward or RewardConfig()
         self.miss_penalty = miss_penalty
-        self.length_top = length_top
+        self.state = state
 
     def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator | None = None) -> ExpertPlan:
         """Greedy plan of ``window``; ``rng`` is unused (kept for the common interface)."""
         t0 = time.perf_counter()
-        plan = greedy_plan(cloud, window, self.reward, self.miss_penalty, self.length_top)
+        plan = greedy_plan(cloud, window, self.reward, self.miss_penalty, self.state)
         plan.evaluations = 1
         plan.seconds = time.perf_counter() - t0
         return plan
@@ -413,19 +413,19 @@ class GeneticAlgorithm:
     name = "ga"
 
     def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
-                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+                 state: StateSpec = DEFAULT_STATE) -> None:
         self.cfg = cfg or ExpertConfig()
         self.reward = reward or RewardConfig()
-        self.length_top = length_top
+        self.state = state
 
     def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
         """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
         t0 = time.perf_counter()
         cfg = self.cfg
-        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.length_top)
+        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
         best_slots, evaluations = self._evolve(search, rng)
         best = search.decode(best_slots[None])[0]
-        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.length_top,
+        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
                        self.name, evaluations, t0)
 
     def _evolve(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
@@ -486,19 +486,19 @@ class ParticleSwarm:
     name = "pso"
 
     def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
-                 length_top: float = DEFAULT_LENGTH_TOP) -> None:
+                 state: StateSpec = DEFAULT_STATE) -> None:
         self.cfg = cfg or ExpertConfig()
         self.reward = reward or RewardConfig()
-        self.length_top = length_top
+        self.state = state
 
     def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
         """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
         t0 = time.perf_counter()
         cfg = self.cfg
-        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.length_top)
+        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
         best_slots, evaluations = self._fly(search, rng)
         best = search.decode(best_slots[None])[0]
-        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.length_top,
+        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
                        self.name, evaluations, t0)
 
     def _fly(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
@@ -536,26 +536,26 @@ EXPERTS = ("ga", "pso", "greedy")
 
 
 def make_expert(name: str, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
-                length_top: float = DEFAULT_LENGTH_TOP) -> Expert:
+                state: StateSpec = DEFAULT_STATE) -> Expert:
     """An expert by name: ``"ga"``, ``"pso"`` or ``"greedy"``.
 
-    ``length_top`` scales the observation's length feature; pass the workload's
-    ``length_mi[1]`` if it is not the default, so demonstrations match the env's states.
+    ``state`` is the observation layout; pass the run's (``StateSpec.of(config)``) so that
+    demonstrations are recorded in the states the policy will see.
     """
     cfg = cfg or ExpertConfig()
     if name == "ga":
-        return GeneticAlgorithm(cfg, reward, length_top)
+        return GeneticAlgorithm(cfg, reward, state)
     if name == "pso":
-        return ParticleSwarm(cfg, reward, length_top)
+        return ParticleSwarm(cfg, reward, state)
     if name == "greedy":
-        return GreedyExpert(reward, cfg.miss_penalty, length_top)
+        return GreedyExpert(reward, cfg.miss_penalty, state)
     raise ValueError(f"unknown expert {name!r}; expected one of {EXPERTS}")
 
 
 # --- ground truth for small windows ---------------------------------------------------------
 
 def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
-                  length_top: float = DEFAULT_LENGTH_TOP, max_plans: int = 200_000,
+                  state: StateSpec = DEFAULT_STATE, max_plans: int = 200_000,
                   chunk: int = 8192) -> ExpertPlan:
     """The optimal plan by enumerating every feasible assignment (small windows only).
 
@@ -579,7 +579,7 @@ def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_p
         i = int(np.argmin(cost))
         if cost[i] < best_cost:
             best, best_cost = block[i], float(cost[i])
-    plan = evaluate_plan(cloud, window, best, reward, miss_penalty, length_top, "exact")
+    plan = evaluate_plan(cloud, window, best, reward, miss_penalty, state, "exact")
     plan.evaluations = total
     plan.seconds = time.perf_counter() - t0
     return plan

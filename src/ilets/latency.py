@@ -24,7 +24,7 @@ import pandas as pd
 
 from ilets.cloud import make_fleet
 from ilets.config import RunConfig, WorkloadConfig
-from ilets.env import CloudSchedulingEnv, build_observation
+from ilets.env import CloudSchedulingEnv, StateSpec, build_observation
 from ilets.ppo import NumpyActor, make_ppo
 from ilets.workload import load_workload
 
@@ -53,24 +53,24 @@ def measure(servers: int, n: int, cfg: RunConfig, with_oail: bool, predict_every
     raw.reset()
     callback = None
     if with_oail:
-        callback = OAILCallback(cfg.oail, cfg.experts, cfg.reward, seed)
+        callback = OAILCallback(cfg.oail, cfg.experts, cfg.reward, seed, StateSpec.of(cfg))
         callback.init_callback(model)
         callback.on_training_start({}, {})
     actor = NumpyActor(model.policy)
-    top = cfg.workload.length_mi[1]
-    buf = np.empty(2 * servers + 2, np.float32)
+    state = StateSpec.of(cfg)
+    buf = np.empty(state.size(servers), np.float32)
     rows: list[tuple[int, str, float]] = []
     try:
         for i in range(n):
             t0 = time.perf_counter()
-            obs = build_observation(raw.cloud, raw.current_task, top, buf)
+            obs = build_observation(raw.cloud, raw.current_task, state, buf)
             mask = raw.action_masks()
             a = actor.act(obs, mask)
             t1 = time.perf_counter()
             rows.append((i, "numpy actor", t1 - t0))
             if i % predict_every == 0:
                 t2 = time.perf_counter()
-                model.predict(build_observation(raw.cloud, raw.current_task, top), action_masks=mask,
+                model.predict(build_observation(raw.cloud, raw.current_task, state), action_masks=mask,
                               deterministic=True)
                 rows.append((i, "sb3 predict", time.perf_counter() - t2))
             done = raw.step(a)[2]

@@ -26,7 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from ilets.cloud import Fleet
 from ilets.config import HEURISTICS, RunConfig
-from ilets.env import CloudSchedulingEnv
+from ilets.env import CloudSchedulingEnv, StateSpec
 from ilets.workload import Workload
 
 
@@ -126,7 +126,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     if cfg.method in ("drl+", "ilets"):
         t0 = time.perf_counter()
         demos = collect_demonstrations(workload.offline, fleet, cfg.oinpt.expert, cfg.experts, cfg.reward,
-                                       cfg.oinpt.max_demo_tasks, cfg.seed, cfg.workload.length_mi[1],
+                                       cfg.oinpt.max_demo_tasks, cfg.seed, StateSpec.of(cfg),
                                        cache_dir=cache_dir)
         extra["demo_tasks"] = len(demos)
         extra["demo_seconds"] = demos.seconds
@@ -138,7 +138,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     callbacks: list[BaseCallback] = [_Recorder(log, progress)]
     oail = None
     if cfg.method in ("ilets-", "ilets"):
-        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed)
+        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed, StateSpec.of(cfg))
         callbacks.append(oail)
     try:
         model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
@@ -158,7 +158,7 @@ def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n:
     """
     from ilets.ppo import PPOPolicy
 
-    policy = PPOPolicy(model, cfg.workload.length_mi[1])
+    policy = PPOPolicy(model, StateSpec.of(cfg))
     env = CloudSchedulingEnv(cfg, tasks=workload.online.slice(0, min(n, len(workload.online))), fleet=fleet)
     env.reset()
     times, done = [], False

@@ -43,6 +43,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from ilets.cloud import Cloud
 from ilets.config import ExpertConfig, OAILConfig, RewardConfig
+from ilets.env import StateSpec
 from ilets.objective import Task
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ class EmulatorRequest:
     experts: tuple[str, ...]
     experts_cfg: ExpertConfig
     reward: RewardConfig
+    state: StateSpec
     seed: int
 
 
@@ -70,7 +72,7 @@ class EmulatorResult:
     seconds: float
 
 
-def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig):
+def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec):
     """An expert by name, plus fault-injection names used by the tests.
 
     ``slow:<seconds>:<name>`` sleeps before planning; ``crash`` raises; ``exit`` kills the
@@ -85,15 +87,16 @@ def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig):
     if name.startswith("slow:"):
         _, seconds, base = name.split(":", 2)
         time.sleep(float(seconds))
-        return make_expert(base, cfg, reward)
-    return make_expert(name, cfg, reward)
+        return make_expert(base, cfg, reward, state)
+    return make_expert(name, cfg, reward, state)
 
 
 def run_emulator(req: EmulatorRequest) -> EmulatorResult:
     """Worker entry point: every expert plans the window on its own copy of the cloud."""
     t0 = time.perf_counter()
     rng = np.random.default_rng(req.seed)
-    plans = [_expert(n, req.experts_cfg, req.reward).plan(req.cloud, req.window, rng) for n in req.experts]
+    plans = [_expert(n, req.experts_cfg, req.reward, req.state).plan(req.cloud, req.window, rng)
+             for n in req.experts]
     return EmulatorResult(req.rid, req.decision, plans, time.perf_counter() - t0)
 
 
@@ -118,12 +121,13 @@ class OAILCallback(BaseCallback):
     """The OAIL loop around a (Maskable)PPO model learning on a :class:`CloudSchedulingEnv`."""
 
     def __init__(self, cfg: OAILConfig, experts_cfg: ExpertConfig, reward: RewardConfig, seed: int,
-                 ent_weight: float = 1e-3, mp_context: str | None = None) -> None:
+                 state: StateSpec | None = None, ent_weight: float = 1e-3, mp_context: str | None = None) -> None:
         super().__init__()
         self.cfg = cfg
         self.experts_cfg = experts_cfg
         self.reward = reward
         self.seed = seed
+        self.state = state or StateSpec()
         self.ent_weight = ent_weight
         self.mp_context = mp_context
         self.counters = OAILCounters()
@@ -213,7 +217,8 @@ class OAILCallback(BaseCallback):
             return
         self.counters.requests += 1
         req = EmulatorRequest(self.counters.requests, i, snap, window, tuple(self.cfg.experts),
-                              self.experts_cfg, self.reward, self.seed * 1_000_003 + self.counters.requests)
+                              self.experts_cfg, self.reward, self.state,
+                              self.seed * 1_000_003 + self.counters.requests)
         self._backlog.append(req)
         while len(self._backlog) > self.cfg.max_pending:
             self._backlog.popleft()

@@ -32,6 +32,7 @@ import torch as th
 
 from ilets.cloud import Cloud, Fleet
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
+from ilets.env import StateSpec
 from ilets.workload import TaskTable
 
 CACHE_VERSION = 1  # bump when the demonstration procedure changes
@@ -64,20 +65,20 @@ class Demonstrations:
 
 
 def demo_key(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,
-             reward: RewardConfig, max_tasks: int, seed: int, length_top: float) -> str:
+             reward: RewardConfig, max_tasks: int, seed: int, state: StateSpec) -> str:
     """A hash of everything that determines a demonstration set (cache key)."""
     h = hashlib.sha256()
     n = min(len(tasks), max_tasks)
     for arr in (tasks.arrival[:n], tasks.cpu[:n], tasks.length[:n], tasks.deadline[:n],
                 fleet.capacity, fleet.mips, fleet.p_idle, fleet.p_act):
         h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
-    h.update(json.dumps([CACHE_VERSION, expert, to_dict(experts_cfg), to_dict(reward), n, seed, length_top],
+    h.update(json.dumps([CACHE_VERSION, expert, to_dict(experts_cfg), to_dict(reward), n, seed, to_dict(state)],
                         sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 
 def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,
-                           reward: RewardConfig, max_tasks: int, seed: int, length_top: float,
+                           reward: RewardConfig, max_tasks: int, seed: int, state: StateSpec,
                            cache_dir: Path | None = None, progress=None) -> Demonstrations:
     """Demonstrations of ``expert`` ("ga+pso" or "greedy") on the first ``max_tasks`` tasks.
 
@@ -85,13 +86,13 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
     """
     from ilets.experts import make_expert, window_from_table
 
-    key = demo_key(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, length_top)
+    key = demo_key(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state)
     path = Path(cache_dir) / f"demos-{key}.npz" if cache_dir else None
     if path is not None and path.is_file():
         return Demonstrations.load(path)
     t0 = time.perf_counter()
     names = ["ga", "pso"] if expert == "ga+pso" else ["greedy"]
-    planners = [make_expert(n, experts_cfg, reward) for n in names]
+    planners = [make_expert(n, experts_cfg, reward, state) for n in names]
     rng = np.random.default_rng(seed)
     n = min(len(tasks), max_tasks)
     cloud = Cloud(fleet, t0=float(tasks.arrival[0]))

@@ -21,7 +21,7 @@ from sb3_contrib import MaskablePPO
 
 from ilets.cloud import Cloud
 from ilets.config import PPOConfig
-from ilets.env import build_observation
+from ilets.env import StateSpec, build_observation
 from ilets.objective import Task
 
 
@@ -79,11 +79,11 @@ class NumpyActor:
 class PPOPolicy:
     """A trained PPO actor behind the :class:`ilets.policies.Policy` interface."""
 
-    def __init__(self, model: MaskablePPO, length_top: float, deterministic: bool = True,
+    def __init__(self, model: MaskablePPO, state: StateSpec, deterministic: bool = True,
                  name: str = "ppo", seed: int | None = None) -> None:
         self.name = name
         self.actor = NumpyActor(model.policy)
-        self.length_top = length_top
+        self.state = state
         self.deterministic = deterministic
         self._obs: np.ndarray | None = None
         self.reset(seed)
@@ -92,5 +92,5 @@ class PPOPolicy:
         self.rng = None if self.deterministic else np.random.default_rng(seed)
 
     def act(self, cloud: Cloud, task: Task, mask: np.ndarray) -> int:
-        self._obs = build_observation(cloud, task, self.length_top, self._obs)
+        self._obs = build_observation(cloud, task, self.state, self._obs)
         return self.actor.act(self._obs, mask, self.rng)
