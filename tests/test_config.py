@@ -78,7 +78,12 @@ def test_missing_and_malformed_files(tmp_path):
 @pytest.mark.parametrize("name", ["smoke", "quick", "paper"])
 def test_shipped_profiles_load(name):
     p = load_profile(name)
-    assert p.name == name and len(p.cells()) == len(p.methods) * len(p.servers) * len(p.seeds)
+    main = len(p.methods) * len(p.servers) * len(p.seeds)
+    extra = sum(len(v.methods or p.methods) * len(v.servers or p.servers) * len(v.seeds or p.seeds)
+                for v in p.variants)
+    assert p.name == name and len(p.cells()) == main + extra
+    names = [c.variant for c in p.cells()]
+    assert names.count("") == main and {v.name for v in p.variants} == set(names) - {""}
     assert config_path(name).is_file()
 
 

@@ -123,3 +123,31 @@ def test_past_window_uses_only_placed_tasks_and_upcoming_peeks_ahead(tiny_config
     cfg = dataclasses.replace(tiny_config, oail=dataclasses.replace(tiny_config.oail, window_mode="upcoming"))
     learn_with(cfg, ["greedy"], steps=200, every=30)
     assert submitted and all(idx[0] == i for i, idx, _ in submitted)  # the next tasks, not yet arrived
+
+
+def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
+    # A pool torn down mid-result once left the executor's manager thread blocked, which
+    # hung the interpreter at exit (and a grid worker with it). Run a whole ILETS- pass in a
+    # child interpreter and require it to exit on its own.
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import dataclasses
+        from ilets.profiles import method_defaults
+        from ilets.config import WorkloadConfig, FleetConfig
+        from ilets.workload import load_workload
+        from ilets.cloud import make_fleet
+        from ilets.methods import run_learner
+        base = method_defaults()
+        cfg = dataclasses.replace(base, method="ilets-", workload=WorkloadConfig(scale=0.001),
+                                  fleet=FleetConfig(servers=10),
+                                  oail=dataclasses.replace(base.oail, experts=("slow:3:greedy", "ga"),
+                                                           weights=(0.6, 0.4), every=10))
+        res = run_learner(cfg, load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0))
+        print("requests", res.extra["oail_requests"])
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "requests" in out.stdout

@@ -161,11 +161,11 @@ class OINPTConfig:
 
     expert: str = "ga+pso"  #: "ga+pso" (the paper's) or "greedy"
     max_demo_tasks: int = 20_000  #: cap on offline tasks demonstrated (GA/PSO cost) [ours]
-    bc_epochs: int = 5
+    bc_epochs: int = 30
     batch_size: int = 64
     learning_rate: float = 1e-3
     critic_pretrain: bool = True  #: regress V on discounted expert returns [ours]
-    critic_epochs: int = 5
+    critic_epochs: int = 20
 
     def validate(self, where: str) -> None:
         if self.expert not in ("ga+pso", "greedy"):

@@ -48,6 +48,15 @@ from ilets.objective import Task
 
 log = logging.getLogger(__name__)
 
+#: Set in each emulator process by :func:`_init_worker`: the pool's stop event, so that a
+#: long expert can end early when the pool closes. A per-process handle, not shared state.
+_STOP = None
+
+
+def _init_worker(stop) -> None:
+    global _STOP
+    _STOP = stop
+
 
 @dataclass
 class EmulatorRequest:
@@ -86,7 +95,9 @@ def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec
         os._exit(3)
     if name.startswith("slow:"):
         _, seconds, base = name.split(":", 2)
-        time.sleep(float(seconds))
+        deadline = time.monotonic() + float(seconds)
+        while time.monotonic() < deadline and not (_STOP is not None and _STOP.is_set()):
+            time.sleep(0.02)
         return make_expert(base, cfg, reward, state)
     return make_expert(name, cfg, reward, state)
 
@@ -155,7 +166,10 @@ class OAILCallback(BaseCallback):
         # longer than a whole smoke run); workers never touch torch, so forking a process
         # that has imported it is safe. Elsewhere (macOS, Windows) use the platform default.
         method = self.mp_context or ("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-        pool = ProcessPoolExecutor(max_workers=self.cfg.workers, mp_context=multiprocessing.get_context(method))
+        ctx = multiprocessing.get_context(method)
+        self._stop = ctx.Event()
+        pool = ProcessPoolExecutor(max_workers=self.cfg.workers, mp_context=ctx, initializer=_init_worker,
+                                   initargs=(self._stop,))
         for _ in range(self.cfg.workers):  # start the workers now, not at the first request
             pool.submit(int, 0)
         return pool
@@ -164,17 +178,19 @@ class OAILCallback(BaseCallback):
         self.close()
 
     def close(self) -> None:
-        """Cancel pending work and stop the worker processes (idempotent)."""
+        """Cancel pending work and stop the worker processes (idempotent).
+
+        Workers are not killed: a process killed while it writes a result leaves a partial
+        message in the pool's result pipe, and the executor's manager thread then blocks
+        for ever (and with it the interpreter's exit). Instead queued work is cancelled, the
+        stop event asks a running expert to finish early, and the pool is joined; a GA or
+        PSO call lasts tens of milliseconds.
+        """
         pool, self.pool = self.pool, None
         if pool is None:
             return
-        procs = list((getattr(pool, "_processes", None) or {}).values())
-        pool.shutdown(wait=False, cancel_futures=True)
-        for p in procs:
-            if p.is_alive():
-                p.terminate()
-        for p in procs:
-            p.join(timeout=5)
+        self._stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
         self._in_flight.clear()
         self._backlog.clear()
 
@@ -251,7 +267,7 @@ class OAILCallback(BaseCallback):
         self.counters.failed += len(lost)
         old, self.pool = self.pool, None
         if old is not None:
-            old.shutdown(wait=False, cancel_futures=True)
+            old.shutdown(wait=True, cancel_futures=True)  # broken: its workers are gone
         self.pool = self._new_pool()
 
     # --- imitation updates ------------------------------------------------------------

@@ -1,0 +1,253 @@
+"""The grid runner: results store, compute table, kill/resume, submitit, failing cells.
+
+Cells are tiny (a ~260-task workload on 5-10 servers, small PPO) so the whole file takes
+about a minute on 2 cores; most of it is starting Python and torch in worker processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from ilets.grid import run_grid
+from ilets.profiles import load_profile
+from ilets.results import LEARNERS, build_store, compute_table
+from ilets.run import cell_name, is_done
+
+#: fields that depend on the machine's speed, not on the computation
+TIMING = ("wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms")
+CELL_FILES = {"config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz"}
+TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
+            "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
+
+
+def write_profile(path: Path, **fields) -> Path:
+    data = {"name": path.stem, "description": f"test profile {path.stem}", "run": TINY_RUN, **fields}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def cli(*args: str, **kw) -> subprocess.Popen:
+    """``ilets ...`` in a new process group (so the test can kill it with its workers)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "ilets.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True, **kw)
+
+
+def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, dict, str]:
+    """Exit code, the printed JSON summary and stderr of a finished ``ilets grid``."""
+    out, err = proc.communicate(timeout=timeout)
+    start = out.find("{")
+    summary = json.loads(out[start:]) if start >= 0 else {}
+    return proc.returncode, summary, err
+
+
+def finished_cells(out: Path) -> set[str]:
+    root = out / "cells"
+    return {p.name for p in root.iterdir() if not p.name.startswith(".")} if root.is_dir() else set()
+
+
+def expected_cells(profile_path: Path) -> set[str]:
+    return {cell_name(c) for c in load_profile(profile_path).cells()}
+
+
+def comparable(out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Store tables without timing columns, in a stable order."""
+    metrics = pd.read_parquet(out / "store" / "metrics.parquet")
+    metrics = metrics.drop(columns=[c for c in TIMING if c in metrics]).sort_values("cell").reset_index(drop=True)
+    curves = pd.read_parquet(out / "store" / "curves.parquet").sort_values(["cell", "window"]).reset_index(drop=True)
+    return metrics, curves
+
+
+def test_local_grid_writes_store_and_compute_table(tmp_path):
+    path = write_profile(tmp_path / "tiny.yaml", methods=["random", "least-loaded", "drl"], servers=[5, 10],
+                         seeds=[0], workers=2)
+    profile = load_profile(path)
+    out = tmp_path / "out"
+    summary = run_grid(profile, out, executor="local", workers=2, progress=False)
+
+    names = expected_cells(path)
+    assert summary["cells"] == 6 and summary["ran"] == 6 and summary["failed"] == 0 and summary["skipped_done"] == 0
+    assert finished_cells(out) == names
+    for cfg in profile.cells():
+        folder = out / "cells" / cell_name(cfg)
+        files = {p.name for p in folder.iterdir()}
+        assert CELL_FILES <= files, f"{folder.name} lacks {CELL_FILES - files}"
+        assert ("model.zip" in files) == (cfg.method in LEARNERS)
+        assert yaml.safe_load((folder / "config.yaml").read_text())["method"] == cfg.method
+    assert json.loads((out / "grid.json").read_text())["cells"] == [cell_name(c) for c in profile.cells()]
+    assert yaml.safe_load((out / "profile.yaml").read_text())["name"] == "tiny"
+
+    metrics = pd.read_parquet(out / "store" / "metrics.parquet")
+    assert set(metrics["cell"]) == names and len(metrics) == 6
+    assert set(metrics["method"]) == {"random", "least-loaded", "drl"} and set(metrics["servers"]) == {5, 10}
+    for col in ("avg_response_s", "energy_kwh", "success_rate", "mean_reward", "tasks"):
+        assert metrics[col].notna().all(), col
+    assert (metrics["tasks"] > 0).all() and metrics["success_rate"].between(0, 1).all()
+    curves = pd.read_parquet(out / "store" / "curves.parquet")
+    assert set(curves["cell"]) == names
+    assert {"method", "servers", "seed", "window", "reward"} <= set(curves.columns)
+
+    compute = compute_table(out)
+    assert len(compute) == 6 and set(compute["cell"]) == names and (compute["status"] == "done").all()
+    assert (compute["wall_s"] > 0).all() and (compute["cpu_s"] > 0).all()
+    drl = compute[compute["method"] == "drl"]
+    assert drl["cpu_s"].min() > compute[compute["method"] == "random"]["cpu_s"].max()  # training costs
+    assert summary["cell_cpu_s_total"] == pytest.approx(compute["cpu_s"].sum())
+    assert summary["grid_wall_s"] > 0
+
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(out / "cells" / metrics.loc[metrics["method"] == "drl", "cell"].iloc[0] / "model.zip",
+                             device="cpu")
+    assert model.policy is not None
+
+    again = run_grid(profile, out, executor="local", workers=2, progress=False)
+    assert again["skipped_done"] == 6 and again["ran"] == 0 and again["failed"] == 0
+
+
+def _pgroup_alive(pgid: int) -> bool:
+    import psutil
+
+    for p in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(p.info["pid"]) == pgid and p.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
+def test_killed_grid_resumes_to_the_same_numbers(tmp_path):
+    # 8 cells: 4 DRL (a few seconds each) and 4 random (a fraction of a second)
+    path = write_profile(tmp_path / "resume.yaml", methods=["drl", "random"], servers=[5, 10], seeds=[0, 1],
+                         workers=2)
+    names = expected_cells(path)
+    assert len(names) == 8
+
+    ref = tmp_path / "reference"
+    rc, summary, err = finish(cli("grid", "--profile", str(path), "--out", str(ref), "--quiet"))
+    assert rc == 0, err
+    assert summary["ran"] == 8 and finished_cells(ref) == names
+
+    out = tmp_path / "killed"
+    proc = cli("grid", "--profile", str(path), "--out", str(out), "--quiet")
+    deadline = time.monotonic() + 180
+    while True:
+        cells = out / "cells"
+        entries = [p.name for p in cells.iterdir()] if cells.is_dir() else []
+        done = [n for n in entries if not n.startswith(".")]
+        in_flight = [n for n in entries if n.startswith(".")]
+        if done and in_flight:
+            break
+        if proc.poll() is not None:
+            pytest.fail(f"the grid finished (exit {proc.returncode}) before it could be killed mid-run: "
+                        f"make the cells longer; stderr: {proc.stderr.read()[-2000:]}")
+        assert time.monotonic() < deadline, "no cell finished within 180 s"
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    deadline = time.monotonic() + 30
+    while _pgroup_alive(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+    # Nothing half-written looks finished: visible folders are complete cells; anything in
+    # flight was left under a hidden temporary name, which the store and `is_done` ignore.
+    survivors = finished_cells(out)
+    assert 0 < len(survivors) < 8, f"kill came too late or too early: {sorted(survivors)}"
+    for name in survivors:
+        files = {p.name for p in (out / "cells" / name).iterdir()}
+        assert CELL_FILES <= files, f"{name} is visible but incomplete: {sorted(files)}"
+    for p in (out / "cells").iterdir():
+        if p.name.startswith("."):
+            assert ".tmp" in p.name, f"unexpected hidden entry {p.name}"
+    profile = load_profile(path)
+    assert {cell_name(c) for c in profile.cells() if is_done(c, out)} == survivors
+    stored = pd.read_parquet(build_store(out)["metrics"])
+    assert set(stored["cell"]) == survivors and len(stored) == len(survivors)
+
+    rc, summary, err = finish(cli("grid", "--profile", str(path), "--out", str(out), "--quiet"))
+    assert rc == 0, err
+    assert summary["skipped_done"] == len(survivors) and summary["ran"] == 8 - len(survivors)
+    assert summary["failed"] == 0
+    assert finished_cells(out) == names
+
+    got_metrics, got_curves = comparable(out)
+    want_metrics, want_curves = comparable(ref)
+    assert len(got_metrics) == 8
+    pd.testing.assert_frame_equal(got_metrics, want_metrics, check_exact=True)
+    pd.testing.assert_frame_equal(got_curves, want_curves, check_exact=True)
+
+
+def test_hidden_temporary_cell_folders_are_not_results(tmp_path):
+    """A cell killed between writing its metrics and the final rename leaves a hidden
+    ``.<cell>.tmp-<pid>`` folder that already holds metrics.json: it must not count."""
+    path = write_profile(tmp_path / "one.yaml", methods=["random"], servers=[5], seeds=[0], workers=1)
+    profile = load_profile(path)
+    out = tmp_path / "out"
+    run_grid(profile, out, executor="local", workers=1, progress=False)
+    (cfg,) = profile.cells()
+    other = dataclasses.replace(cfg, method="least-loaded")
+    shutil.copytree(out / "cells" / cell_name(cfg), out / "cells" / f".{cell_name(other)}.tmp-999999")
+    assert not is_done(other, out)
+    metrics = pd.read_parquet(build_store(out)["metrics"])
+    assert list(metrics["cell"]) == [cell_name(cfg)], "a hidden temporary folder was taken for a finished cell"
+    assert list(compute_table(out)["cell"]) == [cell_name(cfg)]
+
+
+def test_submitit_local_executor_matches_local(tmp_path):
+    path = write_profile(tmp_path / "sub.yaml", methods=["random", "drl"], servers=[5], seeds=[0])
+    profile = load_profile(path)
+    out = tmp_path / "submitit"
+    summary = run_grid(profile, out, executor="submitit-local", progress=False)
+    assert summary["ran"] == 2 and summary["failed"] == 0
+    assert finished_cells(out) == expected_cells(path)
+    assert list((out / "submitit").glob("*_result.pkl")), "submitit wrote no job results"
+    assert (compute_table(out)["status"] == "done").all()
+
+    local = tmp_path / "local"
+    run_grid(profile, local, executor="local", workers=1, progress=False)
+    for a, b in zip(comparable(out), comparable(local)):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_failing_cell_is_recorded_and_the_rest_complete(tmp_path):
+    # The `broken` variant reads the Google trace from a folder that does not exist.
+    path = write_profile(tmp_path / "broken.yaml", methods=["random", "least-loaded"], servers=[5], seeds=[0],
+                         workers=2,
+                         variants={"broken": {"methods": ["random"],
+                                              "run": {"workload": {"kind": "google",
+                                                                   "trace_dir": str(tmp_path / "no-trace")}}}})
+    profile = load_profile(path)
+    bad = [c for c in profile.cells() if c.variant == "broken"]
+    assert len(bad) == 1 and len(profile.cells()) == 3
+    bad_name = cell_name(bad[0])
+    out = tmp_path / "out"
+    rc, summary, err = finish(cli("grid", "--profile", str(path), "--out", str(out), "--quiet"))
+    assert rc == 1, f"a failed cell should make `ilets grid` exit 1, got {rc}: {err}"
+    assert summary["failed"] == 1 and summary["ran"] == 2 and summary["cells"] == 3
+
+    assert finished_cells(out) == expected_cells(path) - {bad_name}
+    assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")], "temporary folder left behind"
+    record = json.loads((out / "failed" / f"{bad_name}.json").read_text())
+    assert record["cell"] == bad_name and record["variant"] == "broken" and record["method"] == "random"
+    assert "TraceError" in record["error"] and "Traceback" in record["traceback"]
+    assert record["wall_s"] >= 0 and record["cpu_s"] >= 0
+
+    compute = compute_table(out).set_index("cell")
+    assert len(compute) == 3
+    assert compute.loc[bad_name, "status"] == "failed"
+    assert (compute.drop(index=bad_name)["status"] == "done").all()
+    metrics = pd.read_parquet(out / "store" / "metrics.parquet")
+    assert set(metrics["cell"]) == expected_cells(path) - {bad_name}
