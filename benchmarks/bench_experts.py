@@ -1,15 +1,16 @@
 """Benchmark the window experts: time per call and optimality gap.
 
-(a) Time per call of GA, PSO and greedy on 30-task windows at 50/100/200 servers. Each
-snapshot is the online segment of ``synthetic_workload(WorkloadConfig(scale=0.02), 0)``
-scheduled by earliest-finish up to a point; the next 30 tasks are the window. Reported as
+(a) Time per call of GA, PSO and greedy on 30-task windows at 50/100/200 servers
+(:func:`ilets.experts.timing_table`). Each snapshot is the online segment of
+``synthetic_workload(WorkloadConfig(scale=0.02), 0)`` scheduled by earliest-finish up to a
+point; the next 30 tasks are the window. Reported as
 the median wall ms per call (and CPU ms, which other processes on a shared host do not
 inflate) and as a ratio to the greedy expert timed in the same run, plus each
 expert's mean cost saving over greedy (exact costs).
 
 (b) Optimality gap on small loaded cases (:func:`ilets.experts.small_case`: 3-5 servers,
-4-6 tasks) against :func:`ilets.experts.exact_optimum`: mean and max relative gap and the
-share of cases solved optimally.
+4-6 tasks) against :func:`ilets.experts.exact_optimum` (:func:`ilets.experts.gap_cases`):
+mean and max relative gap and the share of cases solved optimally.
 
 Usage::
 
@@ -22,93 +23,19 @@ import argparse
 import json
 import os
 import platform
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
 
-from ilets.cloud import Cloud, make_fleet
-from ilets.config import ExpertConfig, FleetConfig, RewardConfig, WorkloadConfig, to_dict
-from ilets.experts import exact_optimum, make_expert, small_case, window_from_table
-from ilets.objective import Task
-from ilets.policies import EarliestFinish
-from ilets.workload import synthetic_workload
-
-EXPERTS = ("ga", "pso", "greedy")
-
-
-def loaded_snapshots(servers: int, stops: list[int], window: int) -> list[tuple[Cloud, list[Task]]]:
-    """Snapshots after ``stops`` online tasks placed by earliest-finish, with the next window."""
-    tasks = synthetic_workload(WorkloadConfig(scale=0.02), 0).online
-    cloud = Cloud(make_fleet(FleetConfig(servers=servers), 0), t0=float(tasks.arrival[0]), record=False)
-    policy = EarliestFinish()
-    out, done = [], 0
-    for stop in stops:
-        for task in window_from_table(tasks, done, stop):
-            cloud.advance(task.arrival)
-            cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline,
-                         policy.act(cloud, task, cloud.feasible(task.cpu)))
-        done = stop
-        win = window_from_table(tasks, stop, stop + window)
-        snap = cloud.clone()
-        snap.advance(win[0].arrival)
-        out.append((snap, win))
-    return out
-
-
-def bench_timing(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int], stops: list[int],
-                 repeats: int) -> list[dict]:
-    """Median ms per call and mean saving over greedy, per fleet size and expert."""
-    rows = []
-    for m in sizes:
-        snaps = loaded_snapshots(m, stops, cfg.window)
-        util = float(np.mean([s.used.sum() / s.fleet.capacity.sum() for s, _ in snaps]))
-        times: dict[str, list[float]] = {n: [] for n in EXPERTS}
-        cpu_times: dict[str, list[float]] = {n: [] for n in EXPERTS}
-        costs: dict[str, list[float]] = {n: [] for n in EXPERTS}
-        for n in EXPERTS:
-            expert = make_expert(n, cfg, reward)
-            expert.plan(*snaps[0], np.random.default_rng(0))  # warm caches and imports
-            for i, (cloud, win) in enumerate(snaps):
-                for r in range(repeats):
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    plan = expert.plan(cloud, win, np.random.default_rng(1000 * i + r))
-                    times[n].append(time.perf_counter() - t0)
-                    cpu_times[n].append(time.process_time() - c0)
-                    costs[n].append(plan.cost)
-        greedy_ms = 1e3 * statistics.median(times["greedy"])
-        greedy_cost = np.array(costs["greedy"])
-        for n in EXPERTS:
-            ms = 1e3 * statistics.median(times[n])
-            saving = (greedy_cost - np.array(costs[n])) / greedy_cost
-            rows.append({"servers": m, "expert": n, "ms_per_call": ms, "ms_p90": 1e3 * float(np.quantile(times[n], 0.9)),
-                         "cpu_ms_per_call": 1e3 * statistics.median(cpu_times[n]),
-                         "ratio_to_greedy": ms / greedy_ms, "mean_saving_vs_greedy": float(saving.mean()),
-                         "max_saving_vs_greedy": float(saving.max()), "calls": len(times[n]), "cpu_util": util})
-    return rows
+from ilets.config import ExpertConfig, RewardConfig, to_dict
+from ilets.experts import EXPERTS, gap_cases, gap_table, timing_table
 
 
 def bench_gap(cfg: ExpertConfig, reward: RewardConfig, cases: int) -> tuple[list[dict], float]:
     """Gap to the exact optimum per expert over ``cases`` small cases; also the optimum's mean s."""
-    gaps: dict[str, list[float]] = {n: [] for n in EXPERTS}
-    experts = {n: make_expert(n, cfg, reward) for n in EXPERTS}
-    t_opt = 0.0
-    for seed in range(cases):
-        m, w = 3 + seed % 3, 4 + seed % 3
-        cloud, win = small_case(seed, servers=m, window=w, background=3 * m)
-        t0 = time.perf_counter()
-        opt = exact_optimum(cloud, win, reward, cfg.miss_penalty)
-        t_opt += time.perf_counter() - t0
-        for n, expert in experts.items():
-            cost = expert.plan(cloud, win, np.random.default_rng(seed)).cost
-            gaps[n].append((cost - opt.cost) / opt.cost)
-    rows = []
-    for n, v in gaps.items():
-        g = np.array(v)
-        rows.append({"expert": n, "cases": cases, "mean_gap": float(g.mean()), "max_gap": float(g.max()),
-                     "optimal_share": float((g < 1e-9).mean())})
-    return rows, t_opt / cases
+    rows = gap_cases(cfg, reward, cases, EXPERTS)
+    opt_ms = [r["optimum_ms"] for r in rows if r["expert"] == EXPERTS[0]]
+    return gap_table(rows), 1e-3 * float(np.mean(opt_ms))
 
 
 def markdown(timing: list[dict], gap: list[dict]) -> str:
@@ -137,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--cases", type=int, default=200, help="small cases for the gap table")
     args = ap.parse_args(argv)
     cfg, reward = ExpertConfig(), RewardConfig()
-    timing = bench_timing(cfg, reward, args.sizes, args.stops, args.repeats)
+    timing = timing_table(cfg, reward, args.sizes, args.stops, args.repeats, EXPERTS)
     gap, opt_s = bench_gap(cfg, reward, args.cases)
     print(markdown(timing, gap))
     print(f"\nexact optimum: {1e3 * opt_s:.1f} ms per small case (enumeration, batched exact fitness)")

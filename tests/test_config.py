@@ -98,3 +98,22 @@ def test_digest_changes_with_any_field():
     b = dataclasses.replace(a, ppo=dataclasses.replace(a.ppo, n_epochs=5))
     assert a.digest() != b.digest()
     assert to_dict(a)["ppo"]["n_epochs"] == 4
+
+
+def test_variant_effect_on_a_hand_worked_table():
+    import pandas as pd
+
+    from ilets.deviations import DEVIATIONS, variant_effect
+
+    rows = [{"variant": "", "method": "drl", "servers": 50, "seed": s, "avg_response_s": 2.0,
+             "energy_kwh": 1.0, "success_rate": 0.5} for s in range(3)]
+    rows += [{"variant": "fast", "method": "drl", "servers": 50, "seed": s, "avg_response_s": 1.5,
+              "energy_kwh": 1.0, "success_rate": 0.6} for s in range(3)]
+    out = variant_effect(pd.DataFrame(rows), "fast").set_index("metric")
+    assert out.loc["avg_response_s", "change_pct"] == pytest.approx(-25.0)  # 1.5 / 2.0 - 1
+    assert out.loc["success_rate", "change_pct"] == pytest.approx(20.0)  # 0.6 / 0.5 - 1
+    assert out.loc["energy_kwh", "change_pct"] == pytest.approx(0.0)
+    assert (out["ci_low_pct"] <= out["change_pct"]).all() and (out["change_pct"] <= out["ci_high_pct"]).all()
+    # every variant a deviation names exists in the quick profile, so its effect is measured
+    quick = {v.name for v in load_profile("quick").variants}
+    assert {d.variant for d in DEVIATIONS if d.variant} <= quick

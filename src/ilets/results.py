@@ -61,22 +61,29 @@ def build_store(out: Path) -> dict[str, Path]:
     return paths
 
 
-def load_metrics(out: Path | None = None) -> pd.DataFrame:
-    """Per-cell final metrics (one row per method x servers x seed)."""
+def _load(out: Path | None, table: str, variant: str | None) -> pd.DataFrame:
     out = Path(out) if out else results_dir()
-    path = out / "store" / "metrics.parquet"
+    path = out / "store" / f"{table}.parquet"
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no results store; run `ilets grid --profile quick --out {out}` first")
-    return pd.read_parquet(path)
+    df = pd.read_parquet(path)
+    if "variant" not in df:
+        df["variant"] = ""
+    return df if variant is None else df[df["variant"] == variant].reset_index(drop=True)
 
 
-def load_curves(out: Path | None = None) -> pd.DataFrame:
-    """Learning-curve rows of every cell."""
-    out = Path(out) if out else results_dir()
-    path = out / "store" / "curves.parquet"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no results store; run `ilets grid` first")
-    return pd.read_parquet(path)
+def load_metrics(out: Path | None = None, variant: str | None = "") -> pd.DataFrame:
+    """Per-cell final metrics, one row per method x servers x seed.
+
+    ``variant=""`` (default) gives the main study, a name gives that variant's cells,
+    ``None`` gives every cell (with a ``variant`` column).
+    """
+    return _load(out, "metrics", variant)
+
+
+def load_curves(out: Path | None = None, variant: str | None = "") -> pd.DataFrame:
+    """Learning-curve rows of every cell (``variant`` as in :func:`load_metrics`)."""
+    return _load(out, "curves", variant)
 
 
 def load_profile_info(out: Path | None = None) -> dict:

@@ -1,0 +1,76 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Deviations and reconstructed details
+#
+# The paper's full text, its environment, network and expert modules and its data files are
+# not available {cite}`kang2024ilets`. Everything below had to be chosen; every choice is a
+# typed configuration field or a documented function, and the list itself is
+# `ilets.deviations.DEVIATIONS`, rendered here. Where a profile variant measures a choice,
+# its effect is shown after the table.
+
+# %% tags=["remove-cell"]
+import pandas as pd
+from IPython.display import Markdown
+from myst_nb import glue
+
+from ilets import deviations
+from ilets.results import load_metrics, load_profile_info, results_dir
+
+profile = load_profile_info(results_dir())
+glue("profile_name", profile["name"], display=False)
+table = deviations.table()
+glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), display=False)
+glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
+
+# %% [markdown]
+# ## The table
+#
+# {glue:text}`n_reconstructed` details are reconstructed and {glue:text}`n_bugs` bugs of
+# the authors' code are deliberately not reproduced.
+
+# %% tags=["remove-input"]
+shown = table.rename(columns={"topic": "topic", "source": "paper / authors' code", "ours": "this study",
+                              "where": "where", "variant": "measured by variant", "kind": "kind"})
+Markdown(shown.to_markdown(index=False))
+
+# %% [markdown]
+# ## Measured effects
+#
+# For each choice with a variant, the change of the final metrics of the variant's cells
+# relative to the same methods and fleet size in the main grid of the
+# `{glue:text}`profile_name`` profile (mean over seeds; 95% percentile-bootstrap interval
+# over seeds in brackets). Negative response or energy changes and positive success changes
+# are improvements.
+
+# %% tags=["remove-input"]
+every = load_metrics(results_dir(), variant=None)
+names = [d.variant for d in deviations.DEVIATIONS if d.variant]
+effects = pd.concat([deviations.variant_effect(every, v) for v in names], ignore_index=True) \
+    if len(every) else pd.DataFrame()
+if effects.empty:
+    out = Markdown("No variant cells are in this results store, so no effect is measured here.")
+else:
+    effects["change"] = effects.apply(
+        lambda r: f"{r.change_pct:+.1f}% [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}]", axis=1)
+    wide = effects.pivot_table(index=["variant", "method", "servers", "seeds"], columns="metric",
+                               values="change", aggfunc="first").reset_index()
+    out = Markdown(wide.to_markdown(index=False))
+out
+
+# %% [markdown]
+# Missing variants (in a profile that does not define them) simply do not appear. The
+# chapters on OINPT ({doc}`05_oinpt`) and OAIL ({doc}`06_oail`) discuss the critic,
+# expert, state and window variants in context; the light-load variant shows how much the
+# comparison depends on the reconstructed service rates.

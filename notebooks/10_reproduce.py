@@ -1,0 +1,103 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Reproduce it
+#
+# ## Commands
+#
+# On a fresh machine with Python 3.11 (the CPU build of PyTorch is pinned; see the README
+# for machines whose pip does not find it by default):
+#
+# ```bash
+# make book   # venv + the quick grid (resumable) + this book, strict build
+# make test   # the test suite, including a strict smoke build of the book in a browser
+# ```
+#
+# One cell, any method, any scale:
+#
+# ```bash
+# .venv/bin/ilets run --method ilets --servers 100 --seed 3 --profile quick --out results
+# ```
+#
+# The full study, on a SLURM cluster through submitit, then the book on its results:
+#
+# ```bash
+# .venv/bin/ilets grid --profile paper --executor slurm --out /scratch/ilets
+# ILETS_RESULTS=/scratch/ilets .venv/bin/jupyter-book build . -W --keep-going --all
+# ```
+#
+# A grid is resumable: every cell is written atomically and skipped once done, so killing
+# and rerunning the command loses at most the cells in flight.
+#
+# ## Profiles
+
+# %% tags=["remove-cell"]
+import pandas as pd
+from IPython.display import Markdown
+from myst_nb import glue
+
+from ilets.profiles import BUILTIN, load_profile
+from ilets.results import compute_table, load_profile_info, results_dir, system_info
+
+rows = []
+for name in BUILTIN:
+    p = load_profile(name)
+    rows.append({"profile": name, "description": p.description, "methods": len(p.methods),
+                 "servers": ", ".join(map(str, p.servers)), "seeds": len(p.seeds),
+                 "workload scale": p.run.workload.scale, "variants": ", ".join(v.name for v in p.variants) or "-",
+                 "cells": len(p.cells())})
+profiles = pd.DataFrame(rows)
+shown = load_profile_info(results_dir())
+glue("profile_name", shown["name"], display=False)
+
+# %% tags=["remove-input"]
+Markdown(profiles.to_markdown(index=False))
+
+# %% [markdown]
+# This build shows the `{glue:text}`profile_name`` profile.
+#
+# ## Compute used
+#
+# Wall and CPU seconds of every cell in this results store, failed attempts included
+# (CPU includes the OAIL emulator processes).
+
+# %% tags=["remove-cell"]
+compute = compute_table(results_dir())
+glue("cells_done", str(int((compute["status"] == "done").sum())), display=False)
+glue("cells_failed", str(int((compute["status"] == "failed").sum())), display=False)
+glue("cpu_total_min", f"{compute['cpu_s'].sum() / 60:.1f}", display=False)
+glue("wall_total_min", f"{compute['wall_s'].sum() / 60:.1f}", display=False)
+per = compute.assign(variant=compute["variant"].replace("", "(main)")).groupby(
+    ["variant", "method", "status"], as_index=False).agg(cells=("cell", "size"), wall_s=("wall_s", "sum"),
+                                                         cpu_s=("cpu_s", "sum"))
+
+# %% [markdown]
+# {glue:text}`cells_done` cells finished and {glue:text}`cells_failed` failed; together
+# they used {glue:text}`cpu_total_min` CPU minutes ({glue:text}`wall_total_min` minutes of
+# cell wall time, summed over cells that ran side by side).
+
+# %% tags=["remove-input"]
+Markdown(per.round(1).to_markdown(index=False))
+
+# %% [markdown]
+# ## Hardware and versions
+#
+# As recorded by the cells (`system.json` in every result folder):
+
+# %% tags=["remove-input"]
+info = system_info(results_dir())
+hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
+      "Python": info.get("python"), "platform": info.get("platform")}
+hw.update({f"{k}": v for k, v in (info.get("packages") or {}).items()})
+Markdown(pd.DataFrame(list(hw.items()), columns=["item", "value"]).to_markdown(index=False))
