@@ -53,7 +53,7 @@ glue("profile_tasks", f"{round(590_000 * scale):,}", display=False)
 # level). Arrival times are a non-homogeneous Poisson process conditioned on those counts:
 # a piecewise-linear baseline (`ilets.workload.RATE_SHAPE`) with short **instant bursts**
 # (red) and, in the online half, a **trend change** (purple) where the rising baseline turns
-# to falling. The results in this book use the `{glue:text}`profile_name`` profile, which
+# to falling. The results in this book use the {glue:text}`profile_name` profile, which
 # keeps this shape and the arrival rate but shortens the window to
 # {glue:text}`profile_scale` of its length ({glue:text}`profile_tasks` tasks).
 

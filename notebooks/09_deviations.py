@@ -50,7 +50,7 @@ Markdown(shown.to_markdown(index=False))
 #
 # For each choice with a variant, the change of the final metrics of the variant's cells
 # relative to the same methods and fleet size in the main grid of the
-# `{glue:text}`profile_name`` profile (mean over seeds; 95% percentile-bootstrap interval
+# {glue:text}`profile_name` profile (mean over seeds; 95% percentile-bootstrap interval
 # over seeds in brackets). Negative response or energy changes and positive success changes
 # are improvements.
 

@@ -65,7 +65,7 @@ glue("profile_name", shown["name"], display=False)
 Markdown(profiles.to_markdown(index=False))
 
 # %% [markdown]
-# This build shows the `{glue:text}`profile_name`` profile.
+# This build shows the {glue:text}`profile_name` profile.
 #
 # ## Compute used
 #

@@ -354,3 +354,158 @@ def test_cumulative_reward():
     assert list(a["cum_reward"]) == [-200.0, -300.0, -350.0]
     assert list(a["mean_reward_so_far"]) == pytest.approx([-2.0, -1.5, -1.4])
     assert list(t[t["seed"] == 1]["cum_reward"]) == [-100.0, -200.0]
+
+
+# --- comparisons, claim checks and display tables (chapters 05-06) -------------------------
+
+def test_compare_paired_verdicts_and_direction():
+    m = metrics_table({("a", 50): {"avg_response_s": [1.0, 1.1, 0.9], "success_rate": [0.9, 0.8, 0.85]},
+                       ("b", 50): {"avg_response_s": [2.0, 2.2, 1.8], "success_rate": [0.9, 0.8, 0.86]}})
+    c = S.compare(m, "a", "b", ["avg_response_s", "success_rate"], reps=REPS).set_index("metric")
+    r = c.loc["avg_response_s"]
+    assert r["diff"] == pytest.approx(-1.0) and r["rel_pct"] == pytest.approx(50.0)  # lower is better
+    assert r["verdict"] == "better" and brackets(r["diff_ci_low"], r["diff"], r["diff_ci_high"])
+    s = c.loc["success_rate"]  # per-seed diffs 0, 0, -0.01: never better, not all worse
+    assert s["verdict"] == "unresolved" and s["rel_pct"] < 0
+    flipped = S.compare(m, "b", "a", ["avg_response_s"], reps=REPS).iloc[0]
+    assert flipped["verdict"] == "worse"
+    # an explicit direction for a column not in HIGHER_IS_BETTER; missing arm -> no data
+    m2 = m.assign(mad=m["avg_response_s"])
+    assert S.compare(m2, "a", "b", ["mad"], directions={"mad": False}, reps=REPS).iloc[0]["verdict"] == "better"
+    assert S.compare(m2, "a", "zzz", ["mad"], directions=False, reps=REPS).empty or \
+        S.compare(m2, "a", "zzz", ["mad"], directions=False, reps=REPS).iloc[0]["verdict"] == "no data"
+    one = metrics_table({("a", 50): {"avg_response_s": [1.0]}, ("b", 50): {"avg_response_s": [2.0]}})
+    assert S.compare(one, "a", "b", ["avg_response_s"], reps=REPS).iloc[0]["verdict"] == "unresolved"
+    assert c.equals(S.compare(m, "a", "b", ["avg_response_s", "success_rate"], reps=REPS).set_index("metric"))
+
+
+def test_compare_unpaired_uses_all_seeds():
+    m = metrics_table({("a", 50): {"avg_response_s": [1.0, 1.2, 1.1, 0.9]},
+                       ("b", 50): {"avg_response_s": [2.0, 2.1]}})
+    paired = S.compare(m, "a", "b", ["avg_response_s"], reps=REPS).iloc[0]
+    unpaired = S.compare(m, "a", "b", ["avg_response_s"], paired=False, reps=REPS).iloc[0]
+    assert (paired["n_x"], paired["n_y"], unpaired["n_x"], unpaired["n_y"]) == (2, 2, 4, 2)
+    assert unpaired["mean_x"] == pytest.approx(1.05) and unpaired["verdict"] == "better"
+
+
+def test_claim_status():
+    m = metrics_table({("drl+", 50): {"success_rate": [0.9, 0.91, 0.92]},
+                       ("ilets", 50): {"success_rate": [0.8, 0.81, 0.82]},
+                       ("drl", 50): {"success_rate": [0.7, 0.71, 0.72]},
+                       ("ilets-", 50): {"success_rate": [0.7, 0.8, 0.9]},
+                       ("drl+", 100): {"success_rate": [0.9, 0.9, 0.9]},
+                       ("drl", 100): {"success_rate": [0.95, 0.95, 0.95]}})
+    pairs = S.compare_pairs(m, ["drl+", "ilets"], ["drl", "ilets-"], ["success_rate"], reps=REPS)
+    # 4 pairs at 50; at 100 the pairs with one arm present give 'no data' rows, ilets vs ilets- none
+    assert len(pairs) == 4 + 3 and (pairs[pairs["servers"] == 100]["verdict"] == "no data").sum() == 2
+    st = S.claim_status(pairs).set_index("servers")
+    # at 50: ilets (0.81) vs ilets- (0.8 mean): point better, interval includes 0
+    assert st.loc[50, "status"] == "direction only" and st.loc[50, "pairs"] == 4
+    assert st.loc[100, "status"] == "fails" and st.loc[100, "pairs"] == 1
+    strict = S.claim_status(S.compare_pairs(m, ["drl+"], ["drl"], ["success_rate"], reps=REPS))
+    assert list(strict["status"]) == ["holds", "fails"]
+
+
+def test_variant_comparison():
+    main = metrics_table({("drl+", 50): {"success_rate": [0.8, 0.82]}, ("drl+", 100): {"success_rate": [0.5, 0.5]},
+                          ("drl", 50): {"success_rate": [0.1, 0.1]}})
+    var = metrics_table({("drl+", 50): {"success_rate": [0.9, 0.93]}})
+    v = S.variant_comparison(main, var, ["success_rate"], reps=REPS)
+    assert len(v) == 1 and (v.iloc[0]["servers"], v.iloc[0]["method"]) == (50, "drl+")
+    assert v.iloc[0]["diff"] == pytest.approx(0.105) and v.iloc[0]["verdict"] == "better"
+    assert S.variant_comparison(main, var.iloc[0:0], ["success_rate"], reps=REPS).empty
+
+
+def test_cold_start_decisions():
+    c = pd.concat([curve(np.zeros(20), every=50, last=19), curve(np.zeros(21), every=50, seed=1)])
+    assert S.cold_start_decisions(c) == 50  # 10 % of 969 = 96 -> one window of 50
+    assert S.cold_start_decisions(c, frac=0.25) == 200
+    assert S.cold_start_decisions(c, frac=0.01, min_windows=2) == 100
+    assert S.cold_start_decisions(c.iloc[0:0]) == 0
+
+
+def test_online_event_ranges_and_markers():
+    arrival = 1500.0 + 0.5 * np.arange(3000)  # 1500 .. 2999.5 s
+    ev = {"burst_0": 400.0, "burst_2": 1850.0, "trend_change": 2250.0, "burst_3": 2600.0}
+    r = S.online_event_ranges(ev, arrival)  # gaps 400, 350, 399.5 -> span 350 s = 700 decisions
+    assert r == {"burst_2": (700, 1400), "trend_change": (1500, 2200), "burst_3": (2200, 2900)}
+    assert S.online_event_ranges(ev, arrival, span_s=10.0)["burst_2"] == (700, 720)
+    assert S.online_event_ranges({"burst_0": 400.0}, arrival) == {}
+    mk = S.event_markers({0: r, 1: {"burst_2": 702, "trend_change": (1504, 1600)}})
+    assert mk == {"burst_2": 701.0, "trend_change": 1502.0, "burst_3": 2200.0}
+
+
+def test_leader_table():
+    a = curve([-1.0, -1.0, -1.0, -1.0], method="drl")
+    b = curve([-2.0, -0.1, -0.1, -0.1], method="ilets")  # cum: -200, -210, -220, -230 vs -100..-400
+    t = S.leader_table(S.cumulative_reward(pd.concat([a, b]))).set_index("method")
+    assert t.loc["ilets", "leads_from"] == 300.0 and np.isnan(t.loc["drl", "leads_from"])
+    assert t.loc["ilets", "share_led"] == 0.5 and t.loc["ilets", "final_rank"] == 1
+    assert t.loc["drl", "final"] == -400.0
+    low = S.leader_table(S.cumulative_reward(pd.concat([a, b])), higher=False).set_index("method")
+    assert low.loc["drl", "final_rank"] == 1
+    assert S.leader_table(pd.DataFrame()).empty
+
+
+def test_ci_table():
+    m = metrics_table({("drl", 50): {"success_rate": [0.8, 0.9], "avg_response_s": [1.0, 1.0]},
+                       ("ilets", 50): {"success_rate": [0.7], "avg_response_s": [np.nan]}})
+    t = S.ci_table(S.summary_table(m, metrics_cols=("success_rate", "avg_response_s"), reps=REPS),
+                   formats={"success_rate": ".0%"})
+    assert list(t.columns) == ["servers", "method", "success_rate", "avg_response_s"]
+    row = t.set_index("method")
+    assert row.loc["drl", "success_rate"].startswith("85% [")
+    assert row.loc["drl", "avg_response_s"] == "1 (zero variance)"
+    assert row.loc["ilets", "success_rate"] == "70% (n=1)" and row.loc["ilets", "avg_response_s"] == "n/a"
+
+
+def test_relative_curves_and_last_checkpoint():
+    a = curve([-1.0, -2.0, -3.0], method="drl", seed=0)
+    ref = curve([-0.5, -1.5, -2.0], method="greedy-cost", seed=0)
+    other_seed = curve([-1.0, -1.0, -1.0], method="drl", seed=1)  # no reference at seed 1: dropped
+    r = S.relative_curves(pd.concat([a, ref, other_seed]))
+    assert list(r["method"].unique()) == ["drl"] and list(r["seed"].unique()) == [0]
+    assert list(r["reward"]) == [-0.5, -0.5, -1.0] and list(r["response"]) == [0.5, 0.5, 1.0]
+    assert S.relative_curves(a).empty
+    cum = S.cumulative_reward(pd.concat([a, curve([-1.0, -1.0], method="ilets", seed=0, servers=50)]))
+    last = S.last_checkpoint(cum)
+    assert list(last["decision_end"]) == [200, 200] and set(last["method"]) == {"drl", "ilets"}
+
+
+def test_compare_display():
+    m = metrics_table({("a", 50): {"success_rate": [0.9, 0.92]}, ("b", 50): {"success_rate": [0.8, 0.8]}})
+    d = S.compare_display(S.compare(m, "a", "b", ["success_rate"], reps=REPS), names={"a": "A"},
+                          formats={"success_rate": ".0%"})
+    assert list(d.columns) == ["servers", "metric", "A mean", "b mean", "A vs b", "seeds", "verdict"]
+    change = d.iloc[0]["A vs b"]
+    assert d.iloc[0]["A mean"] == "91%" and change.startswith("+13.") and "[+12.5, +15.0]" in change
+
+
+def test_comparison_row():
+    m = metrics_table({("a", 100): {"success_rate": [0.9, 0.92]}, ("b", 100): {"success_rate": [0.8, 0.8]},
+                       ("a", 50): {"success_rate": [0.5, 0.6]}, ("b", 50): {"success_rate": [0.8, 0.8]}})
+    c = S.compare(m, "a", "b", ["success_rate"], reps=REPS)
+    assert S.comparison_row(c, metric="success_rate")["servers"] == 50
+    assert S.comparison_row(c, metric="success_rate", servers=100)["verdict"] == "better"
+    assert S.comparison_row(c, metric="energy_kwh") is None and S.comparison_row(c, nope=1) is None
+    assert S.comparison_row(c.iloc[0:0], metric="success_rate") is None
+
+
+def test_event_claims():
+    rows = []
+    for seed in range(3):
+        for method, mad in (("ilets", 0.1), ("drl", 0.5), ("drl+", 0.11 + 0.05 * (seed - 1)), ("ilets-", 0.4)):
+            for event in ("burst_2", "trend_change"):
+                rows.append({"method": method, "servers": 50, "seed": seed, "event": event, "mad": mad + 0.01 * seed})
+    pairs, least = S.event_claims(pd.DataFrame(rows), reps=REPS)
+    assert len(pairs) == 6 and set(pairs[pairs["y"] == "drl"]["verdict"]) == {"better"}
+    assert set(pairs[pairs["y"] == "drl+"]["verdict"]) == {"unresolved"}
+    assert list(least["status"]) == ["direction only", "direction only"]
+    p0, l0 = S.event_claims(pd.DataFrame(), reps=REPS)
+    assert p0.empty and l0.empty
+
+
+def test_range_text():
+    assert S.range_text([0.1, 0.25, np.nan], ".0%") == "10% to 25%"
+    assert S.range_text([0.081, 0.0812], ".1%") == "8.1%"
+    assert S.range_text([np.nan]) == "n/a" and S.range_text([]) == "n/a"

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch as th
+from filelock import FileLock
 
 from ilets.cloud import Cloud, Fleet
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
@@ -84,12 +85,25 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
 
     Reads the cache when ``cache_dir`` holds this key; writes it otherwise.
     """
+    key = demo_key(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state)
+    if cache_dir is None:
+        return _demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress)
+    path = Path(cache_dir) / f"demos-{key}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # DRL+ and ILETS cells of the same seed and fleet need the same demonstrations and often
+    # run side by side in a grid: the lock makes the second wait for the first's file.
+    with FileLock(str(path) + ".lock"):
+        if path.is_file():
+            return Demonstrations.load(path)
+        demos = _demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress)
+        demos.save(path)
+    return demos
+
+
+def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig, reward: RewardConfig,
+                 max_tasks: int, seed: int, state: StateSpec, progress) -> Demonstrations:
     from ilets.experts import make_expert, window_from_table
 
-    key = demo_key(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state)
-    path = Path(cache_dir) / f"demos-{key}.npz" if cache_dir else None
-    if path is not None and path.is_file():
-        return Demonstrations.load(path)
     t0 = time.perf_counter()
     names = ["ga", "pso"] if expert == "ga+pso" else ["greedy"]
     planners = [make_expert(n, experts_cfg, reward, state) for n in names]
@@ -110,7 +124,7 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
         parts.append((best.observations, best.assignment, best.masks, best.rewards, [best.expert] * len(window)))
         if progress is not None:
             progress(len(window))
-    demos = Demonstrations(
+    return Demonstrations(
         obs=np.concatenate([p[0] for p in parts]).astype(np.float32),
         acts=np.concatenate([p[1] for p in parts]).astype(np.int64),
         masks=np.concatenate([p[2] for p in parts]).astype(bool),
@@ -118,10 +132,6 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
         experts=np.array(sum((p[4] for p in parts), []), dtype=str),
         seconds=time.perf_counter() - t0,
     )
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        demos.save(path)
-    return demos
 
 
 def to_transitions(demos: Demonstrations):

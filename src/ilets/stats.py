@@ -670,3 +670,395 @@ def cumulative_reward(curves: pd.DataFrame) -> pd.DataFrame:
         out.append(pd.DataFrame({**{k: [v] * len(c) for k, v in keys.items()}, "window": c["window"].to_numpy(),
                                  "decision_end": de, "cum_reward": cum, "mean_reward_so_far": cum / de}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+
+
+# --- 6. comparisons, claim checks and display tables for the chapters -------------------
+
+#: Verdicts of :func:`compare` (``x`` relative to ``y``).
+VERDICTS = ("better", "worse", "unresolved", "no data")
+
+
+def _dir_of(col: str, directions: Mapping[str, bool] | bool | None) -> bool:
+    if isinstance(directions, bool):
+        return directions
+    if directions is not None and col in directions:
+        return bool(directions[col])
+    return _direction(col, None)
+
+
+def _per_seed(g: pd.DataFrame, col: str) -> pd.Series:
+    s = g.groupby("seed")[col].mean() if len(g) else pd.Series(dtype=float)
+    return s[np.isfinite(s.to_numpy(dtype=float))].astype(float)
+
+
+def compare(table: pd.DataFrame, x: str, y: str, cols: Sequence[str], by: Sequence[str] = ("servers",),
+            label: str = "method", directions: Mapping[str, bool] | bool | None = None, paired: bool = True,
+            level: float = 0.95, reps: int = DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """``x`` against ``y`` on each column of a per-cell table, per group of ``by``.
+
+    ``table`` has one row per cell with a ``seed`` column, the ``label`` column naming the
+    arms (``x`` and ``y`` are two of its values; by default methods), the ``by`` columns and
+    the ``cols``. Per group and column, with seed means ``m_x`` and ``m_y``:
+
+    * ``diff = m_x - m_y`` (raw sign, metric units);
+    * ``rel_pct``: signed relative improvement of ``x`` over ``y`` in percent, positive =
+      ``x`` better: ``100 (m_x - m_y) / |m_y|`` if higher is better, ``100 (m_y - m_x) /
+      |m_y|`` if lower is better (NaN when ``m_y == 0``).
+
+    The direction of a column is ``directions[col]`` (a mapping, or one bool for all
+    columns), else :data:`HIGHER_IS_BETTER`. CIs (``diff_ci_*``, ``rel_ci_*``): percentile
+    bootstrap over seeds with ``reps`` resamples; ``paired=True`` (default: a seed fixes the
+    workload and the fleet's draw for every arm) resamples the seeds both arms have, jointly;
+    ``paired=False`` resamples each arm's seeds independently. ``verdict``: ``"better"`` if
+    the interval of ``diff`` lies entirely on ``x``'s better side of 0, ``"worse"`` if
+    entirely on its worse side, ``"unresolved"`` otherwise (including fewer than 2 seeds on
+    either side: one seed is no evidence of spread), ``"no data"`` if an arm is missing.
+    ``n_x``/``n_y`` count seeds used (the common seeds when paired).
+    """
+    alpha = (1 - level) / 2
+    q = [alpha, 1 - alpha]
+    sub = table[table[label].isin([x, y])]
+    rows = []
+    groups = list(_sorted_groups(sub, by)) if len(sub) else []
+    for key, g in groups:
+        for col in cols:
+            higher = _dir_of(col, directions)
+            sx, sy = _per_seed(g[g[label] == x], col), _per_seed(g[g[label] == y], col)
+            if paired:
+                common = sx.index.intersection(sy.index)
+                sx, sy = sx.loc[common], sy.loc[common]
+            row = {**dict(zip(by, key)), "x": x, "y": y, "metric": col, "n_x": len(sx), "n_y": len(sy),
+                   "mean_x": sx.mean() if len(sx) else np.nan, "mean_y": sy.mean() if len(sy) else np.nan,
+                   "diff": np.nan, "diff_ci_low": np.nan, "diff_ci_high": np.nan,
+                   "rel_pct": np.nan, "rel_ci_low": np.nan, "rel_ci_high": np.nan, "verdict": "no data"}
+            if len(sx) and len(sy):
+                xv, yv = sx.to_numpy(), sy.to_numpy()
+                if paired:
+                    rng = np.random.default_rng(_key_seed(seed, *key, col, x, y, "paired"))
+                    idx = rng.integers(0, len(xv), (reps, len(xv)))
+                    mx, my = _resampled_means(xv, idx), _resampled_means(yv, idx)
+                else:
+                    rx = np.random.default_rng(_key_seed(seed, *key, col, x))
+                    ry = np.random.default_rng(_key_seed(seed, *key, col, y))
+                    mx = _resampled_means(xv, rx.integers(0, len(xv), (reps, len(xv))))
+                    my = _resampled_means(yv, ry.integers(0, len(yv), (reps, len(yv))))
+                d = mx - my
+                rel = 100 * _rel(mx, my, higher)
+                lo, hi = np.quantile(d, q)
+                point = xv.mean() - yv.mean()
+                lo, hi = min(lo, point), max(hi, point)
+                rel_point = float(100 * _rel(xv.mean(), yv.mean(), higher))
+                rlo, rhi = np.nanquantile(rel, q) if np.any(np.isfinite(rel)) else (np.nan, np.nan)
+                good_lo, good_hi = (lo, hi) if higher else (-hi, -lo)  # interval of x's gain
+                if min(len(xv), len(yv)) < 2:
+                    verdict = "unresolved"
+                elif good_lo > 0:
+                    verdict = "better"
+                elif good_hi < 0:
+                    verdict = "worse"
+                else:
+                    verdict = "unresolved"
+                row.update(diff=float(point), diff_ci_low=float(lo), diff_ci_high=float(hi), rel_pct=rel_point,
+                           rel_ci_low=float(min(rlo, rel_point)), rel_ci_high=float(max(rhi, rel_point)),
+                           verdict=verdict)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, "x", "y", "metric", "n_x", "n_y", "mean_x", "mean_y", "diff",
+                                       "diff_ci_low", "diff_ci_high", "rel_pct", "rel_ci_low", "rel_ci_high",
+                                       "verdict"])
+
+
+def compare_pairs(table: pd.DataFrame, better: Sequence[str], worse: Sequence[str], cols: Sequence[str],
+                  by: Sequence[str] = ("servers",), **kwargs) -> pd.DataFrame:
+    """:func:`compare` for every ``x`` in ``better`` against every ``y`` in ``worse`` (rows
+    stacked); ``kwargs`` go to :func:`compare`. The input of :func:`claim_status`."""
+    parts = [compare(table, x, y, cols, by, **kwargs) for x in better for y in worse if x != y]
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else compare(table.iloc[0:0], "", "", cols, by, **kwargs)
+
+
+def claim_status(pairs: pd.DataFrame, by: Sequence[str] = ("servers",)) -> pd.DataFrame:
+    """Does "every ``x`` beats every ``y``" hold, per group of ``by`` and metric?
+
+    ``pairs`` is :func:`compare_pairs`' output. ``status`` is ``"holds"`` when every pair's
+    verdict is ``"better"``; ``"direction only"`` when every pair's point estimate favours
+    ``x`` (``rel_pct > 0``) but some interval includes 0; ``"fails"`` when some pair's point
+    estimate does not favour ``x`` (``rel_pct <= 0``); ``"no data"`` when no pair has data.
+    Also ``pairs`` (with data), ``resolved`` (verdict better), ``point_better``
+    (``rel_pct > 0``) and the smallest and largest ``rel_pct`` of the pairs.
+    """
+    rows = []
+    keys = [*by, "metric"]
+    for key, g in (pairs.groupby(keys, sort=True) if len(pairs) else []):
+        g = g[g["verdict"] != "no data"]
+        n = len(g)
+        resolved = int((g["verdict"] == "better").sum())
+        point = int((g["rel_pct"] > 0).sum())
+        if n == 0:
+            status = "no data"
+        elif resolved == n:
+            status = "holds"
+        elif point == n:
+            status = "direction only"
+        else:
+            status = "fails"
+        rows.append({**dict(zip(keys, key)), "status": status, "pairs": n, "resolved": resolved,
+                     "point_better": point, "rel_min": float(g["rel_pct"].min()) if n else np.nan,
+                     "rel_max": float(g["rel_pct"].max()) if n else np.nan})
+    return pd.DataFrame(rows, columns=[*keys, "status", "pairs", "resolved", "point_better", "rel_min", "rel_max"])
+
+
+def variant_comparison(main: pd.DataFrame, variant: pd.DataFrame, cols: Sequence[str],
+                       directions: Mapping[str, bool] | bool | None = None, paired: bool = True,
+                       level: float = 0.95, reps: int = DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """A variant's cells against the main study's cells of the same method and fleet size.
+
+    ``main`` and ``variant`` are per-cell tables (``load_metrics`` rows, or
+    :func:`first_n` / :func:`convergence_table` outputs of ``load_curves(variant=...)``)
+    with ``method``, ``servers`` and ``seed``. Main rows are restricted to the (method,
+    servers) pairs the variant ran. Output: :func:`compare` with ``x = "variant"``, ``y =
+    "main"``, grouped by ``servers`` and ``method`` (``rel_pct > 0``: the variant is
+    better). Empty (with the columns) when either side is empty.
+    """
+    if len(variant) == 0 or len(main) == 0:
+        return compare(pd.DataFrame(columns=["servers", "method", "seed", "arm", *cols]), "variant", "main", cols,
+                       ("servers", "method"), label="arm")
+    pairs = set(zip(variant["method"], variant["servers"]))
+    keep = [(m, s) in pairs for m, s in zip(main["method"], main["servers"])]
+    both = pd.concat([main[keep].assign(arm="main"), variant.assign(arm="variant")], ignore_index=True)
+    return compare(both, "variant", "main", cols, ("servers", "method"), label="arm", directions=directions,
+                   paired=paired, level=level, reps=reps, seed=seed)
+
+
+def cold_start_decisions(curves: pd.DataFrame, frac: float = 0.1, min_windows: int = 1) -> int:
+    """The ``N`` of "the first N decisions": ``frac`` of the online segment, in whole windows.
+
+    ``frac`` times the shortest cell's decision count, rounded down to a multiple of the
+    curve window (``curve_every``: the largest ``decisions`` of a window), and at least
+    ``min_windows`` windows. 0 for an empty table.
+    """
+    if len(curves) == 0:
+        return 0
+    every = int(curves["decisions"].max())
+    total = int(curves.groupby("cell" if "cell" in curves else ["method", "servers", "seed"])["decision_end"]
+                .max().min())
+    n = int(frac * total) // every * every
+    return int(min(max(n, min_windows * every), total))
+
+
+def online_event_ranges(events: Mapping[str, float], arrival: np.ndarray,
+                        span_s: float | None = None) -> dict[str, tuple[int, int]]:
+    """Decision ranges after each online event, all of one length in time.
+
+    Like :func:`event_decisions` with ``span_s``; when ``span_s`` is None it is the shortest
+    gap between consecutive online events (events within the online arrivals) and between
+    the last of them and the last arrival, so that the ranges of different events never
+    overlap and each is measured over the same time. Empty if no event lies in the online
+    segment.
+    """
+    arrival = np.asarray(arrival, dtype=float)
+    if len(arrival) == 0:
+        return {}
+    times = sorted(t for t in events.values() if arrival[0] <= t <= arrival[-1])
+    if not times:
+        return {}
+    if span_s is None:
+        gaps = np.diff([*times, arrival[-1]])
+        gaps = gaps[gaps > 0]
+        span_s = float(gaps.min()) if len(gaps) else float(arrival[-1] - times[0])
+    return event_decisions(events, arrival, span_s=span_s)
+
+
+def event_markers(per_seed: Mapping[object, Mapping[str, int | tuple[int, int]]]) -> dict[str, float]:
+    """Mean start decision of each event over seeds (for plot markers): ``per_seed`` maps a
+    seed to :func:`event_decisions` or :func:`online_event_ranges` output. Events missing
+    from some seed are averaged over the seeds that have them."""
+    acc: dict[str, list[float]] = {}
+    for ev in per_seed.values():
+        for name, d in ev.items():
+            acc.setdefault(name, []).append(float(d[0] if isinstance(d, (tuple, list)) else d))
+    return {name: float(np.mean(v)) for name, v in acc.items()}
+
+
+def leader_table(cum: pd.DataFrame, col: str = "cum_reward", higher: bool = True,
+                 methods: Sequence[str] | None = None) -> pd.DataFrame:
+    """Which method leads on ``col`` along the pass, per fleet size.
+
+    ``cum`` is :func:`cumulative_reward`'s output (or any table with ``method``,
+    ``servers``, ``seed``, ``decision_end`` and ``col``). At each checkpoint
+    (``decision_end``) every method of ``methods`` (default: all) has a results, the seed
+    mean of ``col`` is taken, and the leader is the method with the best mean. Per
+    (servers, method): ``checkpoints``, ``share_led`` (fraction of checkpoints led),
+    ``final`` (seed mean at the last checkpoint), ``final_rank`` (1 = best at the end) and
+    ``leads_from``: the first checkpoint from which the method leads at every later one
+    (NaN unless it leads at the end): "reaches the highest and stays there" from this
+    decision on.
+    """
+    cols = ["servers", "method", "checkpoints", "share_led", "final", "final_rank", "leads_from"]
+    if len(cum) == 0:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for s, g in cum.groupby("servers", sort=True):
+        ms = method_order(g["method"].unique()) if methods is None else [m for m in methods if m in set(g["method"])]
+        if not ms:
+            continue
+        wide = g[g["method"].isin(ms)].groupby(["decision_end", "method"])[col].mean().unstack("method")
+        wide = wide.reindex(columns=ms).dropna().sort_index()
+        if wide.empty:
+            continue
+        leader = (wide.idxmax(axis=1) if higher else wide.idxmin(axis=1)).to_numpy()
+        last = wide.iloc[-1]
+        ranks = last.rank(ascending=not higher, method="min")
+        ends = wide.index.to_numpy()
+        for m in ms:
+            lead = leader == m
+            if lead[-1]:
+                not_lead = np.flatnonzero(~lead)
+                k = 0 if len(not_lead) == 0 else int(not_lead[-1]) + 1
+                since = float(ends[k])
+            else:
+                since = np.nan
+            rows.append({"servers": s, "method": m, "checkpoints": len(wide), "share_led": float(lead.mean()),
+                         "final": float(last[m]), "final_rank": int(ranks[m]), "leads_from": since})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def ci_table(summary: pd.DataFrame, index: Sequence[str] = ("servers", "method"),
+             formats: Mapping[str, str] | None = None, default: str = ".3g") -> pd.DataFrame:
+    """:func:`summary_table` output as a wide display table of ``"mean [low, high]"`` strings.
+
+    One row per ``index`` group, one column per metric (in the summary's order);
+    ``formats[metric]`` is a format spec (e.g. ``".1%"``), else ``default``. A degenerate
+    interval (``ci_note``) shows the mean alone with the note, NaN means show ``"n/a"``.
+    """
+    formats = formats or {}
+
+    def cell(r) -> str:
+        spec = formats.get(r["metric"], default)
+        if not np.isfinite(r["mean"]):
+            return "n/a"
+        if r.get("ci_note"):
+            return f"{r['mean']:{spec}} ({r['ci_note']})"
+        return f"{r['mean']:{spec}} [{r['ci_low']:{spec}}, {r['ci_high']:{spec}}]"
+
+    if len(summary) == 0:
+        return pd.DataFrame(columns=list(index))
+    s = summary.assign(_text=summary.apply(cell, axis=1))
+    order = list(dict.fromkeys(s["metric"]))
+    wide = s.pivot_table(index=list(index), columns="metric", values="_text", aggfunc="first", sort=False)
+    return wide.reindex(columns=order).reset_index().rename_axis(columns=None)
+
+
+def relative_curves(curves: pd.DataFrame, reference: str = "greedy-cost",
+                    cols: Sequence[str] = ("reward", "response", "success")) -> pd.DataFrame:
+    """Learning curves minus a reference method's curve on the same tasks.
+
+    Every method of one fleet size and seed schedules the same online tasks in the same
+    order, so window ``w`` of every cell covers the same decisions; the arrival bursts and
+    the trend move all of them together. Subtracting the ``reference`` cell's value of the
+    same (servers, seed, window) from ``cols`` removes that shared, workload-driven part and
+    leaves the method's own gap (same sign convention: for reward, > 0 means better than the
+    reference). Cells without a reference cell (or the reference's own rows) are dropped;
+    other columns are kept, so every curve function applies to the result.
+    """
+    if len(curves) == 0 or reference not in set(curves["method"]):
+        return curves.iloc[0:0].copy()
+    keys = ["servers", "seed", "window"]
+    ref = curves[curves["method"] == reference][keys + list(cols)].drop_duplicates(keys)
+    ref = ref.rename(columns={c: f"_ref_{c}" for c in cols})
+    out = curves[curves["method"] != reference].merge(ref, on=keys, how="inner")
+    for c in cols:
+        out[c] = out[c] - out.pop(f"_ref_{c}")
+    return out.reset_index(drop=True)
+
+
+def last_checkpoint(table: pd.DataFrame, x: str = "decision_end") -> pd.DataFrame:
+    """Rows of a per-checkpoint table (e.g. :func:`cumulative_reward`) at the last checkpoint
+    every cell of the fleet size reached (the smallest per-cell maximum of ``x``), so every
+    method is compared after the same decisions."""
+    if len(table) == 0:
+        return table.copy()
+    cell = "cell" if "cell" in table else ["method", "seed"]
+    out = []
+    for _, g in table.groupby("servers", sort=True):
+        end = g.groupby(cell)[x].max().min()
+        out.append(g[g[x] == end])
+    return pd.concat(out, ignore_index=True)
+
+
+def compare_display(comp: pd.DataFrame, by: Sequence[str] = ("servers",), names: Mapping[str, str] | None = None,
+                    formats: Mapping[str, str] | None = None, default: str = ".3g") -> pd.DataFrame:
+    """:func:`compare` output as a display table: the two means, the relative change of
+    ``x`` over ``y`` with its CI (``"+7.7% [+7.1, +8.4]"``, positive = ``x`` better) and the
+    verdict. ``names`` renames the arms in the column headers (``"<name> mean"``);
+    ``formats`` as in :func:`ci_table`."""
+    names, formats = names or {}, formats or {}
+    rows = []
+    for _, r in comp.iterrows():
+        spec = formats.get(r["metric"], default)
+
+        def fmt(v, spec=spec) -> str:
+            return f"{v:{spec}}" if np.isfinite(v) else "n/a"
+
+        nx, ny = names.get(r["x"], r["x"]), names.get(r["y"], r["y"])
+        change = change_text(r)
+        rows.append({**{b: r[b] for b in by}, "metric": r["metric"], f"{nx} mean": fmt(r["mean_x"]),
+                     f"{ny} mean": fmt(r["mean_y"]), f"{nx} vs {ny}": change, "seeds": int(min(r["n_x"], r["n_y"])),
+                     "verdict": r["verdict"]})
+    return pd.DataFrame(rows)
+
+
+def change_text(row: Mapping) -> str:
+    """One :func:`compare` row's relative change as ``"+7.7% [+7.1, +8.4]"`` (positive =
+    ``x`` better; the interval is the 95% bootstrap CI), ``"n/a"`` without data."""
+    if not np.isfinite(row["rel_pct"]):
+        return "n/a"
+    return f"{row['rel_pct']:+.1f}% [{row['rel_ci_low']:+.1f}, {row['rel_ci_high']:+.1f}]"
+
+
+def comparison_row(comp: pd.DataFrame, **equals) -> dict | None:
+    """The row of a comparison table whose columns equal ``equals`` (e.g. ``metric=``,
+    ``method=``), at the smallest fleet size when several match; None when none does (a
+    missing variant, method or metric), for sentences that must not crash on partial
+    results."""
+    if len(comp) == 0:
+        return None
+    rows = comp
+    for col, value in equals.items():
+        if col not in rows:
+            return None
+        rows = rows[rows[col] == value]
+    if len(rows) == 0:
+        return None
+    return (rows.sort_values("servers") if "servers" in rows else rows).iloc[0].to_dict()
+
+
+def event_claims(osc: pd.DataFrame, method: str = "ilets", others: Sequence[str] = ("drl", "drl+", "ilets-"),
+                 col: str = "mad", level: float = 0.95, reps: int = DEFAULT_REPS,
+                 seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The paper's oscillation claims on an :func:`oscillation_table` (lower ``col`` = smoother).
+
+    Returns ``(pairs, least)``: ``pairs`` is :func:`compare` of ``method`` against each of
+    ``others`` per (servers, event), paired over seeds, ``verdict == "better"`` meaning
+    ``method`` oscillates less (rows without data dropped); ``least`` is
+    :func:`claim_status` per (servers, event): ``"holds"`` when ``method`` oscillates less
+    than every other method, resolved against each.
+    """
+    by = ("servers", "event")
+    if len(osc) == 0:
+        empty = compare_pairs(pd.DataFrame(columns=["servers", "event", "method", "seed", col]), [method],
+                              list(others), [col], by, directions={col: False})
+        return empty, claim_status(empty, by)
+    pairs = compare_pairs(osc, [method], list(others), [col], by, directions={col: False}, level=level, reps=reps,
+                          seed=seed)
+    return pairs[pairs["verdict"] != "no data"].reset_index(drop=True), claim_status(pairs, by)
+
+
+def range_text(values, spec: str = ".3g") -> str:
+    """``"low to high"`` of the finite ``values`` in format ``spec``, a single value when
+    they all print alike, ``"n/a"`` when none is finite (for sentences over fleet sizes)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if len(v) == 0:
+        return "n/a"
+    lo, hi = f"{v.min():{spec}}", f"{v.max():{spec}}"
+    return lo if lo == hi else f"{lo} to {hi}"

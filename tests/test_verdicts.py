@@ -1,0 +1,246 @@
+"""Tests of ilets.verdicts on synthetic metric and curve tables whose verdicts are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ilets import verdicts as V
+from ilets.config import HEURISTICS
+
+REPS = 300
+SCALES = (50, 100, 200)
+BASE = {"avg_response_s": 2.0, "energy_kwh": 1.0, "success_rate": 0.7, "mean_reward": -0.4}
+GOOD = {"avg_response_s": 0.7, "energy_kwh": 0.8, "success_rate": 1.12, "mean_reward": 0.8}  # ~20-30 % better
+
+
+def metrics_table(factors: dict, n_seeds: int = 5, noise: float = 0.01, seed: int = 0) -> pd.DataFrame:
+    """``factors[method]``: ``{metric: multiplier of BASE}`` (or ``{(metric, servers): ...}``);
+    missing metrics are 1 (the DRL level). Multiplicative noise of ``noise`` per cell."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for method, f in factors.items():
+        for servers in SCALES:
+            for s in range(n_seeds):
+                row = {"method": method, "servers": servers, "seed": s}
+                for col, base in BASE.items():
+                    k = f.get((col, servers), f.get(col, 1.0))
+                    row[col] = base * k * (1 + noise * rng.standard_normal())
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def curve_cell(rewards, method, servers, seed, every=100) -> pd.DataFrame:
+    r = np.asarray(rewards, float)
+    d = np.full(len(r), every)
+    return pd.DataFrame({"window": np.arange(len(r)), "reward": r, "response": -r, "success": 0.8 + 0 * r,
+                         "decisions": d, "energy_kwh": 0.1 + 0 * r, "decision_end": np.cumsum(d),
+                         "method": method, "servers": servers, "seed": seed, "cell": f"{method}-M{servers}-s{seed}"})
+
+
+def curves_table(shapes: dict, n_seeds: int = 4, noise: float = 0.002, seed: int = 0) -> pd.DataFrame:
+    """``shapes[method]``: the mean windowed reward (array); small noise per window and seed."""
+    rng = np.random.default_rng(seed)
+    cells = [curve_cell(np.asarray(r) + noise * rng.standard_normal(len(r)), m, s, k)
+             for m, r in shapes.items() for s in SCALES for k in range(n_seeds)]
+    return pd.concat(cells, ignore_index=True)
+
+
+# --- component effects ---------------------------------------------------------------------
+
+def test_component_effect_matches_hand_computation_both_directions():
+    t = pd.DataFrame({"method": ["a"] * 2 + ["b"] * 2, "servers": 50, "seed": [0, 1, 0, 1],
+                      "x": [8.0, 8.0, 10.0, 10.0]})
+    lower = V.component_effects(t, "a", "b", "x", higher_is_better=False, reps=REPS)
+    per = lower[lower["servers"] == 50].iloc[0]
+    assert per["effect_pct"] == pytest.approx(20.0)  # (10 - 8) / 10
+    assert per["mean_a"] == pytest.approx(8.0) and per["mean_b"] == pytest.approx(10.0)
+    higher = V.component_effects(t, "a", "b", "x", higher_is_better=True, reps=REPS)
+    assert higher.loc[higher["servers"] == 50, "effect_pct"].iloc[0] == pytest.approx(-20.0)
+    assert set(lower["servers"].astype(str)) == {"50", "all"}
+
+
+def test_component_effects_of_known_metric_agree_with_improvement_table():
+    from ilets import stats as S
+
+    m = metrics_table({"drl": {}, "drl+": GOOD})
+    eff = V.component_effects(m, "drl+", "drl", "avg_response_s", False, reps=REPS, seed=3)
+    imp = S.improvement_table(m, metrics_cols=("avg_response_s",), methods=["drl+"], reps=REPS, seed=3, paired=True)
+    np.testing.assert_allclose(eff["effect_pct"], imp["improvement_pct"])
+    np.testing.assert_allclose(eff["ci_low_pct"], imp["ci_low_pct"])
+    unpaired = V.component_effects(m, "drl+", "drl", "avg_response_s", False, reps=REPS, seed=3, paired=False)
+    imp = S.improvement_table(m, metrics_cols=("avg_response_s",), methods=["drl+"], reps=REPS, seed=3)
+    np.testing.assert_allclose(unpaired["ci_high_pct"], imp["ci_high_pct"])
+
+
+def test_component_effects_empty_when_method_missing():
+    m = metrics_table({"drl": {}})
+    assert V.component_effects(m, "drl+", "drl", "energy_kwh", False).empty
+
+
+# --- the rule --------------------------------------------------------------------------------
+
+def test_improvement_everywhere_is_reproduced_and_quotes_the_paper():
+    m = metrics_table({"drl": {}, "drl+": GOOD})
+    v = V.claim_improves(m, 1, "drl+", "drl", reps=REPS)
+    assert v.verdict == V.REPRODUCED
+    assert "paper +36.73 %" in v.evidence and "3/3 scales" in v.evidence
+
+
+def test_no_effect_is_not_reproduced_even_if_point_estimates_lean_the_right_way():
+    m = metrics_table({"drl": {}, "ilets-": {c: 0.999 if c != "success_rate" else 1.001 for c in BASE}},
+                      noise=0.05)
+    v = V.claim_improves(m, 2, "ilets-", "drl", reps=REPS)
+    assert v.verdict == V.NOT_REPRODUCED
+
+
+def test_wrong_direction_is_not_reproduced():
+    worse = {c: 1 / k for c, k in GOOD.items()}
+    v = V.claim_improves(metrics_table({"drl": {}, "drl+": worse}), 1, "drl+", "drl", reps=REPS)
+    assert v.verdict == V.NOT_REPRODUCED
+
+
+def test_improvement_at_one_scale_only_is_partly():
+    f = {("avg_response_s", 50): 0.5}  # 50 % better at 50 servers, equal elsewhere
+    v = V.claim_improves(metrics_table({"drl": {}, "drl+": f}), 1, "drl+", "drl", reps=REPS)
+    assert v.verdict == V.PARTLY
+
+
+def test_one_metric_of_three_is_partly():
+    v = V.claim_improves(metrics_table({"drl": {}, "drl+": {"energy_kwh": 0.8}}), 1, "drl+", "drl", reps=REPS)
+    assert v.verdict == V.PARTLY
+
+
+def test_single_seed_never_establishes_a_component():
+    m = metrics_table({"drl": {}, "drl+": GOOD}, n_seeds=1)
+    assert V.claim_improves(m, 1, "drl+", "drl", reps=REPS).verdict == V.NOT_REPRODUCED
+
+
+def test_missing_method_is_not_testable():
+    v = V.claim_improves(metrics_table({"drl": {}}), 3, "drl+", "ilets-", reps=REPS)
+    assert v.verdict == V.NOT_TESTABLE and v.effects.empty
+
+
+def test_judge_on_nothing_is_not_testable():
+    assert V.judge(pd.DataFrame()) == V.NOT_TESTABLE
+
+
+# --- claim 8: heuristics ------------------------------------------------------------------------
+
+def test_ilets_better_than_every_heuristic_is_reproduced():
+    m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS}})
+    assert V.claim_beats_heuristics(m, reps=REPS).verdict == V.REPRODUCED
+
+
+def test_one_heuristic_better_than_ilets_on_everything_is_not_reproduced_and_named():
+    better = {c: k * k for c, k in GOOD.items()}  # greedy-cost beats ILETS on everything
+    m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS if h != "greedy-cost"}, "greedy-cost": better})
+    v = V.claim_beats_heuristics(m, reps=REPS)
+    assert v.verdict == V.NOT_REPRODUCED
+    assert "5/6 heuristics" in v.evidence and "greedy-cost beats ILETS at every scale" in v.evidence
+
+
+def test_one_heuristic_better_on_one_metric_is_partly():
+    better = {"energy_kwh": GOOD["energy_kwh"] ** 2}  # min-energy wins on energy only
+    m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS if h != "min-energy"}, "min-energy": better})
+    v = V.claim_beats_heuristics(m, reps=REPS)
+    assert v.verdict == V.PARTLY
+    assert "best heuristic (min-energy)" in v.evidence
+
+
+def test_best_heuristic_is_chosen_per_scale():
+    f = {("avg_response_s", 50): 0.5}
+    m = metrics_table({"random": f, "greedy-cost": {"avg_response_s": 0.8}})
+    rows, chosen = V.best_heuristic_rows(m, "avg_response_s")
+    assert chosen == {50: "random", 100: "greedy-cost", 200: "greedy-cost"}
+    assert set(rows["method"]) == {V.BEST_HEURISTIC} and len(rows) == 15
+
+
+def test_every_heuristic_better_than_ilets_is_not_reproduced():
+    m = metrics_table({"ilets": {}, **{h: GOOD for h in HEURISTICS}})
+    assert V.claim_beats_heuristics(m, reps=REPS).verdict == V.NOT_REPRODUCED
+
+
+# --- curve claims -------------------------------------------------------------------------------
+
+W = 20
+RISING = -0.5 + 0.3 * (1 - np.exp(-np.arange(W) / 2.0))  # cold start at -0.5, settles near -0.2
+
+
+def test_cold_start_claim():
+    warm = np.full(W, -0.2)
+    good = curves_table({"drl": RISING, "ilets-": RISING, "drl+": warm, "ilets": warm})
+    assert V.claim_cold_start(good, reps=REPS).verdict == V.REPRODUCED
+    same = curves_table({m: RISING for m in ("drl", "ilets-", "drl+", "ilets")})
+    assert V.claim_cold_start(same, reps=REPS).verdict == V.NOT_REPRODUCED
+    assert V.claim_cold_start(pd.DataFrame(), reps=REPS).verdict == V.NOT_TESTABLE
+
+
+def test_cold_start_uses_the_first_tenth_of_the_pass():
+    warm = np.full(W, -0.2)
+    v = V.claim_cold_start(curves_table({"drl": RISING, "ilets-": RISING, "drl+": warm, "ilets": warm}), reps=REPS)
+    assert "first 200 decisions" in v.evidence
+
+
+def test_convergence_claim():
+    fast = -0.5 + 0.3 * (1 - np.exp(-np.arange(W) / 0.7))  # settles after ~3 windows
+    slow = -0.5 + 0.3 * np.clip(np.arange(W) / 12.0, 0, 1)  # settles after ~11 windows
+    assert V.claim_convergence(curves_table({"drl": slow, "ilets-": fast}), reps=REPS).verdict == V.REPRODUCED
+    assert V.claim_convergence(curves_table({"drl": fast, "ilets-": slow}), reps=REPS).verdict == V.NOT_REPRODUCED
+
+
+def test_never_settled_runs_are_censored_at_their_length():
+    zigzag = -0.3 + 0.1 * (-1.0) ** np.arange(W)  # never inside a 10 % band
+    conv = V.convergence_cells(curves_table({"drl": zigzag}, n_seeds=1))
+    assert (~conv["settled"]).all() and (conv["convergence_decisions"] == W * 100).all()
+
+
+def test_cumulative_claim():
+    shapes = {"drl": RISING, "ilets-": RISING + 0.01, "drl+": np.full(W, -0.25), "ilets": np.full(W, -0.2)}
+    assert V.claim_cumulative(curves_table(shapes), reps=REPS).verdict == V.REPRODUCED
+    shapes["drl+"] = np.full(W, -0.15)  # DRL+ ahead of ILETS: only partly
+    assert V.claim_cumulative(curves_table(shapes), reps=REPS).verdict == V.PARTLY
+
+
+def test_cumulative_at_picks_the_window_at_the_fraction():
+    at = V.cumulative_at(curves_table({"drl": np.full(W, -0.2)}, n_seeds=1, noise=0), 0.5)
+    assert (at["decision_end"] == W * 100 // 2).all()
+    np.testing.assert_allclose(at["cum_reward"], -0.2 * W * 100 / 2)
+
+
+def test_oscillation_claim():
+    t = np.arange(W)
+    swing = np.where(t >= 10, -0.3 + 0.05 * (-1.0) ** t, -0.3)
+    calm = np.where(t >= 10, -0.3 + 0.005 * (-1.0) ** t, -0.3)
+    events = {"trend_change": (1000, W * 100)}
+    good = curves_table({"drl": swing, "drl+": swing, "ilets-": swing, "ilets": calm})
+    assert V.claim_oscillation(good, events, reps=REPS).verdict == V.REPRODUCED
+    bad = curves_table({"drl": calm, "drl+": calm, "ilets-": calm, "ilets": swing})
+    assert V.claim_oscillation(bad, events, reps=REPS).verdict == V.NOT_REPRODUCED
+    assert V.claim_oscillation(good, None, reps=REPS).verdict == V.NOT_TESTABLE
+
+
+def test_trend_change_ranges_from_a_profile():
+    profile = {"run": {"workload": {"scale": 0.002}}}
+    ranges = V.trend_change_ranges(profile)
+    d, d_end = ranges(1)["trend_change"]
+    from ilets.config import WorkloadConfig
+    from ilets.workload import synthetic_workload
+
+    w = synthetic_workload(WorkloadConfig(scale=0.002), 1)
+    assert 0 < d < d_end <= len(w.online)
+    assert w.online.arrival[d] >= w.events["trend_change"] > w.online.arrival[d - 1]
+    later = [t for t in w.events.values() if t > w.events["trend_change"]]  # the next burst is not included
+    assert all(w.online.arrival[d_end - 1] < t for t in later)
+
+
+def test_all_verdicts_and_table():
+    m = metrics_table({"drl": {}, "drl+": GOOD, "ilets-": {}, "ilets": GOOD, **{h: {} for h in HEURISTICS}})
+    c = curves_table({"drl": RISING, "ilets-": RISING, "drl+": np.full(W, -0.2), "ilets": np.full(W, -0.2)})
+    vs = V.all_verdicts(m, c, profile=None, reps=REPS)
+    table = V.verdict_table(vs)
+    assert list(table["claim"]) == list(V.CLAIMS) and set(table["verdict"]) <= set(V.VERDICTS)
+    got = dict(zip(table["claim"], table["verdict"]))
+    assert got[1] == V.REPRODUCED and got[2] == V.NOT_REPRODUCED and got[3] == V.REPRODUCED
+    assert got[4] == V.REPRODUCED and got[7] == V.NOT_TESTABLE and got[8] == V.REPRODUCED
