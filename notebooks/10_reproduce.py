@@ -75,7 +75,7 @@ Markdown(profiles.to_markdown(index=False))
 # %% tags=["remove-cell"]
 compute = compute_table(results_dir())
 glue("cells_done", str(int((compute["status"] == "done").sum())), display=False)
-glue("cells_failed", str(int((compute["status"] == "failed").sum())), display=False)
+glue("cells_failed", str(int((compute["status"] == "failed attempt").sum())), display=False)
 glue("cpu_total_min", f"{compute['cpu_s'].sum() / 60:.1f}", display=False)
 glue("wall_total_min", f"{compute['wall_s'].sum() / 60:.1f}", display=False)
 per = compute.assign(variant=compute["variant"].replace("", "(main)")).groupby(
@@ -83,7 +83,7 @@ per = compute.assign(variant=compute["variant"].replace("", "(main)")).groupby(
                                                          cpu_s=("cpu_s", "sum"))
 
 # %% [markdown]
-# {glue:text}`cells_done` cells finished and {glue:text}`cells_failed` failed; together
+# {glue:text}`cells_done` cells finished and {glue:text}`cells_failed` attempts failed; together
 # they used {glue:text}`cpu_total_min` CPU minutes ({glue:text}`wall_total_min` minutes of
 # cell wall time, summed over cells that ran side by side).
 

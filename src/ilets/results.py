@@ -35,7 +35,9 @@ def results_dir(default: str | Path = "results") -> Path:
 
 def _cells(out: Path) -> list[Path]:
     root = Path(out) / "cells"
-    return sorted(p for p in root.iterdir() if p.is_dir() and (p / "metrics.json").is_file()) if root.is_dir() else []
+    # hidden ".<cell>.tmp-<pid>" folders are runs in flight or killed before their rename
+    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                  and (p / "metrics.json").is_file()) if root.is_dir() else []
 
 
 def build_store(out: Path) -> dict[str, Path]:
@@ -96,7 +98,11 @@ def load_profile_info(out: Path | None = None) -> dict:
 
 
 def compute_table(out: Path | None = None) -> pd.DataFrame:
-    """Wall and CPU seconds of every cell, finished or failed."""
+    """Wall and CPU seconds of every finished cell and of every failed attempt.
+
+    A cell that failed and later succeeded appears twice: once as a "failed attempt" (the
+    compute it burnt) and once as "done".
+    """
     out = Path(out) if out else results_dir()
     rows = []
     for cell in _cells(out):
@@ -109,7 +115,7 @@ def compute_table(out: Path | None = None) -> pd.DataFrame:
         for f in sorted(failed.glob("*.json")):
             m = json.loads(f.read_text())
             rows.append({"cell": m["cell"], "method": m["method"], "variant": m["variant"], "servers": m["servers"],
-                         "seed": m["seed"], "status": "failed", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+                         "seed": m["seed"], "status": "failed attempt", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     return pd.DataFrame(rows, columns=["cell", "method", "variant", "servers", "seed", "status", "wall_s", "cpu_s"])
 
 

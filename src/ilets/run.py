@@ -145,7 +145,7 @@ def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = Fals
         shutil.rmtree(tmp, ignore_errors=True)
         failed = Path(out) / "failed"
         failed.mkdir(parents=True, exist_ok=True)
-        _atomic_json(failed / f"{final.name}.json", {
+        _atomic_json(failed / f"{final.name}.{int(time.time() * 1000)}.json", {
             "cell": final.name, "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
             "seed": cfg.seed, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
             "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0, "time": time.time()})

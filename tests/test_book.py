@@ -1,0 +1,229 @@
+"""The book builds strictly from a fresh smoke grid, and every page renders in a browser.
+
+A session fixture runs ``ilets grid --profile smoke`` into a temporary folder and builds the
+book with ``jupyter-book build -W --keep-going`` against it (``ILETS_RESULTS``). Warnings are
+errors and ``_config.yml`` sets ``nb_execution_raise_on_error``, so a failing chapter fails
+the build. The build runs with a temporary working directory, so its jupyter-cache
+(``_build/.jupyter_cache``, relative) is fresh: every chapter executes and the repository's
+own cache is not touched.
+
+Then headless Chromium opens every page of ``_toc.yml`` and the test checks titles, output
+cells and images. Without ``/usr/bin/chromium`` (installed by ``tests/setup_browser.sh``)
+the browser test skips, except under ``CI=true`` where it fails.
+
+Minutes on 2 cores (the smoke grid takes 0.5-1.5 min; the rest is executing the chapters).
+The build log, the rendered book and a screenshot stay in pytest's temporary folder.
+Deselect with ``-m "not book"``.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from io import BytesIO
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage", "--hide-scrollbars",
+                  # the book must work offline: external requests (CDN scripts) fail at once
+                  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"]
+BUILD_TIMEOUT_S = 3600
+
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + 600)]
+
+#: text in an output cell that means a chapter failed: a traceback, or an exception line
+#: such as "ValueError: ..." / "Error: ..." (prose like "Error bars" does not match)
+ERROR_TEXT = re.compile(r"Traceback|^\s*[\w.]*(Error|Exception)(:|\s*$)", re.M)
+OUTPUT_SELECTOR = "div.cell_output, div.output"
+
+
+def _ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def toc_pages() -> list[str]:
+    """Every document of ``_toc.yml`` (root first), without file extension."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    pages: list[str] = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                pages.append(node["file"])
+            for value in node.values():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return [str(Path(p).with_suffix("")) if Path(p).suffix in (".md", ".ipynb", ".py", ".rst") else p
+            for p in pages]
+
+
+def _bin(name: str) -> str:
+    exe = Path(sys.executable).parent / name
+    return str(exe) if exe.exists() else (shutil.which(name) or name)
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory):
+    """Smoke grid + strict book build in a temporary folder; returns paths and the build log."""
+    tmp = tmp_path_factory.mktemp("book")
+    results, out = tmp / "results", tmp / "book"
+    env = {**os.environ, "ILETS_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
+    t0 = time.perf_counter()
+    grid = subprocess.run([sys.executable, "-m", "ilets.cli", "grid", "--profile", "smoke", "--out", str(results),
+                           "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert grid.returncode == 0, f"smoke grid failed:\n{grid.stdout[-3000:]}\n{grid.stderr[-3000:]}"
+    grid_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    build = subprocess.run([_bin("jupyter-book"), "build", str(ROOT), "-W", "--keep-going", "--path-output", str(out)],
+                           cwd=tmp, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+    log = build.stdout + "\n" + build.stderr
+    (tmp / "build.log").write_text(log)
+    print(f"smoke grid {grid_s:.0f} s, book build {time.perf_counter() - t0:.0f} s; log: {tmp / 'build.log'}")
+    return {"tmp": tmp, "results": results, "html": out / "_build" / "html", "rc": build.returncode, "log": log}
+
+
+def test_book_builds_strictly_from_the_smoke_grid(book):
+    log = book["log"]
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", log)  # no terminal colours
+    problems = [line for line in plain.splitlines()
+                if re.search(r"WARNING|ERROR|Traceback|Exception", line) and not line.startswith("[IPKernelApp]")]
+    assert book["rc"] == 0, (f"jupyter-book build -W --keep-going failed (exit {book['rc']}); full log in "
+                             f"{book['tmp'] / 'build.log'}\n" + "\n".join(problems[:40]) + "\n...\n" + plain[-3000:])
+    cache = re.search(r"Using jupyter-cache at: (\S+)", log)
+    if cache:  # the build must not read or fill the repository's cache (relative: to the build's cwd)
+        path = Path(cache.group(1))
+        path = (path if path.is_absolute() else book["tmp"] / path).resolve()
+        assert path.is_relative_to(book["tmp"].resolve()), f"the build used the jupyter-cache {path}"
+    missing = [p for p in toc_pages() if not (book["html"] / f"{p}.html").is_file()]
+    assert not missing, f"pages of _toc.yml with no HTML: {missing}"
+
+
+def _chromium() -> Path:
+    if CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    reason = f"{CHROMIUM} not found; `bash tests/setup_browser.sh` installs Debian's chromium"
+    if _ci():
+        pytest.fail(f"{reason} (CI=true: the browser check is required)")
+    pytest.skip(reason)
+
+
+def _run_chromium(chromium: Path, profile_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    profile_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [str(chromium), *CHROMIUM_FLAGS, f"--user-data-dir={profile_dir}", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def _check_image(data: bytes, what: str) -> str | None:
+    """None if ``data`` decodes as an image, else the problem."""
+    if not data:
+        return f"{what}: empty"
+    if data.lstrip()[:5] in (b"<?xml", b"<svg ") or b"<svg" in data[:500]:
+        return None if b"</svg>" in data else f"{what}: truncated SVG"
+    try:
+        from PIL import Image
+    except ImportError:  # Pillow is in the lock (matplotlib needs it); keep a fallback anyway
+        return None if data.startswith(b"\x89PNG\r\n\x1a\n") else f"{what}: not a PNG"
+    try:
+        with Image.open(BytesIO(data)) as im:
+            im.verify()
+        with Image.open(BytesIO(data)) as im:
+            im.load()
+            if im.width < 1 or im.height < 1:
+                return f"{what}: {im.width}x{im.height} image"
+    except Exception as err:  # noqa: BLE001 - any decoding error is the finding
+        return f"{what}: does not decode ({type(err).__name__}: {err})"
+    return None
+
+
+def _page_problems(page: str, html_file: Path, dom: str) -> list[str]:
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(dom, "html.parser")
+    problems = []
+    title = (soup.title.get_text(strip=True) if soup.title else "")
+    h1 = soup.find("h1")
+    if not title or h1 is None or not h1.get_text(strip=True):
+        problems.append(f"{page}: no title or no <h1> (title={title!r})")
+    for out in soup.select(OUTPUT_SELECTOR):
+        classes = set(out.get("class", []))
+        text = out.get_text("\n")
+        if "traceback" in classes or ERROR_TEXT.search(text):
+            hit = ERROR_TEXT.search(text)
+            snippet = text[max(0, hit.start() - 200): hit.end() + 300] if hit else text[:500]
+            problems.append(f"{page}: error in an output cell: ...{snippet.strip()}...")
+    # The chapters caption a figure with a paragraph "*Figure: ...*" after it: a caption with
+    # no image before it means the figure was never displayed (e.g. `fig = ...` in a cell
+    # while the Agg backend is active).
+    captions = [em for em in soup.select("article em, main em") if em.get_text(strip=True).startswith("Figure:")]
+    figures = soup.select("article img, main img") or soup.find_all("img")  # myst-nb: PNG/SVG in <img>
+    if len(captions) > len(figures):
+        problems.append(f"{page}: {len(captions)} figure caption(s) ('Figure: ...') but {len(figures)} image(s): "
+                        f"a figure was not displayed, e.g. {captions[0].get_text(strip=True)[:80]!r}")
+    for img in soup.find_all("img"):
+        src = img.get("src", "")
+        if src.startswith("data:"):
+            head, _, payload = src.partition(",")
+            data = base64.b64decode(payload) if ";base64" in head else unquote(payload).encode()
+            problem = _check_image(data, f"{page}: inline image")
+        else:
+            url = urlparse(src)
+            if url.scheme not in ("", "file"):
+                problems.append(f"{page}: image {src} is not a local file (the book must work offline)")
+                continue
+            path = Path(unquote(url.path)) if url.scheme == "file" else (html_file.parent / unquote(url.path))
+            path = path.resolve()
+            problem = f"{page}: image {src} missing ({path})" if not path.is_file() else \
+                _check_image(path.read_bytes(), f"{page}: image {src}")
+        if problem:
+            problems.append(problem)
+    return problems
+
+
+def test_every_page_renders_in_a_headless_browser(book):
+    chromium = _chromium()
+    html, tmp = book["html"], book["tmp"]
+    problems, checked = [], 0  # (a page's nested output divs can report one error twice)
+    if book["rc"] != 0:  # still check the pages that were written
+        problems.append("the book build failed (see test_book_builds_strictly_from_the_smoke_grid)")
+    for i, page in enumerate(toc_pages()):
+        html_file = html / f"{page}.html"
+        if not html_file.is_file():
+            problems.append(f"{page}: {html_file} missing")
+            continue
+        res = _run_chromium(chromium, tmp / f"chromium-profile-{i}", "--dump-dom", html_file.as_uri())
+        if res.returncode != 0 or "<html" not in res.stdout.lower():
+            problems.append(f"{page}: chromium --dump-dom failed (exit {res.returncode}): {res.stderr[-1000:]}")
+            continue
+        problems += _page_problems(page, html_file, res.stdout)
+        checked += 1
+    problems = list(dict.fromkeys(problems))
+    assert not problems, f"{len(problems)} problem(s) in {checked} rendered page(s):\n" + "\n".join(problems)
+
+    # One screenshot of the first page proves that the browser really renders the book.
+    shot = tmp / "index.png"
+    res = _run_chromium(chromium, tmp / "chromium-profile-shot", f"--screenshot={shot}", "--window-size=1280,2000",
+                        (html / f"{toc_pages()[0]}.html").as_uri())
+    assert shot.is_file(), f"chromium wrote no screenshot (exit {res.returncode}): {res.stderr[-1000:]}"
+    from PIL import Image
+
+    with Image.open(shot) as im:
+        assert im.size == (1280, 2000), im.size
+        lo_hi = im.convert("L").getextrema()
+    assert lo_hi[1] - lo_hi[0] > 50, f"the screenshot {shot} looks blank (grey levels {lo_hi})"
+    print(f"checked {checked} pages; screenshot: {shot}")
