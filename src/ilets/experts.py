@@ -398,7 +398,33 @@ class GreedyExpert:
         return plan
 
 
-class GeneticAlgorithm:
+class _WindowSearch:
+    """What GA and PSO share: the candidate restriction, the batched fitness and the exact
+    final evaluation; subclasses implement ``_search`` (best candidate slots, evaluations)."""
+
+    name = "search"
+
+    def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
+                 state: StateSpec = DEFAULT_STATE) -> None:
+        self.cfg = cfg or ExpertConfig()
+        self.reward = reward or RewardConfig()
+        self.state = state
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
+        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
+        t0 = time.perf_counter()
+        cfg = self.cfg
+        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
+        best_slots, evaluations = self._search(search, rng)
+        best = search.decode(best_slots[None])[0]
+        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
+                       self.name, evaluations, t0)
+
+    def _search(self, search: "_Search", rng: np.random.Generator) -> tuple[np.ndarray, int]:
+        raise NotImplementedError
+
+
+class GeneticAlgorithm(_WindowSearch):
     """A generational GA over server assignments, with an exact batched fitness.
 
     Genes: one candidate server per task. Initial population: the greedy plan plus
@@ -412,23 +438,7 @@ class GeneticAlgorithm:
 
     name = "ga"
 
-    def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
-                 state: StateSpec = DEFAULT_STATE) -> None:
-        self.cfg = cfg or ExpertConfig()
-        self.reward = reward or RewardConfig()
-        self.state = state
-
-    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
-        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
-        t0 = time.perf_counter()
-        cfg = self.cfg
-        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
-        best_slots, evaluations = self._evolve(search, rng)
-        best = search.decode(best_slots[None])[0]
-        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
-                       self.name, evaluations, t0)
-
-    def _evolve(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    def _search(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         """The best individual found (candidate slots) and the number of evaluations."""
         cfg = self.cfg
         n, w = cfg.ga_population, len(search.count)
@@ -467,7 +477,7 @@ class GeneticAlgorithm:
         return np.where(mutate, _random_genes(rng, count, (k, w)), kids)
 
 
-class ParticleSwarm:
+class ParticleSwarm(_WindowSearch):
     """Discrete PSO by score decoding ("random keys" over candidate servers).
 
     A particle holds a real score for every (task, candidate server); its plan puts each
@@ -485,23 +495,7 @@ class ParticleSwarm:
 
     name = "pso"
 
-    def __init__(self, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,
-                 state: StateSpec = DEFAULT_STATE) -> None:
-        self.cfg = cfg or ExpertConfig()
-        self.reward = reward or RewardConfig()
-        self.state = state
-
-    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
-        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
-        t0 = time.perf_counter()
-        cfg = self.cfg
-        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
-        best_slots, evaluations = self._fly(search, rng)
-        best = search.decode(best_slots[None])[0]
-        return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
-                       self.name, evaluations, t0)
-
-    def _fly(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    def _search(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         cfg = self.cfg
         n, (w, c) = cfg.pso_particles, search.cand.shape
         invalid = np.arange(c)[None, :] >= search.count[:, None]  # padded slots never win

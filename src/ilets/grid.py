@@ -86,32 +86,34 @@ def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int 
             "store": {k: str(v) for k, v in store.items()}}
 
 
-def _run_local(todo: list[RunConfig], out: Path, workers: int, bar) -> int:
+def _collect(results, bar) -> int:
+    """Wait for (cfg, result-getter) pairs in order of completion; count the failures.
+
+    A failure is already recorded in ``OUT/failed`` by ``run_cell``; here it is only counted
+    and reported, and the other cells go on.
+    """
     failed = 0
+    for cfg, get in results:
+        try:
+            get()
+        except Exception as err:
+            failed += 1
+            bar.write(f"cell {cell_name(cfg)} failed: {err}")
+        bar.update(1)
+    return failed
+
+
+def _run_local(todo: list[RunConfig], out: Path, workers: int, bar) -> int:
     if workers <= 1:
-        for cfg in todo:
-            try:
-                _run_one(cfg, str(out))
-            except Exception as err:  # recorded in OUT/failed by run_cell
-                failed += 1
-                bar.write(f"cell {cell_name(cfg)} failed: {err}")
-            bar.update(1)
-        return failed
+        return _collect(((cfg, lambda cfg=cfg: _run_one(cfg, str(out))) for cfg in todo), bar)
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
                              initializer=_init_worker) as pool:
         futures = {pool.submit(_run_one, cfg, str(out)): cfg for cfg in todo}
         try:
-            for fut in as_completed(futures):
-                try:
-                    fut.result()
-                except Exception as err:
-                    failed += 1
-                    bar.write(f"cell {cell_name(futures[fut])} failed: {err}")
-                bar.update(1)
+            return _collect(((futures[f], f.result) for f in as_completed(futures)), bar)
         except KeyboardInterrupt:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
-    return failed
 
 
 def _run_submitit(todo: list[RunConfig], out: Path, executor: str, partition: str | None, bar) -> int:
@@ -125,12 +127,4 @@ def _run_submitit(todo: list[RunConfig], out: Path, executor: str, partition: st
         params["slurm_partition"] = partition
     ex.update_parameters(**params)
     jobs = ex.map_array(_run_one, todo, [str(out)] * len(todo))
-    failed = 0
-    for job, cfg in zip(jobs, todo):
-        try:
-            job.result()
-        except Exception as err:
-            failed += 1
-            bar.write(f"cell {cell_name(cfg)} failed: {err}")
-        bar.update(1)
-    return failed
+    return _collect(((cfg, job.result) for job, cfg in zip(jobs, todo)), bar)
