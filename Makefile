@@ -3,7 +3,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 PROFILE ?= quick
-RESULTS ?= results
+RESULTS ?= results/$(PROFILE)
 
 .PHONY: book test env grid clean-book force-book bench
 

@@ -27,7 +27,7 @@
 # One cell, any method, any scale:
 #
 # ```bash
-# .venv/bin/ilets run --method ilets --servers 100 --seed 3 --profile quick --out results
+# .venv/bin/ilets run --method ilets --servers 100 --seed 3 --profile quick   # into results/quick
 # ```
 #
 # The full study, on a SLURM cluster through submitit, then the book on its results:

@@ -220,3 +220,27 @@ def test_gap_to_optimum_is_small():
         assert g[name].mean() < 0.01, name
         assert (g[name] < 1e-9).mean() >= 0.8, name
     assert g["greedy"].mean() > 0.02  # the cases are hard enough that planning matters
+
+
+def test_benchmark_tables_agree_with_the_experts():
+    """gap_cases/gap_table and timing_table (used by bench_experts.py and the book)."""
+    from ilets.experts import gap_cases, gap_table, timing_table
+
+    rows = gap_cases(CFG, REWARD, 4, ("ga", "greedy"))
+    assert [(r["case"], r["expert"]) for r in rows] == [(k, n) for k in range(4) for n in ("ga", "greedy")]
+    for r in rows:
+        cloud, win = small_case(r["case"], servers=r["servers"], window=r["tasks"], background=3 * r["servers"])
+        assert len(win) == r["tasks"] == 4 + r["case"] % 3
+        assert r["optimum"] == pytest.approx(exact_optimum(cloud, win, REWARD, MISS).cost, abs=1e-12)
+        assert r["gap"] >= -1e-9 and r["gap"] == pytest.approx((r["cost"] - r["optimum"]) / r["optimum"])
+    table = {t["expert"]: t for t in gap_table(rows)}
+    assert list(table) == ["ga", "greedy"] and table["ga"]["cases"] == 4
+    g = np.array([r["gap"] for r in rows if r["expert"] == "greedy"])
+    assert table["greedy"]["mean_gap"] == pytest.approx(g.mean())
+    assert table["greedy"]["optimal_share"] == pytest.approx((g < 1e-9).mean())
+
+    small = dataclasses.replace(CFG, ga_population=6, ga_generations=2)
+    timing = timing_table(small, REWARD, [20], [200], 1, ("ga",))
+    assert len(timing) == 1 and timing[0]["servers"] == 20 and timing[0]["expert"] == "ga"
+    assert timing[0]["calls"] == 1 and timing[0]["ms_per_call"] > 0 and timing[0]["ratio_to_greedy"] > 0
+    assert timing[0]["mean_saving_vs_greedy"] >= -1e-12  # never worse than greedy

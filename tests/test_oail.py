@@ -151,3 +151,11 @@ def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "requests" in out.stdout
+
+
+def test_wait_mode_imitates_every_window(tiny_config):
+    cfg = dataclasses.replace(tiny_config, oail=dataclasses.replace(tiny_config.oail, wait=True))
+    oail, _, _ = learn_with(cfg, ["greedy"], every=30, max_pending=1)
+    c = oail.counters
+    # every window but possibly the last (submitted after the final rollout) is answered
+    assert c.dropped == 0 and c.failed == 0 and c.completed >= c.requests - 1

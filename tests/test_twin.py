@@ -30,12 +30,17 @@ def replay_cloud(fleet: Fleet, tasks: TaskTable, assignment) -> tuple[np.ndarray
 
 
 def earliest_finish_cloud(fleet: Fleet, tasks: TaskTable) -> np.ndarray:
-    """Earliest-Finish over Cloud by brute force: every server's exact finish, lowest index on ties."""
+    """Earliest-Finish over Cloud by brute force: every server's exact finish, lowest index on ties.
+
+    Also checks on the way that :meth:`Cloud.earliest_starts` gives the scalar starts.
+    """
     cloud = Cloud(fleet, t0=float(tasks.arrival[0]), record=False)
     out = np.empty(len(tasks), dtype=np.int64)
     for j in range(len(tasks)):
         cloud.advance(tasks.arrival[j])
-        finish = [cloud.earliest_start(s, tasks.cpu[j]) + tasks.length[j] / fleet.mips[s] for s in range(len(fleet))]
+        starts = [cloud.earliest_start(s, tasks.cpu[j]) for s in range(len(fleet))]
+        assert cloud.earliest_starts(tasks.cpu[j]).tolist() == starts  # the vectorised form agrees
+        finish = [starts[s] + tasks.length[j] / fleet.mips[s] for s in range(len(fleet))]
         out[j] = int(np.argmin(finish))  # argmin returns the first minimum: lowest index
         cloud.assign(j, tasks.arrival[j], tasks.cpu[j], tasks.length[j], tasks.deadline[j], int(out[j]))
     return out

@@ -2,8 +2,8 @@
 
 Examples::
 
-    ilets run --method ilets --servers 100 --seed 3 --profile quick --out results
-    ilets grid --profile quick --out results            # resumable
+    ilets run --method ilets --servers 100 --seed 3 --profile quick   # -> results/quick
+    ilets grid --profile quick                                        # resumable
     ilets grid --profile paper --executor slurm --out /scratch/ilets
     ilets trace find-window --trace-dir DIR
     ilets trace download --shards 0-5 --dest DIR
@@ -28,7 +28,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     cfg = dataclasses.replace(profile.run, method=args.method, seed=args.seed,
                               fleet=dataclasses.replace(profile.run.fleet, servers=args.servers)).validate()
-    folder = run_cell(cfg, Path(args.out), command=shlex.join(["ilets", *sys.argv[1:]]), progress=not args.quiet)
+    folder = run_cell(cfg, Path(args.out or f"results/{profile.name}"), command=shlex.join(["ilets", *sys.argv[1:]]), progress=not args.quiet)
     metrics = json.loads((folder / "metrics.json").read_text())
     print(folder)
     for key in ("avg_response_s", "energy_kwh", "success_rate", "mean_reward", "wall_s"):
@@ -41,7 +41,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     from ilets.profiles import load_profile
 
     profile = load_profile(args.profile)
-    summary = run_grid(profile, Path(args.out), executor=args.executor, workers=args.workers,
+    summary = run_grid(profile, Path(args.out or f"results/{profile.name}"), executor=args.executor, workers=args.workers,
                        progress=not args.quiet, slurm_partition=args.partition)
     print(json.dumps(summary, indent=2))
     return 0 if summary["failed"] == 0 else 1
@@ -76,13 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--servers", type=int, default=50)
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--profile", default="quick", help="smoke, quick, paper or a YAML path")
-    run.add_argument("--out", default="results")
+    run.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
     grid = sub.add_parser("grid", help="run every cell of a profile (skips cells already done)")
     grid.add_argument("--profile", default="quick")
-    grid.add_argument("--out", default="results")
+    grid.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     grid.add_argument("--executor", choices=["local", "slurm", "submitit-local"], default="local")
     grid.add_argument("--workers", type=int, default=None, help="cells at once (default: the profile's)")
     grid.add_argument("--partition", default=None, help="SLURM partition")

@@ -129,10 +129,10 @@ class Cloud:
         # the last call are stale and rebuilt lazily. An empty server's row (no held CPU,
         # level 0 from time -inf) needs no rebuild.
         self._rows = np.arange(m)
-        self._room = fleet.capacity + CPU_EPS
-        self._room_min = float(self._room.min())
+        self._room_col = (fleet.capacity + CPU_EPS)[:, None]
+        self._room_min = float(self._room_col.min())
         self._prof_level = np.zeros((m, 8))
-        self._prof_time = np.full((m, 8), -np.inf)
+        self._prof_time = np.full((m, 8), float(t0))  # time[0] = last_start = t0
         self._stale: set[int] = set()
 
     # --- state views --------------------------------------------------------------
@@ -221,33 +221,35 @@ class Cloud:
         fastest servers are usually full and the cheap bound ``max(now, last_start)`` cannot
         rule them out. Instead each server keeps a start profile of its unfinished tasks
         sorted by finish: ``level[k]``, the CPU still held once the first ``k`` have finished,
-        reached at ``time[k]`` (``time[0] = -inf``). A task of ``cpu`` fits from the first
-        ``k`` with ``level[k] <= capacity + CPU_EPS - cpu`` and, FCFS, not before
-        ``max(now, last_start)``; that is one comparison over an (M x K) array. The profile
-        depends only on the tasks assigned (tasks finished since it was built only add
-        times already in the past), so a row is rebuilt only after an assignment to its
-        server.
+        reached at ``time[k]``. A task of ``cpu`` fits from the first ``k`` with
+        ``level[k] <= capacity + CPU_EPS - cpu`` and, FCFS, not before ``last_start`` nor
+        before now; that is one comparison over an (M x K) array. Only tasks finishing after
+        ``max(now, last_start)`` can be in the way, so a row holds just those (the tasks
+        running when the queue's last task starts, however long the queue) and starts at
+        ``time[0] = last_start``. The profile changes only when a task is assigned to the
+        server (time passing only moves ``now`` past some of its times), so a row is rebuilt
+        only then. ``t`` as in :meth:`earliest_start` (not before now).
         """
         if self._stale:
             self._rebuild_profiles()
-        room = self._room - cpu
+        room = self._room_col - cpu  # (M, 1)
         # first k whose held level leaves room; level[n] = 0 fits any feasible request
-        k = (self._prof_level <= room[:, None]).argmax(axis=1)
+        k = (self._prof_level <= room).argmax(axis=1)
         start = self._prof_time[self._rows, k]
-        np.maximum(start, self.last_start, out=start)
         np.maximum(start, self.now if t is None else t, out=start)
         if cpu > self._room_min:  # some server can never hold it
-            start[room < 0] = np.inf
+            start[room[:, 0] < 0] = np.inf
         return start
 
     def _rebuild_profiles(self) -> None:
         """Rebuild the start profiles of servers assigned to since the last rebuild."""
-        now = self.now
         width = self._prof_level.shape[1]
         for s in self._stale:
-            pending = sorted([e for e in self._committed[s] if e[0] > now])
+            first = self.last_start[s]  # FCFS: nothing new starts before the last start
+            cut = first if first > self.now else self.now
+            pending = sorted([e for e in self._committed[s] if e[0] > cut])
             n = len(pending)
-            if n + 1 > width:  # a longer queue than ever before: widen every row
+            if n + 1 > width:  # more tasks in the way than ever before: widen every row
                 extra = max(width, n + 1 - width)
                 m = len(self._rows)
                 self._prof_level = np.concatenate([self._prof_level, np.zeros((m, extra))], axis=1)
@@ -257,6 +259,7 @@ class Cloud:
             # suffix sums: level[k] = CPU held by the tasks finishing after the k-th
             row[:n] = list(accumulate(c for _, c in reversed(pending)))[::-1]
             row[n:] = 0.0
+            self._prof_time[s, 0] = first
             self._prof_time[s, 1:n + 1] = [f for f, _ in pending]
         self._stale.clear()
 
@@ -327,7 +330,7 @@ class Cloud:
         c.active_energy = self.active_energy
         c.record = record
         c.records = {k: [] for k in self.records}
-        c._rows, c._room, c._room_min = self._rows, self._room, self._room_min
+        c._rows, c._room_col, c._room_min = self._rows, self._room_col, self._room_min
         c._prof_level = self._prof_level.copy()
         c._prof_time = self._prof_time.copy()
         c._stale = set(self._stale)

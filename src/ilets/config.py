@@ -187,6 +187,9 @@ class OAILConfig:
     max_pending: int = 4  #: oldest request dropped beyond this backlog
     bc_steps: int = 1  #: gradient steps per expert demonstration batch
     learning_rate: float = 1e-4
+    #: wait for each window's plans before the next decision (as the authors' code, whose
+    #: "background" emulator ran synchronously); off: decisions never wait [ours]
+    wait: bool = False
 
     def validate(self, where: str) -> None:
         if self.window_mode not in ("past", "upcoming"):

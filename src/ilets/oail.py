@@ -16,7 +16,8 @@ Which window [ours + code]:
 * ``window_mode="upcoming"``: the next W tasks from the current state, as the authors'
   code did; it peeks at tasks that have not arrived, so it is kept only for comparison.
 
-The callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
+Unless ``cfg.wait`` is set (a variant that imitates every window, as the authors'
+synchronous code did), the callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
 polls futures, and only at the decisions where a window starts or ends (every ``every``). Imitation updates are applied at the start of the next rollout, so the
 rollout PPO is about to learn from was collected by one fixed policy (updates in the middle
 would make PPO's stored log-probabilities stale). If emulators fall behind, requests wait in
@@ -34,6 +35,7 @@ import os
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
@@ -210,6 +212,8 @@ class OAILCallback(BaseCallback):
 
     def _tick(self, i: int) -> None:
         """Poll finished emulators, submit the window that ends at decision i, snapshot."""
+        if self.cfg.wait:  # the synchronous variant: every window gets its plans
+            wait_futures(list(self._in_flight))
         self._poll()
         if self.cfg.window_mode == "past":
             w = self.experts_cfg.window

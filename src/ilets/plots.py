@@ -155,7 +155,7 @@ def expert_cost(timing: pd.DataFrame) -> plt.Figure:
     scales = sorted(timing["servers"].unique())
     ax.set_xticks(scales, labels=[str(m) for m in scales])
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
     ax.yaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.legend(title="median; hollow: p90", fontsize=8, title_fontsize=8)

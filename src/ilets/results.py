@@ -18,26 +18,44 @@ LEARNERS = ("drl", "drl+", "ilets-", "ilets")
 METHOD_LABELS = {"drl": "DRL", "drl+": "DRL+", "ilets-": "ILETS-", "ilets": "ILETS"}
 
 
-def results_dir(default: str | Path = "results") -> Path:
-    """The results folder the book shows: ``$ILETS_RESULTS`` if set, else ``default``.
+#: Profiles whose results the book prefers, most complete first.
+PREFERRED_PROFILES = ("paper", "quick")
 
-    Relative defaults are resolved against the repository root (the notebooks run in
-    ``notebooks/``).
+
+def results_dir(root: str | Path = "results") -> Path:
+    """The results folder the book shows.
+
+    ``$ILETS_RESULTS`` if set; otherwise ``results/paper`` when that grid has a store, else
+    ``results/quick`` (``make book`` writes ``results/<profile>``). A relative ``root`` is
+    resolved against the repository root, since the notebooks run in ``notebooks/``.
     """
     env = os.environ.get("ILETS_RESULTS")
     if env:
         return Path(env)
-    path = Path(default)
-    if not path.is_absolute():
-        path = Path(__file__).resolve().parents[2] / path
-    return path
+    root = Path(root)
+    if not root.is_absolute():
+        root = Path(__file__).resolve().parents[2] / root
+    for name in PREFERRED_PROFILES:
+        if (root / name / "store" / "metrics.parquet").is_file():
+            return root / name
+    return root / PREFERRED_PROFILES[-1]
 
 
 def _cells(out: Path) -> list[Path]:
+    """Finished cell folders of ``out``; only those of its current grid when it has one.
+
+    A folder can hold cells of an older configuration (a changed setting changes every
+    digest); ``grid.json`` lists the cells of the grid last run there, so stale ones are
+    left out of the store instead of being mixed in.
+    """
     root = Path(out) / "cells"
+    if not root.is_dir():
+        return []
+    manifest = Path(out) / "grid.json"
+    wanted = set(json.loads(manifest.read_text())["cells"]) if manifest.is_file() else None
     # hidden ".<cell>.tmp-<pid>" folders are runs in flight or killed before their rename
     return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and (p / "metrics.json").is_file()) if root.is_dir() else []
+                  and (wanted is None or p.name in wanted) and (p / "metrics.json").is_file())
 
 
 def build_store(out: Path) -> dict[str, Path]:

@@ -1,0 +1,335 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Experts
+#
+# ILETS learns from *optimisation-based* experts, not from people {cite}`kang2024ilets`:
+# offline, their plans are the demonstrations OINPT clones; online, OAIL's emulators run
+# them on copies of the cloud. The authors' code names two, a genetic algorithm (GA) and
+# particle swarm optimisation (PSO), each planning a window of about 30 tasks, but the
+# modules themselves are missing and the paper gives no settings. Ours are in
+# `ilets.experts`, with a one-step greedy expert beside them as a reference. This chapter
+# says what they do, how close to optimal they are, and what they cost.
+
+# %% tags=["remove-cell"]
+import dataclasses
+
+import numpy as np
+import pandas as pd
+from IPython.display import Markdown
+from myst_nb import glue
+
+from ilets import plots
+from ilets.config import RunConfig, from_dict
+from ilets.experts import gap_cases, gap_table, loaded_snapshots, make_expert, timing_table
+from ilets.results import METHOD_LABELS, load_metrics, load_profile_info, results_dir
+
+plots.use_style()
+profile = load_profile_info(results_dir())
+run = from_dict(RunConfig, profile["run"], "profile.run")
+cfg, reward = run.experts, run.reward
+glue("profile_name", profile["name"], display=False)
+for key, value in dataclasses.asdict(cfg).items():
+    glue(f"cfg_{key}", f"{value:g}" if isinstance(value, float) else str(value), display=False)
+
+# the number of plans one call scores, read off real calls (not recomputed here)
+snapshot = loaded_snapshots(50, [1000], cfg.window)[0]
+evaluations = {n: make_expert(n, cfg, reward).plan(*snapshot, np.random.default_rng(0)).evaluations
+               for n in ("ga", "pso")}
+glue("ga_evals", f"{evaluations['ga']:,}", display=False)
+glue("pso_evals", f"{evaluations['pso']:,}", display=False)
+
+defaults = RunConfig().experts
+changed = [f"{k.replace('_', ' ')} {getattr(cfg, k):g} (default {getattr(defaults, k):g})"
+           for k in ("ga_population", "ga_generations", "pso_particles", "pso_iterations")
+           if getattr(cfg, k) != getattr(defaults, k)]
+glue("budget_note", ("it shrinks the search budget to keep the grid short: " + ", ".join(changed)) if changed
+     else "it uses the method defaults", display=False)
+
+# %% [markdown]
+# ## What the experts optimise
+#
+# An expert gets a snapshot of the cloud and a window of $W$ = {glue:text}`cfg_window`
+# tasks in arrival order, and returns one server per task. A plan's cost is the sum, over
+# the window, of exactly the cost PPO is rewarded with (chapter 2: the weighted power and
+# response-time term), plus a penalty of {glue:text}`cfg_miss_penalty` per task whose
+# response exceeds its deadline, so that the experts respect deadlines, which the success
+# rate measures. Costs are **exact**: a plan is scored by replaying it on a copy of the
+# simulator's state, with the same FCFS, head-of-line start rule and the same power
+# accounting as the live cloud.
+#
+# A GA or PSO call scores hundreds of plans. Replaying them one by one in Python would
+# dominate the call, so `WindowFitness` replays a whole population at once
+# with numpy: it walks the $W$ tasks in order, vectorised over plans, reproducing the start
+# rule and the power at every arrival. It is the same computation, not a surrogate (the
+# tests check it against the replay to $10^{-9}$). This is also why the GA and PSO are our
+# own few dozen lines: pygad, pyswarms and DEAP call a fitness function per individual (or
+# assume continuous variables), and none restricts a gene to the servers that can hold its
+# task.
+#
+# **Search space.** Each task's gene ranges over its {glue:text}`cfg_candidates` cheapest
+# feasible servers, ranked by the exact cost the task would have alone on the snapshot
+# (with 200 servers, a random server is almost always a poor move). The one-step greedy
+# server is always among them.
+#
+# **Greedy** places each task, in order, on the server with the lowest cost given the
+# tasks already placed (`GreedyCost`). It is the starting point of both searches and the
+# floor they never fall below: its plan is in the initial population and swarm, and an
+# expert returns whichever of its best plan and the greedy plan is cheaper.
+#
+# **GA** ({glue:text}`cfg_ga_population` individuals, {glue:text}`cfg_ga_generations`
+# generations). Each generation keeps the {glue:text}`cfg_ga_elite` best plans and breeds
+# the rest: binary tournament selection, uniform crossover with probability
+# {glue:text}`cfg_ga_crossover`, and mutation of each gene to a random candidate with
+# probability max({glue:text}`cfg_ga_mutation`, $1/W$). After the initial population, only
+# offspring are scored: {glue:text}`ga_evals` plans per call in all.
+#
+# **PSO** ({glue:text}`cfg_pso_particles` particles, {glue:text}`cfg_pso_iterations`
+# iterations). Server indices have no order (server 7 is not "between" 6 and 8), so a
+# particle holds a score per (task, candidate server) and its plan puts each task on its
+# highest-scoring candidate. Scores follow the inertia-weight update (inertia
+# {glue:text}`cfg_pso_inertia`, $c_1$ = {glue:text}`cfg_pso_c1`, $c_2$ =
+# {glue:text}`cfg_pso_c2`, velocities clipped to {glue:text}`cfg_pso_vmax`); after each
+# move, a task's scores are redrawn with probability max({glue:text}`cfg_pso_turbulence`,
+# $1/W$), without which the swarm collapses onto the greedy plan. One call scores
+# {glue:text}`pso_evals` plans.
+#
+# The settings are the {glue:text}`profile_name` profile's, which the results in this book
+# were produced with; {glue:text}`budget_note`.
+
+# %% tags=["remove-input"]
+meaning = {
+    "window": "tasks per expert call [code]",
+    "candidates": "candidate servers per task (0: all feasible)",
+    "miss_penalty": "plan cost per missed deadline",
+    "ga_population": "GA individuals",
+    "ga_generations": "GA generations",
+    "ga_elite": "GA elites kept per generation",
+    "ga_crossover": "probability a child mixes two parents",
+    "ga_mutation": "per-gene mutation probability (at least 1/W)",
+    "pso_particles": "PSO particles",
+    "pso_iterations": "PSO iterations",
+    "pso_inertia": "PSO inertia weight",
+    "pso_c1": "PSO pull to the particle's best",
+    "pso_c2": "PSO pull to the swarm's best",
+    "pso_vmax": "PSO velocity clip (score units)",
+    "pso_turbulence": "per-task score redraw probability (at least 1/W)",
+}
+Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", f"{getattr(defaults, k):g}", v) for k, v in meaning.items()],
+                      columns=["setting", f"{profile['name']} profile", "method default", "meaning"])
+         .to_markdown(index=False))
+
+# %% [markdown]
+# ## How close to optimal
+#
+# On small windows the optimum can be found by enumerating every feasible plan.
+# `small_case` builds loaded snapshots of 3-5 servers (with background tasks already queued)
+# and windows of 4-6 tasks with large CPU requests, so that capacity and queueing bind,
+# which is where planning a window beats one-step greedy. Each expert's cost is compared
+# with the enumerated optimum.
+
+# %% tags=["remove-cell"]
+gaps = pd.DataFrame(gap_cases(cfg, reward, 80))
+summary = pd.DataFrame(gap_table(gaps.to_dict("records"))).set_index("expert")
+glue("n_cases", f"{int(summary['cases'].iloc[0])}", display=False)
+glue("opt_ms", f"{gaps['optimum_ms'].mean():.0f}", display=False)
+for name, row in summary.iterrows():
+    glue(f"{name}_mean_gap", f"{100 * row['mean_gap']:.2f}%", display=False)
+    glue(f"{name}_max_gap", f"{100 * row['max_gap']:.1f}%", display=False)
+    glue(f"{name}_optimal", f"{100 * row['optimal_share']:.0f}%", display=False)
+search_gap = summary.loc[["ga", "pso"], "mean_gap"].max()
+glue("search_verdict", "so the search itself is not the bottleneck" if search_gap < 0.01 else
+     "so with this budget the search itself leaves part of the way to the optimum", display=False)
+
+# %%
+fig = plots.optimality_gaps(gaps)
+
+# %% [markdown]
+# *Figure: relative gap to the enumerated optimum on {glue:text}`n_cases` small cases
+# (3-5 servers, 4-6 tasks), one point per case; the bar is the mean. Symlog axis: points on
+# zero are optimal plans.*
+#
+# The GA finds the optimum in {glue:text}`ga_optimal` of the cases (mean gap
+# {glue:text}`ga_mean_gap`, worst {glue:text}`ga_max_gap`), the PSO in
+# {glue:text}`pso_optimal` (mean {glue:text}`pso_mean_gap`, worst {glue:text}`pso_max_gap`),
+# one-step greedy in only {glue:text}`greedy_optimal` (mean {glue:text}`greedy_mean_gap`,
+# worst {glue:text}`greedy_max_gap`). The enumeration takes {glue:text}`opt_ms` ms per case
+# here; it grows as $M^W$ and is out of reach at 30 tasks and 50 servers, which is what the
+# metaheuristics are for.
+
+# %% tags=["remove-input"]
+Markdown(summary.reset_index().assign(
+    mean_gap=lambda d: (100 * d["mean_gap"]).map("{:.2f}%".format),
+    max_gap=lambda d: (100 * d["max_gap"]).map("{:.1f}%".format),
+    optimal_share=lambda d: (100 * d["optimal_share"]).map("{:.0f}%".format))
+    .rename(columns={"mean_gap": "mean gap", "max_gap": "max gap", "optimal_share": "optimal"})
+    .to_markdown(index=False))
+
+# %% [markdown]
+# ## What a call costs
+#
+# On the study's scale the optimum is unknown, so the experts are compared with greedy.
+# Snapshots are taken from the embedded workload's online segment scheduled by
+# earliest-finish (after 1,000 and 2,000 tasks); each expert plans the next
+# {glue:text}`cfg_window` tasks a few times with different seeds.
+
+# %% tags=["remove-cell"]
+timing = pd.DataFrame(timing_table(cfg, reward, [50, 100, 200], [1000, 2000], 2))
+t = timing.set_index(["servers", "expert"])
+for (m, name), row in t.iterrows():
+    glue(f"{name}_ms_{m}", f"{row['ms_per_call']:.0f}" if row["ms_per_call"] >= 10 else f"{row['ms_per_call']:.1f}",
+         display=False)
+    glue(f"{name}_cpu_ms_{m}", f"{row['cpu_ms_per_call']:.0f}", display=False)
+    glue(f"{name}_ratio_{m}", f"{row['ratio_to_greedy']:.0f}" if row["ratio_to_greedy"] >= 10
+         else f"{row['ratio_to_greedy']:.1f}", display=False)
+    glue(f"{name}_saving_{m}", f"{100 * row['mean_saving_vs_greedy']:.1f}%", display=False)
+for m, util in timing.groupby("servers")["cpu_util"].first().items():
+    glue(f"util_{m}", f"{100 * util:.0f}%", display=False)
+glue("calls_per_cell", f"{int(t['calls'].iloc[0])}", display=False)
+
+# %%
+fig = plots.expert_cost(timing)
+
+# %% [markdown]
+# *Figure: wall time per call on a {glue:text}`cfg_window`-task window against fleet size,
+# log scales: median of {glue:text}`calls_per_cell` calls (filled) and 90th percentile
+# (hollow).*
+#
+# At 50 servers a GA call takes {glue:text}`ga_ms_50` ms and a PSO call
+# {glue:text}`pso_ms_50` ms of wall time ({glue:text}`ga_cpu_ms_50` and
+# {glue:text}`pso_cpu_ms_50` ms of CPU), {glue:text}`ga_ratio_50` and
+# {glue:text}`pso_ratio_50` times the greedy expert's {glue:text}`greedy_ms_50` ms. The cost
+# hardly grows with the fleet (the GA at 200 servers: {glue:text}`ga_ms_200` ms of wall
+# time, {glue:text}`ga_cpu_ms_200` ms of CPU), because genes range over a fixed number of
+# candidate servers and the fitness is vectorised over plans, not servers. What the search
+# buys over greedy depends on the load: on these snapshots (mean CPU utilisation
+# {glue:text}`util_50`, {glue:text}`util_100` and {glue:text}`util_200` at 50, 100 and 200
+# servers) the GA's plans cost
+# {glue:text}`ga_saving_50`, {glue:text}`ga_saving_100` and {glue:text}`ga_saving_200` less
+# than greedy's. On a lightly loaded cloud every task has an idle, fast server and the
+# one-step choice is already optimal for the window.
+
+# %% tags=["remove-input"]
+Markdown(timing.assign(
+    ms_per_call=timing["ms_per_call"].map("{:.1f}".format), ms_p90=timing["ms_p90"].map("{:.1f}".format),
+    cpu_ms_per_call=timing["cpu_ms_per_call"].map("{:.1f}".format),
+    ratio_to_greedy=timing["ratio_to_greedy"].map("{:.1f}".format),
+    mean_saving_vs_greedy=(100 * timing["mean_saving_vs_greedy"]).map("{:.2f}%".format),
+    max_saving_vs_greedy=(100 * timing["max_saving_vs_greedy"]).map("{:.2f}%".format),
+    cpu_util=(100 * timing["cpu_util"]).map("{:.0f}%".format))
+    .rename(columns={"ms_per_call": "ms/call", "ms_p90": "p90 ms", "cpu_ms_per_call": "CPU ms/call",
+                     "ratio_to_greedy": "x greedy", "mean_saving_vs_greedy": "mean saving vs greedy",
+                     "max_saving_vs_greedy": "max saving", "cpu_util": "CPU utilisation"})
+    .to_markdown(index=False, disable_numparse=True))
+
+# %% [markdown]
+# Wall times are of the machine that built this page, and may be inflated by other work
+# running on it; CPU times and the ratio to greedy are the more portable figures.
+# `benchmarks/bench_experts.py` runs the same tables (`ilets.experts.timing_table`,
+# `gap_cases`) with more calls and cases.
+#
+# ## Expert cost in the study
+#
+# **Offline (OINPT).** DRL+ and ILETS clone demonstrations produced by running both experts
+# on consecutive windows of the offline segment and keeping, per window, the cheaper plan,
+# which is then applied to the cloud before the next window. The demonstrations depend only
+# on the fleet, the seed and the expert settings, so DRL+ and ILETS share one cached set
+# per fleet size and seed (their rows below show the same collection).
+
+# %% tags=["remove-cell"]
+metrics = load_metrics(results_dir())
+demo = metrics[metrics["method"].isin(["drl+", "ilets"])].copy()
+demo["ms_per_task"] = 1e3 * demo["demo_seconds"] / demo["demo_tasks"]
+per_task = demo["ms_per_task"].mean()
+glue("demo_tasks", f"{int(demo['demo_tasks'].median()):,}", display=False)
+glue("demo_seconds", f"{demo['demo_seconds'].mean():.1f}", display=False)
+glue("demo_window_ms", f"{per_task * cfg.window:.0f}", display=False)
+glue("demo_full_hours", f"{330_632 * per_task / 3.6e6:.1f}", display=False)
+
+oail = metrics[metrics["method"].isin(["ilets-", "ilets"])].copy()
+totals = oail[["oail_requests", "oail_completed", "oail_applied", "oail_dropped"]].sum()
+glue("oail_requests", f"{int(totals['oail_requests']):,}", display=False)
+glue("oail_completed", f"{int(totals['oail_completed']):,}", display=False)
+glue("oail_dropped", f"{int(totals['oail_dropped']):,}", display=False)
+glue("oail_completed_share", f"{100 * totals['oail_completed'] / totals['oail_requests']:.0f}%", display=False)
+glue("oail_cells", f"{len(oail)}", display=False)
+glue("oail_lag", f"{oail['oail_lag_p50'].median():.0f}", display=False)
+glue("ppo_n_steps", f"{run.ppo.n_steps}", display=False)
+glue("oail_every", f"{run.oail.every}", display=False)
+glue("oail_workers", f"{run.oail.workers}", display=False)
+glue("oail_max_pending", f"{run.oail.max_pending}", display=False)
+glue("emulator_ms", f"{t.loc[(50, 'ga'), 'ms_per_call'] + t.loc[(50, 'pso'), 'ms_per_call']:.0f}", display=False)
+paper_rate = 590_000 / 3000  # tasks per second over the paper's 50-minute window [paper]
+glue("paper_rate", f"{paper_rate:.0f}", display=False)
+glue("window_span_ms", f"{1e3 * cfg.window / paper_rate:.0f}", display=False)
+
+# %% tags=["remove-input"]
+Markdown(plots.label_methods(demo).groupby(["Method", "servers"])[["demo_tasks", "demo_seconds", "ms_per_task"]]
+         .mean().reset_index()
+         .rename(columns={"demo_tasks": "tasks demonstrated", "demo_seconds": "seconds",
+                          "ms_per_task": "ms per task"})
+         .to_markdown(index=False, floatfmt=".1f"))
+
+# %% [markdown]
+# In the {glue:text}`profile_name` results, each cell demonstrates
+# {glue:text}`demo_tasks` offline tasks in {glue:text}`demo_seconds` s on average, about
+# {glue:text}`demo_window_ms` ms per {glue:text}`cfg_window`-task window for GA and PSO
+# together. At that rate, demonstrating all 330,632 offline tasks of the paper's window
+# would take {glue:text}`demo_full_hours` hours per fleet size and seed, which is why
+# profiles cap the number of demonstrated tasks (`oinpt.max_demo_tasks`, a deviation).
+#
+# **Online (OAIL).** Every {glue:text}`oail_every` decisions, ILETS- and ILETS hand the
+# last window and a snapshot to an emulator process ({glue:text}`oail_workers` here), which
+# runs GA and PSO on it; at most {glue:text}`oail_max_pending` requests wait, and the
+# oldest is dropped beyond that. The scheduler makes a decision in microseconds (chapter
+# 8) while one emulator call (GA then PSO) takes about {glue:text}`emulator_ms` ms at 50
+# servers, so in our simulation,
+# which runs as fast as it can rather than in real time, the emulators cannot keep up: over
+# the {glue:text}`oail_cells` ILETS- and ILETS cells, {glue:text}`oail_requests` windows
+# were submitted, {glue:text}`oail_completed` ({glue:text}`oail_completed_share`) came
+# back and {glue:text}`oail_dropped` were dropped; a result is applied a median
+# {glue:text}`oail_lag` decisions after its window was submitted (imitation steps are
+# taken only between PPO rollouts of {glue:text}`ppo_n_steps` decisions).
+
+# %% tags=["remove-input"]
+Markdown(plots.label_methods(oail).groupby(["Method", "servers"])[
+    ["oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_lag_p50"]].mean().reset_index()
+    .rename(columns={"oail_requests": "requests", "oail_completed": "completed", "oail_applied": "applied",
+                     "oail_dropped": "dropped", "oail_lag_p50": "lag p50 (decisions)"})
+    .to_markdown(index=False, floatfmt=".1f"))
+
+# %% [markdown]
+# *Table: OAIL emulator throughput per cell (mean over seeds).* In a real data centre, with
+# tasks arriving at the paper's average of {glue:text}`paper_rate` per second, a
+# {glue:text}`cfg_window`-task window spans about {glue:text}`window_span_ms` ms of real
+# time, the same order as an emulator call, so with a few workers OAIL would keep up;
+# our simulation compresses time, and the counts above are what it achieved here.
+#
+# ## The expert bounds the imitator
+#
+# The paper names this limit itself: imitation can at best reproduce its expert, so the
+# expert's quality caps what OINPT and OAIL can give {cite}`kang2024ilets`. Here the cap
+# has three parts. First, search: on small cases the GA and PSO are within
+# {glue:text}`ga_mean_gap` and {glue:text}`pso_mean_gap` of the optimum on average
+# (greedy: {glue:text}`greedy_mean_gap`), {glue:text}`search_verdict`. Second, horizon: a
+# plan is optimal only *for its window*; the queues it leaves to the tasks after the window
+# do not enter its cost, and windows are planned one after another, never jointly. Third,
+# margin: on the study's snapshots the experts' plans are only modestly cheaper than
+# one-step greedy ({glue:text}`ga_saving_50` at 50 servers, {glue:text}`ga_saving_200` at
+# 200), and greedy is a rule a policy can read almost directly from its state, so on such
+# snapshots a clone of the expert is largely a clone of greedy. The `greedy-expert` variant
+# (chapter 9) measures what DRL+ loses when it clones greedy instead of GA/PSO. A better
+# expert for this problem (a longer horizon, a cost that prices the queues left behind, an
+# exact solver on small fleets) would raise the cap; the package takes any object with
+# `plan(cloud, window, rng)`.
