@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PROFILE ?= quick
 RESULTS ?= results/$(PROFILE)
 
-.PHONY: book test env grid clean-book force-book bench
+.PHONY: book book-only test env clean-book force-book bench
 
 # The virtual environment, installed from the exact lock (CPU torch) plus this package.
 $(BIN)/.installed: requirements.lock pyproject.toml
@@ -18,14 +18,24 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 
 env: $(BIN)/.installed
 
-# Run the experiment grid (resumable) and build the book from its results.
+# Run the experiment grid (resumable) and build the book from its results. The notebook
+# cache only notices edits to a chapter's own cells, so it is dropped whenever the results
+# store it was built from changes (another grid, another profile, ILETS_RESULTS).
 book: env
 	$(BIN)/ilets grid --profile $(PROFILE) --out $(RESULTS)
-	ILETS_RESULTS=$(abspath $(RESULTS)) $(BIN)/jupyter-book build . -W --keep-going
+	$(MAKE) --no-print-directory book-only
 
-# Re-execute every chapter even if its cells did not change.
+book-only: env
+	@stamp="$(abspath $(RESULTS)) $$(stat -c %Y $(RESULTS)/store/metrics.parquet)"; \
+	if [ "$$(cat _build/.results-stamp 2>/dev/null)" != "$$stamp" ]; then \
+		echo "results changed: re-executing every chapter"; rm -rf _build/.jupyter_cache _build/jupyter_execute; \
+	fi; mkdir -p _build; \
+	ILETS_RESULTS=$(abspath $(RESULTS)) $(BIN)/jupyter-book build . -W --keep-going && echo "$$stamp" > _build/.results-stamp
+
+# Re-execute every chapter even if neither its cells nor the results changed.
 force-book: env
-	ILETS_RESULTS=$(abspath $(RESULTS)) $(BIN)/jupyter-book build . -W --keep-going --all
+	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/.results-stamp
+	$(MAKE) --no-print-directory book-only
 
 test: env
 	bash tests/setup_browser.sh
