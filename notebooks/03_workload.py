@@ -87,13 +87,24 @@ fig = plots.cpu_distribution(gen, real)
 # %% [markdown]
 # *Figure: empirical CDF of CPU requests (log scale) of the synthetic online segment and of
 # the real Google sample.* Here {glue:text}`ks_text`.
-#
+
+# %% tags=["remove-cell"]
+run = profile["run"]
+(l_lo, l_hi), (d_lo, d_hi) = run["workload"]["length_mi"], run["workload"]["deadline_s"]
+m_lo, m_hi = run["fleet"]["mips"]
+glue("length_range", f"{l_lo:,.0f}-{l_hi:,.0f} MI", display=False)
+glue("deadline_range", f"{d_lo:g}-{d_hi:g} s", display=False)
+glue("exec_range", f"{l_lo / m_hi:.2g}-{l_hi / m_lo:.2g} s", display=False)
+glue("mips_range", f"{m_lo:,.0f}-{m_hi:,.0f} MIPS", display=False)
+
+# %% [markdown]
 # ## Task length and deadline
 #
-# The trace has neither. Lengths are uniform on 500-3,000 MI, as in the group's earlier
-# simulators; relative deadlines are uniform on 1.5-4.5 s (our choice: a task needs
-# 0.33-6 s on the fleet's 500-1,500 MIPS servers, so the deadline binds on slow servers and
-# in queues). Both are listed in the deviations chapter.
+# The trace has neither. Lengths are uniform on {glue:text}`length_range`, as in the group's
+# earlier simulators; relative deadlines are uniform on {glue:text}`deadline_range` (our
+# choice: a task needs {glue:text}`exec_range` on the fleet's {glue:text}`mips_range`
+# servers, so the deadline binds on slow servers and in queues). Both are listed in the
+# deviations chapter.
 
 # %%
 fig = plots.task_parameters(full.online.to_frame())
