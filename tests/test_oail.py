@@ -57,9 +57,25 @@ def learn_with(cfg, experts, steps=None, interrupt_at=None, every=30, max_pendin
     return oail, clock, model
 
 
-def children() -> list:
-    return [p for p in psutil.Process().children(recursive=True) if p.is_running()
-            and p.status() != psutil.STATUS_ZOMBIE]
+def children(exclude: frozenset = frozenset()) -> list:
+    """Live descendants of this process, minus those that existed before the test.
+
+    Processes get up to 5 s to finish exiting (a joined worker can still be unwinding).
+    """
+    procs = [p for p in psutil.Process().children(recursive=True) if p.pid not in exclude]
+    psutil.wait_procs(procs, timeout=5)
+    out = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.pid not in exclude and p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                out.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def existing() -> frozenset:
+    return frozenset(p.pid for p in psutil.Process().children(recursive=True))
 
 
 def test_a_slow_expert_does_not_slow_decisions(tiny_config):
@@ -93,18 +109,20 @@ def test_a_crashing_expert_is_counted_and_the_run_goes_on(tiny_config):
 
 
 def test_a_dying_worker_is_replaced(tiny_config):
+    before = existing()
     oail, clock, _ = learn_with(tiny_config, ["exit"], every=60, max_pending=8)
     assert oail.counters.failed > 0
     assert len(clock.gaps) > 100
-    assert not children()
+    assert not children(before)
 
 
 def test_no_orphan_processes_after_normal_exit_or_interrupt(tiny_config):
+    before = existing()
     learn_with(tiny_config, ["slow:5.0:greedy"], every=30)
-    assert not children()
+    assert not children(before)
     with pytest.raises(KeyboardInterrupt):
         learn_with(tiny_config, ["slow:5.0:greedy"], every=30, interrupt_at=200)
-    assert not children()
+    assert not children(before)
 
 
 def test_past_window_uses_only_placed_tasks_and_upcoming_peeks_ahead(tiny_config, monkeypatch):
