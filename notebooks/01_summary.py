@@ -150,8 +150,8 @@ glue("n_claims", str(len(table)), display=False)
 #   the package can find a matching window when the trace is at hand, and otherwise uses a
 #   synthetic window with the paper's counts, bursts and trend change.
 # * **Service rates and load.** Nothing published fixes how loaded the fleet is, yet the
-#   load decides how much room scheduling has; the `light-load` variant in
-#   {doc}`07_results` shows how much the comparison moves with faster servers.
+#   load decides how much room scheduling has; the `heavy-load` variant in
+#   {doc}`07_results` shows how much the comparison moves with slower servers.
 # * **Compute.** The paper's window with its experts is days of CPU per grid; the book is
 #   built on a reduced profile of the same shape, so the paper's magnitudes are compared
 #   with results on a shorter window and fewer seeds than a full replication would use.

@@ -72,5 +72,5 @@ out
 # %% [markdown]
 # Missing variants (in a profile that does not define them) simply do not appear. The
 # chapters on OINPT ({doc}`05_oinpt`) and OAIL ({doc}`06_oail`) discuss the critic,
-# expert, state and window variants in context; the light-load variant shows how much the
+# expert, state and window variants in context; the heavy-load variant shows how much the
 # comparison depends on the reconstructed service rates.

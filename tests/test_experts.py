@@ -29,7 +29,9 @@ def workload():
 
 def loaded_snapshot(workload, servers: int, placed: int, window: int = 30) -> tuple[Cloud, list]:
     """A cloud after ``placed`` tasks under earliest-finish, and the next ``window`` tasks."""
-    cloud = Cloud(make_fleet(FleetConfig(servers=servers), 0), t0=float(workload.arrival[0]), record=False)
+    # slower servers than the default fleet: a heavily loaded snapshot, where planning pays
+    cloud = Cloud(make_fleet(FleetConfig(servers=servers, mips=(500.0, 1500.0)), 0), t0=float(workload.arrival[0]),
+                  record=False)
     policy = EarliestFinish()
     for task in window_from_table(workload, 0, placed):
         cloud.advance(task.arrival)

@@ -7,7 +7,7 @@ import pytest
 
 from ilets.cloud import Cloud, Fleet, make_fleet
 from ilets.config import FleetConfig, RewardConfig, WorkloadConfig
-from ilets.objective import Task, argmin_exact, cost_of
+from ilets.objective import Task, cost_of
 from ilets.policies import (HEURISTICS, EarliestFinish, GreedyCost, LeastLoaded, MinEnergy, RandomPolicy,
                             RoundRobin, make_heuristic, schedule)
 from ilets.workload import synthetic_workload
@@ -85,16 +85,19 @@ def test_greedy_cost_is_the_argmin_of_the_exact_cost():
         cloud.assign(j, t.arrival, t.cpu, t.length, t.deadline, s)
 
 
-def test_branch_and_bound_equals_a_full_scan():
-    rng = np.random.default_rng(0)
-    for _ in range(200):
-        lower = rng.uniform(0, 1, 9)
-        exact = lower + rng.uniform(0, 0.5, 9)
-        mask = rng.random(9) < 0.7
-        if not mask.any():
-            continue
-        i, v = argmin_exact(lower, lambda k: exact[k], mask)
-        assert v == exact[mask].min() and mask[i]
+def test_vector_costs_equal_the_scalar_cost_on_every_server():
+    from ilets.objective import costs
+
+    fleet = make_fleet(FleetConfig(servers=15), seed=1)
+    tasks = synthetic_workload(WorkloadConfig(scale=0.001), seed=1).online
+    cfg = RewardConfig(deadline_penalty=0.3, include_execution=False)
+    cloud = schedule(tasks.slice(0, 200), fleet, EarliestFinish())
+    t = Task(0, cloud.now, 0.2, 2000.0, 2.0)
+    starts = cloud.earliest_starts(t.cpu)
+    vec = costs(cloud, t, starts, cfg)
+    for s in range(len(fleet)):
+        assert starts[s] == pytest.approx(cloud.earliest_start(s, t.cpu))
+        assert vec[s] == pytest.approx(cost_of(cloud, t, s, starts[s], cfg))
 
 
 @pytest.mark.parametrize("name", sorted(HEURISTICS))

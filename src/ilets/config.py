@@ -59,8 +59,9 @@ class FleetConfig:
     #: a few 0.25).
     capacity_levels: tuple[float, ...] = (0.25, 0.5, 1.0)
     capacity_probs: tuple[float, ...] = (0.1, 0.7, 0.2)
-    #: service rate range, MIPS, steps of 50; chosen so 50 servers are loaded but not swamped
-    mips: tuple[float, float] = (500.0, 1500.0)
+    #: service rate range, MIPS, steps of 50; chosen so that in the paper's full online
+    #: window 50 servers are loaded but not swamped (see the workload chapter's load table)
+    mips: tuple[float, float] = (600.0, 1800.0)
     idle_w: tuple[float, float] = (50.0, 100.0)  #: idle power per 0.5 capacity, W
     active_w: tuple[float, float] = (70.0, 300.0)  #: extra power at full use per 0.5 cap., W
 

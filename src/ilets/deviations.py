@@ -36,8 +36,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "WorkloadConfig.length_mi"),
     Deviation("Deadline", "unpublished", "uniform 1.5-4.5 s relative to arrival", "WorkloadConfig.deadline_s"),
     Deviation("Server speed", "drawn from a range (unpublished)",
-              "500-1,500 MIPS in steps of 50, chosen so 50 servers are loaded but not swamped",
-              "FleetConfig.mips", variant="light-load"),
+              "600-1,800 MIPS in steps of 50, chosen so that over the paper's full online window "
+              "50 servers are loaded but not swamped (the workload chapter's load table)",
+              "FleetConfig.mips", variant="heavy-load"),
     Deviation("Server capacity and power", "static power per server (values unpublished)",
               "capacity 0.25/0.5/1.0 (shares 0.1/0.7/0.2, like the trace); idle 50-100 W and active "
               "70-300 W per 0.5 capacity, drawn independently of speed", "FleetConfig"),

@@ -47,48 +47,23 @@ def exec_time(cloud: Cloud, length: float) -> np.ndarray:
     return length / cloud.fleet.mips
 
 
+def _cost(p_norm, wait, response, deadline, cfg: RewardConfig):
+    """The cost formula on scalars or arrays (one place for the reward, greedy and experts)."""
+    est = response if cfg.include_execution else wait
+    cost = cfg.theta * p_norm + (1 - cfg.theta) * np.minimum(1.0, est / cfg.wait_scale_s)
+    if cfg.deadline_penalty:
+        cost = cost + cfg.deadline_penalty * (response > deadline)
+    return cost
+
+
 def cost_of(cloud: Cloud, task: Task, s: int, start: float, cfg: RewardConfig) -> float:
     """The exact cost of ``task`` on server ``s`` given its start time there."""
-    execution = task.length / cloud.fleet.mips[s]
-    response = start - task.arrival + execution
-    est = response if cfg.include_execution else start - task.arrival
+    wait = start - task.arrival
     p = (cloud.power + cloud.act_per_cpu[s] * task.cpu) / cloud.fleet.max_power
-    cost = cfg.theta * p + (1 - cfg.theta) * min(1.0, est / cfg.wait_scale_s)
-    if cfg.deadline_penalty and response > task.deadline:
-        cost += cfg.deadline_penalty
-    return float(cost)
+    return float(_cost(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
 
 
-def cost_lower_bounds(cloud: Cloud, task: Task, cfg: RewardConfig) -> np.ndarray:
-    """A lower bound of :func:`cost_of` on every server, from the FCFS start bound.
-
-    No task can start before the last one queued on its server, so
-    ``max(now, last_start)`` bounds the start; the cost is non-decreasing in the start.
-    """
-    start = np.maximum(cloud.now, cloud.last_start)
-    execution = exec_time(cloud, task.length)
-    est = start - task.arrival + (execution if cfg.include_execution else 0.0)
-    lb = cfg.theta * power_norm(cloud, task.cpu) + (1 - cfg.theta) * np.minimum(1.0, est / cfg.wait_scale_s)
-    if cfg.deadline_penalty:
-        lb = lb + cfg.deadline_penalty * (start - task.arrival + execution > task.deadline)
-    return lb
-
-
-def argmin_exact(lower: np.ndarray, exact, mask: np.ndarray) -> tuple[int, float]:
-    """Branch and bound: the feasible index minimising ``exact(i)`` given lower bounds.
-
-    Servers are tried in order of their bound and the search stops once the next bound
-    cannot beat the best exact value, so usually only one or two exact evaluations (each a
-    walk over a server's unfinished tasks) are needed instead of M. Ties go to the lowest
-    index, as a full scan would give.
-    """
-    lb = np.where(mask, lower, np.inf)
-    order = np.argsort(lb, kind="stable")
-    best_i, best_v = -1, np.inf
-    for i in order:
-        if lb[i] > best_v or lb[i] == np.inf:
-            break
-        v = exact(int(i))
-        if v < best_v or (v == best_v and i < best_i):
-            best_i, best_v = int(i), v
-    return best_i, best_v
+def costs(cloud: Cloud, task: Task, starts: np.ndarray, cfg: RewardConfig) -> np.ndarray:
+    """:func:`cost_of` on every server given each server's start time (inf stays inf)."""
+    wait = starts - task.arrival
+    return _cost(power_norm(cloud, task.cpu), wait, wait + exec_time(cloud, task.length), task.deadline, cfg)
