@@ -39,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ilets.cloud import CPU_EPS, Cloud, Fleet, make_fleet
+from ilets.cloud import Cloud, Fleet, make_fleet
+from ilets.policies import EarliestFinish, schedule
 from ilets.config import FleetConfig, WorkloadConfig
 from ilets.twin import earliest_finish_twin
 from ilets.workload import TaskTable, synthetic_workload
@@ -55,60 +56,9 @@ def full_table(scale: float, seed: int) -> TaskTable:
     return TaskTable(*cols, source=f"{wl.offline.source} offline+online")
 
 
-def _local_earliest_finish(tasks: TaskTable, fleet: Fleet) -> Cloud:
-    """Exact Earliest-Finish over Cloud by branch and bound (used only without ilets.policies).
-
-    ``max(now, last_start) + length / mips`` bounds each server's finish from below (FCFS:
-    nothing starts before the task queued last); servers are tried in bound order and
-    the search stops once the bound exceeds the best exact finish. Ties: lowest index.
-    """
-    cloud = Cloud(fleet, t0=float(tasks.arrival[0]))
-    fits = fleet.capacity + CPU_EPS
-    arrival, cpu, length, deadline = (a.tolist() for a in (tasks.arrival, tasks.cpu, tasks.length, tasks.deadline))
-    for j in range(len(arrival)):
-        cloud.advance(arrival[j])
-        execution = length[j] / fleet.mips
-        lower = np.maximum(cloud.now, cloud.last_start) + execution
-        lower[fits < cpu[j]] = np.inf
-        best_s, best_f = -1, np.inf
-        for s in np.argsort(lower, kind="stable").tolist():
-            if lower[s] > best_f:
-                break
-            f = cloud.earliest_start(s, cpu[j]) + execution[s]
-            if f < best_f or (f == best_f and s < best_s):
-                best_s, best_f = s, f
-        cloud.assign(j, arrival[j], cpu[j], length[j], deadline[j], best_s)
-    cloud.run_to_completion()
-    return cloud
-
-
-class VectorisedEarliestFinish:
-    """Earliest-Finish from :meth:`Cloud.earliest_starts` (every server's exact start at once).
-
-    Same choice as the branch and bound (first minimum = lowest index on ties), without
-    dozens of scalar ``earliest_start`` calls per task when the fastest servers are full.
-    Offered by ``--ef vectorised`` to measure that route through the same loop.
-    """
-
-    name = "earliest-finish"
-
-    def reset(self, seed: int | None = None) -> None:
-        pass
-
-    def act(self, cloud: Cloud, task, mask: np.ndarray) -> int:
-        return int(np.argmin(cloud.earliest_starts(task.cpu) + task.length / cloud.fleet.mips))
-
-
-def main_replay(tasks: TaskTable, fleet: Fleet, ef: str = "policy") -> tuple[Cloud, str]:
-    """Earliest-Finish over Cloud through the study's loop; returns the cloud and its origin."""
-    try:
-        from ilets.policies import EarliestFinish, schedule
-    except ImportError:
-        return _local_earliest_finish(tasks, fleet), "benchmarks/bench_simulator.py local branch and bound"
-    if ef == "vectorised":
-        return (schedule(tasks, fleet, VectorisedEarliestFinish()),
-                "ilets.policies.schedule + VectorisedEarliestFinish (Cloud.earliest_starts)")
-    return schedule(tasks, fleet, EarliestFinish()), "ilets.policies.EarliestFinish + schedule"
+def main_replay(tasks: TaskTable, fleet: Fleet) -> Cloud:
+    """Earliest-Finish over Cloud through the study's own policy and replay loop."""
+    return schedule(tasks, fleet, EarliestFinish())
 
 
 def timed(fn, *args):
@@ -129,8 +79,8 @@ def run(args: argparse.Namespace) -> dict:
     rows = []
     for m in sizes:
         fleet = make_fleet(FleetConfig(servers=m), args.fleet_seed)
-        (cloud, origin), wall, cpu_s = timed(main_replay, tasks, fleet, args.ef)
-        row = {"servers": m, "tasks": n, "main_policy": origin, "main_s": wall, "main_cpu_s": cpu_s,
+        cloud, wall, cpu_s = timed(main_replay, tasks, fleet)
+        row = {"servers": m, "tasks": n, "main_policy": "ilets.policies.EarliestFinish + schedule", "main_s": wall, "main_cpu_s": cpu_s,
                "main_tasks_per_s": n / wall,
                "main_summary": {k: float(v) for k, v in cloud.summary().items()}}
         print(f"[{m:>4} servers] main: {n:,} tasks in {wall:.2f} s = {n / wall:,.0f} tasks/s "
@@ -139,7 +89,7 @@ def run(args: argparse.Namespace) -> dict:
             if n_twin == n:
                 main_prefix_s, main_prefix_cpu_s, main_assign = wall, cpu_s, np.asarray(cloud.records["server"])
             else:
-                (pc, _), main_prefix_s, main_prefix_cpu_s = timed(main_replay, prefix, fleet, args.ef)
+                pc, main_prefix_s, main_prefix_cpu_s = timed(main_replay, prefix, fleet)
                 main_assign = np.asarray(pc.records["server"])
                 del pc
             (twin_assign, _, _, _), twin_s, twin_cpu_s = timed(earliest_finish_twin, fleet, prefix)
@@ -171,7 +121,7 @@ def run(args: argparse.Namespace) -> dict:
         targets["full_200_within_15_s_cpu_time"] = bool(full[0]["main_cpu_s"] <= TARGET_200_S)
     return {
         "benchmark": "simulator full replay, Earliest-Finish in the loop",
-        "scale": args.scale, "tasks": n, "ef": args.ef, "workload_seed": args.seed, "fleet_seed": args.fleet_seed,
+        "scale": args.scale, "tasks": n, "workload_seed": args.seed, "fleet_seed": args.fleet_seed,
         "twin_scale": None if args.skip_twin else twin_scale,
         "twin_note": ("twin skipped" if args.skip_twin else
                       "twin on the full table" if n_twin == n else
@@ -191,9 +141,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the twin on a prefix of this fraction of 590,000 tasks (default: --scale)")
     p.add_argument("--seed", type=int, default=0, help="workload seed")
     p.add_argument("--fleet-seed", type=int, default=0, help="fleet seed")
-    p.add_argument("--ef", choices=("policy", "vectorised"), default="policy",
-                   help="main simulator's Earliest-Finish: ilets.policies.EarliestFinish (default) or "
-                        "one argmin over Cloud.earliest_starts")
     p.add_argument("--out", type=Path, default=None, help="write the figures here as JSON")
     args = p.parse_args(argv)
     result = run(args)
