@@ -165,7 +165,10 @@ class CloudSchedulingEnv(gym.Env):
         self._cost_sum += cost
         response = finish - task.arrival
         info = {"server": s, "response": response, "success": response <= task.deadline,
-                "cost": cost, "infeasible": infeasible}
+                "cost": cost, "infeasible": infeasible,
+                # running metrics of the segment so far
+                "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1),
+                "energy_kwh": cloud.energy / 3.6e6}
         self.t += 1
         terminated = self.t >= len(self.tasks)
         if terminated:

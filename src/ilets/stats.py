@@ -28,6 +28,13 @@ with ``ci_note == "n=1"`` (no evidence of spread, not zero uncertainty); a zero-
 sample gives ``[x, x]`` with ``ci_note == "zero variance"``; NaN values are dropped first
 and counted in ``n_nan``.
 
+rliable and pandas
+------------------
+rliable 1.2.0 needs ``arch<8``, and arch 7.x fails to import under pandas 3. We pin
+``pandas<3`` (2.3.x) rather than re-implement rliable's stratified bootstrap with scipy:
+the IQM and probability-of-improvement estimates then come from the library the RL
+community uses, and nothing in this study needs pandas 3.
+
 Sign conventions
 ----------------
 :data:`HIGHER_IS_BETTER` records, for each metric, which direction is better. Relative
