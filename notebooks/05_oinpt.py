@@ -39,7 +39,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets import plots, stats
-from ilets.results import LEARNERS, METHOD_LABELS, load_curves, load_metrics, load_profile_info, results_dir
+from ilets.results import LEARNERS, load_curves, load_metrics, load_profile_info, results_dir
 
 # %matplotlib inline
 
@@ -55,8 +55,6 @@ NAMES = {"reward": "reward", "response": "response (s)", "success": "success", "
          "bc_agreement_before": "agreement before BC", "bc_agreement_after": "agreement after BC",
          "critic_mse_before": "critic MSE before", "critic_mse_after": "critic MSE after",
          "demo_tasks": "demonstrated tasks", "demo_seconds": "demo time (s)", "oinpt_seconds": "OINPT time (s)"}
-SAYS = {"better": "better", "worse": "worse", "unresolved": "not distinguishable with these seeds",
-        "no data": "not measured"}
 
 plots.use_style()
 out = results_dir()
@@ -78,10 +76,6 @@ glue("n_online", f"{online:,}", display=False)
 glue("n_share", f"{N / online:.0%}" if online else "n/a", display=False)
 glue("curve_every", f"{int(learn['decisions'].max()):,}", display=False)
 
-
-def table(frame: pd.DataFrame) -> Markdown:
-    """A display table as Markdown, metric columns renamed."""
-    return Markdown(frame.rename(columns=NAMES).replace({**NAMES, **METHOD_LABELS}).to_markdown(index=False))
 
 
 # %% [markdown]
@@ -125,7 +119,7 @@ fig = plots.learning_curves(learn, "success", "success rate", events={"first N":
 # %% tags=["remove-input"]
 first = stats.first_n(learn, N)
 first_summary = stats.summary_table(first, metrics_cols=FIRST, reps=REPS)
-table(stats.ci_table(plots.label_methods(first_summary), index=("servers", "Method"), formats=FORMATS))
+plots.markdown_table(stats.ci_table(plots.label_methods(first_summary), index=("servers", "Method"), formats=FORMATS), NAMES)
 
 # %%
 fig = plots.scale_points(first, "reward", f"reward, first {N:,} decisions")
@@ -189,7 +183,7 @@ BC_COLS = [c for c in ("bc_agreement_before", "bc_agreement_after", "critic_mse_
 cloned = learn_metrics[learn_metrics["method"].isin(["drl+", "ilets"])]
 bc_summary = stats.summary_table(cloned, metrics_cols=BC_COLS, reps=REPS) if len(cloned) and BC_COLS \
     else pd.DataFrame()
-table(stats.ci_table(plots.label_methods(bc_summary), index=("servers", "Method"), formats=FORMATS)) \
+plots.markdown_table(stats.ci_table(plots.label_methods(bc_summary), index=("servers", "Method"), formats=FORMATS), NAMES) \
     if len(bc_summary) else Markdown("No DRL+ or ILETS cell is in this results store.")
 
 # %% tags=["remove-cell"]
@@ -255,9 +249,6 @@ def pick(comp: pd.DataFrame, metric: str, method: str = "drl+", over: str = "who
     return stats.comparison_row(comp, metric=metric, method=method, over=over)
 
 
-def says(row: dict | None) -> str:
-    return "not measured" if row is None else f"{stats.change_text(row)} ({SAYS[row['verdict']]})"
-
 
 nc_metrics, nc = against_main("no-critic")
 if nc.empty:
@@ -266,16 +257,16 @@ if nc.empty:
 else:
     r_first, r_final = pick(nc, "reward", over="first N"), pick(nc, "mean_reward")
     glue("nc_text", f"At {int(nc['servers'].min())} servers, DRL+ without critic pre-training changes the "
-         f"reward over the first {N:,} decisions by {says(r_first)}, and the whole-pass mean reward by "
-         f"{says(r_final)} (relative change of the variant against the main DRL+; positive = the variant "
+         f"reward over the first {N:,} decisions by {stats.says(r_first)}, and the whole-pass mean reward by "
+         f"{stats.says(r_final)} (relative change of the variant against the main DRL+; positive = the variant "
          f"is better).", display=False)
 
 # %% [markdown]
 # {glue:text}`nc_text`
 
 # %% tags=["remove-input"]
-table(stats.compare_display(nc, by=("servers", "method", "over"), names={"variant": "no critic", "main": "main"},
-                            formats=FORMATS)) if len(nc) else Markdown("(no `no-critic` cells)")
+plots.markdown_table(stats.compare_display(nc, by=("servers", "method", "over"), names={"variant": "no critic", "main": "main"},
+                            formats=FORMATS), NAMES) if len(nc) else Markdown("(no `no-critic` cells)")
 
 # %% [markdown]
 # ## Does the expert's quality bound the clone?
@@ -296,9 +287,9 @@ if ge.empty:
          "compared here.", display=False)
 else:
     glue("ge_text", f"At {int(ge['servers'].min())} servers, cloning the greedy expert instead of GA/PSO "
-         f"changes DRL+'s reward over the first {N:,} decisions by {says(pick(ge, 'reward', over='first N'))} "
-         f"and its whole-pass mean reward by {says(pick(ge, 'mean_reward'))}, with a BC agreement change of "
-         f"{says(pick(ge, 'bc_agreement_after'))}.", display=False)
+         f"changes DRL+'s reward over the first {N:,} decisions by {stats.says(pick(ge, 'reward', over='first N'))} "
+         f"and its whole-pass mean reward by {stats.says(pick(ge, 'mean_reward'))}, with a BC agreement change of "
+         f"{stats.says(pick(ge, 'bc_agreement_after'))}.", display=False)
 
 floor = stats.compare(metrics, "drl+", "greedy-cost", FINAL, reps=REPS).assign(clone="GA/PSO (main)")
 if len(ge_metrics):
@@ -322,15 +313,15 @@ else:
 # {glue:text}`ge_text` {glue:text}`floor_text`
 
 # %% tags=["remove-input"]
-table(stats.compare_display(ge, by=("servers", "method", "over"), names={"variant": "greedy clone", "main": "main"},
-                            formats=FORMATS)) if len(ge) else Markdown("(no `greedy-expert` cells)")
+plots.markdown_table(stats.compare_display(ge, by=("servers", "method", "over"), names={"variant": "greedy clone", "main": "main"},
+                            formats=FORMATS), NAMES) if len(ge) else Markdown("(no `greedy-expert` cells)")
 
 # %% [markdown]
 # The clone against the greedy heuristic (its teacher's one-step level), whole pass:
 
 # %% tags=["remove-input"]
-table(stats.compare_display(floor, by=("clone", "servers"), names={"drl+": "DRL+", "greedy-cost": "greedy heuristic"},
-                            formats=FORMATS))
+plots.markdown_table(stats.compare_display(floor, by=("clone", "servers"), names={"drl+": "DRL+", "greedy-cost": "greedy heuristic"},
+                            formats=FORMATS), NAMES)
 
 # %% [markdown]
 # ## Is the state the bottleneck of cloning?
@@ -351,9 +342,9 @@ else:
     agree, warm = pick(rs, "bc_agreement_after"), pick(rs, "reward", over="first N")
     cold = pick(rs, "reward", method="drl", over="first N")
     glue("rs_text", f"At {int(rs['servers'].min())} servers the richer state changes DRL+'s BC agreement by "
-         f"{says(agree)}, its reward over the first {N:,} decisions by {says(warm)} and its whole-pass mean "
-         f"reward by {says(pick(rs, 'mean_reward'))}; for DRL (no cloning) the first-decision reward changes by "
-         f"{says(cold)} and the whole-pass mean reward by {says(pick(rs, 'mean_reward', method='drl'))}.",
+         f"{stats.says(agree)}, its reward over the first {N:,} decisions by {stats.says(warm)} and its whole-pass mean "
+         f"reward by {stats.says(pick(rs, 'mean_reward'))}; for DRL (no cloning) the first-decision reward changes by "
+         f"{stats.says(cold)} and the whole-pass mean reward by {stats.says(pick(rs, 'mean_reward', method='drl'))}.",
          display=False)
     verdicts = [r["verdict"] for r in (agree, warm) if r is not None]
     glue("rs_verdict", "yes: the richer state both raises the agreement and improves the cloned start, so the "
@@ -368,8 +359,8 @@ else:
 # {glue:text}`rs_verdict`.
 
 # %% tags=["remove-input"]
-table(stats.compare_display(rs, by=("servers", "method", "over"),
-                            names={"variant": "rich state", "main": "paper state"}, formats=FORMATS)) \
+plots.markdown_table(stats.compare_display(rs, by=("servers", "method", "over"),
+                            names={"variant": "rich state", "main": "paper state"}, formats=FORMATS), NAMES) \
     if len(rs) else Markdown("(no `rich-state` cells)")
 
 # %% [markdown]

@@ -39,7 +39,7 @@ from myst_nb import glue
 
 from ilets import plots, stats
 from ilets.config import RunConfig, from_dict
-from ilets.results import LEARNERS, METHOD_LABELS, load_curves, load_metrics, load_profile_info, results_dir
+from ilets.results import LEARNERS, load_curves, load_metrics, load_profile_info, results_dir
 from ilets.workload import RATE_SHAPE, load_workload
 
 # %matplotlib inline
@@ -60,8 +60,6 @@ NAMES = {"mean_reward": "mean reward", "avg_response_s": "response (s)", "succes
          "share_led": "checkpoints led", "final_rank": "rank at end", "leads_from": "leads from decision",
          **{f"burst_{i}": f"burst ({s:.0f} s)" for i, (s, _, _) in enumerate(RATE_SHAPE["bursts"])},
          "trend_change": f"trend change ({RATE_SHAPE['trend_change']:.0f} s)"}
-SAYS = {"better": "better", "worse": "worse", "unresolved": "not distinguishable with these seeds",
-        "no data": "not measured"}
 
 plots.use_style()
 out = results_dir()
@@ -83,13 +81,6 @@ glue("n_steps", f"{run.ppo.n_steps:,}", display=False)
 glue("max_pending", f"{run.oail.max_pending}", display=False)
 
 
-def table(frame: pd.DataFrame) -> Markdown:
-    """A display table as Markdown, metric and event names spelled out."""
-    return Markdown(frame.rename(columns=NAMES).replace({**NAMES, **METHOD_LABELS}).to_markdown(index=False))
-
-
-def says(row: dict | None) -> str:
-    return "not measured" if row is None else f"{stats.change_text(row)} ({SAYS[row['verdict']]})"
 
 
 # %% tags=["remove-cell"]
@@ -188,7 +179,7 @@ event_labels = [NAMES.get(e, e) for e in event_order]
 glue("osc_gap_text", oscillation_verdicts(osc_gap) if len(osc_gap) else "nothing is measured.", display=False)
 
 # %% tags=["remove-input"]
-table(stats.ci_table(plots.label_methods(osc_summary), index=("servers", "event", "Method"), formats=FORMATS)) \
+plots.markdown_table(stats.ci_table(plots.label_methods(osc_summary), index=("servers", "event", "Method"), formats=FORMATS), NAMES) \
     if len(osc_summary) else Markdown("No online event lies within the online segment of this profile.")
 
 # %%
@@ -234,8 +225,8 @@ glue("conv_text", f"ILETS- converges faster than DRL (resolved, on the seeds whe
 glue("conv_settled", f"{conv['settled'].mean():.0%}" if len(conv) else "n/a", display=False)
 
 # %% tags=["remove-input"]
-table(stats.ci_table(plots.label_methods(conv_summary.assign(
-    unsettled=conv_summary["n_nan"])), index=("servers", "Method", "unsettled"), formats=FORMATS)) \
+plots.markdown_table(stats.ci_table(plots.label_methods(conv_summary.assign(
+    unsettled=conv_summary["n_nan"])), index=("servers", "Method", "unsettled"), formats=FORMATS), NAMES) \
     if len(conv_summary) else Markdown("No learner curves in this results store.")
 
 # %% [markdown]
@@ -288,10 +279,10 @@ glue("cum_winners", "; ".join(f"{r.servers} servers: {r.method.upper()}" for r i
 # %% tags=["remove-input"]
 lead_table = leaders.merge(stats.ci_table(final_summary, formats=FORMATS), on=["servers", "method"], how="left") \
     if len(leaders) else leaders
-table(plots.label_methods(lead_table).assign(
+plots.markdown_table(plots.label_methods(lead_table).assign(
     share_led=lambda d: d["share_led"].map("{:.0%}".format),
     leads_from=lambda d: d["leads_from"].map(lambda v: "" if pd.isna(v) else f"{v:,.0f}"))
-    [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]]) \
+    [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES) \
     if len(lead_table) else Markdown("No learner curves in this results store.")
 
 # %% [markdown]
@@ -323,10 +314,10 @@ effect = pd.concat([stats.compare(learn_metrics, x, y, FINAL, reps=REPS)
 effect = effect[effect["verdict"] != "no data"]
 er = effect[effect["metric"] == "mean_reward"]
 glue("oail_effect", "; ".join(f"{r['x'].upper()} vs {r['y'].upper()} at {r['servers']} servers: "
-                              f"{says(r)}" for r in er.to_dict("records")) or "not measured", display=False)
+                              f"{stats.says(r)}" for r in er.to_dict("records")) or "not measured", display=False)
 
 # %% tags=["remove-input"]
-table(stats.ci_table(plots.label_methods(oail_summary), index=("servers", "Method"), formats=FORMATS)) \
+plots.markdown_table(stats.ci_table(plots.label_methods(oail_summary), index=("servers", "Method"), formats=FORMATS), NAMES) \
     if len(oail_summary) else Markdown("No ILETS- or ILETS cell with OAIL counters is in this results store.")
 
 # %% [markdown]
@@ -341,9 +332,10 @@ table(stats.ci_table(plots.label_methods(oail_summary), index=("servers", "Metho
 # interval over seeds): {glue:text}`oail_effect`.
 
 # %% tags=["remove-input"]
-table(stats.compare_display(effect.assign(pair=effect["x"].str.upper() + " vs " + effect["y"].str.upper()),
-                            by=("servers", "pair"), formats=FORMATS,
-                            names={"ilets-": "with OAIL", "ilets": "with OAIL", "drl": "without", "drl+": "without"})) \
+plots.markdown_table(stats.compare_display(effect.assign(pair=effect["x"].str.upper() + " vs " + effect["y"].str.upper()),
+                                           by=("servers", "pair"), formats=FORMATS,
+                                           names={"ilets-": "with OAIL", "ilets": "with OAIL", "drl": "without",
+                                                  "drl+": "without"}), NAMES) \
     if len(effect) \
     else Markdown("(the methods with and without OAIL are not both in this results store)")
 
@@ -364,7 +356,7 @@ if up.empty:
          "here.", display=False)
 else:
     glue("up_text", "With the upcoming window instead of the past one, the whole-pass mean reward changes by " +
-         "; ".join(f"{says(r)} for {r['method'].upper()} at {r['servers']} servers"
+         "; ".join(f"{stats.says(r)} for {r['method'].upper()} at {r['servers']} servers"
                    for r in up[up["metric"] == "mean_reward"].to_dict("records")) +
          " (positive = the upcoming window is better). Peeking at future tasks is not available to a real "
          "scheduler, so a gain here is an upper bound on what a better-informed OAIL could add, not a result "
@@ -374,8 +366,8 @@ else:
 # {glue:text}`up_text`
 
 # %% tags=["remove-input"]
-table(stats.compare_display(up, by=("servers", "method"), names={"variant": "upcoming", "main": "past"},
-                            formats=FORMATS)) if len(up) else Markdown("(no `upcoming` cells)")
+plots.markdown_table(stats.compare_display(up, by=("servers", "method"), names={"variant": "upcoming", "main": "past"},
+                            formats=FORMATS), NAMES) if len(up) else Markdown("(no `upcoming` cells)")
 
 # %% [markdown]
 # In the comparison tables the change is the relative difference of the means, signed so

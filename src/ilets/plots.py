@@ -413,3 +413,10 @@ def scale_points(table: pd.DataFrame, y: str, ylabel: str) -> plt.Figure:
     ax.set(xlabel="", ylabel=ylabel)
     ax.legend(title="servers")
     return fig
+
+
+def markdown_table(frame: pd.DataFrame, names: dict[str, str]):
+    """A table for the book as Markdown, column and cell names spelled out with ``names``."""
+    from IPython.display import Markdown
+
+    return Markdown(frame.rename(columns=names).replace({**names, **METHOD_LABELS}).to_markdown(index=False))

@@ -1022,6 +1022,16 @@ def change_text(row: Mapping) -> str:
     return f"{row['rel_pct']:+.1f}% [{row['rel_ci_low']:+.1f}, {row['rel_ci_high']:+.1f}]"
 
 
+#: Words for a comparison verdict in the book's sentences.
+VERDICT_WORDS = {"better": "better", "worse": "worse", "unresolved": "not distinguishable with these seeds",
+                 "no data": "not measured"}
+
+
+def says(row: Mapping | None) -> str:
+    """A comparison row as prose: ``"+7.7% [+7.1, +8.4] (better)"``, or "not measured"."""
+    return "not measured" if row is None else f"{change_text(row)} ({VERDICT_WORDS[row['verdict']]})"
+
+
 def comparison_row(comp: pd.DataFrame, **equals) -> dict | None:
     """The row of a comparison table whose columns equal ``equals`` (e.g. ``metric=``,
     ``method=``), at the smallest fleet size when several match; None when none does (a
