@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one cell (method x servers x seed) into a result folder")
     run.add_argument("--method", required=True, choices=METHODS + HEURISTICS)
-    run.add_argument("--servers", type=int, default=50)
+    run.add_argument("--servers", type=int, default=50, help="fleet size (1..100000)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--profile", default="quick", help="smoke, quick, paper or a YAML path")
     run.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
@@ -102,11 +102,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ilets`` command."""
+    from ilets.trace import TraceError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except ConfigError as err:
         print(f"ilets: configuration error: {err}", file=sys.stderr)
+        return 2
+    except (TraceError, FileNotFoundError) as err:
+        print(f"ilets: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
