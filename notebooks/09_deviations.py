@@ -50,8 +50,8 @@ Markdown(shown.to_markdown(index=False))
 #
 # For each choice with a variant, the change of the final metrics of the variant's cells
 # relative to the same methods and fleet size in the main grid of the
-# {glue:text}`profile_name` profile (mean over seeds; 95% percentile-bootstrap interval
-# over seeds in brackets). Negative response or energy changes and positive success changes
+# {glue:text}`profile_name` profile (mean over the seeds both ran; 95% paired percentile-bootstrap
+# interval over seeds in brackets). Negative response or energy changes and positive success changes
 # are improvements.
 
 # %% tags=["remove-input"]

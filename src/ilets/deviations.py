@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -90,28 +88,17 @@ def variant_effect(metrics: pd.DataFrame, variant: str,
                    columns: tuple[str, ...] = ("avg_response_s", "energy_kwh", "success_rate")) -> pd.DataFrame:
     """Relative change of each metric in ``variant`` against the main study, same cells.
 
-    For every (method, servers) the variant ran, the change is
-    ``mean(variant) / mean(main) - 1`` over seeds, with a 95% percentile bootstrap CI
-    that resamples seeds of both sides independently. ``metrics`` must hold every cell
-    (``load_metrics(variant=None)``).
+    For every (method, servers) the variant ran: ``100 * (mean(variant) / mean(main) - 1)``
+    over the seeds both ran, with a 95% paired percentile-bootstrap CI over seeds
+    (:func:`ilets.stats.variant_comparison` with every metric read as "higher is better",
+    so its relative improvement is the plain relative change). ``metrics`` must hold every
+    cell (``load_metrics(variant=None)``).
     """
-    var = metrics[metrics["variant"] == variant]
-    main = metrics[metrics["variant"] == ""]
-    rows = []
-    for (method, servers), g in var.groupby(["method", "servers"]):
-        base = main[(main["method"] == method) & (main["servers"] == servers)]
-        if base.empty:
-            continue
-        for col in columns:
-            a, b = g[col].to_numpy(float), base[col].to_numpy(float)
-            point = a.mean() / b.mean() - 1
-            lo = hi = point
-            if len(a) > 1 and len(b) > 1 and (a.std() > 0 or b.std() > 0):
-                ci = stats.bootstrap((a, b), lambda x, y, axis=-1: x.mean(axis) / y.mean(axis) - 1,
-                                     n_resamples=2000, method="percentile", random_state=0).confidence_interval
-                lo, hi = min(ci.low, point), max(ci.high, point)
-            rows.append({"variant": variant, "method": method, "servers": servers, "metric": col,
-                         "change_pct": 100 * point, "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi,
-                         "seeds": len(a)})
-    return pd.DataFrame(rows)
+    from ilets.stats import variant_comparison
 
+    comp = variant_comparison(metrics[metrics["variant"] == ""], metrics[metrics["variant"] == variant],
+                              columns, directions=True)
+    comp = comp[comp["verdict"] != "no data"]
+    return pd.DataFrame({"variant": variant, "method": comp["method"], "servers": comp["servers"],
+                         "metric": comp["metric"], "change_pct": comp["rel_pct"], "ci_low_pct": comp["rel_ci_low"],
+                         "ci_high_pct": comp["rel_ci_high"], "seeds": comp["n_x"]}).reset_index(drop=True)
