@@ -38,6 +38,7 @@ from gymnasium import spaces
 from ilets.cloud import Cloud, Fleet, make_fleet
 from ilets.config import RunConfig
 from ilets.objective import Task, cost_of
+from ilets.policies import LeastLoaded
 from ilets.workload import TaskTable, load_workload
 
 ENV_ID = "ilets/CloudScheduling-v0"
@@ -105,6 +106,7 @@ class CloudSchedulingEnv(gym.Env):
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
         self.action_space = spaces.Discrete(m)
         self._obs = np.zeros(len(high), np.float32)
+        self._redirect = LeastLoaded()  # where an infeasible action's task goes instead
         self.cloud: Cloud | None = None
         self.t = 0
 
@@ -157,7 +159,7 @@ class CloudSchedulingEnv(gym.Env):
         infeasible = not self._mask[s]
         if infeasible:
             self._infeasible += 1
-            s = int(np.argmin(np.where(self._mask, cloud.load / self.fleet.capacity, np.inf)))
+            s = self._redirect.act(cloud, task, self._mask)
         # the cost reads the power before the task is added (cost_of adds the task's share)
         cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), cfg)
         cost += cfg.infeasible_penalty if infeasible else 0.0
@@ -167,8 +169,7 @@ class CloudSchedulingEnv(gym.Env):
         info = {"server": s, "response": response, "success": response <= task.deadline,
                 "cost": cost, "infeasible": infeasible,
                 # running metrics of the segment so far
-                "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1),
-                "energy_kwh": cloud.energy / 3.6e6}
+                "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1)}
         self.t += 1
         terminated = self.t >= len(self.tasks)
         if terminated:
@@ -181,6 +182,8 @@ class CloudSchedulingEnv(gym.Env):
         else:
             self._set_current(self.t)
             obs = self.observe()
+        # energy used up to the next arrival, or to the last finish once the segment is over
+        info["energy_kwh"] = cloud.energy / 3.6e6
         return obs, -cost, terminated, False, info
 
 

@@ -40,11 +40,12 @@ class DecisionLog:
     energy_j: list = field(default_factory=list)
     final: dict = field(default_factory=dict)
 
-    def add(self, reward: float, info: dict, energy_j: float) -> None:
+    def add(self, reward: float, info: dict) -> None:
+        """Log one env step from its reward and ``info``."""
         self.reward.append(float(reward))
         self.response.append(info["response"])
         self.success.append(bool(info["success"]))
-        self.energy_j.append(energy_j)
+        self.energy_j.append(info["energy_kwh"] * 3.6e6)
         if "final" in info:
             self.final = dict(info["final"])
 
@@ -75,14 +76,10 @@ class _Recorder(BaseCallback):
         self.progress = progress
 
     def _on_step(self) -> bool:
-        env = self.training_env.envs[0].unwrapped
-        info = self.locals["infos"][0]
-        done = bool(self.locals["dones"][0])
-        energy = info["final"]["energy_kwh"] * 3.6e6 if done else env.cloud.energy
-        self.log.add(self.locals["rewards"][0], info, energy)
+        self.log.add(self.locals["rewards"][0], self.locals["infos"][0])
         if self.progress is not None:
             self.progress(1)
-        return not done
+        return not bool(self.locals["dones"][0])
 
 
 @dataclass
@@ -100,17 +97,28 @@ def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=Non
     policy = make_heuristic(cfg.method, seed=cfg.seed, reward=cfg.reward)
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
     env.reset(seed=cfg.seed)
-    log, times = DecisionLog(), []
-    done = False
+    log = DecisionLog()
+    times = drive(env, policy, log, progress)
+    return OnlineResult(log, {}, times)
+
+
+def drive(env: CloudSchedulingEnv, policy, log: DecisionLog | None = None, progress=None) -> np.ndarray:
+    """Step ``env`` (already reset) to the end of its segment with ``policy``.
+
+    Returns the time each decision took (the policy's ``act``, observation included for a
+    learned policy), and logs every step into ``log`` when given.
+    """
+    times, done = [], False
     while not done:
         t0 = time.perf_counter()
         a = policy.act(env.cloud, env.current_task, env.action_masks())
         times.append(time.perf_counter() - t0)
         _, r, done, _, info = env.step(a)
-        log.add(r, info, info["final"]["energy_kwh"] * 3.6e6 if done else env.cloud.energy)
+        if log is not None:
+            log.add(r, info)
         if progress is not None:
             progress(1)
-    return OnlineResult(log, {}, np.asarray(times))
+    return np.asarray(times)
 
 
 def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
@@ -161,13 +169,7 @@ def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n:
     policy = PPOPolicy(model, StateSpec.of(cfg))
     env = CloudSchedulingEnv(cfg, tasks=workload.online.slice(0, min(n, len(workload.online))), fleet=fleet)
     env.reset()
-    times, done = [], False
-    while not done:
-        t0 = time.perf_counter()
-        a = policy.act(env.cloud, env.current_task, env.action_masks())
-        times.append(time.perf_counter() - t0)
-        done = env.step(a)[2]
-    return np.asarray(times)
+    return drive(env, policy)
 
 
 def run_method(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
