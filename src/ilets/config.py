@@ -112,7 +112,6 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128  #: one hidden layer of this width for actor and critic [paper]
-    masked: bool = True  #: MaskablePPO with the env's action masks
 
     def validate(self, where: str) -> None:
         for key in ("learning_rate", "n_steps", "batch_size", "n_epochs", "hidden"):

@@ -164,17 +164,12 @@ def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -
 
 
 def action_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> float:
-    """Share of demonstrated decisions where the policy's masked greedy action matches."""
+    """Share of demonstrated decisions where the (Maskable) policy's masked greedy action matches."""
     obs = th.as_tensor(np.array(demos.obs[:limit]))
     with th.no_grad():
-        dist = policy.get_distribution(obs, action_masks=demos.masks[:limit]) if _maskable(policy) \
-            else policy.get_distribution(obs)
+        dist = policy.get_distribution(obs, action_masks=demos.masks[:limit])
         pred = dist.distribution.probs.argmax(dim=1).numpy()
     return float((pred == demos.acts[:limit]).mean())
-
-
-def _maskable(policy) -> bool:
-    return "action_masks" in policy.get_distribution.__code__.co_varnames
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
