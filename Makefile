@@ -19,18 +19,21 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 env: $(BIN)/.installed
 
 # Run the experiment grid (resumable) and build the book from its results. The notebook
-# cache only notices edits to a chapter's own cells, so it is dropped whenever the results
-# store it was built from changes (another grid, another profile, ILETS_RESULTS).
+# cache only notices edits to a chapter's own cells and Sphinx only re-reads edited pages,
+# so both are bypassed (cache dropped, --all) whenever the results store changes (another
+# grid, another profile, ILETS_RESULTS).
 book: env
 	$(BIN)/ilets grid --profile $(PROFILE) --out $(RESULTS)
 	$(MAKE) --no-print-directory book-only
 
 book-only: env
-	@stamp="$(abspath $(RESULTS)) $$(stat -c %Y $(RESULTS)/store/metrics.parquet)"; \
+	@stamp="$(abspath $(RESULTS)) $$(stat -c %Y $(RESULTS)/store/metrics.parquet)"; all=""; \
 	if [ "$$(cat _build/.results-stamp 2>/dev/null)" != "$$stamp" ]; then \
-		echo "results changed: re-executing every chapter"; rm -rf _build/.jupyter_cache _build/jupyter_execute; \
+		echo "results changed: re-executing and re-rendering every chapter"; \
+		rm -rf _build/.jupyter_cache _build/jupyter_execute; all="--all"; \
 	fi; mkdir -p _build; \
-	ILETS_RESULTS=$(abspath $(RESULTS)) $(BIN)/jupyter-book build . -W --keep-going && echo "$$stamp" > _build/.results-stamp
+	ILETS_RESULTS=$(abspath $(RESULTS)) $(BIN)/jupyter-book build . -W --keep-going $$all \
+		&& echo "$$stamp" > _build/.results-stamp
 
 # Re-execute every chapter even if neither its cells nor the results changed.
 force-book: env

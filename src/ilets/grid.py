@@ -14,7 +14,6 @@ After the cells, :func:`ilets.results.build_store` gathers them into the results
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -25,7 +24,7 @@ import yaml
 
 from ilets.config import RunConfig, to_dict
 from ilets.profiles import Profile
-from ilets.run import cell_name, is_done, run_cell
+from ilets.run import atomic_json, cell_name, is_done, run_cell
 
 
 def _init_worker() -> None:
@@ -45,9 +44,7 @@ def _write_manifest(profile: Profile, out: Path, cells: list[RunConfig]) -> None
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"profile": profile.name, "description": profile.description,
                 "cells": [cell_name(c) for c in cells], "written": time.time()}
-    tmp = out / "grid.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2))
-    tmp.replace(out / "grid.json")
+    atomic_json(out / "grid.json", manifest)
     (out / "profile.yaml").write_text(yaml.safe_dump(
         {"name": profile.name, "description": profile.description, "methods": list(profile.methods),
          "servers": list(profile.servers), "seeds": list(profile.seeds), "workers": profile.workers,

@@ -86,7 +86,8 @@ def cpu_seconds() -> float:
     return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
-def _atomic_json(path: Path, data: dict) -> None:
+def atomic_json(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and one rename."""
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=2, default=float))
     tmp.replace(path)
@@ -111,7 +112,7 @@ def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = Fals
     try:
         (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
         (tmp / "command.txt").write_text((command or " ".join(sys.argv)) + "\n")
-        _atomic_json(tmp / "system.json", system_info())
+        atomic_json(tmp / "system.json", system_info())
         workload = load_workload(cfg.workload, cfg.seed)
         fleet = make_fleet(cfg.fleet, cfg.fleet.seed)
         bar = None
@@ -139,13 +140,16 @@ def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = Fals
             **result.extra,
             "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0,
         }
-        _atomic_json(tmp / "metrics.json", metrics)
-        os.replace(tmp, final) if not final.exists() else shutil.rmtree(tmp)
+        atomic_json(tmp / "metrics.json", metrics)
+        if final.exists():  # another process finished the same cell meanwhile: keep its folder
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, final)  # one rename: the folder appears complete or not at all
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
         failed = Path(out) / "failed"
         failed.mkdir(parents=True, exist_ok=True)
-        _atomic_json(failed / f"{final.name}.{int(time.time() * 1000)}.json", {
+        atomic_json(failed / f"{final.name}.{int(time.time() * 1000)}.json", {
             "cell": final.name, "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
             "seed": cfg.seed, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
             "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0, "time": time.time()})
