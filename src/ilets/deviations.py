@@ -68,7 +68,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "event-driven simulated time; results do not depend on host speed", "ilets.cloud",
               kind="bug not reproduced"),
     Deviation("Background thread", "the 'asynchronous' emulator ran synchronously [code]",
-              "a process pool; decisions never wait for experts (waiting kept as an option)",
+              "a process pool; decisions never wait for experts. The simulation runs faster than "
+              "real time, so many windows are dropped and ILETS-/ILETS runs depend on timing (not "
+              "bit-reproducible); waiting for every window (deterministic) is kept as an option",
               "ilets.oail", variant="oail-sync", kind="bug not reproduced"),
     Deviation("PSO data", "both BC updates used GA's demonstrations [code]",
               "each expert's own demonstrations, weighted 0.6/0.4 by exact plan cost", "ilets.oail",

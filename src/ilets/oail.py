@@ -16,8 +16,13 @@ Which window [ours + code]:
 * ``window_mode="upcoming"``: the next W tasks from the current state, as the authors'
   code did; it peeks at tasks that have not arrived, so it is kept only for comparison.
 
-Unless ``cfg.wait`` is set (a variant that imitates every window, as the authors'
-synchronous code did), the callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
+Determinism: which expert results arrive before which rollout depends on how fast the
+emulators run next to the learner, so ILETS- and ILETS are *not* bit-reproducible from a
+seed (DRL and DRL+ are). ``cfg.wait`` makes OAIL synchronous, as the authors' code was:
+each window's plans are in before the next decision, nothing is dropped, and the run is
+deterministic.
+
+Unless ``cfg.wait`` is set, the callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
 polls futures, and only at the decisions where a window starts or ends (every ``every``). Imitation updates are applied at the start of the next rollout, so the
 rollout PPO is about to learn from was collected by one fixed policy (updates in the middle
 would make PPO's stored log-probabilities stale). If emulators fall behind, requests wait in
@@ -212,8 +217,6 @@ class OAILCallback(BaseCallback):
 
     def _tick(self, i: int) -> None:
         """Poll finished emulators, submit the window that ends at decision i, snapshot."""
-        if self.cfg.wait:  # the synchronous variant: every window gets its plans
-            wait_futures(list(self._in_flight))
         self._poll()
         if self.cfg.window_mode == "past":
             w = self.experts_cfg.window
@@ -222,6 +225,9 @@ class OAILCallback(BaseCallback):
             self._maybe_snapshot(i)
         elif i % self.cfg.every == 0:
             self._submit(i, self.env.cloud.clone(), self._window(i, i + self.experts_cfg.window))
+        if self.cfg.wait:  # synchronous: the plans are in before the next decision
+            wait_futures(list(self._in_flight))
+            self._poll()
 
     def _maybe_snapshot(self, i: int) -> None:
         """Keep the state before decision i if a past window will start there."""
