@@ -80,12 +80,18 @@ class FleetConfig:
                 raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
 
 
+WAIT_FORMS = ("capped", "linear", "log")
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """The scheduling cost of the authors' code, normalised [code + ours]."""
 
     theta: float = 0.3  #: weight of power against waiting [code]
-    wait_scale_s: float = 10.0  #: estimated response is divided by this, then clipped to 1 [ours]
+    wait_scale_s: float = 10.0  #: estimated response is divided by this (then shaped by wait_form) [ours]
+    #: how the scaled response x = R / wait_scale_s enters the cost [ours, chosen by the pilot]:
+    #: "capped" min(1, x), "linear" x, "log" log(1 + x)
+    wait_form: str = "capped"
     include_execution: bool = True  #: count the task's own execution time in the wait [ours]
     deadline_penalty: float = 0.0  #: added to the cost when the estimate misses the deadline
     infeasible_penalty: float = 1.0  #: added when an action names a server too small
@@ -95,6 +101,8 @@ class RewardConfig:
             raise ConfigError(f"{where}.theta: expected a number in [0, 1], got {self.theta}")
         if self.wait_scale_s <= 0:
             raise ConfigError(f"{where}.wait_scale_s: expected > 0, got {self.wait_scale_s}")
+        if self.wait_form not in WAIT_FORMS:
+            raise ConfigError(f"{where}.wait_form: expected one of {WAIT_FORMS}, got {self.wait_form!r}")
 
 
 @dataclass(frozen=True)
@@ -175,6 +183,9 @@ class OINPTConfig:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
 
 
+OAIL_CLOCKS = ("simulated", "wall", "sync")
+
+
 @dataclass(frozen=True)
 class OAILConfig:
     """Online asynchronous imitation [code: every 30 tasks, GA+PSO, weights 0.6/0.4]."""
@@ -187,11 +198,23 @@ class OAILConfig:
     max_pending: int = 4  #: oldest request dropped beyond this backlog
     bc_steps: int = 1  #: gradient steps per expert demonstration batch
     learning_rate: float = 1e-4
-    #: wait for each window's plans before the next decision (as the authors' code, whose
-    #: "background" emulator ran synchronously); off: decisions never wait [ours]
-    wait: bool = False
+    #: "simulated" (default): a request submitted at simulated time t is planned by one of
+    #: ``workers`` emulator slots and its plans reach the learner at t + ``latency_s``
+    #: simulated seconds, so served, dropped and applied windows never depend on the host's
+    #: speed and the run is bit-reproducible. "wall": plans are used whenever the worker
+    #: process happens to finish (host-speed dependent; kept for comparison). "sync": every
+    #: window's plans are in before the next decision (the authors' synchronous emulator).
+    clock: str = "simulated"
+    #: simulated seconds from submitting a window to its plans reaching the learner; the
+    #: default is the measured time of GA then PSO on a loaded paper-scale snapshot (see
+    #: configs/methods.yaml and benchmarks/bench_experts.py) [ours]
+    latency_s: float = 0.03
 
     def validate(self, where: str) -> None:
+        if self.clock not in OAIL_CLOCKS:
+            raise ConfigError(f"{where}.clock: expected one of {OAIL_CLOCKS}, got {self.clock!r}")
+        if not self.latency_s >= 0 or self.latency_s == float("inf"):
+            raise ConfigError(f"{where}.latency_s: expected a finite number >= 0, got {self.latency_s}")
         if self.window_mode not in ("past", "upcoming"):
             raise ConfigError(f"{where}.window_mode: expected 'past' or 'upcoming', got {self.window_mode!r}")
         if len(self.weights) != len(self.experts):
