@@ -51,7 +51,7 @@ import numpy as np
 from ilets.cloud import CPU_EPS, Cloud
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.env import StateSpec, build_observation
-from ilets.objective import Task, cost_of
+from ilets.objective import Task, cost_of, wait_term
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
 
@@ -273,7 +273,7 @@ class WindowFitness:
         rc = self.reward
         response = start - self.t[j] + execution
         est = response if rc.include_execution else start - self.t[j]
-        cost = rc.theta * (power / self.max_power) + (1 - rc.theta) * np.minimum(1.0, est / rc.wait_scale_s)
+        cost = rc.theta * (power / self.max_power) + (1 - rc.theta) * wait_term(est, rc)
         late = response > self.deadline[j]
         return cost + (rc.deadline_penalty + self.miss_penalty) * late
 

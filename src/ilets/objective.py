@@ -2,7 +2,7 @@
 
 Cost of putting a task on server ``s`` [code, normalised by us]::
 
-    cost = theta * P_norm(s) + (1 - theta) * min(1, R_est(s) / wait_scale_s)
+    cost = theta * P_norm(s) + (1 - theta) * W(R_est(s) / wait_scale_s)
            + deadline_penalty * [R_est(s) > deadline]
 
 * ``P_norm(s)``: total fleet power now, with the task counted as running on ``s``, divided
@@ -12,6 +12,8 @@ Cost of putting a task on server ``s`` [code, normalised by us]::
   assignment, see :mod:`ilets.cloud`) when ``include_execution``, else its wait only (the
   authors' code estimated the wait; without the execution time the reward cannot see server
   speed, so we include it by default [ours]).
+
+``W`` is the wait form (:func:`wait_term`): ``min(1, x)`` by default [ours].
 
 The reward of the environment is ``-cost``. Keeping the formula here means the reward, the
 one-step greedy expert and the GA/PSO fitness cannot drift apart.
@@ -47,10 +49,25 @@ def exec_time(cloud: Cloud, length: float) -> np.ndarray:
     return length / cloud.fleet.mips
 
 
+def wait_term(est, cfg: RewardConfig):
+    """The waiting part of the cost for an estimated response (or wait) ``est``, s.
+
+    ``x = est / wait_scale_s`` shaped by ``cfg.wait_form``: ``"capped"`` ``min(1, x)`` (every
+    response beyond the scale costs the same), ``"linear"`` ``x``, ``"log"`` ``log(1 + x)``
+    (keeps growing with the wait, more slowly).
+    """
+    x = est / cfg.wait_scale_s
+    if cfg.wait_form == "capped":
+        return np.minimum(1.0, x)
+    if cfg.wait_form == "linear":
+        return x
+    return np.log1p(x)
+
+
 def _cost(p_norm, wait, response, deadline, cfg: RewardConfig):
     """The cost formula on scalars or arrays (one place for the reward, greedy and experts)."""
     est = response if cfg.include_execution else wait
-    cost = cfg.theta * p_norm + (1 - cfg.theta) * np.minimum(1.0, est / cfg.wait_scale_s)
+    cost = cfg.theta * p_norm + (1 - cfg.theta) * wait_term(est, cfg)
     if cfg.deadline_penalty:
         cost = cost + cfg.deadline_penalty * (response > deadline)
     return cost
