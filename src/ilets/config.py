@@ -120,6 +120,9 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128  #: one hidden layer of this width for actor and critic [paper]
+    #: collect rollouts with the numpy loop of :class:`ilets.ppo.FastMaskablePPO` (same
+    #: distribution, SB3's own update); False runs sb3-contrib's stock loop [ours]
+    fast_rollout: bool = True
 
     def validate(self, where: str) -> None:
         for key in ("learning_rate", "n_steps", "batch_size", "n_epochs", "hidden"):
