@@ -35,13 +35,13 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ilets.cloud import Cloud, Fleet, make_fleet
+from ilets.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.config import RunConfig
 from ilets.objective import Task, cost_of
 from ilets.policies import LeastLoaded
 from ilets.workload import TaskTable, load_workload
 
-ENV_ID = "ilets/CloudScheduling-v0"
+from ilets import ENV_ID
 _COUNT_SCALE = 10.0
 _COUNT_CAP = 100.0
 OBSERVATIONS = ("paper", "rich")
@@ -166,7 +166,7 @@ class CloudSchedulingEnv(gym.Env):
         start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
         self._cost_sum += cost
         response = finish - task.arrival
-        info = {"server": s, "response": response, "success": response <= task.deadline,
+        info = {"server": s, "response": response, "success": bool(meets_deadline(response, task.deadline)),
                 "cost": cost, "infeasible": infeasible,
                 # running metrics of the segment so far
                 "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1)}
@@ -208,9 +208,10 @@ def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarra
 
 
 def register() -> None:
-    """Register :data:`ENV_ID` with Gymnasium (idempotent)."""
-    if ENV_ID not in gym.registry:
-        gym.register(id=ENV_ID, entry_point="ilets.env:CloudSchedulingEnv")
+    """Register :data:`ENV_ID` with Gymnasium (idempotent; ``import ilets`` already does it)."""
+    from ilets import register_env
+
+    register_env()
 
 
 register()

@@ -48,7 +48,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from ilets.cloud import CPU_EPS, Cloud
+from ilets.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.env import StateSpec, build_observation
 from ilets.objective import Task, cost_of, wait_term
@@ -136,7 +136,7 @@ def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardCon
         start = sim.earliest_start(s, task.cpu)
         c = cost_of(sim, task, s, start, reward)
         rewards[j] = -c
-        if start - task.arrival + task.length / sim.fleet.mips[s] > task.deadline:
+        if not meets_deadline(start - task.arrival + task.length / sim.fleet.mips[s], task.deadline):
             misses += 1
             c += miss_penalty
         task_costs[j] = c
@@ -274,7 +274,7 @@ class WindowFitness:
         response = start - self.t[j] + execution
         est = response if rc.include_execution else start - self.t[j]
         cost = rc.theta * (power / self.max_power) + (1 - rc.theta) * wait_term(est, rc)
-        late = response > self.deadline[j]
+        late = ~meets_deadline(response, self.deadline[j])
         return cost + (rc.deadline_penalty + self.miss_penalty) * late
 
     def costs(self, plans: np.ndarray, per_task: bool = False) -> np.ndarray:

@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ilets.cloud import Cloud
+from ilets.cloud import Cloud, meets_deadline
 from ilets.config import RewardConfig
 
 
@@ -69,7 +69,7 @@ def _cost(p_norm, wait, response, deadline, cfg: RewardConfig):
     est = response if cfg.include_execution else wait
     cost = cfg.theta * p_norm + (1 - cfg.theta) * wait_term(est, cfg)
     if cfg.deadline_penalty:
-        cost = cost + cfg.deadline_penalty * (response > deadline)
+        cost = cost + cfg.deadline_penalty * ~meets_deadline(response, deadline)
     return cost
 
 
