@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pandas as pd
@@ -53,9 +54,21 @@ def _cells(out: Path) -> list[Path]:
         return []
     manifest = Path(out) / "grid.json"
     wanted = set(json.loads(manifest.read_text())["cells"]) if manifest.is_file() else None
+    from ilets.run import cell_problem
+
     # hidden ".<cell>.tmp-<pid>" folders are runs in flight or killed before their rename
-    return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and (wanted is None or p.name in wanted) and (p / "metrics.json").is_file())
+    found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and (wanted is None or p.name in wanted))
+    good = []
+    for p in found:
+        # a damaged folder (truncated metrics.json, empty curve.csv, ...) is left out with
+        # its file named instead of breaking the whole store; `ilets grid` recomputes it
+        problem = cell_problem(p)
+        if problem is None:
+            good.append(p)
+        elif (p / "metrics.json").exists():
+            warnings.warn(f"{problem}: cell left out of the store", stacklevel=2)
+    return good
 
 
 def build_store(out: Path) -> dict[str, Path]:
@@ -131,7 +144,12 @@ def compute_table(out: Path | None = None) -> pd.DataFrame:
     failed = Path(out) / "failed"
     if failed.is_dir():
         for f in sorted(failed.glob("*.json")):
-            m = json.loads(f.read_text())
+            try:
+                m = json.loads(f.read_text())
+                m = {k: m[k] for k in ("cell", "method", "variant", "servers", "seed", "wall_s", "cpu_s")}
+            except (OSError, ValueError, KeyError, TypeError) as err:  # a record cut short by a kill
+                warnings.warn(f"{f}: unreadable failure record ({err!r}); left out", stacklevel=2)
+                continue
             rows.append({"cell": m["cell"], "method": m["method"], "variant": m["variant"], "servers": m["servers"],
                          "seed": m["seed"], "status": "failed attempt", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     return pd.DataFrame(rows, columns=["cell", "method", "variant", "servers", "seed", "status", "wall_s", "cpu_s"])
