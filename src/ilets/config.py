@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -47,6 +49,9 @@ class WorkloadConfig:
                 raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
         if self.window_s <= 0:
             raise ConfigError(f"{where}.window_s: expected > 0, got {self.window_s}")
+        if self.window_start_s < 0 and self.window_start_s != -1:
+            raise ConfigError(f"{where}.window_start_s: expected -1 (day 10) or a time >= 0 s, "
+                              f"got {self.window_start_s}")
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,11 @@ class FleetConfig:
             lo, hi = getattr(self, key)
             if not 0 <= lo <= hi or (key == "mips" and lo <= 0):
                 raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
+        if self.idle_w[1] + self.active_w[1] <= 0:
+            raise ConfigError(f"{where}.idle_w/active_w: expected a fleet whose maximum power is > 0, "
+                              f"got idle {self.idle_w} and active {self.active_w} W")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
 
 
 WAIT_FORMS = ("capped", "linear", "log")
@@ -103,6 +113,9 @@ class RewardConfig:
             raise ConfigError(f"{where}.wait_scale_s: expected > 0, got {self.wait_scale_s}")
         if self.wait_form not in WAIT_FORMS:
             raise ConfigError(f"{where}.wait_form: expected one of {WAIT_FORMS}, got {self.wait_form!r}")
+        for key in ("deadline_penalty", "infeasible_penalty"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
 
 
 @dataclass(frozen=True)
@@ -130,6 +143,14 @@ class PPOConfig:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
         if not 0 < self.gamma <= 1:
             raise ConfigError(f"{where}.gamma: expected a number in (0, 1], got {self.gamma}")
+        if not 0 <= self.gae_lambda <= 1:
+            raise ConfigError(f"{where}.gae_lambda: expected a number in [0, 1], got {self.gae_lambda}")
+        for key in ("clip_range", "max_grad_norm"):
+            if not getattr(self, key) > 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+        for key in ("ent_coef", "vf_coef"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
 
 
 @dataclass(frozen=True)
@@ -164,6 +185,9 @@ class ExpertConfig:
             raise ConfigError(f"{where}.ga_elite/candidates: expected >= 0, got {self.ga_elite}/{self.candidates}")
         if self.pso_vmax <= 0:
             raise ConfigError(f"{where}.pso_vmax: expected > 0, got {self.pso_vmax}")
+        for key in ("pso_inertia", "pso_c1", "pso_c2", "miss_penalty"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
 
 
 @dataclass(frozen=True)
@@ -181,12 +205,33 @@ class OINPTConfig:
     def validate(self, where: str) -> None:
         if self.expert not in ("ga+pso", "greedy"):
             raise ConfigError(f"{where}.expert: expected 'ga+pso' or 'greedy', got {self.expert!r}")
-        for key in ("max_demo_tasks", "bc_epochs", "batch_size", "critic_epochs"):
+        for key in ("max_demo_tasks", "bc_epochs", "batch_size", "critic_epochs", "learning_rate"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
 
 
 OAIL_CLOCKS = ("simulated", "wall", "sync")
+#: the experts OAIL can call (``ilets.experts``); kept here so that config needs no import
+EXPERT_NAMES = ("ga", "pso", "greedy")
+#: fault-injection experts of the tests (``ilets.oail``): ``slow:<seconds>:<expert>`` delays
+#: a real expert, ``crash`` raises, ``exit`` kills its worker process
+_FAULT = re.compile(r"slow:(?P<s>[^:]+):(?P<name>[^:]+)|crash|exit")
+
+
+def valid_expert_name(name: str) -> bool:
+    """Whether ``name`` is a real OAIL expert or a fault-injection one (see :data:`_FAULT`)."""
+    if name in EXPERT_NAMES:
+        return True
+    m = _FAULT.fullmatch(name)
+    if m is None:
+        return False
+    if m.group("name") is None:  # crash / exit
+        return True
+    try:
+        seconds = float(m.group("s"))
+    except ValueError:
+        return False
+    return math.isfinite(seconds) and seconds >= 0 and m.group("name") in EXPERT_NAMES
 
 
 @dataclass(frozen=True)
@@ -220,14 +265,26 @@ class OAILConfig:
             raise ConfigError(f"{where}.latency_s: expected a finite number >= 0, got {self.latency_s}")
         if self.window_mode not in ("past", "upcoming"):
             raise ConfigError(f"{where}.window_mode: expected 'past' or 'upcoming', got {self.window_mode!r}")
+        if not self.experts:
+            raise ConfigError(f"{where}.experts: expected at least one of {list(EXPERT_NAMES)}")
+        bad = [e for e in self.experts if not valid_expert_name(e)]
+        if bad:
+            raise ConfigError(f"{where}.experts: unknown expert(s) {bad}; expected names from "
+                              f"{list(EXPERT_NAMES)}")
         if len(self.weights) != len(self.experts):
             raise ConfigError(f"{where}.weights: expected one weight per expert ({len(self.experts)})")
+        if min(self.weights) < 0 or not sum(self.weights) > 0:
+            raise ConfigError(f"{where}.weights: expected weights >= 0 with a positive sum, got {list(self.weights)}")
+        if not self.learning_rate > 0:
+            raise ConfigError(f"{where}.learning_rate: expected > 0, got {self.learning_rate}")
         for key in ("every", "workers", "max_pending", "bc_steps"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
 
 
 METHODS = ("drl", "drl+", "ilets-", "ilets")
+#: run seeds go to numpy and torch, which take seeds in [0, 2**32)
+SEED_MAX = 2**32 - 1
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
@@ -255,6 +312,10 @@ class RunConfig:
             raise ConfigError(f"{where}.observation: expected 'paper' or 'rich', got {self.observation!r}")
         if self.curve_every <= 0:
             raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
+        # NaN fails every comparison, so the range checks below would let it through
+        check_finite(self, where)
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if dataclasses.is_dataclass(value):
@@ -276,6 +337,20 @@ def to_dict(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_dict(v) for v in obj]
     return obj
+
+
+def check_finite(obj: Any, where: str) -> None:
+    """Raise ConfigError naming the first float (or float in a tuple) of ``obj`` that is NaN or inf."""
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        if dataclasses.is_dataclass(value):
+            check_finite(value, f"{where}.{f.name}")
+            continue
+        items = value if isinstance(value, tuple) else (value,)
+        for i, v in enumerate(items):
+            if isinstance(v, float) and not math.isfinite(v):
+                at = f"{where}.{f.name}" + (f"[{i}]" if isinstance(value, tuple) else "")
+                raise ConfigError(f"{at}: expected a finite number, got {v}")
 
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:
@@ -303,7 +378,13 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where}: expected a number, got {value!r}")
-        return float(value)
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ConfigError(f"{where}: expected a finite number, got an integer too large") from None
+        if not math.isfinite(value):
+            raise ConfigError(f"{where}: expected a finite number, got {value}")
+        return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{where}: expected an integer, got {value!r}")
@@ -343,15 +424,41 @@ def merge(base: Any, overrides: dict, where: str = "config") -> Any:
     return from_dict(type(base), deep(current, overrides or {}), where)
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a mapping with a repeated key (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    repeated = key in seen
+                    seen.add(key)
+                except TypeError:  # an unhashable key: the base class reports it
+                    continue
+                if repeated:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (each key may appear once per mapping)",
+                        key_node.start_mark)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: str | Path) -> dict:
-    """A YAML mapping from ``path``; a missing file or a non-mapping raises ConfigError."""
+    """A YAML mapping from ``path``; a missing file, a repeated key or a non-mapping raises ConfigError."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+        # one line: the problem and where, without PyYAML's multi-line excerpt
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        mark = getattr(err, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML: {problem}{at}") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable: {err}") from err
     if data is None:
         return {}
     if not isinstance(data, dict):
