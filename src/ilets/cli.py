@@ -14,11 +14,33 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import shlex
+import signal
 import sys
+import tempfile
 from pathlib import Path
 
-from ilets.config import HEURISTICS, METHODS, ConfigError
+from ilets.config import HEURISTICS, METHODS, SEED_MAX, ConfigError
+
+
+class UsageError(ValueError):
+    """A command-line value that cannot work (the message names the flag)."""
+
+
+def _out_folder(flag: str, value: str) -> Path:
+    """``value`` as a results folder: created if missing; a file or an unwritable folder is refused."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {value}: expected a folder, but it is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        # os.access misjudges some cases (root, ACLs, read-only mounts): try a real file
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".ilets-write-test-"):
+            pass
+    except OSError as err:
+        raise UsageError(f"{flag} {value}: expected a writable folder ({err.strerror or err})") from None
+    return path
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -28,7 +50,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     profile = load_profile(args.profile)
     cfg = dataclasses.replace(profile.run, method=args.method, seed=args.seed,
                               fleet=dataclasses.replace(profile.run.fleet, servers=args.servers)).validate()
-    folder = run_cell(cfg, Path(args.out or f"results/{profile.name}"), command=shlex.join(["ilets", *sys.argv[1:]]), progress=not args.quiet)
+    out = _out_folder("--out", args.out or f"results/{profile.name}")
+    folder = run_cell(cfg, out, command=shlex.join(["ilets", *sys.argv[1:]]), progress=not args.quiet)
     metrics = json.loads((folder / "metrics.json").read_text())
     print(folder)
     for key in ("avg_response_s", "energy_kwh", "success_rate", "mean_reward", "wall_s"):
@@ -41,17 +64,29 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     from ilets.profiles import load_profile
 
     profile = load_profile(args.profile)
-    summary = run_grid(profile, Path(args.out or f"results/{profile.name}"), executor=args.executor, workers=args.workers,
+    out = _out_folder("--out", args.out or f"results/{profile.name}")
+    summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
                        progress=not args.quiet, slurm_partition=args.partition)
     print(json.dumps(summary, indent=2))
     return 0 if summary["failed"] == 0 else 1
 
 
 def _parse_shards(text: str) -> list[int]:
+    """``0-5,9`` -> [0, 1, 2, 3, 4, 5, 9]; anything else raises UsageError naming ``--shards``."""
+    from ilets.trace import SHARD_COUNT
+
+    expected = f"expected indices or ranges like 0-5,9 within 0-{SHARD_COUNT - 1}"
     out: list[int] = []
     for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise UsageError(f"--shards {text!r}: {part!r} is not an index or a range; {expected}")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        if a > b:
+            raise UsageError(f"--shards {text!r}: range {part!r} is empty (start after end); {expected}")
+        if b >= SHARD_COUNT:
+            raise UsageError(f"--shards {text!r}: index {b} is out of range; {expected}")
+        out.extend(i for i in range(a, b + 1) if i not in out)
     return out
 
 
@@ -59,11 +94,28 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from ilets import trace
 
     if args.trace_cmd == "download":
-        paths = trace.download_shards(_parse_shards(args.shards), Path(args.dest))
+        shards = _parse_shards(args.shards)
+        paths = trace.download_shards(shards, _out_folder("--dest", args.dest))
         print("\n".join(str(p) for p in paths))
     else:
         print(json.dumps(dataclasses.asdict(trace.find_window(Path(args.trace_dir))), indent=2, default=str))
     return 0
+
+
+def _int_in(lo: int, hi: int | None = None):
+    """An argparse type: an integer in [lo, hi] (argparse prints the one-line error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(
+                f"expected an integer {'>= ' + str(lo) if hi is None else f'in [{lo}, {hi}]'}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one cell (method x servers x seed) into a result folder")
     run.add_argument("--method", required=True, choices=METHODS + HEURISTICS)
     run.add_argument("--servers", type=int, default=50, help="fleet size (1..100000)")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help=f"run seed (0..{SEED_MAX})")
     run.add_argument("--profile", default="quick", help="smoke, quick, paper or a YAML path")
     run.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -84,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--profile", default="quick")
     grid.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     grid.add_argument("--executor", choices=["local", "slurm", "submitit-local"], default="local")
-    grid.add_argument("--workers", type=int, default=None, help="cells at once (default: the profile's)")
+    grid.add_argument("--workers", type=_int_in(1), default=None, help="cells at once (default: the profile's)")
     grid.add_argument("--partition", default=None, help="SLURM partition")
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(func=_cmd_grid)
@@ -100,22 +152,40 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _terminate(signum: int, frame) -> None:
+    """SIGTERM (kill, timeout, SLURM) stops a run as Ctrl-C does: the same clean-up path."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ilets`` command."""
     from ilets.trace import TraceError
 
     args = build_parser().parse_args(argv)
+    previous = None
+    if hasattr(signal, "SIGTERM"):
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:  # not the main thread (embedded use): leave signals alone
+            previous = None
     try:
         return args.func(args)
     except ConfigError as err:
         print(f"ilets: configuration error: {err}", file=sys.stderr)
         return 2
-    except (TraceError, FileNotFoundError) as err:
+    except (TraceError, UsageError) as err:
         print(f"ilets: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a file or folder the user named (or the disk) is not usable
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        print(f"ilets: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

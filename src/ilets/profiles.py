@@ -11,6 +11,7 @@ naming the file and the key.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -18,6 +19,9 @@ from pathlib import Path
 from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, from_dict, merge, read_yaml
 
 BUILTIN = ("smoke", "quick", "paper")
+#: profile and variant names become folder names (results/<profile>, cells/<method>@<variant>-...):
+#: no path separators, no leading dot, nothing a shell or a file system treats specially
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     path = config_path(str(name_or_path)) if str(name_or_path) in BUILTIN else Path(name_or_path)
     data = read_yaml(path)
     where = str(path)
+    if not data:
+        # an empty file would otherwise mean the full default grid at scale 1.0 (hours)
+        raise ConfigError(f"{where}: empty profile; expected a mapping with methods, servers, seeds and run")
     run_overrides = data.pop("run", {}) or {}
     if not isinstance(run_overrides, dict):
         raise ConfigError(f"{where}.run: expected a mapping, got {type(run_overrides).__name__}")
@@ -91,6 +98,15 @@ def load_profile(name_or_path: str | Path) -> Profile:
     variants = data.pop("variants", {}) or {}
     if not isinstance(variants, dict):
         raise ConfigError(f"{where}.variants: expected a mapping of name -> settings")
+    for k, v in variants.items():
+        if v is not None and not isinstance(v, dict):
+            raise ConfigError(f"{where}.variants.{k}: expected a mapping (methods, servers, seeds, run), "
+                              f"got {type(v).__name__}")
+        if not isinstance(k, str) or not SAFE_NAME.fullmatch(k):
+            raise ConfigError(f"{where}.variants: name {k!r}: expected letters, digits and . _ + - "
+                              f"(not starting with a dot)")
+        if not isinstance((v or {}).get("run", {}) or {}, dict):
+            raise ConfigError(f"{where}.variants.{k}.run: expected a mapping of run settings")
     parsed = tuple(from_dict(Variant, {"name": k, **(v or {})}, f"{where}.variants.{k}") for k, v in variants.items())
     profile = from_dict(Profile, {**data, "run": {}}, where)
     profile = dataclasses.replace(profile, run=run, variants=parsed)
@@ -99,6 +115,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
 
 
 def _validate(p: Profile, where: str) -> None:
+    if not SAFE_NAME.fullmatch(p.name):
+        raise ConfigError(f"{where}.name: {p.name!r}: expected letters, digits and . _ + - (not starting "
+                          f"with a dot; it names the folder results/<name>)")
     bad = [m for m in p.methods + sum((v.methods for v in p.variants), ()) if m not in METHODS + HEURISTICS]
     if bad:
         raise ConfigError(f"{where}.methods: unknown method(s) {bad}; expected some of {list(METHODS + HEURISTICS)}")
