@@ -165,13 +165,69 @@ def test_improvement_table_hand_worked():
 
 @pytest.mark.parametrize("paired", [False, True])
 @pytest.mark.parametrize("n_seeds", [5, 1, {("drl", 50): 1, ("drl+", 100): 2}])
-def test_improvement_table_brackets(n_seeds, paired):
+def test_improvement_table_shape_and_degenerate_cases(n_seeds, paired):
     m = random_metrics(np.random.default_rng(7), n_seeds)
     m.loc[m["method"] == "ilets", "energy_kwh"] = m.loc[m["method"] == "ilets", "servers"] * 1.0  # zero var
     t = S.improvement_table(m, reps=REPS, paired=paired)
     assert len(t) == 3 * 4 * 4  # metrics x methods x (3 scales + pooled)
-    assert brackets(t["ci_low_pct"], t["improvement_pct"], t["ci_high_pct"]).all()
-    assert brackets(t["abs_ci_low"], t["abs_diff"], t["abs_ci_high"]).all()
+    one = t[(t["n_method"] == 1) | (t["n_base"] == 1)]
+    assert (one["verdict"] == "unresolved").all()  # one seed never resolves a comparison
+
+
+def test_paired_interval_is_the_hand_computed_quantile_range():
+    # two paired seeds with differences d1 < d2: every resample mean is d1, (d1+d2)/2 or d2
+    # (probabilities 1/4, 1/2, 1/4), so the 95 % percentile interval is exactly [d1, d2]
+    m = metrics_table({("a", 50): {"energy_kwh": [9.0, 7.0]}, ("b", 50): {"energy_kwh": [10.0, 10.0]}})
+    c = S.compare(m, "a", "b", ["energy_kwh"], reps=2000).iloc[0]
+    assert (c["diff_ci_low"], c["diff_ci_high"]) == pytest.approx((-3.0, -1.0))
+    assert (c["rel_ci_low"], c["rel_ci_high"]) == pytest.approx((10.0, 30.0))
+    # three seeds: the same by the documented keying, and by the discrete law of the means
+    x = pd.Series([1.0, 2.0, 6.0])
+    e = S.seed_effect(x, pd.Series([0.0, 0.0, 0.0]), higher=True, reps=4000, key=(0, "hand"))
+    idx = np.random.default_rng(np.random.SeedSequence(S._key_seed(0, "hand", "paired"))).integers(0, 3, (4000, 3))
+    by_hand = np.quantile(x.to_numpy()[idx].mean(axis=1), [0.025, 0.975])
+    assert S.percentile_interval(e.diff_reps) == pytest.approx(tuple(by_hand))
+    # P(mean == 1) = P(mean == 6) = 1/27 > 2.5 %: the quantiles are the extremes themselves
+    assert tuple(by_hand) == pytest.approx((1.0, 6.0))
+
+
+def test_percentile_interval_is_not_widened_to_the_point():
+    # a skewed ratio: the interval of the resamples is reported as it is
+    lo, hi = S.percentile_interval(np.array([2.0, 3.0, 4.0, 5.0]), level=0.5)
+    assert (lo, hi) == pytest.approx((2.75, 4.25))
+    assert S.percentile_interval(np.array([np.nan, np.nan])) != S.percentile_interval(np.array([1.0]))
+
+
+@pytest.mark.parametrize("paired", [True, False])
+def test_interval_coverage_near_nominal(paired):
+    # normal seeds with a known difference of means: the 90 % interval of the difference
+    # should cover it about 90 % of the time with 30 seeds (percentile bootstrap, n large)
+    rng = np.random.default_rng(11)
+    trials, n, covered = 300, 30, 0
+    for k in range(trials):
+        common = rng.normal(0, 1, n) if paired else 0.0
+        x = pd.Series(common + rng.normal(1.0, 1.0, n))
+        y = pd.Series(common + rng.normal(0.0, 1.0, n))
+        e = S.seed_effect(x, y, higher=True, paired=paired, reps=300, key=(k,))
+        lo, hi = S.percentile_interval(e.diff_reps, level=0.9)
+        covered += lo <= 1.0 <= hi
+    assert 0.82 <= covered / trials <= 0.96
+
+
+def test_compare_improvement_table_and_verdicts_share_one_resampler():
+    from ilets import verdicts as V
+
+    m = random_metrics(np.random.default_rng(5))
+    for paired in (True, False):
+        imp = S.improvement_table(m, metrics_cols=("energy_kwh",), methods=["drl+"], reps=REPS, seed=4, paired=paired)
+        imp = imp[imp["servers"] != "all"].set_index("servers")
+        comp = S.compare(m, "drl+", "drl", ["energy_kwh"], reps=REPS, seed=4, paired=paired).set_index("servers")
+        eff = V.component_effects(m, "drl+", "drl", "energy_kwh", False, reps=REPS, seed=4, paired=paired)
+        eff = eff[eff["servers"] != "all"].set_index("servers")
+        for s in (50, 100, 200):
+            assert comp.loc[s, "rel_ci_low"] == pytest.approx(imp.loc[s, "ci_low_pct"])
+            assert comp.loc[s, "rel_ci_high"] == pytest.approx(eff.loc[s, "ci_high_pct"])
+            assert comp.loc[s, "verdict"] == imp.loc[s, "verdict"] == eff.loc[s, "verdict"]
 
 
 def test_improvement_table_deterministic_and_independent_of_other_methods():

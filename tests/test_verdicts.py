@@ -70,7 +70,8 @@ def test_component_effects_of_known_metric_agree_with_improvement_table():
     np.testing.assert_allclose(eff["effect_pct"], imp["improvement_pct"])
     np.testing.assert_allclose(eff["ci_low_pct"], imp["ci_low_pct"])
     unpaired = V.component_effects(m, "drl+", "drl", "avg_response_s", False, reps=REPS, seed=3, paired=False)
-    imp = S.improvement_table(m, metrics_cols=("avg_response_s",), methods=["drl+"], reps=REPS, seed=3)
+    imp = S.improvement_table(m, metrics_cols=("avg_response_s",), methods=["drl+"], reps=REPS, seed=3,
+                              paired=False)
     np.testing.assert_allclose(unpaired["ci_high_pct"], imp["ci_high_pct"])
 
 

@@ -19,9 +19,18 @@ over ``reps`` resamples). We do not use BCa (scipy's default) because the study 
 seeds per cell (often 3-10): BCa's acceleration is a jackknife estimate that is itself very
 noisy at such ``n``, and on the discrete bootstrap distributions of tiny samples, or on
 zero-variance samples, scipy's BCa returns NaN with a warning. Percentile intervals are
-always defined, are what rliable uses (so the book's CIs follow one rule), and bracket the
-point estimate for the means and ratios of means used here. Caveat, stated in the book: with
-3-5 seeds any bootstrap CI under-covers; read the intervals as descriptive.
+always defined and are what rliable uses (so the book's CIs follow one rule). They are not
+widened to contain the point: a ratio of means can lie outside its percentile interval.
+Caveat, stated in the book: with 3-5 seeds any bootstrap CI under-covers; read the
+intervals as descriptive.
+
+One resampler
+-------------
+Every comparison of two methods (or of a variant with the main study) over seeds, in the
+improvement table, the chapters' comparison tables and the claim verdicts, goes through
+:func:`seed_effect` (one RNG keying, paired or unpaired) and :func:`percentile_interval`
+(one interval rule), and is judged by :func:`effect_verdict`. The same comparison therefore
+gets the same interval and the same verdict wherever the book shows it.
 
 Degenerate samples are handled, not crashed on: ``n == 1`` gives the interval ``[x, x]``
 with ``ci_note == "n=1"`` (no evidence of spread, not zero uncertainty); a zero-variance
@@ -71,8 +80,8 @@ HIGHER_IS_BETTER: dict[str, bool] = {
 #: The metrics of the paper's improvement table, in its order.
 PAPER_METRICS = ("avg_response_s", "energy_kwh", "success_rate")
 
-#: The paper's reported improvement over DRL, in percent [paper] (Kang et al. 2024, see the
-#: study brief section 1). Which scale(s) these pool over is not stated in what we have;
+#: The paper's reported improvement over DRL, in percent [paper] (Kang et al. 2024, its
+#: abstract; quoted in the book's summary chapter). Which scale(s) these pool over is not stated in what we have;
 #: :func:`paper_comparison` compares them with our pooled-over-scales numbers by default.
 PAPER_IMPROVEMENTS: dict[str, dict[str, float]] = {
     "ilets-": {"avg_response_s": 22.30, "energy_kwh": 10.56, "success_rate": 5.69},
@@ -219,12 +228,93 @@ def summary_table(metrics: pd.DataFrame,
     return pd.DataFrame(rows, columns=[*by, "metric", "n", "n_nan", "mean", "std", "ci_low", "ci_high", "ci_note"])
 
 
-# --- 2. the paper's improvement table ---------------------------------------------------
+# --- 2. the one seed-level resampler ----------------------------------------------------
+
+class SeedEffect(NamedTuple):
+    """``x`` against ``y`` over seeds: the point estimates and their bootstrap resamples.
+
+    ``rel`` is the signed relative improvement of ``x`` over ``y`` (a fraction, positive =
+    ``x`` better, see :func:`_rel`), ``diff`` the raw difference of the seed means
+    ``mean_x - mean_y``; ``rel_reps``/``diff_reps`` are the same quantities on each of the
+    ``reps`` resamples. ``n_x``/``n_y`` count the seeds used (the common seeds when paired).
+    """
+
+    n_x: int
+    n_y: int
+    mean_x: float
+    mean_y: float
+    rel: float
+    diff: float
+    rel_reps: np.ndarray
+    diff_reps: np.ndarray
+
+
+def seed_effect(x: pd.Series, y: pd.Series, higher: bool, paired: bool = True, reps: int = DEFAULT_REPS,
+                key: Sequence = (0,)) -> SeedEffect | None:
+    """The one resampler behind every comparison of the study (tables, chapters, verdicts).
+
+    ``x`` and ``y`` are per-seed values indexed by seed (NaNs dropped). ``paired=True``
+    keeps the seeds both have and resamples them jointly (a seed fixes the workload and the
+    fleet for every method); ``paired=False`` resamples each side's seeds independently.
+    The random stream is keyed by ``key`` (callers pass ``(seed, *group, metric, x_name,
+    y_name)``) and the pairing, through :func:`_key_seed`, so one comparison always gets the
+    same resamples whichever function asks for it, and adding a method changes no other
+    comparison. None when either side has no value.
+    """
+    x = x[np.isfinite(x.to_numpy(dtype=float))].astype(float)
+    y = y[np.isfinite(y.to_numpy(dtype=float))].astype(float)
+    if paired:
+        common = x.index.intersection(y.index)
+        x, y = x.loc[common], y.loc[common]
+    if len(x) == 0 or len(y) == 0:
+        return None
+    xv, yv = x.to_numpy(), y.to_numpy()
+    seq = np.random.SeedSequence(_key_seed(*key, "paired" if paired else "unpaired"))
+    if paired:
+        idx = np.random.default_rng(seq).integers(0, len(xv), (reps, len(xv)))
+        mx, my = _resampled_means(xv, idx), _resampled_means(yv, idx)
+    else:
+        rx, ry = (np.random.default_rng(s) for s in seq.spawn(2))
+        mx = _resampled_means(xv, rx.integers(0, len(xv), (reps, len(xv))))
+        my = _resampled_means(yv, ry.integers(0, len(yv), (reps, len(yv))))
+    return SeedEffect(len(xv), len(yv), float(xv.mean()), float(yv.mean()), float(_rel(xv.mean(), yv.mean(), higher)),
+                      float(xv.mean() - yv.mean()), _rel(mx, my, higher), mx - my)
+
+
+def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The one interval rule: the ``(1-level)/2`` and ``(1+level)/2`` quantiles of the finite
+    resamples (percentile bootstrap, see the module docstring), NaNs when none is finite.
+
+    Not widened to contain the point estimate: for a ratio of means on a few seeds the point
+    can fall outside the percentile interval, and hiding that would overstate agreement."""
+    s = np.asarray(samples, dtype=float)
+    s = s[np.isfinite(s)]
+    if len(s) == 0:
+        return np.nan, np.nan
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(s, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def effect_verdict(rel_low: float, rel_high: float, n_x: int, n_y: int) -> str:
+    """A comparison's verdict from its interval of the signed relative improvement:
+    ``"better"`` (interval above 0), ``"worse"`` (below 0), ``"unresolved"`` (straddles 0,
+    or fewer than 2 seeds on a side: one seed is no evidence of spread)."""
+    if min(n_x, n_y) < 2 or not (np.isfinite(rel_low) and np.isfinite(rel_high)):
+        return "unresolved"
+    if rel_low > 0:
+        return "better"
+    if rel_high < 0:
+        return "worse"
+    return "unresolved"
+
+
+# --- 2b. the paper's improvement table --------------------------------------------------
 
 def _values(metrics: pd.DataFrame, method: str, servers, col: str) -> pd.Series:
     g = metrics[(metrics["method"] == method) & (metrics["servers"] == servers)]
-    s = pd.Series(g[col].to_numpy(dtype=float), index=g["seed"].to_numpy())
-    return s[np.isfinite(s.to_numpy())]
+    s = g.groupby("seed")[col].mean() if len(g) else pd.Series(dtype=float)
+    return s[np.isfinite(s.to_numpy(dtype=float))].astype(float)
 
 
 def _resampled_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -241,7 +331,8 @@ def _rel(mean_m, mean_b, higher: bool):
 
 def improvement_table(metrics: pd.DataFrame, baseline: str = "drl", metrics_cols: Sequence[str] = PAPER_METRICS,
                       methods: Sequence[str] | None = None, level: float = 0.95, reps: int = DEFAULT_REPS,
-                      seed: int = 0, paired: bool = False) -> pd.DataFrame:
+                      seed: int = 0, paired: bool = True,
+                      directions: Mapping[str, bool] | bool | None = None) -> pd.DataFrame:
     """Improvement of each method over ``baseline`` per scale and pooled (the paper's table).
 
     For a metric with seed means ``m`` (method) and ``b`` (baseline) at one scale:
@@ -249,94 +340,63 @@ def improvement_table(metrics: pd.DataFrame, baseline: str = "drl", metrics_cols
     * lower is better (response time, energy): ``improvement = (b - m) / |b|``
     * higher is better (success rate, reward): ``improvement = (m - b) / |b|``
 
-    reported in percent (``improvement_pct``), positive = better than the baseline. For the
-    success rate this is a **relative** change (a rise from 80 % to 84 % success is +5 %
-    relative); the absolute change is also given: ``abs_diff = m - b`` in the metric's
-    units, except success rate which is in **percentage points** (``abs_unit == "pp"``, so
-    the example gives +4 pp). ``abs_diff`` keeps the raw sign (method minus baseline), so a
-    negative ``abs_diff`` is an improvement for response time and energy.
+    reported in percent (``improvement_pct``), positive = better than the baseline. The
+    direction is ``directions[col]`` (a mapping or one bool), else :data:`HIGHER_IS_BETTER`.
+    For the success rate this is a **relative** change (a rise from 80 % to 84 % success is
+    +5 % relative); the absolute change is also given: ``abs_diff = m - b`` in the metric's
+    units, except success rate which is in **percentage points** (``abs_unit == "pp"``).
+    ``abs_diff`` keeps the raw sign (method minus baseline).
 
     ``servers == "all"`` rows pool the scales: the unweighted mean of the per-scale
     improvements (and of the per-scale ``abs_diff``) over the scales where both the method
-    and the baseline have results (``scales``), so every fleet size counts equally; a ratio
-    of means pooled over scales would let the scale with the largest raw numbers dominate.
+    and the baseline have results (``scales``), so every fleet size counts equally.
 
-    CIs (``ci_low_pct``/``ci_high_pct``, ``abs_ci_low``/``abs_ci_high``): percentile
-    bootstrap with ``reps`` resamples. Each resample draws seeds with replacement *within
-    each (method, scale)* independently and recomputes the ratio of means (and the pooled
-    mean of per-scale ratios from the same per-scale resamples). The resampling stream of a
-    (method, scale) is keyed by ``(seed, servers, method)``, so adding a method does not
-    change the others' intervals. ``paired=True`` instead resamples the seeds common to the
-    method and the baseline jointly (appropriate when a seed fixes the workload and fleet for
-    every method; tighter); other seeds are then ignored.
-
-    ``n_method``/``n_base`` count seeds; ``ci_note`` flags ``n=1`` (degenerate interval).
+    CIs (``ci_low_pct``/``ci_high_pct``, ``abs_ci_low``/``abs_ci_high``): the study's one
+    resampler, :func:`seed_effect` (paired by seed by default, keyed by ``(seed, servers,
+    metric, method, baseline)``, exactly as :func:`compare` keys the same comparison), and
+    its one interval rule :func:`percentile_interval`; the pooled interval comes from the
+    mean of the per-scale resamples. ``n_method``/``n_base`` count seeds; ``ci_note`` flags
+    ``n=1`` (degenerate interval); ``verdict`` is :func:`effect_verdict` of the interval.
     """
     methods = [m for m in method_order(metrics["method"].unique()) if m != baseline] if methods is None \
         else [m for m in methods if m != baseline]
     scales = sorted(metrics.loc[metrics["method"] == baseline, "servers"].unique())
-    alpha = (1 - level) / 2
-    q = [alpha, 1 - alpha]
     rows = []
-
-    def ci(samples):
-        return np.nanquantile(samples, q) if np.any(np.isfinite(samples)) else np.array([np.nan, np.nan])
-
     for col in metrics_cols:
-        higher = _direction(col, None)
+        higher = _dir_of(col, directions)
         scale_pp = 100.0 if col == "success_rate" else 1.0
         unit = "pp" if col == "success_rate" else col.rsplit("_", 1)[-1] if "_" in col else ""
         for method in methods:
-            per_scale = []  # (servers, rel point, rel reps, abs point, abs reps)
+            per_scale = []
             for s in scales:
-                x, b = _values(metrics, method, s, col), _values(metrics, baseline, s, col)
-                if paired:
-                    common = x.index.intersection(b.index)
-                    x, b = x.loc[common], b.loc[common]
-                if len(x) == 0 or len(b) == 0:
-                    continue
-                xv, bv = x.to_numpy(), b.to_numpy()
-                if paired:
-                    rng = np.random.default_rng(_key_seed(seed, s, method, "paired", baseline))
-                    idx = rng.integers(0, len(xv), (reps, len(xv)))
-                    mx, mb = _resampled_means(xv, idx), _resampled_means(bv, idx)
-                else:
-                    rx = np.random.default_rng(_key_seed(seed, s, method))
-                    rb = np.random.default_rng(_key_seed(seed, s, baseline))
-                    mx = _resampled_means(xv, rx.integers(0, len(xv), (reps, len(xv))))
-                    mb = _resampled_means(bv, rb.integers(0, len(bv), (reps, len(bv))))
-                rel_point = float(_rel(xv.mean(), bv.mean(), higher))
-                rel_reps = _rel(mx, mb, higher)
-                abs_point = (xv.mean() - bv.mean()) * scale_pp
-                abs_reps = (mx - mb) * scale_pp
-                note = "n=1" if min(len(xv), len(bv)) == 1 else ""
-                per_scale.append((s, rel_point, rel_reps, abs_point, abs_reps, len(xv), len(bv), xv.mean(),
-                                  bv.mean(), note))
-            for s, rp, rr, ap, ar, nx, nb, mx_, mb_, note in per_scale:
-                lo, hi = ci(rr)
-                alo, ahi = ci(ar)
-                rows.append({"metric": col, "servers": s, "method": method, "baseline": baseline,
-                             "n_method": nx, "n_base": nb, "mean_method": mx_, "mean_base": mb_,
-                             "improvement_pct": 100 * rp, "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi,
-                             "abs_diff": ap, "abs_ci_low": alo, "abs_ci_high": ahi, "abs_unit": unit,
-                             "scales": 1, "ci_note": note})
+                e = seed_effect(_values(metrics, method, s, col), _values(metrics, baseline, s, col), higher, paired,
+                                reps, (seed, s, col, method, baseline))
+                if e is not None:
+                    per_scale.append((s, e))
+
+            def row(servers, rel, rel_reps, diff, diff_reps, n_m, n_b, mean_m, mean_b, n_scales, note, verdict_n):
+                lo, hi = percentile_interval(rel_reps, level)
+                alo, ahi = percentile_interval(diff_reps * scale_pp, level)
+                return {"metric": col, "servers": servers, "method": method, "baseline": baseline,
+                        "n_method": n_m, "n_base": n_b, "mean_method": mean_m, "mean_base": mean_b,
+                        "improvement_pct": 100 * rel, "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi,
+                        "abs_diff": diff * scale_pp, "abs_ci_low": alo, "abs_ci_high": ahi, "abs_unit": unit,
+                        "scales": n_scales, "ci_note": note, "verdict": effect_verdict(lo, hi, *verdict_n)}
+
+            for s, e in per_scale:
+                rows.append(row(s, e.rel, e.rel_reps, e.diff, e.diff_reps, e.n_x, e.n_y, e.mean_x, e.mean_y, 1,
+                                "n=1" if min(e.n_x, e.n_y) == 1 else "", (e.n_x, e.n_y)))
             if per_scale:
-                rp = float(np.mean([p[1] for p in per_scale]))
-                rr = np.mean(np.vstack([p[2] for p in per_scale]), axis=0)
-                ap = float(np.mean([p[3] for p in per_scale]))
-                ar = np.mean(np.vstack([p[4] for p in per_scale]), axis=0)
-                lo, hi = ci(rr)
-                alo, ahi = ci(ar)
-                notes = {p[9] for p in per_scale} - {""}
-                rows.append({"metric": col, "servers": "all", "method": method, "baseline": baseline,
-                             "n_method": int(sum(p[5] for p in per_scale)), "n_base": int(sum(p[6] for p in per_scale)),
-                             "mean_method": np.nan, "mean_base": np.nan,
-                             "improvement_pct": 100 * rp, "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi,
-                             "abs_diff": ap, "abs_ci_low": alo, "abs_ci_high": ahi, "abs_unit": unit,
-                             "scales": len(per_scale), "ci_note": ", ".join(sorted(notes))})
+                es = [e for _, e in per_scale]
+                notes = {"n=1" for e in es if min(e.n_x, e.n_y) == 1}
+                rows.append(row("all", float(np.mean([e.rel for e in es])), np.mean([e.rel_reps for e in es], axis=0),
+                                float(np.mean([e.diff for e in es])), np.mean([e.diff_reps for e in es], axis=0),
+                                int(sum(e.n_x for e in es)), int(sum(e.n_y for e in es)), np.nan, np.nan, len(es),
+                                ", ".join(sorted(notes)),
+                                (min(e.n_x for e in es), min(e.n_y for e in es))))
     cols = ["metric", "servers", "method", "baseline", "n_method", "n_base", "mean_method", "mean_base",
             "improvement_pct", "ci_low_pct", "ci_high_pct", "abs_diff", "abs_ci_low", "abs_ci_high", "abs_unit",
-            "scales", "ci_note"]
+            "scales", "ci_note", "verdict"]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -713,61 +773,31 @@ def compare(table: pd.DataFrame, x: str, y: str, cols: Sequence[str], by: Sequen
       |m_y|`` if lower is better (NaN when ``m_y == 0``).
 
     The direction of a column is ``directions[col]`` (a mapping, or one bool for all
-    columns), else :data:`HIGHER_IS_BETTER`. CIs (``diff_ci_*``, ``rel_ci_*``): percentile
-    bootstrap over seeds with ``reps`` resamples; ``paired=True`` (default: a seed fixes the
-    workload and the fleet's draw for every arm) resamples the seeds both arms have, jointly;
-    ``paired=False`` resamples each arm's seeds independently. ``verdict``: ``"better"`` if
-    the interval of ``diff`` lies entirely on ``x``'s better side of 0, ``"worse"`` if
-    entirely on its worse side, ``"unresolved"`` otherwise (including fewer than 2 seeds on
-    either side: one seed is no evidence of spread), ``"no data"`` if an arm is missing.
+    columns), else :data:`HIGHER_IS_BETTER`. CIs (``diff_ci_*``, ``rel_ci_*``): the study's
+    one resampler :func:`seed_effect` (keyed by ``(seed, *group, column, x, y)``, so with
+    ``by=("servers",)`` exactly the resamples of :func:`improvement_table`) and its one
+    interval rule :func:`percentile_interval`. ``verdict``: :func:`effect_verdict`
+    (``"better"``, ``"worse"``, ``"unresolved"``), ``"no data"`` if an arm is missing.
     ``n_x``/``n_y`` count seeds used (the common seeds when paired).
     """
-    alpha = (1 - level) / 2
-    q = [alpha, 1 - alpha]
     sub = table[table[label].isin([x, y])]
     rows = []
     groups = list(_sorted_groups(sub, by)) if len(sub) else []
     for key, g in groups:
         for col in cols:
             higher = _dir_of(col, directions)
-            sx, sy = _per_seed(g[g[label] == x], col), _per_seed(g[g[label] == y], col)
-            if paired:
-                common = sx.index.intersection(sy.index)
-                sx, sy = sx.loc[common], sy.loc[common]
-            row = {**dict(zip(by, key)), "x": x, "y": y, "metric": col, "n_x": len(sx), "n_y": len(sy),
-                   "mean_x": sx.mean() if len(sx) else np.nan, "mean_y": sy.mean() if len(sy) else np.nan,
+            e = seed_effect(_per_seed(g[g[label] == x], col), _per_seed(g[g[label] == y], col), higher, paired, reps,
+                            (seed, *key, col, x, y))
+            row = {**dict(zip(by, key)), "x": x, "y": y, "metric": col, "n_x": 0, "n_y": 0,
+                   "mean_x": np.nan, "mean_y": np.nan,
                    "diff": np.nan, "diff_ci_low": np.nan, "diff_ci_high": np.nan,
                    "rel_pct": np.nan, "rel_ci_low": np.nan, "rel_ci_high": np.nan, "verdict": "no data"}
-            if len(sx) and len(sy):
-                xv, yv = sx.to_numpy(), sy.to_numpy()
-                if paired:
-                    rng = np.random.default_rng(_key_seed(seed, *key, col, x, y, "paired"))
-                    idx = rng.integers(0, len(xv), (reps, len(xv)))
-                    mx, my = _resampled_means(xv, idx), _resampled_means(yv, idx)
-                else:
-                    rx = np.random.default_rng(_key_seed(seed, *key, col, x))
-                    ry = np.random.default_rng(_key_seed(seed, *key, col, y))
-                    mx = _resampled_means(xv, rx.integers(0, len(xv), (reps, len(xv))))
-                    my = _resampled_means(yv, ry.integers(0, len(yv), (reps, len(yv))))
-                d = mx - my
-                rel = 100 * _rel(mx, my, higher)
-                lo, hi = np.quantile(d, q)
-                point = xv.mean() - yv.mean()
-                lo, hi = min(lo, point), max(hi, point)
-                rel_point = float(100 * _rel(xv.mean(), yv.mean(), higher))
-                rlo, rhi = np.nanquantile(rel, q) if np.any(np.isfinite(rel)) else (np.nan, np.nan)
-                good_lo, good_hi = (lo, hi) if higher else (-hi, -lo)  # interval of x's gain
-                if min(len(xv), len(yv)) < 2:
-                    verdict = "unresolved"
-                elif good_lo > 0:
-                    verdict = "better"
-                elif good_hi < 0:
-                    verdict = "worse"
-                else:
-                    verdict = "unresolved"
-                row.update(diff=float(point), diff_ci_low=float(lo), diff_ci_high=float(hi), rel_pct=rel_point,
-                           rel_ci_low=float(min(rlo, rel_point)), rel_ci_high=float(max(rhi, rel_point)),
-                           verdict=verdict)
+            if e is not None:
+                lo, hi = percentile_interval(e.diff_reps, level)
+                rlo, rhi = percentile_interval(100 * e.rel_reps, level)
+                row.update(n_x=e.n_x, n_y=e.n_y, mean_x=e.mean_x, mean_y=e.mean_y, diff=e.diff, diff_ci_low=lo,
+                           diff_ci_high=hi, rel_pct=100 * e.rel, rel_ci_low=rlo, rel_ci_high=rhi,
+                           verdict=effect_verdict(rlo, rhi, e.n_x, e.n_y))
             rows.append(row)
     return pd.DataFrame(rows, columns=[*by, "x", "y", "metric", "n_x", "n_y", "mean_x", "mean_y", "diff",
                                        "diff_ci_low", "diff_ci_high", "rel_pct", "rel_ci_low", "rel_ci_high",

@@ -5,7 +5,7 @@ start analytically the moment the task is assigned (FCFS without preemption make
 possible) and keeps only a heap of start/finish events. A slip in that reasoning (a
 head-of-line case, a tie between a finish and a start, a float tolerance) would bias every
 result in the study without failing anything. This module implements the same model
-(STUDY-BRIEF section 3) a second time, independently and plainly, the way SimPy is normally
+(the book's *Model* chapter) a second time, independently and plainly, the way SimPy is normally
 used:
 
 * one process per task: it arrives, queues, runs and leaves;

@@ -1,6 +1,7 @@
 """Verdicts on the paper's claims: reproduced, partly, not reproduced, with the evidence.
 
-Each of the paper's eight claims (study brief, section 1; :data:`CLAIMS`) is broken into
+Each of the paper's eight claims (its abstract and results, as the book's summary chapter
+quotes them; :data:`CLAIMS`) is broken into
 **components**: one comparison of a method ``a`` against a method ``b`` on one measure, e.g.
 "DRL+ vs DRL, average response time". A component's **effect** at one scale (fleet size)
 is the relative improvement of ``a`` over ``b`` in percent, signed so that **positive means
@@ -85,7 +86,7 @@ from ilets.results import LEARNERS, METHOD_LABELS
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly", "not reproduced", "not testable"
 VERDICTS = (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE)
 
-#: The paper's claims, numbered as in this module (study brief, section 1).
+#: The paper's claims, numbered as in this module and in the book's summary chapter.
 _P = S.PAPER_IMPROVEMENTS
 CLAIMS: dict[int, str] = {
     1: f"DRL+ (offline imitation only) improves on DRL in response time ({_P['drl+']['avg_response_s']:.2f} %), "
@@ -141,66 +142,91 @@ def component_effects(table: pd.DataFrame, a: str, b: str, column: str, higher_i
     ``table`` has ``method``, ``servers``, ``seed`` and ``column``. Columns of the result:
     ``component``, ``a``, ``b``, ``measure``, ``servers``, ``effect_pct`` (positive = ``a``
     better), ``ci_low_pct``, ``ci_high_pct``, ``n_a``, ``n_b`` (seeds; summed for the pooled
-    row), ``mean_a``, ``mean_b`` (seed means; NaN pooled). Empty if either method is absent.
-    See the module docstring for the definition and the CI; ``paired=False`` resamples the
-    two methods' seeds independently instead.
+    row), ``mean_a``, ``mean_b`` (seed means; NaN pooled) and ``verdict`` (per scale, the
+    :func:`ilets.stats.effect_verdict` of the interval). Empty if either method is absent.
+    It is :func:`ilets.stats.improvement_table` of ``a`` over ``b``, so the chapters'
+    :func:`ilets.stats.compare` of the same pair, column and seed gives the same intervals.
     """
     cols = ["component", "a", "b", "measure", "servers", "effect_pct", "ci_low_pct", "ci_high_pct", "n_a", "n_b",
-            "mean_a", "mean_b"]
+            "mean_a", "mean_b", "verdict"]
     component = component or f"{_label(a)} vs {_label(b)}: {_MEASURE_LABELS.get(column, column)}"
-    t = table[table["method"].isin([a, b])]
+    t = table[table["method"].isin([a, b])] if "method" in table else table.iloc[0:0]
     if column not in t or t.loc[t["method"] == a, column].notna().sum() == 0 \
             or t.loc[t["method"] == b, column].notna().sum() == 0:
         return pd.DataFrame(columns=cols)
-    direct = column in S.HIGHER_IS_BETTER and S.HIGHER_IS_BETTER[column] == higher_is_better
-    if direct:
-        col = column
-    else:  # (b - a)/|b| of a lower-is-better x == ((-a) - (-b))/|-b| of higher-is-better -x
-        col = "mean_reward"
-        sign = 1.0 if higher_is_better else -1.0
-        t = t[["method", "servers", "seed"]].assign(mean_reward=sign * t[column].to_numpy(dtype=float))
-    imp = S.improvement_table(t, baseline=b, metrics_cols=(col,), methods=[a], level=level, reps=reps, seed=seed,
-                              paired=paired)
+    imp = S.improvement_table(t, baseline=b, metrics_cols=(column,), methods=[a], level=level, reps=reps, seed=seed,
+                              paired=paired, directions={column: higher_is_better})
     if imp.empty:
         return pd.DataFrame(columns=cols)
-    flip = 1.0 if direct or higher_is_better else -1.0
     out = pd.DataFrame({"component": component, "a": a, "b": b, "measure": column, "servers": imp["servers"],
                         "effect_pct": imp["improvement_pct"], "ci_low_pct": imp["ci_low_pct"],
                         "ci_high_pct": imp["ci_high_pct"], "n_a": imp["n_method"], "n_b": imp["n_base"],
-                        "mean_a": flip * imp["mean_method"], "mean_b": flip * imp["mean_base"]})
+                        "mean_a": imp["mean_method"], "mean_b": imp["mean_base"], "verdict": imp["verdict"]})
     return out[cols].reset_index(drop=True)
+
+
+#: Status of one component (one vocabulary for the summary and every chapter).
+HOLDS, HOLDS_POOLED, DIRECTION_ONLY, FAILS, NO_DATA = "holds", "holds pooled", "direction only", "fails", "no data"
+COMPONENT_STATUSES = (HOLDS, HOLDS_POOLED, DIRECTION_ONLY, FAILS, NO_DATA)
+
+#: The statuses in words, for the chapters' sentences.
+STATUS_WORDS = {HOLDS: "holds at every fleet size", HOLDS_POOLED: "holds pooled over fleet sizes only",
+                DIRECTION_ONLY: "in the claimed direction, not resolved", FAILS: "not in the claimed direction",
+                NO_DATA: "not measured"}
 
 
 def component_status(effects: pd.DataFrame) -> dict:
     """Status of one component from its :func:`component_effects` rows.
 
-    Returns ``holds`` (effect > 0 and CI low > 0 at every scale, >= 2 seeds per method
-    there), ``supported`` (pooled CI low > 0, >= 2 seeds per method at every scale),
-    ``points`` (pooled effect > 0), ``scales`` (number of scales), ``scales_ok`` (scales
-    where the effect is positive with CI above 0), ``scales_positive`` (scales with a
-    positive effect), ``pooled``, ``pooled_low``, ``pooled_high`` (percent; NaN if none).
+    ``status`` is one of :data:`COMPONENT_STATUSES`: :data:`HOLDS` (effect > 0 and CI low > 0
+    at every scale, >= 2 seeds per method there), :data:`HOLDS_POOLED` (not that, but the
+    pooled CI low > 0 with >= 2 seeds per method at every scale), :data:`DIRECTION_ONLY`
+    (neither, but the pooled effect > 0), :data:`FAILS` (pooled effect <= 0) or
+    :data:`NO_DATA`. Also ``holds``, ``supported`` (pooled CI low > 0, enough seeds),
+    ``points`` (pooled effect > 0), ``scales``, ``scales_ok`` (scales with effect and CI
+    above 0), ``scales_positive``, ``pooled``, ``pooled_low``, ``pooled_high`` (percent).
     """
     per = effects[effects["servers"].astype(str) != "all"]
     pooled = effects[effects["servers"].astype(str) == "all"]
     seeds_ok = (per["n_a"] >= 2) & (per["n_b"] >= 2)
     ok = (per["effect_pct"] > 0) & (per["ci_low_pct"] > 0) & seeds_ok
     p = pooled.iloc[0] if len(pooled) else None
-    return {"holds": bool(len(per) > 0 and ok.all()), "points": bool(p is not None and p["effect_pct"] > 0),
-            "supported": bool(p is not None and p["ci_low_pct"] > 0 and seeds_ok.all()),
+    holds = bool(len(per) > 0 and ok.all())
+    points = bool(p is not None and p["effect_pct"] > 0)
+    supported = bool(p is not None and p["ci_low_pct"] > 0 and seeds_ok.all())
+    status = NO_DATA if p is None else HOLDS if holds else HOLDS_POOLED if supported else \
+        DIRECTION_ONLY if points else FAILS
+    return {"status": status, "holds": holds, "points": points, "supported": supported,
             "scales": int(len(per)), "scales_ok": int(ok.sum()), "scales_positive": int((per["effect_pct"] > 0).sum()),
             "pooled": float(p["effect_pct"]) if p is not None else np.nan,
             "pooled_low": float(p["ci_low_pct"]) if p is not None else np.nan,
             "pooled_high": float(p["ci_high_pct"]) if p is not None else np.nan}
 
 
+def component_table(effects: pd.DataFrame) -> pd.DataFrame:
+    """One row per component of a claim's effects: ``component``, ``a``, ``b``, ``measure``
+    and the :func:`component_status` fields. What the chapters show next to the summary's
+    verdict, so both state the same status for the same comparison."""
+    cols = ["component", "a", "b", "measure", "status", "scales", "scales_ok", "scales_positive", "pooled",
+            "pooled_low", "pooled_high"]
+    if effects is None or effects.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for name, g in effects.groupby("component", sort=False):
+        st = component_status(g)
+        rows.append({"component": name, "a": g["a"].iloc[0], "b": g["b"].iloc[0], "measure": g["measure"].iloc[0],
+                     **{k: st[k] for k in cols[4:]}})
+    return pd.DataFrame(rows, columns=cols)
+
+
 def judge(effects: pd.DataFrame) -> str:
     """The verdict on a claim from the effects of all its components (module docstring)."""
     if effects is None or effects.empty:
         return NOT_TESTABLE
-    status = [component_status(g) for _, g in effects.groupby("component", sort=False)]
-    if all(s["holds"] for s in status):
+    status = [component_status(g)["status"] for _, g in effects.groupby("component", sort=False)]
+    if all(s == HOLDS for s in status):
         return REPRODUCED
-    if any(s["holds"] or s["supported"] for s in status):
+    if any(s in (HOLDS, HOLDS_POOLED) for s in status):
         return PARTLY
     return NOT_REPRODUCED
 
