@@ -495,3 +495,34 @@ def test_download_window_shards_fetches_only_the_window(server, tmp_path):
     assert len(got) == 200 and stats.shards_read == tuple(shard_name(i, total) for i in (2, 3, 4))
     downloaded = {name for name, rng in state.log if rng is None}
     assert downloaded == {p.name for p in paths}  # other shards were at most probed
+
+
+# --- refused input and damaged downloads (long-run robustness) ------------------------
+
+def test_empty_offline_half_of_a_window_is_a_clean_error(tmp_path):
+    # SUBMITs only after the window's middle (864000 + 1500 s): the offline half is empty
+    write_shard(tmp_path, 0, [row(0, 0), row(863_990, 1)])
+    write_shard(tmp_path, 1, busy_lines(865_600, 867_100))
+    cfg = WorkloadConfig(kind="google", trace_dir=str(tmp_path))
+    with pytest.raises(TraceError, match=re.escape(str(tmp_path)) + r": the offline half \[864000.*has no SUBMIT"):
+        google_workload(cfg, seed=0)
+
+
+def test_download_without_a_known_digest_refuses_a_corrupt_gzip(server, tmp_path):
+    url, state = server
+    name = shard_name(7)
+    good = shard_bytes(7, seconds=500)
+    state.files = {name: good[:len(good) // 2] + b"\0" * 64}  # whole HTTP body, broken gzip stream
+    with pytest.raises(TraceError, match=re.escape(str(tmp_path / name)) + ": the download is not a complete gzip"):
+        download_shards([7], tmp_path, url, {}, backoff_s=0)
+    assert list(tmp_path.iterdir()) == [], "a corrupt download was kept"
+    state.files = {name: good}
+    (path,) = download_shards([7], tmp_path, url, {}, backoff_s=0)
+    assert path.read_bytes() == good
+
+
+def test_download_into_a_file_is_refused(tmp_path):
+    dest = tmp_path / "afile"
+    dest.write_text("x")
+    with pytest.raises(TraceError, match=re.escape(str(dest)) + ": expected a folder"):
+        download_shards([3], dest, "http://127.0.0.1:9/")

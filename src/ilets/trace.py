@@ -459,6 +459,12 @@ def google_workload(cfg: WorkloadConfig, seed: int) -> Workload:
     table, _ = load_task_events(cfg.trace_dir, start, start + span, cfg, seed)
     split = span / 2
     offline, online = table.split_at(split)
+    for half, part, (a, b) in (("offline", offline, (start, start + split)),
+                               ("online", online, (start + split, start + span))):
+        if len(part) == 0:  # OINPT or the online pass would fail deep inside with an index error
+            raise TraceError(f"{_shard_folder(cfg.trace_dir)}: the {half} half [{a}, {b}) s of the window has no "
+                             f"SUBMIT tasks; expected tasks in both halves (widen workload.window_s or "
+                             f"workload.scale, or move workload.window_start_s)")
     return Workload(offline=offline, online=online, split_time=split, config=cfg)
 
 
@@ -514,6 +520,17 @@ def _sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def _gzip_problem(path: Path) -> str | None:
+    """Why ``path`` is not a whole gzip file (truncated, corrupt, not gzip), or None."""
+    try:
+        with gzip.open(path, "rb") as f:
+            while f.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error) as err:  # BadGzipFile is an OSError
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def _content_range(value: str | None) -> tuple[int | None, int | None]:
@@ -599,6 +616,14 @@ def _download_one(url: str, final: Path, sha256: str | None, attempts: int, time
             part.unlink()
             raise TraceError(f"{final}: sha256 mismatch: expected {sha256}, got {got}; the download "
                              f"was deleted")
+    else:
+        # No known digest (every shard but part-00000): the gzip stream is the only check
+        # there is, so read it to the end (its CRC32 and length trailer) before renaming.
+        problem = _gzip_problem(part)
+        if problem is not None:
+            part.unlink()
+            raise TraceError(f"{final}: the download is not a complete gzip file ({problem}); it was "
+                             f"deleted, run again to fetch it anew")
     os.replace(part, final)  # atomic: a file under the final name is always whole
     return final
 
@@ -615,6 +640,8 @@ def download_shards(indices: Iterable[int], dest: str | Path, base_url: str = BA
     and raises :class:`TraceError`.
     """
     dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise TraceError(f"{dest}: expected a folder to download shards into, but it is a file")
     dest.mkdir(parents=True, exist_ok=True)
     known = KNOWN_SHA256 if checksums is None else checksums
     paths = []
