@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -54,7 +55,7 @@ class Demonstrations:
         return len(self.acts)
 
     def save(self, path: Path) -> None:
-        tmp = path.with_suffix(".tmp.npz")
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # one per process
         np.savez_compressed(tmp, obs=self.obs, acts=self.acts, masks=self.masks, rewards=self.rewards,
                             experts=self.experts, seconds=np.array(self.seconds))
         tmp.replace(path)
@@ -94,7 +95,16 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
     # run side by side in a grid: the lock makes the second wait for the first's file.
     with FileLock(str(path) + ".lock"):
         if path.is_file():
-            return Demonstrations.load(path)
+            try:
+                demos = Demonstrations.load(path)
+                if not len(demos.obs) == len(demos.acts) == len(demos.masks) == len(demos.rewards):
+                    raise ValueError("arrays of different lengths")
+                return demos
+            except Exception as err:  # noqa: BLE001 -- truncated/corrupt npz: zip, zlib, key or shape errors
+                # a file cut short by a kill (or a bad disk) must not fail every later cell
+                warnings.warn(f"{path}: damaged demonstration cache ({type(err).__name__}: {err}); "
+                              f"recomputing it", stacklevel=2)
+                path.unlink(missing_ok=True)
         demos = _demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress)
         demos.save(path)
     return demos
