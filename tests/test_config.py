@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -117,3 +118,115 @@ def test_variant_effect_on_a_hand_worked_table():
     # every variant a deviation names exists in the quick profile, so its effect is measured
     quick = {v.name for v in load_profile("quick").variants}
     assert {d.variant for d in DEVIATIONS if d.variant} <= quick
+
+
+# --- values that must be refused at load time (NaN, inf, impossible ranges, bad names) ----
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize("data, needle", [
+    # misspelled or unknown OAIL experts: an ILETS- cell would silently be DRL
+    ({"oail": {"experts": ["gaa", "pso"]}}, "oail.experts: unknown expert(s) ['gaa']"),
+    ({"oail": {"experts": ["ga", "slow:x:ga"]}}, "oail.experts: unknown expert(s) ['slow:x:ga']"),
+    ({"oail": {"experts": ["slow:1:gaa", "ga"]}}, "oail.experts"),
+    ({"oail": {"experts": [], "weights": []}}, "oail.experts: expected at least one"),
+    # NaN and inf, which every range comparison lets through
+    ({"fleet": {"capacity_levels": [0.25, NAN, 1.0]}}, "fleet.capacity_levels[1]: expected a finite number"),
+    ({"reward": {"deadline_penalty": NAN}}, "reward.deadline_penalty: expected a finite number"),
+    ({"reward": {"wait_scale_s": INF}}, "reward.wait_scale_s: expected a finite number"),
+    ({"workload": {"length_mi": [500.0, INF]}}, "workload.length_mi[1]: expected a finite number"),
+    ({"workload": {"deadline_s": [INF, INF]}}, "workload.deadline_s[0]: expected a finite number"),
+    ({"fleet": {"mips": [600.0, INF]}}, "fleet.mips[1]: expected a finite number"),
+    ({"ppo": {"gamma": NAN}}, "ppo.gamma: expected a finite number"),
+    ({"experts": {"pso_inertia": -INF}}, "experts.pso_inertia: expected a finite number"),
+    # impossible ranges
+    ({"oail": {"weights": [-0.6, 0.4]}}, "oail.weights: expected weights >= 0 with a positive sum"),
+    ({"oail": {"weights": [0.0, 0.0]}}, "oail.weights: expected weights >= 0 with a positive sum"),
+    ({"oail": {"learning_rate": -1.0}}, "oail.learning_rate: expected > 0"),
+    ({"oinpt": {"learning_rate": 0.0}}, "oinpt.learning_rate: expected > 0"),
+    ({"ppo": {"clip_range": -1.0}}, "ppo.clip_range: expected > 0"),
+    ({"ppo": {"learning_rate": -1.0}}, "ppo.learning_rate: expected > 0"),
+    ({"ppo": {"ent_coef": -0.1}}, "ppo.ent_coef: expected a number >= 0"),
+    ({"reward": {"deadline_penalty": -1.0}}, "reward.deadline_penalty: expected a number >= 0"),
+    ({"fleet": {"idle_w": [0.0, 0.0], "active_w": [0.0, 0.0]}}, "maximum power is > 0"),
+    ({"fleet": {"idle_w": [-5.0, 10.0]}}, "fleet.idle_w"),
+    ({"fleet": {"capacity_levels": [0.0, 0.5, 1.0]}}, "fleet.capacity_levels: capacities must be > 0"),
+    ({"oail": {"latency_s": INF}}, "oail.latency_s"),
+    ({"seed": -1}, "run.seed: expected an integer in [0, 4294967295]"),
+    ({"seed": 2**63}, "run.seed: expected an integer in [0, 4294967295]"),
+    ({"fleet": {"seed": 2**32}}, "fleet.seed"),
+    ({"workload": {"scale": 10**400}}, "workload.scale: expected a finite number"),
+])
+def test_nan_inf_and_impossible_values_are_named(data, needle):
+    with pytest.raises(ConfigError) as err:
+        load_run_config(None, **data)
+    assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("experts", [["ga", "pso"], ["greedy"], ["slow:0.5:greedy", "ga"], ["crash", "ga"],
+                                     ["exit", "pso"]])
+def test_real_and_fault_injection_experts_are_accepted(experts):
+    cfg = load_run_config(None, oail={"experts": experts, "weights": [1.0] * len(experts)})
+    assert cfg.oail.experts == tuple(experts)
+
+
+def test_nan_set_in_code_is_caught_by_validate():
+    # dataclasses.replace bypasses the YAML coercion: validate() checks every float too
+    cfg = dataclasses.replace(RunConfig(), reward=dataclasses.replace(RunConfig().reward, theta=NAN))
+    with pytest.raises(ConfigError, match=r"run\.reward\.theta: expected a finite number"):
+        cfg.validate()
+
+
+def test_yaml_nan_in_a_profile_names_the_file(tmp_path):
+    path = tmp_path / "nan.yaml"
+    path.write_text("methods: [random]\nservers: [5]\nseeds: [0]\nrun:\n  reward: {deadline_penalty: .nan}\n")
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    assert str(path) in str(err.value) and "reward.deadline_penalty: expected a finite number" in str(err.value)
+
+
+def test_duplicate_yaml_keys_are_refused_naming_key_and_file(tmp_path):
+    path = tmp_path / "dup.yaml"
+    path.write_text("methods: [random]\nservers: [5]\nseeds: [0]\nrun:\n  ppo: {n_steps: 32}\n  ppo: {n_steps: 64}\n")
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    msg = str(err.value)
+    assert str(path) in msg and "duplicate key 'ppo'" in msg and "line 6" in msg and "\n" not in msg
+    path.write_text("methods: [random]\nmethods: [drl]\nservers: [5]\nseeds: [0]\n")
+    with pytest.raises(ConfigError, match="duplicate key 'methods'"):
+        load_profile(path)
+
+
+def test_empty_profile_is_an_error(tmp_path):
+    for text in ("", "# only a comment\n", "{}\n"):
+        path = tmp_path / "empty.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError, match=re.escape(str(path)) + ": empty profile"):
+            load_profile(path)
+
+
+@pytest.mark.parametrize("name", ["../../evil", "a/b", ".hidden", "", "x y"])
+def test_profile_name_must_be_a_plain_folder_name(tmp_path, name):
+    path = write(tmp_path, {"name": name, "methods": ["random"], "servers": [5], "seeds": [0]})
+    with pytest.raises(ConfigError, match=re.escape(str(path)) + r"\.name"):
+        load_profile(path)
+
+
+def test_variant_must_be_a_mapping_with_a_plain_name(tmp_path):
+    base = {"methods": ["random"], "servers": [5], "seeds": [0]}
+    path = write(tmp_path, {**base, "variants": {"v": ["random"]}})
+    with pytest.raises(ConfigError, match=re.escape(str(path)) + r"\.variants\.v: expected a mapping"):
+        load_profile(path)
+    path = write(tmp_path, {**base, "variants": {"v": {"run": 3}}})
+    with pytest.raises(ConfigError, match=r"variants\.v\.run: expected a mapping"):
+        load_profile(path)
+    path = write(tmp_path, {**base, "variants": {"../x": {"methods": ["random"]}}})
+    with pytest.raises(ConfigError, match=r"variants: name '\.\./x'"):
+        load_profile(path)
+
+
+def test_seed_out_of_range_in_a_profile(tmp_path):
+    path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [2**63]})
+    with pytest.raises(ConfigError, match=r"seed: expected an integer in \[0, 4294967295\]"):
+        load_profile(path)
