@@ -118,9 +118,15 @@ def _int_in(lo: int, hi: int | None = None):
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``ilets run: error: argument --seed: ...``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ilets", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="ilets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
 
     run = sub.add_parser("run", help="run one cell (method x servers x seed) into a result folder")
