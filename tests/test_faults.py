@@ -1,0 +1,190 @@
+"""Damaged result folders and caches, concurrent grids and stale temporaries.
+
+A cell is done only when its folder is complete and valid; anything else is reported with
+the file named and recomputed, and the store after the rerun equals an undamaged run's.
+Cells are tiny (a ~260-task workload on 5 servers) so the file takes well under a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from filelock import FileLock
+
+from ilets.grid import run_grid
+from ilets.profiles import load_profile
+from ilets.results import build_store
+from ilets.run import BUSY, DONE, RAN, cell_dir, cell_name, cell_problem, is_done, lock_path, run_cell_status
+
+TIMING = ("wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms")
+TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
+            "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
+
+
+def write_profile(path: Path, **fields) -> Path:
+    data = {"name": path.stem, "description": "fault test", "run": TINY_RUN, **fields}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def comparable(out: Path) -> pd.DataFrame:
+    m = pd.read_parquet(out / "store" / "metrics.parquet")
+    return m.drop(columns=[c for c in TIMING if c in m]).sort_values("cell").reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """A finished 3-cell grid (two heuristics and DRL), computed once for the module."""
+    root = tmp_path_factory.mktemp("faults")
+    path = write_profile(root / "tiny.yaml", methods=["random", "least-loaded", "drl"], servers=[5], seeds=[0],
+                         workers=1)
+    out = root / "reference"
+    summary = run_grid(load_profile(path), out, workers=1, progress=False)
+    assert summary["ran"] == 3 and summary["failed"] == 0
+    return path, out
+
+
+def copy_of(reference, tmp_path) -> tuple[Path, Path, list]:
+    import shutil
+
+    path, ref = reference
+    out = tmp_path / "out"
+    shutil.copytree(ref, out)
+    return path, out, load_profile(path).cells()
+
+
+DAMAGE = {
+    "metrics-missing": lambda f: (f / "metrics.json").unlink(),
+    "metrics-truncated": lambda f: (f / "metrics.json").write_text((f / "metrics.json").read_text()[:40]),
+    "metrics-not-an-object": lambda f: (f / "metrics.json").write_text("[1, 2]"),
+    "metrics-key-missing": lambda f: (f / "metrics.json").write_text(json.dumps(
+        {k: v for k, v in json.loads((f / "metrics.json").read_text()).items() if k != "seed"})),
+    "seed-beyond-int64": lambda f: (f / "metrics.json").write_text(json.dumps(
+        {**json.loads((f / "metrics.json").read_text()), "seed": 2**64})),
+    "curve-empty": lambda f: (f / "curve.csv").write_text(""),
+    "curve-header-only": lambda f: (f / "curve.csv").write_text((f / "curve.csv").read_text().splitlines()[0] + "\n"),
+    "decisions-truncated": lambda f: (f / "decisions.npz").write_bytes((f / "decisions.npz").read_bytes()[:30]),
+    "config-missing": lambda f: (f / "config.yaml").unlink(),
+}
+DAMAGED_FILE = {"metrics-missing": "metrics.json", "curve-empty": "curve.csv", "curve-header-only": "curve.csv",
+                "decisions-truncated": "decisions.npz", "config-missing": "config.yaml"}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGE))
+def test_damaged_cell_is_named_recomputed_and_the_store_complete(reference, tmp_path, capsys, damage):
+    path, out, cells = copy_of(reference, tmp_path)
+    victim = next(c for c in cells if c.method == "least-loaded")
+    folder = cell_dir(victim, out)
+    DAMAGE[damage](folder)
+    assert not is_done(victim, out)
+    file = folder / DAMAGED_FILE.get(damage, "metrics.json")
+    assert str(file) in cell_problem(folder)
+
+    # the store leaves the damaged cell out, naming the file, instead of crashing
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stored = pd.read_parquet(build_store(out)["metrics"])
+    assert cell_name(victim) not in set(stored["cell"]) and len(stored) == 2
+    if file.name == "metrics.json" and file.exists():
+        assert any(str(file) in str(w.message) for w in caught)
+
+    summary = run_grid(load_profile(path), out, workers=1, progress=False)
+    assert summary["ran"] == 1 and summary["failed"] == 0 and summary["skipped_done"] == 2
+    assert str(file) in capsys.readouterr().err, "the rerun should name the damaged file"
+    assert is_done(victim, out)
+    pd.testing.assert_frame_equal(comparable(out), comparable(reference[1]), check_exact=True)
+
+
+def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):
+    from ilets.cloud import make_fleet
+    from ilets.env import StateSpec
+    from ilets.oinpt import collect_demonstrations
+    from ilets.workload import load_workload
+
+    cfg = tiny_config
+    wl = load_workload(cfg.workload, 0)
+    fleet = make_fleet(cfg.fleet, 0)
+    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg))
+    first = collect_demonstrations(*args, cache_dir=tmp_path)
+    (cache,) = tmp_path.glob("demos-*.npz")
+    data = cache.read_bytes()
+    for broken in (data[: len(data) // 2], b"", b"PK\x03\x04garbage"):
+        cache.write_bytes(broken)
+        with pytest.warns(UserWarning, match=str(cache) + ": damaged demonstration cache"):
+            again = collect_demonstrations(*args, cache_dir=tmp_path)
+        np.testing.assert_array_equal(again.acts, first.acts)
+        np.testing.assert_array_equal(again.obs, first.obs)
+        assert cache.stat().st_size == len(data)  # written anew, whole
+
+
+def test_a_cell_held_by_another_process_is_not_computed_twice(reference, tmp_path):
+    path, out, cells = copy_of(reference, tmp_path)
+    cfg = next(c for c in cells if c.method == "random")
+    import shutil
+
+    shutil.rmtree(cell_dir(cfg, out))
+    with FileLock(str(lock_path(out, cell_name(cfg))), timeout=0):  # another grid is on it
+        assert run_cell_status(cfg, out, wait=False)[1] == BUSY
+        assert not cell_dir(cfg, out).exists()
+    assert run_cell_status(cfg, out, wait=False)[1] == RAN
+    assert run_cell_status(cfg, out, wait=False)[1] == DONE
+
+
+def _cli(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "ilets.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def test_two_grids_on_one_folder_share_the_cells(tmp_path):
+    # 6 DRL cells of a few seconds each, two grids with one worker each, started together
+    path = write_profile(tmp_path / "shared.yaml", methods=["drl"], servers=[5], seeds=[0, 1, 2, 3, 4, 5],
+                         workers=1)
+    out = tmp_path / "out"
+    procs = [_cli("grid", "--profile", str(path), "--out", str(out), "--quiet") for _ in range(2)]
+    summaries = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        summaries.append(json.loads(stdout[stdout.find("{"):]))
+    ran = [s["ran"] for s in summaries]
+    assert sum(ran) == 6, f"cells computed twice (or not at all): ran {ran}"
+    for s in summaries:
+        assert s["ran"] + s["done_elsewhere"] + s["skipped_done"] == 6 and s["failed"] == 0
+    # both stores are complete: a grid waits for the cells the other one holds
+    names = {cell_name(c) for c in load_profile(path).cells()}
+    assert set(pd.read_parquet(out / "store" / "metrics.parquet")["cell"]) == names
+
+
+def test_stale_temporary_folders_are_cleaned_live_ones_kept(reference, tmp_path):
+    path, out, cells = copy_of(reference, tmp_path)
+    name = cell_name(cells[0])
+    dead = out / "cells" / f".{name}.tmp-999999"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = out / "cells" / f".{name}.tmp-{sleeper.pid}"
+        for p in (dead, live):
+            p.mkdir()
+            (p / "metrics.json").write_text("{}")
+        # a dead PID whose cell another host still holds is kept too
+        held = out / "cells" / f".{cell_name(cells[1])}.tmp-999998"
+        held.mkdir()
+        with FileLock(str(lock_path(out, cell_name(cells[1]))), timeout=0):
+            run_grid(load_profile(path), out, workers=1, progress=False)
+            assert not dead.exists(), "a temporary folder of a dead process was left"
+            assert live.exists(), "a temporary folder of a live process was removed"
+            assert held.exists(), "a temporary folder of a held cell was removed"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert len(load_profile(path).cells()) == 3
