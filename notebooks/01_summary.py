@@ -24,44 +24,28 @@
 # %% tags=["remove-cell"]
 from myst_nb import glue
 
+from ilets import findings as F
 from ilets import verdicts as V
-from ilets.results import compute_table, load_curves, load_metrics, load_profile_info, results_dir
+from ilets.report_context import ReportContext
 
-REPS = 500  # bootstrap resamples for the verdicts (enough for 95 % intervals over a few seeds)
-WORKLOADS = {
-    "synthetic": "the embedded synthetic window calibrated to the paper's (same counts, arrival rate, bursts "
-                 "and trend change; CPU requests from the real trace's distribution), because the Google "
-                 "trace cannot be downloaded where this book is built",
-    "google": "a window of the Google cluster trace (May 2011) chosen to match the paper's task counts",
-}
+ctx = ReportContext.load(reps=500)  # 500 resamples: enough for 95 % intervals over a few seeds
+found = F.summary_findings(ctx)
 
-out = results_dir()
-profile = load_profile_info(out)
-metrics = load_metrics(out)
-curves = load_curves(out)
-compute = compute_table(out)
-run = profile["run"]
-scales = sorted(metrics["servers"].unique())
-
-glue("profile_name", profile["name"], display=False)
-glue("profile_description", profile["description"], display=False)
-glue("workload_text", WORKLOADS.get(run["workload"]["kind"], run["workload"]["kind"]), display=False)
-glue("scale_pct", f"{run['workload']['scale']:.1%}", display=False)
-glue("online_tasks", f"{int(metrics['tasks'].median()):,}", display=False)
-glue("scales", ", ".join(map(str, scales[:-1])) + f" and {scales[-1]}" if len(scales) > 1 else str(scales[0]),
-     display=False)
-glue("n_seeds", f"{metrics.groupby(['method', 'servers'])['seed'].nunique().median():.0f}", display=False)
-glue("n_methods", str(metrics["method"].nunique()), display=False)
-glue("n_cells", f"{int((compute['status'] == 'done').sum()):,}", display=False)
-glue("n_failed", f"{int((compute['status'] == 'failed').sum()):,}", display=False)
-glue("cpu_hours", f"{compute['cpu_s'].sum() / 3600:,.2f}", display=False)
-
-verdicts = V.all_verdicts(metrics, curves, profile, reps=REPS)
-table = V.verdict_table(verdicts)
-counts = table["verdict"].value_counts()
+glue("profile_name", ctx.name, display=False)
+glue("profile_description", ctx.description, display=False)
+glue("workload_text", found.workload_text, display=False)
+glue("scale_pct", f"{ctx.run.workload.scale:.1%}", display=False)
+glue("online_tasks", f"{ctx.online_tasks:,}", display=False)
+glue("scales", ctx.scales_text, display=False)
+glue("n_seeds", str(ctx.n_seeds), display=False)
+glue("n_methods", str(ctx.n_methods), display=False)
+glue("n_cells", f"{found.n_done:,}", display=False)
+glue("n_failed", f"{found.n_failed:,}", display=False)
+glue("cpu_hours", f"{found.cpu_hours:,.2f}", display=False)
+table = found.table
 for key, name in ((V.REPRODUCED, "reproduced"), (V.PARTLY, "partly"), (V.NOT_REPRODUCED, "not"),
                   (V.NOT_TESTABLE, "untestable")):
-    glue(f"n_{name}", str(int(counts.get(key, 0))), display=False)
+    glue(f"n_{name}", str(found.counts[key]), display=False)
 glue("n_claims", str(len(table)), display=False)
 
 # %% [markdown]
@@ -71,7 +55,7 @@ glue("n_claims", str(len(table)), display=False)
 # ({glue:text}`profile_description`). Every method and heuristic ran on fleets of
 # {glue:text}`scales` servers with {glue:text}`n_seeds` seeds each: {glue:text}`n_methods`
 # methods, {glue:text}`n_cells` finished runs of the main grid and its variants
-# ({glue:text}`n_failed` failed), {glue:text}`cpu_hours` CPU hours in all. The workload is
+# ({glue:text}`n_failed` failed attempts), {glue:text}`cpu_hours` CPU hours in all. The workload is
 # {glue:text}`workload_text`. The profile schedules {glue:text}`scale_pct` of the paper's
 # 50-minute window at the paper's arrival rate: {glue:text}`online_tasks` online tasks per
 # run, after offline training on the window's first half.
@@ -89,9 +73,12 @@ glue("n_claims", str(len(table)), display=False)
 # Each claim is split into comparisons (method A against method B on one measure) whose
 # effect is the relative improvement of A over B, positive in the direction the paper
 # claims, with a 95 % bootstrap interval over seeds (paired by seed) at each fleet size and
-# pooled over fleet sizes (`ilets.verdicts`). A comparison **holds** if the effect is
-# positive and its interval excludes zero at every fleet size, with at least two seeds. A
-# claim is
+# pooled over fleet sizes (`ilets.verdicts`; every comparison of the book uses the same
+# resampler, `ilets.stats.seed_effect`). A comparison **holds** if the effect is positive and
+# its interval excludes zero at every fleet size, with at least two seeds; it **holds
+# pooled** if only the interval pooled over fleet sizes is above zero; otherwise it points
+# in the claimed direction (**direction only**) or not (**fails**). The chapters show each
+# claim's comparisons with these same statuses. A claim is
 #
 # * **reproduced** if every comparison holds;
 # * **partly** reproduced if not, but at least one comparison holds or is positive with an

@@ -124,7 +124,7 @@ fig = plots.task_parameters(full.online.to_frame())
 
 # %% tags=["remove-input"]
 from ilets.config import RunConfig, from_dict
-from ilets.policies import load_table
+from ilets.calibration import load_table
 
 run_cfg = from_dict(RunConfig, run, "profile.run")
 scales = tuple(sorted({1.0, float(run_cfg.workload.scale)}))

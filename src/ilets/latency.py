@@ -26,7 +26,7 @@ from ilets.cloud import make_fleet
 from ilets.config import RunConfig, WorkloadConfig
 from ilets.env import CloudSchedulingEnv, StateSpec, build_observation
 from ilets.ppo import NumpyActor, make_ppo
-from ilets.workload import load_workload
+from ilets.workload import PAPER_ONLINE_TASKS, load_workload
 
 #: Per-task decision time reported by the paper, ms [paper].
 PAPER_DECISION_MS = {"DRL": {50: 21.0, 100: 27.0, 200: 38.0}, "ILETS": {50: 26.0, 100: 47.0, 200: 74.0}}
@@ -42,7 +42,7 @@ def measure(servers: int, n: int, cfg: RunConfig, with_oail: bool, predict_every
     """
     from ilets.oail import OAILCallback
 
-    scale = min(1.0, max(cfg.workload.scale, 1.2 * n / 259_368))
+    scale = min(1.0, max(cfg.workload.scale, 1.2 * n / PAPER_ONLINE_TASKS))
     cfg = dataclasses.replace(cfg, workload=WorkloadConfig(scale=scale),
                               fleet=dataclasses.replace(cfg.fleet, servers=servers))
     wl = load_workload(cfg.workload, seed)

@@ -2,7 +2,7 @@
 
 A policy is anything with ``act(cloud, task, mask) -> server`` and ``reset(seed)``. The
 heuristics here, the one-step greedy expert and the learned PPO policy
-(:class:`ilets.methods.PPOPolicy`) all fit it, so every method runs through the same
+(:class:`ilets.ppo.PPOPolicy`) all fit it, so every method runs through the same
 :func:`schedule` loop and the same metrics.
 """
 
@@ -152,31 +152,6 @@ def make_heuristic(name: str, seed: int | None = None, reward: RewardConfig | No
         return HEURISTICS[name](seed=seed, reward=reward)
     except KeyError:
         raise ValueError(f"unknown heuristic {name!r}; expected one of {sorted(HEURISTICS)}") from None
-
-
-def load_table(workload: "WorkloadConfig", fleet: "FleetConfig", servers: tuple[int, ...],
-               scales: tuple[float, ...], seed: int = 0, policy: str = "earliest-finish"):
-    """How loaded each fleet size is: a heuristic's metrics on the online segment per scale.
-
-    Used to calibrate the reconstructed service rates: shortening the window keeps the
-    arrival rate but not the queues that build up over a long overload, so the same fleet
-    is less loaded on a reduced workload than over the paper's full window.
-    """
-    import dataclasses
-
-    import pandas as pd
-
-    from ilets.cloud import make_fleet
-    from ilets.workload import synthetic_workload
-
-    rows = []
-    for scale in scales:
-        online = synthetic_workload(dataclasses.replace(workload, scale=scale), seed).online
-        for m in servers:
-            cloud = schedule(online, make_fleet(dataclasses.replace(fleet, servers=m), fleet.seed),
-                             make_heuristic(policy, seed=seed))
-            rows.append({"scale": scale, "servers": m, "policy": policy, **cloud.summary()})
-    return pd.DataFrame(rows)
 
 
 def schedule(tasks: TaskTable, fleet: Fleet | Cloud, policy: Policy,

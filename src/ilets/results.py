@@ -19,6 +19,12 @@ LEARNERS = ("drl", "drl+", "ilets-", "ilets")
 METHOD_LABELS = {"drl": "DRL", "drl+": "DRL+", "ilets-": "ILETS-", "ilets": "ILETS"}
 
 
+#: ``status`` values of :func:`compute_table`: a finished cell, and the compute a failed
+#: attempt burnt (a cell that failed and later succeeded has one row of each).
+STATUS_DONE = "done"
+STATUS_FAILED = "failed attempt"
+COMPUTE_STATUSES = (STATUS_DONE, STATUS_FAILED)
+
 #: Profiles whose results the book prefers, most complete first.
 PREFERRED_PROFILES = ("paper", "quick")
 
@@ -131,15 +137,15 @@ def load_profile_info(out: Path | None = None) -> dict:
 def compute_table(out: Path | None = None) -> pd.DataFrame:
     """Wall and CPU seconds of every finished cell and of every failed attempt.
 
-    A cell that failed and later succeeded appears twice: once as a "failed attempt" (the
-    compute it burnt) and once as "done".
+    A cell that failed and later succeeded appears twice: once as :data:`STATUS_FAILED` (the
+    compute it burnt) and once as :data:`STATUS_DONE`.
     """
     out = Path(out) if out else results_dir()
     rows = []
     for cell in _cells(out):
         m = json.loads((cell / "metrics.json").read_text())
         rows.append({"cell": cell.name, "method": m["method"], "variant": m.get("variant", ""),
-                     "servers": m["servers"], "seed": m["seed"], "status": "done",
+                     "servers": m["servers"], "seed": m["seed"], "status": STATUS_DONE,
                      "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     failed = Path(out) / "failed"
     if failed.is_dir():
@@ -151,7 +157,7 @@ def compute_table(out: Path | None = None) -> pd.DataFrame:
                 warnings.warn(f"{f}: unreadable failure record ({err!r}); left out", stacklevel=2)
                 continue
             rows.append({"cell": m["cell"], "method": m["method"], "variant": m["variant"], "servers": m["servers"],
-                         "seed": m["seed"], "status": "failed attempt", "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+                         "seed": m["seed"], "status": STATUS_FAILED, "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     return pd.DataFrame(rows, columns=["cell", "method", "variant", "servers", "seed", "status", "wall_s", "cpu_s"])
 
 
