@@ -1,0 +1,154 @@
+"""Interrupts and kills with real processes: nothing of a run may keep running.
+
+* SIGINT to the process group (a terminal's Ctrl-C) stops ``ilets grid`` at once: the
+  queued cells are not run;
+* SIGTERM to the parent alone (``kill``, ``timeout``, SLURM) does the same;
+* SIGKILL to the parent alone leaves no worker, emulator or resource tracker behind.
+
+Only the test's own process tree is counted: the descendants of the ``ilets`` process,
+recorded while it runs, plus anything still in its (new) session's process group.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
+            "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
+
+
+def write_profile(path: Path, **fields) -> Path:
+    data = {"name": path.stem, "description": "signal test", "run": TINY_RUN, **fields}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def cli(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "ilets.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+
+
+def alive(pids: set[int], pgid: int) -> list[str]:
+    """Descriptions of the processes among ``pids`` (or in group ``pgid``) still running."""
+    out = []
+    for p in psutil.process_iter(["pid", "status", "cmdline"]):
+        try:
+            if p.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if p.info["pid"] in pids or os.getpgid(p.info["pid"]) == pgid:
+                out.append(f"{p.info['pid']}: {' '.join(p.info['cmdline'] or [])[:120]}")
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return out
+
+
+def wait_for(proc: subprocess.Popen, ready, what: str, timeout: float = 120) -> set[int]:
+    """Poll until ``ready(descendants)``; returns the descendant pids seen so far."""
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            kids = psutil.Process(proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            kids = []
+        seen |= {k.pid for k in kids}
+        if ready(kids):
+            return seen
+        if proc.poll() is not None:
+            pytest.fail(f"ilets exited ({proc.returncode}) before {what}: {proc.stderr.read()[-2000:]}")
+        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
+        time.sleep(0.05)
+
+
+def assert_all_gone(pids: set[int], pgid: int, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while (left := alive(pids, pgid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if left:
+        for pid in list(pids):  # do not leak them into the rest of the test session
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert not left, f"processes survived their parent: {left}"
+
+
+def cells_started(out: Path):
+    def ready(kids) -> bool:
+        root = out / "cells"
+        return len(kids) >= 2 and root.is_dir() and any(p.name.startswith(".") for p in root.iterdir())
+    return ready
+
+
+@pytest.fixture
+def long_grid(tmp_path):
+    # 10 DRL cells of a few seconds each on 2 workers: far longer than the test waits
+    path = write_profile(tmp_path / "long.yaml", methods=["drl"], servers=[5], seeds=list(range(10)), workers=2)
+    return path, tmp_path / "out"
+
+
+def finished(out: Path) -> int:
+    root = out / "cells"
+    return sum(1 for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else 0
+
+
+@pytest.mark.parametrize("how", ["sigint-group", "sigterm-parent"])
+def test_interrupt_stops_the_grid_at_once(long_grid, how):
+    path, out = long_grid
+    proc = cli("grid", "--profile", str(path), "--out", str(out), "--quiet")
+    seen = wait_for(proc, cells_started(out), "two workers were computing")
+    t0 = time.monotonic()
+    if how == "sigint-group":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    took = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert "interrupted" in err and "Traceback" not in err, err
+    assert took < 20, f"the grid took {took:.0f} s to stop: queued cells were run"
+    assert finished(out) < 10, "every queued cell was run after the interrupt"
+    assert_all_gone(seen, proc.pid)
+
+    # the interrupted grid resumes: hidden temporaries are cleaned, the rest is computed
+    rerun = cli("grid", "--profile", str(path), "--out", str(out), "--quiet", "--workers", "2")
+    _, err = rerun.communicate(timeout=300)
+    assert rerun.returncode == 0, err
+    assert finished(out) == 10
+    assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")]
+
+
+def test_sigkill_of_the_grid_leaves_no_process(long_grid):
+    path, out = long_grid
+    proc = cli("grid", "--profile", str(path), "--out", str(out), "--quiet")
+    seen = wait_for(proc, cells_started(out), "two workers were computing")
+    seen |= {k.pid for k in psutil.Process(proc.pid).children(recursive=True)}
+    proc.kill()  # the parent only: its workers must notice on their own
+    proc.communicate(timeout=30)
+    assert_all_gone(seen, proc.pid)
+
+
+def test_sigkill_of_an_ilets_run_leaves_no_emulator(tmp_path):
+    # an ILETS- cell with its OAIL emulator worker; long enough to be killed mid-run
+    path = write_profile(tmp_path / "oail.yaml", methods=["ilets-"], servers=[5], seeds=[0], workers=1)
+    data = yaml.safe_load(path.read_text())
+    data["run"]["workload"] = {"scale": 0.01}
+    path.write_text(yaml.safe_dump(data))
+    proc = cli("run", "--method", "ilets-", "--servers", "5", "--profile", str(path),
+               "--out", str(tmp_path / "out"), "--quiet")
+    seen = wait_for(proc, lambda kids: len(kids) >= 1, "the emulator was started")
+    time.sleep(1.0)  # let the emulator pool finish starting (its resource tracker too)
+    seen |= {k.pid for k in psutil.Process(proc.pid).children(recursive=True)}
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert_all_gone(seen, proc.pid)
