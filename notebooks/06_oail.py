@@ -33,25 +33,18 @@
 # {glue:text}`scales` servers, {glue:text}`n_seeds` seeds each).
 
 # %% tags=["remove-cell"]
-import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
+from ilets import findings as F
 from ilets import plots, stats
-from ilets.config import RunConfig, from_dict
-from ilets.results import LEARNERS, load_curves, load_metrics, load_profile_info, results_dir
-from ilets.workload import RATE_SHAPE, load_workload
+from ilets.report_context import ReportContext
+from ilets.workload import RATE_SHAPE
 
 # %matplotlib inline
-REPS = 1000  # bootstrap resamples
-REFERENCE = "greedy-cost"  # the heuristic whose curve removes the workload's own swings
-FINAL = ("mean_reward", "avg_response_s", "success_rate", "energy_kwh")
-OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_failed", "oail_updates",
-             "oail_lag_p50")
-DIRECTIONS = {"mad": False, "var": False, "convergence_decisions": False, "cum_reward": True}
 FORMATS = {"mad": ".3g", "convergence_decisions": ",.0f", "cum_reward": ",.1f", "mean_reward": ".3f",
            "avg_response_s": ".2f", "success_rate": ".1%", "energy_kwh": ".3g", "oail_lag_p50": ",.0f",
-           **{c: ",.1f" for c in OAIL_COLS if c != "oail_lag_p50"}}
+           **{c: ",.1f" for c in F.OAIL_COLS if c != "oail_lag_p50"}}
 NAMES = {"mean_reward": "mean reward", "avg_response_s": "response (s)", "success_rate": "success rate",
          "energy_kwh": "energy (kWh)", "convergence_decisions": "decisions to converge",
          "cum_reward": "cumulative reward", "oail_requests": "requests", "oail_completed": "completed",
@@ -62,16 +55,13 @@ NAMES = {"mean_reward": "mean reward", "avg_response_s": "response (s)", "succes
          "trend_change": f"trend change ({RATE_SHAPE['trend_change']:.0f} s)"}
 
 plots.use_style()
-out = results_dir()
-profile = load_profile_info(out)
-run = from_dict(RunConfig, profile["run"], "profile.run")
-metrics = load_metrics(out)
-curves = load_curves(out)
-learn = curves[curves["method"].isin(LEARNERS)]
-learn_metrics = metrics[metrics["method"].isin(LEARNERS)]
-glue("profile_name", profile["name"], display=False)
-glue("scales", ", ".join(str(s) for s in sorted(learn["servers"].unique())), display=False)
-glue("n_seeds", str(learn["seed"].nunique()), display=False)
+ctx = ReportContext.load()
+run = ctx.run
+found = F.adaptation_findings(ctx)
+learn = ctx.learner_curves
+glue("profile_name", ctx.name, display=False)
+glue("scales", ctx.scales_text, display=False)
+glue("n_seeds", str(ctx.n_seeds), display=False)
 glue("oail_every", f"{run.oail.every}", display=False)
 glue("oail_window", f"{run.experts.window}", display=False)
 glue("oail_experts", " and ".join(e.upper() for e in run.oail.experts), display=False)
@@ -79,28 +69,19 @@ glue("oail_weights", "/".join(f"{w:g}" for w in run.oail.weights), display=False
 glue("oail_mode", run.oail.window_mode, display=False)
 glue("n_steps", f"{run.ppo.n_steps:,}", display=False)
 glue("max_pending", f"{run.oail.max_pending}", display=False)
-
-
-
-
-# %% tags=["remove-cell"]
-# Events -> decision indices: the online arrivals depend on the workload seed.
-seeds = sorted(int(s) for s in curves["seed"].unique())
-workloads = {s: load_workload(run.workload, s) for s in seeds}
-ranges = {s: stats.online_event_ranges(w.events, w.online.arrival) for s, w in workloads.items()}
-markers = stats.event_markers(ranges)
-event_order = sorted(markers, key=markers.get)
-w0 = workloads[seeds[0]] if seeds else None
-span = next(iter(ranges[seeds[0]].values()), (0, 0)) if seeds else (0, 0)
-glue("n_events", str(len(markers)), display=False)
-glue("event_list", ", ".join(NAMES.get(e, e) for e in event_order) or "none", display=False)
-glue("span_decisions", f"{span[1] - span[0]:,}", display=False)
+glue("n_events", str(len(found.markers)), display=False)
+glue("event_list", ", ".join(NAMES.get(e, e) for e in found.event_order) or "none", display=False)
+glue("span_decisions", f"{found.span_decisions:,}", display=False)
 glue("scale", f"{run.workload.scale:g}", display=False)
-gap = stats.relative_curves(curves, REFERENCE)
-gap = gap[gap["method"].isin(LEARNERS)]
-glue("gap_text", f"the same curve minus the `{REFERENCE}` heuristic's curve on the same tasks" if len(gap)
-     else f"(the `{REFERENCE}` heuristic is not in this results store, so the workload's own swings cannot be "
-          "removed here)", display=False)
+glue("conv_tol", f"{F.CONVERGENCE['tol']:.0%}", display=False)
+glue("conv_final", f"{F.CONVERGENCE['final_frac']:.0%}", display=False)
+glue("conv_smooth", str(F.CONVERGENCE["smooth"]), display=False)
+for key, text in found.texts.items():
+    glue(key, text, display=False)
+glue("up_text", found.upcoming.text, display=False)
+markers = found.markers
+event_labels = [NAMES.get(e, e) for e in found.event_order]
+osc_named = found.osc_reward.replace({"event": NAMES}) if len(found.osc_reward) else found.osc_reward
 
 # %% [markdown]
 # ## Around the bursts and the trend change
@@ -126,7 +107,8 @@ fig = plots.learning_curves(learn, "reward", "reward per decision", events=marke
 # which it strikes).*
 
 # %%
-fig = plots.learning_curves(gap, "reward", f"reward minus {REFERENCE}", events=markers) if len(gap) else None
+fig = plots.learning_curves(found.gap, "reward", f"reward minus {F.REFERENCE}", events=markers) \
+    if len(found.gap) else None
 
 # %% [markdown]
 # *Figure: the gap between each learner's windowed reward and the `greedy-cost`
@@ -143,44 +125,10 @@ fig = plots.learning_curves(gap, "reward", f"reward minus {REFERENCE}", events=m
 # per method and fleet size, the table gives the mean over seeds and its 95%
 # percentile-bootstrap interval over seeds. Lower is smoother.
 
-# %% tags=["remove-cell"]
-osc_reward = stats.oscillation_table(learn, lambda s: ranges.get(int(s), {}))
-osc_gap = stats.oscillation_table(gap, lambda s: ranges.get(int(s), {})) if len(gap) else pd.DataFrame()
-osc_summary = pd.concat(
-    [stats.summary_table(o, metrics_cols=("mad",), by=("servers", "event", "method"), reps=REPS)
-     .assign(metric=name) for o, name in ((osc_reward, "reward"), (osc_gap, f"gap to {REFERENCE}")) if len(o)],
-    ignore_index=True) if len(osc_reward) else pd.DataFrame()
-
-
-def oscillation_verdicts(osc: pd.DataFrame) -> str:
-    """Sentences on the paper's oscillation claims, from the counts of `stats.event_claims`."""
-    if osc.empty:
-        return "no oscillation could be measured (no online events or no learner curves)."
-    pairs, least = stats.event_claims(osc, reps=REPS)
-    burst = pairs["event"].str.startswith("burst")
-    v = pairs[burst & (pairs["y"] == "drl")]["verdict"].value_counts()
-    o = pairs[pairs["y"] == "drl+"]["verdict"].value_counts()
-    t = least[least["event"] == "trend_change"]["status"].value_counts()
-    n_t = int(t.sum())
-    return (f"after the bursts, ILETS oscillates less than DRL (resolved) in {v.get('better', 0)} of {int(v.sum())} "
-            f"(fleet size, burst) cases, more (resolved) in {v.get('worse', 0)}, and indistinguishably in "
-            f"{v.get('unresolved', 0)}. After the trend change, ILETS oscillates least of the four methods, "
-            f"resolved against each, at {t.get('holds', 0)} of {n_t} fleet sizes; it has the lowest mean without "
-            f"every interval excluding a tie at {t.get('direction only', 0)}; and it is not the least at "
-            f"{t.get('fails', 0)}" + (f" (and cannot be compared at {t['no data']})" if t.get("no data", 0) else "") +
-            f". Against DRL+, which differs from ILETS only by OAIL, ILETS "
-            f"oscillates less (resolved) in {o.get('better', 0)} of {int(o.sum())} (fleet size, event) cases and "
-            f"more in {o.get('worse', 0)}.")
-
-
-glue("osc_reward_text", oscillation_verdicts(osc_reward), display=False)
-osc_named = osc_reward.replace({"event": NAMES}) if len(osc_reward) else osc_reward
-event_labels = [NAMES.get(e, e) for e in event_order]
-glue("osc_gap_text", oscillation_verdicts(osc_gap) if len(osc_gap) else "nothing is measured.", display=False)
-
 # %% tags=["remove-input"]
-plots.markdown_table(stats.ci_table(plots.label_methods(osc_summary), index=("servers", "event", "Method"), formats=FORMATS), NAMES) \
-    if len(osc_summary) else Markdown("No online event lies within the online segment of this profile.")
+plots.markdown_table(stats.ci_table(plots.label_methods(found.osc_summary), index=("servers", "event", "Method"),
+                                    formats=FORMATS), NAMES) \
+    if len(found.osc_summary) else Markdown("No online event lies within the online segment of this profile.")
 
 # %%
 fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_labels) if len(osc_named) else None
@@ -190,11 +138,20 @@ fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_
 # after each event, per method and fleet size; points are means over seeds, bars 95%
 # bootstrap intervals over seeds.*
 #
-# On the reward, {glue:text}`osc_reward_text`
+# On the reward, {glue:text}`osc_bursts` On the gap to the heuristic, where the load's
+# swings cancel, {glue:text}`osc_gap_bursts`
 #
-# On the gap to the heuristic, where the load's swings cancel,
-# {glue:text}`osc_gap_text`
-#
+# After the trend change the paper claims that every method oscillates and ILETS least
+# (claim 7 of the summary, verdict **{glue:text}`verdict_7`**): ILETS against each other
+# learner on the reward's oscillation over the stretch after the trend change. Of these
+# comparisons, {glue:text}`osc_trend`; on the gap to the heuristic,
+# {glue:text}`osc_gap_trend`. The claim's comparisons, with the statuses the summary uses:
+
+# %% tags=["remove-input"]
+plots.markdown_table(F.component_display(found.components[7]), {}) \
+    if len(found.components[7]) else Markdown("(claim 7 cannot be tested on these results)")
+
+# %% [markdown]
 # With a few seeds "resolved" means that every resampling of seeds agrees; cases that are
 # not resolved are not evidence of equality either.
 #
@@ -204,35 +161,27 @@ fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_
 # windows) enters a band of ±{glue:text}`conv_tol` around its final level (the mean of the
 # last {glue:text}`conv_final` of the windows) and never leaves it; the measure is the
 # number of decisions made before that (`ilets.stats.convergence_decisions`). Runs whose
-# last window is outside the band never settled and are counted, not averaged. Because the
+# last window is outside the band never settled; as in the summary's verdict they count
+# with their total number of decisions (censored: at best they settled at the end), and the
+# table says how many there are (`ilets.verdicts.convergence_cells`). Because the
 # load itself rises and falls, the "final level" is the level of the last stretch of the
 # segment, so this measures how soon a method tracks that level, not a steady state.
 
-# %% tags=["remove-cell"]
-CONV = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
-glue("conv_tol", f"{CONV['tol']:.0%}", display=False)
-glue("conv_final", f"{CONV['final_frac']:.0%}", display=False)
-glue("conv_smooth", str(CONV["smooth"]), display=False)
-conv = stats.convergence_table(learn, **CONV)
-conv_summary = stats.summary_table(conv, metrics_cols=("convergence_decisions",), reps=REPS)
-conv_vs = stats.compare(conv, "ilets-", "drl", ["convergence_decisions"], directions=DIRECTIONS, reps=REPS)
-conv_vs = conv_vs[conv_vs["verdict"] != "no data"]
-cv = conv_vs["verdict"].value_counts()
-glue("conv_text", f"ILETS- converges faster than DRL (resolved, on the seeds where both settled) at "
-     f"{cv.get('better', 0)} of {len(conv_vs)} fleet sizes, slower at {cv.get('worse', 0)}, and "
-     f"indistinguishably at {cv.get('unresolved', 0)}" if len(conv_vs) else
-     "ILETS- and DRL cannot be compared (missing or never settled)", display=False)
-glue("conv_settled", f"{conv['settled'].mean():.0%}" if len(conv) else "n/a", display=False)
-
 # %% tags=["remove-input"]
-plots.markdown_table(stats.ci_table(plots.label_methods(conv_summary.assign(
-    unsettled=conv_summary["n_nan"])), index=("servers", "Method", "unsettled"), formats=FORMATS), NAMES) \
-    if len(conv_summary) else Markdown("No learner curves in this results store.")
+plots.markdown_table(stats.ci_table(plots.label_methods(found.conv_summary), index=("servers", "Method", "unsettled"),
+                                    formats=FORMATS), NAMES) \
+    if len(found.conv_summary) else Markdown("No learner curves in this results store.")
 
 # %% [markdown]
 # Of all runs, {glue:text}`conv_settled` settled. The paper's claim, ILETS- converges
-# faster than DRL: {glue:text}`conv_text`.
-#
+# faster than DRL, is claim 5 of the summary (verdict **{glue:text}`verdict_5`**); of its
+# comparisons, {glue:text}`conv_text`:
+
+# %% tags=["remove-input"]
+plots.markdown_table(F.component_display(found.components[5]), {}) \
+    if len(found.components[5]) else Markdown("(claim 5 cannot be tested on these results)")
+
+# %% [markdown]
 # ## Cumulative reward
 #
 # Every method of one fleet size and seed schedules the same tasks, so cumulative rewards
@@ -240,8 +189,8 @@ plots.markdown_table(stats.ci_table(plots.label_methods(conv_summary.assign(
 # the most reward by then ("reaches the highest cumulative reward fastest").
 
 # %%
-cum = stats.cumulative_reward(learn)
-fig = plots.learning_curves(cum, "mean_reward_so_far", "cumulative reward / decisions", events=markers)
+fig = plots.learning_curves(found.cum, "mean_reward_so_far", "cumulative reward / decisions", events=markers) \
+    if len(found.cum) else None
 
 # %% [markdown]
 # *Figure: cumulative reward divided by the decisions made so far (the cumulative reward
@@ -249,41 +198,25 @@ fig = plots.learning_curves(cum, "mean_reward_so_far", "cumulative reward / deci
 # given decision both rank the methods identically; higher is better). Lines: mean over
 # seeds; bands: 95% bootstrap intervals over seeds; event lines as above.*
 
-# %% tags=["remove-cell"]
-leaders = stats.leader_table(cum)
-final_cum = stats.last_checkpoint(cum)
-final_summary = stats.summary_table(final_cum, metrics_cols=("cum_reward",), reps=REPS)
-top = stats.claim_status(stats.compare_pairs(final_cum, ["ilets"], ["drl", "drl+", "ilets-"], ["cum_reward"],
-                                             directions=DIRECTIONS, reps=REPS))
-ilets_lead = leaders[leaders["method"] == "ilets"]
-lead_at = ilets_lead[ilets_lead["final_rank"] == 1]
-glue("cum_lead_text", (f"ILETS has the highest mean cumulative reward at the end of the pass at {len(lead_at)} of "
-                       f"{len(ilets_lead)} fleet sizes" + (" (leading without interruption from decision " +
-                       ", ".join(f"{int(r.leads_from):,} at {r.servers} servers" for r in lead_at.itertuples()) + ")"
-                       if len(lead_at) else "")) if len(ilets_lead) else "ILETS is not in this results store",
-     display=False)
-ts = top["status"].value_counts()
-glue("cum_resolved_text", f"its final cumulative reward is above every other method's, resolved against each, at "
-     f"{ts.get('holds', 0)} of {len(top)} fleet sizes", display=False)
-winners = leaders[leaders["final_rank"] == 1]
-glue("cum_winners", "; ".join(f"{r.servers} servers: {r.method.upper()}" for r in winners.itertuples()) or "none",
-     display=False)
-
 # %% [markdown]
-# {glue:text}`cum_lead_text`, and {glue:text}`cum_resolved_text`. Leader at the end of
+# {glue:text}`cum_lead_text`. Leader at the end of
 # the pass, per fleet size: {glue:text}`cum_winners`. The table gives the share of curve
 # checkpoints each method leads, its rank at the end, the decision from which it leads
 # without interruption (blank unless it leads at the end), and its final cumulative reward
 # (mean over seeds, 95% interval).
+#
+# Claim 6 of the summary (verdict **{glue:text}`verdict_6`**) compares ILETS's cumulative
+# reward with each other learner's half-way through the pass and at its end; of these
+# comparisons, {glue:text}`cum_text`:
 
 # %% tags=["remove-input"]
-lead_table = leaders.merge(stats.ci_table(final_summary, formats=FORMATS), on=["servers", "method"], how="left") \
-    if len(leaders) else leaders
-plots.markdown_table(plots.label_methods(lead_table).assign(
-    share_led=lambda d: d["share_led"].map("{:.0%}".format),
-    leads_from=lambda d: d["leads_from"].map(lambda v: "" if pd.isna(v) else f"{v:,.0f}"))
-    [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES) \
-    if len(lead_table) else Markdown("No learner curves in this results store.")
+plots.markdown_table(F.component_display(found.components[6]), {}) \
+    if len(found.components[6]) else Markdown("(claim 6 cannot be tested on these results)")
+
+# %% tags=["remove-input"]
+plots.markdown_table(plots.label_methods(found.lead_table)
+                     [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES) \
+    if len(found.lead_table) else Markdown("No learner curves in this results store.")
 
 # %% [markdown]
 # ## Does OAIL run, and does it change anything?
@@ -294,31 +227,10 @@ plots.markdown_table(plots.label_methods(lead_table).assign(
 # request and the use of its result, in decisions (per run; mean over seeds with 95%
 # interval).
 
-# %% tags=["remove-cell"]
-oail_cols = [c for c in OAIL_COLS if c in learn_metrics]
-with_oail = learn_metrics[learn_metrics["method"].isin(["ilets-", "ilets"])]
-oail_summary = stats.summary_table(with_oail, metrics_cols=oail_cols, reps=REPS) \
-    if len(with_oail) and oail_cols else pd.DataFrame()
-if len(oail_summary):
-    totals = with_oail.groupby("servers")[["oail_requests", "oail_applied", "oail_dropped", "oail_failed"]].sum()
-    share = totals["oail_applied"] / totals["oail_requests"]
-    glue("oail_share", stats.range_text(share, ".0%"), display=False)
-    glue("oail_lost", f"{int(totals['oail_dropped'].sum()):,} dropped and {int(totals['oail_failed'].sum()):,} "
-         "failed", display=False)
-    glue("oail_lag", f"{with_oail['oail_lag_p50'].median():,.0f}", display=False)
-else:
-    for key in ("oail_share", "oail_lost", "oail_lag"):
-        glue(key, "n/a", display=False)
-effect = pd.concat([stats.compare(learn_metrics, x, y, FINAL, reps=REPS)
-                    for x, y in (("ilets-", "drl"), ("ilets", "drl+"))], ignore_index=True)
-effect = effect[effect["verdict"] != "no data"]
-er = effect[effect["metric"] == "mean_reward"]
-glue("oail_effect", "; ".join(f"{r['x'].upper()} vs {r['y'].upper()} at {r['servers']} servers: "
-                              f"{stats.says(r)}" for r in er.to_dict("records")) or "not measured", display=False)
-
 # %% tags=["remove-input"]
-plots.markdown_table(stats.ci_table(plots.label_methods(oail_summary), index=("servers", "Method"), formats=FORMATS), NAMES) \
-    if len(oail_summary) else Markdown("No ILETS- or ILETS cell with OAIL counters is in this results store.")
+plots.markdown_table(stats.ci_table(plots.label_methods(found.oail_summary), index=("servers", "Method"),
+                                    formats=FORMATS), NAMES) \
+    if len(found.oail_summary) else Markdown("No ILETS- or ILETS cell with OAIL counters is in this results store.")
 
 # %% [markdown]
 # Across fleet sizes, {glue:text}`oail_share` of the requests were applied
@@ -332,12 +244,12 @@ plots.markdown_table(stats.ci_table(plots.label_methods(oail_summary), index=("s
 # interval over seeds): {glue:text}`oail_effect`.
 
 # %% tags=["remove-input"]
+effect = found.oail_effect
 plots.markdown_table(stats.compare_display(effect.assign(pair=effect["x"].str.upper() + " vs " + effect["y"].str.upper()),
                                            by=("servers", "pair"), formats=FORMATS,
                                            names={"ilets-": "with OAIL", "ilets": "with OAIL", "drl": "without",
                                                   "drl+": "without"}), NAMES) \
-    if len(effect) \
-    else Markdown("(the methods with and without OAIL are not both in this results store)")
+    if len(effect) else Markdown("(the methods with and without OAIL are not both in this results store)")
 
 # %% [markdown]
 # ## Past window or upcoming window?
@@ -347,27 +259,13 @@ plots.markdown_table(stats.compare_display(effect.assign(pair=effect["x"].str.up
 # `upcoming` variant runs ILETS- and ILETS with the authors' window, against the main
 # study's past window at the same fleet size and seeds.
 
-# %% tags=["remove-cell"]
-up_metrics = load_metrics(out, "upcoming")
-up = stats.variant_comparison(learn_metrics, up_metrics, (*FINAL, "oail_applied"),
-                              directions={"oail_applied": True}, reps=REPS) if len(up_metrics) else pd.DataFrame()
-if up.empty:
-    glue("up_text", "The `upcoming` variant is not in this results store, so the two windows are not compared "
-         "here.", display=False)
-else:
-    glue("up_text", "With the upcoming window instead of the past one, the whole-pass mean reward changes by " +
-         "; ".join(f"{stats.says(r)} for {r['method'].upper()} at {r['servers']} servers"
-                   for r in up[up["metric"] == "mean_reward"].to_dict("records")) +
-         " (positive = the upcoming window is better). Peeking at future tasks is not available to a real "
-         "scheduler, so a gain here is an upper bound on what a better-informed OAIL could add, not a result "
-         "the paper's setting can reach.", display=False)
-
 # %% [markdown]
 # {glue:text}`up_text`
 
 # %% tags=["remove-input"]
-plots.markdown_table(stats.compare_display(up, by=("servers", "method"), names={"variant": "upcoming", "main": "past"},
-                            formats=FORMATS), NAMES) if len(up) else Markdown("(no `upcoming` cells)")
+plots.markdown_table(stats.compare_display(found.upcoming.table, by=("servers", "method"),
+                                           names={"variant": "upcoming", "main": "past"}, formats=FORMATS), NAMES) \
+    if found.upcoming.present else Markdown("(no `upcoming` cells)")
 
 # %% [markdown]
 # In the comparison tables the change is the relative difference of the means, signed so

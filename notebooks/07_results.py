@@ -33,26 +33,30 @@ import pandas as pd
 from IPython.display import display
 from myst_nb import glue
 
+from ilets import findings as F
 from ilets import plots
 from ilets import stats as S
-from ilets import verdicts as V
-from ilets.results import METHOD_LABELS, load_metrics, load_profile_info, results_dir
+from ilets.report_context import ReportContext
+from ilets.results import METHOD_LABELS
 
 # %matplotlib inline
 plots.use_style()
-out = results_dir()
-profile = load_profile_info(out)
-metrics = load_metrics(out)
+ctx = ReportContext.load()
+metrics = ctx.metrics
+found = F.results_findings(ctx)
 order_methods = S.method_order(metrics["method"].unique())
 order = [METHOD_LABELS.get(m, m) for m in order_methods]
-scales = sorted(metrics["servers"].unique())
 
-glue("profile_name", profile["name"], display=False)
-glue("profile_description", profile["description"], display=False)
-glue("n_seeds", f"{metrics.groupby(['method', 'servers'])['seed'].nunique().median():.0f}", display=False)
-glue("scales", ", ".join(map(str, scales[:-1])) + f" and {scales[-1]}" if len(scales) > 1 else str(scales[0]),
-     display=False)
-glue("online_tasks", f"{int(metrics['tasks'].median()):,}", display=False)
+glue("profile_name", ctx.name, display=False)
+glue("profile_description", ctx.description, display=False)
+glue("n_seeds", str(ctx.n_seeds), display=False)
+glue("scales", ctx.scales_text, display=False)
+glue("online_tasks", f"{ctx.online_tasks:,}", display=False)
+for key, text in found.texts.items():
+    glue(key, text, display=False)
+for claim, verdict in found.verdicts.items():
+    glue(f"verdict_{claim}", verdict.verdict, display=False)
+glue("heavy_caption", found.heavy_caption or "no variant", display=False)
 
 METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("energy (kWh)", None, 1.0),
            "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
@@ -70,7 +74,7 @@ summary = S.summary_table(metrics, metrics_cols=tuple(METRICS))
 # mean ± standard deviation over seeds, then the 95 % CI of the mean in brackets.
 
 # %% tags=["remove-input"]
-for s in scales:
+for s in ctx.scales:
     display(plots.summary_display(summary[summary["servers"] == s], METRICS).style.set_caption(f"{s} servers"))
 
 # %%
@@ -91,32 +95,12 @@ fig = plots.metric_grid(metrics, AXES, order=order)
 # seed fixes the workload for every method, so the seeds are resampled jointly. The paper
 # does not say which fleet size its figures pool over.
 
-# %% tags=["remove-cell"]
-improvements = S.improvement_table(metrics, baseline="drl", paired=True)
-comparison = S.paper_comparison(improvements, servers=None)
-pooled = S.paper_comparison(improvements, servers="all")
-for _, r in pooled.iterrows():
-    key = f"{r['method'].replace('+', 'p').replace('-', 'm')}_{r['metric']}"
-    glue(f"ours_{key}", f"{r['ours_pct']:+.1f} %", display=False)
-    glue(f"ci_{key}", f"{r['ci_low_pct']:+.1f} to {r['ci_high_pct']:+.1f} %", display=False)
-for method, vals in S.PAPER_IMPROVEMENTS.items():
-    for metric, val in vals.items():
-        glue(f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}", f"+{val:.2f} %", display=False)
-glue("paper_in_ci", f"{int(pooled['paper_in_ci'].sum())} of {len(pooled)}", display=False)
-v1 = V.claim_improves(metrics, 1, "drl+", "drl")
-v2 = V.claim_improves(metrics, 2, "ilets-", "drl")
-v3 = V.claim_improves(metrics, 3, "drl+", "ilets-")
-for v in (v1, v2, v3):
-    glue(f"verdict_{v.claim}", v.verdict, display=False)
-glue("drlp_vs_iletsm", V.describe_effect(V.component_effects(metrics, "drl+", "ilets-", "avg_response_s", False)),
-     display=False)
-
 # %% tags=["remove-input"]
-display(plots.comparison_display(comparison, PAPER_LABELS)
+display(plots.comparison_display(found.comparison, PAPER_LABELS)
         .style.set_caption("Improvement over DRL (%): the paper's, and ours with its 95 % CI"))
 
 # %%
-fig = plots.improvement_vs_paper(comparison, PAPER_LABELS)
+fig = plots.improvement_vs_paper(found.comparison, PAPER_LABELS)
 
 # %% [markdown]
 # *Figure: our improvement over DRL per fleet size (circles) and pooled (diamonds), with
@@ -135,6 +119,13 @@ fig = plots.improvement_vs_paper(comparison, PAPER_LABELS)
 # (stated in the summary chapter), "DRL+ improves on DRL" is **{glue:text}`verdict_1`**,
 # "ILETS- improves on DRL" is **{glue:text}`verdict_2`**, and "DRL+ beats ILETS-" is
 # **{glue:text}`verdict_3`**: on response time DRL+ is {glue:text}`drlp_vs_iletsm`.
+#
+# The comparisons behind these verdicts, with the statuses the summary uses:
+
+# %% tags=["remove-input"]
+plots.markdown_table(F.claims_display(found.components, (1, 2, 3)), {})
+
+# %% [markdown]
 #
 # ## Across fleet sizes: IQM and probability of improvement
 #
@@ -190,66 +181,42 @@ fig = plots.interval_panels(poi, "prob", "ci_low", "ci_high", panel="metric", la
 # scale) and gives its pooled improvement over the best learner on that metric (positive:
 # the heuristic is better).
 
-# %% tags=["remove-cell"]
-hl = V.heuristics_vs_learners(metrics, reps=1000)
-glue("heuristic_sentence", V.describe_heuristics(hl), display=False)
-v8 = V.claim_beats_heuristics(metrics, reps=1000)
-glue("verdict_8", v8.verdict, display=False)
-
 # %% tags=["remove-input"]
-display(plots.heuristic_display(hl, PAPER_LABELS)
+display(plots.heuristic_display(found.heuristics, PAPER_LABELS)
         .style.set_caption("Heuristics vs learners: learners beaten at every fleet size; pooled effect over the best"))
 
 # %% [markdown]
 # In plain words: {glue:text}`heuristic_sentence` The paper's claim that ILETS beats all
 # baselines on response time, energy and success rate is **{glue:text}`verdict_8`** here.
+# Its comparisons (ILETS against the best heuristic on each metric, at each fleet size):
+
+# %% tags=["remove-input"]
+plots.markdown_table(F.claims_display(found.components, (8,)), {})
+
+# %% [markdown]
 #
 # ## Sensitivity: a heavier load
 #
 # The servers' service rates are not published; ours (see the model and workload chapters)
 # are calibrated on the paper's full online window, where queues build up over 25 minutes
 # of bursts. A reduced window keeps the arrival rate but not that build-up, so it loads the
-# same fleet less. The `heavy-load` variant repeats some methods at 50 servers with servers
-# one sixth slower (500-1,500 MIPS), which restores queues of the full window's size,
+# same fleet less. The `heavy-load` variant repeats some methods with
+# {glue:text}`heavy_caption`, which brings the queues back towards the full window's size,
 # everything else equal.
 
-# %% tags=["remove-cell"]
-light = load_metrics(out, variant="heavy-load")
-if light.empty:
-    glue("light_text", f"The `{profile['name']}` profile has no `heavy-load` variant, so this check is not shown "
-         "on this page.", display=False)
-    both = None
-else:
-    m50 = metrics[(metrics["servers"].isin(light["servers"].unique())) & metrics["method"].isin(light["method"])]
-    both = pd.concat([m50.assign(setting="main grid"), light.assign(setting="slower servers")],
-                     ignore_index=True)
-    light_methods = [METHOD_LABELS.get(m, m) for m in S.method_order(light["method"].unique())]
-    parts = [f"The variant ran {', '.join(light_methods)} at "
-             f"{', '.join(map(str, sorted(light['servers'].unique())))} servers."]
-    if {"drl", "drl+"} <= set(light["method"]):
-        for setting, table in (("main grid", m50), ("heavy load", light)):
-            e = V.component_effects(table, "drl+", "drl", "avg_response_s", False)
-            parts.append(f"In the {setting}, DRL+ is {V.describe_effect(e, table['servers'].iloc[0])} "
-                         "on response time.")
-    if {"greedy-cost", "drl+"} <= set(light["method"]):
-        e = V.component_effects(light, "greedy-cost", "drl+", "avg_response_s", False)
-        parts.append(f"Under heavy load greedy-cost is {V.describe_effect(e, light['servers'].iloc[0])} "
-                     "on response time.")
-    glue("light_text", " ".join(parts), display=False)
-
 # %% tags=["remove-input"]
-if both is not None:
-    display(plots.summary_display(S.summary_table(both, metrics_cols=tuple(METRICS), by=("method", "setting")),
+if found.heavy is not None:
+    display(plots.summary_display(S.summary_table(found.heavy, metrics_cols=tuple(METRICS), by=("method", "setting")),
                                   METRICS, index="method", split="setting")
-            .style.set_caption("Main grid vs servers twice as fast (mean ± std [95 % CI])"))
+            .style.set_caption(f"Main grid vs {found.heavy_caption} (mean ± std [95 % CI])"))
 
 # %% tags=["remove-input"]
-if both is not None:
-    fig = plots.variant_points(both, AXES,
-                               order=[m for m in order if m in set(plots.label_methods(both)["Method"])])
+if found.heavy is not None:
+    fig = plots.variant_points(found.heavy, AXES,
+                               order=[m for m in order if m in set(plots.label_methods(found.heavy)["Method"])])
 
 # %% [markdown]
-# {glue:text}`light_text`
+# {glue:text}`heavy_text`
 #
 # *Figure (when the variant exists): each metric per method at the variant's fleet size, in
-# the main grid and with servers twice as fast; means and 95 % CIs over seeds.*
+# the main grid and with {glue:text}`heavy_caption`; means and 95 % CIs over seeds.*

@@ -381,6 +381,9 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
         else pd.DataFrame()
     lead_table = leaders.merge(S.ci_table(final_summary, formats={"cum_reward": ",.1f"}), on=["servers", "method"],
                                how="left") if len(leaders) else leaders
+    if len(lead_table):  # display strings: a share, and a blank where the method does not lead at the end
+        lead_table = lead_table.assign(share_led=lead_table["share_led"].map("{:.0%}".format),
+                                       leads_from=[("" if pd.isna(v) else f"{v:,.0f}") for v in lead_table["leads_from"]])
     il = leaders[leaders["method"] == "ilets"] if len(leaders) else leaders
     at = il[il["final_rank"] == 1] if len(il) else il
     if len(il):
@@ -432,6 +435,25 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     return AdaptationFindings(markers, event_order, int(first_range[1] - first_range[0]), gap, osc_reward, osc_gap,
                               osc_summary, claims, components, conv, conv_summary, cum, leaders, lead_table,
                               oail_summary, effect, VariantFindings("upcoming", up, up_text), texts)
+
+
+def component_display(components: pd.DataFrame) -> pd.DataFrame:
+    """A claim's :func:`ilets.verdicts.component_table` as a display table: the comparison,
+    its status (the summary's), the pooled effect with its 95 % CI, and at how many fleet
+    sizes the CI is above zero."""
+    return pd.DataFrame({
+        "comparison": components["component"],
+        "status": components["status"],
+        "pooled effect (95 % CI)": [f"{r.pooled:+.1f} % [{r.pooled_low:+.1f}, {r.pooled_high:+.1f}]"
+                                    for r in components.itertuples()],
+        "fleet sizes with CI above 0": [f"{r.scales_ok}/{r.scales}" for r in components.itertuples()]})
+
+
+def claims_display(components: Mapping[int, pd.DataFrame], claims: Sequence[int]) -> pd.DataFrame:
+    """:func:`component_display` of several claims stacked, with a ``claim`` column first."""
+    parts = [component_display(components[c]).assign(claim=c) for c in claims if len(components.get(c, ()))]
+    cols = ["claim", "comparison", "status", "pooled effect (95 % CI)", "fleet sizes with CI above 0"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 
 def _status_counts(components: pd.DataFrame) -> str:
@@ -505,6 +527,13 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     texts = {"paper_in_ci": f"{int(pooled['paper_in_ci'].sum())} of {len(pooled)}",
              "drlp_vs_iletsm": V.describe_effect(V.component_effects(m, "drl+", "ilets-", "avg_response_s", False,
                                                                      reps=reps))}
+    for _, r in pooled.iterrows():  # the pooled numbers the prose quotes, keyed drlp_/iletsm_<metric>
+        key = f"{r['method'].replace('+', 'p').replace('-', 'm')}_{r['metric']}"
+        texts[f"ours_{key}"] = f"{r['ours_pct']:+.1f} %"
+        texts[f"ci_{key}"] = f"{r['ci_low_pct']:+.1f} to {r['ci_high_pct']:+.1f} %"
+    for method, vals in S.PAPER_IMPROVEMENTS.items():
+        for metric, val in vals.items():
+            texts[f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = f"+{val:.2f} %"
     heuristics = V.heuristics_vs_learners(m, reps=reps)
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
     heavy = ctx.variant_metrics(HEAVY)
