@@ -1,4 +1,5 @@
-"""OAIL: asynchronous experts never block decisions; faults are counted; no orphan workers."""
+"""OAIL: simulated-time emulators are deterministic; the wall mode never blocks decisions;
+faults are counted and add up; no orphan workers."""
 
 from __future__ import annotations
 
@@ -40,14 +41,14 @@ class StepClock(BaseCallback):
         return not done and (self.stop_at is None or self.num_timesteps < self.stop_at)
 
 
-def learn_with(cfg, experts, steps=None, interrupt_at=None, every=30, max_pending=2):
+def learn_with(cfg, experts, steps=None, interrupt_at=None, every=30, max_pending=2, **oail):
     wl = load_workload(cfg.workload, cfg.seed)
     fleet = make_fleet(cfg.fleet, 0)
     env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)
     model = make_ppo(env, cfg.ppo, 0)
     oail_cfg = dataclasses.replace(cfg.oail, experts=tuple(experts), weights=(0.6, 0.4)[:len(experts)] if
                                    len(experts) <= 2 else tuple([1 / len(experts)] * len(experts)),
-                                   every=every, max_pending=max_pending)
+                                   every=every, max_pending=max_pending, **oail)
     oail = OAILCallback(oail_cfg, cfg.experts, cfg.reward, seed=0)
     clock = StepClock(stop_at=steps, interrupt_at=interrupt_at)
     try:
@@ -78,8 +79,8 @@ def existing() -> frozenset:
     return frozenset(p.pid for p in psutil.Process().children(recursive=True))
 
 
-def test_a_slow_expert_does_not_slow_decisions(tiny_config):
-    oail, clock, _ = learn_with(tiny_config, ["slow:2.0:greedy", "greedy"], every=10)
+def test_a_slow_expert_does_not_slow_decisions_on_the_wall_clock(tiny_config):
+    oail, clock, _ = learn_with(tiny_config, ["slow:2.0:greedy", "greedy"], every=10, clock="wall")
     gaps = np.asarray(clock.gaps)
     # each emulator call sleeps 2 s; if a decision ever waited for one, a gap would show it
     assert gaps.max() < 0.5, gaps.max()
@@ -108,20 +109,29 @@ def test_a_crashing_expert_is_counted_and_the_run_goes_on(tiny_config):
     assert len(clock.gaps) > 100  # scheduling carried on
 
 
-def test_a_dying_worker_is_replaced(tiny_config):
+@pytest.mark.parametrize("clock", ["simulated", "wall"])
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_dying_worker_is_replaced_and_counters_add_up(tiny_config, clock, workers):
     before = existing()
-    oail, clock, _ = learn_with(tiny_config, ["exit"], every=60, max_pending=8)
-    assert oail.counters.failed > 0
-    assert len(clock.gaps) > 100
+    oail, steps, _ = learn_with(tiny_config, ["exit"], every=60, max_pending=8, clock=clock, workers=workers)
+    c = oail.counters
+    assert c.failed > 0 and c.applied == 0
+    assert c.requests == c.applied + c.dropped + c.failed + c.unapplied
+    assert len(steps.gaps) > 100
     assert not children(before)
+
+
+def counters_add_up(c) -> bool:
+    return c.requests == c.applied + c.dropped + c.failed + c.unapplied
 
 
 def test_no_orphan_processes_after_normal_exit_or_interrupt(tiny_config):
     before = existing()
-    learn_with(tiny_config, ["slow:5.0:greedy"], every=30)
+    # the wall clock never waits for the slow expert, so the pool closes with work running
+    learn_with(tiny_config, ["slow:5.0:greedy"], every=30, clock="wall")
     assert not children(before)
     with pytest.raises(KeyboardInterrupt):
-        learn_with(tiny_config, ["slow:5.0:greedy"], every=30, interrupt_at=200)
+        learn_with(tiny_config, ["slow:5.0:greedy"], every=30, interrupt_at=200, clock="wall")
     assert not children(before)
 
 
@@ -162,7 +172,7 @@ def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
         cfg = dataclasses.replace(base, method="ilets-", workload=WorkloadConfig(scale=0.001),
                                   fleet=FleetConfig(servers=10),
                                   oail=dataclasses.replace(base.oail, experts=("slow:3:greedy", "ga"),
-                                                           weights=(0.6, 0.4), every=10))
+                                                           weights=(0.6, 0.4), every=10, clock="wall"))
         res = run_learner(cfg, load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0))
         print("requests", res.extra["oail_requests"])
     """)
@@ -171,21 +181,102 @@ def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
     assert "requests" in out.stdout
 
 
-def test_wait_mode_imitates_every_window(tiny_config):
-    cfg = dataclasses.replace(tiny_config, oail=dataclasses.replace(tiny_config.oail, wait=True))
-    oail, _, _ = learn_with(cfg, ["greedy"], every=30, max_pending=1)
+def test_sync_mode_imitates_every_window(tiny_config):
+    oail, _, _ = learn_with(tiny_config, ["greedy"], every=30, max_pending=1, clock="sync")
     c = oail.counters
-    assert c.dropped == 0 and c.failed == 0 and c.completed == c.requests  # every window answered
+    assert c.dropped == 0 and c.failed == 0 and c.applied + c.unapplied == c.requests  # every window answered
+    assert c.unapplied <= 64 // 30 + 1  # only those submitted in the last rollout
 
 
-def test_wait_mode_is_deterministic(tiny_config, tmp_path):
+def test_sync_mode_is_deterministic(tiny_config, tmp_path):
     from ilets.cloud import make_fleet
     from ilets.methods import run_learner
     from ilets.workload import load_workload
 
     cfg = dataclasses.replace(tiny_config, method="ilets-",
-                              oail=dataclasses.replace(tiny_config.oail, wait=True, every=30))
+                              oail=dataclasses.replace(tiny_config.oail, clock="sync", every=30))
     wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
     a, b = run_learner(cfg, wl, fleet), run_learner(cfg, wl, fleet)
     assert a.extra["oail_applied"] > 0
     np.testing.assert_array_equal(a.log.reward, b.log.reward)
+
+
+# --- the simulated clock ------------------------------------------------------------------
+
+def test_emulator_slots_hand_computed():
+    from ilets.oail import EmulatorSlots
+
+    slots = EmulatorSlots(1, latency=1.0, max_pending=1)
+    assert slots.admit(0.0) == 1.0  # free slot: due after the latency
+    assert slots.admit(0.5) == 2.0  # slot busy until 1.0: waits (backlog 1 of 1), due 2.0
+    assert slots.admit(0.6) is None  # backlog full: dropped
+    assert slots.admit(1.0) == 3.0  # the waiting one started at 1.0: backlog free again
+    assert slots.admit(5.0) == 6.0  # everything idle
+    two = EmulatorSlots(2, latency=1.0, max_pending=0)
+    assert [two.admit(t) for t in (0.0, 0.1, 0.2, 1.0, 1.05)] == [1.0, 1.1, None, 2.0, None]
+    unlimited = EmulatorSlots(None, latency=0.0, max_pending=0)
+    assert [unlimited.admit(t) for t in (0.0, 0.0, 0.0)] == [0.0, 0.0, 0.0]
+
+
+def test_simulated_results_are_applied_at_their_due_time(tiny_config, monkeypatch):
+    """Each result is applied at the first rollout start at or after its due time."""
+    from ilets.oail import EmulatorSlots
+
+    dues, applied = [], []
+    admit, imitate = EmulatorSlots.admit, OAILCallback._imitate
+
+    def spy_admit(self, t):
+        due = admit(self, t)
+        dues.append(due)
+        return due
+
+    def spy_imitate(self, result):
+        applied.append((result.rid, result.decision, self.env.t))
+        return imitate(self, result)
+
+    monkeypatch.setattr(EmulatorSlots, "admit", spy_admit)
+    monkeypatch.setattr(OAILCallback, "_imitate", spy_imitate)
+    oail, _, _ = learn_with(tiny_config, ["greedy"], every=30, max_pending=50, latency_s=0.5)
+    arrival = oail.env.tasks.arrival
+    n_steps = tiny_config.ppo.n_steps
+    assert applied and counters_add_up(oail.counters)
+    assert len(dues) == oail.counters.requests and None not in dues
+    assert [rid for rid, _, _ in applied] == sorted(rid for rid, _, _ in applied)  # in submission order
+    for rid, decision, at in applied:
+        due = dues[rid - 1]
+        assert at % n_steps == 0  # only between rollouts
+        assert arrival[at] >= due  # not before it is due
+        prev = at - n_steps
+        assert prev < decision or arrival[prev] < due  # and not a rollout later than needed
+
+
+def _cell(cfg, experts, **oail):
+    from ilets.methods import run_learner
+
+    cfg = dataclasses.replace(cfg, method="ilets-", oail=dataclasses.replace(
+        cfg.oail, experts=tuple(experts), weights=(0.6, 0.4)[:len(experts)], **oail))
+    wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
+    return run_learner(cfg, wl, fleet)
+
+
+def test_simulated_clock_is_bit_reproducible_and_independent_of_expert_speed(tiny_config):
+    # latency and slots chosen so that some windows wait and some are dropped
+    opts = dict(latency_s=0.2, workers=1, max_pending=1, every=10)
+    a = _cell(tiny_config, ["ga", "pso"], **opts)
+    b = _cell(tiny_config, ["ga", "pso"], **opts)
+    slow = _cell(tiny_config, ["slow:0.05:ga", "slow:0.05:pso"], **opts)  # a host 10x slower
+    assert a.extra["oail_applied"] > 0 and a.extra["oail_dropped"] > 0
+    for other in (b, slow):
+        np.testing.assert_array_equal(a.log.reward, other.log.reward)
+        np.testing.assert_array_equal(a.log.response, other.log.response)
+        for k in ("oail_requests", "oail_applied", "oail_dropped", "oail_failed", "oail_unapplied", "oail_updates"):
+            assert a.extra[k] == other.extra[k], k
+
+
+def test_served_share_follows_latency_and_slots(tiny_config):
+    """More latency or fewer slots serve fewer windows; none drop when the slots keep up."""
+    fast = _cell(tiny_config, ["greedy"], latency_s=0.0, max_pending=0, every=10)
+    slow = _cell(tiny_config, ["greedy"], latency_s=1.0, max_pending=0, every=10)
+    two = _cell(tiny_config, ["greedy"], latency_s=1.0, max_pending=0, every=10, workers=2)
+    assert fast.extra["oail_dropped"] == 0
+    assert slow.extra["oail_dropped"] > two.extra["oail_dropped"] > 0

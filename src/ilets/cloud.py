@@ -393,6 +393,11 @@ class Cloud:
         """(finish, cpu) of server ``s``'s unfinished tasks (running or waiting), a copy."""
         return [e for e in self._committed[s] if e[0] > self.now]
 
+    def committed_after(self, s: int, t: float) -> list[tuple[float, float]]:
+        """(finish, cpu) of server ``s``'s tasks finishing after ``max(t, now)``, a copy."""
+        t = max(t, self.now)
+        return [e for e in self._committed[s] if e[0] > t]
+
     # --- results --------------------------------------------------------------------
     def task_frame(self):
         """Per-task records as a DataFrame with wait, response and success columns."""

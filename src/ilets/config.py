@@ -243,7 +243,7 @@ class OAILConfig:
     experts: tuple[str, ...] = ("ga", "pso")
     weights: tuple[float, ...] = (0.6, 0.4)  #: better expert first
     workers: int = 1
-    max_pending: int = 4  #: oldest request dropped beyond this backlog
+    max_pending: int = 4  #: requests that may wait for a busy slot; beyond it they are dropped
     bc_steps: int = 1  #: gradient steps per expert demonstration batch
     learning_rate: float = 1e-4
     #: "simulated" (default): a request submitted at simulated time t is planned by one of
@@ -277,9 +277,11 @@ class OAILConfig:
             raise ConfigError(f"{where}.weights: expected weights >= 0 with a positive sum, got {list(self.weights)}")
         if not self.learning_rate > 0:
             raise ConfigError(f"{where}.learning_rate: expected > 0, got {self.learning_rate}")
-        for key in ("every", "workers", "max_pending", "bc_steps"):
+        for key in ("every", "workers", "bc_steps"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+        if self.max_pending < 0:  # 0: a request that finds every slot busy is dropped
+            raise ConfigError(f"{where}.max_pending: expected >= 0, got {self.max_pending}")
 
 
 METHODS = ("drl", "drl+", "ilets-", "ilets")

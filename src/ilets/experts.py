@@ -41,6 +41,7 @@ has the lower exact cost.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import time
 from dataclasses import dataclass
@@ -51,7 +52,8 @@ import numpy as np
 from ilets.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.env import StateSpec, build_observation
-from ilets.objective import Task, cost_of, wait_term
+from ilets.expert_kernels import decode_scores, pso_move, schedule_plans, standalone_starts
+from ilets.objective import Task, cost_of, costs_from
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
 
@@ -230,7 +232,7 @@ class WindowFitness:
         self.feasible = self.room >= 0
         self.max_power = fleet.max_power
         self.last_start = cloud.last_start.copy()
-        self.snap_fin, self.snap_cpu = self._snapshot_queues(cloud)
+        self.snap_fin, self.snap_cpu, self.snap_n = self._snapshot_queues(cloud)
         self.base_power = self._snapshot_power(cloud)
 
     @property
@@ -238,15 +240,24 @@ class WindowFitness:
         return len(self.t)
 
     @staticmethod
-    def _snapshot_queues(cloud: Cloud) -> tuple[np.ndarray, np.ndarray]:
-        queues = [cloud.committed(s) for s in range(len(cloud.fleet))]
-        k = max(1, max(len(q) for q in queues))
+    def _snapshot_queues(cloud: Cloud) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per server, the unfinished tasks that can delay a new one, sorted by finish.
+
+        A new task on server ``s`` cannot start before ``max(now, last_start[s])`` (FCFS), so
+        only tasks finishing after that instant can be in its way: in a burst a handful per
+        server instead of the whole queue. Returns ``(fin, cpu, n)``: (M, K) padded with
+        ``-inf`` / 0 and the count per server.
+        """
+        cut = np.maximum(cloud.now, cloud.last_start).tolist()
+        queues = [sorted(e for e in cloud.committed_after(s, cut[s])) for s in range(len(cloud.fleet))]
+        n = np.array([len(q) for q in queues], dtype=np.int64)
+        k = max(1, int(n.max()))
         fin = np.full((len(queues), k), -np.inf)
         cpu = np.zeros((len(queues), k))
         for s, q in enumerate(queues):
             if q:
                 fin[s, :len(q)], cpu[s, :len(q)] = zip(*q)
-        return fin, cpu
+        return fin, cpu, n
 
     def _snapshot_power(self, cloud: Cloud) -> np.ndarray:
         sim = cloud.clone()
@@ -262,27 +273,41 @@ class WindowFitness:
         Ignores the other window tasks; used to rank candidate servers. Infeasible: inf.
         """
         w = self.window_size
-        # one task at a time keeps memory at (M, K) when queues are long
-        start = np.stack([_fcfs_start(np.maximum(self.t[j], self.last_start), self.snap_fin, self.snap_cpu, self.room[j])
-                          for j in range(w)])
+        start = standalone_starts(self.t, self.room, self.last_start, self.snap_fin, self.snap_cpu, self.snap_n)
         cost = self._task_cost(np.arange(w)[:, None], start, self.exec, self.base_power[:, None] + self.delta_power)
         return np.where(self.feasible, cost, np.inf)
 
     def _task_cost(self, j, start: np.ndarray, execution: np.ndarray, power: np.ndarray) -> np.ndarray:
-        """``cost_of`` + miss penalty, elementwise; ``power`` includes the task's own share."""
-        rc = self.reward
-        response = start - self.t[j] + execution
-        est = response if rc.include_execution else start - self.t[j]
-        cost = rc.theta * (power / self.max_power) + (1 - rc.theta) * wait_term(est, rc)
-        late = ~meets_deadline(response, self.deadline[j])
-        return cost + (rc.deadline_penalty + self.miss_penalty) * late
+        """The objective's cost (:func:`ilets.objective.costs_from`) plus the miss penalty,
+        elementwise; ``power`` is the fleet's, the task's own share included."""
+        wait = start - self.t[j]
+        response = wait + execution
+        cost = costs_from(power / self.max_power, wait, response, self.deadline[j], self.reward)
+        return cost + self.miss_penalty * ~meets_deadline(response, self.deadline[j])
+
+    def _plans(self, plans: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(plans, dtype=np.int64)
+        if a.ndim != 2 or a.shape[1] != self.window_size:
+            raise ValueError(f"plans have shape {a.shape}, expected (P, {self.window_size})")
+        return a
 
     def costs(self, plans: np.ndarray, per_task: bool = False) -> np.ndarray:
-        """Exact plan costs, (P,) (or (P, W) per task) for int plans of shape (P, W)."""
-        a = np.asarray(plans, dtype=np.int64)
+        """Exact plan costs, (P,) (or (P, W) per task) for int plans of shape (P, W).
+
+        The schedule comes from the compiled :func:`ilets.expert_kernels.schedule_plans`;
+        :meth:`reference_costs` is the same computation in numpy (tests compare them).
+        """
+        a = self._plans(plans)
+        start, power = schedule_plans(a, self.t, self.cpu, self.exec, self.delta_power, self.room,
+                                      self.last_start, self.snap_fin, self.snap_cpu, self.snap_n, self.base_power)
+        task = np.arange(a.shape[1])
+        out = self._task_cost(task, start, self.exec[task[None, :], a], power)
+        return out if per_task else out.sum(axis=1)
+
+    def reference_costs(self, plans: np.ndarray, per_task: bool = False) -> np.ndarray:
+        """:meth:`costs` vectorised over plans in numpy, walking the tasks in Python."""
+        a = self._plans(plans)
         p, w = a.shape
-        if w != self.window_size:
-            raise ValueError(f"plans have {w} tasks, the window has {self.window_size}")
         m = len(self.last_start)
         task = np.arange(w)
         at = (task[None, :], a)  # (task, server) of every gene
@@ -365,12 +390,12 @@ def _finish(search: _Search, cloud: Cloud, window: list[Task], best: np.ndarray,
             miss_penalty: float, state: StateSpec, name: str, evaluations: int, t0: float) -> ExpertPlan:
     """The exact plan of the search's best, or greedy's if that is no worse (it is exact)."""
     greedy = search.greedy
-    plan = greedy
+    plan = dataclasses.replace(greedy)  # the greedy plan may be shared by several experts
     if not np.array_equal(best, greedy.assignment):
         found = evaluate_plan(cloud, window, best, reward, miss_penalty, state, name)
         if found.cost < greedy.cost:
             plan = found
-    plan.expert = name  # the greedy plan object is private to this call
+    plan.expert = name
     plan.evaluations = evaluations
     plan.seconds = time.perf_counter() - t0
     return plan
@@ -410,11 +435,24 @@ class _WindowSearch:
         self.reward = reward or RewardConfig()
         self.state = state
 
-    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> ExpertPlan:
-        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``."""
+    def prepare(self, cloud: Cloud, window: list[Task]) -> _Search:
+        """The greedy plan, fitness and candidates of a window (shareable by searches whose
+        :meth:`preparation_key` is equal)."""
+        cfg = self.cfg
+        return _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
+
+    def preparation_key(self) -> tuple:
+        return (self.reward, self.cfg.miss_penalty, self.cfg.candidates, self.state)
+
+    def plan(self, cloud: Cloud, window: list[Task], rng: np.random.Generator,
+             prepared: _Search | None = None) -> ExpertPlan:
+        """Plan ``window`` from ``cloud`` (cloned, not mutated); deterministic given ``rng``.
+
+        ``prepared``: :meth:`prepare`'s result for the same cloud and window, if at hand.
+        """
         t0 = time.perf_counter()
         cfg = self.cfg
-        search = _prepare(cloud, window, self.reward, cfg.miss_penalty, cfg.candidates, self.state)
+        search = prepared or self.prepare(cloud, window)
         best_slots, evaluations = self._search(search, rng)
         best = search.decode(best_slots[None])[0]
         return _finish(search, cloud, window, best, self.reward, cfg.miss_penalty, self.state,
@@ -498,35 +536,49 @@ class ParticleSwarm(_WindowSearch):
     def _search(self, search: _Search, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         cfg = self.cfg
         n, (w, c) = cfg.pso_particles, search.cand.shape
-        invalid = np.arange(c)[None, :] >= search.count[:, None]  # padded slots never win
+        count = search.count.astype(np.int64)  # padded slots never win
         x = rng.random((n, w, c))
         x[0] = 0.0
         x[0, :, 0] = 1.0
         v = rng.uniform(-cfg.pso_vmax, cfg.pso_vmax, (n, w, c))
-
-        def decode(pos: np.ndarray) -> np.ndarray:
-            return np.where(invalid, -np.inf, pos).argmax(axis=2)
-
-        fit = search.fitness.costs(search.decode(decode(x)))
+        fit = search.fitness.costs(search.decode(decode_scores(x, count)))
         evaluations = n
         pbest, pbest_fit = x.copy(), fit.copy()
         g = int(np.argmin(fit))
         for _ in range(cfg.pso_iterations):
             r1, r2 = rng.random((2, n, w, c))
-            v = cfg.pso_inertia * v + cfg.pso_c1 * r1 * (pbest - x) + cfg.pso_c2 * r2 * (pbest[g] - x)
-            np.clip(v, -cfg.pso_vmax, cfg.pso_vmax, out=v)
-            x = x + v
+            pso_move(x, v, pbest, g, r1, r2, cfg.pso_inertia, cfg.pso_c1, cfg.pso_c2, cfg.pso_vmax)
             shake = rng.random((n, w)) < max(cfg.pso_turbulence, 1.0 / w)
             x[shake] = rng.random((int(shake.sum()), c))
-            fit = search.fitness.costs(search.decode(decode(x)))
+            fit = search.fitness.costs(search.decode(decode_scores(x, count)))
             evaluations += n
             better = fit < pbest_fit
             pbest[better], pbest_fit[better] = x[better], fit[better]
             g = int(np.argmin(pbest_fit))
-        return decode(pbest[g][None])[0], evaluations
+        return decode_scores(pbest[g][None], count)[0], evaluations
 
 
 EXPERTS = ("ga", "pso", "greedy")
+
+
+def plan_window(experts: list, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> list[ExpertPlan]:
+    """Every expert's plan of one window, in order, drawing from one ``rng`` in turn.
+
+    GA and PSO with the same reward and candidate settings share one preparation (the greedy
+    plan, the fitness tables and the candidate lists), which is a third of a call's cost on
+    loaded states; the plans are the same as separate calls (tested).
+    """
+    prepared: dict = {}
+    plans = []
+    for expert in experts:
+        if isinstance(expert, _WindowSearch):
+            key = expert.preparation_key()
+            if key not in prepared:
+                prepared[key] = expert.prepare(cloud, window)
+            plans.append(expert.plan(cloud, window, rng, prepared[key]))
+        else:
+            plans.append(expert.plan(cloud, window, rng))
+    return plans
 
 
 def make_expert(name: str, cfg: ExpertConfig | None = None, reward: RewardConfig | None = None,

@@ -16,31 +16,52 @@ Which window [ours + code]:
 * ``window_mode="upcoming"``: the next W tasks from the current state, as the authors'
   code did; it peeks at tasks that have not arrived, so it is kept only for comparison.
 
-Determinism: which expert results arrive before which rollout depends on how fast the
-emulators run next to the learner, so ILETS- and ILETS are *not* bit-reproducible from a
-seed (DRL and DRL+ are). ``cfg.wait`` makes OAIL synchronous, as the authors' code was:
-each window's plans are in before the next decision, nothing is dropped, and the run is
-deterministic.
+When plans reach the learner: ``cfg.clock`` [ours]
+-------------------------------------------------
 
-Unless ``cfg.wait`` is set, the callback never blocks a decision: ``_on_step`` only clones (a cheap copy), submits and
-polls futures, and only at the decisions where a window starts or ends (every ``every``). Imitation updates are applied at the start of the next rollout, so the
-rollout PPO is about to learn from was collected by one fixed policy (updates in the middle
-would make PPO's stored log-probabilities stale). If emulators fall behind, requests wait in
-a backlog of at most ``cfg.max_pending``; the oldest is dropped (and counted) beyond it. A
-crashed expert or worker is counted and logged and the run goes on; the pool is shut down
-(workers terminated) when training ends, on error and on KeyboardInterrupt
-(:meth:`OAILCallback.close`, called by the runner in ``finally``).
+The simulation runs many times faster than the system it simulates, so "the emulators run
+beside the scheduler" needs a clock. Measuring it on the host's wall clock (the authors'
+timer threads, and ``clock="wall"`` here) makes the number of windows served a property of
+the machine: on one host OAIL served 4 % of windows at paper scale, on a faster one it would
+serve more. The default, ``clock="simulated"``, emulates the paper's system in simulated time
+(:class:`EmulatorSlots`):
+
+* a request submitted at decision ``i`` has simulated time ``t_i`` (task ``i``'s arrival);
+* ``cfg.workers`` emulator slots each plan one request at a time and take ``cfg.latency_s``
+  simulated seconds per request (the measured time of the experts, see ``methods.yaml``);
+* a request that finds every slot busy waits in a FIFO backlog of at most
+  ``cfg.max_pending`` requests; one that finds the backlog full is dropped;
+* its plans are due at ``start + latency_s``. At the start of each rollout the learner applies,
+  in submission order, every result due by the current simulated time, **waiting for the
+  worker process if it is late** (the host being slow then costs wall time, never results).
+
+So which windows are served, dropped and applied, and when, is a function of the seed and
+the configuration alone: ILETS- and ILETS are bit-reproducible like DRL (tested with an
+artificially slowed expert). Worker processes still compute plans in parallel with the
+learner; ``clock="sync"`` is the authors' synchronous emulator (every window is served with
+no latency) and ``clock="wall"`` the host-speed-dependent mode, kept for comparison.
+
+Imitation updates happen only between rollouts (``_on_rollout_start``), so every rollout PPO
+learns from was collected by one fixed policy and its stored log-probabilities stay valid.
+
+Faults: an expert that raises is counted (``failed``) and the run goes on. A worker process
+that dies breaks the pool; the pool is replaced and the requests it held are resubmitted
+once (so a transient death changes nothing), then counted as failed. Every request ends as
+exactly one of applied, dropped, failed or unapplied (due after the last rollout started):
+``requests == applied + dropped + failed + unapplied`` (tested). Worker processes die with
+their parent (:func:`ilets.lifecycle.die_with_parent`); the pool is shut down when training
+ends, on error and on KeyboardInterrupt (:meth:`OAILCallback.close`).
 """
 
 from __future__ import annotations
 
+import heapq
 import logging
 import multiprocessing
 import os
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures import wait as wait_futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
@@ -61,13 +82,16 @@ _STOP = None
 
 
 def _init_worker(stop) -> None:
+    from ilets.lifecycle import die_with_parent
+
     global _STOP
     _STOP = stop
+    die_with_parent()
 
 
 @dataclass
 class EmulatorRequest:
-    """Everything an emulator needs; picklable."""
+    """Everything an emulator needs; picklable and small (see :meth:`Cloud.emulator_copy`)."""
 
     rid: int
     decision: int  #: the decision index at which it was submitted
@@ -91,8 +115,8 @@ class EmulatorResult:
 def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec):
     """An expert by name, plus fault-injection names used by the tests.
 
-    ``slow:<seconds>:<name>`` sleeps before planning; ``crash`` raises; ``exit`` kills the
-    worker process (a BrokenProcessPool for the parent).
+    ``slow:<seconds>:<name>`` sleeps (wall time) before planning; ``crash`` raises; ``exit``
+    kills the worker process (a BrokenProcessPool for the parent).
     """
     from ilets.experts import make_expert
 
@@ -104,18 +128,49 @@ def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec
         _, seconds, base = name.split(":", 2)
         deadline = time.monotonic() + float(seconds)
         while time.monotonic() < deadline and not (_STOP is not None and _STOP.is_set()):
-            time.sleep(0.02)
+            time.sleep(0.01)
         return make_expert(base, cfg, reward, state)
     return make_expert(name, cfg, reward, state)
 
 
 def run_emulator(req: EmulatorRequest) -> EmulatorResult:
     """Worker entry point: every expert plans the window on its own copy of the cloud."""
+    from ilets.experts import plan_window
+
     t0 = time.perf_counter()
-    rng = np.random.default_rng(req.seed)
-    plans = [_expert(n, req.experts_cfg, req.reward, req.state).plan(req.cloud, req.window, rng)
-             for n in req.experts]
+    experts = [_expert(n, req.experts_cfg, req.reward, req.state) for n in req.experts]
+    plans = plan_window(experts, req.cloud, req.window, np.random.default_rng(req.seed))
     return EmulatorResult(req.rid, req.decision, plans, time.perf_counter() - t0)
+
+
+class EmulatorSlots:
+    """``slots`` emulators in simulated time: FIFO, ``latency`` s per request, bounded backlog.
+
+    :meth:`admit` is called with non-decreasing submission times and returns the request's
+    due time (``start + latency``, ``start`` being when a slot is free for it) or ``None``
+    when the request finds ``max_pending`` others already waiting (it is dropped). With a
+    fixed latency and FIFO order, a request's start is known when it is submitted, so no
+    event loop is needed. ``slots=None`` means unlimited (nothing ever waits).
+    """
+
+    def __init__(self, slots: int | None, latency: float, max_pending: int) -> None:
+        self.latency = float(latency)
+        self.max_pending = max_pending
+        self._free = [-np.inf] * slots if slots else None  # heap: when each slot is next free
+        self._starts: deque[float] = deque()  # starts of admitted requests not yet started
+
+    def admit(self, t: float) -> float | None:
+        if self._free is None:
+            return t + self.latency
+        while self._starts and self._starts[0] <= t:
+            self._starts.popleft()
+        start = max(t, self._free[0])
+        if start > t and len(self._starts) >= self.max_pending:
+            return None
+        heapq.heapreplace(self._free, start + self.latency)
+        if start > t:
+            self._starts.append(start)
+        return start + self.latency
 
 
 @dataclass
@@ -124,15 +179,30 @@ class OAILCounters:
     completed: int = 0  #: results received
     applied: int = 0  #: results used for imitation updates
     dropped: int = 0  #: requests dropped from a full backlog
-    failed: int = 0  #: expert exceptions and dead workers
+    failed: int = 0  #: requests lost to an expert exception or a dead worker
+    unapplied: int = 0  #: admitted but not yet due (or not back) when training ended
+    resubmitted: int = 0  #: requests resubmitted after a worker died
     updates: int = 0  #: gradient steps taken
     lag_decisions: list = field(default_factory=list)  #: decisions from submit to apply
 
     def as_dict(self) -> dict:
         lag = np.asarray(self.lag_decisions, float)
         return {"oail_requests": self.requests, "oail_completed": self.completed, "oail_applied": self.applied,
-                "oail_dropped": self.dropped, "oail_failed": self.failed, "oail_updates": self.updates,
+                "oail_dropped": self.dropped, "oail_failed": self.failed, "oail_unapplied": self.unapplied,
+                "oail_resubmitted": self.resubmitted, "oail_updates": self.updates,
+                "oail_served_share": (self.requests - self.dropped) / self.requests if self.requests else float("nan"),
                 "oail_lag_p50": float(np.median(lag)) if len(lag) else float("nan")}
+
+
+@dataclass
+class _Pending:
+    """An admitted request: its due time in simulated time and its future in the pool."""
+
+    req: EmulatorRequest
+    due: float
+    future: Future | None = None
+    tries: int = 0  #: times sent to the pool
+    lost: bool = False  #: its worker died twice: given up
 
 
 class OAILCallback(BaseCallback):
@@ -150,11 +220,13 @@ class OAILCallback(BaseCallback):
         self.mp_context = mp_context
         self.counters = OAILCounters()
         self.pool: ProcessPoolExecutor | None = None
-        self._in_flight: dict[Future, EmulatorRequest] = {}
-        self._backlog: deque[EmulatorRequest] = deque()
-        self._ready: list[EmulatorResult] = []
+        self._pending: deque[_Pending] = deque()  # admitted, in submission (= due) order
         self._snapshots: dict[int, Cloud] = {}
         self._done = False
+        wall = cfg.clock == "wall"
+        self._slots = None if wall else EmulatorSlots(None if cfg.clock == "sync" else cfg.workers,
+                                                      0.0 if cfg.clock == "sync" else cfg.latency_s,
+                                                      cfg.max_pending)
 
     # --- lifecycle --------------------------------------------------------------------
     def _on_training_start(self) -> None:
@@ -191,15 +263,15 @@ class OAILCallback(BaseCallback):
         message in the pool's result pipe, and the executor's manager thread then blocks
         for ever (and with it the interpreter's exit). Instead queued work is cancelled, the
         stop event asks a running expert to finish early, and the pool is joined; a GA or
-        PSO call lasts tens of milliseconds.
+        PSO call lasts milliseconds.
         """
         pool, self.pool = self.pool, None
         if pool is None:
             return
+        self.counters.unapplied += len(self._pending)
+        self._pending.clear()
         self._stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-        self._in_flight.clear()
-        self._backlog.clear()
 
     # --- per decision -----------------------------------------------------------------
     def _on_step(self) -> bool:
@@ -216,27 +288,32 @@ class OAILCallback(BaseCallback):
         return True
 
     def _tick(self, i: int) -> None:
-        """Poll finished emulators, submit the window that ends at decision i, snapshot."""
-        self._poll()
+        """Submit the window that ends at decision i (past mode) or starts there; snapshot."""
+        w = self.experts_cfg.window
         if self.cfg.window_mode == "past":
-            w = self.experts_cfg.window
             if i % self.cfg.every == 0 and i - w in self._snapshots:
-                self._submit(i, self._snapshots.pop(i - w), self._window(i - w, i))
+                snap = self._snapshots.pop(i - w)
+                self._submit(i, snap, self._window(i - w, i))
             self._maybe_snapshot(i)
         elif i % self.cfg.every == 0:
-            self._submit(i, self.env.cloud.clone(), self._window(i, i + self.experts_cfg.window))
-        if self.cfg.wait:  # synchronous: the plans are in before the next decision
-            wait_futures(list(self._in_flight))
-            self._poll()
+            window = self._window(i, i + w)
+            if window:
+                self._submit(i, self.env.cloud.emulator_copy(window[-1].arrival), window)
 
     def _maybe_snapshot(self, i: int) -> None:
         """Keep the state before decision i if a past window will start there."""
         if self.cfg.window_mode == "past" and (i + self.experts_cfg.window) % self.cfg.every == 0:
-            self._snapshots[i] = self.env.cloud.clone()
+            until = float(self.env.tasks.arrival[min(i + self.experts_cfg.window, len(self.env.tasks)) - 1])
+            self._snapshots[i] = self.env.cloud.emulator_copy(until)
 
     def _window(self, lo: int, hi: int) -> list[Task]:
         hi = min(hi, len(self.env.tasks))
         return [self.env._task(j) for j in range(lo, hi)]
+
+    def _now(self, i: int) -> float:
+        """Simulated time of decision ``i`` (its task's arrival); the end of the pass beyond."""
+        tasks = self.env.tasks
+        return float(tasks.arrival[min(i, len(tasks) - 1)]) if i < len(tasks) else np.inf
 
     def _submit(self, i: int, snap: Cloud, window: list[Task]) -> None:
         if not window:
@@ -245,48 +322,114 @@ class OAILCallback(BaseCallback):
         req = EmulatorRequest(self.counters.requests, i, snap, window, tuple(self.cfg.experts),
                               self.experts_cfg, self.reward, self.state,
                               self.seed * 1_000_003 + self.counters.requests)
-        self._backlog.append(req)
-        while len(self._backlog) > self.cfg.max_pending:
-            self._backlog.popleft()
+        if self._slots is None:  # wall clock: the oldest waiting request gives way
+            self._pending.append(_Pending(req, np.nan))
+            waiting = [p for p in self._pending if p.future is None]
+            if len(waiting) > self.cfg.max_pending:
+                self._pending.remove(waiting[0])
+                self.counters.dropped += 1
+            self._fill_wall()
+            return
+        due = self._slots.admit(self._now(i))
+        if due is None:
             self.counters.dropped += 1
-        self._fill()
+            return
+        pending = _Pending(req, due)
+        self._pending.append(pending)
+        self._send(pending)
 
-    def _fill(self) -> None:
-        while self._backlog and len(self._in_flight) < self.cfg.workers and self.pool is not None:
-            req = self._backlog.popleft()
-            self._in_flight[self.pool.submit(run_emulator, req)] = req
+    def _send(self, pending: _Pending) -> None:
+        pending.tries += 1
+        try:
+            pending.future = self.pool.submit(run_emulator, pending.req)
+        except BrokenProcessPool:  # broke since the last look: replace it, then submit
+            pending.future = None
+            self._restart_pool()
+            pending.future = self.pool.submit(run_emulator, pending.req)
 
-    def _poll(self) -> None:
-        for fut in [f for f in self._in_flight if f.done()]:
-            self._in_flight.pop(fut)
+    def _fill_wall(self) -> None:
+        """Wall clock: at most ``workers`` requests in the pool, the rest wait here."""
+        busy = sum(1 for p in self._pending if p.future is not None and not p.future.done())
+        for p in self._pending:
+            if busy >= self.cfg.workers:
+                break
+            if p.future is None:
+                self._send(p)
+                busy += 1
+
+    # --- results ----------------------------------------------------------------------
+    def _result(self, pending: _Pending, block: bool) -> EmulatorResult | None | bool:
+        """The request's result; ``None`` if it failed for good; ``False`` if not back (no block)."""
+        while not pending.lost:
+            fut = pending.future
+            if not block and not fut.done():
+                return False
             try:
-                self._ready.append(fut.result())
+                result = fut.result()
                 self.counters.completed += 1
+                return result
             except BrokenProcessPool:
-                self.counters.failed += 1
-                log.warning("OAIL emulator worker died; restarting the pool")
-                self._restart_pool()
+                log.warning("OAIL emulator worker died; replacing the pool")
+                self._restart_pool()  # resubmits this request once, or marks it lost
             except Exception as err:  # an expert's bug must not stop scheduling
-                self.counters.failed += 1
                 log.warning("OAIL emulator failed: %s", err)
-        self._fill()
+                return None
+        return None
 
     def _restart_pool(self) -> None:
-        lost = list(self._in_flight.values())
-        self._in_flight.clear()
-        self.counters.failed += len(lost)
+        """Replace a broken pool; every request it held is resubmitted once, else lost."""
         old, self.pool = self.pool, None
         if old is not None:
             old.shutdown(wait=True, cancel_futures=True)  # broken: its workers are gone
         self.pool = self._new_pool()
+        for p in self._pending:
+            f = p.future
+            if f is None or p.lost:
+                continue  # not sent yet (wall clock), or already given up
+            if f.done() and not f.cancelled() and not isinstance(f.exception(), BrokenProcessPool):
+                continue  # finished before the break: its result (or its own error) is intact
+            if p.tries < 2:
+                self.counters.resubmitted += 1
+                self._send(p)
+            else:
+                p.lost, p.future = True, None
 
-    # --- imitation updates ------------------------------------------------------------
     def _on_rollout_start(self) -> None:
-        self._poll()
-        ready, self._ready = self._ready, []
+        if self._slots is None:
+            ready = self._collect_wall()
+        else:
+            ready = self._collect_due(self._now(self.env.t))
         for result in ready:
             self._imitate(result)
 
+    def _collect_due(self, now: float) -> list[EmulatorResult]:
+        """Simulated clock: every result due by ``now``, in order, waiting for late workers."""
+        out = []
+        while self._pending and self._pending[0].due <= now:
+            result = self._result(self._pending[0], block=True)
+            self._pending.popleft()
+            if result is None:
+                self.counters.failed += 1
+            else:
+                out.append(result)
+        return out
+
+    def _collect_wall(self) -> list[EmulatorResult]:
+        """Wall clock: whatever the workers have finished by now."""
+        out, keep = [], deque()
+        for pending in list(self._pending):
+            result = False if pending.future is None and not pending.lost else self._result(pending, block=False)
+            if result is False:
+                keep.append(pending)  # not sent yet, or still running
+            elif result is None:
+                self.counters.failed += 1
+            else:
+                out.append(result)
+        self._pending = keep
+        self._fill_wall()
+        return out
+
+    # --- imitation updates ------------------------------------------------------------
     def _imitate(self, result: EmulatorResult) -> None:
         plans = sorted(result.plans, key=lambda p: p.cost)  # better expert first
         policy = self.model.policy
@@ -305,3 +448,4 @@ class OAILCallback(BaseCallback):
         policy.set_training_mode(False)
         self.counters.applied += 1
         self.counters.lag_decisions.append(self.env.t - result.decision)
+

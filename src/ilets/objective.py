@@ -64,8 +64,12 @@ def wait_term(est, cfg: RewardConfig):
     return np.log1p(x)
 
 
-def _cost(p_norm, wait, response, deadline, cfg: RewardConfig):
-    """The cost formula on scalars or arrays (one place for the reward, greedy and experts)."""
+def costs_from(p_norm, wait, response, deadline, cfg: RewardConfig):
+    """The cost formula on scalars or arrays (one place for the reward, greedy and experts).
+
+    ``p_norm`` normalised fleet power with the task counted, ``wait`` and ``response`` the
+    task's exact wait and response, s.
+    """
     est = response if cfg.include_execution else wait
     cost = cfg.theta * p_norm + (1 - cfg.theta) * wait_term(est, cfg)
     if cfg.deadline_penalty:
@@ -77,10 +81,10 @@ def cost_of(cloud: Cloud, task: Task, s: int, start: float, cfg: RewardConfig) -
     """The exact cost of ``task`` on server ``s`` given its start time there."""
     wait = start - task.arrival
     p = (cloud.power + cloud.act_per_cpu[s] * task.cpu) / cloud.fleet.max_power
-    return float(_cost(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
+    return float(costs_from(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
 
 
 def costs(cloud: Cloud, task: Task, starts: np.ndarray, cfg: RewardConfig) -> np.ndarray:
     """:func:`cost_of` on every server given each server's start time (inf stays inf)."""
     wait = starts - task.arrival
-    return _cost(power_norm(cloud, task.cpu), wait, wait + exec_time(cloud, task.length), task.deadline, cfg)
+    return costs_from(power_norm(cloud, task.cpu), wait, wait + exec_time(cloud, task.length), task.deadline, cfg)
