@@ -23,16 +23,17 @@
 # says what they do, how close to optimal they are, and what they cost.
 
 # %% tags=["remove-cell"]
-import dataclasses
-
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
+from ilets import findings as F
 from ilets import plots
 from ilets.config import RunConfig, from_dict
 from ilets.experts import gap_cases, gap_table, loaded_snapshots, make_expert, timing_table
+from ilets.report_context import build_stamp
+from ilets.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
 from ilets.results import METHOD_LABELS, load_metrics, load_profile_info, results_dir
 
 plots.use_style()
@@ -40,8 +41,9 @@ profile = load_profile_info(results_dir())
 run = from_dict(RunConfig, profile["run"], "profile.run")
 cfg, reward = run.experts, run.reward
 glue("profile_name", profile["name"], display=False)
-for key, value in dataclasses.asdict(cfg).items():
-    glue(f"cfg_{key}", f"{value:g}" if isinstance(value, float) else str(value), display=False)
+for key, text in F.config_texts(cfg).items():
+    glue(key, text, display=False)
+glue("build_stamp", build_stamp(), display=False)
 
 # the number of plans one call scores, read off real calls (not recomputed here)
 snapshot = loaded_snapshots(50, [1000], cfg.window)[0]
@@ -50,12 +52,7 @@ evaluations = {n: make_expert(n, cfg, reward).plan(*snapshot, np.random.default_
 glue("ga_evals", f"{evaluations['ga']:,}", display=False)
 glue("pso_evals", f"{evaluations['pso']:,}", display=False)
 
-defaults = RunConfig().experts
-changed = [f"{k.replace('_', ' ')} {getattr(cfg, k):g} (default {getattr(defaults, k):g})"
-           for k in ("ga_population", "ga_generations", "pso_particles", "pso_iterations")
-           if getattr(cfg, k) != getattr(defaults, k)]
-glue("budget_note", ("it shrinks the search budget to keep the grid short: " + ", ".join(changed)) if changed
-     else "it uses the method defaults", display=False)
+glue("budget_note", F.budget_note(cfg, RunConfig().experts), display=False)
 
 # %% [markdown]
 # ## What the experts optimise
@@ -126,7 +123,7 @@ meaning = {
     "pso_vmax": "PSO velocity clip (score units)",
     "pso_turbulence": "per-task score redraw probability (at least 1/W)",
 }
-Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", f"{getattr(defaults, k):g}", v) for k, v in meaning.items()],
+Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", f"{getattr(RunConfig().experts, k):g}", v) for k, v in meaning.items()],
                       columns=["setting", f"{profile['name']} profile", "method default", "meaning"])
          .to_markdown(index=False))
 
@@ -148,15 +145,14 @@ for name, row in summary.iterrows():
     glue(f"{name}_mean_gap", f"{100 * row['mean_gap']:.2f}%", display=False)
     glue(f"{name}_max_gap", f"{100 * row['max_gap']:.1f}%", display=False)
     glue(f"{name}_optimal", f"{100 * row['optimal_share']:.0f}%", display=False)
-search_gap = summary.loc[["ga", "pso"], "mean_gap"].max()
-glue("search_verdict", "so the search itself is not the bottleneck" if search_gap < 0.01 else
-     "so with this budget the search itself leaves part of the way to the optimum", display=False)
+glue("search_verdict", F.search_sentence(summary.loc[["ga", "pso"], "mean_gap"]), display=False)
 
 # %%
 fig = plots.optimality_gaps(gaps)
 
 # %% [markdown]
-# *Figure: relative gap to the enumerated optimum on {glue:text}`n_cases` small cases
+# *Figure ({glue:text}`build_stamp`): relative gap to the enumerated optimum on
+# {glue:text}`n_cases` small cases
 # (3-5 servers, 4-6 tasks), one point per case; the bar is the mean. Symlog axis: points on
 # zero are optimal plans.*
 #
@@ -169,12 +165,7 @@ fig = plots.optimality_gaps(gaps)
 # metaheuristics are for.
 
 # %% tags=["remove-input"]
-Markdown(summary.reset_index().assign(
-    mean_gap=lambda d: (100 * d["mean_gap"]).map("{:.2f}%".format),
-    max_gap=lambda d: (100 * d["max_gap"]).map("{:.1f}%".format),
-    optimal_share=lambda d: (100 * d["optimal_share"]).map("{:.0f}%".format))
-    .rename(columns={"mean_gap": "mean gap", "max_gap": "max gap", "optimal_share": "optimal"})
-    .to_markdown(index=False))
+Markdown(F.gap_display(summary).to_markdown(index=False))
 
 # %% [markdown]
 # ## What a call costs
@@ -188,11 +179,9 @@ Markdown(summary.reset_index().assign(
 timing = pd.DataFrame(timing_table(cfg, reward, [50, 100, 200], [1000, 2000], 2))
 t = timing.set_index(["servers", "expert"])
 for (m, name), row in t.iterrows():
-    glue(f"{name}_ms_{m}", f"{row['ms_per_call']:.0f}" if row["ms_per_call"] >= 10 else f"{row['ms_per_call']:.1f}",
-         display=False)
+    glue(f"{name}_ms_{m}", F.ms_text(row["ms_per_call"]), display=False)
     glue(f"{name}_cpu_ms_{m}", f"{row['cpu_ms_per_call']:.0f}", display=False)
-    glue(f"{name}_ratio_{m}", f"{row['ratio_to_greedy']:.0f}" if row["ratio_to_greedy"] >= 10
-         else f"{row['ratio_to_greedy']:.1f}", display=False)
+    glue(f"{name}_ratio_{m}", F.ms_text(row["ratio_to_greedy"]), display=False)
     glue(f"{name}_saving_{m}", f"{100 * row['mean_saving_vs_greedy']:.1f}%", display=False)
 for m, util in timing.groupby("servers")["cpu_util"].first().items():
     glue(f"util_{m}", f"{100 * util:.0f}%", display=False)
@@ -202,7 +191,8 @@ glue("calls_per_cell", f"{int(t['calls'].iloc[0])}", display=False)
 fig = plots.expert_cost(timing)
 
 # %% [markdown]
-# *Figure: wall time per call on a {glue:text}`cfg_window`-task window against fleet size,
+# *Figure ({glue:text}`build_stamp`): wall time per call on a {glue:text}`cfg_window`-task
+# window against fleet size,
 # log scales: median of {glue:text}`calls_per_cell` calls (filled) and 90th percentile
 # (hollow).*
 #
@@ -221,20 +211,11 @@ fig = plots.expert_cost(timing)
 # one-step choice is already optimal for the window.
 
 # %% tags=["remove-input"]
-Markdown(timing.assign(
-    ms_per_call=timing["ms_per_call"].map("{:.1f}".format), ms_p90=timing["ms_p90"].map("{:.1f}".format),
-    cpu_ms_per_call=timing["cpu_ms_per_call"].map("{:.1f}".format),
-    ratio_to_greedy=timing["ratio_to_greedy"].map("{:.1f}".format),
-    mean_saving_vs_greedy=(100 * timing["mean_saving_vs_greedy"]).map("{:.2f}%".format),
-    max_saving_vs_greedy=(100 * timing["max_saving_vs_greedy"]).map("{:.2f}%".format),
-    cpu_util=(100 * timing["cpu_util"]).map("{:.0f}%".format))
-    .rename(columns={"ms_per_call": "ms/call", "ms_p90": "p90 ms", "cpu_ms_per_call": "CPU ms/call",
-                     "ratio_to_greedy": "x greedy", "mean_saving_vs_greedy": "mean saving vs greedy",
-                     "max_saving_vs_greedy": "max saving", "cpu_util": "CPU utilisation"})
-    .to_markdown(index=False, disable_numparse=True))
+Markdown(F.timing_display(timing).to_markdown(index=False, disable_numparse=True))
 
 # %% [markdown]
-# Wall times are of the machine that built this page, and may be inflated by other work
+# The gaps and the times above were measured while this page was built, not recorded by the
+# grid: {glue:text}`build_stamp`. Wall times are of that machine, and may be inflated by other work
 # running on it; CPU times and the ratio to greedy are the more portable figures.
 # `benchmarks/bench_experts.py` runs the same tables (`ilets.experts.timing_table`,
 # `gap_cases`) with more calls and cases.
@@ -255,7 +236,8 @@ per_task = demo["ms_per_task"].mean()
 glue("demo_tasks", f"{int(demo['demo_tasks'].median()):,}", display=False)
 glue("demo_seconds", f"{demo['demo_seconds'].mean():.1f}", display=False)
 glue("demo_window_ms", f"{per_task * cfg.window:.0f}", display=False)
-glue("demo_full_hours", f"{330_632 * per_task / 3.6e6:.1f}", display=False)
+glue("demo_full_hours", f"{PAPER_OFFLINE_TASKS * per_task / 3.6e6:.1f}", display=False)
+glue("paper_offline", f"{PAPER_OFFLINE_TASKS:,}", display=False)
 
 oail = metrics[metrics["method"].isin(["ilets-", "ilets"])].copy()
 totals = oail[["oail_requests", "oail_completed", "oail_applied", "oail_dropped"]].sum()
@@ -270,7 +252,7 @@ glue("oail_every", f"{run.oail.every}", display=False)
 glue("oail_workers", f"{run.oail.workers}", display=False)
 glue("oail_max_pending", f"{run.oail.max_pending}", display=False)
 glue("emulator_ms", f"{t.loc[(50, 'ga'), 'ms_per_call'] + t.loc[(50, 'pso'), 'ms_per_call']:.0f}", display=False)
-paper_rate = 590_000 / 3000  # tasks per second over the paper's 50-minute window [paper]
+paper_rate = (PAPER_OFFLINE_TASKS + PAPER_ONLINE_TASKS) / PAPER_WINDOW_S  # tasks/s over the paper's window
 glue("paper_rate", f"{paper_rate:.0f}", display=False)
 glue("window_span_ms", f"{1e3 * cfg.window / paper_rate:.0f}", display=False)
 
@@ -285,7 +267,7 @@ Markdown(plots.label_methods(demo).groupby(["Method", "servers"])[["demo_tasks",
 # In the {glue:text}`profile_name` results, each cell demonstrates
 # {glue:text}`demo_tasks` offline tasks in {glue:text}`demo_seconds` s on average, about
 # {glue:text}`demo_window_ms` ms per {glue:text}`cfg_window`-task window for GA and PSO
-# together. At that rate, demonstrating all 330,632 offline tasks of the paper's window
+# together. At that rate, demonstrating all {glue:text}`paper_offline` offline tasks of the paper's window
 # would take {glue:text}`demo_full_hours` hours per fleet size and seed, which is why
 # profiles cap the number of demonstrated tasks (`oinpt.max_demo_tasks`, a deviation).
 #

@@ -34,7 +34,6 @@
 # tasks.
 
 # %% tags=["remove-cell"]
-from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets import findings as F
@@ -130,18 +129,17 @@ fig = plots.scale_points(found.first, "reward", f"reward, first {N:,} decisions"
 # summary uses:
 
 # %% tags=["remove-input"]
-Markdown("\n".join(found.claim_lines) if found.claim_lines else "No learner curves are in this results store.")
+plots.markdown_table(F.component_display(found.components), {}, empty="No learner curves are in this results store.")
 
 # %% [markdown]
 # The same pairs on response time and success rate over the first decisions, per fleet size
 # (not part of the claim's verdict; a pair is *better* when its 95% interval is above zero):
 
 # %% tags=["remove-input"]
-plots.markdown_table(stats.compare_display(found.first_pairs.assign(
-    pair=found.first_pairs["x"].str.upper() + " vs " + found.first_pairs["y"].str.upper()),
-    by=("servers", "pair"), formats=FORMATS, names={m: "first" for m in ("drl+", "ilets")}
-    | {m: "second" for m in ("drl", "ilets-")}), NAMES) \
-    if len(found.first_pairs) else Markdown("(no pairs to compare)")
+plots.markdown_table(stats.compare_display(found.first_pairs, by=("servers", "pair"), formats=FORMATS,
+                                           names={m: "first" for m in ("drl+", "ilets")}
+                                           | {m: "second" for m in ("drl", "ilets-")}), NAMES,
+                     empty="(no pairs to compare)")
 
 # %% [markdown]
 # With as few seeds as a quick profile has, "resolved" means "every seed agrees", not a
@@ -159,8 +157,7 @@ plots.markdown_table(stats.compare_display(found.first_pairs.assign(
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.ci_table(plots.label_methods(found.bc_summary), index=("servers", "Method"),
-                                    formats=FORMATS), NAMES) \
-    if len(found.bc_summary) else Markdown("No DRL+ or ILETS cell is in this results store.")
+                                    formats=FORMATS), NAMES, empty="No DRL+ or ILETS cell is in this results store.")
 
 # %% [markdown]
 # Across fleet sizes the agreement of DRL+ rises from {glue:text}`agree_before` (random
@@ -186,8 +183,8 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.bc_summary), index
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.no_critic.table, by=("servers", "method", "over"),
-                                           names={"variant": "no critic", "main": "main"}, formats=FORMATS), NAMES) \
-    if found.no_critic.present else Markdown("(no `no-critic` cells)")
+                                           names={"variant": "no critic", "main": "main"}, formats=FORMATS), NAMES,
+                     empty="(no `no-critic` cells)")
 
 # %% [markdown]
 # ## Does the expert's quality bound the clone?
@@ -205,8 +202,8 @@ plots.markdown_table(stats.compare_display(found.no_critic.table, by=("servers",
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.greedy_expert.table, by=("servers", "method", "over"),
-                                           names={"variant": "greedy clone", "main": "main"}, formats=FORMATS), NAMES) \
-    if found.greedy_expert.present else Markdown("(no `greedy-expert` cells)")
+                                           names={"variant": "greedy clone", "main": "main"}, formats=FORMATS), NAMES,
+                     empty="(no `greedy-expert` cells)")
 
 # %% [markdown]
 # The clone against the greedy heuristic (its teacher's one-step level), whole pass:
@@ -214,7 +211,7 @@ plots.markdown_table(stats.compare_display(found.greedy_expert.table, by=("serve
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.floor, by=("clone", "servers"),
                                            names={"drl+": "DRL+", "greedy-cost": "greedy heuristic"}, formats=FORMATS),
-                     NAMES) if len(found.floor) else Markdown("(no greedy-cost cells)")
+                     NAMES, empty="(no greedy-cost cells)")
 
 # %% [markdown]
 # ## Is the state the bottleneck of cloning?
@@ -232,7 +229,7 @@ plots.markdown_table(stats.compare_display(found.floor, by=("clone", "servers"),
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.rich_state.table, by=("servers", "method", "over"),
                                            names={"variant": "rich state", "main": "paper state"}, formats=FORMATS),
-                     NAMES) if found.rich_state.present else Markdown("(no `rich-state` cells)")
+                     NAMES, empty="(no `rich-state` cells)")
 
 # %% [markdown]
 # In all comparison tables the change is the relative difference of the means, signed so

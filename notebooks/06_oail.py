@@ -33,7 +33,6 @@
 # {glue:text}`scales` servers, {glue:text}`n_seeds` seeds each).
 
 # %% tags=["remove-cell"]
-from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets import findings as F
@@ -81,7 +80,7 @@ for key, text in found.texts.items():
 glue("up_text", found.upcoming.text, display=False)
 markers = found.markers
 event_labels = [NAMES.get(e, e) for e in found.event_order]
-osc_named = found.osc_reward.replace({"event": NAMES}) if len(found.osc_reward) else found.osc_reward
+osc_named = found.osc_reward.replace({"event": NAMES})
 
 # %% [markdown]
 # ## Around the bursts and the trend change
@@ -107,8 +106,7 @@ fig = plots.learning_curves(learn, "reward", "reward per decision", events=marke
 # which it strikes).*
 
 # %%
-fig = plots.learning_curves(found.gap, "reward", f"reward minus {F.REFERENCE}", events=markers) \
-    if len(found.gap) else None
+fig = plots.learning_curves(found.gap, "reward", f"reward minus {F.REFERENCE}", events=markers)
 
 # %% [markdown]
 # *Figure: the gap between each learner's windowed reward and the `greedy-cost`
@@ -127,11 +125,11 @@ fig = plots.learning_curves(found.gap, "reward", f"reward minus {F.REFERENCE}", 
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.ci_table(plots.label_methods(found.osc_summary), index=("servers", "event", "Method"),
-                                    formats=FORMATS), NAMES) \
-    if len(found.osc_summary) else Markdown("No online event lies within the online segment of this profile.")
+                                    formats=FORMATS), NAMES,
+                     empty="No online event lies within the online segment of this profile.")
 
 # %%
-fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_labels) if len(osc_named) else None
+fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_labels)
 
 # %% [markdown]
 # *Figure: oscillation (mean absolute change between consecutive windows of the reward)
@@ -148,8 +146,7 @@ fig = plots.event_points(osc_named, "mad", "oscillation of reward (MAD)", event_
 # {glue:text}`osc_gap_trend`. The claim's comparisons, with the statuses the summary uses:
 
 # %% tags=["remove-input"]
-plots.markdown_table(F.component_display(found.components[7]), {}) \
-    if len(found.components[7]) else Markdown("(claim 7 cannot be tested on these results)")
+plots.markdown_table(F.component_display(found.components[7]), {}, empty="(claim 7 cannot be tested on these results)")
 
 # %% [markdown]
 # With a few seeds "resolved" means that every resampling of seeds agrees; cases that are
@@ -169,8 +166,7 @@ plots.markdown_table(F.component_display(found.components[7]), {}) \
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.ci_table(plots.label_methods(found.conv_summary), index=("servers", "Method", "unsettled"),
-                                    formats=FORMATS), NAMES) \
-    if len(found.conv_summary) else Markdown("No learner curves in this results store.")
+                                    formats=FORMATS), NAMES, empty="No learner curves in this results store.")
 
 # %% [markdown]
 # Of all runs, {glue:text}`conv_settled` settled. The paper's claim, ILETS- converges
@@ -178,8 +174,7 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.conv_summary), ind
 # comparisons, {glue:text}`conv_text`:
 
 # %% tags=["remove-input"]
-plots.markdown_table(F.component_display(found.components[5]), {}) \
-    if len(found.components[5]) else Markdown("(claim 5 cannot be tested on these results)")
+plots.markdown_table(F.component_display(found.components[5]), {}, empty="(claim 5 cannot be tested on these results)")
 
 # %% [markdown]
 # ## Cumulative reward
@@ -189,8 +184,7 @@ plots.markdown_table(F.component_display(found.components[5]), {}) \
 # the most reward by then ("reaches the highest cumulative reward fastest").
 
 # %%
-fig = plots.learning_curves(found.cum, "mean_reward_so_far", "cumulative reward / decisions", events=markers) \
-    if len(found.cum) else None
+fig = plots.learning_curves(found.cum, "mean_reward_so_far", "cumulative reward / decisions", events=markers)
 
 # %% [markdown]
 # *Figure: cumulative reward divided by the decisions made so far (the cumulative reward
@@ -210,13 +204,12 @@ fig = plots.learning_curves(found.cum, "mean_reward_so_far", "cumulative reward 
 # comparisons, {glue:text}`cum_text`:
 
 # %% tags=["remove-input"]
-plots.markdown_table(F.component_display(found.components[6]), {}) \
-    if len(found.components[6]) else Markdown("(claim 6 cannot be tested on these results)")
+plots.markdown_table(F.component_display(found.components[6]), {}, empty="(claim 6 cannot be tested on these results)")
 
 # %% tags=["remove-input"]
 plots.markdown_table(plots.label_methods(found.lead_table)
-                     [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES) \
-    if len(found.lead_table) else Markdown("No learner curves in this results store.")
+                     [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES,
+                     empty="No learner curves in this results store.")
 
 # %% [markdown]
 # ## Does OAIL run, and does it change anything?
@@ -229,8 +222,8 @@ plots.markdown_table(plots.label_methods(found.lead_table)
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.ci_table(plots.label_methods(found.oail_summary), index=("servers", "Method"),
-                                    formats=FORMATS), NAMES) \
-    if len(found.oail_summary) else Markdown("No ILETS- or ILETS cell with OAIL counters is in this results store.")
+                                    formats=FORMATS), NAMES,
+                     empty="No ILETS- or ILETS cell with OAIL counters is in this results store.")
 
 # %% [markdown]
 # Across fleet sizes, {glue:text}`oail_share` of the requests were applied
@@ -244,12 +237,10 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.oail_summary), ind
 # interval over seeds): {glue:text}`oail_effect`.
 
 # %% tags=["remove-input"]
-effect = found.oail_effect
-plots.markdown_table(stats.compare_display(effect.assign(pair=effect["x"].str.upper() + " vs " + effect["y"].str.upper()),
-                                           by=("servers", "pair"), formats=FORMATS,
+plots.markdown_table(stats.compare_display(found.oail_effect, by=("servers", "pair"), formats=FORMATS,
                                            names={"ilets-": "with OAIL", "ilets": "with OAIL", "drl": "without",
-                                                  "drl+": "without"}), NAMES) \
-    if len(effect) else Markdown("(the methods with and without OAIL are not both in this results store)")
+                                                  "drl+": "without"}), NAMES,
+                     empty="(the methods with and without OAIL are not both in this results store)")
 
 # %% [markdown]
 # ## Past window or upcoming window?
@@ -264,8 +255,8 @@ plots.markdown_table(stats.compare_display(effect.assign(pair=effect["x"].str.up
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.upcoming.table, by=("servers", "method"),
-                                           names={"variant": "upcoming", "main": "past"}, formats=FORMATS), NAMES) \
-    if found.upcoming.present else Markdown("(no `upcoming` cells)")
+                                           names={"variant": "upcoming", "main": "past"}, formats=FORMATS), NAMES,
+                     empty="(no `upcoming` cells)")
 
 # %% [markdown]
 # In the comparison tables the change is the relative difference of the means, signed so

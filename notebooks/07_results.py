@@ -205,15 +205,11 @@ plots.markdown_table(F.claims_display(found.components, (8,)), {})
 # everything else equal.
 
 # %% tags=["remove-input"]
-if found.heavy is not None:
-    display(plots.summary_display(S.summary_table(found.heavy, metrics_cols=tuple(METRICS), by=("method", "setting")),
-                                  METRICS, index="method", split="setting")
-            .style.set_caption(f"Main grid vs {found.heavy_caption} (mean ± std [95 % CI])"))
+display(plots.summary_display(found.heavy_summary, METRICS, index="method", split="setting")
+        .style.set_caption(f"Main grid vs {found.heavy_caption} (mean ± std [95 % CI])"))
 
 # %% tags=["remove-input"]
-if found.heavy is not None:
-    fig = plots.variant_points(found.heavy, AXES,
-                               order=[m for m in order if m in set(plots.label_methods(found.heavy)["Method"])])
+fig = plots.variant_points(found.heavy, AXES, order=order)
 
 # %% [markdown]
 # {glue:text}`heavy_text`

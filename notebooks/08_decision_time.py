@@ -26,13 +26,14 @@
 # %% tags=["remove-cell"]
 import os
 
-import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
+from ilets import findings as F
 from ilets import plots
-from ilets.config import HEURISTICS, RunConfig, from_dict
-from ilets.latency import PAPER_DECISION_MS, measure, summarise
+from ilets.config import RunConfig, from_dict
+from ilets.latency import PAPER_DECISION_MS, summarise
+from ilets.report_context import build_stamp
 from ilets.results import load_metrics, load_profile_info, results_dir
 
 plots.use_style()
@@ -71,14 +72,8 @@ for m in SCALES:
 # not part of the decision time (chapter 6).
 
 # %% tags=["remove-cell"]
-frames, oail_counters = [], {}
-for m in SCALES:
-    for with_oail in (False, True):
-        t = measure(m, N, run, with_oail=with_oail, predict_every=PREDICT_EVERY)
-        frames.append(t)
-        if with_oail:
-            oail_counters[m] = t.attrs.get("oail", {})
-timings = pd.concat(frames, ignore_index=True)
+timings, counters = F.measured_latency(run, SCALES, N, PREDICT_EVERY)
+glue("build_stamp", build_stamp(), display=False)
 summary = summarise(timings)
 p = summary.set_index(["method", "servers", "path"])
 for m in SCALES:
@@ -98,7 +93,6 @@ glue("oail_mean_us", f"{1e6 * oail_path['seconds'].mean():.1f}", display=False)
 glue("oail_max_ms", f"{1e3 * oail_path['seconds'].max():.1f}", display=False)
 glue("oail_every", f"{run.oail.every}", display=False)
 glue("n_cpus", f"{os.cpu_count()}", display=False)
-counters = pd.DataFrame(oail_counters).T
 glue("oail_requests", f"{int(counters['oail_requests'].sum()):,}", display=False)
 glue("oail_completed", f"{int(counters['oail_completed'].sum()):,}", display=False)
 
@@ -109,20 +103,16 @@ glue("oail_completed", f"{int(counters['oail_completed'].sum()):,}", display=Fal
 fig = plots.decision_times(summary)
 
 # %% [markdown]
-# *Figure: per-task decision time (log scale) against fleet size, DRL (left) and ILETS
+# *Figure ({glue:text}`build_stamp`): per-task decision time (log scale) against fleet size, DRL (left) and ILETS
 # (right). Filled markers: medians, hollow: 95th percentiles, dashed: the paper's reported
 # figures ({glue:text}`n_decisions` decisions per method and size).*
 
 # %% tags=["remove-input"]
-wide = summary.pivot_table(index=["method", "path"], columns="servers", values=["p50_ms", "p95_ms"])
-wide.columns = [f"{'p50' if stat == 'p50_ms' else 'p95'} ms, {m} servers" for stat, m in wide.columns]
-wide = wide[[f"{s} ms, {m} servers" for m in SCALES for s in ("p50", "p95")]]
-order = [(meth, path) for meth in ("DRL", "ILETS") for path in ("our decision", "sb3 predict", "paper")]
-Markdown(wide.reindex(order).reset_index().astype(object).fillna("-").to_markdown(index=False, floatfmt=".3g"))
+Markdown(F.latency_wide(summary, SCALES).to_markdown(index=False, floatfmt=".3g"))
 
 # %% [markdown]
 # *Table: p50 and p95 decision time in milliseconds (the paper reports one figure per method
-# and size, shown as p50).*
+# and size, shown as p50); {glue:text}`build_stamp`.*
 #
 # A DRL decision takes a median {glue:text}`drl_us_50`, {glue:text}`drl_us_100` and
 # {glue:text}`drl_us_200` µs at 50, 100 and 200 servers, about
@@ -192,23 +182,13 @@ Markdown(wide.reindex(order).reset_index().astype(object).fillna("-").to_markdow
 # {glue:text}`profile_name` results:
 
 # %% tags=["remove-cell"]
-metrics = plots.label_methods(load_metrics(results_dir()))
-store = metrics.groupby(["Method", "servers"])[["decision_p50_ms", "decision_p95_ms"]].mean().mul(1e3)
-learners = store.loc[[m for m in plots.METHOD_ORDER if m in store.index.get_level_values(0)]]
-glue("store_learner_us_lo", f"{learners['decision_p50_ms'].min():.0f}", display=False)
-glue("store_learner_us_hi", f"{learners['decision_p50_ms'].max():.0f}", display=False)
-heur = store.loc[[m for m in HEURISTICS if m in store.index.get_level_values(0)]]
-slowest = heur["decision_p50_ms"].idxmax()
-glue("store_slowest_heuristic", slowest[0], display=False)
-glue("store_slowest_us", f"{heur['decision_p50_ms'].max():.0f}", display=False)
+table, store_texts = F.store_latency(load_metrics(results_dir()))
+for key, text in store_texts.items():
+    glue(key, text, display=False)
 glue("hidden", f"{run.ppo.hidden}", display=False)
 
 # %% tags=["remove-input"]
-order = [m for m in plots.METHOD_ORDER + list(HEURISTICS) if m in store.index.get_level_values(0)]
-table = store.rename(columns={"decision_p50_ms": "p50 µs", "decision_p95_ms": "p95 µs"}).unstack("servers")
-table = table[[(stat, m) for m in sorted(table.columns.levels[1]) for stat in ("p50 µs", "p95 µs")]]
-table.columns = [f"{stat}, {m} servers" for stat, m in table.columns]
-Markdown(table.reindex(order).reset_index().to_markdown(index=False, floatfmt=".1f"))
+Markdown(table.to_markdown(index=False, floatfmt=".1f"))
 
 # %% [markdown]
 # *Table: decision time recorded in each cell, µs (mean over seeds).* The four learners

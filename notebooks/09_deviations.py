@@ -25,7 +25,7 @@ import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets import deviations
+from ilets import deviations, plots
 from ilets.results import load_metrics, load_profile_info, results_dir
 
 profile = load_profile_info(results_dir())
@@ -55,19 +55,8 @@ Markdown(shown.to_markdown(index=False))
 # are improvements.
 
 # %% tags=["remove-input"]
-every = load_metrics(results_dir(), variant=None)
-names = [d.variant for d in deviations.DEVIATIONS if d.variant]
-effects = pd.concat([deviations.variant_effect(every, v) for v in names], ignore_index=True) \
-    if len(every) else pd.DataFrame()
-if effects.empty:
-    out = Markdown("No variant cells are in this results store, so no effect is measured here.")
-else:
-    effects["change"] = effects.apply(
-        lambda r: f"{r.change_pct:+.1f}% [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}]", axis=1)
-    wide = effects.pivot_table(index=["variant", "method", "servers", "seeds"], columns="metric",
-                               values="change", aggfunc="first").reset_index()
-    out = Markdown(wide.to_markdown(index=False))
-out
+plots.markdown_table(deviations.effects_display(load_metrics(results_dir(), variant=None)), {},
+                     empty="No variant cells are in this results store, so no effect is measured here.")
 
 # %% [markdown]
 # Missing variants (in a profile that does not define them) simply do not appear. The

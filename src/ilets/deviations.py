@@ -104,3 +104,18 @@ def variant_effect(metrics: pd.DataFrame, variant: str,
     return pd.DataFrame({"variant": variant, "method": comp["method"], "servers": comp["servers"],
                          "metric": comp["metric"], "change_pct": comp["rel_pct"], "ci_low_pct": comp["rel_ci_low"],
                          "ci_high_pct": comp["rel_ci_high"], "seeds": comp["n_x"]}).reset_index(drop=True)
+
+
+def effects_display(metrics: pd.DataFrame, names: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """:func:`variant_effect` of every variant a deviation names (``names``: default all),
+    one row per (variant, method, servers, seeds), one column per metric holding
+    ``"+1.2% [-0.3, +2.5]"``; empty when no variant ran."""
+    names = tuple(d.variant for d in DEVIATIONS if d.variant) if names is None else names
+    parts = [variant_effect(metrics, v) for v in names] if len(metrics) else []
+    effects = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if effects.empty:
+        return effects
+    effects["change"] = [f"{r.change_pct:+.1f}% [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}]"
+                         for r in effects.itertuples()]
+    return effects.pivot_table(index=["variant", "method", "servers", "seeds"], columns="metric", values="change",
+                               aggfunc="first").reset_index().rename_axis(columns=None)

@@ -183,7 +183,8 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
     first_summary = S.summary_table(first, metrics_cols=FIRST, reps=ctx.reps) if len(first) else pd.DataFrame()
     components = V.component_table(claim.effects)
     pairs = _no_data(S.compare_pairs(first, ["drl+", "ilets"], ["drl", "ilets-"], FIRST, reps=ctx.reps)) \
-        if len(first) else pd.DataFrame()
+        if len(first) else pd.DataFrame(columns=["x", "y"])
+    pairs = pairs.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(pairs["x"], pairs["y"])])
     texts: dict[str, str] = {"claim_verdict": claim.verdict}
     counts = components["status"].value_counts()
     texts["claim_counts"] = (f"{int(counts.get(V.HOLDS, 0))} of {len(components)} hold at every fleet size, "
@@ -383,7 +384,9 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
                                how="left") if len(leaders) else leaders
     if len(lead_table):  # display strings: a share, and a blank where the method does not lead at the end
         lead_table = lead_table.assign(share_led=lead_table["share_led"].map("{:.0%}".format),
-                                       leads_from=[("" if pd.isna(v) else f"{v:,.0f}") for v in lead_table["leads_from"]])
+                                       leads_from=[("" if pd.isna(v) else f"{v:,.0f}") for v in lead_table["leads_from"]],
+                                       Method=[_label(m) for m in lead_table["method"]])
+        lead_table = lead_table[["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]]
     il = leaders[leaders["method"] == "ilets"] if len(leaders) else leaders
     at = il[il["final_rank"] == 1] if len(il) else il
     if len(il):
@@ -415,6 +418,8 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
         texts.update(oail_share="n/a", oail_lost="n/a", oail_lag="n/a")
     effect = _no_data(pd.concat([S.compare(lm, x, y, FINAL, reps=reps) for x, y in (("ilets-", "drl"), ("ilets", "drl+"))],
                                 ignore_index=True))
+    effect = effect.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(effect["x"], effect["y"])]) \
+        if len(effect) else effect
     er = effect[effect["metric"] == "mean_reward"] if len(effect) else effect
     texts["oail_effect"] = "; ".join(f"{_label(r['x'])} vs {_label(r['y'])} at {r['servers']} servers: {says(r)}"
                                      for r in er.to_dict("records")) or "not measured"
@@ -508,6 +513,7 @@ class ResultsFindings:
     components: dict = field(repr=False)
     heuristics: pd.DataFrame = field(repr=False)
     heavy: pd.DataFrame | None = field(repr=False, default=None)
+    heavy_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     heavy_caption: str = ""
     texts: dict = field(default_factory=dict)
 
@@ -541,7 +547,8 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     if heavy.empty or vrun is None:
         texts["heavy_text"] = (f"The `{ctx.name}` profile has no `{HEAVY}` variant, so this check is not shown on "
                                "this page.")
-        return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None, "", texts)
+        return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
+                               pd.DataFrame(), "", texts)
     caption = speed_change(ctx.run.fleet, vrun.fleet)
     main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
     both = pd.concat([main.assign(setting="main grid"), heavy.assign(setting="heavier load")], ignore_index=True)
@@ -557,4 +564,130 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
         parts.append(f"Under the heavier load greedy-cost is {V.describe_effect(e, heavy['servers'].iloc[0])} on "
                      "response time.")
     texts["heavy_text"] = " ".join(parts)
-    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, caption, texts)
+    summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
+    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, summary, caption,
+                           texts)
+
+
+# --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------
+
+def ks_sentence(generated: np.ndarray, real: np.ndarray | None) -> str:
+    """The synthetic CPU requests against the real sample (two-sample Kolmogorov-Smirnov,
+    scipy), or why there is no comparison."""
+    if real is None:
+        return "the real sample is not present on this machine, so only the synthetic CDF is shown"
+    import scipy.stats
+
+    return f"the two-sample Kolmogorov-Smirnov distance is {scipy.stats.ks_2samp(generated, real).statistic:.3f}"
+
+
+def load_display(load: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.calibration.load_table` as the workload chapter shows it."""
+    shown = load.assign(**{"success rate (%)": 100 * load["success_rate"]}).rename(columns={
+        "avg_response_s": "mean response (s)", "avg_wait_s": "mean wait (s)", "tasks": "online tasks"})
+    return shown[["scale", "servers", "online tasks", "mean response (s)", "mean wait (s)", "success rate (%)"]] \
+        .round(3)
+
+
+def budget_note(cfg, defaults) -> str:
+    """How a profile's expert search budget differs from the method defaults (two
+    :class:`ilets.config.ExpertConfig`)."""
+    keys = ("ga_population", "ga_generations", "pso_particles", "pso_iterations")
+    changed = [f"{k.replace('_', ' ')} {getattr(cfg, k):g} (default {getattr(defaults, k):g})"
+               for k in keys if getattr(cfg, k) != getattr(defaults, k)]
+    return ("it shrinks the search budget to keep the grid short: " + ", ".join(changed)) if changed \
+        else "it uses the method defaults"
+
+
+def config_texts(cfg) -> dict[str, str]:
+    """Every field of a settings dataclass as text (``cfg_<field>``), floats with ``:g``."""
+    import dataclasses
+
+    return {f"cfg_{k}": (f"{v:g}" if isinstance(v, float) else str(v)) for k, v in dataclasses.asdict(cfg).items()}
+
+
+#: Mean optimality gap below which the search is not the experts' bottleneck.
+SEARCH_GAP_OK = 0.01
+
+
+def search_sentence(mean_gaps: pd.Series) -> str:
+    """Whether the GA/PSO search is the experts' bottleneck, from their mean optimality gaps."""
+    return "so the search itself is not the bottleneck" if float(mean_gaps.max()) < SEARCH_GAP_OK \
+        else "so with this budget the search itself leaves part of the way to the optimum"
+
+
+def ms_text(ms: float) -> str:
+    """Milliseconds as the expert chapter prints them: whole above 10, one decimal below."""
+    return f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
+
+
+def gap_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.experts.gap_table` (indexed by expert) as percentages for the page."""
+    d = summary.reset_index()
+    return d.assign(mean_gap=(100 * d["mean_gap"]).map("{:.2f}%".format),
+                    max_gap=(100 * d["max_gap"]).map("{:.1f}%".format),
+                    optimal_share=(100 * d["optimal_share"]).map("{:.0f}%".format)) \
+        .rename(columns={"mean_gap": "mean gap", "max_gap": "max gap", "optimal_share": "optimal"})
+
+
+def timing_display(timing: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.experts.timing_table` formatted for the page."""
+    return timing.assign(
+        ms_per_call=timing["ms_per_call"].map("{:.1f}".format), ms_p90=timing["ms_p90"].map("{:.1f}".format),
+        cpu_ms_per_call=timing["cpu_ms_per_call"].map("{:.1f}".format),
+        ratio_to_greedy=timing["ratio_to_greedy"].map("{:.1f}".format),
+        mean_saving_vs_greedy=(100 * timing["mean_saving_vs_greedy"]).map("{:.2f}%".format),
+        max_saving_vs_greedy=(100 * timing["max_saving_vs_greedy"]).map("{:.2f}%".format),
+        cpu_util=(100 * timing["cpu_util"]).map("{:.0f}%".format)) \
+        .rename(columns={"ms_per_call": "ms/call", "ms_p90": "p90 ms", "cpu_ms_per_call": "CPU ms/call",
+                         "ratio_to_greedy": "x greedy", "mean_saving_vs_greedy": "mean saving vs greedy",
+                         "max_saving_vs_greedy": "max saving", "cpu_util": "CPU utilisation"})
+
+
+def latency_wide(summary: pd.DataFrame, scales: Sequence[int]) -> pd.DataFrame:
+    """:func:`ilets.latency.summarise` as one row per (method, path), p50/p95 per fleet size,
+    ``"-"`` where a path has no figure (the paper reports one number per method and size)."""
+    wide = summary.pivot_table(index=["method", "path"], columns="servers", values=["p50_ms", "p95_ms"])
+    wide.columns = [f"{stat.split('_')[0]} ms, {m} servers" for stat, m in wide.columns]
+    wide = wide[[f"{s} ms, {m} servers" for m in scales for s in ("p50", "p95")]]
+    order = [(meth, path) for meth in ("DRL", "ILETS") for path in ("our decision", "sb3 predict", "paper")]
+    out = wide.reindex(order).reset_index().astype(object)
+    return out.where(out.notna(), "-")
+
+
+def measured_latency(run, scales: Sequence[int], n: int, predict_every: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Decision times measured now (:func:`ilets.latency.measure`, DRL and ILETS at each
+    fleet size): ``(timings, oail counters per fleet size)``."""
+    from ilets.latency import measure
+
+    frames, counters = [], {}
+    for m in scales:
+        frames.append(measure(m, n, run, with_oail=False, predict_every=predict_every))
+        with_oail = measure(m, n, run, with_oail=True, predict_every=predict_every)
+        frames.append(with_oail)
+        counters[m] = with_oail.attrs.get("oail", {})
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(counters).T
+
+
+def store_latency(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Decision times recorded in the cells (µs, mean over seeds): a display table with
+    learners first, then heuristics, and the numbers the prose quotes."""
+    from ilets.config import HEURISTICS
+    from ilets.results import LEARNERS
+
+    labelled = metrics.assign(Method=[_label(m) for m in metrics["method"]])
+    store = labelled.groupby(["method", "servers"])[["decision_p50_ms", "decision_p95_ms"]].mean().mul(1e3)
+    present = set(store.index.get_level_values(0))
+    learners = store.loc[[m for m in LEARNERS if m in present]]
+    heur = store.loc[[m for m in HEURISTICS if m in present]]
+    texts = {"store_learner_us_lo": f"{learners['decision_p50_ms'].min():.0f}",
+             "store_learner_us_hi": f"{learners['decision_p50_ms'].max():.0f}",
+             "store_slowest_heuristic": str(heur["decision_p50_ms"].idxmax()[0]) if len(heur) else "n/a",
+             "store_slowest_us": f"{heur['decision_p50_ms'].max():.0f}" if len(heur) else "n/a"}
+    order = [m for m in (*LEARNERS, *HEURISTICS) if m in present]
+    table = store.rename(columns={"decision_p50_ms": "p50 µs", "decision_p95_ms": "p95 µs"}).unstack("servers")
+    table = table[[(stat, m) for m in sorted(table.columns.levels[1]) for stat in ("p50 µs", "p95 µs")]]
+    table.columns = [f"{stat}, {m} servers" for stat, m in table.columns]
+    table = table.reindex(order).reset_index()
+    table["method"] = [_label(m) for m in table["method"]]
+    return table.rename(columns={"method": "Method"}), texts

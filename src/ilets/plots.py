@@ -23,9 +23,11 @@ def use_style() -> None:
 
 
 def label_methods(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy with a ``Method`` column of display names (DRL, DRL+, ..., heuristics as is)."""
+    """A copy with a ``Method`` column of display names (DRL, DRL+, ..., heuristics as is);
+    a table without a ``method`` column (e.g. an empty one) gets an empty ``Method``."""
     out = df.copy()
-    out["Method"] = out["method"].map(lambda m: METHOD_LABELS.get(m, m))
+    methods = out["method"] if "method" in out else pd.Series([None] * len(out), index=out.index, dtype=object)
+    out["Method"] = methods.map(lambda m: METHOD_LABELS.get(m, m))
     return out
 
 
@@ -67,8 +69,11 @@ def task_parameters(frame: pd.DataFrame) -> plt.Figure:
 
 
 def learning_curves(curves: pd.DataFrame, y: str, ylabel: str, events: dict[str, float] | None = None,
-                    x: str = "decision_end") -> plt.Figure:
-    """Windowed metric vs decisions, one panel per fleet size, mean and 95% CI band over seeds."""
+                    x: str = "decision_end") -> plt.Figure | None:
+    """Windowed metric vs decisions, one panel per fleet size, mean and 95% CI band over seeds
+    (None, no figure, for an empty table: a chapter on partial results shows its note instead)."""
+    if curves is None or len(curves) == 0:
+        return None
     data = label_methods(curves)
     scales = sorted(data["servers"].unique())
     fig, axes = plt.subplots(1, len(scales), figsize=(4.2 * len(scales), 3.3), sharey=False, squeeze=False)
@@ -190,9 +195,13 @@ def decision_times(summary: pd.DataFrame) -> plt.Figure:
     return fig
 
 
-def event_points(table: pd.DataFrame, y: str, ylabel: str, event_order: list[str] | None = None) -> plt.Figure:
+def event_points(table: pd.DataFrame, y: str, ylabel: str,
+                 event_order: list[str] | None = None) -> plt.Figure | None:
     """A per-event measure (e.g. oscillation after each burst and the trend change): one panel
-    per fleet size, events on x, methods as hue, mean and 95% CI over seeds (cells)."""
+    per fleet size, events on x, methods as hue, mean and 95% CI over seeds (cells); None for
+    an empty table."""
+    if table is None or len(table) == 0:
+        return None
     data = label_methods(table)
     scales = sorted(data["servers"].unique())
     order = event_order or list(dict.fromkeys(data["event"]))
@@ -310,11 +319,15 @@ def interval_panels(frame: pd.DataFrame, value: str, low: str, high: str, panel:
     return fig
 
 
-def variant_points(frame: pd.DataFrame, columns: dict[str, str], setting: str = "setting",
-                   order: list[str] | None = None) -> plt.Figure:
+def variant_points(frame: pd.DataFrame | None, columns: dict[str, str], setting: str = "setting",
+                   order: list[str] | None = None) -> plt.Figure | None:
     """Per metric, mean and 95 % CI over seeds per method, one colour per ``setting`` (e.g.
-    the main grid vs a sensitivity variant at the same fleet size)."""
+    the main grid vs a sensitivity variant at the same fleet size); None without data.
+    ``order`` lists display names; those absent from ``frame`` are dropped."""
+    if frame is None or len(frame) == 0:
+        return None
     data = label_methods(frame)
+    order = [m for m in order if m in set(data["Method"])] if order is not None else None
     fig, axes = plt.subplots(1, len(columns), figsize=(3.6 * len(columns), 3.3), squeeze=False)
     for ax, (col, label) in zip(axes[0], columns.items()):
         sns.pointplot(data=data, x="Method", y=col, hue=setting, order=order, errorbar=("ci", 95), n_boot=500,
@@ -356,6 +369,8 @@ def summary_display(summary: pd.DataFrame, columns: dict[str, tuple[str, int, fl
         cell = f"{_fmt(mult * r['mean'], digits)} ± {_fmt(mult * r['std'], digits)} " \
                f"[{_fmt(mult * r['ci_low'], digits)}, {_fmt(mult * r['ci_high'], digits)}]"
         out.setdefault(key, {})[head] = cell
+    if not out:  # no rows (e.g. a variant the profile lacks): an empty table with the headers
+        return pd.DataFrame(columns=[h for h, _, _ in columns.values()])
     df = pd.DataFrame.from_dict(out, orient="index")[[h for h, _, _ in columns.values()]]
     if split:
         df.index = pd.MultiIndex.from_tuples(df.index, names=["method", split])
@@ -415,8 +430,12 @@ def scale_points(table: pd.DataFrame, y: str, ylabel: str) -> plt.Figure:
     return fig
 
 
-def markdown_table(frame: pd.DataFrame, names: dict[str, str]):
-    """A table for the book as Markdown, column and cell names spelled out with ``names``."""
+def markdown_table(frame: pd.DataFrame | None, names: dict[str, str], empty: str = "(no results for this table)"):
+    """A table for the book as Markdown, column and cell names spelled out with ``names``;
+    the note ``empty`` instead when there is no row (a variant or method missing from the
+    results), so chapters need no branch of their own."""
     from IPython.display import Markdown
 
+    if frame is None or len(frame) == 0:
+        return Markdown(empty)
     return Markdown(frame.rename(columns=names).replace({**names, **METHOD_LABELS}).to_markdown(index=False))
