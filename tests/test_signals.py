@@ -70,7 +70,9 @@ def wait_for(proc: subprocess.Popen, ready, what: str, timeout: float = 120) -> 
         time.sleep(0.05)
 
 
-def assert_all_gone(pids: set[int], pgid: int, timeout: float = 15) -> None:
+def assert_all_gone(pids: set[int], pgid: int, timeout: float = 5) -> None:
+    """Everything gone within ``timeout`` s: far less than a cell or an expert call lasts, so
+    a child that would only notice its parent's death when its work is done fails this."""
     deadline = time.monotonic() + timeout
     while (left := alive(pids, pgid)) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -94,6 +96,9 @@ def cells_started(out: Path):
 def long_grid(tmp_path):
     # 10 DRL cells of a few seconds each on 2 workers: far longer than the test waits
     path = write_profile(tmp_path / "long.yaml", methods=["drl"], servers=[5], seeds=list(range(10)), workers=2)
+    data = yaml.safe_load(path.read_text())
+    data["run"]["workload"] = {"scale": 0.003}  # cells of several seconds: in flight when signalled
+    path.write_text(yaml.safe_dump(data))
     return path, tmp_path / "out"
 
 
@@ -102,22 +107,26 @@ def finished(out: Path) -> int:
     return sum(1 for p in root.iterdir() if not p.name.startswith(".")) if root.is_dir() else 0
 
 
-@pytest.mark.parametrize("how", ["sigint-group", "sigterm-parent"])
+@pytest.mark.parametrize("how", ["sigint-group", "sigint-parent", "sigterm-parent"])
 def test_interrupt_stops_the_grid_at_once(long_grid, how):
     path, out = long_grid
     proc = cli("grid", "--profile", str(path), "--out", str(out), "--quiet")
     seen = wait_for(proc, cells_started(out), "two workers were computing")
+    before = finished(out)
     t0 = time.monotonic()
     if how == "sigint-group":
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)  # a terminal's Ctrl-C: parent and workers
+    elif how == "sigint-parent":
+        proc.send_signal(signal.SIGINT)
     else:
         proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)
+    _, err = proc.communicate(timeout=120)
     took = time.monotonic() - t0
     assert proc.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err, err
-    assert took < 20, f"the grid took {took:.0f} s to stop: queued cells were run"
-    assert finished(out) < 10, "every queued cell was run after the interrupt"
+    assert took < 15, f"the grid took {took:.0f} s to stop: cells were run after the interrupt"
+    # a cell could finish in the instant between counting and signalling, not more
+    assert finished(out) <= before + 1, f"cells ran after the interrupt: {before} -> {finished(out)}"
     assert_all_gone(seen, proc.pid)
 
     # the interrupted grid resumes: hidden temporaries are cleaned, the rest is computed
@@ -139,10 +148,11 @@ def test_sigkill_of_the_grid_leaves_no_process(long_grid):
 
 
 def test_sigkill_of_an_ilets_run_leaves_no_emulator(tmp_path):
-    # an ILETS- cell with its OAIL emulator worker; long enough to be killed mid-run
+    # an ILETS- cell whose OAIL emulator is busy in a 60 s expert call when the run is killed
     path = write_profile(tmp_path / "oail.yaml", methods=["ilets-"], servers=[5], seeds=[0], workers=1)
     data = yaml.safe_load(path.read_text())
     data["run"]["workload"] = {"scale": 0.01}
+    data["run"]["oail"] = {"experts": ["slow:60:greedy"], "weights": [1.0], "clock": "wall"}
     path.write_text(yaml.safe_dump(data))
     proc = cli("run", "--method", "ilets-", "--servers", "5", "--profile", str(path),
                "--out", str(tmp_path / "out"), "--quiet")
