@@ -246,3 +246,104 @@ def test_benchmark_tables_agree_with_the_experts():
     assert len(timing) == 1 and timing[0]["servers"] == 20 and timing[0]["expert"] == "ga"
     assert timing[0]["calls"] == 1 and timing[0]["ms_per_call"] > 0 and timing[0]["ratio_to_greedy"] > 0
     assert timing[0]["mean_saving_vs_greedy"] >= -1e-12  # never worse than greedy
+
+
+# --- the compiled experts reproduce the numpy ones ------------------------------------------
+
+def _golden_cases(workload) -> dict:
+    """The snapshots of tests/data/expert_plans.json (written by the pre-kernel experts)."""
+    def snap(servers):
+        return loaded_snapshot(workload, servers, 2000)
+    cases = {"busy50": snap(50), "heavy10": snap(10)}
+    for k in range(6):
+        cases[f"small{k}"] = small_case(k, servers=3 + k % 3, window=6, background=12)
+    return cases
+
+
+def test_ga_and_pso_give_the_plans_of_the_numpy_implementation(workload):
+    import json
+    from pathlib import Path
+
+    golden = json.loads((Path(__file__).parent / "data" / "expert_plans.json").read_text())["plans"]
+    cases = _golden_cases(workload)
+    assert cases["heavy10"][0].n_tasks.sum() > 1000  # long queues: trimming matters here
+    for row in golden:
+        cloud, win = cases[row["case"]]
+        plan = make_expert(row["expert"], CFG, REWARD).plan(cloud, win, np.random.default_rng(row["seed"]))
+        assert plan.assignment.tolist() == row["assignment"], row["case"]
+        assert plan.cost == pytest.approx(row["cost"], abs=1e-9)
+
+
+@pytest.mark.parametrize("servers", [50, 10])
+def test_compiled_fitness_equals_the_numpy_reference(workload, servers):
+    cloud, win = loaded_snapshot(workload, servers, 2000)
+    fitness = WindowFitness(cloud, win, REWARD, MISS)
+    rng = np.random.default_rng(servers)
+    plans = np.concatenate([random_plans(fitness, rng, 20), random_plans(fitness, rng, 20, spread=2)])
+    np.testing.assert_allclose(fitness.costs(plans, per_task=True), fitness.reference_costs(plans, per_task=True),
+                               rtol=0, atol=1e-9)
+
+
+def test_only_tasks_finishing_after_last_start_can_delay_a_new_one(workload, monkeypatch):
+    """Trimming the snapshot's queues to tasks finishing after ``last_start`` changes no cost."""
+    cloud, win = loaded_snapshot(workload, 10, 2000)
+    trimmed = WindowFitness(cloud, win, REWARD, MISS)
+
+    def full(c):
+        queues = [sorted(c.committed(s)) for s in range(len(c.fleet))]
+        n = np.array([len(q) for q in queues])
+        fin, cpu = np.full((len(queues), n.max()), -np.inf), np.zeros((len(queues), n.max()))
+        for s, q in enumerate(queues):
+            if q:
+                fin[s, :len(q)], cpu[s, :len(q)] = zip(*q)
+        return fin, cpu, n
+
+    monkeypatch.setattr(WindowFitness, "_snapshot_queues", staticmethod(full))
+    untrimmed = WindowFitness(cloud, win, REWARD, MISS)
+    assert untrimmed.snap_fin.shape[1] > 5 * trimmed.snap_fin.shape[1]
+    plans = random_plans(trimmed, np.random.default_rng(0), 30, spread=3)
+    np.testing.assert_allclose(trimmed.costs(plans), untrimmed.reference_costs(plans), rtol=0, atol=1e-9)
+
+
+def test_emulator_copy_is_small_and_plans_like_the_full_cloud(workload):
+    import pickle
+
+    cloud, win = loaded_snapshot(workload, 10, 2000)
+    copy = cloud.emulator_copy(win[-1].arrival)
+    assert len(pickle.dumps(copy)) * 5 < len(pickle.dumps(cloud))
+    for name in ("ga", "pso", "greedy"):
+        a = make_expert(name, CFG, REWARD).plan(cloud, win, np.random.default_rng(1))
+        b = make_expert(name, CFG, REWARD).plan(copy, win, np.random.default_rng(1))
+        assert a.assignment.tolist() == b.assignment.tolist() and a.cost == b.cost
+        np.testing.assert_array_equal(a.observations, b.observations)
+    with pytest.raises(ValueError, match="exact only up to"):
+        copy.advance(win[-1].arrival + 1.0)
+
+
+def test_plan_window_shares_preparation_without_changing_plans(busy):
+    from ilets.experts import plan_window
+
+    cloud, win = busy
+    experts = [make_expert(n, CFG, REWARD) for n in ("ga", "pso", "greedy")]
+    shared = plan_window(experts, cloud, win, np.random.default_rng(4))
+    rng = np.random.default_rng(4)
+    alone = [e.plan(cloud, win, rng) for e in experts]
+    for a, b in zip(shared, alone):
+        assert a.expert == b.expert and a.assignment.tolist() == b.assignment.tolist() and a.cost == b.cost
+
+
+def test_pso_move_kernel_is_the_numpy_update_bit_for_bit():
+    from ilets.expert_kernels import decode_scores, pso_move
+
+    rng = np.random.default_rng(0)
+    x, v, pbest = rng.random((3, 8, 6, 5))
+    r1, r2 = rng.random((2, 8, 6, 5))
+    g = 3
+    want_v = np.clip(0.7 * v + 1.5 * r1 * (pbest - x) + 1.2 * r2 * (pbest[g] - x), -0.5, 0.5)
+    want_x = x + want_v
+    pso_move(x, v, pbest, g, r1, r2, 0.7, 1.5, 1.2, 0.5)
+    np.testing.assert_array_equal(v, want_v)
+    np.testing.assert_array_equal(x, want_x)
+    count = np.array([5, 1, 3, 5, 2, 4])
+    invalid = np.arange(5)[None, :] >= count[:, None]
+    np.testing.assert_array_equal(decode_scores(x, count), np.where(invalid, -np.inf, x).argmax(axis=2))
