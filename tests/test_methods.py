@@ -140,8 +140,8 @@ def test_an_interrupted_cell_leaves_no_finished_looking_folder(tiny_config, tmp_
         run_cell(cfg, tmp_path)
     assert not cell_dir(cfg, tmp_path).exists()
     assert not list((tmp_path / "cells").glob(".*tmp*"))
-    failed = json.loads(next((tmp_path / "failed").glob("*.json")).read_text())
-    assert failed["error"].startswith("KeyboardInterrupt") and failed["method"] == "earliest-finish"
+    # interrupted, not failed: nothing is recorded and the cell reruns on resume (run.run_cell)
+    assert not list((tmp_path / "failed").glob("*.json"))
 
 
 def test_ppo_policy_fits_the_shared_policy_interface(tiny_config):

@@ -236,6 +236,7 @@ def test_train_is_sb3s_update(tiny_config):
         models.append(m)
     fast, twin = models
     np.testing.assert_array_equal(fast.rollout_buffer.returns, twin.rollout_buffer.returns)
+    assert all(th.equal(a, b) for a, b in zip(fast.policy.parameters(), twin.policy.parameters()))
     np.random.seed(7)
     fast.train()
     np.random.seed(7)

@@ -36,6 +36,17 @@ from ilets.objective import Task
 warnings.filterwarnings("ignore", message=r".*env\.action_masks to get variables from other wrappers.*")
 
 
+def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict:
+    """``MaskablePPO`` keyword arguments for the study's architecture and hyperparameters."""
+    return dict(
+        learning_rate=cfg.learning_rate, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range,
+        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs=dict(net_arch=dict(pi=[cfg.hidden], vf=[cfg.hidden]), activation_fn=th.nn.Tanh),
+        seed=seed, device="cpu", verbose=0,
+    )
+
+
 def make_ppo(env, cfg: PPOConfig, seed: int) -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
@@ -43,14 +54,7 @@ def make_ppo(env, cfg: PPOConfig, seed: int) -> "FastMaskablePPO":
     with sb3-contrib's stock loop instead.
     """
     th.set_num_threads(1)
-    return FastMaskablePPO(
-        "MlpPolicy", env, fast_rollout=cfg.fast_rollout,
-        learning_rate=cfg.learning_rate, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
-        n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range,
-        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm,
-        policy_kwargs=dict(net_arch=dict(pi=[cfg.hidden], vf=[cfg.hidden]), activation_fn=th.nn.Tanh),
-        seed=seed, device="cpu", verbose=0,
-    )
+    return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **ppo_kwargs(cfg, seed))
 
 
 class NumpyActor:
