@@ -444,24 +444,6 @@ def test_compare_unpaired_uses_all_seeds():
     assert unpaired["mean_x"] == pytest.approx(1.05) and unpaired["verdict"] == "better"
 
 
-def test_claim_status():
-    m = metrics_table({("drl+", 50): {"success_rate": [0.9, 0.91, 0.92]},
-                       ("ilets", 50): {"success_rate": [0.8, 0.81, 0.82]},
-                       ("drl", 50): {"success_rate": [0.7, 0.71, 0.72]},
-                       ("ilets-", 50): {"success_rate": [0.7, 0.8, 0.9]},
-                       ("drl+", 100): {"success_rate": [0.9, 0.9, 0.9]},
-                       ("drl", 100): {"success_rate": [0.95, 0.95, 0.95]}})
-    pairs = S.compare_pairs(m, ["drl+", "ilets"], ["drl", "ilets-"], ["success_rate"], reps=REPS)
-    # 4 pairs at 50; at 100 the pairs with one arm present give 'no data' rows, ilets vs ilets- none
-    assert len(pairs) == 4 + 3 and (pairs[pairs["servers"] == 100]["verdict"] == "no data").sum() == 2
-    st = S.claim_status(pairs).set_index("servers")
-    # at 50: ilets (0.81) vs ilets- (0.8 mean): point better, interval includes 0
-    assert st.loc[50, "status"] == "direction only" and st.loc[50, "pairs"] == 4
-    assert st.loc[100, "status"] == "fails" and st.loc[100, "pairs"] == 1
-    strict = S.claim_status(S.compare_pairs(m, ["drl+"], ["drl"], ["success_rate"], reps=REPS))
-    assert list(strict["status"]) == ["holds", "fails"]
-
-
 def test_variant_comparison():
     main = metrics_table({("drl+", 50): {"success_rate": [0.8, 0.82]}, ("drl+", 100): {"success_rate": [0.5, 0.5]},
                           ("drl", 50): {"success_rate": [0.1, 0.1]}})
@@ -545,20 +527,6 @@ def test_comparison_row():
     assert S.comparison_row(c, metric="success_rate", servers=100)["verdict"] == "better"
     assert S.comparison_row(c, metric="energy_kwh") is None and S.comparison_row(c, nope=1) is None
     assert S.comparison_row(c.iloc[0:0], metric="success_rate") is None
-
-
-def test_event_claims():
-    rows = []
-    for seed in range(3):
-        for method, mad in (("ilets", 0.1), ("drl", 0.5), ("drl+", 0.11 + 0.05 * (seed - 1)), ("ilets-", 0.4)):
-            for event in ("burst_2", "trend_change"):
-                rows.append({"method": method, "servers": 50, "seed": seed, "event": event, "mad": mad + 0.01 * seed})
-    pairs, least = S.event_claims(pd.DataFrame(rows), reps=REPS)
-    assert len(pairs) == 6 and set(pairs[pairs["y"] == "drl"]["verdict"]) == {"better"}
-    assert set(pairs[pairs["y"] == "drl+"]["verdict"]) == {"unresolved"}
-    assert list(least["status"]) == ["direction only", "direction only"]
-    p0, l0 = S.event_claims(pd.DataFrame(), reps=REPS)
-    assert p0.empty and l0.empty
 
 
 def test_range_text():

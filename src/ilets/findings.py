@@ -487,18 +487,20 @@ def speed_change(main: FleetConfig, variant: FleetConfig) -> str:
     range); a simple fraction is named in words, anything else as a percentage."""
     lo, hi = variant.mips
     mlo, mhi = main.mips
-    ratio = Fraction((lo + hi) / (mlo + mhi)).limit_denominator(12)
-    exact = abs(float(ratio) - (lo + hi) / (mlo + mhi)) < 1e-9
+    r = (lo + hi) / (mlo + mhi)
+    frac = Fraction(r).limit_denominator(12)
+    exact = abs(float(frac) - r) < 1e-9  # a simple fraction is named, anything else is a percentage
     ranges = f"({lo:,.0f}-{hi:,.0f} MIPS instead of {mlo:,.0f}-{mhi:,.0f})"
-    if ratio == 1:
+    if abs(r - 1) < 1e-12:
         return f"servers as fast as the main grid's {ranges}"
-    if ratio > 1:
-        word = "twice as fast" if ratio == 2 else f"{float(ratio):.3g} times as fast" if not exact or \
-            ratio.denominator != 1 else f"{ratio.numerator} times as fast"
-        return f"servers {word} {ranges}"
-    slower = 1 - ratio
-    word = _FRACTION_WORDS.get(slower) if exact else None
-    return f"servers {word or f'{float(1 - (lo + hi) / (mlo + mhi)):.0%}'} slower {ranges}"
+    if r > 1:
+        word = "twice as fast" if exact and frac == 2 else f"{r:.3g} times as fast"
+    elif exact and frac == Fraction(1, 2):
+        word = "half as fast"
+    else:
+        name = _FRACTION_WORDS.get(1 - frac) if exact else None
+        word = f"{name or f'{1 - r:.0%}'} slower"
+    return f"servers {word} {ranges}"
 
 
 @dataclass(frozen=True)

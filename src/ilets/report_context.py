@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-import numpy as np
 import pandas as pd
 
-from ilets import stats as S
 from ilets.config import RunConfig, from_dict
 from ilets.results import (STATUS_DONE, STATUS_FAILED, LEARNERS, compute_table, load_curves, load_metrics,
                            load_profile_info, results_dir)
@@ -141,23 +139,14 @@ class ReportContext:
     # --- the workload's events ----------------------------------------------------------
     def event_ranges(self, seed: int) -> dict[str, tuple[int, int]]:
         """Online decision ranges after each workload event for ``seed``
-        (:func:`online_event_ranges_for` of this profile's workload)."""
-        return online_event_ranges_for(self.run, int(seed))
+        (:func:`ilets.events.online_event_ranges_for` of this profile's workload; empty when
+        the workload cannot be built here)."""
+        from ilets.events import online_event_ranges_for
 
-
-@functools.lru_cache(maxsize=64)
-def online_event_ranges_for(run: RunConfig, seed: int) -> dict[str, tuple[int, int]]:
-    """Decision ranges after each online event of ``run``'s workload for ``seed``
-    (:func:`ilets.stats.online_event_ranges`), from the workload configuration alone: the
-    arrivals are regenerated, nothing is simulated. Empty if the workload cannot be built
-    here (e.g. trace files absent)."""
-    from ilets.workload import load_workload
-
-    try:
-        w = load_workload(run.workload, seed)
-    except (OSError, ValueError):
-        return {}
-    return S.online_event_ranges(w.events, w.online.arrival)
+        try:
+            return online_event_ranges_for(self.run.workload, int(seed))
+        except (OSError, ValueError):
+            return {}
 
 
 def build_stamp() -> str:

@@ -807,41 +807,11 @@ def compare(table: pd.DataFrame, x: str, y: str, cols: Sequence[str], by: Sequen
 def compare_pairs(table: pd.DataFrame, better: Sequence[str], worse: Sequence[str], cols: Sequence[str],
                   by: Sequence[str] = ("servers",), **kwargs) -> pd.DataFrame:
     """:func:`compare` for every ``x`` in ``better`` against every ``y`` in ``worse`` (rows
-    stacked); ``kwargs`` go to :func:`compare`. The input of :func:`claim_status`."""
+    stacked); ``kwargs`` go to :func:`compare`. Claims are judged from these comparisons
+    components by :mod:`ilets.verdicts`, in one status vocabulary."""
     parts = [compare(table, x, y, cols, by, **kwargs) for x in better for y in worse if x != y]
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else compare(table.iloc[0:0], "", "", cols, by, **kwargs)
-
-
-def claim_status(pairs: pd.DataFrame, by: Sequence[str] = ("servers",)) -> pd.DataFrame:
-    """Does "every ``x`` beats every ``y``" hold, per group of ``by`` and metric?
-
-    ``pairs`` is :func:`compare_pairs`' output. ``status`` is ``"holds"`` when every pair's
-    verdict is ``"better"``; ``"direction only"`` when every pair's point estimate favours
-    ``x`` (``rel_pct > 0``) but some interval includes 0; ``"fails"`` when some pair's point
-    estimate does not favour ``x`` (``rel_pct <= 0``); ``"no data"`` when no pair has data.
-    Also ``pairs`` (with data), ``resolved`` (verdict better), ``point_better``
-    (``rel_pct > 0``) and the smallest and largest ``rel_pct`` of the pairs.
-    """
-    rows = []
-    keys = [*by, "metric"]
-    for key, g in (pairs.groupby(keys, sort=True) if len(pairs) else []):
-        g = g[g["verdict"] != "no data"]
-        n = len(g)
-        resolved = int((g["verdict"] == "better").sum())
-        point = int((g["rel_pct"] > 0).sum())
-        if n == 0:
-            status = "no data"
-        elif resolved == n:
-            status = "holds"
-        elif point == n:
-            status = "direction only"
-        else:
-            status = "fails"
-        rows.append({**dict(zip(keys, key)), "status": status, "pairs": n, "resolved": resolved,
-                     "point_better": point, "rel_min": float(g["rel_pct"].min()) if n else np.nan,
-                     "rel_max": float(g["rel_pct"].max()) if n else np.nan})
-    return pd.DataFrame(rows, columns=[*keys, "status", "pairs", "resolved", "point_better", "rel_min", "rel_max"])
 
 
 def variant_comparison(main: pd.DataFrame, variant: pd.DataFrame, cols: Sequence[str],
@@ -1077,27 +1047,6 @@ def comparison_row(comp: pd.DataFrame, **equals) -> dict | None:
     if len(rows) == 0:
         return None
     return (rows.sort_values("servers") if "servers" in rows else rows).iloc[0].to_dict()
-
-
-def event_claims(osc: pd.DataFrame, method: str = "ilets", others: Sequence[str] = ("drl", "drl+", "ilets-"),
-                 col: str = "mad", level: float = 0.95, reps: int = DEFAULT_REPS,
-                 seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The paper's oscillation claims on an :func:`oscillation_table` (lower ``col`` = smoother).
-
-    Returns ``(pairs, least)``: ``pairs`` is :func:`compare` of ``method`` against each of
-    ``others`` per (servers, event), paired over seeds, ``verdict == "better"`` meaning
-    ``method`` oscillates less (rows without data dropped); ``least`` is
-    :func:`claim_status` per (servers, event): ``"holds"`` when ``method`` oscillates less
-    than every other method, resolved against each.
-    """
-    by = ("servers", "event")
-    if len(osc) == 0:
-        empty = compare_pairs(pd.DataFrame(columns=["servers", "event", "method", "seed", col]), [method],
-                              list(others), [col], by, directions={col: False})
-        return empty, claim_status(empty, by)
-    pairs = compare_pairs(osc, [method], list(others), [col], by, directions={col: False}, level=level, reps=reps,
-                          seed=seed)
-    return pairs[pairs["verdict"] != "no data"].reset_index(drop=True), claim_status(pairs, by)
 
 
 def range_text(values, spec: str = ".3g") -> str:

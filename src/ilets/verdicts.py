@@ -71,7 +71,6 @@ How the curve-based claims are measured (defaults; every one is a keyword argume
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Mapping, Sequence
@@ -345,10 +344,13 @@ def claim_cumulative(curves: pd.DataFrame, checkpoints: Sequence[float] = (0.5, 
 
 def trend_change_ranges(profile: Mapping) -> Callable[[int], dict] | None:
     """``seed -> {"trend_change": (d, d_end)}``: the online decisions from the trend change
-    over :func:`ilets.stats.online_event_ranges`' span, for the workload of ``profile`` (the results' ``profile.yaml``,
-    see :func:`ilets.results.load_profile_info`) and a seed. None if the workload has no
-    ``trend_change`` event or cannot be rebuilt here (e.g. trace files absent)."""
+    over :func:`ilets.stats.online_event_ranges`' span, for the workload of ``profile`` (the
+    results' ``profile.yaml``, see :func:`ilets.results.load_profile_info`) and a seed
+    (:func:`ilets.events.online_event_ranges_for`, the function the chapters use). None if
+    the workload has no ``trend_change`` event or cannot be rebuilt here (e.g. trace files
+    absent)."""
     from ilets.config import RunConfig, from_dict
+    from ilets.events import online_event_ranges_for
     from ilets.workload import load_workload
 
     try:
@@ -360,10 +362,8 @@ def trend_change_ranges(profile: Mapping) -> Callable[[int], dict] | None:
     if "trend_change" not in probe.events:
         return None
 
-    @functools.lru_cache(maxsize=None)
     def ranges(seed: int) -> dict:
-        w = probe if seed == 0 else load_workload(wcfg, int(seed))
-        r = S.online_event_ranges(w.events, w.online.arrival)
+        r = online_event_ranges_for(wcfg, int(seed))
         return {"trend_change": r["trend_change"]} if "trend_change" in r else {}
 
     return ranges

@@ -1,0 +1,226 @@
+"""ilets.findings and ilets.report_context: the chapters' numbers and sentences, on a small
+synthetic results folder (no simulation), and the rules that pick each sentence."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from ilets import findings as F
+from ilets import verdicts as V
+from ilets.config import FleetConfig, RunConfig, WorkloadConfig, to_dict
+from ilets.report_context import ReportContext, build_stamp
+from ilets.results import STATUS_DONE, STATUS_FAILED, build_store, compute_table
+
+REPS = 200
+SCALE = 0.002  # the smoke profile's window: ~519 online tasks
+METHODS = {"drl": 0.0, "drl+": 0.08, "ilets-": 0.01, "ilets": 0.1, "greedy-cost": 0.2, "random": -0.3}
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.py"))
+
+
+def _cell(out: Path, method: str, servers: int, seed: int, gain: float, variant: str = "",
+          fleet: FleetConfig | None = None) -> None:
+    rng = np.random.default_rng(hash((method, servers, seed, variant)) % 2**32)
+    name = f"{method}{'@' + variant if variant else ''}-M{servers}-s{seed}-0"
+    d = out / "cells" / name
+    d.mkdir(parents=True)
+    n_win, every, total = 11, 50, 519
+    decisions = np.full(n_win, every)
+    decisions[-1] = total - every * (n_win - 1)
+    reward = -0.3 + gain * 0.3 + 0.005 * rng.standard_normal(n_win)
+    pd.DataFrame({"window": np.arange(n_win), "reward": reward, "response": 2 - gain + 0 * reward,
+                  "success": 0.8 + 0 * reward, "decisions": decisions, "energy_kwh": 0.002 + 0 * reward,
+                  "decision_end": np.cumsum(decisions)}).to_csv(d / "curve.csv", index=False)
+    noise = 0.01 * rng.standard_normal(3)
+    m = {"method": method, "variant": variant, "servers": servers, "seed": seed, "digest": "0", "tasks": total,
+         "avg_response_s": 2.0 * (1 - gain) + noise[0], "avg_wait_s": 0.4, "success_rate": 0.8 + gain / 10 + noise[1],
+         "energy_kwh": 0.02 * (1 - gain / 2) + noise[2] / 100, "mean_reward": float(reward.mean()),
+         "decision_p50_ms": 0.02, "decision_p95_ms": 0.05, "wall_s": 1.0, "cpu_s": 2.0}
+    if method in ("drl+", "ilets"):
+        m.update(bc_agreement_before=0.01, bc_agreement_after=0.6, critic_mse_before=1.0, critic_mse_after=0.2,
+                 demo_tasks=100, demo_seconds=1.0, oinpt_seconds=1.2)
+    if method in ("ilets-", "ilets"):
+        m.update(oail_requests=10, oail_completed=9, oail_applied=8, oail_dropped=1, oail_failed=0, oail_updates=8,
+                 oail_lag_p50=100)
+    (d / "metrics.json").write_text(json.dumps(m))
+    (d / "command.txt").write_text("synthetic\n")
+    (d / "system.json").write_text("{}")
+    np.savez(d / "decisions.npz", server=np.zeros(1, dtype=np.int64))
+    cfg = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=fleet or FleetConfig(servers=servers))
+    (d / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("results")
+    for method, gain in METHODS.items():
+        for servers in (50, 100):
+            for seed in range(3):
+                _cell(out, method, servers, seed, gain)
+    slow = FleetConfig(servers=50, mips=(500.0, 1500.0))
+    for method, gain in (("drl", 0.0), ("drl+", 0.05), ("greedy-cost", 0.2)):
+        for seed in range(3):
+            _cell(out, method, 50, seed, gain, variant="heavy-load", fleet=slow)
+    (out / "failed").mkdir()
+    (out / "failed" / "drl-M50-s9-0.123.json").write_text(json.dumps(
+        {"cell": "drl-M50-s9-0", "method": "drl", "variant": "", "servers": 50, "seed": 9, "wall_s": 1.0,
+         "cpu_s": 1.0, "error": "boom"}))
+    run = to_dict(RunConfig(workload=WorkloadConfig(scale=SCALE)))
+    (out / "profile.yaml").write_text(yaml.safe_dump({"name": "test", "description": "synthetic", "run": run}))
+    build_store(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def ctx(store) -> ReportContext:
+    return ReportContext.load(store, reps=REPS)
+
+
+# --- the context --------------------------------------------------------------------------
+
+def test_context_facts(ctx):
+    assert ctx.scales == (50, 100) and ctx.scales_text == "50 and 100"
+    assert ctx.n_seeds == 3 and ctx.online_tasks == 519 and ctx.n_methods == len(METHODS)
+    assert set(ctx.learner_metrics["method"]) == {"drl", "drl+", "ilets-", "ilets"}
+    assert len(ctx.variant_metrics("heavy-load")) == 9 and ctx.variant_metrics("nope").empty
+    assert ctx.variant_run("heavy-load").fleet.mips == (500.0, 1500.0) and ctx.variant_run("nope") is None
+
+
+def test_failed_attempts_are_counted(ctx, store):
+    # the summary used to count status == "failed", which compute_table never writes
+    assert set(compute_table(store)["status"]) == {STATUS_DONE, STATUS_FAILED}
+    assert ctx.n_failed == 1 and ctx.n_done == 6 * 2 * 3 + 9
+    found = F.summary_findings(ctx)
+    assert (found.n_failed, found.n_done) == (1, ctx.n_done)
+    assert sum(found.counts.values()) == len(V.CLAIMS)
+
+
+def test_event_ranges_come_from_the_workload_config(ctx):
+    ev = ctx.event_ranges(0)
+    assert "trend_change" in ev and 0 <= ev["trend_change"][0] < ev["trend_change"][1] <= 519
+    assert ctx.event_ranges(0) == ev  # cached, deterministic
+
+
+def test_build_stamp_names_machine_and_date():
+    stamp = build_stamp()
+    assert "measured while this page was built" in stamp and "CPUs" in stamp and "UTC" in stamp
+
+
+# --- chapters state the summary's statuses ------------------------------------------------
+
+def test_chapters_show_the_summary_statuses(ctx):
+    summary = {v.claim: V.component_table(v.effects) for v in F.summary_findings(ctx).verdicts}
+    cold = F.cold_start_findings(ctx)
+    adapt = F.adaptation_findings(ctx)
+    res = F.results_findings(ctx)
+    chapter = {4: cold.components, **adapt.components, **res.components}
+    assert set(chapter) == {1, 2, 3, 4, 5, 6, 7, 8}
+    for claim, comp in chapter.items():
+        pd.testing.assert_frame_equal(comp.reset_index(drop=True), summary[claim].reset_index(drop=True),
+                                      obj=f"claim {claim}")
+    assert cold.claim.verdict == F.summary_findings(ctx).table.set_index("claim").loc[4, "verdict"]
+
+
+def test_cold_start_findings(ctx):
+    cold = F.cold_start_findings(ctx)
+    assert cold.n_first == 50 and cold.n_online == 519 and cold.share == "10%"
+    assert len(cold.components) == 4 and set(cold.components["status"]) <= set(V.COMPONENT_STATUSES)
+    assert cold.texts["agree_after"] == "60.0%" and "most demonstrated decisions at all 2" in cold.texts["agree_verdict"]
+    assert cold.texts["critic_drop"] == "80%"
+    assert not cold.no_critic.present and "not in this results store" in cold.no_critic.text
+    assert (cold.floor["verdict"] == "worse").any()  # DRL+ below greedy-cost in this table
+    assert "pair" in cold.first_pairs
+
+
+def test_adaptation_findings(ctx):
+    adapt = F.adaptation_findings(ctx)
+    assert "trend_change" in adapt.markers and adapt.span_decisions > 0
+    assert set(adapt.texts) >= {"osc_bursts", "osc_trend", "conv_text", "cum_text", "oail_share", "oail_effect"}
+    assert adapt.texts["oail_share"] == "80%"
+    assert list(adapt.lead_table.columns) == ["servers", "Method", "share_led", "final_rank", "leads_from",
+                                               "cum_reward"]
+    assert not adapt.upcoming.present
+
+
+def test_results_findings_heavy_load_caption_from_config(ctx):
+    res = F.results_findings(ctx)
+    assert res.heavy_caption == "servers one sixth slower (500-1,500 MIPS instead of 600-1,800)"
+    assert "one sixth slower" in res.texts["heavy_text"] and "twice as fast" not in res.texts["heavy_text"]
+    assert set(res.heavy["setting"]) == {"main grid", "heavier load"} and len(res.heavy_summary)
+    assert res.texts["paper_drlp_avg_response_s"] == "+36.73 %"
+
+
+# --- sentence rules -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("main, variant, words", [
+    ((600, 1800), (500, 1500), "one sixth slower"), ((600, 1800), (1200, 3600), "twice as fast"),
+    ((600, 1800), (600, 1800), "as fast as"), ((600, 1800), (300, 900), "half as fast"),
+    ((600, 1800), (590, 1790), "1% slower"), ((600, 1800), (900, 2700), "1.5 times as fast")])
+def test_speed_change(main, variant, words):
+    assert words in F.speed_change(FleetConfig(mips=main), FleetConfig(mips=variant))
+
+
+def test_bottleneck_sentence():
+    better, unresolved = {"verdict": "better"}, {"verdict": "unresolved"}
+    assert F.bottleneck_sentence(better, better).startswith("yes")
+    assert F.bottleneck_sentence(unresolved, unresolved).startswith("no evidence")
+    assert F.bottleneck_sentence(better, unresolved).startswith("the evidence is mixed")
+    assert F.bottleneck_sentence(None, None).startswith("no evidence")
+    assert F.bottleneck_sentence(better, None).startswith("the evidence is mixed")
+
+
+def test_agreement_and_search_sentences():
+    assert "fewer than half" in F.agreement_sentence(pd.Series([0.6, 0.4]))
+    assert "at all 2 fleet sizes" in F.agreement_sentence(pd.Series([0.6, 0.5]))
+    assert "no cloning statistics" in F.agreement_sentence(pd.Series([], dtype=float))
+    assert "not the bottleneck" in F.search_sentence(pd.Series([0.002, 0.009]))
+    assert "leaves part of the way" in F.search_sentence(pd.Series([0.002, 0.02]))
+    assert (F.ms_text(12.34), F.ms_text(1.234)) == ("12", "1.2")
+
+
+def test_burst_sentence_counts_verdicts():
+    pairs = pd.DataFrame({"event": ["burst_1", "burst_2", "burst_1", "trend_change"], "y": ["drl", "drl", "drl+", "drl"],
+                          "verdict": ["better", "unresolved", "worse", "worse"]})
+    text = F.burst_sentence(pairs)
+    assert "in 1 of 2 (fleet size, burst) cases, more (resolved) in 0, and indistinguishably in 1" in text
+    assert "cannot be compared" in F.burst_sentence(pairs.iloc[0:0])
+
+
+def test_budget_note():
+    from ilets.config import ExpertConfig
+
+    assert F.budget_note(ExpertConfig(), ExpertConfig()) == "it uses the method defaults"
+    small = ExpertConfig(ga_population=ExpertConfig().ga_population // 2)
+    assert "ga population" in F.budget_note(small, ExpertConfig())
+
+
+def test_component_display_and_empty_tables():
+    from ilets import plots
+
+    assert F.claims_display({}, (1, 2)).empty
+    assert plots.markdown_table(pd.DataFrame(), {}, empty="nothing here").data == "nothing here"
+    assert plots.summary_display(pd.DataFrame(), {"x": ("x", 1, 1.0)}).empty
+    assert plots.learning_curves(pd.DataFrame(), "reward", "r") is None
+
+
+# --- chapters only call, glue and plot ----------------------------------------------------
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebooks_define_no_functions_and_do_not_branch(path):
+    tree = ast.parse(path.read_text())
+    found = [(type(n).__name__, n.lineno) for n in ast.walk(tree)
+             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.If, ast.IfExp))]
+    assert not found, f"{path.name}: logic belongs in ilets.findings: {found}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebooks_do_not_retype_paper_constants(path):
+    text = path.read_text().replace("_", "").replace(",", "")
+    for constant in ("590000", "330632", "259368"):
+        assert constant not in text, f"{path.name} types {constant}; use ilets.workload"
