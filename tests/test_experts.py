@@ -226,7 +226,7 @@ def test_gap_to_optimum_is_small():
 
 def test_benchmark_tables_agree_with_the_experts():
     """gap_cases/gap_table and timing_table (used by bench_experts.py and the book)."""
-    from ilets.experts import gap_cases, gap_table, timing_table
+    from ilets.expert_tables import gap_cases, gap_table, timing_table
 
     rows = gap_cases(CFG, REWARD, 4, ("ga", "greedy"))
     assert [(r["case"], r["expert"]) for r in rows] == [(k, n) for k in range(4) for n in ("ga", "greedy")]

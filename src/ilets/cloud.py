@@ -382,10 +382,11 @@ class Cloud:
         c._events = [e for e in self._events if e[0] <= until]
         heapq.heapify(c._events)
         c._committed = [[e for e in lst if e[0] > ls] for lst, ls in zip(self._committed, self.last_start)]
-        m = len(self.fleet)
-        c._prof_level = np.zeros((m, 8))
-        c._prof_time = np.full((m, 8), np.inf)
-        c._stale = set(range(m))
+        # the start profiles hold only tasks finishing after last_start already: keep them,
+        # cut to the widest row in use (levels are positive up to each row's length)
+        width = int((self._prof_level > 0).sum(axis=1).max()) + 1 if len(self.fleet) else 1
+        c._prof_level = self._prof_level[:, :width].copy()
+        c._prof_time = self._prof_time[:, :width].copy()
         c._until = float(until)
         return c
 

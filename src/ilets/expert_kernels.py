@@ -183,3 +183,25 @@ def decode_scores(x: np.ndarray, count: np.ndarray) -> np.ndarray:
                     best = k
             out[p, j] = best
     return out
+
+
+@njit(cache=True, nogil=True)
+def pso_shake(x: np.ndarray, shake: np.ndarray, scores: np.ndarray) -> None:
+    """``x[shake] = scores`` in place (rows in C order, as numpy's boolean indexing)."""
+    n, w, c = x.shape
+    r = 0
+    for p in range(n):
+        for j in range(w):
+            if shake[p, j]:
+                for k in range(c):
+                    x[p, j, k] = scores[r, k]
+                r += 1
+
+
+@njit(cache=True, nogil=True)
+def keep_better(pbest: np.ndarray, pbest_fit: np.ndarray, x: np.ndarray, fit: np.ndarray) -> None:
+    """Each particle's best scores and cost so far, updated in place where ``fit`` is lower."""
+    for p in range(x.shape[0]):
+        if fit[p] < pbest_fit[p]:
+            pbest_fit[p] = fit[p]
+            pbest[p] = x[p]

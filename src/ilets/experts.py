@@ -52,7 +52,7 @@ import numpy as np
 from ilets.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.env import StateSpec, build_observation
-from ilets.expert_kernels import decode_scores, pso_move, schedule_plans, standalone_starts
+from ilets.expert_kernels import decode_scores, keep_better, pso_move, pso_shake, schedule_plans, standalone_starts
 from ilets.objective import Task, cost_of, costs_from
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
@@ -549,11 +549,10 @@ class ParticleSwarm(_WindowSearch):
             r1, r2 = rng.random((2, n, w, c))
             pso_move(x, v, pbest, g, r1, r2, cfg.pso_inertia, cfg.pso_c1, cfg.pso_c2, cfg.pso_vmax)
             shake = rng.random((n, w)) < max(cfg.pso_turbulence, 1.0 / w)
-            x[shake] = rng.random((int(shake.sum()), c))
+            pso_shake(x, shake, rng.random((int(shake.sum()), c)))
             fit = search.fitness.costs(search.decode(decode_scores(x, count)))
             evaluations += n
-            better = fit < pbest_fit
-            pbest[better], pbest_fit[better] = x[better], fit[better]
+            keep_better(pbest, pbest_fit, x, fit)
             g = int(np.argmin(pbest_fit))
         return decode_scores(pbest[g][None], count)[0], evaluations
 
@@ -660,113 +659,3 @@ def small_case(seed: int, servers: int = 4, window: int = 6, background: int = 1
     win = tasks[background:]
     cloud.advance(win[0].arrival)
     return cloud, win
-
-
-# --- benchmark tables (shared by benchmarks/bench_experts.py and the book) ------------------
-
-def loaded_snapshots(servers: int, stops: list[int], window: int, scale: float = 0.02,
-                     seed: int = 0) -> list[tuple[Cloud, list[Task]]]:
-    """Loaded snapshots of a ``servers``-server cloud, each with the next ``window`` tasks.
-
-    The online segment of ``synthetic_workload(WorkloadConfig(scale=scale), seed)`` is
-    scheduled by earliest-finish; after the first ``stops[k]`` tasks (increasing) the cloud
-    is cloned, advanced to the next task's arrival, and returned with that window.
-    """
-    from ilets.cloud import make_fleet
-    from ilets.config import FleetConfig, WorkloadConfig
-    from ilets.policies import EarliestFinish
-    from ilets.workload import synthetic_workload
-
-    tasks = synthetic_workload(WorkloadConfig(scale=scale), seed).online
-    cloud = Cloud(make_fleet(FleetConfig(servers=servers), seed), t0=float(tasks.arrival[0]), record=False)
-    policy = EarliestFinish()
-    out, done = [], 0
-    for stop in stops:
-        for task in window_from_table(tasks, done, stop):
-            cloud.advance(task.arrival)
-            cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline,
-                         policy.act(cloud, task, cloud.feasible(task.cpu)))
-        done = stop
-        win = window_from_table(tasks, stop, stop + window)
-        snap = cloud.clone()
-        snap.advance(win[0].arrival)
-        out.append((snap, win))
-    return out
-
-
-def timing_table(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int], stops: list[int],
-                 repeats: int, experts: tuple[str, ...] = EXPERTS) -> list[dict]:
-    """Cost per expert call on :func:`loaded_snapshots` windows of ``cfg.window`` tasks.
-
-    One row per (fleet size, expert): median and p90 wall ms per call, median CPU ms (not
-    inflated by other processes on a shared host), the ratio of median wall time to the
-    greedy expert's in the same run (greedy is always timed), the mean and max relative
-    cost saving over greedy's plan (exact costs), the number of calls, and the snapshots'
-    mean CPU utilisation. Each expert is called ``repeats`` times per snapshot with seeds
-    ``1000 * snapshot + repeat``, after one untimed warm-up call.
-    """
-    names = tuple(dict.fromkeys((*experts, "greedy")))
-    rows = []
-    for m in sizes:
-        snaps = loaded_snapshots(m, stops, cfg.window)
-        util = float(np.mean([s.used.sum() / s.fleet.capacity.sum() for s, _ in snaps]))
-        wall: dict[str, list[float]] = {n: [] for n in names}
-        cpu: dict[str, list[float]] = {n: [] for n in names}
-        costs: dict[str, list[float]] = {n: [] for n in names}
-        for n in names:
-            expert = make_expert(n, cfg, reward)
-            expert.plan(*snaps[0], np.random.default_rng(0))  # warm caches and imports
-            for i, (cloud, win) in enumerate(snaps):
-                for r in range(repeats):
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    plan = expert.plan(cloud, win, np.random.default_rng(1000 * i + r))
-                    wall[n].append(time.perf_counter() - t0)
-                    cpu[n].append(time.process_time() - c0)
-                    costs[n].append(plan.cost)
-        greedy_ms = 1e3 * float(np.median(wall["greedy"]))
-        greedy_cost = np.array(costs["greedy"])
-        for n in experts:
-            ms = 1e3 * float(np.median(wall[n]))
-            saving = (greedy_cost - np.array(costs[n])) / greedy_cost
-            rows.append({"servers": m, "expert": n, "ms_per_call": ms,
-                         "ms_p90": 1e3 * float(np.quantile(wall[n], 0.9)),
-                         "cpu_ms_per_call": 1e3 * float(np.median(cpu[n])),
-                         "ratio_to_greedy": ms / greedy_ms, "mean_saving_vs_greedy": float(saving.mean()),
-                         "max_saving_vs_greedy": float(saving.max()), "calls": len(wall[n]), "cpu_util": util})
-    return rows
-
-
-def gap_cases(cfg: ExpertConfig, reward: RewardConfig, cases: int,
-              experts: tuple[str, ...] = EXPERTS) -> list[dict]:
-    """Each expert's relative gap to :func:`exact_optimum` on ``cases`` small loaded cases.
-
-    Case ``k`` is ``small_case(k, servers=3 + k % 3, window=4 + k % 3, background=3 * servers)``
-    (3-5 servers, 4-6 tasks); each expert plans it with ``default_rng(k)``. One row per
-    (case, expert): servers, tasks, the expert's cost, the optimum's, the gap
-    ``(cost - optimum) / optimum`` and the enumeration's wall ms (the same for every expert
-    of a case).
-    """
-    planners = {n: make_expert(n, cfg, reward) for n in experts}
-    rows = []
-    for k in range(cases):
-        m, w = 3 + k % 3, 4 + k % 3
-        cloud, win = small_case(k, servers=m, window=w, background=3 * m)
-        t0 = time.perf_counter()
-        opt = exact_optimum(cloud, win, reward, cfg.miss_penalty)
-        opt_ms = 1e3 * (time.perf_counter() - t0)
-        for n, expert in planners.items():
-            cost = expert.plan(cloud, win, np.random.default_rng(k)).cost
-            rows.append({"case": k, "servers": m, "tasks": w, "expert": n, "cost": cost, "optimum": opt.cost,
-                         "gap": (cost - opt.cost) / opt.cost, "optimum_ms": opt_ms})
-    return rows
-
-
-def gap_table(rows: list[dict], tol: float = 1e-9) -> list[dict]:
-    """Per expert (in first-seen order), from :func:`gap_cases` rows: cases, mean and max
-    gap, and the share of cases solved optimally (gap below ``tol``)."""
-    out = []
-    for n in dict.fromkeys(r["expert"] for r in rows):
-        g = np.array([r["gap"] for r in rows if r["expert"] == n])
-        out.append({"expert": n, "cases": len(g), "mean_gap": float(g.mean()), "max_gap": float(g.max()),
-                    "optimal_share": float((g < tol).mean())})
-    return out
