@@ -162,7 +162,7 @@ def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n:
     """Latency of the trained policy's decision (observation + numpy actor), s per task.
 
     Measured on a replay of the first ``n`` online tasks after training, because during
-    learning SB3's rollout loop also computes values and log-probabilities for its buffer.
+    learning the rollout loop also computes values and log-probabilities for PPO's buffer.
     """
     from ilets.ppo import PPOPolicy
 
