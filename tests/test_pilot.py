@@ -1,0 +1,88 @@
+"""The pilot's selection rule (ilets.pilot) on hand-made results, and its seed hygiene."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from ilets.pilot import MIN_GAIN, PILOT_SEEDS, candidates, chosen_overrides, objective, select
+from ilets.profiles import BUILTIN, Profile, Variant, load_profile
+
+
+def profile() -> Profile:
+    return Profile(name="p", methods=("drl", "earliest-finish"), servers=(50,), seeds=(1000, 1001),
+                   variants=(Variant("lr-hi", methods=("drl",), run={"ppo": {"learning_rate": 1e-3}}),
+                             Variant("lr-lo", methods=("drl",), run={"ppo": {"learning_rate": 1e-4}}),
+                             Variant("ent", methods=("drl",), run={"ppo": {"ent_coef": 0.01}})))
+
+
+def rows(method, variant, responses, energies, seeds=(1000, 1001)):
+    return [{"method": method, "variant": variant, "servers": 50, "seed": s, "avg_response_s": r, "energy_kwh": e}
+            for s, r, e in zip(seeds, responses, energies)]
+
+
+def metrics(lr_hi=(1.0, 1.0), ent=(2.0, 2.0)) -> pd.DataFrame:
+    return pd.DataFrame(rows("earliest-finish", "", [2.0, 4.0], [10.0, 10.0])
+                        + rows("drl", "", [4.0, 8.0], [10.0, 10.0])        # J = 0.3 + 0.7 * 2 = 1.7
+                        + rows("drl", "lr-hi", [2 * lr_hi[0], 4 * lr_hi[1]], [10.0, 10.0])
+                        + rows("drl", "lr-lo", [6.0, 12.0], [10.0, 10.0])  # J = 0.3 + 0.7 * 3 = 2.4
+                        + rows("drl", "ent", [2 * ent[0], 4 * ent[1]], [10.0, 10.0]))
+
+
+def test_objective_is_normalised_by_the_yardstick_on_the_same_seed():
+    scored = objective(metrics(), theta=0.3)
+    drl = scored[(scored["method"] == "drl") & (scored["variant"] == "")]
+    assert drl["J"].tolist() == pytest.approx([1.7, 1.7])
+    ef = scored[scored["method"] == "earliest-finish"]
+    assert ef["J"].tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_the_best_value_is_chosen_when_it_gains_enough():
+    table = select(profile(), metrics(lr_hi=(1.0, 1.0)))  # lr-hi: J = 0.3 + 0.7 = 1.0 < 1.7
+    lr = table[table["setting"] == "ppo.learning_rate"].set_index("variant")
+    assert lr.loc["lr-hi", "chosen"] and not lr.loc["", "chosen"] and not lr.loc["lr-lo", "chosen"]
+    assert lr.loc["lr-hi", "gain_vs_default"] == pytest.approx((1.7 - 1.0) / 1.7)
+    assert chosen_overrides(table) == {"ppo.learning_rate": 1e-3}
+
+
+def test_a_gain_below_the_threshold_keeps_the_default():
+    # ent: J just under the default's, by less than MIN_GAIN
+    factor = (1.7 * (1 - MIN_GAIN / 2) - 0.3) / 0.7 / 1.0  # response ratio giving that J
+    table = select(profile(), metrics(ent=(factor, factor)))
+    ent = table[table["setting"] == "ppo.ent_coef"].set_index("variant")
+    assert ent.loc["", "chosen"] and not ent.loc["ent", "chosen"]
+    assert 0 < ent.loc["ent", "gain_vs_default"] < MIN_GAIN
+
+
+def test_candidates_list_each_default_once():
+    cs = candidates(profile())
+    assert [(c.setting, c.variant) for c in cs] == [("ppo.learning_rate", ""), ("ppo.learning_rate", "lr-hi"),
+                                                    ("ppo.learning_rate", "lr-lo"), ("ppo.ent_coef", ""),
+                                                    ("ppo.ent_coef", "ent")]
+    assert cs[0].value == profile().run.ppo.learning_rate
+
+
+def test_a_variant_changing_two_settings_is_refused():
+    bad = Profile(name="p", methods=("drl",), variants=(Variant("two", methods=("drl",),
+                                                                run={"ppo": {"n_steps": 64, "n_epochs": 2}}),))
+    with pytest.raises(ValueError, match="exactly one setting"):
+        candidates(bad)
+
+
+def test_missing_yardstick_is_named():
+    m = metrics()
+    with pytest.raises(ValueError, match="earliest-finish"):
+        objective(m[m["method"] != "earliest-finish"], theta=0.3)
+
+
+def test_evaluation_profiles_never_use_pilot_seeds_and_the_pilot_only_them():
+    for name in BUILTIN:
+        p = load_profile(name)
+        seeds = set(p.seeds).union(*(set(v.seeds) for v in p.variants))
+        if name == "pilot":
+            assert seeds <= set(PILOT_SEEDS)
+            assert {c.setting for c in candidates(p)} >= {"reward.wait_form", "ppo.learning_rate", "ppo.n_steps",
+                                                          "ppo.n_epochs", "ppo.ent_coef", "oinpt.max_demo_tasks",
+                                                          "oinpt.bc_epochs", "oail.learning_rate"}
+        else:
+            assert not seeds & set(PILOT_SEEDS), name
