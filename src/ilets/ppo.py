@@ -253,6 +253,8 @@ class FastMaskablePPO(MaskablePPO):
         self.policy.set_training_mode(False)
         rollout_buffer.reset()
         callback.on_rollout_start()
+        if self._np_policy.policy is not self.policy:  # a callback swapped the policy object
+            self._np_policy = NumpyActorCritic(self.policy)
         net = self._np_policy
         net.refresh()  # after on_rollout_start: imitation updates made there are in the rollout
         rng = self.rollout_rng()
