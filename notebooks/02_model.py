@@ -58,8 +58,9 @@
 # $$ \text{cost}_j(i) = \theta\,\frac{P(a_j) + P^{act}_i c_j / C_i}{\sum_k (P^{idle}_k + P^{act}_k)}
 #   + (1-\theta)\min\!\Big(1, \frac{R_j(i)}{\tau}\Big) + \lambda\,[R_j(i) > d_j], $$
 #
-# with $\theta = 0.3$ [code], $\tau$ = `wait_scale_s` and $\lambda$ = `deadline_penalty`
-# (our normalisation; the authors' code had no deadline term). An episode is one workload
+# with $\theta$ the authors' power weight [code], $\tau$ = `wait_scale_s` and $\lambda$ =
+# `deadline_penalty` (values in the table below; our normalisation; the authors' code had no
+# deadline term). An episode is one workload
 # segment; the online segment is scheduled in a single pass while the policy learns.
 #
 # ## Parameters
