@@ -254,9 +254,9 @@ class OAILConfig:
     #: window's plans are in before the next decision (the authors' synchronous emulator).
     clock: str = "simulated"
     #: simulated seconds from submitting a window to its plans reaching the learner; the
-    #: default is the measured time of GA then PSO on a loaded paper-scale snapshot (see
-    #: configs/methods.yaml and benchmarks/bench_experts.py) [ours]
-    latency_s: float = 0.03
+    #: default is the measured time of one request (GA then PSO, shared preparation) on
+    #: paper-scale snapshots (see configs/methods.yaml and benchmarks/bench_experts.py) [ours]
+    latency_s: float = 0.04
 
     def validate(self, where: str) -> None:
         if self.clock not in OAIL_CLOCKS:
