@@ -109,7 +109,8 @@ class EmulatorResult:
     rid: int
     decision: int
     plans: list  #: ExpertPlan per expert, in request order
-    seconds: float
+    seconds: float  #: wall time in the worker
+    cpu_seconds: float = 0.0  #: CPU time in the worker (the experts' true cost)
 
 
 def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec):
@@ -137,10 +138,10 @@ def run_emulator(req: EmulatorRequest) -> EmulatorResult:
     """Worker entry point: every expert plans the window on its own copy of the cloud."""
     from ilets.experts import plan_window
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     experts = [_expert(n, req.experts_cfg, req.reward, req.state) for n in req.experts]
     plans = plan_window(experts, req.cloud, req.window, np.random.default_rng(req.seed))
-    return EmulatorResult(req.rid, req.decision, plans, time.perf_counter() - t0)
+    return EmulatorResult(req.rid, req.decision, plans, time.perf_counter() - t0, time.process_time() - c0)
 
 
 class EmulatorSlots:
@@ -183,6 +184,7 @@ class OAILCounters:
     unapplied: int = 0  #: admitted but not yet due (or not back) when training ended
     resubmitted: int = 0  #: requests resubmitted after a worker died
     updates: int = 0  #: gradient steps taken
+    expert_cpu_s: float = 0.0  #: CPU seconds the emulators spent on the results received
     lag_decisions: list = field(default_factory=list)  #: decisions from submit to apply
 
     def as_dict(self) -> dict:
@@ -190,6 +192,7 @@ class OAILCounters:
         return {"oail_requests": self.requests, "oail_completed": self.completed, "oail_applied": self.applied,
                 "oail_dropped": self.dropped, "oail_failed": self.failed, "oail_unapplied": self.unapplied,
                 "oail_resubmitted": self.resubmitted, "oail_updates": self.updates,
+                "oail_expert_cpu_s": self.expert_cpu_s,
                 "oail_served_share": (self.requests - self.dropped) / self.requests if self.requests else float("nan"),
                 "oail_lag_p50": float(np.median(lag)) if len(lag) else float("nan")}
 
@@ -367,6 +370,7 @@ class OAILCallback(BaseCallback):
             try:
                 result = fut.result()
                 self.counters.completed += 1
+                self.counters.expert_cpu_s += result.cpu_seconds
                 return result
             except BrokenProcessPool:
                 log.warning("OAIL emulator worker died; replacing the pool")
