@@ -11,9 +11,11 @@ higher-is-better ones. Its 95 % CI is that function's percentile bootstrap, **pa
 seed (a seed fixes the workload for every method, so the seeds both methods have are
 resampled jointly, as :func:`ilets.stats.compare` does by default); the **pooled** effect
 is the unweighted mean of the per-scale effects over the scales where both methods have
-results, with its CI from the same resamples. Measures the stats module has no direction
-for (convergence decisions, oscillation) go through the same function on the negated
-column, which gives exactly ``(b - a) / |b|``.
+results, with its CI from the same resamples. The direction of every measure is given to
+that function explicitly, so convergence decisions and oscillation (lower is better) get
+exactly ``(b - a) / |b|``. The resampler is the study's one (:func:`ilets.stats.seed_effect`):
+a chapter's :func:`ilets.stats.compare` of the same pair, measure and seed gives the same
+interval and per-scale verdict.
 
 The rule
 --------
@@ -489,9 +491,10 @@ def describe_effect(effects: pd.DataFrame, servers="all", digits: int = 1) -> st
         return "no results"
     r = rows.iloc[0]
     ci = f"95 % CI {r['ci_low_pct']:+.{digits}f} to {r['ci_high_pct']:+.{digits}f} %"
-    if r["ci_low_pct"] > 0:
+    verdict = r["verdict"] if "verdict" in r else S.effect_verdict(r["ci_low_pct"], r["ci_high_pct"], 2, 2)
+    if verdict == "better":
         return f"better than {_label(r['b'])} by {r['effect_pct']:.{digits}f} % ({ci})"
-    if r["ci_high_pct"] < 0:
+    if verdict == "worse":
         return f"worse than {_label(r['b'])} by {-r['effect_pct']:.{digits}f} % ({ci})"
     return f"indistinguishable from {_label(r['b'])} ({r['effect_pct']:+.{digits}f} %, {ci})"
 
