@@ -327,3 +327,17 @@ def test_fast_loop_learns_as_well_as_the_stock_loop():
     for fast in (True, False):
         assert last[fast] - first[fast] > 0.06, (fast, first, last)
     assert abs(last[True] - last[False]) < 0.1, (first, last)
+
+
+@pytest.mark.parametrize("policy_kwargs", [dict(net_arch=dict(pi=[8], vf=[8]), activation_fn=th.nn.ReLU),
+                                           dict(net_arch=dict(pi=[8, 8], vf=[8]))])
+def test_other_networks_fall_back_to_the_stock_loop(policy_kwargs, monkeypatch):
+    """The numpy forward is linear-tanh-linear only; anything else must not use it."""
+    def boom(*args):
+        raise AssertionError("the numpy loop ran on a network it does not implement")
+
+    monkeypatch.setattr(NumpyActorCritic, "step", boom)
+    model = FastMaskablePPO("MlpPolicy", Pick(), n_steps=64, batch_size=64, seed=0, device="cpu",
+                            policy_kwargs=policy_kwargs)
+    model.learn(128)
+    assert model.num_timesteps == 128

@@ -100,11 +100,19 @@ class NumpyActorCritic(NumpyActor):
     """
 
     def refresh(self) -> None:
+        from stable_baselines3.common.torch_layers import FlattenExtractor
+
         super().refresh()
         pol = self.policy
         vf = [m for m in pol.mlp_extractor.value_net if isinstance(m, th.nn.Linear)]
         if len(vf) != 1:
             raise ValueError(f"NumpyActorCritic expects one hidden critic layer, found {len(vf)}")
+        # the numpy forward is exactly flatten -> linear -> tanh -> linear, nothing else
+        extractors = {pol.features_extractor, getattr(pol, "pi_features_extractor", None),
+                      getattr(pol, "vf_features_extractor", None)} - {None}
+        hidden = [type(m) for net in (pol.mlp_extractor.policy_net, pol.mlp_extractor.value_net) for m in net]
+        if not all(isinstance(e, FlattenExtractor) for e in extractors) or hidden != [th.nn.Linear, th.nn.Tanh] * 2:
+            raise ValueError("NumpyActorCritic expects flat features and Linear+Tanh hidden layers")
         with th.no_grad():
             vw1 = vf[0].weight.numpy().T.astype(np.float32)
             vb1 = vf[0].bias.numpy().astype(np.float32)
