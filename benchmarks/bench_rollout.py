@@ -7,7 +7,7 @@ study's PPO settings (256-step rollouts, 4 epochs of minibatches of 64, 128-unit
 critic). The stock learner is sb3-contrib's ``MaskablePPO`` itself. Runs alternate stock /
 fast ``--repeats`` times and the medians are compared, so that the ratio, measured in one
 run on one machine, is the portable result; the time split between collecting rollouts and
-PPO's update is reported for each.
+PPO's update is reported for each, with the env's own cost (random feasible actions).
 
     python benchmarks/bench_rollout.py --out benchmarks/results/rollout.json
 """
@@ -60,6 +60,18 @@ def timed_learn(model, steps: int) -> dict:
             "train_us_per_step": spent["train"] / n * 1e6}
 
 
+def env_floor(env: CloudSchedulingEnv, steps: int, seed: int = 0) -> float:
+    """Microseconds per step of the env alone, driven by uniformly random feasible actions."""
+    rng = np.random.default_rng(seed)
+    env.reset()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        feasible = np.flatnonzero(env.action_masks())
+        if env.step(int(feasible[rng.integers(len(feasible))]))[2]:
+            env.reset()
+    return (time.perf_counter() - t0) / steps * 1e6
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--servers", default="50,200")
@@ -86,15 +98,17 @@ def main() -> None:
                 else:
                     model = make_ppo(env, cfg.ppo, cfg.seed)
                 runs[loop].append(timed_learn(model, steps))
+        floor = float(np.median([env_floor(CloudSchedulingEnv(cfg, tasks=tasks, fleet=fleet), steps, r)
+                                 for r in range(args.repeats)]))
         med = {loop: {k: float(np.median([r[k] for r in rs])) for k in rs[0]} for loop, rs in runs.items()}
-        rows[m] = {"obs_size": 2 * m + 2, "stock": med["stock"], "fast": med["fast"],
+        rows[m] = {"obs_size": 2 * m + 2, "stock": med["stock"], "fast": med["fast"], "env_only_us_per_step": floor,
                    "fast_over_stock": med["fast"]["steps_per_s"] / med["stock"]["steps_per_s"],
                    "runs": runs}
         print(f"{m:>4} servers  stock {med['stock']['steps_per_s']:7.0f} steps/s "
               f"(collect {med['stock']['collect_us_per_step']:.0f} + update {med['stock']['train_us_per_step']:.0f} us/step)"
               f"  fast {med['fast']['steps_per_s']:7.0f} steps/s "
               f"(collect {med['fast']['collect_us_per_step']:.0f} + update {med['fast']['train_us_per_step']:.0f} us/step)"
-              f"  fast/stock {rows[m]['fast_over_stock']:.2f}x", flush=True)
+              f"  fast/stock {rows[m]['fast_over_stock']:.2f}x  (env alone {floor:.0f} us/step)", flush=True)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"tasks": len(tasks), "steps": steps, "repeats": args.repeats,
