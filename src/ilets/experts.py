@@ -53,7 +53,7 @@ from ilets.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.env import StateSpec, build_observation
 from ilets.expert_kernels import decode_scores, keep_better, pso_move, pso_shake, schedule_plans, standalone_starts
-from ilets.objective import Task, cost_of, costs_from
+from ilets.objective import Task, cost_of, costs, costs_from
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
 
@@ -82,6 +82,10 @@ class ExpertPlan:
     observations: np.ndarray  #: float32 (W, 2M+2), at each decision point
     masks: np.ndarray  #: bool (W, M), ``cloud.feasible(task.cpu)``
     evaluations: int = 0  #: fitness evaluations (plans scored) spent finding the plan
+    #: float64 (W, M), only when asked for (:func:`evaluate_plan` ``action_costs=True``): the
+    #: cost (as ``task_costs``) every server would have had at each decision of the replay,
+    #: ``inf`` where infeasible; what one-step deviations from the plan cost (cloning regret)
+    action_costs: np.ndarray | None = None
     seconds: float = 0.0  #: wall time of the call (for reporting only)
 
     def __len__(self) -> int:
@@ -111,7 +115,7 @@ Chooser = Callable[[int, Cloud, Task, np.ndarray], int]
 
 
 def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardConfig,
-            miss_penalty: float, state: StateSpec, expert: str) -> ExpertPlan:
+            miss_penalty: float, state: StateSpec, expert: str, action_costs: bool = False) -> ExpertPlan:
     """Replay ``window`` on a clone of ``cloud``, ``choose(j, cloud, task, mask)`` picking servers.
 
     This is the single exact evaluation of a plan: the clone advances to each arrival, the
@@ -127,11 +131,16 @@ def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardCon
     rewards = np.empty(w)
     obs = np.empty((w, state.size(m)), np.float32)
     masks = np.empty((w, m), bool)
+    every = np.empty((w, m)) if action_costs else None
     misses = 0
     for j, task in enumerate(window):
         sim.advance(task.arrival)
         build_observation(sim, task, state, obs[j])
         masks[j] = sim.feasible(task.cpu)
+        if every is not None:
+            starts = sim.earliest_starts(task.cpu)
+            late = ~meets_deadline(starts - task.arrival + task.length / sim.fleet.mips, task.deadline)
+            every[j] = np.where(masks[j], costs(sim, task, starts, reward) + miss_penalty * late, np.inf)
         s = int(choose(j, sim, task, masks[j]))
         if not 0 <= s < m or not masks[j, s]:
             raise ValueError(f"task {task.index}: server {s} cannot hold CPU request {task.cpu}")
@@ -144,13 +153,16 @@ def _replay(cloud: Cloud, window: list[Task], choose: Chooser, reward: RewardCon
         task_costs[j] = c
         assignment[j] = s
         sim.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
-    return ExpertPlan(expert, assignment, float(task_costs.sum()), task_costs, rewards, misses, obs, masks)
+    return ExpertPlan(expert, assignment, float(task_costs.sum()), task_costs, rewards, misses, obs, masks,
+                      action_costs=every)
 
 
 def evaluate_plan(cloud: Cloud, window: list[Task], assignment, reward: RewardConfig,
                   miss_penalty: float, state: StateSpec = DEFAULT_STATE,
-                  expert: str = "plan") -> ExpertPlan:
+                  expert: str = "plan", action_costs: bool = False) -> ExpertPlan:
     """The exact cost and demonstrations of ``assignment`` replayed on a clone of ``cloud``.
+
+    ``action_costs``: also record every server's cost at each decision (``ExpertPlan.action_costs``).
 
     Raises ValueError if the assignment's length differs from the window's or a server is
     too small for its task.
@@ -159,7 +171,7 @@ def evaluate_plan(cloud: Cloud, window: list[Task], assignment, reward: RewardCo
     if assignment.shape != (len(window),):
         raise ValueError(f"assignment has shape {assignment.shape}, the window has {len(window)} tasks")
     return _replay(cloud, window, lambda j, _c, _t, _m: int(assignment[j]), reward, miss_penalty,
-                   state, expert)
+                   state, expert, action_costs)
 
 
 def greedy_plan(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
