@@ -201,7 +201,26 @@ def system_info() -> dict:
         except metadata.PackageNotFoundError:
             versions[p] = None
     return {"cpu_model": cpu, "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
-            "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions}
+            "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
+            **source_version()}
+
+
+def source_version() -> dict:
+    """The git commit of the package's checkout and whether tracked files differ from it.
+
+    ``{"commit": None, "dirty": None}`` outside a git checkout (an installed wheel).
+    """
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
 
 
 def cpu_seconds() -> float:
