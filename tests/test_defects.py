@@ -34,12 +34,12 @@ def test_one_success_rule_for_env_summary_and_penalty():
     assert info["success"] is True
     assert info["final"]["success_rate"] == 1.0
     assert bool(env.cloud.task_frame()["success"].iloc[0]) is True
-    # the deadline penalty of the reward uses the same test
+    # the deadline penalty of the reward uses the same test: a 0.1 s wait and a 0.2 s run
+    # against a 0.3 s deadline sum to 0.30000000000000004
     cloud = Cloud(_one_server(), t0=0.1)
-    cfg = RewardConfig(deadline_penalty=1.0)
-    task = Task(0, 0.1, 0.5, 200.0, 0.2)
-    no_penalty = cost_of(cloud, task, 0, 0.1, RewardConfig(deadline_penalty=0.0))
-    assert cost_of(cloud, task, 0, 0.1, cfg) == pytest.approx(no_penalty)
+    task = Task(0, 0.1, 0.5, 200.0, 0.3)
+    no_penalty = cost_of(cloud, task, 0, 0.2, RewardConfig(deadline_penalty=0.0))
+    assert cost_of(cloud, task, 0, 0.2, RewardConfig(deadline_penalty=1.0)) == pytest.approx(no_penalty)
 
 
 def test_meets_deadline_tolerance_is_absolute_and_tiny():
@@ -49,13 +49,20 @@ def test_meets_deadline_tolerance_is_absolute_and_tiny():
 
 
 def test_expert_window_fitness_counts_the_same_misses():
+    # two full-CPU tasks at 0.1 on one server: the second waits 0.1 s and runs 0.2 s against a
+    # 0.3 s deadline; the fitness's (start - arrival) + execution is 0.30000000000000004
     from ilets.experts import WindowFitness
 
+    window = [Task(0, 0.1, 1.0, 100.0, 0.1), Task(1, 0.1, 1.0, 200.0, 0.3)]
     cloud = Cloud(_one_server(), t0=0.1)
-    task = Task(0, 0.1, 0.5, 200.0, 0.2)
-    fit = WindowFitness(cloud, [task], RewardConfig(), miss_penalty=10.0)
-    cost = float(fit.costs(np.zeros((1, 1), dtype=np.int64))[0])
-    assert cost < 10.0  # met the deadline: no miss penalty
+    for t in window:
+        cloud.assign(t.index, t.arrival, t.cpu, t.length, t.deadline, 0)
+    cloud.run_to_completion()
+    assert cloud.summary()["success_rate"] == 1.0
+    plan = np.zeros((1, 2), dtype=np.int64)
+    costs = [float(WindowFitness(Cloud(_one_server(), t0=0.1), window, RewardConfig(), miss_penalty=p).costs(plan)[0])
+             for p in (0.0, 10.0)]
+    assert costs[1] == pytest.approx(costs[0])  # no task counted as a miss
 
 
 @pytest.mark.parametrize("p_idle, p_act", [(0.0, 0.0), (-1.0, 5.0), (5.0, np.nan), (np.inf, 1.0)])
