@@ -203,7 +203,7 @@ def system_info() -> dict:
             versions[p] = None
     return {"cpu_model": cpu, "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
             "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
-            "recorded_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **source_version()}
 
 
