@@ -1,0 +1,34 @@
+"""Shipped results: compact copies with provenance read from the cells' own records."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+
+from ilets.grid import run_grid
+from ilets.profiles import load_profile
+from ilets.results import load_metrics
+from ilets.shipping import PROVENANCE, load_provenance, provenance_line, ship
+
+
+def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text("name: tiny\nmethods: [drl, earliest-finish]\nservers: [10]\nseeds: [0]\nworkers: 1\n"
+                    "run: {workload: {scale: 0.001}, ppo: {n_steps: 64}}\n")
+    out = tmp_path / "results"
+    run_grid(load_profile(path), out, workers=1, progress=False)
+    assert list(out.glob("cells/*/model.zip"))  # the learner's model exists in the grid folder
+    info = ship(out, tmp_path / "shipped", note="test")
+    shipped = tmp_path / "shipped"
+    assert not list(shipped.glob("cells/*/model.zip"))
+    assert sorted(p.name for p in shipped.glob("cells/*")) == sorted(p.name for p in out.glob("cells/*"))
+    pd.testing.assert_frame_equal(load_metrics(shipped), load_metrics(out))
+    saved = json.loads((shipped / PROVENANCE).read_text())
+    assert saved == load_provenance(shipped) == info
+    assert info["cells"] == 2 and info["note"] == "test" and 0 < info["size_mb"] < 1
+    assert info["cpu_hours"] > 0 and info["first_start_utc"] <= info["last_start_utc"]
+    commit = next(iter(info["commits"]))
+    assert len(commit.split("+")[0]) == 40 or commit == "unrecorded"
+    line = provenance_line(info)
+    assert "2 cells" in line and "CPU-hours" in line
