@@ -224,3 +224,27 @@ def test_notebooks_do_not_retype_paper_constants(path):
     text = path.read_text().replace("_", "").replace(",", "")
     for constant in ("590000", "330632", "259368"):
         assert constant not in text, f"{path.name} types {constant}; use ilets.workload"
+
+
+# --- the deviations table quotes the code's values ----------------------------------------
+
+def test_deviations_quote_the_method_defaults():
+    from ilets import deviations
+    from ilets.profiles import method_defaults
+    from ilets.workload import PAPER_OFFLINE_TASKS
+
+    d = method_defaults()
+    rows = {r.topic: r for r in deviations.DEVIATIONS}
+    assert f"{d.fleet.mips[0]:,g}-{d.fleet.mips[1]:,g} MIPS" in rows["Server speed"].ours
+    assert f"lr {d.ppo.learning_rate:g}" in rows["Learner"].ours
+    assert f"{PAPER_OFFLINE_TASKS:,}" in rows["OINPT budget"].source
+    assert deviations.effects_display(pd.DataFrame()).empty
+
+
+def test_deviation_effects_display(store):
+    from ilets import deviations
+    from ilets.results import load_metrics
+
+    shown = deviations.effects_display(load_metrics(store, variant=None))
+    assert set(shown["variant"]) == {"heavy-load"} and "avg_response_s" in shown
+    assert shown["avg_response_s"].str.match(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]").all()

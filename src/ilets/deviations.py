@@ -12,6 +12,22 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ilets.profiles import method_defaults
+from ilets.workload import PAPER_OFFLINE_TASKS
+
+#: The method defaults the rows quote (``ilets/configs/methods.yaml`` on ``RunConfig``), so
+#: the table states the values the code runs with instead of copies of them.
+_D = method_defaults()
+_W, _F, _P, _E, _O = _D.workload, _D.fleet, _D.ppo, _D.experts, _D.oail
+
+
+def _span(pair, spec: str = ",g") -> str:
+    return f"{pair[0]:{spec}}-{pair[1]:{spec}}"
+
+
+def _shares(values) -> str:
+    return "/".join(f"{v:g}" for v in values)
+
 
 @dataclass(frozen=True)
 class Deviation:
@@ -30,39 +46,44 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("CPU requests", "from the trace", "inverse-CDF draws from a 201-quantile table of a real 33,302-task "
               "sample (zeros dropped; the trace loader keeps 0 and skips empty requests, as the authors did)",
               "ilets/data/google_cpu_quantiles.csv"),
-    Deviation("Task length", "drawn from a range (unpublished)", "uniform 500-3,000 MI (the group's earlier simulators)",
+    Deviation("Task length", "drawn from a range (unpublished)", f"uniform {_span(_W.length_mi)} MI (the group's earlier simulators)",
               "WorkloadConfig.length_mi"),
-    Deviation("Deadline", "unpublished", "uniform 1.5-4.5 s relative to arrival", "WorkloadConfig.deadline_s"),
+    Deviation("Deadline", "unpublished", f"uniform {_span(_W.deadline_s, 'g')} s relative to arrival", "WorkloadConfig.deadline_s"),
     Deviation("Server speed", "drawn from a range (unpublished)",
-              "600-1,800 MIPS in steps of 50, chosen so that over the paper's full online window "
+              f"{_span(_F.mips)} MIPS in steps of 50, chosen so that over the paper's full online window "
               "50 servers are loaded but not swamped (the workload chapter's load table)",
               "FleetConfig.mips", variant="heavy-load"),
     Deviation("Server capacity and power", "static power per server (values unpublished)",
-              "capacity 0.25/0.5/1.0 (shares 0.1/0.7/0.2, like the trace); idle 50-100 W and active "
-              "70-300 W per 0.5 capacity, drawn independently of speed", "FleetConfig"),
+              f"capacity {_shares(_F.capacity_levels)} (shares {_shares(_F.capacity_probs)}, like the trace); idle "
+              f"{_span(_F.idle_w)} W and active {_span(_F.active_w)} W per 0.5 capacity, drawn independently of speed",
+              "FleetConfig"),
     Deviation("Queueing model", "unpublished", "FCFS per server with CPU-capacity concurrency and head-of-line blocking",
               "ilets.cloud"),
     Deviation("Reward normalisation", "theta*power + (1-theta)*estimated wait, unnormalised [code]",
-              "power over the fleet's maximum; response (wait + own execution) over 10 s, capped at 1; "
-              "optional deadline penalty (0 by default, as in the code)", "ilets.objective"),
+              f"power over the fleet's maximum; response (wait + own execution) over {_D.reward.wait_scale_s:g} s, "
+              f"wait form '{_D.reward.wait_form}' by default (capped at 1; linear and log are options); optional "
+              f"deadline penalty ({_D.reward.deadline_penalty:g} by default, as in the code)", "ilets.objective"),
     Deviation("State", "2M+2: task CPU and one more scalar, per server free CPU and task count [code]",
               "the same, the extra scalar being the task length; a 5M+2 'rich' state as a variant",
               "ilets.env", variant="rich-state"),
     Deviation("Infeasible actions", "silent", "masked (MaskablePPO); if taken anyway, redirected and penalised",
               "ilets.env"),
     Deviation("Learner", "actor-critic, 128 units, Adam, lr 2.5e-6, replay 10,000 [code]",
-              "SB3 MaskablePPO, one 128-unit tanh layer each, lr 3e-4, n_steps 256, 4 epochs (one pass)",
+              f"SB3 MaskablePPO, one {_P.hidden}-unit tanh layer each, lr {_P.learning_rate:g}, n_steps {_P.n_steps}, "
+              f"{_P.n_epochs} epochs (one pass)",
               "ilets/configs/methods.yaml"),
     Deviation("Critic in OINPT", "the paper trains the actor-critic; how is unknown",
-              "regress V on discounted expert returns (gamma 0.98)", "ilets.oinpt.pretrain_critic",
+              f"regress V on discounted expert returns (gamma {_P.gamma:g})", "ilets.oinpt.pretrain_critic",
               variant="no-critic"),
-    Deviation("OINPT budget", "all 330,632 offline tasks", "GA+PSO demonstrations on the first "
-              "max_demo_tasks offline tasks (profile setting), BC for 30 epochs", "OINPTConfig"),
+    Deviation("OINPT budget", f"all {PAPER_OFFLINE_TASKS:,} offline tasks", "GA+PSO demonstrations on the first "
+              f"max_demo_tasks offline tasks (profile setting), BC for {_D.oinpt.bc_epochs} epochs", "OINPTConfig"),
     Deviation("Experts", "GA and PSO, settings unpublished", "hand-written vectorised GA/PSO with an exact batched "
-              "fitness, seeded with the greedy plan; population/iterations 32x30", "ilets.experts",
+              f"fitness, seeded with the greedy plan; population x generations {_E.ga_population}x{_E.ga_generations} "
+              f"(GA), {_E.pso_particles}x{_E.pso_iterations} (PSO)", "ilets.experts",
               variant="greedy-expert"),
     Deviation("OAIL updates", "immediately on the live policy, strength unpublished",
-              "at the next rollout start (keeps PPO on-policy); one BC step at lr 1e-4 per expert result",
+              f"at the next rollout start (keeps PPO on-policy); {_O.bc_steps} BC step(s) at lr {_O.learning_rate:g} per "
+              "expert result",
               "ilets.oail, OAILConfig", variant="oail-strong"),
     Deviation("Simulated time", "advanced by wall-clock timer threads [code]",
               "event-driven simulated time; results do not depend on host speed", "ilets.cloud",
@@ -73,7 +94,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "bit-reproducible); waiting for every window (deterministic) is kept as an option",
               "ilets.oail", variant="oail-sync", kind="bug not reproduced"),
     Deviation("PSO data", "both BC updates used GA's demonstrations [code]",
-              "each expert's own demonstrations, weighted 0.6/0.4 by exact plan cost", "ilets.oail",
+              f"each expert's own demonstrations, weighted {_shares(_O.weights)} by exact plan cost", "ilets.oail",
               kind="bug not reproduced"),
     Deviation("OAIL window", "the next (future) tasks [code]", "the last W scheduled tasks from a snapshot "
               "taken before them; the authors' choice kept as an option", "OAILConfig.window_mode",
