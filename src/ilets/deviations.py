@@ -133,6 +133,7 @@ def effects_display(metrics: pd.DataFrame, names: tuple[str, ...] | None = None)
     ``"+1.2% [-0.3, +2.5]"``; empty when no variant ran."""
     names = tuple(d.variant for d in DEVIATIONS if d.variant) if names is None else names
     parts = [variant_effect(metrics, v) for v in names] if len(metrics) else []
+    parts = [p for p in parts if len(p)]  # variants the profile lacks add nothing
     effects = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     if effects.empty:
         return effects
