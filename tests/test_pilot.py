@@ -54,6 +54,15 @@ def test_a_gain_below_the_threshold_keeps_the_default():
     assert 0 < ent.loc["ent", "gain_vs_default"] < MIN_GAIN
 
 
+def test_a_setting_with_an_unfinished_cell_is_undecided_and_keeps_its_default():
+    m = metrics(lr_hi=(1.0, 1.0))
+    m = m[~((m["variant"] == "lr-lo") & (m["seed"] == 1001))]  # one cell of an alternative missing
+    lr = select(profile(), m).query("setting == 'ppo.learning_rate'").set_index("variant")
+    assert not lr["decided"].any()
+    assert lr.loc["", "chosen"] and not lr.loc["lr-hi", "chosen"]
+    assert lr.loc["lr-lo", "cells"] == 1 and lr.loc["lr-lo", "expected"] == 2
+
+
 def test_candidates_list_each_default_once():
     cs = candidates(profile())
     assert [(c.setting, c.variant) for c in cs] == [("ppo.learning_rate", ""), ("ppo.learning_rate", "lr-hi"),

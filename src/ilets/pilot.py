@@ -25,6 +25,9 @@ The rule [ours], written and committed before any pilot result existed:
    its place).
 4. Settings are chosen independently (interactions are not searched); the PPO settings
    tuned on DRL are shared by every learner, OINPT's on DRL+, OAIL's on ILETS-.
+5. A setting is decided only when every cell of its default and of each alternative has
+   finished; otherwise the default stays and the setting is reported as undecided (the
+   pilot's budget ran out before it). Variants are listed most decision-relevant first.
 
 :func:`select` applies the rule to a results store; the deviations chapter shows its table,
 and ``configs/methods.yaml`` holds the chosen values (a test checks they agree with the
@@ -77,6 +80,7 @@ class Candidate:
     setting: str  #: dotted key, e.g. "ppo.learning_rate"
     value: object
     variant: str  #: "" for the default
+    cells: int  #: cells the profile runs for it (seeds x fleet sizes)
 
 
 def candidates(profile: Profile) -> list[Candidate]:
@@ -91,8 +95,9 @@ def candidates(profile: Profile) -> list[Candidate]:
         method = v.methods[0]
         if (method, setting) not in seen:
             seen.add((method, setting))
-            out.append(Candidate(method, setting, _get(base, setting), ""))
-        out.append(Candidate(method, setting, value, v.name))
+            out.append(Candidate(method, setting, _get(base, setting), "", len(profile.seeds) * len(profile.servers)))
+        out.append(Candidate(method, setting, value, v.name,
+                             len(v.seeds or profile.seeds) * len(v.servers or profile.servers)))
     return out
 
 
@@ -116,28 +121,33 @@ def objective(metrics: pd.DataFrame, theta: float) -> pd.DataFrame:
 def select(profile: Profile, metrics: pd.DataFrame) -> pd.DataFrame:
     """The rule applied: one row per candidate, with its mean J and whether it is chosen.
 
-    Columns: method, setting, value, variant, cells, mean_J, gain_vs_default (relative
-    decrease of mean J), chosen. Candidates with no finished cell have NaN scores and can
-    not be chosen; a setting with a missing default is not decided (no row chosen).
+    Columns: method, setting, value, variant, cells (finished), expected (cells the
+    profile runs), mean_J, gain_vs_default (relative decrease of mean J), decided, chosen.
+    A setting with any unfinished cell is undecided: its default is chosen (rule step 5).
     """
     scored = objective(metrics, profile.run.reward.theta)
     rows = []
     for c in candidates(profile):
         cells = scored[(scored["method"] == c.method) & (scored["variant"] == c.variant)]
         rows.append({"method": c.method, "setting": c.setting, "value": c.value, "variant": c.variant,
-                     "cells": len(cells), "mean_J": float(cells["J"].mean()) if len(cells) else np.nan})
+                     "cells": len(cells), "expected": c.cells,
+                     "mean_J": float(cells["J"].mean()) if len(cells) else np.nan})
     table = pd.DataFrame(rows)
     table["gain_vs_default"] = np.nan
+    table["decided"] = False
     table["chosen"] = False
     for _, group in table.groupby(["method", "setting"], sort=False):
-        default = group[group["variant"] == ""]
-        if default.empty or not np.isfinite(default["mean_J"].iloc[0]):
-            continue
-        d = default["mean_J"].iloc[0]
-        gain = (d - group["mean_J"]) / d
-        table.loc[group.index, "gain_vs_default"] = gain
-        best = group["mean_J"].idxmin()
-        pick = best if gain[best] >= MIN_GAIN else default.index[0]
+        default = group.index[group["variant"] == ""][0]
+        complete = bool((group["cells"] >= group["expected"]).all())
+        d = table.loc[default, "mean_J"]
+        if np.isfinite(d):
+            table.loc[group.index, "gain_vs_default"] = (d - group["mean_J"]) / d
+        pick = default
+        if complete:
+            best = group["mean_J"].idxmin()
+            if table.loc[best, "gain_vs_default"] >= MIN_GAIN:
+                pick = best
+        table.loc[group.index, "decided"] = complete
         table.loc[pick, "chosen"] = True
     return table
 
