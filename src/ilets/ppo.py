@@ -160,9 +160,11 @@ class FastMaskablePPO(MaskablePPO):
     the env through ``DummyVecEnv`` and ``Monitor``; with our ~20 us env step it ran ~1,340
     steps/s on a quiet core, ~50 % of the time in torch's per-call overhead on a 128-unit
     network and ~18 % in the wrappers. Measured by ``benchmarks/bench_rollout.py`` (learning
-    steps/s, PPO updates included, 2 busy shared cores): stock 593 -> fast 2,477 at 50 servers
-    (4.2x), 396 -> 1,482 at 200 servers (3.7x); collection fell from 1.4-2.0 ms to 0.16-0.23
-    ms a step, and SB3's update is now ~60 % of the time (``benchmarks/results/rollout.json``).
+    steps/s, PPO updates included, on 2 cores shared with other jobs, load 4-6): stock 755 ->
+    fast 2,457 at 50 servers (3.3x), 545 -> 1,585 at 200 servers (2.9x); an earlier, less
+    loaded run gave 4.2x and 3.7x. Collection fell from 1.1-1.4 ms to 0.16-0.22 ms a step
+    (6.5-6.9x); SB3's update (0.25 / 0.41 ms a step, the same in both) is now 61-65 % of the
+    time and bounds what any rollout loop can gain (``benchmarks/results/rollout.json``).
 
     This loop, at the start of every rollout (after ``callback.on_rollout_start()``, so
     OAIL's imitation steps are in), copies actor and critic into numpy (:class:`NumpyActorCritic`),
