@@ -72,11 +72,10 @@ import pandas as pd
 from IPython.display import Markdown
 
 from ilets.cloud import make_fleet
-from ilets.config import RunConfig, from_dict
-from ilets.results import load_profile_info, results_dir
+from ilets.report_context import ReportContext
 
-profile = load_profile_info(results_dir())
-run = from_dict(RunConfig, profile["run"], "profile.run")
+ctx = ReportContext.load()
+profile, run = ctx.profile, ctx.run
 rows = [
     ("fleet sizes M", ", ".join(map(str, profile["servers"])), "paper"),
     ("capacity levels (shares)", f"{run.fleet.capacity_levels} ({run.fleet.capacity_probs})", "ours, trace-like"),

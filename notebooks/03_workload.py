@@ -28,11 +28,10 @@ import numpy as np
 from myst_nb import glue
 
 from ilets import plots
-from ilets.config import RunConfig, WorkloadConfig, from_dict
-from ilets.results import load_profile_info, results_dir
+from ilets.config import WorkloadConfig
 from ilets import findings as F
 from ilets.calibration import load_table
-from ilets.report_context import build_stamp
+from ilets.report_context import ReportContext, build_stamp
 from ilets.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S, RATE_SHAPE, real_cpu_sample, \
     synthetic_workload
 
@@ -44,7 +43,8 @@ glue("n_online", f"{len(full.online):,}", display=False)
 glue("rate_mean", f"{len(arrival) / PAPER_WINDOW_S:,.0f}", display=False)
 glue("paper_offline", f"{PAPER_OFFLINE_TASKS:,}", display=False)
 glue("paper_online", f"{PAPER_ONLINE_TASKS:,}", display=False)
-profile = load_profile_info(results_dir())
+ctx = ReportContext.load()
+profile = ctx.profile
 glue("profile_name", profile["name"], display=False)
 scale = profile["run"]["workload"]["scale"]
 glue("profile_scale", f"{scale:g}", display=False)
@@ -123,7 +123,7 @@ fig = plots.task_parameters(full.online.to_frame())
 # servers to bring the reduced window's queues back to the full window's size.
 
 # %% tags=["remove-input"]
-run_cfg = from_dict(RunConfig, run, "profile.run")
+run_cfg = ctx.run
 scales = tuple(sorted({1.0, float(run_cfg.workload.scale)}))
 load = load_table(run_cfg.workload, run_cfg.fleet, (50, 100, 200), scales, seed=0)
 glue("load_stamp", build_stamp(), display=False)

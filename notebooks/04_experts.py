@@ -30,15 +30,15 @@ from myst_nb import glue
 
 from ilets import findings as F
 from ilets import plots
-from ilets.config import RunConfig, from_dict
-from ilets.experts import gap_cases, gap_table, loaded_snapshots, make_expert, timing_table
-from ilets.report_context import build_stamp
+from ilets.config import RunConfig
+from ilets.expert_tables import gap_cases, gap_table, loaded_snapshots, timing_table
+from ilets.experts import make_expert
+from ilets.report_context import ReportContext, build_stamp
 from ilets.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
-from ilets.results import METHOD_LABELS, load_metrics, load_profile_info, results_dir
 
 plots.use_style()
-profile = load_profile_info(results_dir())
-run = from_dict(RunConfig, profile["run"], "profile.run")
+ctx = ReportContext.load()
+profile, run = ctx.profile, ctx.run
 cfg, reward = run.experts, run.reward
 glue("profile_name", profile["name"], display=False)
 for key, text in F.config_texts(cfg).items():
@@ -217,7 +217,7 @@ Markdown(F.timing_display(timing).to_markdown(index=False, disable_numparse=True
 # The gaps and the times above were measured while this page was built, not recorded by the
 # grid: {glue:text}`build_stamp`. Wall times are of that machine, and may be inflated by other work
 # running on it; CPU times and the ratio to greedy are the more portable figures.
-# `benchmarks/bench_experts.py` runs the same tables (`ilets.experts.timing_table`,
+# `benchmarks/bench_experts.py` runs the same tables (`ilets.expert_tables.timing_table`,
 # `gap_cases`) with more calls and cases.
 #
 # ## Expert cost in the study
@@ -229,7 +229,7 @@ Markdown(F.timing_display(timing).to_markdown(index=False, disable_numparse=True
 # per fleet size and seed (their rows below show the same collection).
 
 # %% tags=["remove-cell"]
-metrics = load_metrics(results_dir())
+metrics = ctx.metrics
 demo = metrics[metrics["method"].isin(["drl+", "ilets"])].copy()
 demo["ms_per_task"] = 1e3 * demo["demo_seconds"] / demo["demo_tasks"]
 per_task = demo["ms_per_task"].mean()

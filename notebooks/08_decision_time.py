@@ -31,14 +31,12 @@ from myst_nb import glue
 
 from ilets import findings as F
 from ilets import plots
-from ilets.config import RunConfig, from_dict
 from ilets.latency import PAPER_DECISION_MS, summarise
-from ilets.report_context import build_stamp
-from ilets.results import load_metrics, load_profile_info, results_dir
+from ilets.report_context import ReportContext, build_stamp
 
 plots.use_style()
-profile = load_profile_info(results_dir())
-run = from_dict(RunConfig, profile["run"], "profile.run")
+ctx = ReportContext.load()
+profile, run = ctx.profile, ctx.run
 glue("profile_name", profile["name"], display=False)
 SCALES, N, PREDICT_EVERY = (50, 100, 200), 600, 5
 glue("n_decisions", f"{N:,}", display=False)
@@ -182,7 +180,7 @@ Markdown(F.latency_wide(summary, SCALES).to_markdown(index=False, floatfmt=".3g"
 # {glue:text}`profile_name` results:
 
 # %% tags=["remove-cell"]
-table, store_texts = F.store_latency(load_metrics(results_dir()))
+table, store_texts = F.store_latency(ctx.metrics)
 for key, text in store_texts.items():
     glue(key, text, display=False)
 glue("hidden", f"{run.ppo.hidden}", display=False)

@@ -26,10 +26,11 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets import deviations, plots
-from ilets.results import load_metrics, load_profile_info, results_dir
+from ilets.report_context import ReportContext
+from ilets.results import load_metrics
 
-profile = load_profile_info(results_dir())
-glue("profile_name", profile["name"], display=False)
+ctx = ReportContext.load()
+glue("profile_name", ctx.name, display=False)
 table = deviations.table()
 glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), display=False)
 glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
@@ -55,7 +56,7 @@ Markdown(shown.to_markdown(index=False))
 # are improvements.
 
 # %% tags=["remove-input"]
-plots.markdown_table(deviations.effects_display(load_metrics(results_dir(), variant=None)), {},
+plots.markdown_table(deviations.effects_display(load_metrics(ctx.out, variant=None)), {},
                      empty="No variant cells are in this results store, so no effect is measured here.")
 
 # %% [markdown]

@@ -48,7 +48,8 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets.profiles import BUILTIN, load_profile
-from ilets.results import compute_table, load_profile_info, results_dir, system_info
+from ilets.report_context import ReportContext
+from ilets.results import system_info
 
 rows = []
 for name in BUILTIN:
@@ -58,8 +59,8 @@ for name in BUILTIN:
                  "workload scale": p.run.workload.scale, "variants": ", ".join(v.name for v in p.variants) or "-",
                  "cells": len(p.cells())})
 profiles = pd.DataFrame(rows)
-shown = load_profile_info(results_dir())
-glue("profile_name", shown["name"], display=False)
+ctx = ReportContext.load()
+glue("profile_name", ctx.name, display=False)
 
 # %% tags=["remove-input"]
 Markdown(profiles.to_markdown(index=False))
@@ -73,9 +74,9 @@ Markdown(profiles.to_markdown(index=False))
 # (CPU includes the OAIL emulator processes).
 
 # %% tags=["remove-cell"]
-compute = compute_table(results_dir())
-glue("cells_done", str(int((compute["status"] == "done").sum())), display=False)
-glue("cells_failed", str(int((compute["status"] == "failed attempt").sum())), display=False)
+compute = ctx.compute
+glue("cells_done", str(ctx.n_done), display=False)
+glue("cells_failed", str(ctx.n_failed), display=False)
 glue("cpu_total_min", f"{compute['cpu_s'].sum() / 60:.1f}", display=False)
 glue("wall_total_min", f"{compute['wall_s'].sum() / 60:.1f}", display=False)
 per = compute.assign(variant=compute["variant"].replace("", "(main)")).groupby(
@@ -96,7 +97,7 @@ Markdown(per.round(1).to_markdown(index=False))
 # As recorded by the cells (`system.json` in every result folder):
 
 # %% tags=["remove-input"]
-info = system_info(results_dir())
+info = system_info(ctx.out)
 hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
       "Python": info.get("python"), "platform": info.get("platform")}
 hw.update({f"{k}": v for k, v in (info.get("packages") or {}).items()})
