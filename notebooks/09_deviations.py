@@ -21,7 +21,6 @@
 # its effect is shown after the table.
 
 # %% tags=["remove-cell"]
-import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
