@@ -248,3 +248,12 @@ def test_deviation_effects_display(store):
     shown = deviations.effects_display(load_metrics(store, variant=None))
     assert set(shown["variant"]) == {"heavy-load"} and "avg_response_s" in shown
     assert shown["avg_response_s"].str.match(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]").all()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_every_chapter_reads_one_context_with_the_book_resamples(path):
+    # one number of resamples for the whole book: the same comparison gets the same interval
+    # (and status) on the summary and on its chapter
+    text = path.read_text()
+    assert "ReportContext.load()" in text
+    assert "load_profile_info" not in text and "results_dir()" not in text
