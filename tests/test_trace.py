@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 
 from ilets.config import WorkloadConfig
-from ilets.trace import (KNOWN_SHA256, TraceError, download_shards, download_window_shards, find_window,
-                         first_timestamp, google_workload, list_shards, load_task_events,
-                         probe_first_timestamp, shard_name, submit_counts)
-from ilets.workload import load_workload
+from ilets.download import KNOWN_SHA256, download_shards, download_window_shards, probe_first_timestamp
+from ilets.trace import TraceError, find_window, first_timestamp, list_shards, read_submits, shard_name, submit_counts
+from ilets.workload import google_workload, load_task_events, load_workload
 
 US = 1_000_000
 
@@ -78,6 +77,17 @@ def test_load_window_counts_boundaries_and_stats(tmp_path):
     assert table.meta["events"] == {} and table.meta["trace"]["kept"] == 100
     # rows_read: all rows of shard 1 up to shard 2's first row at 250 s (which ends the scan)
     assert stats.rows_read == len(busy_lines(100, 200)) + len(busy_lines(200, 250)) + 1
+
+
+def test_the_reader_returns_arrays_and_the_table_adds_lengths_and_deadlines(tmp_path):
+    """ilets.trace reads (arrival, cpu) only; ilets.workload draws what the trace lacks."""
+    trace = make_trace(tmp_path)
+    found = read_submits(trace, 150, 250)
+    assert not hasattr(found, "length") and not hasattr(found, "deadline")
+    table, stats = load_task_events(trace, 150, 250, CFG, seed=1)
+    np.testing.assert_array_equal(found.arrival, table.arrival)
+    np.testing.assert_array_equal(found.cpu, table.cpu)
+    assert found.stats == stats and found.folder == trace
 
 
 def test_arrivals_keep_microseconds_and_zero_cpu_is_kept(tmp_path):

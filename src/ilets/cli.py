@@ -91,11 +91,11 @@ def _parse_shards(text: str) -> list[int]:
 
 
 def _cmd_trace(args: argparse.Namespace) -> int:
-    from ilets import trace
+    from ilets import download, trace
 
     if args.trace_cmd == "download":
         shards = _parse_shards(args.shards)
-        paths = trace.download_shards(shards, _out_folder("--dest", args.dest))
+        paths = download.download_shards(shards, _out_folder("--dest", args.dest))
         print("\n".join(str(p) for p in paths))
     else:
         print(json.dumps(dataclasses.asdict(trace.find_window(Path(args.trace_dir))), indent=2, default=str))

@@ -1,4 +1,4 @@
-"""The Google cluster trace 2011 (clusterdata-2011-2): load, locate and download windows.
+"""The Google cluster trace 2011 (clusterdata-2011-2): read and locate windows of ``task_events``.
 
 The ``task_events`` table comes as 500 time-ordered shards
 ``task_events/part-00000-of-00500.csv.gz`` ... ``part-00499-of-00500.csv.gz``: gzip CSV, no
@@ -6,41 +6,34 @@ header, 13 columns (time in microseconds, missing info, job ID, task index, mach
 event type, user, scheduling class, priority, CPU request, memory request, disk request,
 different-machine restriction); empty fields are missing values. A task arrives at its
 SUBMIT event (event type 0); its CPU request is normalised to the largest machine (1.0).
-Like the authors we skip (and count) SUBMIT rows with no CPU request. Task length and
-deadline are not in the trace and are drawn by
-:func:`ilets.workload.draw_length_and_deadline`.
+Like the authors we skip (and count) SUBMIT rows with no CPU request.
+
+This module only reads: it returns arrays of arrival times and CPU requests and draws
+nothing. Task length and deadline are not in the trace; :func:`ilets.workload.load_task_events`
+draws them and builds the :class:`~ilets.workload.TaskTable`. Fetching shards is
+:mod:`ilets.download`.
 
 Times in this module's arguments are seconds of trace time (the file's microseconds / 1e6);
 day 10, 0-indexed as in the authors' scripts, is ``[864000, 950400)``.
 
-Public functions (the ``ilets trace download|find-window`` CLI wraps these):
+Public functions (the ``ilets trace find-window`` CLI wraps :func:`find_window`):
 
-``load_task_events(trace_dir, t0, t1, cfg=WorkloadConfig(), seed=0) -> (TaskTable, TraceStats)``
-    SUBMIT tasks with a CPU request whose time lies in ``[t0, t1)``; arrival is relative
-    to ``t0``. Only shards that can overlap the window are opened (binary search over the
-    shards' first timestamps, then streaming until a timestamp reaches ``t1``).
-``google_workload(cfg: WorkloadConfig, seed: int) -> Workload``
-    ``load_workload``'s ``kind: google``: the window ``[start, start + window_s * scale)``
-    with ``start = cfg.window_start_s`` (or day 10's start when it is negative), split at
-    its half into offline (OINPT) and online tasks.
+``read_submits(trace_dir, t0, t1) -> SubmitEvents``
+    SUBMIT rows with a CPU request whose time lies in ``[t0, t1)``: arrival (relative to
+    ``t0``) and CPU arrays and the scan's :class:`TraceStats`. Only shards that can overlap
+    the window are opened (binary search over the shards' first timestamps, then streaming
+    until a timestamp reaches ``t1``).
 ``find_window(trace_dir, day_start=864000, day_end=950400, span_s=3000, step_s=60,
 targets=(330632, 259368)) -> WindowFit``
     The ``span_s`` window (start on a ``step_s`` grid) whose two halves best match the
     paper's task counts (smallest worse-half relative error).
-``download_shards(indices, dest, base_url=BASE_URL, checksums=None, *, total=500,
-attempts=5, timeout_s=60.0, backoff_s=1.0) -> list[Path]``
-    Download shards by index into ``dest``; resumable, sha256-verified when known.
-``download_window_shards(t0, t1, dest, base_url=BASE_URL, checksums=None, *, total=500,
-attempts=5, timeout_s=60.0, backoff_s=1.0) -> list[Path]``
-    Download just the shards a window needs (plus one "fence" shard, see its docstring),
-    found by probing the head of remote shards; no full scan from shard 0.
 
 Smaller helpers: ``shard_name(index, total=500)``, ``list_shards(trace_dir)``,
-``first_timestamp(path) -> int`` (microseconds), ``probe_first_timestamp(url)``,
-``submit_counts(trace_dir, t0, t1) -> (per-second counts, TraceStats)``.
+``first_timestamp(path) -> int`` (microseconds), ``row_time(row, path, line)``,
+``window_us(t0, t1, where)``, ``submit_counts(trace_dir, t0, t1) -> (per-second counts, TraceStats)``.
 
 Every problem with the input raises :class:`TraceError` (a ``ValueError``) whose message
-names the file (or URL, or folder), the line where there is one, and what was expected.
+names the file (or folder), the line where there is one, and what was expected.
 """
 
 from __future__ import annotations
@@ -48,37 +41,27 @@ from __future__ import annotations
 import bisect
 import csv
 import gzip
-import hashlib
-import http.client
-import io
 import math
-import os
 import re
-import time
-import urllib.error
-import urllib.request
 import zlib
 from array import array
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ilets.config import WorkloadConfig
-from ilets.workload import (PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, TaskTable, Workload,
-                            draw_length_and_deadline)
 
 #: Day 10 of the trace, 0-indexed as in the authors' scripts, in seconds of trace time.
 DAY10_START_S = 864_000.0
 DAY10_END_S = 950_400.0
 #: Number of ``task_events`` shards in clusterdata-2011-2.
 SHARD_COUNT = 500
-BASE_URL = "https://commondatastorage.googleapis.com/clusterdata-2011-2/task_events/"
-#: sha256 of shards whose digest is known (the brief: part-00000 is 4,139,742 bytes).
-KNOWN_SHA256: dict[str, str] = {
-    "part-00000-of-00500.csv.gz": "eae977d521bc6ed5d8deef56f1e06009d41844d4eb9a7e308e610d68e1b10f18",
-}
+#: Tasks in the paper's 50-minute window of this trace (first 25 min offline, last 25 min
+#: online) [paper]; :mod:`ilets.workload` builds its default window to these counts.
+PAPER_OFFLINE_TASKS = 330_632
+PAPER_ONLINE_TASKS = 259_368
+PAPER_WINDOW_S = 3000.0
 
 N_COLUMNS = 13
 COL_TIME, COL_EVENT, COL_CPU = 0, 5, 9
@@ -86,7 +69,6 @@ EVENT_SUBMIT = 0
 MAX_EVENT_TYPE = 8
 _US = 1_000_000
 _SHARD_RE = re.compile(r"^part-(\d{5})-of-(\d{5})\.csv\.gz$")
-_CHUNK = 1 << 16
 
 
 class TraceError(ValueError):
@@ -236,6 +218,12 @@ def _parse_cpu(text: str, where: str) -> float:
     return c
 
 
+def row_time(row: list[str], path: Path | str, line: int) -> int:
+    """The time (microseconds) of one ``task_events`` row, after checking its column count."""
+    _check_columns(row, path, line)
+    return _parse_time(row[COL_TIME], _where(path, line))
+
+
 # --- reading shards ---------------------------------------------------------------------
 
 def _open_rows(path: Path):
@@ -271,8 +259,7 @@ def first_timestamp(path: str | Path) -> int:
         raise _stream_error(path, 1, err) from err
     if row is None:
         raise TraceError(f"{_where(path, 1)}: expected a first row, the shard is empty")
-    _check_columns(row, path, 1)
-    return _parse_time(row[COL_TIME], _where(path, 1))
+    return row_time(row, path, 1)
 
 
 @dataclass
@@ -342,7 +329,7 @@ def _scan_row(row: list[str], path: Path, line: int, scan: _Scan) -> bool:
 
 # --- choosing the shards of a window ----------------------------------------------------
 
-def _window_us(t0: float, t1: float, where: str) -> tuple[int, int]:
+def window_us(t0: float, t1: float, where: str) -> tuple[int, int]:
     """Validate ``[t0, t1)`` (seconds) and convert it to integer microseconds."""
     if not (math.isfinite(t0) and math.isfinite(t1)):
         raise TraceError(f"{where}: window [{t0}, {t1}): expected finite times in seconds")
@@ -397,7 +384,7 @@ def _require_start(shard: _Shard, first_us: int, t0_us: int) -> None:
 
 def _scan_window(trace_dir: str | Path, t0: float, t1: float, on_task: Callable[[int, float], None]) -> TraceStats:
     """Stream every SUBMIT-with-CPU row of ``[t0, t1)`` into ``on_task(time_us, cpu)``."""
-    t0_us, t1_us = _window_us(t0, t1, str(trace_dir))
+    t0_us, t1_us = window_us(t0, t1, str(trace_dir))
     shards = _find_shards(trace_dir)
     chosen, fence = _shards_for_window(shards, t0_us, t1_us)
     scan = _Scan(t0_us, t1_us, on_task)
@@ -415,18 +402,31 @@ def _scan_window(trace_dir: str | Path, t0: float, t1: float, on_task: Callable[
     return scan.stats()
 
 
-# --- public loaders ---------------------------------------------------------------------
+# --- public readers ---------------------------------------------------------------------
 
-def load_task_events(trace_dir: str | Path, t0: float, t1: float, cfg: WorkloadConfig | None = None,
-                     seed: int = 0) -> tuple[TaskTable, TraceStats]:
-    """Tasks submitted in ``[t0, t1)`` (seconds of trace time) with a CPU request.
+@dataclass(frozen=True)
+class SubmitEvents:
+    """The SUBMIT-with-CPU rows of one window, as arrays (what :func:`read_submits` returns).
 
-    Arrival is in seconds relative to ``t0``; task length and deadline are drawn from
-    ``cfg``'s ranges with ``numpy.random.default_rng(seed)``. Raises :class:`TraceError`
-    on a missing or malformed shard, a shard missing from the window's range, or an empty
-    window.
+    Attributes:
+        arrival: seconds since the window start (float64, non-decreasing).
+        cpu: CPU requests, normalised to the largest machine (float64).
+        stats: what the scan read.
+        folder: the shard folder read (for messages and provenance).
     """
-    cfg = cfg or WorkloadConfig(kind="google", trace_dir=str(trace_dir))
+
+    arrival: np.ndarray
+    cpu: np.ndarray
+    stats: TraceStats
+    folder: Path
+
+
+def read_submits(trace_dir: str | Path, t0: float, t1: float) -> SubmitEvents:
+    """SUBMIT rows with a CPU request whose time lies in ``[t0, t1)`` (seconds of trace time).
+
+    Arrival is relative to ``t0``. Raises :class:`TraceError` on a missing or malformed
+    shard, a shard missing from the window's range, or an empty window.
+    """
     times, cpus = array("q"), array("d")
 
     def collect(t_us: int, cpu: float) -> None:
@@ -437,35 +437,7 @@ def load_task_events(trace_dir: str | Path, t0: float, t1: float, cfg: WorkloadC
     # Subtract in integer microseconds first so arrivals keep microsecond resolution.
     arrival = (np.frombuffer(times, dtype=np.int64) - round(t0 * _US)) / _US
     cpu = np.frombuffer(cpus, dtype=np.float64).copy()
-    length, deadline = draw_length_and_deadline(np.random.default_rng(seed), len(arrival), cfg)
-    table = TaskTable(arrival, cpu, length, deadline,
-                      source=f"google2011({_shard_folder(trace_dir)}, [{t0}, {t1}) s, seed={seed})",
-                      meta={"events": {}, "window_s": (t0, t1), "trace": stats.as_dict()})
-    return table, stats
-
-
-def google_workload(cfg: WorkloadConfig, seed: int) -> Workload:
-    """The ``kind: google`` workload: a trace window split at its half.
-
-    The window starts at ``cfg.window_start_s`` (day 10's start, 864000 s, when negative)
-    and lasts ``cfg.window_s * cfg.scale`` seconds: ``scale`` shortens the window as it does
-    for the synthetic workload, keeping the real arrival rate. The first half is offline
-    (OINPT), the rest online; ``split_time`` is relative to the window start.
-    """
-    if not 0 < cfg.scale <= 1:
-        raise TraceError(f"workload.scale: expected a number in (0, 1], got {cfg.scale}")
-    start = cfg.window_start_s if cfg.window_start_s >= 0 else DAY10_START_S
-    span = cfg.window_s * cfg.scale
-    table, _ = load_task_events(cfg.trace_dir, start, start + span, cfg, seed)
-    split = span / 2
-    offline, online = table.split_at(split)
-    for half, part, (a, b) in (("offline", offline, (start, start + split)),
-                               ("online", online, (start + split, start + span))):
-        if len(part) == 0:  # OINPT or the online pass would fail deep inside with an index error
-            raise TraceError(f"{_shard_folder(cfg.trace_dir)}: the {half} half [{a}, {b}) s of the window has no "
-                             f"SUBMIT tasks; expected tasks in both halves (widen workload.window_s or "
-                             f"workload.scale, or move workload.window_start_s)")
-    return Workload(offline=offline, online=online, split_time=split, config=cfg)
+    return SubmitEvents(arrival, cpu, stats, _shard_folder(trace_dir))
 
 
 def submit_counts(trace_dir: str | Path, t0: float, t1: float) -> tuple[np.ndarray, TraceStats]:
@@ -494,7 +466,7 @@ def find_window(trace_dir: str | Path, day_start: float = DAY10_START_S, day_end
         raise TraceError(f"{where}: step_s={step_s}: expected a positive number of seconds")
     if min(targets) <= 0:
         raise TraceError(f"{where}: targets={targets}: expected two positive task counts")
-    _window_us(day_start, day_end, where)
+    window_us(day_start, day_end, where)
     if day_end - day_start < span_s:
         raise TraceError(f"{where}: day [{day_start}, {day_end}) is shorter than span_s={span_s}")
     counts, stats = submit_counts(trace_dir, day_start, day_end)
@@ -510,210 +482,3 @@ def find_window(trace_dir: str | Path, day_start: float = DAY10_START_S, day_end
     return WindowFit(start_s=day_start + int(starts[k]), span_s=span_s, first_half=int(first[k]),
                      second_half=int(second[k]), rel_err_first=float(err1[k]), rel_err_second=float(err2[k]),
                      error=float(err[k]), day_tasks=int(cum[-1]), stats=stats)
-
-
-# --- downloading ------------------------------------------------------------------------
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _gzip_problem(path: Path) -> str | None:
-    """Why ``path`` is not a whole gzip file (truncated, corrupt, not gzip), or None."""
-    try:
-        with gzip.open(path, "rb") as f:
-            while f.read(1 << 20):
-                pass
-    except (OSError, EOFError, zlib.error) as err:  # BadGzipFile is an OSError
-        return f"{type(err).__name__}: {err}"
-    return None
-
-
-def _content_range(value: str | None) -> tuple[int | None, int | None]:
-    """(first byte, total size) from ``bytes a-b/N`` or ``bytes */N``; None where absent."""
-    m = re.match(r"bytes\s+(?:(\d+)-\d+|\*)/(\d+|\*)", value or "")
-    if not m:
-        return None, None
-    start = int(m.group(1)) if m.group(1) else None
-    total = int(m.group(2)) if m.group(2) != "*" else None
-    return start, total
-
-
-def _fetch_into(url: str, part: Path, timeout_s: float) -> bool:
-    """One HTTP attempt appending to ``part``; True when ``part`` holds the whole file.
-
-    Resumes with a Range request when ``part`` has bytes. A 200 answer (server ignored the
-    range) restarts the file; a 416 (range past the end) means ``part`` is already whole
-    or is longer than the file, in which case it is discarded.
-    """
-    have = part.stat().st_size if part.exists() else 0
-    headers = {"Range": f"bytes={have}-"} if have else {}
-    try:
-        resp = urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout_s)
-    except urllib.error.HTTPError as err:
-        if err.code == 416 and have:
-            _, total = _content_range(err.headers.get("Content-Range"))
-            if total == have:
-                return True
-            part.unlink()
-            return False
-        if 400 <= err.code < 500:  # not found / forbidden: retrying will not help
-            raise TraceError(f"{url}: HTTP {err.code} {err.reason}: expected the shard file") from err
-        raise
-    with resp:
-        if resp.status == 206:
-            start, total = _content_range(resp.headers.get("Content-Range"))
-            if start != have:  # not the range we asked for: start again from scratch
-                part.unlink()
-                return False
-            mode = "ab"
-        else:
-            length = resp.headers.get("Content-Length")
-            total, mode = (int(length) if length else None), "wb"
-        with open(part, mode) as f:
-            for block in iter(lambda: resp.read(_CHUNK), b""):
-                f.write(block)
-    size = part.stat().st_size
-    if total is not None and size > total:
-        part.unlink()
-        return False
-    # Without a known size, a cleanly ended body is the whole file (http.client raises on a
-    # cut chunked body); with one, a short body (connection dropped) is resumed next time.
-    return total is None or size == total
-
-
-def _download_one(url: str, final: Path, sha256: str | None, attempts: int, timeout_s: float,
-                  backoff_s: float) -> Path:
-    """Download ``url`` to ``final`` via ``final.part`` (resumable), verify, rename."""
-    if final.exists():
-        if sha256 is None or _sha256(final) == sha256:
-            return final  # complete: only whole downloads are ever renamed to the final name
-        final.unlink()  # a bad copy with a known digest: fetch it again
-    part = final.with_name(final.name + ".part")
-    last_err: Exception | None = None
-    complete = False
-    for attempt in range(attempts):
-        if attempt:
-            time.sleep(backoff_s * attempt)
-        try:
-            complete = _fetch_into(url, part, timeout_s)
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
-            last_err = err  # network trouble (or 5xx): keep the partial file and resume
-            continue
-        if complete:
-            break
-    if not complete:
-        have = part.stat().st_size if part.exists() else 0
-        raise TraceError(f"{url}: download incomplete after {attempts} attempt(s): {have} bytes in {part}; "
-                         f"run again to resume (last error: {last_err})")
-    if sha256 is not None:
-        got = _sha256(part)
-        if got != sha256:
-            part.unlink()
-            raise TraceError(f"{final}: sha256 mismatch: expected {sha256}, got {got}; the download "
-                             f"was deleted")
-    else:
-        # No known digest (every shard but part-00000): the gzip stream is the only check
-        # there is, so read it to the end (its CRC32 and length trailer) before renaming.
-        problem = _gzip_problem(part)
-        if problem is not None:
-            part.unlink()
-            raise TraceError(f"{final}: the download is not a complete gzip file ({problem}); it was "
-                             f"deleted, run again to fetch it anew")
-    os.replace(part, final)  # atomic: a file under the final name is always whole
-    return final
-
-
-def download_shards(indices: Iterable[int], dest: str | Path, base_url: str = BASE_URL,
-                    checksums: dict[str, str] | None = None, *, total: int = SHARD_COUNT,
-                    attempts: int = 5, timeout_s: float = 60.0, backoff_s: float = 1.0) -> list[Path]:
-    """Download ``task_events`` shards ``indices`` into ``dest``; return their paths.
-
-    Each file is written to ``NAME.part`` and renamed when complete; an interrupted
-    download is resumed (HTTP Range) on the next attempt or the next call. Files already in
-    ``dest`` are skipped (after re-checking their sha256 when known). ``checksums`` maps
-    file names to sha256; ``None`` uses :data:`KNOWN_SHA256`. A mismatch deletes the file
-    and raises :class:`TraceError`.
-    """
-    dest = Path(dest)
-    if dest.exists() and not dest.is_dir():
-        raise TraceError(f"{dest}: expected a folder to download shards into, but it is a file")
-    dest.mkdir(parents=True, exist_ok=True)
-    known = KNOWN_SHA256 if checksums is None else checksums
-    paths = []
-    for i in indices:
-        if not 0 <= i < total:
-            raise TraceError(f"shard index {i}: expected 0 <= index < {total}")
-        name = shard_name(i, total)
-        paths.append(_download_one(base_url.rstrip("/") + "/" + name, dest / name, known.get(name),
-                                   attempts, timeout_s, backoff_s))
-    return paths
-
-
-def probe_first_timestamp(url: str, timeout_s: float = 60.0, probe_bytes: int = _CHUNK) -> int:
-    """First row's time (microseconds) of a remote shard, from its first ``probe_bytes``.
-
-    A Range request fetches the head of the gzip file and zlib decompresses it as far as
-    it goes (a gzip prefix decodes without error); a server that ignores Range sends the
-    whole file, of which we read only the head.
-    """
-    req = urllib.request.Request(url, headers={"Range": f"bytes=0-{probe_bytes - 1}"})
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
-            head = resp.read(probe_bytes)
-    except urllib.error.HTTPError as err:
-        raise TraceError(f"{url}: HTTP {err.code} {err.reason}: expected the shard file") from err
-    except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
-        raise TraceError(f"{url}: could not read the shard's head: {err}") from err
-    try:
-        text = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS).decompress(head)
-    except zlib.error as err:
-        raise TraceError(f"{_where(url, 1)}: expected a gzip file: {err}") from err
-    if b"\n" not in text and len(head) >= probe_bytes:
-        raise TraceError(f"{_where(url, 1)}: expected a first row within {probe_bytes} bytes")
-    first = text.split(b"\n", 1)[0].decode("ascii", "replace")
-    if not first:
-        raise TraceError(f"{_where(url, 1)}: expected a first row, the shard is empty")
-    row = next(csv.reader(io.StringIO(first)))
-    _check_columns(row, url, 1)
-    return _parse_time(row[COL_TIME], _where(url, 1))
-
-
-def download_window_shards(t0: float, t1: float, dest: str | Path, base_url: str = BASE_URL,
-                           checksums: dict[str, str] | None = None, *, total: int = SHARD_COUNT,
-                           attempts: int = 5, timeout_s: float = 60.0, backoff_s: float = 1.0) -> list[Path]:
-    """Download the shards that overlap ``[t0, t1)`` (seconds of trace time) into ``dest``.
-
-    Which shards these are depends on data, so we look: a shard's first timestamp comes
-    from probing its first 64 KiB (:func:`probe_first_timestamp`; a shard already in
-    ``dest`` is read locally instead), and since shards are time-ordered a binary search
-    over the ``total`` first timestamps finds them in about 2*log2(500) = 18 probes -- not
-    a download of every shard from part-00000 on. Downloaded: shard a-1 .. e-1, where a is
-    the first shard starting at or after t0 and e the first starting at or after t1, plus
-    shard e itself as a "fence": it holds no window rows, but its presence proves to
-    :func:`load_task_events` that the window ends inside the shards present (~4 MB extra).
-    """
-    t0_us, t1_us = _window_us(t0, t1, base_url)
-    dest = Path(dest)
-    cache: dict[int, int] = {}
-
-    def first(k: int) -> int:
-        if k not in cache:
-            local = dest / shard_name(k, total)
-            url = base_url.rstrip("/") + "/" + local.name
-            cache[k] = first_timestamp(local) if local.is_file() else probe_first_timestamp(url, timeout_s)
-        return cache[k]
-
-    keys = range(total)
-    a = bisect.bisect_left(keys, t0_us, key=first)
-    e = bisect.bisect_left(keys, t1_us, lo=a, key=first)
-    if e == 0:
-        raise TraceError(f"{base_url}: window [{t0}, {t1}) s ends before the first shard starts "
-                         f"({first(0) / _US} s)")
-    wanted = list(range(max(a - 1, 0), min(e + 1, total)))
-    return download_shards(wanted, dest, base_url, checksums, total=total, attempts=attempts,
-                           timeout_s=timeout_s, backoff_s=backoff_s)
