@@ -280,3 +280,25 @@ def test_served_share_follows_latency_and_slots(tiny_config):
     two = _cell(tiny_config, ["greedy"], latency_s=1.0, max_pending=0, every=10, workers=2)
     assert fast.extra["oail_dropped"] == 0
     assert slow.extra["oail_dropped"] > two.extra["oail_dropped"] > 0
+
+
+@pytest.mark.parametrize("mode", ["past", "upcoming"])
+def test_admission_from_arrivals_alone_matches_a_run(tiny_config, mode, monkeypatch):
+    """Served and dropped windows follow from the arrival times; no run is needed to know them."""
+    from ilets.oail import admission
+
+    submitted = []
+    original = OAILCallback._submit
+
+    def spy(self, i, snap, window):
+        submitted.append(i)
+        return original(self, i, snap, window)
+
+    monkeypatch.setattr(OAILCallback, "_submit", spy)
+    opts = dict(latency_s=0.3, max_pending=1, window_mode=mode)
+    oail, _, _ = learn_with(tiny_config, ["greedy"], every=10, **opts)
+    cfg = dataclasses.replace(oail.cfg)
+    plan = admission(oail.env.tasks.arrival, cfg, tiny_config.experts.window)
+    from ilets.oail import submissions
+    np.testing.assert_array_equal(submissions(len(oail.env.tasks), 10, tiny_config.experts.window, mode), submitted)
+    assert plan["requests"] == oail.counters.requests and plan["dropped"] == oail.counters.dropped > 0

@@ -174,6 +174,37 @@ class EmulatorSlots:
         return start + self.latency
 
 
+def submissions(n_tasks: int, every: int, window: int, window_mode: str) -> np.ndarray:
+    """Decision indices at which the callback submits a window in a pass of ``n_tasks``.
+
+    Every ``every`` decisions, from the first multiple of ``every`` at which a window exists
+    (past mode: once ``window`` tasks are placed), up to the last decision before the end
+    of the pass (the callback does nothing at decision 0 nor once the pass is over).
+    """
+    first = -(-window // every) * every if window_mode == "past" else every
+    return np.arange(max(first, every), n_tasks, every)
+
+
+def admission(arrival: np.ndarray, cfg: OAILConfig, window: int) -> dict:
+    """Which windows the simulated clock serves, computed from the arrival times alone.
+
+    In simulated time, admission depends only on when requests are submitted (task
+    arrivals, every ``cfg.every`` decisions), ``latency_s``, ``workers`` and ``max_pending``:
+    not on the policy, the fleet or the host. So the served share of a whole paper-scale
+    pass is known without running it (tests check it equals a run's counters).
+    Returns ``{"requests", "dropped", "served_share", "max_wait_s"}``.
+    """
+    slots = EmulatorSlots(None if cfg.clock == "sync" else cfg.workers,
+                          0.0 if cfg.clock == "sync" else cfg.latency_s, cfg.max_pending)
+    times = arrival[submissions(len(arrival), cfg.every, window, cfg.window_mode)]
+    due = [slots.admit(float(t)) for t in times]
+    served = np.array([d is not None for d in due])
+    waits = [d - t - slots.latency for d, t in zip(due, times) if d is not None]
+    return {"requests": len(due), "dropped": int((~served).sum()),
+            "served_share": float(served.mean()) if len(due) else float("nan"),
+            "max_wait_s": float(max(waits)) if waits else 0.0}
+
+
 @dataclass
 class OAILCounters:
     requests: int = 0  #: windows handed to the emulators
