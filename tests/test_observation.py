@@ -1,0 +1,78 @@
+"""Observations are bit-identical to the recorded ones of the paper and rich layouts.
+
+``tests/data/observations.npz`` was written by this module (``python tests/test_observation.py``)
+with the code from before the observation was split into feature blocks (``env.py``'s
+``StateSpec`` with its ``features == "rich"`` branches). The states come from replaying a
+fixed action sequence on the tiny workload, so queues, waits and counts are all non-trivial.
+Any change to a value, a dtype rounding or the order of blocks fails here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from ilets.cloud import make_fleet
+from ilets.config import FleetConfig, RunConfig, WorkloadConfig
+from ilets.env import CloudSchedulingEnv, StateSpec, build_observation
+
+GOLDEN = Path(__file__).resolve().parent / "data" / "observations.npz"
+STEPS = (0, 1, 7, 40, 90, 160, 239)  # states recorded (decision indices)
+SPECS = {"paper": StateSpec("paper"), "rich": StateSpec("rich"),
+         "paper_scaled": StateSpec("paper", 2000.0, 3.0), "rich_scaled": StateSpec("rich", 2000.0, 3.0)}
+
+
+def _config(observation: str) -> RunConfig:
+    return RunConfig(workload=WorkloadConfig(scale=0.001), fleet=FleetConfig(servers=12),
+                     observation=observation, seed=3).validate()
+
+
+def record() -> dict[str, np.ndarray]:
+    """Observations (and bounds) of every spec on the states of a fixed replay."""
+    out: dict[str, np.ndarray] = {}
+    for layout in ("paper", "rich"):
+        env = CloudSchedulingEnv(_config(layout))
+        out[f"env_high_{layout}"] = env.observation_space.high
+        obs, _ = env.reset(seed=3)
+        states = [obs]
+        rows = {name: [] for name in SPECS}
+        for j in range(max(STEPS) + 1):
+            if j in STEPS:
+                for name, spec in SPECS.items():
+                    rows[name].append(build_observation(env.cloud, env.current_task, spec).copy())
+            # piles tasks on a few servers so queues (counts, waits) build up, then spreads them
+            action = (j // 3) % 3 if j < 120 else j % len(env.fleet)
+            obs, *_ = env.step(action)
+            states.append(obs)
+        out[f"env_obs_{layout}"] = np.stack([states[j] for j in STEPS])
+        if layout == "paper":
+            out.update({f"built_{name}": np.stack(r) for name, r in rows.items()})
+    fleet = make_fleet(FleetConfig(servers=12), 0)
+    out.update({f"high_{name}": spec.high(fleet) for name, spec in SPECS.items()})
+    out.update({f"size_{name}": np.array(spec.size(12)) for name, spec in SPECS.items()})
+    return out
+
+
+def test_observations_and_bounds_are_bit_identical_to_the_recorded_ones():
+    golden = dict(np.load(GOLDEN))
+    now = record()
+    assert sorted(now) == sorted(golden)
+    for key, want in golden.items():
+        got = now[key]
+        assert got.dtype == want.dtype and got.shape == want.shape, key
+        np.testing.assert_array_equal(got, want, err_msg=key)  # exact, not approximate
+
+
+def test_the_rich_layout_writes_into_a_given_buffer():
+    env = CloudSchedulingEnv(dataclasses.replace(_config("rich")))
+    env.reset(seed=3)
+    buf = np.full(env.state.size(len(env.fleet)), -1.0, np.float32)
+    assert build_observation(env.cloud, env.current_task, env.state, buf) is buf
+    np.testing.assert_array_equal(buf, env.observe())
+
+
+if __name__ == "__main__":
+    np.savez(GOLDEN, **record())
+    print(f"wrote {GOLDEN}")
