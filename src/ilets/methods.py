@@ -132,16 +132,19 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     model = make_ppo(env, cfg.ppo, cfg.seed)
     extra: dict = {}
     if cfg.method in ("drl+", "ilets"):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         demos = collect_demonstrations(workload.offline, fleet, cfg.oinpt.expert, cfg.experts, cfg.reward,
                                        cfg.oinpt.max_demo_tasks, cfg.seed, StateSpec.of(cfg),
                                        cache_dir=cache_dir)
+        c1 = time.process_time()
         extra["demo_tasks"] = len(demos)
         extra["demo_seconds"] = demos.seconds
         extra.update(behaviour_clone(model, demos, cfg.oinpt, cfg.seed))
         if cfg.oinpt.critic_pretrain:
             extra.update(pretrain_critic(model, demos, cfg.ppo.gamma, cfg.oinpt, cfg.seed))
         extra["oinpt_seconds"] = time.perf_counter() - t0
+        # CPU by phase (a cached demonstration set costs its loading only)
+        extra["cpu_demos_s"], extra["cpu_bc_s"] = c1 - c0, time.process_time() - c1
     log = DecisionLog()
     callbacks: list[BaseCallback] = [_Recorder(log, progress)]
     oail = None
@@ -153,8 +156,15 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     finally:
         if oail is not None:
             oail.close()
+    imitation = 0.0
     if oail is not None:
         extra.update(oail.counters.as_dict())
+        imitation = oail.counters.imitation_cpu_s
+    phases = getattr(model, "phase_cpu", None)
+    if phases is not None:
+        # OAIL's updates run inside the rollout loop (at each rollout start): count them apart
+        extra["cpu_rollout_s"] = phases["rollout"] - imitation
+        extra["cpu_update_s"] = phases["update"]
     return OnlineResult(log, extra, decision_latency(model, cfg, workload, fleet), model)
 
 

@@ -216,6 +216,7 @@ class OAILCounters:
     resubmitted: int = 0  #: requests resubmitted after a worker died
     updates: int = 0  #: gradient steps taken
     expert_cpu_s: float = 0.0  #: CPU seconds the emulators spent on the results received
+    imitation_cpu_s: float = 0.0  #: CPU seconds of the learner's imitation updates
     lag_decisions: list = field(default_factory=list)  #: decisions from submit to apply
 
     def as_dict(self) -> dict:
@@ -223,7 +224,7 @@ class OAILCounters:
         return {"oail_requests": self.requests, "oail_completed": self.completed, "oail_applied": self.applied,
                 "oail_dropped": self.dropped, "oail_failed": self.failed, "oail_unapplied": self.unapplied,
                 "oail_resubmitted": self.resubmitted, "oail_updates": self.updates,
-                "oail_expert_cpu_s": self.expert_cpu_s,
+                "oail_expert_cpu_s": self.expert_cpu_s, "oail_imitation_cpu_s": self.imitation_cpu_s,
                 "oail_served_share": (self.requests - self.dropped) / self.requests if self.requests else float("nan"),
                 "oail_lag_p50": float(np.median(lag)) if len(lag) else float("nan")}
 
@@ -466,6 +467,13 @@ class OAILCallback(BaseCallback):
 
     # --- imitation updates ------------------------------------------------------------
     def _imitate(self, result: EmulatorResult) -> None:
+        c0 = time.process_time()
+        try:
+            self._bc_steps(result)
+        finally:
+            self.counters.imitation_cpu_s += time.process_time() - c0
+
+    def _bc_steps(self, result: EmulatorResult) -> None:
         plans = sorted(result.plans, key=lambda p: p.cost)  # better expert first
         policy = self.model.policy
         policy.set_training_mode(True)

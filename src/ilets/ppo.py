@@ -192,6 +192,8 @@ class FastMaskablePPO(MaskablePPO):
         self._rollout_rng: np.random.Generator | None = None
         self._episode_reward = 0.0
         self._episode_length = 0
+        #: CPU seconds spent collecting rollouts (callbacks included) and in PPO's update
+        self.phase_cpu = {"rollout": 0.0, "update": 0.0}
         super().__init__(*args, **kwargs)
 
     def _setup_learn(self, total_timesteps: int, callback=None, reset_num_timesteps: bool = True, *args, **kwargs):
@@ -244,6 +246,13 @@ class FastMaskablePPO(MaskablePPO):
         checks only raise on malformed logits and change no number; the rollout loop
         raises on non-finite logits itself.
         """
+        c0 = time.process_time()
+        try:
+            self._train()
+        finally:
+            self.phase_cpu["update"] += time.process_time() - c0
+
+    def _train(self) -> None:
         if not self.fast_rollout:
             return super().train()
         dist = th.distributions.Distribution
@@ -256,6 +265,13 @@ class FastMaskablePPO(MaskablePPO):
 
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool = True) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps (see the class docstring)."""
+        c0 = time.process_time()
+        try:
+            return self._collect_rollouts(env, callback, rollout_buffer, n_rollout_steps, use_masking)
+        finally:
+            self.phase_cpu["rollout"] += time.process_time() - c0
+
+    def _collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool) -> bool:
         raw = self._fast_env(env, rollout_buffer, use_masking)
         if raw is None:
             return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps, use_masking)

@@ -1,0 +1,128 @@
+"""The true cost of one paper-scale cell per learner, by phase, and of the whole paper grid.
+
+Runs one full-window cell (259,368 online tasks; DRL+ and ILETS also clone 20,000 offline
+expert decisions) per learner at each fleet size, with a heuristic cell as the reference
+measured in the same run, and reports CPU seconds by phase from the cell's own records
+(``ilets.methods.run_learner``):
+
+* ``demos``: the GA/PSO demonstrations (OINPT);
+* ``bc``: behaviour cloning and critic pre-training;
+* ``rollout``: PPO's rollout loop (decisions, env steps), OAIL's updates excluded;
+* ``update``: PPO's ``train()``;
+* ``oail_imitation``: OAIL's behaviour-cloning steps on the live policy;
+* ``oail_experts``: GA and PSO in the emulator processes (their CPU, not the learner's).
+
+Then it extrapolates the paper grid (``configs/paper.yaml``: 4 learners and 6 heuristics,
+50/100/200 servers, 10 seeds) from the measured cells: each learner's total at 100 servers
+is interpolated linearly between 50 and 200 unless 100 is measured too.
+
+Usage::
+
+    python benchmarks/bench_paper_cell.py --out benchmarks/results/paper_cell.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ilets.cloud import make_fleet
+from ilets.config import HEURISTICS, METHODS
+from ilets.methods import run_method
+from ilets.profiles import load_profile
+from ilets.workload import load_workload
+
+PHASES = {"demos": "cpu_demos_s", "bc": "cpu_bc_s", "rollout": "cpu_rollout_s", "update": "cpu_update_s",
+          "oail_imitation": "oail_imitation_cpu_s", "oail_experts": "oail_expert_cpu_s"}
+
+
+def measure(method: str, servers: int, seed: int) -> dict:
+    """One paper-profile cell; its CPU (this process) and the phases it recorded."""
+    base = load_profile("paper").run
+    cfg = dataclasses.replace(base, method=method, seed=seed,
+                              fleet=dataclasses.replace(base.fleet, servers=servers)).validate()
+    workload = load_workload(cfg.workload, cfg.seed)
+    fleet = make_fleet(cfg.fleet, cfg.fleet.seed)
+    t0, c0 = time.perf_counter(), time.process_time()
+    result = run_method(cfg, workload, fleet)
+    row = {"method": method, "servers": servers, "seed": seed, "wall_s": time.perf_counter() - t0,
+           "cpu_s": time.process_time() - c0}
+    for phase, key in PHASES.items():
+        row[phase] = float(result.extra.get(key, 0.0))
+    row["cpu_total_s"] = row["cpu_s"] + row["oail_experts"]  # the emulators' CPU is another process's
+    row["steps_per_s"] = len(workload.online) / max(row["rollout"] + row["update"], 1e-9)
+    row["avg_response_s"] = result.log.final.get("avg_response_s")
+    row["oail_served_share"] = result.extra.get("oail_served_share")
+    return row
+
+
+def grid_estimate(rows: list[dict], seeds: int = 10, heuristics: int = len(HEURISTICS)) -> dict:
+    """CPU-hours of the paper grid from measured cells (see the module docstring)."""
+    cost: dict[tuple[str, int], float] = {(r["method"], r["servers"]): r["cpu_total_s"] for r in rows}
+    ref = {m: np.mean([r["cpu_total_s"] for r in rows if r["servers"] == m and r["method"] in HEURISTICS])
+           for m in {r["servers"] for r in rows}}
+    total, per = 0.0, {}
+    for method in list(METHODS) + ["heuristic"]:
+        per[method] = {}
+        for m in (50, 100, 200):
+            key = (method, m)
+            if method == "heuristic":
+                known = {k: v for k, v in ref.items()}
+            else:
+                known = {mm: cost[(method, mm)] for mm in (50, 100, 200) if (method, mm) in cost}
+            if m in known:
+                c = known[m]
+            elif 50 in known and 200 in known:
+                c = known[50] + (known[200] - known[50]) * (m - 50) / 150
+            else:
+                continue
+            per[method][m] = c
+            total += c * seeds * (heuristics if method == "heuristic" else 1)
+    return {"cpu_hours": total / 3600, "per_cell_cpu_s": per, "seeds": seeds}
+
+
+def markdown(rows: list[dict], estimate: dict) -> str:
+    lines = ["| method | servers | CPU s | demos | BC | rollout | update | OAIL imitation | OAIL experts | steps/s | served |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        served = "" if r["oail_served_share"] is None else f"{100 * r['oail_served_share']:.1f}%"
+        lines.append(f"| {r['method']} | {r['servers']} | {r['cpu_total_s']:.0f} | {r['demos']:.0f} | {r['bc']:.0f} | "
+                     f"{r['rollout']:.0f} | {r['update']:.0f} | {r['oail_imitation']:.0f} | {r['oail_experts']:.0f} | "
+                     f"{r['steps_per_s']:.0f} | {served} |")
+    lines.append(f"\npaper grid (10 methods x 3 scales x {estimate['seeds']} seeds): "
+                 f"{estimate['cpu_hours']:.1f} CPU-hours")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=None, help="JSON output path")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[50, 200])
+    ap.add_argument("--methods", nargs="+", default=list(METHODS))
+    ap.add_argument("--reference", default="earliest-finish", help="heuristic timed in the same run")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    rows = []
+    for m in args.sizes:
+        for method in [args.reference, *args.methods]:
+            rows.append(measure(method, m, args.seed))
+            print(json.dumps(rows[-1]), flush=True)
+    estimate = grid_estimate(rows)
+    print(markdown(rows, estimate))
+    result = {"cells": rows, "paper_grid": estimate,
+              "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}}
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
