@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from ilets.cloud import make_fleet
-from ilets.config import FleetConfig, RunConfig, WorkloadConfig
-from ilets.env import CloudSchedulingEnv, StateSpec, build_observation
+from ilets.config import OBSERVATIONS, FleetConfig, RunConfig, WorkloadConfig
+from ilets.env import CloudSchedulingEnv
+from ilets.observation import LAYOUTS, StateSpec, build_observation
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "observations.npz"
 STEPS = (0, 1, 7, 40, 90, 160, 239)  # states recorded (decision indices)
@@ -71,6 +72,14 @@ def test_the_rich_layout_writes_into_a_given_buffer():
     buf = np.full(env.state.size(len(env.fleet)), -1.0, np.float32)
     assert build_observation(env.cloud, env.current_task, env.state, buf) is buf
     np.testing.assert_array_equal(buf, env.observe())
+
+
+def test_every_configurable_observation_has_a_layout_of_blocks():
+    assert tuple(LAYOUTS) == OBSERVATIONS
+    fleet = make_fleet(FleetConfig(servers=7), 0)
+    for name, blocks in LAYOUTS.items():
+        spec = StateSpec(name)
+        assert spec.size(7) == sum(b.size(7) for b in blocks) == len(spec.high(fleet))
 
 
 if __name__ == "__main__":

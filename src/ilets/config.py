@@ -287,6 +287,8 @@ class OAILConfig:
 METHODS = ("drl", "drl+", "ilets-", "ilets")
 #: run seeds go to numpy and torch, which take seeds in [0, 2**32)
 SEED_MAX = 2**32 - 1
+#: Observation layouts a run may name; each is a tuple of feature blocks in ilets.observation.LAYOUTS.
+OBSERVATIONS = ("paper", "rich")
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
@@ -297,7 +299,7 @@ class RunConfig:
     method: str = "drl"
     seed: int = 0
     variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
-    observation: str = "paper"  #: "paper" (2M+2, the authors') or "rich" (5M+2) [ours]
+    observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors') or "rich" (5M+2) [ours]
     curve_every: int = 500  #: decisions per learning-curve point
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
@@ -310,8 +312,8 @@ class RunConfig:
     def validate(self, where: str = "run") -> "RunConfig":
         if self.method not in METHODS + HEURISTICS:
             raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
-        if self.observation not in ("paper", "rich"):
-            raise ConfigError(f"{where}.observation: expected 'paper' or 'rich', got {self.observation!r}")
+        if self.observation not in OBSERVATIONS:
+            raise ConfigError(f"{where}.observation: expected one of {OBSERVATIONS}, got {self.observation!r}")
         if self.curve_every <= 0:
             raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
         if not 0 <= self.seed <= SEED_MAX:

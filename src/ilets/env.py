@@ -1,19 +1,10 @@
 """The Gymnasium view of the cloud: one arriving task per step, one server per action.
 
-Observation (float32, size 2M+2 with ``observation: paper``, the authors' layout [code]):
-
-====================  ===========================================================
-``obs[0]``            the task's CPU request (trace units, largest machine = 1)
-``obs[1]``            the task's length / the top of the length range (in [0, 1])
-``obs[2 : 2+M]``      free CPU of each server now (trace units)
-``obs[2+M : 2+2M]``   tasks on each server (running + waiting) / 10, capped at 10
-====================  ===========================================================
-
-``observation: rich`` [ours] appends three per-server blocks (size 5M+2): the FCFS lower
-bound of the wait on each server (``max(now, last_start) - now`` over the reward's wait
-scale, capped at 1), the server's MIPS over the fleet's fastest, and its active power per
-CPU unit over the fleet's hungriest. The paper's state leaves speed and power implicit in
-the server index; the book measures what making them explicit does to cloning.
+Observation (float32): the feature blocks of the run's layout, :mod:`ilets.observation`
+(``observation: paper``, size 2M+2, the authors' layout [code]: the task's CPU request and
+length, each server's free CPU and task count; ``observation: rich`` [ours], size 5M+2, adds
+each server's wait bound, speed share and power share). :class:`StateSpec` and
+:func:`build_observation` are re-exported here.
 
 Action: a server index, ``Discrete(M)``. A server whose capacity is below the request can
 never run the task; :meth:`CloudSchedulingEnv.action_masks` (the sb3-contrib convention)
@@ -29,52 +20,20 @@ holds the segment's metrics.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ilets.cloud import Cloud, Fleet, make_fleet, meets_deadline
-from ilets.config import RunConfig
+from ilets.config import OBSERVATIONS, RunConfig
 from ilets.objective import Task, cost_of
+from ilets.observation import StateSpec, build_observation
 from ilets.policies import LeastLoaded
 from ilets.workload import TaskTable, load_workload
 
 from ilets import ENV_ID
-_COUNT_SCALE = 10.0
-_COUNT_CAP = 100.0
-OBSERVATIONS = ("paper", "rich")
 
-
-@dataclass(frozen=True)
-class StateSpec:
-    """How an observation is laid out and scaled (picklable; experts record states with it)."""
-
-    features: str = "paper"  #: "paper" (2M+2) or "rich" (5M+2)
-    length_top: float = 3000.0  #: task length that maps to 1
-    wait_scale_s: float = 10.0  #: wait that maps to 1 (rich only)
-
-    def __post_init__(self) -> None:
-        if self.features not in OBSERVATIONS:
-            raise ValueError(f"observation must be one of {OBSERVATIONS}, got {self.features!r}")
-
-    @classmethod
-    def of(cls, config: RunConfig) -> "StateSpec":
-        """The spec a run configuration implies."""
-        return cls(config.observation, config.workload.length_mi[1], config.reward.wait_scale_s)
-
-    def size(self, m: int) -> int:
-        """Observation length for a fleet of ``m`` servers."""
-        return (2 if self.features == "paper" else 5) * m + 2
-
-    def high(self, fleet: Fleet) -> np.ndarray:
-        """Upper bounds of the observation (lower bounds are 0)."""
-        m = len(fleet)
-        parts = [[max(1.0, float(fleet.capacity.max())), 1.0], fleet.capacity, np.full(m, _COUNT_CAP / _COUNT_SCALE)]
-        if self.features == "rich":
-            parts += [np.ones(m), np.ones(m), np.ones(m)]
-        return np.concatenate(parts).astype(np.float32)
+__all__ = ["CloudSchedulingEnv", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
 
 
 class CloudSchedulingEnv(gym.Env):
@@ -185,26 +144,6 @@ class CloudSchedulingEnv(gym.Env):
         # energy used up to the next arrival, or to the last finish once the segment is over
         info["energy_kwh"] = cloud.energy / 3.6e6
         return obs, -cost, terminated, False, info
-
-
-def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarray | None = None) -> np.ndarray:
-    """Write the observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
-    m = len(cloud.fleet)
-    if out is None:
-        out = np.empty(state.size(m), np.float32)
-    out[0] = task.cpu
-    out[1] = task.length / state.length_top
-    np.maximum(cloud.fleet.capacity - cloud.used, 0.0, out=out[2:2 + m], casting="unsafe")
-    counts = out[2 + m:2 + 2 * m]
-    np.minimum(cloud.n_tasks, _COUNT_CAP, out=counts, casting="unsafe")
-    counts /= _COUNT_SCALE
-    if state.features == "rich":
-        wait = out[2 + 2 * m:2 + 3 * m]
-        np.maximum(cloud.last_start - cloud.now, 0.0, out=wait, casting="unsafe")
-        np.minimum(wait / state.wait_scale_s, 1.0, out=wait)
-        out[2 + 3 * m:2 + 4 * m] = cloud.fleet.speed_share
-        out[2 + 4 * m:] = cloud.fleet.power_share
-    return out
 
 
 def register() -> None:

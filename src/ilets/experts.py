@@ -51,9 +51,9 @@ import numpy as np
 
 from ilets.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.config import ExpertConfig, RewardConfig
-from ilets.env import StateSpec, build_observation
 from ilets.expert_kernels import decode_scores, keep_better, pso_move, pso_shake, schedule_plans, standalone_starts
 from ilets.objective import Task, cost_of, costs, costs_from
+from ilets.observation import StateSpec, build_observation
 from ilets.policies import GreedyCost
 from ilets.workload import TaskTable
 

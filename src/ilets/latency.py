@@ -24,7 +24,8 @@ import pandas as pd
 
 from ilets.cloud import make_fleet
 from ilets.config import RunConfig, WorkloadConfig
-from ilets.env import CloudSchedulingEnv, StateSpec, build_observation
+from ilets.env import CloudSchedulingEnv
+from ilets.observation import StateSpec, build_observation
 from ilets.ppo import NumpyActor, make_ppo
 from ilets.workload import PAPER_ONLINE_TASKS, load_workload
 

@@ -34,7 +34,7 @@ from filelock import FileLock
 
 from ilets.cloud import Cloud, Fleet
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
-from ilets.env import StateSpec
+from ilets.observation import StateSpec
 from ilets.workload import TaskTable
 
 CACHE_VERSION = 2  # bump when the demonstration procedure changes
