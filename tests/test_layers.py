@@ -1,0 +1,146 @@
+"""The package's layers are one-directional: no import cycle, no lower layer imports a higher one.
+
+Imports are read with :mod:`ast` from every module under ``src/ilets`` (nothing is
+imported), including imports inside functions and ``TYPE_CHECKING`` blocks: a lazy or
+type-only import is still a dependency, and a lazy one is how cycles usually hide.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SRC / "ilets"
+
+#: The layers, lowest first; a module may import its own layer and the ones before it.
+#: Each entry is a module or a package prefix.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("ilets", "ilets.config", "ilets.lifecycle", "ilets.configs", "ilets.data")),
+    ("workloads", ("ilets.trace", "ilets.download", "ilets.workload")),
+    ("simulator", ("ilets.cloud", "ilets.objective", "ilets.twin")),
+    ("agents", ("ilets.observation", "ilets.env", "ilets.policies", "ilets.experts", "ilets.expert_kernels",
+                "ilets.ppo", "ilets.oinpt", "ilets.oail", "ilets.methods")),
+    ("study", ("ilets.profiles", "ilets.run", "ilets.grid", "ilets.results", "ilets.cli", "ilets.pilot",
+               "ilets.shipping", "ilets.latency", "ilets.expert_tables")),
+    ("report", ("ilets.stats", "ilets.verdicts", "ilets.findings", "ilets.deviations", "ilets.plots",
+                "ilets.events", "ilets.report_context", "ilets.calibration")),
+)
+
+
+def module_name(path: Path) -> str:
+    """``src/ilets/a/b.py`` -> ``ilets.a.b``; a package's ``__init__.py`` is the package."""
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    """Every module of the package by dotted name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports (resolving relative imports and
+    ``from ilets import trace``, which names a module, not an attribute)."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: climb from this module's package
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in known else base)
+    resolved = set()
+    for target in found:
+        # ``import ilets.a.b`` depends on ilets.a.b (the closest known module)
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target.split(".")[0] == "ilets" and target != name:
+            resolved.add(target)
+    return resolved
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports."""
+    mods = modules()
+    return {name: imports_of(name, path, set(mods)) for name, path in mods.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path ``[a, b, ..., a]``, or None when the graph is acyclic."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def layer_of(module: str) -> int:
+    """Index of the layer holding ``module`` (the longest matching entry wins)."""
+    best, index = "", -1
+    for i, (_, entries) in enumerate(LAYERS):
+        for entry in entries:
+            if (module == entry or module.startswith(entry + ".")) and len(entry) > len(best):
+                best, index = entry, i
+    return index
+
+
+def test_the_checker_finds_a_cycle_and_accepts_a_chain():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_relative_and_package_imports_are_resolved(tmp_path):
+    pkg = tmp_path / "ilets" / "agents"
+    pkg.mkdir(parents=True)
+    (pkg / "env.py").write_text("from . import observation\nfrom ..simulator import cloud\nfrom ilets import ENV_ID\n")
+    known = {"ilets", "ilets.agents", "ilets.agents.env", "ilets.agents.observation", "ilets.simulator",
+             "ilets.simulator.cloud"}
+    assert imports_of("ilets.agents.env", pkg / "env.py", known) == {
+        "ilets.agents.observation", "ilets.simulator.cloud", "ilets"}
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in modules() if layer_of(m) < 0)
+    assert not unplaced, f"modules in no layer of tests/test_layers.py LAYERS: {unplaced}"
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    return import_graph()
+
+
+def test_the_import_graph_has_no_cycle(graph):
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("module", sorted(modules()))
+def test_no_module_imports_a_higher_layer(module, graph):
+    mine = layer_of(module)
+    upward = sorted(dep for dep in graph[module] if layer_of(dep) > mine)
+    names = [name for name, _ in LAYERS]
+    assert not upward, (f"{module} (layer {names[mine]}) imports higher layers: "
+                        + ", ".join(f"{d} ({names[layer_of(d)]})" for d in upward))
