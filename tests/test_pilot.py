@@ -95,3 +95,47 @@ def test_evaluation_profiles_never_use_pilot_seeds_and_the_pilot_only_them():
                                                           "oinpt.bc_epochs", "oail.learning_rate"}
         else:
             assert not seeds & set(PILOT_SEEDS), name
+
+
+def test_methods_yaml_holds_the_pilots_choices():
+    """The shipped pilot's chosen values are the defaults every profile uses."""
+    from pathlib import Path
+
+    from ilets.config import to_dict
+    from ilets.pilot import SHIPPED, report
+    from ilets.profiles import method_defaults
+
+    folder = Path(__file__).resolve().parents[1] / SHIPPED
+    if not (folder / "store" / "metrics.parquet").is_file():
+        pytest.skip("no shipped pilot results in this checkout")
+    rep = report(folder)
+    defaults = to_dict(method_defaults())
+    for setting, value in rep.changes.items():
+        node = defaults
+        for part in setting.split("."):
+            node = node[part]
+        assert node == value, setting
+
+
+def test_report_reads_a_folder_and_says_what_was_decided(tmp_path):
+    import json
+
+    from ilets.pilot import report
+
+    m = metrics(lr_hi=(1.0, 1.0))
+    m = m[~((m["variant"] == "ent") & (m["seed"] == 1001))]  # ent-0.01 incomplete
+    (tmp_path / "store").mkdir()
+    m.to_parquet(tmp_path / "store" / "metrics.parquet")
+    for i, row in m.reset_index(drop=True).iterrows():
+        cell = tmp_path / "cells" / f"c{i}"
+        cell.mkdir(parents=True)
+        (cell / "metrics.json").write_text(json.dumps({"cpu_s": 36.0, "wall_s": 40.0}))
+        (cell / "system.json").write_text(json.dumps({"commit": "a" * 40, "dirty": False, "cpu_model": "cpu",
+                                                      "cores": 2, "started_utc": "2026-12-01T09:00:00+00:00"}))
+    rep = report(tmp_path, profile())
+    assert rep.decided == ["ppo.learning_rate"] and rep.undecided == ["ppo.ent_coef"]
+    assert rep.changes == {"ppo.learning_rate": 1e-3}
+    assert rep.cells == len(m) and rep.expected == len(profile().cells())
+    assert "`ppo.learning_rate` to 0.001" in rep.summary and "`ppo.ent_coef`" in rep.summary
+    assert f"{len(m)} cells" in rep.provenance and f"{len(m) * 36 / 3600:.2f} CPU-hours" in rep.provenance
+    assert set(rep.table["chosen"]) == {"chosen", ""}

@@ -156,3 +156,61 @@ def chosen_overrides(table: pd.DataFrame) -> dict[str, object]:
     """``{dotted setting: value}`` of the chosen non-default values (what methods.yaml sets)."""
     picked = table[table["chosen"] & (table["variant"] != "")]
     return dict(zip(picked["setting"], picked["value"]))
+
+
+# --- the book's view ------------------------------------------------------------------------
+
+#: Where the pilot's results are shipped (committed) in the repository.
+SHIPPED = "shipped/pilot"
+
+
+@dataclass(frozen=True)
+class PilotReport:
+    """Everything the pilot section of the book shows, computed from a results folder."""
+
+    table: pd.DataFrame  #: :func:`select`'s table, display-ready
+    decided: list[str]  #: settings the rule decided
+    undecided: list[str]  #: settings left at their default because cells are missing
+    changes: dict  #: chosen non-default values, ``{dotted setting: value}``
+    cells: int  #: finished pilot cells
+    expected: int  #: cells the profile runs
+    provenance: str  #: one sentence: where, when, at which commit, CPU-hours
+    summary: str  #: one paragraph for the page
+
+
+def report(folder, profile: Profile | None = None) -> PilotReport:
+    """The pilot's results in ``folder`` (a grid or shipped folder) read through the rule."""
+    from pathlib import Path
+
+    from ilets.profiles import load_profile
+    from ilets.results import load_metrics
+    from ilets.shipping import load_provenance, provenance_line
+
+    folder = Path(folder)
+    profile = profile or load_profile("pilot")
+    if not (folder / "store" / "metrics.parquet").is_file():
+        return PilotReport(pd.DataFrame(), [], [], {}, 0, len(profile.cells()), f"{folder}: no pilot results.",
+                           "No pilot results are shipped in this checkout: every setting keeps its default.")
+    metrics = load_metrics(folder, variant=None)
+    table = select(profile, metrics)
+    settings = list(dict.fromkeys(table["setting"]))
+    decided = [s for s in settings if table.loc[table["setting"] == s, "decided"].all()]
+    undecided = [s for s in settings if s not in decided]
+    changes = chosen_overrides(table)
+    shown = table.assign(value=table["value"].astype(str),
+                         variant=table["variant"].replace({"": "(default)"}),
+                         cells=table["cells"].astype(str) + " / " + table["expected"].astype(str),
+                         mean_J=table["mean_J"].round(4), gain_vs_default=(100 * table["gain_vs_default"]).round(2),
+                         chosen=table["chosen"].map({True: "chosen", False: ""}))
+    shown = shown.drop(columns=["expected", "decided"])
+    expected = len(profile.cells())
+    if changes:
+        change_text = "it changes " + ", ".join(f"`{k}` to {v}" for k, v in changes.items())
+    else:
+        change_text = "it changes none of the defaults"
+    summary = (f"{len(metrics)} of {expected} pilot cells finished. The rule decided "
+               f"{len(decided)} of {len(settings)} settings; {change_text}. "
+               + (f"Undecided (default kept, cells missing): {', '.join(f'`{s}`' for s in undecided)}."
+                  if undecided else "Every setting was decided."))
+    return PilotReport(shown, decided, undecided, changes, len(metrics), expected,
+                       provenance_line(load_provenance(folder)), summary)

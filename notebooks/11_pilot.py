@@ -1,0 +1,73 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # The tuning pilot
+#
+# Hyperparameters the paper does not give were chosen by a pilot at the paper's scale, on
+# seeds that no evaluation grid uses, by a rule written and committed before any pilot cell
+# ran (`ilets.pilot`, profile `src/ilets/configs/pilot.yaml`). This page reads the pilot's
+# shipped results (`shipped/pilot`): nothing here is re-run when the book builds.
+
+# %% tags=["remove-cell"]
+from pathlib import Path
+
+from IPython.display import Markdown
+from myst_nb import glue
+
+import ilets.pilot as pilot
+from ilets import plots
+from ilets.profiles import load_profile
+
+root = Path.cwd().parent  # chapters execute in notebooks/
+profile = load_profile("pilot")
+rep = pilot.report(root / pilot.SHIPPED, profile)
+glue("pilot_provenance", rep.provenance, display=False)
+glue("pilot_summary", rep.summary, display=False)
+glue("pilot_seeds", ", ".join(map(str, profile.seeds)), display=False)
+glue("pilot_servers", " and ".join(map(str, profile.servers)), display=False)
+glue("pilot_gain", f"{100 * pilot.MIN_GAIN:.0f} %", display=False)
+glue("pilot_theta", f"{profile.run.reward.theta}", display=False)
+
+# %% [markdown]
+# ## Design and rule
+#
+# Seeds {glue:text}`pilot_seeds`, {glue:text}`pilot_servers` servers, the full 259,368-task
+# online window. Each variant of the pilot profile changes exactly one setting of the
+# defaults for one method (one factor at a time): the reward's wait form and PPO's settings
+# on DRL (shared by every learner), OINPT's demonstration budget and BC epochs on DRL+,
+# OAIL's strength on ILETS-. Every cell has the same budget: one online pass.
+#
+# The rule: each cell is scored by the paper's objective in natural units, energy and mean
+# response time each divided by the earliest-finish heuristic's on the same seed and fleet
+# size and weighted by theta = {glue:text}`pilot_theta`; per setting, the value with the
+# lowest mean score over the pilot's (seed, fleet size) pairs is chosen unless it beats the
+# default by less than {glue:text}`pilot_gain`; a setting with any unfinished cell keeps its
+# default. Rewards of different forms are never compared with each other; this score can be.
+#
+# ## Result
+#
+# {glue:text}`pilot_summary`
+#
+# Provenance: {glue:text}`pilot_provenance`
+
+# %% tags=["remove-input"]
+plots.markdown_table(rep.table, {"setting": "setting", "value": "value", "variant": "variant", "cells": "cells",
+                                 "mean_J": "mean score J", "gain_vs_default": "gain vs default (%)",
+                                 "chosen": "chosen"},
+                     empty="No pilot results are shipped in this checkout.")
+
+# %% [markdown]
+# The chosen values are those of `src/ilets/configs/methods.yaml` (a test checks it); the
+# rejected values stay available as profile variants. The deviations chapter
+# ({doc}`09_deviations`) lists every tuned setting among the reconstructed details.
