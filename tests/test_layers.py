@@ -18,7 +18,7 @@ PACKAGE = SRC / "ilets"
 #: The layers, lowest first; a module may import its own layer and the ones before it.
 #: Each entry is a module or a package prefix.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("ilets", "ilets.config", "ilets.lifecycle", "ilets.configs", "ilets.data")),
+    ("base", ("ilets", "ilets.config", "ilets.method_table", "ilets.lifecycle", "ilets.configs", "ilets.data")),
     ("workloads", ("ilets.trace", "ilets.download", "ilets.workload")),
     ("simulator", ("ilets.cloud", "ilets.objective", "ilets.twin")),
     ("agents", ("ilets.observation", "ilets.env", "ilets.policies", "ilets.experts", "ilets.expert_kernels",

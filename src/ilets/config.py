@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from ilets.method_table import LEARNERS
+
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
@@ -284,7 +286,8 @@ class OAILConfig:
             raise ConfigError(f"{where}.max_pending: expected >= 0, got {self.max_pending}")
 
 
-METHODS = ("drl", "drl+", "ilets-", "ilets")
+#: The learning methods (their table, with what each adds to PPO, is ilets.method_table).
+METHODS = LEARNERS
 #: run seeds go to numpy and torch, which take seeds in [0, 2**32)
 SEED_MAX = 2**32 - 1
 #: Observation layouts a run may name; each is a tuple of feature blocks in ilets.observation.LAYOUTS.
