@@ -257,3 +257,10 @@ def test_every_chapter_reads_one_context_with_the_book_resamples(path):
     text = path.read_text()
     assert "ReportContext.load()" in text
     assert "load_profile_info" not in text and "results_dir()" not in text
+
+
+def test_status_counts_sentence():
+    comp = pd.DataFrame({"status": [V.HOLDS, V.FAILS, V.DIRECTION_ONLY, V.DIRECTION_ONLY]})
+    assert F._status_counts(comp) == ("1 of 4 comparisons holds at every fleet size, 0 hold pooled over fleet sizes "
+                                      "only, 2 point the claimed way without being resolved and 1 points the other way")
+    assert F._status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"

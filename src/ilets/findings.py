@@ -107,13 +107,6 @@ def bottleneck_sentence(agree: Mapping | None, warm: Mapping | None) -> str:
     return "the evidence is mixed: only one of the agreement and the cloned start improves (resolved)"
 
 
-def claim_lines(components: pd.DataFrame) -> list[str]:
-    """One Markdown bullet per component of a claim: its status and pooled effect."""
-    return [f"- **{r.component}**: {r.status} ({V.STATUS_WORDS[r.status]}); pooled "
-            f"{r.pooled:+.1f} % [{r.pooled_low:+.1f}, {r.pooled_high:+.1f}], CI above 0 at "
-            f"{r.scales_ok}/{r.scales} fleet sizes" for r in components.itertuples()]
-
-
 @dataclass(frozen=True)
 class VariantFindings:
     """A variant against the main study: the comparison table and a sentence."""
@@ -155,7 +148,6 @@ class ColdStartFindings:
     first_summary: pd.DataFrame = field(repr=False)
     claim: V.Verdict = field(repr=False)
     components: pd.DataFrame = field(repr=False)
-    claim_lines: list = field(default_factory=list)
     first_pairs: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     bc_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     texts: dict = field(default_factory=dict)
@@ -186,12 +178,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
         if len(first) else pd.DataFrame(columns=["x", "y"])
     pairs = pairs.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(pairs["x"], pairs["y"])])
     texts: dict[str, str] = {"claim_verdict": claim.verdict}
-    counts = components["status"].value_counts()
-    texts["claim_counts"] = (f"{int(counts.get(V.HOLDS, 0))} of {len(components)} hold at every fleet size, "
-                             f"{int(counts.get(V.HOLDS_POOLED, 0))} hold pooled only, "
-                             f"{int(counts.get(V.DIRECTION_ONLY, 0))} are in the claimed direction without being "
-                             f"resolved and {int(counts.get(V.FAILS, 0))} are not in the claimed direction"
-                             if len(components) else "no component could be measured")
+    texts["claim_counts"] = _status_counts(components)
 
     # what cloning achieved (DRL+; ILETS clones the same demonstrations)
     cols = [c for c in BC_COLS if c in lm]
@@ -263,7 +250,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                    f"reward by {says(_pick(rs, 'mean_reward', method='drl'))}.")
         texts["rs_verdict"] = bottleneck_sentence(agree, warm)
     return ColdStartFindings(n, online, int(learn["decisions"].max()) if len(learn) else 0, first, first_summary,
-                             claim, components, claim_lines(components), pairs, bc_summary, texts,
+                             claim, components, pairs, bc_summary, texts,
                              VariantFindings("no-critic", nc, nc_text), VariantFindings("greedy-expert", ge, ge_text),
                              floor, VariantFindings("rich-state", rs, rs_text))
 
@@ -466,10 +453,16 @@ def _status_counts(components: pd.DataFrame) -> str:
     if components is None or components.empty:
         return "no component could be measured"
     c = components["status"].value_counts()
-    return (f"{int(c.get(V.HOLDS, 0))} of {len(components)} components hold at every fleet size, "
-            f"{int(c.get(V.HOLDS_POOLED, 0))} hold pooled over fleet sizes only, "
-            f"{int(c.get(V.DIRECTION_ONLY, 0))} point the claimed way without being resolved and "
-            f"{int(c.get(V.FAILS, 0))} point the other way")
+
+    def n(status: str, one: str, many: str) -> str:
+        k = int(c.get(status, 0))
+        return f"{k} {one if k == 1 else many}"
+
+    held = int(c.get(V.HOLDS, 0))
+    return (f"{held} of {len(components)} comparisons {'holds' if held == 1 else 'hold'} at every fleet size, "
+            f"{n(V.HOLDS_POOLED, 'holds', 'hold')} pooled over fleet sizes only, "
+            f"{n(V.DIRECTION_ONLY, 'points', 'point')} the claimed way without being resolved and "
+            f"{n(V.FAILS, 'points', 'point')} the other way")
 
 
 # --- chapter 7: main results --------------------------------------------------------------
