@@ -186,7 +186,8 @@ def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarra
     if out is None:
         out = np.empty(state.size(m), np.float32)
     start = 0
-    for block in state.blocks:
+    # by name, not ``state.blocks``: any object with the three StateSpec fields will do
+    for block in LAYOUTS[state.features]:
         stop = start + block.size(m)
         block.write(cloud, task, state, out[start:stop])
         start = stop
