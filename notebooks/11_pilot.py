@@ -28,6 +28,7 @@ from myst_nb import glue
 import ilets.pilot as pilot
 from ilets import plots
 from ilets.profiles import load_profile
+from ilets.workload import PAPER_ONLINE_TASKS
 
 root = Path.cwd().parent  # chapters execute in notebooks/
 profile = load_profile("pilot")
@@ -38,12 +39,13 @@ glue("pilot_seeds", ", ".join(map(str, profile.seeds)), display=False)
 glue("pilot_servers", " and ".join(map(str, profile.servers)), display=False)
 glue("pilot_gain", f"{100 * pilot.MIN_GAIN:.0f} %", display=False)
 glue("pilot_theta", f"{profile.run.reward.theta}", display=False)
+glue("pilot_online_tasks", f"{PAPER_ONLINE_TASKS:,}", display=False)
 
 # %% [markdown]
 # ## Design and rule
 #
-# Seeds {glue:text}`pilot_seeds`, {glue:text}`pilot_servers` servers, the full 259,368-task
-# online window. Each variant of the pilot profile changes exactly one setting of the
+# Seeds {glue:text}`pilot_seeds`, {glue:text}`pilot_servers` servers, the full
+# {glue:text}`pilot_online_tasks`-task online window. Each variant of the pilot profile changes exactly one setting of the
 # defaults for one method (one factor at a time): the reward's wait form and PPO's settings
 # on DRL (shared by every learner), OINPT's demonstration budget and BC epochs on DRL+,
 # OAIL's strength on ILETS-. Every cell has the same budget: one online pass.
