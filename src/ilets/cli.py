@@ -71,6 +71,26 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     return 0 if summary["failed"] == 0 else 1
 
 
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from ilets.verify import pick, verify
+
+    folder = Path(args.results)
+    if not (folder / "cells").is_dir():
+        raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder")
+    cells = pick(folder, args.cell, args.sample, args.seed, args.methods)
+    if not cells:
+        raise UsageError("nothing to verify: name cells with --cell or ask for --sample N")
+    scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
+    verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+    for v in verdicts:
+        print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
+        for line in v.differences[:5]:
+            print(f"    {line}")
+    ok = sum(v.reproduced for v in verdicts)
+    print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
+    return 0 if ok == len(verdicts) else 1
+
+
 def _parse_shards(text: str) -> list[int]:
     """``0-5,9`` -> [0, 1, 2, 3, 4, 5, 9]; anything else raises UsageError naming ``--shards``."""
     from ilets.trace import SHARD_COUNT
@@ -146,6 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--partition", default=None, help="SLURM partition")
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(func=_cmd_grid)
+
+    ver = sub.add_parser("verify", help="re-run shipped cells and check their metrics reproduce exactly")
+    ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")
+    ver.add_argument("--cell", action="append", default=None, help="a cell folder name (repeatable)")
+    ver.add_argument("--sample", type=_int_in(0), default=0, help="verify this many random cells")
+    ver.add_argument("--methods", nargs="+", default=None, help="sample only among these methods")
+    ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
+    ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
+    ver.add_argument("--quiet", action="store_true")
+    ver.set_defaults(func=_cmd_verify)
 
     tr = sub.add_parser("trace", help="Google 2011 trace shards")
     tsub = tr.add_subparsers(dest="trace_cmd", required=True)
