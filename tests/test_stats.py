@@ -181,14 +181,18 @@ def test_paired_interval_is_the_hand_computed_quantile_range():
     c = S.compare(m, "a", "b", ["energy_kwh"], reps=2000).iloc[0]
     assert (c["diff_ci_low"], c["diff_ci_high"]) == pytest.approx((-3.0, -1.0))
     assert (c["rel_ci_low"], c["rel_ci_high"]) == pytest.approx((10.0, 30.0))
-    # three seeds: the same by the documented keying, and by the discrete law of the means
-    x = pd.Series([1.0, 2.0, 6.0])
-    e = S.seed_effect(x, pd.Series([0.0, 0.0, 0.0]), higher=True, reps=4000, key=(0, "hand"))
-    idx = np.random.default_rng(np.random.SeedSequence(S._key_seed(0, "hand", "paired"))).integers(0, 3, (4000, 3))
-    by_hand = np.quantile(x.to_numpy()[idx].mean(axis=1), [0.025, 0.975])
-    assert S.percentile_interval(e.diff_reps) == pytest.approx(tuple(by_hand))
-    # P(mean == 1) = P(mean == 6) = 1/27 > 2.5 %: the quantiles are the extremes themselves
-    assert tuple(by_hand) == pytest.approx((1.0, 6.0))
+    # three seeds: the interval is scipy's percentile bootstrap interval, and by the discrete
+    # law of the resampled means P(mean == 1) = P(mean == 6) = 1/27 > 2.5 %: the extremes
+    import scipy.stats
+
+    x, zero = np.array([1.0, 2.0, 6.0]), np.zeros(3)
+    e = S.seed_effect(pd.Series(x), pd.Series(zero), higher=True, reps=4000, key=(0, "hand"))
+    assert S.percentile_interval(e.diff_reps) == pytest.approx((1.0, 6.0))
+    ref = scipy.stats.bootstrap((x, zero), lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis),
+                                paired=True, n_resamples=4000, method="percentile",
+                                rng=np.random.default_rng(np.random.SeedSequence(S._key_seed(0, "hand", "paired"))))
+    assert S.percentile_interval(e.diff_reps) == pytest.approx(
+        (ref.confidence_interval.low, ref.confidence_interval.high))
 
 
 def test_percentile_interval_is_not_widened_to_the_point():

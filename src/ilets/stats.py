@@ -253,9 +253,11 @@ def seed_effect(x: pd.Series, y: pd.Series, higher: bool, paired: bool = True, r
                 key: Sequence = (0,)) -> SeedEffect | None:
     """The one resampler behind every comparison of the study (tables, chapters, verdicts).
 
-    ``x`` and ``y`` are per-seed values indexed by seed (NaNs dropped). ``paired=True``
-    keeps the seeds both have and resamples them jointly (a seed fixes the workload and the
-    fleet for every method); ``paired=False`` resamples each side's seeds independently.
+    ``x`` and ``y`` are per-seed values indexed by seed (NaNs dropped). The resamples are
+    scipy's (``scipy.stats.bootstrap``, its ``bootstrap_distribution`` of the difference and
+    of the relative improvement of the means); ``paired=True`` keeps the seeds both have and
+    resamples them jointly (a seed fixes the workload and the fleet for every method);
+    ``paired=False`` resamples each side's seeds independently.
     The random stream is keyed by ``key`` (callers pass ``(seed, *group, metric, x_name,
     y_name)``) and the pairing, through :func:`_key_seed`, so one comparison always gets the
     same resamples whichever function asks for it, and adding a method changes no other
@@ -269,16 +271,22 @@ def seed_effect(x: pd.Series, y: pd.Series, higher: bool, paired: bool = True, r
     if len(x) == 0 or len(y) == 0:
         return None
     xv, yv = x.to_numpy(), y.to_numpy()
-    seq = np.random.SeedSequence(_key_seed(*key, "paired" if paired else "unpaired"))
-    if paired:
-        idx = np.random.default_rng(seq).integers(0, len(xv), (reps, len(xv)))
-        mx, my = _resampled_means(xv, idx), _resampled_means(yv, idx)
-    else:
-        rx, ry = (np.random.default_rng(s) for s in seq.spawn(2))
-        mx = _resampled_means(xv, rx.integers(0, len(xv), (reps, len(xv))))
-        my = _resampled_means(yv, ry.integers(0, len(yv), (reps, len(yv))))
+
+    def statistic(a, b, axis=-1):
+        ma, mb = a.mean(axis=axis), b.mean(axis=axis)
+        return np.stack([ma - mb, _rel(ma, mb, higher)])
+
+    # scipy needs two observations per sample; resampling one value always gives it back, so
+    # a single seed is passed twice (same bootstrap law, no spread: never a resolved verdict)
+    xs, ys = (np.repeat(v, 2) if len(v) == 1 else v for v in (xv, yv))  # paired: both or neither
+    rng = np.random.default_rng(np.random.SeedSequence(_key_seed(*key, "paired" if paired else "unpaired")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zero-variance samples: a degenerate but valid distribution
+        res = scipy.stats.bootstrap((xs, ys), statistic, n_resamples=reps, paired=paired, vectorized=True,
+                                    method="percentile", rng=rng)
+    diff_reps, rel_reps = res.bootstrap_distribution
     return SeedEffect(len(xv), len(yv), float(xv.mean()), float(yv.mean()), float(_rel(xv.mean(), yv.mean(), higher)),
-                      float(xv.mean() - yv.mean()), _rel(mx, my, higher), mx - my)
+                      float(xv.mean() - yv.mean()), rel_reps, diff_reps)
 
 
 def percentile_interval(samples: np.ndarray, level: float = 0.95) -> tuple[float, float]:
