@@ -325,10 +325,6 @@ def _values(metrics: pd.DataFrame, method: str, servers, col: str) -> pd.Series:
     return s[np.isfinite(s.to_numpy(dtype=float))].astype(float)
 
 
-def _resampled_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    return x[idx].mean(axis=1)
-
-
 def _rel(mean_m, mean_b, higher: bool):
     """Signed relative improvement (fraction); positive = better. NaN where base is 0."""
     mean_m, mean_b = np.asarray(mean_m, float), np.asarray(mean_b, float)
