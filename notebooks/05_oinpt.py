@@ -137,8 +137,8 @@ plots.markdown_table(F.component_display(found.components), {}, empty="No learne
 
 # %% tags=["remove-input"]
 plots.markdown_table(stats.compare_display(found.first_pairs, by=("servers", "pair"), formats=FORMATS,
-                                           names={m: "first" for m in ("drl+", "ilets")}
-                                           | {m: "second" for m in ("drl", "ilets-")}), NAMES,
+                                           names={m: "pre-trained" for m in ("drl+", "ilets")}
+                                           | {m: "from scratch" for m in ("drl", "ilets-")}), NAMES,
                      empty="(no pairs to compare)")
 
 # %% [markdown]
