@@ -17,7 +17,7 @@ import numpy as np
 from ilets.cloud import make_fleet
 from ilets.config import OBSERVATIONS, FleetConfig, RunConfig, WorkloadConfig
 from ilets.env import CloudSchedulingEnv
-from ilets.observation import LAYOUTS, StateSpec, build_observation
+from ilets.observation import LAYOUTS, StateSpec, build_observation, write_blocks
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "observations.npz"
 STEPS = (0, 1, 7, 40, 90, 160, 239)  # states recorded (decision indices)
@@ -80,6 +80,30 @@ def test_every_configurable_observation_has_a_layout_of_blocks():
     for name, blocks in LAYOUTS.items():
         spec = StateSpec(name)
         assert spec.size(7) == sum(b.size(7) for b in blocks) == len(spec.high(fleet))
+
+
+class _GridPowerCommand:
+    """A new signal, as a block: the operator's power cap as a share of the fleet's peak."""
+
+    def size(self, m: int) -> int:
+        return 1
+
+    def high(self, fleet, spec) -> np.ndarray:
+        return np.array([1.0])
+
+    def write(self, cloud, task, spec, out: np.ndarray) -> None:
+        out[0] = 0.75
+
+
+def test_a_new_signal_is_one_block_appended_to_a_layout():
+    env = CloudSchedulingEnv(_config("paper"))
+    env.reset(seed=3)
+    blocks = LAYOUTS["paper"] + (_GridPowerCommand(),)
+    m = len(env.fleet)
+    out = np.empty(sum(b.size(m) for b in blocks), np.float32)
+    write_blocks(blocks, env.cloud, env.current_task, env.state, out)
+    np.testing.assert_array_equal(out[:-1], env.observe())
+    assert out[-1] == np.float32(0.75)
 
 
 if __name__ == "__main__":

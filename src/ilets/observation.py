@@ -182,13 +182,19 @@ class StateSpec:
 
 def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarray | None = None) -> np.ndarray:
     """Write the observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
-    m = len(cloud.fleet)
     if out is None:
-        out = np.empty(state.size(m), np.float32)
-    start = 0
+        out = np.empty(state.size(len(cloud.fleet)), np.float32)
     # by name, not ``state.blocks``: any object with the three StateSpec fields will do
-    for block in LAYOUTS[state.features]:
+    return write_blocks(LAYOUTS[state.features], cloud, task, state, out)
+
+
+def write_blocks(blocks: tuple[FeatureBlock, ...], cloud: Cloud, task: Task, spec: StateSpec,
+                 out: np.ndarray) -> np.ndarray:
+    """Lay ``blocks`` end to end into ``out`` (float32, exactly their total size); return ``out``."""
+    m = len(cloud.fleet)
+    start = 0
+    for block in blocks:
         stop = start + block.size(m)
-        block.write(cloud, task, state, out[start:stop])
+        block.write(cloud, task, spec, out[start:stop])
         start = stop
     return out
