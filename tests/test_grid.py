@@ -24,9 +24,11 @@ from ilets.grid import run_grid
 from ilets.profiles import load_profile
 from ilets.results import LEARNERS, build_store, compute_table
 from ilets.run import cell_name, is_done
+from ilets.verify import HOST_KEYS
 
 #: fields that depend on the machine's speed, not on the computation
-TIMING = ("wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms")
+#: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
+TIMING = tuple(sorted(HOST_KEYS))
 CELL_FILES = {"config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz"}
 TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
             "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
