@@ -14,11 +14,19 @@ measured in the same run, and reports CPU seconds by phase from the cell's own r
 
 Then it extrapolates the paper grid (``configs/paper.yaml``: 4 learners and 6 heuristics,
 50/100/200 servers, 10 seeds) from the measured cells: each learner's total at 100 servers
-is interpolated linearly between 50 and 200 unless 100 is measured too.
+is interpolated linearly between 50 and 200 unless 100 is measured too; the heuristics all
+cost what the measured heuristic costs; an unmeasured ILETS costs ILETS- plus the extra of
+DRL+ over DRL (its OINPT).
 
 Usage::
 
     python benchmarks/bench_paper_cell.py --out benchmarks/results/paper_cell.json
+    python benchmarks/bench_paper_cell.py --from-results shipped/pilot --out ...   # no re-run
+
+``--from-results`` reads the main-grid cells (variant "") of a paper-scale results folder
+instead of running new ones: their recorded CPU seconds (the learner process plus its
+reaped emulator processes) averaged over seeds, and the phases where the cells recorded
+them.
 """
 
 from __future__ import annotations
@@ -63,20 +71,43 @@ def measure(method: str, servers: int, seed: int) -> dict:
     return row
 
 
+def from_results(folder: Path) -> list[dict]:
+    """Rows like :func:`measure`'s from a results folder's main-grid cells, averaged over seeds."""
+    from ilets.results import load_metrics
+
+    m = load_metrics(folder)
+    if m["tasks"].min() < 259_000:
+        raise SystemExit(f"{folder}: not a paper-scale results folder (cells of {m['tasks'].min()} tasks)")
+    rows = []
+    for (method, servers), g in m.groupby(["method", "servers"]):
+        row = {"method": method, "servers": int(servers), "seed": f"mean of {len(g)}",
+               "wall_s": float(g["wall_s"].mean()), "cpu_s": float(g["cpu_s"].mean()),
+               # cpu_s already holds the reaped emulator processes' CPU
+               "cpu_total_s": float(g["cpu_s"].mean())}
+        for phase, key in PHASES.items():
+            row[phase] = float(g[key].mean()) if key in g and g[key].notna().any() else float("nan")
+        row["steps_per_s"] = float("nan")
+        row["avg_response_s"] = float(g["avg_response_s"].mean())
+        served = g["oail_served_share"].mean() if "oail_served_share" in g else float("nan")
+        row["oail_served_share"] = None if served != served else float(served)
+        rows.append(row)
+    return rows
+
+
 def grid_estimate(rows: list[dict], seeds: int = 10, heuristics: int = len(HEURISTICS)) -> dict:
     """CPU-hours of the paper grid from measured cells (see the module docstring)."""
     cost: dict[tuple[str, int], float] = {(r["method"], r["servers"]): r["cpu_total_s"] for r in rows}
-    ref = {m: np.mean([r["cpu_total_s"] for r in rows if r["servers"] == m and r["method"] in HEURISTICS])
-           for m in {r["servers"] for r in rows}}
+    for m in (50, 100, 200):  # ILETS unmeasured (the pilot has none): ILETS- plus OINPT's extra cost
+        if ("ilets", m) not in cost and all((k, m) in cost for k in ("ilets-", "drl+", "drl")):
+            cost[("ilets", m)] = cost[("ilets-", m)] + cost[("drl+", m)] - cost[("drl", m)]
+    ref = {m: float(np.mean([r["cpu_total_s"] for r in rows if r["servers"] == m and r["method"] in HEURISTICS]))
+           for m in {r["servers"] for r in rows if r["method"] in HEURISTICS}}
     total, per = 0.0, {}
     for method in list(METHODS) + ["heuristic"]:
         per[method] = {}
         for m in (50, 100, 200):
-            key = (method, m)
-            if method == "heuristic":
-                known = {k: v for k, v in ref.items()}
-            else:
-                known = {mm: cost[(method, mm)] for mm in (50, 100, 200) if (method, mm) in cost}
+            known = ref if method == "heuristic" else {mm: cost[(method, mm)] for mm in (50, 100, 200)
+                                                       if (method, mm) in cost}
             if m in known:
                 c = known[m]
             elif 50 in known and 200 in known:
@@ -93,9 +124,9 @@ def markdown(rows: list[dict], estimate: dict) -> str:
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         served = "" if r["oail_served_share"] is None else f"{100 * r['oail_served_share']:.1f}%"
-        lines.append(f"| {r['method']} | {r['servers']} | {r['cpu_total_s']:.0f} | {r['demos']:.0f} | {r['bc']:.0f} | "
-                     f"{r['rollout']:.0f} | {r['update']:.0f} | {r['oail_imitation']:.0f} | {r['oail_experts']:.0f} | "
-                     f"{r['steps_per_s']:.0f} | {served} |")
+        cells = [f"{r[k]:.0f}" if r[k] == r[k] else "" for k in
+                 ("cpu_total_s", "demos", "bc", "rollout", "update", "oail_imitation", "oail_experts", "steps_per_s")]
+        lines.append(f"| {r['method']} | {r['servers']} | " + " | ".join(cells) + f" | {served} |")
     lines.append(f"\npaper grid (10 methods x 3 scales x {estimate['seeds']} seeds): "
                  f"{estimate['cpu_hours']:.1f} CPU-hours")
     return "\n".join(lines)
@@ -108,9 +139,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
     ap.add_argument("--reference", default="earliest-finish", help="heuristic timed in the same run")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--from-results", type=Path, default=None, help="read a paper-scale results folder instead")
     args = ap.parse_args(argv)
     rows = []
-    for m in args.sizes:
+    if args.from_results is not None:
+        rows = from_results(args.from_results)
+    for m in [] if args.from_results is not None else args.sizes:
         for method in [args.reference, *args.methods]:
             rows.append(measure(method, m, args.seed))
             print(json.dumps(rows[-1]), flush=True)
