@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ilets.latency import measure, summarise
-from ilets.profiles import method_defaults
-from ilets.run import system_info
+from ilets.study.latency import measure, summarise
+from ilets.study.profiles import method_defaults
+from ilets.study.run import system_info
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Benchmark the window experts: time per call and optimality gap.
 
-(p) Paper scale (:func:`ilets.expert_tables.paper_timing_table`): CPU ms per GA call, per PSO
+(p) Paper scale (:func:`ilets.study.expert_tables.paper_timing_table`): CPU ms per GA call, per PSO
 call and per OAIL request (both experts on one window, sharing their preparation) on a
 *light* and the most *loaded* snapshot of the full 259,368-task online window scheduled by
 earliest-finish, at 50, 100 and 200 servers. These are the states OAIL's emulators receive
@@ -8,15 +8,15 @@ earliest-finish, at 50, 100 and 200 servers. These are the states OAIL's emulato
 expert at most 15 ms per call on the loaded snapshots.
 
 (a) Time per call of GA, PSO and greedy on 30-task windows at 50/100/200 servers
-(:func:`ilets.expert_tables.timing_table`). Each snapshot is the online segment of
+(:func:`ilets.study.expert_tables.timing_table`). Each snapshot is the online segment of
 ``synthetic_workload(WorkloadConfig(scale=0.02), 0)`` scheduled by earliest-finish up to a
 point; the next 30 tasks are the window. Reported as
 the median wall ms per call (and CPU ms, which other processes on a shared host do not
 inflate) and as a ratio to the greedy expert timed in the same run, plus each
 expert's mean cost saving over greedy (exact costs).
 
-(b) Optimality gap on small loaded cases (:func:`ilets.experts.small_case`: 3-5 servers,
-4-6 tasks) against :func:`ilets.experts.exact_optimum` (:func:`ilets.expert_tables.gap_cases`):
+(b) Optimality gap on small loaded cases (:func:`ilets.agents.experts.small_case`: 3-5 servers,
+4-6 tasks) against :func:`ilets.agents.experts.exact_optimum` (:func:`ilets.study.expert_tables.gap_cases`):
 mean and max relative gap and the share of cases solved optimally.
 
 Usage::
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ilets.agents.experts import EXPERTS
 from ilets.config import ExpertConfig, RewardConfig, to_dict
-from ilets.expert_tables import gap_cases, gap_table, paper_timing_table, timing_table
-from ilets.experts import EXPERTS
+from ilets.study.expert_tables import gap_cases, gap_table, paper_timing_table, timing_table
 
 
 def bench_gap(cfg: ExpertConfig, reward: RewardConfig, cases: int) -> tuple[list[dict], float]:

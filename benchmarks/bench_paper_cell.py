@@ -3,7 +3,7 @@
 Runs one full-window cell (259,368 online tasks; DRL+ and ILETS also clone 20,000 offline
 expert decisions) per learner at each fleet size, with a heuristic cell as the reference
 measured in the same run, and reports CPU seconds by phase from the cell's own records
-(``ilets.methods.run_learner``):
+(``ilets.agents.methods.run_learner``):
 
 * ``demos``: the GA/PSO demonstrations (OINPT);
 * ``bc``: behaviour cloning and critic pre-training;
@@ -41,11 +41,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ilets.cloud import make_fleet
+from ilets.agents.methods import run_method
 from ilets.config import HEURISTICS, METHODS
-from ilets.methods import run_method
-from ilets.profiles import load_profile
-from ilets.workload import load_workload
+from ilets.simulator.cloud import make_fleet
+from ilets.study.profiles import load_profile
+from ilets.workloads.workload import load_workload
 
 PHASES = {"demos": "cpu_demos_s", "bc": "cpu_bc_s", "rollout": "cpu_rollout_s", "update": "cpu_update_s",
           "oail_imitation": "oail_imitation_cpu_s", "oail_experts": "oail_expert_cpu_s"}
@@ -73,7 +73,7 @@ def measure(method: str, servers: int, seed: int) -> dict:
 
 def from_results(folder: Path) -> list[dict]:
     """Rows like :func:`measure`'s from a results folder's main-grid cells, averaged over seeds."""
-    from ilets.results import load_metrics
+    from ilets.study.results import load_metrics
 
     m = load_metrics(folder)
     if m["tasks"].min() < 259_000:

@@ -26,14 +26,14 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 
-from ilets.cloud import make_fleet
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.methods import DecisionLog, _Recorder
+from ilets.agents.ppo import make_ppo, ppo_kwargs
 from ilets.config import FleetConfig, WorkloadConfig
-from ilets.env import CloudSchedulingEnv
-from ilets.methods import DecisionLog, _Recorder
-from ilets.ppo import make_ppo, ppo_kwargs
-from ilets.profiles import method_defaults
-from ilets.run import system_info
-from ilets.workload import synthetic_workload
+from ilets.simulator.cloud import make_fleet
+from ilets.study.profiles import method_defaults
+from ilets.study.run import system_info
+from ilets.workloads.workload import synthetic_workload
 
 
 def timed_learn(model, steps: int) -> dict:

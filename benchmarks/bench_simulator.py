@@ -4,10 +4,10 @@ For each fleet size (default 50, 100, 200 servers) the whole default workload
 (``synthetic_workload``, offline and online segments as one table: 590,000 tasks at
 ``--scale 1``) is replayed with Earliest-Finish choosing every server:
 
-* main: :func:`ilets.policies.schedule` with :class:`ilets.policies.EarliestFinish` over
-  :class:`ilets.cloud.Cloud` (the study's own loop and policy; a local exact
-  Earliest-Finish is used only if ``ilets.policies`` is missing, and the JSON says which);
-* twin: :func:`ilets.twin.earliest_finish_twin`, the SimPy implementation deciding
+* main: :func:`ilets.agents.policies.schedule` with :class:`ilets.agents.policies.EarliestFinish` over
+  :class:`ilets.simulator.cloud.Cloud` (the study's own loop and policy; a local exact
+  Earliest-Finish is used only if ``ilets.agents.policies`` is missing, and the JSON says which);
+* twin: :func:`ilets.simulator.twin.earliest_finish_twin`, the SimPy implementation deciding
   Earliest-Finish from its own state.
 
 The twin is slow at heavy load, so ``--twin-scale`` may restrict it to a prefix of the
@@ -39,11 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ilets.cloud import Cloud, Fleet, make_fleet
-from ilets.policies import EarliestFinish, schedule
+from ilets.agents.policies import EarliestFinish, schedule
 from ilets.config import FleetConfig, WorkloadConfig
-from ilets.twin import earliest_finish_twin
-from ilets.workload import TaskTable, synthetic_workload
+from ilets.simulator.cloud import Cloud, Fleet, make_fleet
+from ilets.simulator.twin import earliest_finish_twin
+from ilets.workloads.workload import TaskTable, synthetic_workload
 
 TARGET_RATIO = 4.0
 TARGET_200_S = 15.0
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> dict:
     for m in sizes:
         fleet = make_fleet(FleetConfig(servers=m), args.fleet_seed)
         cloud, wall, cpu_s = timed(main_replay, tasks, fleet)
-        row = {"servers": m, "tasks": n, "main_policy": "ilets.policies.EarliestFinish + schedule", "main_s": wall, "main_cpu_s": cpu_s,
+        row = {"servers": m, "tasks": n, "main_policy": "ilets.agents.policies.EarliestFinish + schedule", "main_s": wall, "main_cpu_s": cpu_s,
                "main_tasks_per_s": n / wall,
                "main_summary": {k: float(v) for k, v in cloud.summary().items()}}
         print(f"[{m:>4} servers] main: {n:,} tasks in {wall:.2f} s = {n / wall:,.0f} tasks/s "

@@ -24,9 +24,9 @@
 # %% tags=["remove-cell"]
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import verdicts as V
-from ilets.report_context import ReportContext
+from ilets.report import findings as F
+from ilets.report import verdicts as V
+from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()  # the same resamples as every chapter, so the statuses agree
 found = F.summary_findings(ctx)
@@ -73,8 +73,8 @@ glue("n_claims", str(len(table)), display=False)
 # Each claim is split into comparisons (method A against method B on one measure) whose
 # effect is the relative improvement of A over B, positive in the direction the paper
 # claims, with a 95 % bootstrap interval over seeds (paired by seed) at each fleet size and
-# pooled over fleet sizes (`ilets.verdicts`; every comparison of the book uses the same
-# resampler, `ilets.stats.seed_effect`). A comparison **holds** if the effect is positive and
+# pooled over fleet sizes (`ilets.report.verdicts`; every comparison of the book uses the same
+# resampler, `ilets.report.stats.seed_effect`). A comparison **holds** if the effect is positive and
 # its interval excludes zero at every fleet size, with at least two seeds; it **holds
 # pooled** if only the interval pooled over fleet sizes is above zero; otherwise it points
 # in the claimed direction (**direction only**) or not (**fails**). The chapters show each

@@ -16,8 +16,8 @@
 #
 # The paper's equations are not available to us; the model below is reconstructed from its
 # abstract, the authors' public code and the same group's earlier simulators (see the
-# deviations chapter). It is implemented in `ilets.cloud` (simulator), `ilets.objective`
-# (cost) and `ilets.env` (the MDP), and tested against hand-computed scenarios and an
+# deviations chapter). It is implemented in `ilets.simulator.cloud` (simulator), `ilets.simulator.objective`
+# (cost) and `ilets.agents.env` (the MDP), and tested against hand-computed scenarios and an
 # independent SimPy implementation.
 #
 # ## Servers and tasks
@@ -71,8 +71,8 @@
 import pandas as pd
 from IPython.display import Markdown
 
-from ilets.cloud import make_fleet
-from ilets.report_context import ReportContext
+from ilets.simulator.cloud import make_fleet
+from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()
 profile, run = ctx.profile, ctx.run
@@ -103,7 +103,7 @@ import dataclasses
 
 import seaborn as sns
 
-from ilets import plots
+from ilets.report import plots
 
 plots.use_style()
 fleet = make_fleet(dataclasses.replace(run.fleet, servers=50), run.fleet.seed)

@@ -27,12 +27,12 @@
 import numpy as np
 from myst_nb import glue
 
-from ilets import plots
+from ilets.report import plots
 from ilets.config import WorkloadConfig
-from ilets import findings as F
-from ilets.calibration import load_table
-from ilets.report_context import ReportContext, build_stamp
-from ilets.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S, RATE_SHAPE, real_cpu_sample, \
+from ilets.report import findings as F
+from ilets.report.calibration import load_table
+from ilets.report.report_context import ReportContext, build_stamp
+from ilets.workloads.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S, RATE_SHAPE, real_cpu_sample, \
     synthetic_workload
 
 plots.use_style()
@@ -56,7 +56,7 @@ glue("profile_tasks", f"{round((PAPER_OFFLINE_TASKS + PAPER_ONLINE_TASKS) * scal
 # The embedded window has exactly {glue:text}`n_offline` offline and {glue:text}`n_online`
 # online tasks (on average {glue:text}`rate_mean` arrivals per second, the paper's burst
 # level). Arrival times are a non-homogeneous Poisson process conditioned on those counts:
-# a piecewise-linear baseline (`ilets.workload.RATE_SHAPE`) with short **instant bursts**
+# a piecewise-linear baseline (`ilets.workloads.workload.RATE_SHAPE`) with short **instant bursts**
 # (red) and, in the online half, a **trend change** (purple) where the rising baseline turns
 # to falling. The results in this book use the {glue:text}`profile_name` profile, which
 # keeps this shape and the arrival rate but shortens the window to

@@ -19,7 +19,7 @@
 # them on copies of the cloud. The authors' code names two, a genetic algorithm (GA) and
 # particle swarm optimisation (PSO), each planning a window of about 30 tasks, but the
 # modules themselves are missing and the paper gives no settings. Ours are in
-# `ilets.experts`, with a one-step greedy expert beside them as a reference. This chapter
+# `ilets.agents.experts`, with a one-step greedy expert beside them as a reference. This chapter
 # says what they do, how close to optimal they are, and what they cost.
 
 # %% tags=["remove-cell"]
@@ -28,13 +28,13 @@ import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import plots
+from ilets.report import findings as F
+from ilets.report import plots
 from ilets.config import RunConfig
-from ilets.expert_tables import gap_cases, gap_table, loaded_snapshots, timing_table
-from ilets.experts import make_expert
-from ilets.report_context import ReportContext, build_stamp
-from ilets.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
+from ilets.study.expert_tables import gap_cases, gap_table, loaded_snapshots, timing_table
+from ilets.agents.experts import make_expert
+from ilets.report.report_context import ReportContext, build_stamp
+from ilets.workloads.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
 
 plots.use_style()
 ctx = ReportContext.load()
@@ -217,7 +217,7 @@ Markdown(F.timing_display(timing).to_markdown(index=False, disable_numparse=True
 # The gaps and the times above were measured while this page was built, not recorded by the
 # grid: {glue:text}`build_stamp`. Wall times are of that machine, and may be inflated by other work
 # running on it; CPU times and the ratio to greedy are the more portable figures.
-# `benchmarks/bench_experts.py` runs the same tables (`ilets.expert_tables.timing_table`,
+# `benchmarks/bench_experts.py` runs the same tables (`ilets.study.expert_tables.timing_table`,
 # `gap_cases`) with more calls and cases.
 #
 # ## Expert cost in the study

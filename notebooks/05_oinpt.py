@@ -17,7 +17,7 @@
 # A policy that learns online schedules real tasks while it learns, so its first decisions
 # count. The paper's answer to the cold start is **OINPT**: before the online segment,
 # optimisation experts schedule the offline segment and the actor-critic is trained to
-# imitate them {cite}`kang2024ilets`. In this package (`ilets.oinpt`) GA and PSO plan the
+# imitate them {cite}`kang2024ilets`. In this package (`ilets.agents.oinpt`) GA and PSO plan the
 # offline tasks window by window, the better plan of each window is kept as the
 # demonstration, PPO's own policy is behaviour-cloned on it with `imitation`'s BC, and the
 # critic is regressed on the discounted returns of the expert's trajectory (how the paper
@@ -36,9 +36,9 @@
 # %% tags=["remove-cell"]
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import plots, stats
-from ilets.report_context import ReportContext
+from ilets.report import findings as F
+from ilets.report import plots, stats
+from ilets.report.report_context import ReportContext
 
 # %matplotlib inline
 

@@ -17,7 +17,7 @@
 # Cloning gives a start; the workload then moves. The paper's **OAIL** keeps imitating
 # while scheduling: emulators periodically copy the cloud, optimisation experts schedule a
 # window of tasks on the copy, and their plans become an imitation loss on the live policy,
-# without blocking dispatch {cite}`kang2024ilets`. In this package (`ilets.oail`) every
+# without blocking dispatch {cite}`kang2024ilets`. In this package (`ilets.agents.oail`) every
 # {glue:text}`oail_every` decisions a window of {glue:text}`oail_window` tasks and a
 # snapshot of the cloud go to a worker process in which {glue:text}`oail_experts` plan it;
 # behaviour-cloning steps weighted {glue:text}`oail_weights` (better expert first) are
@@ -35,10 +35,10 @@
 # %% tags=["remove-cell"]
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import plots, stats
-from ilets.report_context import ReportContext
-from ilets.workload import RATE_SHAPE
+from ilets.report import findings as F
+from ilets.report import plots, stats
+from ilets.report.report_context import ReportContext
+from ilets.workloads.workload import RATE_SHAPE
 
 # %matplotlib inline
 FORMATS = {"mad": ".3g", "convergence_decisions": ",.0f", "cum_reward": ",.1f", "mean_reward": ".3f",
@@ -89,7 +89,7 @@ osc_named = found.osc_reward.replace({"event": NAMES})
 # (times in the paper's 3,000 s window; the profile runs {glue:text}`scale` of it, so the
 # events come at the same *share* of the segment). Each event is mapped to the decision at
 # which it strikes, the first task arriving at or after it, from the regenerated workload
-# of each seed (`ilets.workload.load_workload` and `ilets.stats.event_decisions`).
+# of each seed (`ilets.workloads.workload.load_workload` and `ilets.report.stats.event_decisions`).
 #
 # The arrival rate drives the reward of every scheduler: a burst queues tasks on any
 # policy. To separate the policy's own instability from the load's swings, the second
@@ -116,7 +116,7 @@ fig = plots.learning_curves(found.gap, "reward", f"reward minus {F.REFERENCE}", 
 # ## Oscillation after each event
 #
 # For each run and event, the oscillation is the mean absolute change between consecutive
-# curve windows (`ilets.stats.oscillation`, `mad`) over the decisions of the same stretch
+# curve windows (`ilets.report.stats.oscillation`, `mad`) over the decisions of the same stretch
 # of time after the event: the shortest gap between consecutive events, here
 # {glue:text}`span_decisions` decisions, so stretches never overlap and every event is
 # measured over equal time. It is computed on the reward and on the gap to the heuristic;
@@ -157,10 +157,10 @@ plots.markdown_table(F.component_display(found.components[7]), {}, empty="(claim
 # A run has converged once its reward (a trailing mean over {glue:text}`conv_smooth` curve
 # windows) enters a band of ±{glue:text}`conv_tol` around its final level (the mean of the
 # last {glue:text}`conv_final` of the windows) and never leaves it; the measure is the
-# number of decisions made before that (`ilets.stats.convergence_decisions`). Runs whose
+# number of decisions made before that (`ilets.report.stats.convergence_decisions`). Runs whose
 # last window is outside the band never settled; as in the summary's verdict they count
 # with their total number of decisions (censored: at best they settled at the end), and the
-# table says how many there are (`ilets.verdicts.convergence_cells`). Because the
+# table says how many there are (`ilets.report.verdicts.convergence_cells`). Because the
 # load itself rises and falls, the "final level" is the level of the last stretch of the
 # segment, so this measures how soon a method tracks that level, not a steady state.
 

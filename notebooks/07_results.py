@@ -23,7 +23,7 @@
 #
 # **How to read the numbers.** A seed fixes the workload draw and the learners' random
 # state; seeds are the independent replicates. Every interval is a 95 % percentile bootstrap
-# over seeds (`ilets.stats`); with this few seeds such intervals under-cover, so read them as
+# over seeds (`ilets.report.stats`); with this few seeds such intervals under-cover, so read them as
 # descriptive, not as tests.
 
 # %% tags=["remove-cell"]
@@ -33,11 +33,11 @@ import pandas as pd
 from IPython.display import display
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import plots
-from ilets import stats as S
-from ilets.report_context import ReportContext
-from ilets.results import METHOD_LABELS
+from ilets.report import findings as F
+from ilets.report import plots
+from ilets.report import stats as S
+from ilets.report.report_context import ReportContext
+from ilets.study.results import METHOD_LABELS
 
 # %matplotlib inline
 plots.use_style()
@@ -88,7 +88,7 @@ fig = plots.metric_grid(metrics, AXES, order=order)
 # ## The paper's improvement table, and ours
 #
 # The paper reports how much ILETS- and DRL+ improve on DRL. Our counterpart is
-# `ilets.stats.improvement_table`: the relative change of the seed means, signed so that a
+# `ilets.report.stats.improvement_table`: the relative change of the seed means, signed so that a
 # positive number is an improvement (for the success rate a relative change, not
 # percentage points), per fleet size, and **pooled** as the unweighted mean of the
 # per-scale improvements (every fleet size counts equally). The CIs are paired by seed: a
@@ -115,7 +115,7 @@ fig = plots.improvement_vs_paper(found.comparison, PAPER_LABELS)
 # {glue:text}`ours_iletsm_energy_kwh` (CI {glue:text}`ci_iletsm_energy_kwh`; paper {glue:text}`paper_iletsm_energy_kwh`)
 # and {glue:text}`ours_iletsm_success_rate` (CI {glue:text}`ci_iletsm_success_rate`;
 # paper {glue:text}`paper_iletsm_success_rate`). The paper's figure lies inside our pooled CI for
-# {glue:text}`paper_in_ci` of these numbers. Under the verdict rule of `ilets.verdicts`
+# {glue:text}`paper_in_ci` of these numbers. Under the verdict rule of `ilets.report.verdicts`
 # (stated in the summary chapter), "DRL+ improves on DRL" is **{glue:text}`verdict_1`**,
 # "ILETS- improves on DRL" is **{glue:text}`verdict_2`**, and "DRL+ beats ILETS-" is
 # **{glue:text}`verdict_3`**: on response time DRL+ is {glue:text}`drlp_vs_iletsm`.
@@ -132,7 +132,7 @@ plots.markdown_table(F.claims_display(found.components, (1, 2, 3)), {})
 # Raw metrics are not comparable across fleet sizes (a larger fleet uses more energy), so
 # for aggregates across scales each run gets a **normalised score**: one plus its relative
 # improvement over DRL's mean at the same fleet size, in the paper's sense
-# (`ilets.stats.normalise_scores`). DRL's mean scores exactly 1 everywhere; 1.2 is 20 %
+# (`ilets.report.stats.normalise_scores`). DRL's mean scores exactly 1 everywhere; 1.2 is 20 %
 # better than DRL, 0.9 is 10 % worse, whatever the metric's direction. The **interquartile
 # mean** (IQM) of these scores over all runs and fleet sizes (the mean of the middle 50 %)
 # is robust to an outlying run and less noisy than a median {cite}`agarwal2021rliable`; its

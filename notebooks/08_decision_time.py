@@ -29,10 +29,10 @@ import os
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets import findings as F
-from ilets import plots
-from ilets.latency import PAPER_DECISION_MS, summarise
-from ilets.report_context import ReportContext, build_stamp
+from ilets.report import findings as F
+from ilets.report import plots
+from ilets.study.latency import PAPER_DECISION_MS, summarise
+from ilets.report.report_context import ReportContext, build_stamp
 
 plots.use_style()
 ctx = ReportContext.load()
@@ -51,7 +51,7 @@ for m in SCALES:
 # %% [markdown]
 # ## What is timed
 #
-# `ilets.latency.measure` schedules the first {glue:text}`n_decisions` tasks of an
+# `ilets.study.latency.measure` schedules the first {glue:text}`n_decisions` tasks of an
 # online segment on a fresh PPO model with the {glue:text}`profile_name` profile's settings,
 # once without and once with OAIL running (ILETS), at each fleet size, and times on the
 # main thread:

@@ -17,16 +17,16 @@
 # The paper's full text, its environment, network and expert modules and its data files are
 # not available {cite}`kang2024ilets`. Everything below had to be chosen; every choice is a
 # typed configuration field or a documented function, and the list itself is
-# `ilets.deviations.DEVIATIONS`, rendered here. Where a profile variant measures a choice,
+# `ilets.report.deviations.DEVIATIONS`, rendered here. Where a profile variant measures a choice,
 # its effect is shown after the table.
 
 # %% tags=["remove-cell"]
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets import deviations, plots
-from ilets.report_context import ReportContext
-from ilets.results import load_metrics
+from ilets.report import deviations, plots
+from ilets.report.report_context import ReportContext
+from ilets.study.results import load_metrics
 
 ctx = ReportContext.load()
 glue("profile_name", ctx.name, display=False)

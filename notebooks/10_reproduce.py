@@ -47,9 +47,9 @@ import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets.profiles import BUILTIN, load_profile
-from ilets.report_context import ReportContext
-from ilets.results import system_info
+from ilets.study.profiles import BUILTIN, load_profile
+from ilets.report.report_context import ReportContext
+from ilets.study.results import system_info
 
 rows = []
 for name in BUILTIN:

@@ -16,7 +16,7 @@
 #
 # Hyperparameters the paper does not give were chosen by a pilot at the paper's scale, on
 # seeds that no evaluation grid uses, by a rule written and committed before any pilot cell
-# ran (`ilets.pilot`, profile `src/ilets/configs/pilot.yaml`). This page reads the pilot's
+# ran (`ilets.study.pilot`, profile `src/ilets/configs/pilot.yaml`). This page reads the pilot's
 # shipped results (`shipped/pilot`): nothing here is re-run when the book builds.
 
 # %% tags=["remove-cell"]
@@ -25,10 +25,10 @@ from pathlib import Path
 from IPython.display import Markdown
 from myst_nb import glue
 
-import ilets.pilot as pilot
-from ilets import plots
-from ilets.profiles import load_profile
-from ilets.workload import PAPER_ONLINE_TASKS
+import ilets.study.pilot as pilot
+from ilets.report import plots
+from ilets.study.profiles import load_profile
+from ilets.workloads.workload import PAPER_ONLINE_TASKS
 
 root = Path.cwd().parent  # chapters execute in notebooks/
 profile = load_profile("pilot")

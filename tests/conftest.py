@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ilets.cloud import Fleet
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
-from ilets.profiles import method_defaults
+from ilets.simulator.cloud import Fleet
+from ilets.study.profiles import method_defaults
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 GOOGLE_SAMPLE = SHARED_DATA / "google2011_task_requests_sample.csv"

@@ -85,7 +85,7 @@ def book(tmp_path_factory):
     results, out = tmp / "results", tmp / "book"
     env = {**os.environ, "ILETS_RESULTS": str(results), "PYTHONUNBUFFERED": "1"}
     t0 = time.perf_counter()
-    grid = subprocess.run([sys.executable, "-m", "ilets.cli", "grid", "--profile", "smoke", "--out", str(results),
+    grid = subprocess.run([sys.executable, "-m", "ilets.study.cli", "grid", "--profile", "smoke", "--out", str(results),
                            "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert grid.returncode == 0, f"smoke grid failed:\n{grid.stdout[-3000:]}\n{grid.stderr[-3000:]}"
     grid_s = time.perf_counter() - t0

@@ -7,7 +7,7 @@ import json
 import pytest
 import yaml
 
-from ilets.cli import main
+from ilets.study.cli import main
 
 
 def test_unknown_profile_key_is_named(tmp_path, capsys):

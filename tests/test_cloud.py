@@ -1,4 +1,4 @@
-"""Tests of the event-driven simulator :mod:`ilets.cloud`.
+"""Tests of the event-driven simulator :mod:`ilets.simulator.cloud`.
 
 Three small scenarios are worked out by hand (every wait, response, success and joule in
 the comments); property tests then check the model's invariants on random small fleets,
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ilets.cloud import CPU_EPS, Cloud, Fleet, make_fleet
 from ilets.config import FleetConfig
+from ilets.simulator.cloud import CPU_EPS, Cloud, Fleet, make_fleet
 
 
 def fleet_of(capacity, mips, p_idle, p_act) -> Fleet:

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from ilets.config import ConfigError, RunConfig, load_run_config, to_dict
-from ilets.profiles import config_path, load_profile, method_defaults
+from ilets.study.profiles import config_path, load_profile, method_defaults
 
 
 def write(tmp_path, data, name="p.yaml"):
@@ -104,7 +104,7 @@ def test_digest_changes_with_any_field():
 def test_variant_effect_on_a_hand_worked_table():
     import pandas as pd
 
-    from ilets.deviations import DEVIATIONS, variant_effect
+    from ilets.report.deviations import DEVIATIONS, variant_effect
 
     rows = [{"variant": "", "method": "drl", "servers": 50, "seed": s, "avg_response_s": 2.0,
              "energy_kwh": 1.0, "success_rate": 0.5} for s in range(3)]

@@ -11,10 +11,10 @@ import sys
 import numpy as np
 import pytest
 
-from ilets.cloud import DEADLINE_TOL, Cloud, Fleet, meets_deadline
 from ilets.config import RewardConfig, RunConfig
-from ilets.objective import Task, cost_of
-from ilets.workload import TaskTable
+from ilets.simulator.cloud import DEADLINE_TOL, Cloud, Fleet, meets_deadline
+from ilets.simulator.objective import Task, cost_of
+from ilets.workloads.workload import TaskTable
 
 
 def _one_server(p_idle=100.0, p_act=100.0, mips=1000.0) -> Fleet:
@@ -23,7 +23,7 @@ def _one_server(p_idle=100.0, p_act=100.0, mips=1000.0) -> Fleet:
 
 def test_one_success_rule_for_env_summary_and_penalty():
     # arrival 0.1, a 0.2 s run, a 0.2 s deadline: finish - arrival is 0.2 + 4e-17 in floats
-    from ilets.env import CloudSchedulingEnv
+    from ilets.agents.env import CloudSchedulingEnv
 
     tasks = TaskTable(np.array([0.1]), np.array([0.5]), np.array([200.0]), np.array([0.2]))
     env = CloudSchedulingEnv(RunConfig(), tasks=tasks, fleet=_one_server())
@@ -51,7 +51,7 @@ def test_meets_deadline_tolerance_is_absolute_and_tiny():
 def test_expert_window_fitness_counts_the_same_misses():
     # two full-CPU tasks at 0.1 on one server: the second waits 0.1 s and runs 0.2 s against a
     # 0.3 s deadline; the fitness's (start - arrival) + execution is 0.30000000000000004
-    from ilets.experts import WindowFitness
+    from ilets.agents.experts import WindowFitness
 
     window = [Task(0, 0.1, 1.0, 100.0, 0.1), Task(1, 0.1, 1.0, 200.0, 0.3)]
     cloud = Cloud(_one_server(), t0=0.1)
@@ -86,6 +86,6 @@ def test_assign_before_the_clock_raises():
 def test_import_ilets_registers_the_env_without_torch():
     code = ("import sys, gymnasium as gym, ilets; from ilets import ENV_ID; "
             "assert ENV_ID in gym.registry; assert 'torch' not in sys.modules; "
-            "assert 'ilets.env' not in sys.modules; print('ok')")
+            "assert 'ilets.agents.env' not in sys.modules; print('ok')")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and "ok" in res.stdout, res.stderr

@@ -10,11 +10,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from ilets.cloud import Fleet
+from ilets.agents.env import ENV_ID, CloudSchedulingEnv
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
-from ilets.env import ENV_ID, CloudSchedulingEnv
-from ilets.objective import cost_of
-from ilets.workload import TaskTable
+from ilets.simulator.cloud import Fleet
+from ilets.simulator.objective import cost_of
+from ilets.workloads.workload import TaskTable
 
 
 @pytest.fixture

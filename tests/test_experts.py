@@ -8,14 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from ilets.cloud import Cloud, make_fleet
-from ilets.config import ConfigError, ExpertConfig, FleetConfig, RewardConfig, WorkloadConfig
-from ilets.env import build_observation
-from ilets.experts import (DEFAULT_STATE, ExpertPlan, WindowFitness, evaluate_plan, exact_optimum,
+from ilets.agents.env import build_observation
+from ilets.agents.experts import (DEFAULT_STATE, ExpertPlan, WindowFitness, evaluate_plan, exact_optimum,
                            make_expert, small_case, window_from_table)
-from ilets.objective import cost_of
-from ilets.policies import EarliestFinish
-from ilets.workload import synthetic_workload
+from ilets.agents.policies import EarliestFinish
+from ilets.config import ConfigError, ExpertConfig, FleetConfig, RewardConfig, WorkloadConfig
+from ilets.simulator.cloud import Cloud, make_fleet
+from ilets.simulator.objective import cost_of
+from ilets.workloads.workload import synthetic_workload
 
 REWARD = RewardConfig()
 CFG = ExpertConfig()
@@ -226,7 +226,7 @@ def test_gap_to_optimum_is_small():
 
 def test_benchmark_tables_agree_with_the_experts():
     """gap_cases/gap_table and timing_table (used by bench_experts.py and the book)."""
-    from ilets.expert_tables import gap_cases, gap_table, timing_table
+    from ilets.study.expert_tables import gap_cases, gap_table, timing_table
 
     rows = gap_cases(CFG, REWARD, 4, ("ga", "greedy"))
     assert [(r["case"], r["expert"]) for r in rows] == [(k, n) for k in range(4) for n in ("ga", "greedy")]
@@ -321,7 +321,7 @@ def test_emulator_copy_is_small_and_plans_like_the_full_cloud(workload):
 
 
 def test_plan_window_shares_preparation_without_changing_plans(busy):
-    from ilets.experts import plan_window
+    from ilets.agents.experts import plan_window
 
     cloud, win = busy
     experts = [make_expert(n, CFG, REWARD) for n in ("ga", "pso", "greedy")]
@@ -333,7 +333,7 @@ def test_plan_window_shares_preparation_without_changing_plans(busy):
 
 
 def test_pso_move_kernel_is_the_numpy_update_bit_for_bit():
-    from ilets.expert_kernels import decode_scores, pso_move
+    from ilets.agents.expert_kernels import decode_scores, pso_move
 
     rng = np.random.default_rng(0)
     x, v, pbest = rng.random((3, 8, 6, 5))

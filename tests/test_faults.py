@@ -21,11 +21,11 @@ import pytest
 import yaml
 from filelock import FileLock
 
-from ilets.grid import run_grid
-from ilets.profiles import load_profile
-from ilets.results import build_store
-from ilets.run import BUSY, DONE, RAN, cell_dir, cell_name, cell_problem, is_done, lock_path, run_cell_status
-from ilets.verify import HOST_KEYS
+from ilets.study.grid import run_grid
+from ilets.study.profiles import load_profile
+from ilets.study.results import build_store
+from ilets.study.run import BUSY, DONE, RAN, cell_dir, cell_name, cell_problem, is_done, lock_path, run_cell_status
+from ilets.study.verify import HOST_KEYS
 
 #: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
 TIMING = tuple(sorted(HOST_KEYS))
@@ -108,10 +108,10 @@ def test_damaged_cell_is_named_recomputed_and_the_store_complete(reference, tmp_
 
 
 def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):
-    from ilets.cloud import make_fleet
-    from ilets.env import StateSpec
-    from ilets.oinpt import collect_demonstrations
-    from ilets.workload import load_workload
+    from ilets.agents.env import StateSpec
+    from ilets.agents.oinpt import collect_demonstrations
+    from ilets.simulator.cloud import make_fleet
+    from ilets.workloads.workload import load_workload
 
     cfg = tiny_config
     wl = load_workload(cfg.workload, 0)
@@ -126,7 +126,7 @@ def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):
             again = collect_demonstrations(*args, cache_dir=tmp_path)
         np.testing.assert_array_equal(again.acts, first.acts)
         np.testing.assert_array_equal(again.obs, first.obs)
-        from ilets.oinpt import Demonstrations
+        from ilets.agents.oinpt import Demonstrations
         np.testing.assert_array_equal(Demonstrations.load(cache).acts[:len(first)], first.acts)  # written anew, whole
 
 
@@ -145,7 +145,7 @@ def test_a_cell_held_by_another_process_is_not_computed_twice(reference, tmp_pat
 
 def _cli(*args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "ilets.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "ilets.study.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
 
 

@@ -1,4 +1,4 @@
-"""ilets.findings and ilets.report_context: the chapters' numbers and sentences, on a small
+"""ilets.report.findings and ilets.report.report_context: the chapters' numbers and sentences, on a small
 synthetic results folder (no simulation), and the rules that pick each sentence."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from ilets import findings as F
-from ilets import verdicts as V
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig, to_dict
-from ilets.report_context import ReportContext, build_stamp
-from ilets.results import STATUS_DONE, STATUS_FAILED, build_store, compute_table
+from ilets.report import findings as F
+from ilets.report import verdicts as V
+from ilets.report.report_context import ReportContext, build_stamp
+from ilets.study.results import STATUS_DONE, STATUS_FAILED, build_store, compute_table
 
 REPS = 200
 SCALE = 0.002  # the smoke profile's window: ~519 online tasks
@@ -201,7 +201,7 @@ def test_budget_note():
 
 
 def test_component_display_and_empty_tables():
-    from ilets import plots
+    from ilets.report import plots
 
     assert F.claims_display({}, (1, 2)).empty
     assert plots.markdown_table(pd.DataFrame(), {}, empty="nothing here").data == "nothing here"
@@ -216,22 +216,22 @@ def test_notebooks_define_no_functions_and_do_not_branch(path):
     tree = ast.parse(path.read_text())
     found = [(type(n).__name__, n.lineno) for n in ast.walk(tree)
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.If, ast.IfExp))]
-    assert not found, f"{path.name}: logic belongs in ilets.findings: {found}"
+    assert not found, f"{path.name}: logic belongs in ilets.report.findings: {found}"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebooks_do_not_retype_paper_constants(path):
     text = path.read_text().replace("_", "").replace(",", "")
     for constant in ("590000", "330632", "259368"):
-        assert constant not in text, f"{path.name} types {constant}; use ilets.workload"
+        assert constant not in text, f"{path.name} types {constant}; use ilets.workloads.workload"
 
 
 # --- the deviations table quotes the code's values ----------------------------------------
 
 def test_deviations_quote_the_method_defaults():
-    from ilets import deviations
-    from ilets.profiles import method_defaults
-    from ilets.workload import PAPER_OFFLINE_TASKS
+    from ilets.report import deviations
+    from ilets.study.profiles import method_defaults
+    from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 
     d = method_defaults()
     rows = {r.topic: r for r in deviations.DEVIATIONS}
@@ -242,8 +242,8 @@ def test_deviations_quote_the_method_defaults():
 
 
 def test_deviation_effects_display(store):
-    from ilets import deviations
-    from ilets.results import load_metrics
+    from ilets.report import deviations
+    from ilets.study.results import load_metrics
 
     shown = deviations.effects_display(load_metrics(store, variant=None))
     assert set(shown["variant"]) == {"heavy-load"} and "avg_response_s" in shown

@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from ilets.grid import run_grid
-from ilets.profiles import load_profile
-from ilets.results import LEARNERS, build_store, compute_table
-from ilets.run import cell_name, is_done
-from ilets.verify import HOST_KEYS
+from ilets.study.grid import run_grid
+from ilets.study.profiles import load_profile
+from ilets.study.results import LEARNERS, build_store, compute_table
+from ilets.study.run import cell_name, is_done
+from ilets.study.verify import HOST_KEYS
 
 #: fields that depend on the machine's speed, not on the computation
 #: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
@@ -43,7 +43,7 @@ def write_profile(path: Path, **fields) -> Path:
 def cli(*args: str, **kw) -> subprocess.Popen:
     """``ilets ...`` in a new process group (so the test can kill it with its workers)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen([sys.executable, "-m", "ilets.cli", *args], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "ilets.study.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True, **kw)
 
 

@@ -8,26 +8,29 @@ type-only import is still a dependency, and a lazy one is how cycles usually hid
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
+
+from ilets import MOVED
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "ilets"
 
 #: The layers, lowest first; a module may import its own layer and the ones before it.
-#: Each entry is a module or a package prefix.
+#: Each entry is a module or a package (its modules and subpackages).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("ilets", "ilets.config", "ilets.method_table", "ilets.lifecycle", "ilets.configs", "ilets.data")),
-    ("workloads", ("ilets.trace", "ilets.download", "ilets.workload")),
-    ("simulator", ("ilets.cloud", "ilets.objective", "ilets.twin")),
-    ("agents", ("ilets.observation", "ilets.env", "ilets.policies", "ilets.experts", "ilets.expert_kernels",
-                "ilets.ppo", "ilets.oinpt", "ilets.oail", "ilets.methods")),
-    ("study", ("ilets.profiles", "ilets.run", "ilets.grid", "ilets.results", "ilets.cli", "ilets.pilot",
-               "ilets.shipping", "ilets.latency", "ilets.expert_tables")),
-    ("report", ("ilets.stats", "ilets.verdicts", "ilets.findings", "ilets.deviations", "ilets.plots",
-                "ilets.events", "ilets.report_context", "ilets.calibration")),
+    ("workloads", ("ilets.workloads",)),
+    ("simulator", ("ilets.simulator",)),
+    ("agents", ("ilets.agents",)),
+    ("study", ("ilets.study",)),
+    ("report", ("ilets.report",)),
 )
+#: Old top-level names, now aliases of the moved modules (``ilets.MOVED``); a file under such
+#: a name is a forwarding stub for processes started before the move, not a layer member.
+OLD_NAMES = frozenset(f"ilets.{name}" for name in MOVED)
 
 
 def module_name(path: Path) -> str:
@@ -37,13 +40,12 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    """Every module of the package by dotted name."""
-    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    """Every module of the package by dotted name (forwarding stubs of old names left out)."""
+    return {name: p for p in sorted(PACKAGE.rglob("*.py")) if (name := module_name(p)) not in OLD_NAMES}
 
 
-def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The package's modules that ``name`` imports (resolving relative imports and
-    ``from ilets import trace``, which names a module, not an attribute)."""
+def raw_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """Dotted names ``name`` imports, relative imports resolved, before mapping to modules."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
@@ -57,7 +59,14 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
                 base = ".".join(anchor + ([base] if base else []))
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                found.add(sub if sub in known else base)
+                found.add(sub if sub in known or sub in OLD_NAMES else base)
+    return found
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that ``name`` imports (resolving relative imports and
+    ``from ilets import trace``, which names a module, not an attribute)."""
+    found = raw_imports(name, path, known)
     resolved = set()
     for target in found:
         # ``import ilets.a.b`` depends on ilets.a.b (the closest known module)
@@ -137,6 +146,15 @@ def test_the_import_graph_has_no_cycle(graph):
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def test_the_package_imports_moved_modules_by_their_new_names():
+    """Inside the package an old name would hide the real dependency (and its layer)."""
+    mods = modules()
+    old = {name: sorted(d for d in raw_imports(name, path, set(mods)) if d in OLD_NAMES or
+                        any(d.startswith(o + ".") for o in OLD_NAMES))
+           for name, path in mods.items()}
+    assert not {k: v for k, v in old.items() if v}
+
+
 @pytest.mark.parametrize("module", sorted(modules()))
 def test_no_module_imports_a_higher_layer(module, graph):
     mine = layer_of(module)
@@ -144,3 +162,14 @@ def test_no_module_imports_a_higher_layer(module, graph):
     names = [name for name, _ in LAYERS]
     assert not upward, (f"{module} (layer {names[mine]}) imports higher layers: "
                         + ", ".join(f"{d} ({names[layer_of(d)]})" for d in upward))
+
+
+def test_the_readme_architecture_table_lists_exactly_the_modules():
+    """README's architecture table names every module of the tree, and no module that is gone."""
+    text = (SRC.parent / "README.md").read_text()
+    section = text[text.index("## Architecture"):]
+    section = section[:section.index("\n## ", 1)]
+    listed = {name for line in section.splitlines() if line.startswith("| `ilets.")
+              for name in re.findall(r"`(ilets[\w.]*)`", line.split("|")[1])}
+    packages = {m for m, p in modules().items() if p.name == "__init__.py"}
+    assert listed == set(modules()) - packages

@@ -10,14 +10,14 @@ import pytest
 import torch as th
 from sb3_contrib import MaskablePPO
 
-from ilets.cloud import make_fleet
+from ilets.agents.env import CloudSchedulingEnv, StateSpec
+from ilets.agents.methods import run_method
+from ilets.agents.oinpt import Demonstrations, behaviour_clone, collect_demonstrations, pretrain_critic
+from ilets.agents.ppo import NumpyActor, PPOPolicy, make_ppo
 from ilets.config import HEURISTICS, METHODS
-from ilets.env import CloudSchedulingEnv, StateSpec
-from ilets.methods import run_method
-from ilets.oinpt import Demonstrations, behaviour_clone, collect_demonstrations, pretrain_critic
-from ilets.ppo import NumpyActor, PPOPolicy, make_ppo
-from ilets.run import cell_dir, run_cell
-from ilets.workload import load_workload
+from ilets.simulator.cloud import make_fleet
+from ilets.study.run import cell_dir, run_cell
+from ilets.workloads.workload import load_workload
 
 
 def setup(cfg):
@@ -135,7 +135,7 @@ def test_an_interrupted_cell_leaves_no_finished_looking_folder(tiny_config, tmp_
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("ilets.methods.run_heuristic", boom)
+    monkeypatch.setattr("ilets.agents.methods.run_heuristic", boom)
     with pytest.raises(KeyboardInterrupt):
         run_cell(cfg, tmp_path)
     assert not cell_dir(cfg, tmp_path).exists()
@@ -145,7 +145,7 @@ def test_an_interrupted_cell_leaves_no_finished_looking_folder(tiny_config, tmp_
 
 
 def test_ppo_policy_fits_the_shared_policy_interface(tiny_config):
-    from ilets.policies import schedule
+    from ilets.agents.policies import schedule
 
     wl, fleet = setup(tiny_config)
     env = CloudSchedulingEnv(tiny_config, tasks=wl.online, fleet=fleet)

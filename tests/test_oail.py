@@ -11,11 +11,11 @@ import psutil
 import pytest
 from stable_baselines3.common.callbacks import BaseCallback
 
-from ilets.cloud import make_fleet
-from ilets.env import CloudSchedulingEnv
-from ilets.oail import OAILCallback
-from ilets.ppo import make_ppo
-from ilets.workload import load_workload
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.oail import OAILCallback
+from ilets.agents.ppo import make_ppo
+from ilets.simulator.cloud import make_fleet
+from ilets.workloads.workload import load_workload
 
 
 class StepClock(BaseCallback):
@@ -163,11 +163,11 @@ def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
 
     script = textwrap.dedent("""
         import dataclasses
-        from ilets.profiles import method_defaults
+        from ilets.agents.methods import run_learner
         from ilets.config import WorkloadConfig, FleetConfig
-        from ilets.workload import load_workload
-        from ilets.cloud import make_fleet
-        from ilets.methods import run_learner
+        from ilets.simulator.cloud import make_fleet
+        from ilets.study.profiles import method_defaults
+        from ilets.workloads.workload import load_workload
         base = method_defaults()
         cfg = dataclasses.replace(base, method="ilets-", workload=WorkloadConfig(scale=0.001),
                                   fleet=FleetConfig(servers=10),
@@ -189,9 +189,9 @@ def test_sync_mode_imitates_every_window(tiny_config):
 
 
 def test_sync_mode_is_deterministic(tiny_config, tmp_path):
-    from ilets.cloud import make_fleet
-    from ilets.methods import run_learner
-    from ilets.workload import load_workload
+    from ilets.agents.methods import run_learner
+    from ilets.simulator.cloud import make_fleet
+    from ilets.workloads.workload import load_workload
 
     cfg = dataclasses.replace(tiny_config, method="ilets-",
                               oail=dataclasses.replace(tiny_config.oail, clock="sync", every=30))
@@ -204,7 +204,7 @@ def test_sync_mode_is_deterministic(tiny_config, tmp_path):
 # --- the simulated clock ------------------------------------------------------------------
 
 def test_emulator_slots_hand_computed():
-    from ilets.oail import EmulatorSlots
+    from ilets.agents.oail import EmulatorSlots
 
     slots = EmulatorSlots(1, latency=1.0, max_pending=1)
     assert slots.admit(0.0) == 1.0  # free slot: due after the latency
@@ -220,7 +220,7 @@ def test_emulator_slots_hand_computed():
 
 def test_simulated_results_are_applied_at_their_due_time(tiny_config, monkeypatch):
     """Each result is applied at the first rollout start at or after its due time."""
-    from ilets.oail import EmulatorSlots
+    from ilets.agents.oail import EmulatorSlots
 
     dues, applied = [], []
     admit, imitate = EmulatorSlots.admit, OAILCallback._imitate
@@ -251,7 +251,7 @@ def test_simulated_results_are_applied_at_their_due_time(tiny_config, monkeypatc
 
 
 def _cell(cfg, experts, **oail):
-    from ilets.methods import run_learner
+    from ilets.agents.methods import run_learner
 
     cfg = dataclasses.replace(cfg, method="ilets-", oail=dataclasses.replace(
         cfg.oail, experts=tuple(experts), weights=(0.6, 0.4)[:len(experts)], **oail))
@@ -285,7 +285,7 @@ def test_served_share_follows_latency_and_slots(tiny_config):
 @pytest.mark.parametrize("mode", ["past", "upcoming"])
 def test_admission_from_arrivals_alone_matches_a_run(tiny_config, mode, monkeypatch):
     """Served and dropped windows follow from the arrival times; no run is needed to know them."""
-    from ilets.oail import admission
+    from ilets.agents.oail import admission
 
     submitted = []
     original = OAILCallback._submit
@@ -299,6 +299,6 @@ def test_admission_from_arrivals_alone_matches_a_run(tiny_config, mode, monkeypa
     oail, _, _ = learn_with(tiny_config, ["greedy"], every=10, **opts)
     cfg = dataclasses.replace(oail.cfg)
     plan = admission(oail.env.tasks.arrival, cfg, tiny_config.experts.window)
-    from ilets.oail import submissions
+    from ilets.agents.oail import submissions
     np.testing.assert_array_equal(submissions(len(oail.env.tasks), 10, tiny_config.experts.window, mode), submitted)
     assert plan["requests"] == oail.counters.requests and plan["dropped"] == oail.counters.dropped > 0

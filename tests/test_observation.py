@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ilets.cloud import make_fleet
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.observation import LAYOUTS, StateSpec, build_observation, write_blocks
 from ilets.config import OBSERVATIONS, FleetConfig, RunConfig, WorkloadConfig
-from ilets.env import CloudSchedulingEnv
-from ilets.observation import LAYOUTS, StateSpec, build_observation, write_blocks
+from ilets.simulator.cloud import make_fleet
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "observations.npz"
 STEPS = (0, 1, 7, 40, 90, 160, 239)  # states recorded (decision indices)

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch as th
 
-from ilets.cloud import make_fleet
-from ilets.env import StateSpec
-from ilets.oinpt import Demonstrations, cloning_report, collect_demonstrations
-from ilets.workload import load_workload
+from ilets.agents.env import StateSpec
+from ilets.agents.oinpt import Demonstrations, cloning_report, collect_demonstrations
+from ilets.simulator.cloud import make_fleet
+from ilets.workloads.workload import load_workload
 
 
 class FixedPolicy:

@@ -1,12 +1,12 @@
-"""The pilot's selection rule (ilets.pilot) on hand-made results, and its seed hygiene."""
+"""The pilot's selection rule (ilets.study.pilot) on hand-made results, and its seed hygiene."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from ilets.pilot import MIN_GAIN, PILOT_SEEDS, candidates, chosen_overrides, objective, select
-from ilets.profiles import BUILTIN, Profile, Variant, load_profile
+from ilets.study.pilot import MIN_GAIN, PILOT_SEEDS, candidates, chosen_overrides, objective, select
+from ilets.study.profiles import BUILTIN, Profile, Variant, load_profile
 
 
 def profile() -> Profile:
@@ -102,8 +102,8 @@ def test_methods_yaml_holds_the_pilots_choices():
     from pathlib import Path
 
     from ilets.config import to_dict
-    from ilets.pilot import SHIPPED, report
-    from ilets.profiles import method_defaults
+    from ilets.study.pilot import SHIPPED, report
+    from ilets.study.profiles import method_defaults
 
     folder = Path(__file__).resolve().parents[1] / SHIPPED
     if not (folder / "store" / "metrics.parquet").is_file():
@@ -120,7 +120,7 @@ def test_methods_yaml_holds_the_pilots_choices():
 def test_report_reads_a_folder_and_says_what_was_decided(tmp_path):
     import json
 
-    from ilets.pilot import report
+    from ilets.study.pilot import report
 
     m = metrics(lr_hi=(1.0, 1.0))
     m = m[~((m["variant"] == "ent") & (m["seed"] == 1001))]  # ent-0.01 incomplete

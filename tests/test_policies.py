@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ilets.cloud import Cloud, Fleet, make_fleet
-from ilets.config import FleetConfig, RewardConfig, WorkloadConfig
-from ilets.objective import Task, cost_of
-from ilets.policies import (HEURISTICS, EarliestFinish, GreedyCost, LeastLoaded, MinEnergy, RandomPolicy,
+from ilets.agents.policies import (HEURISTICS, EarliestFinish, GreedyCost, LeastLoaded, MinEnergy, RandomPolicy,
                             RoundRobin, make_heuristic, schedule)
-from ilets.workload import synthetic_workload
+from ilets.config import FleetConfig, RewardConfig, WorkloadConfig
+from ilets.simulator.cloud import Cloud, Fleet, make_fleet
+from ilets.simulator.objective import Task, cost_of
+from ilets.workloads.workload import synthetic_workload
 
 
 def fleet4() -> Fleet:
@@ -86,7 +86,7 @@ def test_greedy_cost_is_the_argmin_of_the_exact_cost():
 
 
 def test_vector_costs_equal_the_scalar_cost_on_every_server():
-    from ilets.objective import costs
+    from ilets.simulator.objective import costs
 
     fleet = make_fleet(FleetConfig(servers=15), seed=1)
     tasks = synthetic_workload(WorkloadConfig(scale=0.001), seed=1).online

@@ -19,11 +19,11 @@ from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-from ilets.cloud import make_fleet
-from ilets.env import CloudSchedulingEnv
-from ilets.methods import run_method
-from ilets.ppo import FastMaskablePPO, NumpyActorCritic, make_ppo
-from ilets.workload import load_workload
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.methods import run_method
+from ilets.agents.ppo import FastMaskablePPO, NumpyActorCritic, make_ppo
+from ilets.simulator.cloud import make_fleet
+from ilets.workloads.workload import load_workload
 
 ARRAYS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs", "action_masks",
           "advantages", "returns")

@@ -6,10 +6,10 @@ import json
 
 import pandas as pd
 
-from ilets.grid import run_grid
-from ilets.profiles import load_profile
-from ilets.results import load_metrics
-from ilets.shipping import PROVENANCE, load_provenance, provenance_line, ship
+from ilets.study.grid import run_grid
+from ilets.study.profiles import load_profile
+from ilets.study.results import load_metrics
+from ilets.study.shipping import PROVENANCE, load_provenance, provenance_line, ship
 
 
 def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(tmp_path):

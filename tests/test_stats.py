@@ -1,4 +1,4 @@
-"""Tests of ilets.stats on small synthetic tables with known answers (fast, no simulation)."""
+"""Tests of ilets.report.stats on small synthetic tables with known answers (fast, no simulation)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ilets import stats as S
+from ilets.report import stats as S
 
 REPS = 400  # enough for the properties tested, keeps the file fast
 POI_REPS = 150  # rliable's probability of improvement runs a Mann-Whitney test per resample
@@ -219,7 +219,7 @@ def test_interval_coverage_near_nominal(paired):
 
 
 def test_compare_improvement_table_and_verdicts_share_one_resampler():
-    from ilets import verdicts as V
+    from ilets.report import verdicts as V
 
     m = random_metrics(np.random.default_rng(5))
     for paired in (True, False):

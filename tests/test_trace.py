@@ -1,4 +1,4 @@
-"""Tests of ilets.trace on small synthetic shards in the exact task_events format.
+"""Tests of ilets.workloads.trace on small synthetic shards in the exact task_events format.
 
 Shards are written here (gzip, 13 columns, empty fields for missing values); the downloader
 is tested against a local HTTP server on 127.0.0.1 only.
@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from ilets.config import WorkloadConfig
-from ilets.download import KNOWN_SHA256, download_shards, download_window_shards, probe_first_timestamp
-from ilets.trace import TraceError, find_window, first_timestamp, list_shards, read_submits, shard_name, submit_counts
-from ilets.workload import google_workload, load_task_events, load_workload
+from ilets.workloads.download import KNOWN_SHA256, download_shards, download_window_shards, probe_first_timestamp
+from ilets.workloads.trace import TraceError, find_window, first_timestamp, list_shards, read_submits, shard_name, submit_counts
+from ilets.workloads.workload import google_workload, load_task_events, load_workload
 
 US = 1_000_000
 
@@ -80,7 +80,7 @@ def test_load_window_counts_boundaries_and_stats(tmp_path):
 
 
 def test_the_reader_returns_arrays_and_the_table_adds_lengths_and_deadlines(tmp_path):
-    """ilets.trace reads (arrival, cpu) only; ilets.workload draws what the trace lacks."""
+    """ilets.workloads.trace reads (arrival, cpu) only; ilets.workloads.workload draws what the trace lacks."""
     trace = make_trace(tmp_path)
     found = read_submits(trace, 150, 250)
     assert not hasattr(found, "length") and not hasattr(found, "deadline")

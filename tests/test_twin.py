@@ -1,4 +1,4 @@
-"""Cross-check: the analytic simulator (:mod:`ilets.cloud`) against its SimPy twin.
+"""Cross-check: the analytic simulator (:mod:`ilets.simulator.cloud`) against its SimPy twin.
 
 The two share only the model; if they agree on every task's start and finish and on the
 energy, over thousands of tasks with queues and over tie-heavy random systems, a slip in
@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ilets.cloud import CPU_EPS, Cloud, Fleet, make_fleet
 from ilets.config import FleetConfig, WorkloadConfig
-from ilets.twin import earliest_finish_twin, simulate_twin
-from ilets.workload import TaskTable, synthetic_workload
+from ilets.simulator.cloud import CPU_EPS, Cloud, Fleet, make_fleet
+from ilets.simulator.twin import earliest_finish_twin, simulate_twin
+from ilets.workloads.workload import TaskTable, synthetic_workload
 
 
 def replay_cloud(fleet: Fleet, tasks: TaskTable, assignment) -> tuple[np.ndarray, np.ndarray, float]:
@@ -90,7 +90,7 @@ def test_earliest_finish_agrees(small_tasks):
 
 def test_policies_earliest_finish_agrees(small_tasks):
     """The study's Earliest-Finish policy (branch and bound over Cloud) matches the twin's."""
-    policies = pytest.importorskip("ilets.policies")
+    policies = pytest.importorskip("ilets.agents.policies")
     fleet = make_fleet(FleetConfig(servers=20), seed=4)
     cloud = policies.schedule(small_tasks, fleet, policies.EarliestFinish())
     df = cloud.task_frame().sort_values("task")

@@ -1,4 +1,4 @@
-"""Tests of ilets.verdicts on synthetic metric and curve tables whose verdicts are known."""
+"""Tests of ilets.report.verdicts on synthetic metric and curve tables whose verdicts are known."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from ilets import verdicts as V
 from ilets.config import HEURISTICS
+from ilets.report import verdicts as V
 
 REPS = 300
 SCALES = (50, 100, 200)
@@ -62,7 +62,7 @@ def test_component_effect_matches_hand_computation_both_directions():
 
 
 def test_component_effects_of_known_metric_agree_with_improvement_table():
-    from ilets import stats as S
+    from ilets.report import stats as S
 
     m = metrics_table({"drl": {}, "drl+": GOOD})
     eff = V.component_effects(m, "drl+", "drl", "avg_response_s", False, reps=REPS, seed=3)
@@ -227,7 +227,7 @@ def test_trend_change_ranges_from_a_profile():
     ranges = V.trend_change_ranges(profile)
     d, d_end = ranges(1)["trend_change"]
     from ilets.config import WorkloadConfig
-    from ilets.workload import synthetic_workload
+    from ilets.workloads.workload import synthetic_workload
 
     w = synthetic_workload(WorkloadConfig(scale=0.002), 1)
     assert 0 < d < d_end <= len(w.online)

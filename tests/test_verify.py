@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from ilets.cli import main
-from ilets.grid import run_grid
-from ilets.profiles import load_profile
-from ilets.shipping import ship
-from ilets.verify import compare, pick
+from ilets.study.cli import main
+from ilets.study.grid import run_grid
+from ilets.study.profiles import load_profile
+from ilets.study.shipping import ship
+from ilets.study.verify import compare, pick
 
 
 @pytest.fixture(scope="module")

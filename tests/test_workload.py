@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from ilets.config import WorkloadConfig
-from ilets.workload import (PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, RATE_SHAPE, TaskTable, cpu_quantile_table,
+from ilets.workloads.workload import (PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, RATE_SHAPE, TaskTable, cpu_quantile_table,
                             load_workload, rate_shape, sample_cpu, synthetic_workload)
 
 from conftest import GOOGLE_SAMPLE

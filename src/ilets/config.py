@@ -135,7 +135,7 @@ class PPOConfig:
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128  #: one hidden layer of this width for actor and critic [paper]
-    #: collect rollouts with the numpy loop of :class:`ilets.ppo.FastMaskablePPO` (same
+    #: collect rollouts with the numpy loop of :class:`ilets.agents.ppo.FastMaskablePPO` (same
     #: distribution, SB3's own update); False runs sb3-contrib's stock loop [ours]
     fast_rollout: bool = True
 
@@ -213,9 +213,9 @@ class OINPTConfig:
 
 
 OAIL_CLOCKS = ("simulated", "wall", "sync")
-#: the experts OAIL can call (``ilets.experts``); kept here so that config needs no import
+#: the experts OAIL can call (``ilets.agents.experts``); kept here so that config needs no import
 EXPERT_NAMES = ("ga", "pso", "greedy")
-#: fault-injection experts of the tests (``ilets.oail``): ``slow:<seconds>:<expert>`` delays
+#: fault-injection experts of the tests (``ilets.agents.oail``): ``slow:<seconds>:<expert>`` delays
 #: a real expert, ``crash`` raises, ``exit`` kills its worker process
 _FAULT = re.compile(r"slow:(?P<s>[^:]+):(?P<name>[^:]+)|crash|exit")
 
@@ -290,7 +290,7 @@ class OAILConfig:
 METHODS = LEARNERS
 #: run seeds go to numpy and torch, which take seeds in [0, 2**32)
 SEED_MAX = 2**32 - 1
-#: Observation layouts a run may name; each is a tuple of feature blocks in ilets.observation.LAYOUTS.
+#: Observation layouts a run may name; each is a tuple of feature blocks in ilets.agents.observation.LAYOUTS.
 OBSERVATIONS = ("paper", "rich")
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 

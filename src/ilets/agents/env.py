@@ -1,0 +1,156 @@
+"""The Gymnasium view of the cloud: one arriving task per step, one server per action.
+
+Observation (float32): the feature blocks of the run's layout, :mod:`ilets.agents.observation`
+(``observation: paper``, size 2M+2, the authors' layout [code]: the task's CPU request and
+length, each server's free CPU and task count; ``observation: rich`` [ours], size 5M+2, adds
+each server's wait bound, speed share and power share). :class:`StateSpec` and
+:func:`build_observation` are re-exported here.
+
+Action: a server index, ``Discrete(M)``. A server whose capacity is below the request can
+never run the task; :meth:`CloudSchedulingEnv.action_masks` (the sb3-contrib convention)
+marks those False. If such an action is taken anyway it is redirected to the least-loaded
+feasible server and ``reward.infeasible_penalty`` is added to the cost, with
+``info["infeasible"] = True``; the task is never dropped, so every method schedules the
+same tasks.
+
+Reward: ``-cost`` of :mod:`ilets.simulator.objective`. An episode is one workload segment (the online
+half by default); at its end every queued task is run to completion and ``info["final"]``
+holds the segment's metrics.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ilets.agents.observation import StateSpec, build_observation
+from ilets.agents.policies import LeastLoaded
+from ilets.config import OBSERVATIONS, RunConfig
+from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
+from ilets.simulator.objective import Task, cost_of
+from ilets.workloads.workload import TaskTable, load_workload
+
+from ilets import ENV_ID
+
+__all__ = ["CloudSchedulingEnv", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
+
+
+class CloudSchedulingEnv(gym.Env):
+    """Online task scheduling on a heterogeneous fleet (see the module docstring).
+
+    Args:
+        config: the run configuration (workload, fleet, reward). Defaults to ``RunConfig()``.
+        segment: ``"online"`` (the last 25 minutes) or ``"offline"`` (the first 25).
+        tasks: use these tasks instead of generating the workload from ``config``.
+        fleet: use this fleet instead of ``make_fleet(config.fleet)``.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, config: RunConfig | None = None, segment: str = "online",
+                 tasks: TaskTable | None = None, fleet: Fleet | None = None) -> None:
+        super().__init__()
+        self.config = (config or RunConfig()).validate()
+        if segment not in ("online", "offline"):
+            raise ValueError(f"segment must be 'online' or 'offline', got {segment!r}")
+        self.segment = segment
+        self.fleet = fleet if fleet is not None else make_fleet(self.config.fleet, self.config.fleet.seed)
+        self._fixed_tasks = tasks
+        self._workload_seed = self.config.seed
+        self.tasks = tasks if tasks is not None else self._load_tasks(self._workload_seed)
+        m = len(self.fleet)
+        self.state = StateSpec.of(self.config)
+        high = self.state.high(self.fleet)
+        self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
+        self.action_space = spaces.Discrete(m)
+        self._obs = np.zeros(len(high), np.float32)
+        self._redirect = LeastLoaded()  # where an infeasible action's task goes instead
+        self.cloud: Cloud | None = None
+        self.t = 0
+
+    # --- helpers ----------------------------------------------------------------------
+    def _load_tasks(self, seed: int) -> TaskTable:
+        workload = load_workload(self.config.workload, seed)
+        return workload.online if self.segment == "online" else workload.offline
+
+    def _task(self, j: int) -> Task:
+        tb = self.tasks
+        return Task(j, float(tb.arrival[j]), float(tb.cpu[j]), float(tb.length[j]), float(tb.deadline[j]))
+
+    @property
+    def current_task(self) -> Task:
+        """The task waiting for a decision."""
+        return self._current
+
+    def observe(self) -> np.ndarray:
+        """The observation for the current task (a fresh array)."""
+        return build_observation(self.cloud, self._current, self.state, self._obs).copy()
+
+    def action_masks(self) -> np.ndarray:
+        """True where the server's capacity can hold the current task's request."""
+        return self._mask
+
+    # --- gymnasium API --------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start the segment again; ``seed`` redraws the workload (unless tasks were given)."""
+        super().reset(seed=seed)
+        if seed is not None and self._fixed_tasks is None and seed != self._workload_seed:
+            self._workload_seed = seed
+            self.tasks = self._load_tasks(seed)
+        if len(self.tasks) == 0:
+            raise ValueError("the workload segment has no tasks")
+        self.cloud = Cloud(self.fleet, t0=float(self.tasks.arrival[0]))
+        self.t = 0
+        self._cost_sum = 0.0
+        self._infeasible = 0
+        self._set_current(0)
+        return self.observe(), {"task": 0}
+
+    def _set_current(self, j: int) -> None:
+        self._current = self._task(j)
+        self.cloud.advance(self._current.arrival)
+        self._mask = self.cloud.feasible(self._current.cpu)
+
+    def step(self, action):
+        task, cloud, cfg = self._current, self.cloud, self.config.reward
+        s = int(action)
+        infeasible = not self._mask[s]
+        if infeasible:
+            self._infeasible += 1
+            s = self._redirect.act(cloud, task, self._mask)
+        # the cost reads the power before the task is added (cost_of adds the task's share)
+        cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), cfg)
+        cost += cfg.infeasible_penalty if infeasible else 0.0
+        start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
+        self._cost_sum += cost
+        response = finish - task.arrival
+        info = {"server": s, "response": response, "success": bool(meets_deadline(response, task.deadline)),
+                "cost": cost, "infeasible": infeasible,
+                # running metrics of the segment so far
+                "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1)}
+        self.t += 1
+        terminated = self.t >= len(self.tasks)
+        if terminated:
+            cloud.run_to_completion()
+            final = cloud.summary()
+            final["mean_reward"] = -self._cost_sum / self.t
+            final["infeasible_actions"] = self._infeasible
+            info["final"] = final
+            obs = self._obs.copy()
+        else:
+            self._set_current(self.t)
+            obs = self.observe()
+        # energy used up to the next arrival, or to the last finish once the segment is over
+        info["energy_kwh"] = cloud.energy / 3.6e6
+        return obs, -cost, terminated, False, info
+
+
+def register() -> None:
+    """Register :data:`ENV_ID` with Gymnasium (idempotent; ``import ilets`` already does it)."""
+    from ilets import register_env
+
+    register_env()
+
+
+register()

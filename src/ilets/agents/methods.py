@@ -1,0 +1,193 @@
+"""The four methods and the heuristics, each run as one online pass over the online segment.
+
+=========  ==========================================  =====================
+method     what learns                                  imitation
+=========  ==========================================  =====================
+drl        MaskablePPO from random weights, online      none
+drl+       the same, after OINPT                        offline BC (+ critic)
+ilets-     MaskablePPO from random weights, online      OAIL callback
+ilets      the same, after OINPT                        OINPT and OAIL
+heuristic  nothing                                      none
+=========  ==========================================  =====================
+
+Every decision of the pass counts in the metrics, including the early bad ones of a cold
+start: the policy schedules while it learns, as in the paper. PPO's first rollout starts
+at the first task; training stops when the segment's last task has been placed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.observation import StateSpec
+from ilets.config import HEURISTICS, RunConfig
+from ilets.method_table import METHOD_SPECS
+from ilets.simulator.cloud import Fleet
+from ilets.workloads.workload import Workload
+
+
+@dataclass
+class DecisionLog:
+    """Per-decision reward, response, success and cumulative energy of one online pass."""
+
+    reward: list = field(default_factory=list)
+    response: list = field(default_factory=list)
+    success: list = field(default_factory=list)
+    energy_j: list = field(default_factory=list)
+    final: dict = field(default_factory=dict)
+
+    def add(self, reward: float, info: dict) -> None:
+        """Log one env step from its reward and ``info``."""
+        self.reward.append(float(reward))
+        self.response.append(info["response"])
+        self.success.append(bool(info["success"]))
+        self.energy_j.append(info["energy_kwh"] * 3.6e6)
+        if "final" in info:
+            self.final = dict(info["final"])
+
+    def curve(self, every: int):
+        """Learning curve: one row per ``every`` decisions (the last row may be shorter)."""
+        import pandas as pd
+
+        n = len(self.reward)
+        idx = np.arange(n) // every
+        df = pd.DataFrame({"window": idx, "reward": self.reward, "response": self.response,
+                           "success": self.success})
+        g = df.groupby("window").agg(reward=("reward", "mean"), response=("response", "mean"),
+                                     success=("success", "mean"), decisions=("reward", "size"))
+        energy = np.asarray(self.energy_j)
+        ends = np.minimum((g.index.to_numpy() + 1) * every, n) - 1
+        starts_prev = np.concatenate([[0.0], energy[ends[:-1]]])
+        g["energy_kwh"] = (energy[ends] - starts_prev) / 3.6e6
+        g["decision_end"] = ends + 1
+        return g.reset_index()
+
+
+class _Recorder(BaseCallback):
+    """Logs every decision PPO makes and stops learning when the segment ends."""
+
+    def __init__(self, log: DecisionLog, progress=None) -> None:
+        super().__init__()
+        self.log = log
+        self.progress = progress
+
+    def _on_step(self) -> bool:
+        self.log.add(self.locals["rewards"][0], self.locals["infos"][0])
+        if self.progress is not None:
+            self.progress(1)
+        return not bool(self.locals["dones"][0])
+
+
+@dataclass
+class OnlineResult:
+    log: DecisionLog
+    extra: dict  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
+    decision_s: np.ndarray  #: per-decision latency samples, s
+    model: object | None = None  #: the trained MaskablePPO, for RL methods
+
+
+def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=None) -> OnlineResult:
+    """Schedule the online segment with a heuristic through the same env as the learners."""
+    from ilets.agents.policies import make_heuristic
+
+    policy = make_heuristic(cfg.method, seed=cfg.seed, reward=cfg.reward)
+    env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
+    env.reset(seed=cfg.seed)
+    log = DecisionLog()
+    times = drive(env, policy, log, progress)
+    return OnlineResult(log, {}, times)
+
+
+def drive(env: CloudSchedulingEnv, policy, log: DecisionLog | None = None, progress=None) -> np.ndarray:
+    """Step ``env`` (already reset) to the end of its segment with ``policy``.
+
+    Returns the time each decision took (the policy's ``act``, observation included for a
+    learned policy), and logs every step into ``log`` when given.
+    """
+    times, done = [], False
+    while not done:
+        t0 = time.perf_counter()
+        a = policy.act(env.cloud, env.current_task, env.action_masks())
+        times.append(time.perf_counter() - t0)
+        _, r, done, _, info = env.step(a)
+        if log is not None:
+            log.add(r, info)
+        if progress is not None:
+            progress(1)
+    return np.asarray(times)
+
+
+def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
+                progress=None) -> OnlineResult:
+    """DRL, DRL+, ILETS- or ILETS over the online segment (see the module table)."""
+    from ilets.agents.oail import OAILCallback
+    from ilets.agents.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
+    from ilets.agents.ppo import make_ppo
+
+    env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
+    model = make_ppo(env, cfg.ppo, cfg.seed)
+    extra: dict = {}
+    spec = METHOD_SPECS[cfg.method]
+    if spec.oinpt:
+        t0, c0 = time.perf_counter(), time.process_time()
+        demos = collect_demonstrations(workload.offline, fleet, cfg.oinpt.expert, cfg.experts, cfg.reward,
+                                       cfg.oinpt.max_demo_tasks, cfg.seed, StateSpec.of(cfg),
+                                       cache_dir=cache_dir)
+        c1 = time.process_time()
+        extra["demo_tasks"] = len(demos)
+        extra["demo_seconds"] = demos.seconds
+        extra.update(behaviour_clone(model, demos, cfg.oinpt, cfg.seed))
+        if cfg.oinpt.critic_pretrain:
+            extra.update(pretrain_critic(model, demos, cfg.ppo.gamma, cfg.oinpt, cfg.seed))
+        extra["oinpt_seconds"] = time.perf_counter() - t0
+        # CPU by phase (a cached demonstration set costs its loading only)
+        extra["cpu_demos_s"], extra["cpu_bc_s"] = c1 - c0, time.process_time() - c1
+    log = DecisionLog()
+    callbacks: list[BaseCallback] = [_Recorder(log, progress)]
+    oail = None
+    if spec.oail:
+        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed, StateSpec.of(cfg))
+        callbacks.append(oail)
+    try:
+        model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
+    finally:
+        if oail is not None:
+            oail.close()
+    imitation = 0.0
+    if oail is not None:
+        extra.update(oail.counters.as_dict())
+        imitation = oail.counters.imitation_cpu_s
+    phases = getattr(model, "phase_cpu", None)
+    if phases is not None:
+        # OAIL's updates run inside the rollout loop (at each rollout start): count them apart
+        extra["cpu_rollout_s"] = phases["rollout"] - imitation
+        extra["cpu_update_s"] = phases["update"]
+    return OnlineResult(log, extra, decision_latency(model, cfg, workload, fleet), model)
+
+
+def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n: int = 2000) -> np.ndarray:
+    """Latency of the trained policy's decision (observation + numpy actor), s per task.
+
+    Measured on a replay of the first ``n`` online tasks after training, because during
+    learning the rollout loop also computes values and log-probabilities for PPO's buffer.
+    """
+    from ilets.agents.ppo import PPOPolicy
+
+    policy = PPOPolicy(model, StateSpec.of(cfg))
+    env = CloudSchedulingEnv(cfg, tasks=workload.online.slice(0, min(n, len(workload.online))), fleet=fleet)
+    env.reset()
+    return drive(env, policy)
+
+
+def run_method(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
+               progress=None) -> OnlineResult:
+    """Run ``cfg.method`` (a learner or a heuristic) over the online segment."""
+    if cfg.method in HEURISTICS:
+        return run_heuristic(cfg, workload, fleet, progress)
+    return run_learner(cfg, workload, fleet, cache_dir, progress)

@@ -1,0 +1,200 @@
+"""The observation encoder: an observation is a row of feature blocks.
+
+A :class:`FeatureBlock` knows three things: how many numbers it takes for a fleet of ``M``
+servers, their upper bounds (lower bounds are 0) and how to write them from the live cloud
+and the arriving task. A layout is a tuple of blocks (:data:`LAYOUTS`), laid end to end:
+
+``paper`` (2M+2, the authors' layout [code])
+    :class:`TaskCPU` (the task's CPU request, trace units), :class:`TaskLength` (its length
+    over the top of the length range), :class:`FreeCPU` (free CPU of each server now) and
+    :class:`QueueLength` (tasks on each server, running + waiting, / 10, capped at 10).
+``rich`` (5M+2) [ours]
+    ``paper`` plus :class:`WaitBound` (the FCFS lower bound of the wait on each server,
+    ``max(now, last_start) - now`` over the reward's wait scale, capped at 1),
+    :class:`SpeedShare` (MIPS over the fleet's fastest) and :class:`PowerShare` (active
+    power per CPU unit over the fleet's hungriest). The paper's state leaves speed and power
+    implicit in the server index; the book measures what making them explicit does to cloning.
+
+A new signal (a grid operator's power command, the carbon intensity of the supply) is one
+new block class and one new layout here, plus its name in :data:`ilets.config.OBSERVATIONS`
+so that configurations may name it; nothing that consumes observations changes.
+
+:class:`StateSpec` names the layout and its two scales; it is a small picklable value (the
+experts record states with it and the demonstration cache hashes its fields).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:  # types only: the encoder reads these objects, it needs none of their modules
+    from ilets.config import RunConfig
+    from ilets.simulator.cloud import Cloud, Fleet
+    from ilets.simulator.objective import Task
+
+_COUNT_SCALE = 10.0
+_COUNT_CAP = 100.0
+
+
+class FeatureBlock(Protocol):
+    """One block of the observation: its size, its upper bounds and its writer."""
+
+    def size(self, m: int) -> int:
+        """Numbers this block takes for a fleet of ``m`` servers."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        """Upper bounds of the block (its lower bounds are 0)."""
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """Write the block into ``out`` (a float32 view of exactly :meth:`size` numbers)."""
+
+
+class _TaskBlock:
+    """A block of one number about the arriving task."""
+
+    def size(self, m: int) -> int:
+        return 1
+
+
+class _ServerBlock:
+    """A block of one number per server."""
+
+    def size(self, m: int) -> int:
+        return m
+
+
+class TaskCPU(_TaskBlock):
+    """The task's CPU request (trace units; the largest machine is 1)."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.array([max(1.0, float(fleet.capacity.max()))])
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[0] = task.cpu
+
+
+class TaskLength(_TaskBlock):
+    """The task's length over ``spec.length_top`` (the top of the length range maps to 1)."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.array([1.0])
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[0] = task.length / spec.length_top
+
+
+class FreeCPU(_ServerBlock):
+    """Free CPU of each server now (trace units)."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return fleet.capacity
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        # computed in float64 and rounded once into the float32 view
+        np.maximum(cloud.fleet.capacity - cloud.used, 0.0, out=out, casting="unsafe")
+
+
+class QueueLength(_ServerBlock):
+    """Tasks on each server (running + waiting) / 10, capped at 10."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.full(len(fleet), _COUNT_CAP / _COUNT_SCALE)
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        np.minimum(cloud.n_tasks, _COUNT_CAP, out=out, casting="unsafe")
+        out /= _COUNT_SCALE  # in float32, after the cap (the recorded observations do this)
+
+
+class WaitBound(_ServerBlock):
+    """FCFS lower bound of the wait on each server over ``spec.wait_scale_s``, capped at 1."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.ones(len(fleet))
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        np.maximum(cloud.last_start - cloud.now, 0.0, out=out, casting="unsafe")
+        np.minimum(out / spec.wait_scale_s, 1.0, out=out)
+
+
+class SpeedShare(_ServerBlock):
+    """Each server's MIPS over the fleet's fastest."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.ones(len(fleet))
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[:] = cloud.fleet.speed_share
+
+
+class PowerShare(_ServerBlock):
+    """Each server's active power per CPU unit over the fleet's hungriest."""
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.ones(len(fleet))
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[:] = cloud.fleet.power_share
+
+
+_PAPER: tuple[FeatureBlock, ...] = (TaskCPU(), TaskLength(), FreeCPU(), QueueLength())
+
+#: The observation layouts by name: the blocks, in the order they are laid out.
+LAYOUTS: MappingProxyType[str, tuple[FeatureBlock, ...]] = MappingProxyType({
+    "paper": _PAPER,
+    "rich": _PAPER + (WaitBound(), SpeedShare(), PowerShare()),
+})
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """How an observation is laid out and scaled (picklable; experts record states with it)."""
+
+    features: str = "paper"  #: a layout name of :data:`LAYOUTS`: "paper" (2M+2) or "rich" (5M+2)
+    length_top: float = 3000.0  #: task length that maps to 1
+    wait_scale_s: float = 10.0  #: wait that maps to 1 (:class:`WaitBound`)
+
+    def __post_init__(self) -> None:
+        if self.features not in LAYOUTS:
+            raise ValueError(f"observation must be one of {tuple(LAYOUTS)}, got {self.features!r}")
+
+    @classmethod
+    def of(cls, config: RunConfig) -> StateSpec:
+        """The spec a run configuration implies."""
+        return cls(config.observation, config.workload.length_mi[1], config.reward.wait_scale_s)
+
+    @property
+    def blocks(self) -> tuple[FeatureBlock, ...]:
+        """The feature blocks of this layout, in order."""
+        return LAYOUTS[self.features]
+
+    def size(self, m: int) -> int:
+        """Observation length for a fleet of ``m`` servers."""
+        return sum(block.size(m) for block in self.blocks)
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        """Upper bounds of the observation (lower bounds are 0)."""
+        return np.concatenate([block.high(fleet, self) for block in self.blocks]).astype(np.float32)
+
+
+def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarray | None = None) -> np.ndarray:
+    """Write the observation of ``task`` on ``cloud`` into ``out`` (float32) and return it."""
+    if out is None:
+        out = np.empty(state.size(len(cloud.fleet)), np.float32)
+    # by name, not ``state.blocks``: any object with the three StateSpec fields will do
+    return write_blocks(LAYOUTS[state.features], cloud, task, state, out)
+
+
+def write_blocks(blocks: tuple[FeatureBlock, ...], cloud: Cloud, task: Task, spec: StateSpec,
+                 out: np.ndarray) -> np.ndarray:
+    """Lay ``blocks`` end to end into ``out`` (float32, exactly their total size); return ``out``."""
+    m = len(cloud.fleet)
+    start = 0
+    for block in blocks:
+        stop = start + block.size(m)
+        block.write(cloud, task, spec, out[start:stop])
+        start = stop
+    return out

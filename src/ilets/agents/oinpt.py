@@ -1,0 +1,290 @@
+"""OINPT: offline initial network parameters training (behaviour cloning into PPO).
+
+Three steps, top to bottom:
+
+1. :func:`collect_demonstrations` schedules the offline segment (the first 25 minutes)
+   window by window with optimisation experts on a live cloud: for each window of W tasks,
+   GA and PSO each plan it on a clone; the plan of lower exact cost is applied to the live
+   cloud and its (observation, action, reward) triples are kept [paper: "keeping the better
+   plan per window"]. Demonstrations are cached on disk under a key of everything that
+   determines them.
+2. :func:`behaviour_clone` trains **PPO's own policy object** with ``imitation``'s BC
+   (``bc.BC(policy=model.policy)``), so there is no hand-off or weight conversion: after
+   it, ``model`` acts as the cloned policy (imitation issues #781/#862 are the trap of
+   building BC's default 32-32 policy and converting it).
+3. :func:`pretrain_critic` regresses the critic on the discounted returns of the expert
+   trajectory [ours: the paper trains "the actor-critic" but does not say how]. Without it
+   the first PPO updates use advantages from an untrained critic and can undo the cloning;
+   the book measures that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch as th
+from filelock import FileLock
+
+from ilets.agents.observation import StateSpec
+from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
+from ilets.simulator.cloud import Cloud, Fleet
+from ilets.workloads.workload import TaskTable
+
+CACHE_VERSION = 2  # bump when the demonstration procedure changes
+#: expert decisions demonstrated after the training ones and never cloned: the held-out
+#: states of the cloning report (:func:`cloning_report`) [ours]
+HELDOUT_TASKS = 1500
+#: top-k agreement levels reported
+TOP_K = (1, 3, 5)
+
+
+@dataclass
+class Demonstrations:
+    """Expert (observation, action) pairs in decision order, with the expert's rewards."""
+
+    obs: np.ndarray  #: float32 (N, 2M+2)
+    acts: np.ndarray  #: int64 (N,)
+    masks: np.ndarray  #: bool (N, M)
+    rewards: np.ndarray  #: float32 (N,), -cost of each decision
+    experts: np.ndarray  #: str (N,), which expert's plan each decision came from
+    seconds: float = 0.0  #: wall time to produce them
+    #: float32 (N, M): the cost (reward cost + miss penalty) every server would have had at
+    #: each decision, inf where infeasible; ``action_costs[i, acts[i]]`` is the expert's
+    action_costs: np.ndarray | None = None
+    #: decisions the expert made after these, never cloned (see :func:`collect_demonstrations`)
+    heldout: "Demonstrations | None" = None
+
+    def __len__(self) -> int:
+        return len(self.acts)
+
+    def slice(self, start: int, stop: int | None = None) -> "Demonstrations":
+        """Decisions ``start:stop`` (views)."""
+        cut = slice(start, stop)
+        return Demonstrations(self.obs[cut], self.acts[cut], self.masks[cut], self.rewards[cut], self.experts[cut],
+                              self.seconds, None if self.action_costs is None else self.action_costs[cut])
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # one per process
+        np.savez_compressed(tmp, obs=self.obs, acts=self.acts, masks=self.masks, rewards=self.rewards,
+                            experts=self.experts, seconds=np.array(self.seconds), action_costs=self.action_costs)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "Demonstrations":
+        with np.load(path, allow_pickle=False) as z:
+            return cls(z["obs"], z["acts"], z["masks"], z["rewards"], z["experts"], float(z["seconds"]),
+                       z["action_costs"])
+
+
+def demo_key(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,
+             reward: RewardConfig, max_tasks: int, seed: int, state: StateSpec) -> str:
+    """A hash of everything that determines a demonstration set (cache key)."""
+    h = hashlib.sha256()
+    n = min(len(tasks), max_tasks)
+    for arr in (tasks.arrival[:n], tasks.cpu[:n], tasks.length[:n], tasks.deadline[:n],
+                fleet.capacity, fleet.mips, fleet.p_idle, fleet.p_act):
+        h.update(np.ascontiguousarray(arr, dtype=np.float64).tobytes())
+    h.update(json.dumps([CACHE_VERSION, expert, to_dict(experts_cfg), to_dict(reward), n, seed, to_dict(state)],
+                        sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,
+                           reward: RewardConfig, max_tasks: int, seed: int, state: StateSpec,
+                           cache_dir: Path | None = None, progress=None,
+                           heldout: int = HELDOUT_TASKS) -> Demonstrations:
+    """Demonstrations of ``expert`` ("ga+pso" or "greedy") on the first ``max_tasks`` tasks.
+
+    The expert then goes on for ``heldout`` more tasks; those decisions are attached as
+    ``.heldout`` (never cloned: the held-out states of :func:`cloning_report`). The training
+    decisions do not depend on ``heldout``. Reads the cache when ``cache_dir`` holds this
+    key; writes it otherwise.
+    """
+    n = min(len(tasks), max_tasks)
+    key = demo_key(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state)
+    key += f"-h{heldout}" if heldout else ""
+    if cache_dir is None:
+        return _split(_demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress,
+                                   heldout), n)
+    path = Path(cache_dir) / f"demos-{key}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # DRL+ and ILETS cells of the same seed and fleet need the same demonstrations and often
+    # run side by side in a grid: the lock makes the second wait for the first's file.
+    with FileLock(str(path) + ".lock"):
+        if path.is_file():
+            try:
+                demos = Demonstrations.load(path)
+                if not len(demos.obs) == len(demos.acts) == len(demos.masks) == len(demos.rewards) \
+                        == len(demos.action_costs) >= n:
+                    raise ValueError("arrays of different lengths")
+                return _split(demos, n)
+            except Exception as err:  # noqa: BLE001 -- truncated/corrupt npz: zip, zlib, key or shape errors
+                # a file cut short by a kill (or a bad disk) must not fail every later cell
+                warnings.warn(f"{path}: damaged demonstration cache ({type(err).__name__}: {err}); "
+                              f"recomputing it", stacklevel=2)
+                path.unlink(missing_ok=True)
+        demos = _demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress, heldout)
+        demos.save(path)
+    return _split(demos, n)
+
+
+def _split(demos: Demonstrations, n: int) -> Demonstrations:
+    train = demos.slice(0, n)
+    train.heldout = demos.slice(n)
+    return train
+
+
+def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig, reward: RewardConfig,
+                 max_tasks: int, seed: int, state: StateSpec, progress, heldout: int = 0) -> Demonstrations:
+    from ilets.agents.experts import evaluate_plan, make_expert, window_from_table
+
+    t0 = time.perf_counter()
+    names = ["ga", "pso"] if expert == "ga+pso" else ["greedy"]
+    planners = [make_expert(n, experts_cfg, reward, state) for n in names]
+    rng = np.random.default_rng(seed)
+    n = min(len(tasks), max_tasks)
+    total = min(len(tasks), n + heldout)
+    cloud = Cloud(fleet, t0=float(tasks.arrival[0]))
+    parts: list[tuple] = []
+    w = experts_cfg.window
+    # windows of the training decisions end at n, the held-out ones continue from there
+    starts = [(lo, min(lo + w, n)) for lo in range(0, n, w)] + [(lo, min(lo + w, total)) for lo in range(n, total, w)]
+    for lo, hi in starts:
+        window = window_from_table(tasks, lo, hi)
+        cloud.advance(window[0].arrival)
+        plans = [p.plan(cloud, window, rng) for p in planners]
+        best = min(plans, key=lambda p: p.cost)
+        # every server's cost at each of the plan's decisions, for the cloning regret
+        every = evaluate_plan(cloud, window, best.assignment, reward, experts_cfg.miss_penalty, state,
+                              action_costs=True).action_costs
+        # apply the chosen plan to the live cloud; the plan's observations were recorded
+        # by replaying it on a clone of this very state, so they are the live states
+        for task, s in zip(window, best.assignment):
+            cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, int(s))
+        parts.append((best.observations, best.assignment, best.masks, best.rewards, [best.expert] * len(window),
+                      every))
+        if progress is not None:
+            progress(len(window))
+    return Demonstrations(
+        obs=np.concatenate([p[0] for p in parts]).astype(np.float32),
+        acts=np.concatenate([p[1] for p in parts]).astype(np.int64),
+        masks=np.concatenate([p[2] for p in parts]).astype(bool),
+        rewards=np.concatenate([p[3] for p in parts]).astype(np.float32),
+        experts=np.array(sum((p[4] for p in parts), []), dtype=str),
+        seconds=time.perf_counter() - t0,
+        action_costs=np.concatenate([p[5] for p in parts]).astype(np.float32),
+    )
+
+
+def to_transitions(demos: Demonstrations):
+    """The demonstrations as ``imitation`` Transitions (full form: 1.0.1 needs next_obs/dones)."""
+    from imitation.data.types import Transitions
+
+    next_obs = np.concatenate([demos.obs[1:], demos.obs[-1:]])
+    dones = np.zeros(len(demos), dtype=bool)
+    dones[-1] = True
+    infos = np.array([{}] * len(demos))
+    return Transitions(obs=demos.obs, acts=demos.acts, infos=infos, next_obs=next_obs, dones=dones)
+
+
+def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict:
+    """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after."""
+    from imitation.algorithms import bc
+    from imitation.util import logger as imit_logger
+
+    before = action_agreement(model.policy, demos)
+    trainer = bc.BC(
+        observation_space=model.observation_space, action_space=model.action_space,
+        policy=model.policy, demonstrations=to_transitions(demos), rng=np.random.default_rng(seed),
+        batch_size=cfg.batch_size, optimizer_kwargs={"lr": cfg.learning_rate}, device="cpu",
+        custom_logger=imit_logger.configure(format_strs=[]),
+    )
+    with warnings.catch_warnings():  # imitation's logger converts loss tensors that need grad
+        warnings.filterwarnings("ignore", message=".*requires_grad.*")
+        trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
+    return {"bc_agreement_before": before, "bc_agreement_after": action_agreement(model.policy, demos),
+            **cloning_report(model.policy, demos)}
+
+
+def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict:
+    """How well the (Maskable) policy imitates the expert, on the demonstrations and held out.
+
+    For ``demos`` (the cloned states) and ``demos.heldout`` (later expert states, never
+    cloned): top-k agreement (the expert's server among the policy's k most likely masked
+    servers, k in :data:`TOP_K`), and the **regret**: the mean extra cost of the policy's
+    most likely server over the expert's, each evaluated at the expert's own state (a
+    one-step deviation, costed as the expert's plan is: reward cost + miss penalty), also
+    relative to the expert's mean cost.
+    """
+    out = {}
+    for part, d in (("train", demos), ("heldout", demos.heldout)):
+        if d is None or len(d) == 0:
+            continue
+        obs = th.as_tensor(np.array(d.obs))
+        with th.no_grad():
+            probs = policy.get_distribution(obs, action_masks=d.masks).distribution.probs.numpy()
+        ranked = np.argsort(-probs, axis=1, kind="stable")
+        for k in TOP_K:
+            out[f"{prefix}top{k}_{part}"] = float((ranked[:, :k] == d.acts[:, None]).any(axis=1).mean())
+        if d.action_costs is not None:
+            rows = np.arange(len(d))
+            mine, theirs = d.action_costs[rows, ranked[:, 0]], d.action_costs[rows, d.acts]
+            out[f"{prefix}regret_{part}"] = float(np.mean(mine - theirs))
+            out[f"{prefix}regret_rel_{part}"] = float(np.mean(mine - theirs) / np.mean(theirs))
+    return out
+
+
+def action_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> float:
+    """Share of demonstrated decisions where the (Maskable) policy's masked greedy action matches."""
+    obs = th.as_tensor(np.array(demos.obs[:limit]))
+    with th.no_grad():
+        dist = policy.get_distribution(obs, action_masks=demos.masks[:limit])
+        pred = dist.distribution.probs.argmax(dim=1).numpy()
+    return float((pred == demos.acts[:limit]).mean())
+
+
+def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
+    """G_t = r_t + gamma G_{t+1} over one trajectory (the end is treated as terminal)."""
+    out = np.empty(len(rewards), dtype=np.float64)
+    g = 0.0
+    for t in range(len(rewards) - 1, -1, -1):
+        g = rewards[t] + gamma * g
+        out[t] = g
+    return out
+
+
+def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int) -> dict:
+    """Regress PPO's value head on the expert's discounted returns; returns the MSE before/after.
+
+    Only the critic's own parameters (its MLP branch and value head) are trained, so the
+    cloned actor is untouched. The last ``1/(1-gamma)`` returns are cut short by the end of
+    the segment; with gamma 0.98 that is the last ~50 of thousands of decisions.
+    """
+    policy = model.policy
+    params = list(policy.mlp_extractor.value_net.parameters()) + list(policy.value_net.parameters())
+    opt = th.optim.Adam(params, lr=cfg.learning_rate)
+    obs = th.as_tensor(np.array(demos.obs))
+    target = th.as_tensor(discounted_returns(demos.rewards, gamma), dtype=th.float32)
+    gen = th.Generator().manual_seed(seed)
+
+    def mse() -> float:
+        with th.no_grad():
+            return float(((policy.predict_values(obs).squeeze(1) - target) ** 2).mean())
+
+    before = mse()
+    for _ in range(cfg.critic_epochs):
+        perm = th.randperm(len(target), generator=gen)
+        for i in range(0, len(perm), cfg.batch_size):
+            idx = perm[i:i + cfg.batch_size]
+            loss = ((policy.predict_values(obs[idx]).squeeze(1) - target[idx]) ** 2).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return {"critic_mse_before": before, "critic_mse_after": mse()}

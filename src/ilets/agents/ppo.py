@@ -1,0 +1,364 @@
+"""PPO for one online pass, a fast numpy rollout loop, and a fast numpy decision path.
+
+The learner is sb3-contrib's ``MaskablePPO`` (SB3 PPO plus action masks, so a task is never
+offered a server too small for it). Actor and critic are separate one-hidden-layer MLPs of
+``cfg.hidden`` (128) tanh units [paper: "fully connected, 128 neurons"]:
+``net_arch = dict(pi=[128], vf=[128])``.
+
+:class:`NumpyActor` copies the actor's weights into numpy arrays; a decision is then one
+128-unit matrix-vector product without torch's per-call overhead. It is what
+:class:`PPOPolicy` (the policy interface shared with the heuristics) uses, and what the
+decision-time benchmark measures against SB3's ``model.predict``.
+
+:class:`FastMaskablePPO` is ``MaskablePPO`` with its rollout collection rewritten on
+:class:`NumpyActorCritic` (the same network, critic included); SB3's ``train()`` (the PPO
+update) is untouched. ``PPOConfig.fast_rollout=False`` keeps sb3-contrib's stock loop.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import torch as th
+from sb3_contrib import MaskablePPO
+
+from ilets.agents.observation import StateSpec, build_observation
+from ilets.config import PPOConfig
+from ilets.simulator.cloud import Cloud
+from ilets.simulator.objective import Task
+
+
+# sb3-contrib reads ``action_masks`` through SB3's Monitor wrapper, which Gymnasium 0.29
+# flags as deprecated on every step; the lookup is correct, so silence only that message.
+warnings.filterwarnings("ignore", message=r".*env\.action_masks to get variables from other wrappers.*")
+
+
+def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict:
+    """``MaskablePPO`` keyword arguments for the study's architecture and hyperparameters."""
+    return dict(
+        learning_rate=cfg.learning_rate, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
+        n_epochs=cfg.n_epochs, gamma=cfg.gamma, gae_lambda=cfg.gae_lambda, clip_range=cfg.clip_range,
+        ent_coef=cfg.ent_coef, vf_coef=cfg.vf_coef, max_grad_norm=cfg.max_grad_norm,
+        policy_kwargs=dict(net_arch=dict(pi=[cfg.hidden], vf=[cfg.hidden]), activation_fn=th.nn.Tanh),
+        seed=seed, device="cpu", verbose=0,
+    )
+
+
+def make_ppo(env, cfg: PPOConfig, seed: int) -> "FastMaskablePPO":
+    """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
+
+    It is a :class:`FastMaskablePPO`; ``cfg.fast_rollout=False`` makes it collect rollouts
+    with sb3-contrib's stock loop instead.
+    """
+    th.set_num_threads(1)
+    return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **ppo_kwargs(cfg, seed))
+
+
+class NumpyActor:
+    """The actor of a (Maskable)ActorCriticPolicy as numpy: logits = W2 tanh(W1 x + b1) + b2.
+
+    Call :meth:`refresh` after the torch weights change (an OAIL update, a PPO update).
+    """
+
+    def __init__(self, policy) -> None:
+        self.policy = policy
+        self.refresh()
+
+    def refresh(self) -> None:
+        layers = [m for m in self.policy.mlp_extractor.policy_net if isinstance(m, th.nn.Linear)]
+        if len(layers) != 1:
+            raise ValueError(f"NumpyActor expects one hidden layer, found {len(layers)}")
+        with th.no_grad():
+            self.w1 = layers[0].weight.numpy().T.astype(np.float32).copy()
+            self.b1 = layers[0].bias.numpy().astype(np.float32).copy()
+            self.w2 = self.policy.action_net.weight.numpy().T.astype(np.float32).copy()
+            self.b2 = self.policy.action_net.bias.numpy().astype(np.float32).copy()
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """Action logits for one observation (or a batch)."""
+        return np.tanh(obs @ self.w1 + self.b1) @ self.w2 + self.b2
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
+        """The greedy masked action, or a sample from the masked softmax when ``rng`` is given."""
+        z = np.where(mask, self.logits(obs), -np.inf)
+        if rng is None:
+            return int(np.argmax(z))
+        p = np.exp(z - z.max())
+        return int(rng.choice(len(p), p=p / p.sum()))
+
+
+class NumpyActorCritic(NumpyActor):
+    """Actor and critic of a MaskableActorCriticPolicy as numpy, for the rollout loop.
+
+    One step is one matrix-vector product through both hidden layers at once (their first
+    layers are concatenated), the masked softmax of the actor, a sample by inverse CDF, the
+    sample's log-probability and the critic's value: what sb3-contrib's ``policy.forward``
+    computes in torch, at a few microseconds instead of a few hundred.
+    """
+
+    def refresh(self) -> None:
+        from stable_baselines3.common.torch_layers import FlattenExtractor
+
+        super().refresh()
+        pol = self.policy
+        vf = [m for m in pol.mlp_extractor.value_net if isinstance(m, th.nn.Linear)]
+        if len(vf) != 1:
+            raise ValueError(f"NumpyActorCritic expects one hidden critic layer, found {len(vf)}")
+        # the numpy forward is exactly flatten -> linear -> tanh -> linear, nothing else
+        extractors = {pol.features_extractor, getattr(pol, "pi_features_extractor", None),
+                      getattr(pol, "vf_features_extractor", None)} - {None}
+        hidden = [type(m) for net in (pol.mlp_extractor.policy_net, pol.mlp_extractor.value_net) for m in net]
+        if not all(isinstance(e, FlattenExtractor) for e in extractors) or hidden != [th.nn.Linear, th.nn.Tanh] * 2:
+            raise ValueError("NumpyActorCritic expects flat features and Linear+Tanh hidden layers")
+        with th.no_grad():
+            vw1 = vf[0].weight.numpy().T.astype(np.float32)
+            vb1 = vf[0].bias.numpy().astype(np.float32)
+            wv = pol.value_net.weight.numpy()[0].astype(np.float32)
+            bv = pol.value_net.bias.numpy().astype(np.float32)
+        k, n = self.w2.shape
+        # both networks as one: [actor | critic] hidden units, then a block-diagonal output
+        # layer whose first n outputs are the logits and whose last one is the value
+        self.w1ac = np.ascontiguousarray(np.concatenate([self.w1, vw1], axis=1))
+        self.b1ac = np.concatenate([self.b1, vb1])
+        self.w2ac = np.zeros((2 * k, n + 1), np.float32)
+        self.w2ac[:k, :n] = self.w2
+        self.w2ac[k:, n] = wv
+        self.b2ac = np.concatenate([self.b2, bv])
+
+    def value(self, obs: np.ndarray) -> np.float32:
+        """The critic's value of one observation."""
+        return (np.tanh(obs @ self.w1ac + self.b1ac) @ self.w2ac[:, -1] + self.b2ac[-1]).astype(np.float32)
+
+    def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
+        """Sample an action from the masked softmax; return it, the value and its log-probability.
+
+        The distribution is sb3-contrib's ``MaskableCategorical``: masked logits are dropped
+        (they get -1e8 there, probability exactly 0 in float32) and the rest normalised.
+        The action is the inverse CDF of one uniform draw (``rng.choice`` costs ~20 us).
+        """
+        out = np.tanh(obs @ self.w1ac + self.b1ac) @ self.w2ac + self.b2ac
+        z = np.where(mask, out[:-1], -np.inf)
+        zmax = z.max()
+        c = np.cumsum(np.exp(z - zmax))
+        total = float(c[-1])
+        if not 0.0 < total < math.inf:  # what torch's argument validation would reject
+            raise ValueError(f"the policy's logits are not finite: {out[:-1]}")
+        a = int(np.searchsorted(c, rng.random() * total, side="right"))
+        if a >= len(c) or not mask[a]:  # the draw rounded up to the total: last feasible server
+            a = int(np.flatnonzero(mask)[-1])
+        return a, out[-1], float(z[a] - zmax) - math.log(total)
+
+
+class FastMaskablePPO(MaskablePPO):
+    """``MaskablePPO`` whose rollouts are collected by a numpy loop; the PPO update is SB3's.
+
+    Why a hand-written loop: SB3 has no faster built-in path for one environment. Its loop
+    runs the torch policy (``forward`` plus the masked distribution) at every step and steps
+    the env through ``DummyVecEnv`` and ``Monitor``; with our ~20 us env step it ran ~1,340
+    steps/s on a quiet core, ~50 % of the time in torch's per-call overhead on a 128-unit
+    network and ~18 % in the wrappers. Measured by ``benchmarks/bench_rollout.py`` (learning
+    steps/s, PPO updates included, on 2 cores shared with other jobs, load 4-6): stock 755 ->
+    fast 2,457 at 50 servers (3.3x), 545 -> 1,585 at 200 servers (2.9x); an earlier, less
+    loaded run gave 4.2x and 3.7x. Collection fell from 1.1-1.4 ms to 0.16-0.22 ms a step
+    (6.5-6.9x); SB3's update (0.25 / 0.41 ms a step, the same in both) is now 61-65 % of the
+    time and bounds what any rollout loop can gain (``benchmarks/results/rollout.json``).
+
+    This loop, at the start of every rollout (after ``callback.on_rollout_start()``, so
+    OAIL's imitation steps are in), copies actor and critic into numpy (:class:`NumpyActorCritic`),
+    then per step computes the masked logits, samples the action with a numpy Generator
+    seeded from the model's seed, computes value and log-probability, steps the *unwrapped*
+    env, and writes SB3's ``MaskableRolloutBuffer`` exactly as ``buffer.add`` would. The end
+    of an episode is handled as ``DummyVecEnv`` + ``Monitor`` do (``terminal_observation``,
+    ``episode`` info, auto-reset through the wrappers, bootstrap on truncation), and the
+    returns are SB3's ``compute_returns_and_advantage``.
+
+    Callbacks see ``on_rollout_start``, ``on_step`` after every env step with ``locals``
+    holding ``dones``, ``rewards`` (float32, as DummyVecEnv), ``infos``, ``actions``,
+    ``new_obs`` and ``n_steps``, and ``on_rollout_end``; ``training_env.envs[0].unwrapped``
+    is the env being stepped. The actions are sampled from the same distribution as SB3's
+    but with numpy's generator, not torch's, so a run is reproducible from its seed but not
+    action-for-action equal to a stock run.
+
+    Any set-up the loop was not written for (several envs, other wrappers, no masking, a
+    deeper network, a non-Discrete action space) falls back to the stock loop.
+    """
+
+    def __init__(self, *args, fast_rollout: bool = True, **kwargs) -> None:
+        self.fast_rollout = fast_rollout
+        self._np_policy: NumpyActorCritic | None = None
+        self._rollout_rng: np.random.Generator | None = None
+        self._episode_reward = 0.0
+        self._episode_length = 0
+        #: CPU seconds spent collecting rollouts (callbacks included) and in PPO's update
+        self.phase_cpu = {"rollout": 0.0, "update": 0.0}
+        super().__init__(*args, **kwargs)
+
+    def _setup_learn(self, total_timesteps: int, callback=None, reset_num_timesteps: bool = True, *args, **kwargs):
+        if reset_num_timesteps or self._last_obs is None:  # SB3 resets the env: a new episode
+            self._episode_reward, self._episode_length = 0.0, 0
+        return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, *args, **kwargs)
+
+    def _excluded_save_params(self) -> list[str]:
+        return super()._excluded_save_params() + ["_np_policy", "_rollout_rng"]
+
+    def rollout_rng(self) -> np.random.Generator:
+        """The generator actions are sampled with: seeded from the model's seed, made once."""
+        if self._rollout_rng is None:
+            # a stream of its own, not the one a plain default_rng(seed) elsewhere would give
+            self._rollout_rng = np.random.default_rng(np.random.SeedSequence(self.seed, spawn_key=(0x50504F,)))
+        return self._rollout_rng
+
+    def _fast_env(self, env, rollout_buffer, use_masking: bool):
+        """The unwrapped env when the fast loop applies to this set-up, else None."""
+        from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableRolloutBuffer
+        from stable_baselines3.common.monitor import Monitor
+        from stable_baselines3.common.vec_env import DummyVecEnv
+        from gymnasium import spaces
+
+        if not (self.fast_rollout and use_masking and isinstance(env, DummyVecEnv) and env.num_envs == 1):
+            return None
+        if not isinstance(self.action_space, spaces.Discrete) or not isinstance(self.observation_space, spaces.Box):
+            return None
+        if type(rollout_buffer) is not MaskableRolloutBuffer or isinstance(rollout_buffer, MaskableDictRolloutBuffer):
+            return None
+        wrapped = env.envs[0]
+        # only SB3's own Monitor may sit between the vec env and the env: nothing that
+        # changes observations or rewards is skipped by stepping the env directly
+        if not (type(wrapped) is Monitor and wrapped.env is wrapped.unwrapped):
+            return None
+        if not hasattr(wrapped.unwrapped, "action_masks"):
+            return None
+        try:
+            if self._np_policy is None or self._np_policy.policy is not self.policy:
+                self._np_policy = NumpyActorCritic(self.policy)
+        except ValueError:
+            return None
+        return wrapped.unwrapped
+
+    def train(self) -> None:
+        """SB3's PPO update, unchanged; with the fast loop, torch's distribution checks are off.
+
+        ``torch.distributions`` validates its arguments at every construction (three per
+        minibatch in sb3-contrib's masked distribution), ~12 % of the update here. The
+        checks only raise on malformed logits and change no number; the rollout loop
+        raises on non-finite logits itself.
+        """
+        c0 = time.process_time()
+        try:
+            self._train()
+        finally:
+            self.phase_cpu["update"] += time.process_time() - c0
+
+    def _train(self) -> None:
+        if not self.fast_rollout:
+            return super().train()
+        dist = th.distributions.Distribution
+        previous = dist._validate_args
+        dist.set_default_validate_args(False)
+        try:
+            super().train()
+        finally:
+            dist.set_default_validate_args(previous)
+
+    def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool = True) -> bool:
+        """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps (see the class docstring)."""
+        c0 = time.process_time()
+        try:
+            return self._collect_rollouts(env, callback, rollout_buffer, n_rollout_steps, use_masking)
+        finally:
+            self.phase_cpu["rollout"] += time.process_time() - c0
+
+    def _collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool) -> bool:
+        raw = self._fast_env(env, rollout_buffer, use_masking)
+        if raw is None:
+            return super().collect_rollouts(env, callback, rollout_buffer, n_rollout_steps, use_masking)
+        assert self._last_obs is not None, "No previous observation was provided"
+        self.policy.set_training_mode(False)
+        rollout_buffer.reset()
+        callback.on_rollout_start()
+        if self._np_policy.policy is not self.policy:  # a callback swapped the policy object
+            self._np_policy = NumpyActorCritic(self.policy)
+        net = self._np_policy
+        net.refresh()  # after on_rollout_start: imitation updates made there are in the rollout
+        rng = self.rollout_rng()
+        buf = rollout_buffer
+        obs_buf, act_buf, rew_buf = buf.observations[:, 0], buf.actions[:, 0, 0], buf.rewards[:, 0]
+        start_buf, val_buf, logp_buf, mask_buf = (buf.episode_starts[:, 0], buf.values[:, 0], buf.log_probs[:, 0],
+                                                  buf.action_masks[:, 0])
+        obs = np.asarray(self._last_obs[0], dtype=np.float32)
+        episode_start = bool(self._last_episode_starts[0])
+        wrapped = env.envs[0]
+        gamma = self.gamma
+        n_steps, done = 0, False
+        while n_steps < n_rollout_steps:
+            mask = raw.action_masks()
+            action, value, log_prob = net.step(obs, mask, rng)
+            # the step's row, written before the env moves on; it counts (pos advances) only
+            # once the callbacks let the rollout go on, as with SB3's buffer.add
+            pos = buf.pos
+            obs_buf[pos] = obs
+            act_buf[pos] = action
+            start_buf[pos] = episode_start
+            val_buf[pos] = value
+            logp_buf[pos] = log_prob
+            mask_buf[pos] = mask
+            new_obs, reward, terminated, truncated, info = raw.step(action)
+            done = terminated or truncated
+            self.num_timesteps += 1
+            self._episode_reward += reward
+            self._episode_length += 1
+            info["TimeLimit.truncated"] = truncated and not terminated
+            rewards = np.array([reward], dtype=np.float32)
+            if done:  # what Monitor and DummyVecEnv do at the end of an episode
+                info["episode"] = {"r": round(self._episode_reward, 6), "l": self._episode_length,
+                                   "t": round(time.time() - wrapped.t_start, 6)}
+                self._episode_reward, self._episode_length = 0.0, 0
+                info["terminal_observation"] = new_obs
+                new_obs, _ = wrapped.reset()
+                new_obs = np.asarray(new_obs, dtype=np.float32)
+            dones = np.array([done])
+            callback.update_locals({"dones": dones, "rewards": rewards, "infos": [info],
+                                    "actions": np.array([action]), "new_obs": new_obs[None], "n_steps": n_steps})
+            if not callback.on_step():
+                self._last_obs = obs[None].copy()  # SB3 leaves the state before this step
+                self._last_episode_starts = np.array([episode_start])
+                return False
+            if done:
+                self._update_info_buffer([info], dones)
+                if info["TimeLimit.truncated"]:  # bootstrap a timeout with the value (SB3 #633)
+                    rewards[0] += gamma * net.value(info["terminal_observation"])
+            n_steps += 1
+            rew_buf[pos] = rewards[0]
+            buf.pos = pos + 1
+            if buf.pos == buf.buffer_size:
+                buf.full = True
+            obs, episode_start = new_obs, done
+        self._last_obs = obs[None].copy()
+        self._last_episode_starts = np.array([episode_start])
+        last_values = th.as_tensor(np.array([[net.value(obs)]], dtype=np.float32))
+        buf.compute_returns_and_advantage(last_values=last_values, dones=np.array([done]))
+        callback.on_rollout_end()
+        return True
+
+
+class PPOPolicy:
+    """A trained PPO actor behind the :class:`ilets.agents.policies.Policy` interface."""
+
+    def __init__(self, model: MaskablePPO, state: StateSpec, deterministic: bool = True,
+                 name: str = "ppo", seed: int | None = None) -> None:
+        self.name = name
+        self.actor = NumpyActor(model.policy)
+        self.state = state
+        self.deterministic = deterministic
+        self._obs: np.ndarray | None = None
+        self.reset(seed)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = None if self.deterministic else np.random.default_rng(seed)
+
+    def act(self, cloud: Cloud, task: Task, mask: np.ndarray) -> int:
+        self._obs = build_observation(cloud, task, self.state, self._obs)
+        return self.actor.act(self._obs, mask, self.rng)

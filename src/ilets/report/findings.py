@@ -1,0 +1,688 @@
+"""The book's findings: every number and sentence a results chapter states, as tested code.
+
+Each chapter calls one function of this module with its :class:`ilets.report.report_context.ReportContext`
+and gets a typed object of tables, numbers and sentences; the chapter only glues and plots
+them. The rules that pick a sentence ("yes / no evidence / mixed") live here, next to
+their tests, and every comparison comes from the study's one resampler
+(:func:`ilets.report.stats.seed_effect`, through :func:`ilets.report.stats.compare` and
+:func:`ilets.report.verdicts.component_effects`). Where a chapter speaks of a claim of the paper,
+it shows the components of that claim's verdict (:func:`ilets.report.verdicts.component_table`),
+so it states exactly the statuses the summary chapter uses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ilets.config import FleetConfig
+from ilets.method_table import METHOD_LABELS
+from ilets.report import stats as S
+from ilets.report import verdicts as V
+from ilets.report.report_context import ReportContext, and_join
+
+#: Final metrics the chapters compare over the whole pass.
+FINAL = ("mean_reward", "avg_response_s", "success_rate", "energy_kwh")
+#: Curve columns compared over the first decisions.
+FIRST = ("reward", "response", "success")
+#: Directions of the measures that :data:`ilets.report.stats.HIGHER_IS_BETTER` does not know.
+DIRECTIONS = {"mad": False, "var": False, "convergence_decisions": False, "cum_reward": True,
+              "bc_agreement_after": True, "oail_applied": True}
+#: The heuristic whose curve removes the workload's own swings (chapter 6).
+REFERENCE = "greedy-cost"
+#: Workload descriptions for the summary's scope.
+WORKLOADS = {
+    "synthetic": "the embedded synthetic window calibrated to the paper's (same counts, arrival rate, bursts "
+                 "and trend change; CPU requests from the real trace's distribution), because the Google "
+                 "trace cannot be downloaded where this book is built",
+    "google": "a window of the Google cluster trace (May 2011) chosen to match the paper's task counts",
+}
+
+
+def _label(method: str) -> str:
+    return METHOD_LABELS.get(method, method)
+
+
+def _no_data(comp: pd.DataFrame) -> pd.DataFrame:
+    return comp[comp["verdict"] != "no data"].reset_index(drop=True) if len(comp) else comp
+
+
+def says(row: Mapping | None) -> str:
+    """:func:`ilets.report.stats.says` (a comparison row as prose)."""
+    return S.says(row)
+
+
+# --- summary chapter ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SummaryFindings:
+    """The summary chapter: the scope of the results and the verdict on every claim."""
+
+    n_done: int
+    n_failed: int
+    cpu_hours: float
+    workload_text: str
+    verdicts: list = field(repr=False)
+    table: pd.DataFrame = field(repr=False)
+    counts: dict = field(default_factory=dict)
+
+
+def summary_findings(ctx: ReportContext) -> SummaryFindings:
+    """Scope counts (finished cells, failed attempts, CPU hours) and :func:`ilets.report.verdicts.all_verdicts`."""
+    verdicts = V.all_verdicts(ctx.metrics, ctx.curves, ctx.profile, reps=ctx.reps)
+    table = V.verdict_table(verdicts)
+    counts = {v: int((table["verdict"] == v).sum()) for v in V.VERDICTS}
+    kind = ctx.run.workload.kind
+    return SummaryFindings(ctx.n_done, ctx.n_failed, ctx.cpu_hours, WORKLOADS.get(kind, kind), verdicts, table, counts)
+
+
+# --- chapter 5: OINPT and the cold start --------------------------------------------------
+
+def agreement_sentence(after: pd.Series) -> str:
+    """Whether the clone picks the expert's server on most demonstrated decisions, from the
+    mean BC agreement after cloning at each fleet size."""
+    after = after.dropna()
+    if after.empty:
+        return "no cloning statistics are recorded in this results store"
+    majority = int((after >= 0.5).sum())
+    if majority == len(after):
+        return f"the clone picks the expert's server on most demonstrated decisions at all {len(after)} fleet sizes"
+    return (f"the clone picks the expert's server on fewer than half of the demonstrated decisions at "
+            f"{len(after) - majority} of {len(after)} fleet sizes")
+
+
+def bottleneck_sentence(agree: Mapping | None, warm: Mapping | None) -> str:
+    """Is the paper's state the bottleneck of cloning? From the rich-state variant's
+    comparisons of the BC agreement and of the cloned start (``verdict`` of each)."""
+    verdicts = [r["verdict"] for r in (agree, warm) if r is not None]
+    if verdicts and all(v == "better" for v in verdicts) and len(verdicts) == 2:
+        return ("yes: the richer state both raises the agreement and improves the cloned start, so the paper's "
+                "state limits what cloning can copy")
+    if not any(v == "better" for v in verdicts):
+        return "no evidence of it: neither the agreement nor the cloned start improves, resolved, with the richer state"
+    return "the evidence is mixed: only one of the agreement and the cloned start improves (resolved)"
+
+
+@dataclass(frozen=True)
+class VariantFindings:
+    """A variant against the main study: the comparison table and a sentence."""
+
+    name: str
+    table: pd.DataFrame = field(repr=False)
+    text: str = ""
+
+    @property
+    def present(self) -> bool:
+        return len(self.table) > 0
+
+
+def against_main(ctx: ReportContext, variant: str, first_main: pd.DataFrame, n_first: int,
+                 final_cols: Sequence[str] = FINAL) -> pd.DataFrame:
+    """First-``n_first`` and whole-pass comparisons of a variant with the main learners
+    (:func:`ilets.report.stats.variant_comparison`), with an ``over`` column; empty if absent."""
+    vm, vc = ctx.variant_metrics(variant), ctx.variant_curves(variant)
+    if vm.empty:
+        return pd.DataFrame()
+    firsts = S.variant_comparison(first_main, S.first_n(vc, n_first), FIRST, reps=ctx.reps).assign(over="first N")
+    finals = S.variant_comparison(ctx.learner_metrics, vm, final_cols, directions=DIRECTIONS, reps=ctx.reps) \
+        .assign(over="whole pass")
+    return _no_data(pd.concat([firsts, finals], ignore_index=True))
+
+
+def _pick(comp: pd.DataFrame, metric: str, method: str = "drl+", over: str = "whole pass") -> dict | None:
+    return S.comparison_row(comp, metric=metric, method=method, over=over)
+
+
+@dataclass(frozen=True)
+class ColdStartFindings:
+    """Chapter 5: the cold start (claim 4), what cloning achieved, and three variants."""
+
+    n_first: int
+    n_online: int
+    curve_every: int
+    first: pd.DataFrame = field(repr=False)
+    first_summary: pd.DataFrame = field(repr=False)
+    claim: V.Verdict = field(repr=False)
+    components: pd.DataFrame = field(repr=False)
+    first_pairs: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    bc_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    texts: dict = field(default_factory=dict)
+    no_critic: VariantFindings | None = None
+    greedy_expert: VariantFindings | None = None
+    floor: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    rich_state: VariantFindings | None = None
+
+    @property
+    def share(self) -> str:
+        return f"{self.n_first / self.n_online:.0%}" if self.n_online else "n/a"
+
+
+BC_COLS = ("bc_agreement_before", "bc_agreement_after", "critic_mse_before", "critic_mse_after", "demo_tasks",
+           "demo_seconds", "oinpt_seconds")
+
+
+def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
+    """Everything chapter 5 states (see :class:`ColdStartFindings`)."""
+    learn, lm = ctx.learner_curves, ctx.learner_metrics
+    claim = V.claim_cold_start(ctx.curves, reps=ctx.reps)
+    n = S.cold_start_decisions(learn, frac=0.1)
+    online = int(learn.groupby("cell")["decision_end"].max().min()) if len(learn) else 0
+    first = S.first_n(learn, n) if len(learn) else pd.DataFrame()
+    first_summary = S.summary_table(first, metrics_cols=FIRST, reps=ctx.reps) if len(first) else pd.DataFrame()
+    components = V.component_table(claim.effects)
+    pairs = _no_data(S.compare_pairs(first, ["drl+", "ilets"], ["drl", "ilets-"], FIRST, reps=ctx.reps)) \
+        if len(first) else pd.DataFrame(columns=["x", "y"])
+    pairs = pairs.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(pairs["x"], pairs["y"])])
+    texts: dict[str, str] = {"claim_verdict": claim.verdict}
+    texts["claim_counts"] = _status_counts(components)
+
+    # what cloning achieved (DRL+; ILETS clones the same demonstrations)
+    cols = [c for c in BC_COLS if c in lm]
+    cloned = lm[lm["method"].isin(["drl+", "ilets"])]
+    bc_summary = S.summary_table(cloned, metrics_cols=cols, reps=ctx.reps) if len(cloned) and cols else pd.DataFrame()
+    drlp = cloned[cloned["method"] == "drl+"]
+    if len(drlp) and "bc_agreement_after" in drlp:
+        per = drlp.groupby("servers")[["bc_agreement_before", "bc_agreement_after"]].mean()
+        texts["agree_before"] = S.range_text(per["bc_agreement_before"], ".1%")
+        texts["agree_after"] = S.range_text(per["bc_agreement_after"], ".1%")
+        texts["agree_verdict"] = agreement_sentence(per["bc_agreement_after"])
+    else:
+        texts.update(agree_before="not measured", agree_after="not measured",
+                     agree_verdict=agreement_sentence(pd.Series(dtype=float)))
+    if len(drlp) and "critic_mse_after" in drlp and drlp["critic_mse_after"].notna().any():
+        mse = drlp.groupby("servers")[["critic_mse_before", "critic_mse_after"]].mean()
+        texts["critic_drop"] = S.range_text(1 - mse["critic_mse_after"] / mse["critic_mse_before"], ".0%")
+    else:
+        texts["critic_drop"] = "an unmeasured share"
+    texts["demo_s"] = f"{drlp['demo_seconds'].mean():.1f}" if len(drlp) and "demo_seconds" in drlp else "n/a"
+    texts["oinpt_s"] = f"{drlp['oinpt_seconds'].mean():.1f}" if len(drlp) and "oinpt_seconds" in drlp else "n/a"
+
+    # the variants
+    nc = against_main(ctx, "no-critic", first, n)
+    if nc.empty:
+        nc_text = ("The `no-critic` variant is not in this results store, so the effect of critic pre-training is "
+                   "not measured here.")
+    else:
+        nc_text = (f"At {int(nc['servers'].min())} servers, DRL+ without critic pre-training changes the reward over "
+                   f"the first {n:,} decisions by {says(_pick(nc, 'reward', over='first N'))}, and the whole-pass "
+                   f"mean reward by {says(_pick(nc, 'mean_reward'))} (relative change of the variant against the "
+                   "main DRL+; positive = the variant is better).")
+    ge = against_main(ctx, "greedy-expert", first, n, final_cols=(*FINAL, "bc_agreement_after"))
+    if ge.empty:
+        ge_text = ("The `greedy-expert` variant is not in this results store, so the two teachers are not compared "
+                   "here.")
+    else:
+        ge_text = (f"At {int(ge['servers'].min())} servers, cloning the greedy expert instead of GA/PSO changes "
+                   f"DRL+'s reward over the first {n:,} decisions by {says(_pick(ge, 'reward', over='first N'))} "
+                   f"and its whole-pass mean reward by {says(_pick(ge, 'mean_reward'))}, with a BC agreement change "
+                   f"of {says(_pick(ge, 'bc_agreement_after'))}.")
+    floor = S.compare(ctx.metrics, "drl+", "greedy-cost", FINAL, reps=ctx.reps).assign(clone="GA/PSO (main)")
+    ge_metrics = ctx.variant_metrics("greedy-expert")
+    if len(ge_metrics):
+        floor = pd.concat([floor, S.compare(pd.concat([ge_metrics, ctx.metrics[ctx.metrics["method"] == "greedy-cost"]]),
+                                            "drl+", "greedy-cost", FINAL, reps=ctx.reps)
+                          .assign(clone="greedy (variant)")], ignore_index=True)
+    floor = _no_data(floor)
+    fr = floor[(floor["metric"] == "mean_reward") & (floor["clone"] == "GA/PSO (main)")] if len(floor) else floor
+    if len(fr) == 0:
+        texts["floor_text"] = ("The greedy-cost heuristic is not in this results store, so the clone is not compared "
+                               "with its expert's level.")
+    else:
+        texts["floor_text"] = (f"Over the whole pass, the main DRL+ (cloned from GA/PSO, then learning) ends below "
+                               f"the greedy heuristic's mean reward, resolved, at {int((fr['verdict'] == 'worse').sum())}"
+                               f" of {len(fr)} fleet sizes (relative change {S.range_text(fr['rel_pct'], '+.1f')}%, "
+                               "positive = DRL+ better).")
+    rs = against_main(ctx, "rich-state", first, n, final_cols=(*FINAL, "bc_agreement_after"))
+    if rs.empty:
+        rs_text = ("The `rich-state` variant is not in this results store, so the state question is not answered "
+                   "here.")
+        texts["rs_verdict"] = "not measured"
+    else:
+        agree, warm = _pick(rs, "bc_agreement_after"), _pick(rs, "reward", over="first N")
+        rs_text = (f"At {int(rs['servers'].min())} servers the richer state changes DRL+'s BC agreement by "
+                   f"{says(agree)}, its reward over the first {n:,} decisions by {says(warm)} and its whole-pass mean "
+                   f"reward by {says(_pick(rs, 'mean_reward'))}; for DRL (no cloning) the first-decision reward "
+                   f"changes by {says(_pick(rs, 'reward', method='drl', over='first N'))} and the whole-pass mean "
+                   f"reward by {says(_pick(rs, 'mean_reward', method='drl'))}.")
+        texts["rs_verdict"] = bottleneck_sentence(agree, warm)
+    return ColdStartFindings(n, online, int(learn["decisions"].max()) if len(learn) else 0, first, first_summary,
+                             claim, components, pairs, bc_summary, texts,
+                             VariantFindings("no-critic", nc, nc_text), VariantFindings("greedy-expert", ge, ge_text),
+                             floor, VariantFindings("rich-state", rs, rs_text))
+
+
+# --- chapter 6: OAIL and adaptation -------------------------------------------------------
+
+def burst_sentence(pairs: pd.DataFrame) -> str:
+    """ILETS against DRL after the bursts, from :func:`ilets.report.stats.compare_pairs` rows
+    (``event``, ``y``, ``verdict``): counts of (fleet size, burst) cases by verdict."""
+    v = pairs[pairs["event"].astype(str).str.startswith("burst") & (pairs["y"] == "drl")]["verdict"].value_counts() \
+        if len(pairs) else pd.Series(dtype=int)
+    if int(v.sum()) == 0:
+        return "after the bursts, ILETS and DRL cannot be compared here."
+    return (f"after the bursts, ILETS oscillates less than DRL (resolved) in {int(v.get('better', 0))} of "
+            f"{int(v.sum())} (fleet size, burst) cases, more (resolved) in {int(v.get('worse', 0))}, and "
+            f"indistinguishably in {int(v.get('unresolved', 0))}.")
+
+
+def oscillation_pairs(osc: pd.DataFrame, reps: int) -> pd.DataFrame:
+    """ILETS against each other learner on ``mad`` per (servers, event), paired by seed;
+    ``verdict == "better"``: ILETS oscillates less."""
+    if osc.empty:
+        return pd.DataFrame(columns=["servers", "event", "x", "y", "metric", "verdict"])
+    return _no_data(S.compare_pairs(osc, ["ilets"], ["drl", "drl+", "ilets-"], ["mad"], ("servers", "event"),
+                                    directions=DIRECTIONS, reps=reps))
+
+
+@dataclass(frozen=True)
+class AdaptationFindings:
+    """Chapter 6: events, oscillation (claim 7), convergence (claim 5), cumulative reward
+    (claim 6), the OAIL counters and effect, and the upcoming-window variant."""
+
+    markers: dict
+    event_order: list
+    span_decisions: int
+    gap: pd.DataFrame = field(repr=False)
+    osc_reward: pd.DataFrame = field(repr=False)
+    osc_gap: pd.DataFrame = field(repr=False)
+    osc_summary: pd.DataFrame = field(repr=False)
+    claims: dict = field(repr=False, default_factory=dict)
+    components: dict = field(repr=False, default_factory=dict)
+    conv: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    conv_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    cum: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    leaders: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    lead_table: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    oail_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    oail_effect: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    upcoming: VariantFindings | None = None
+    texts: dict = field(default_factory=dict)
+
+
+#: Convergence settings: those of the claim-5 verdict (:func:`ilets.report.verdicts.claim_convergence`).
+CONVERGENCE = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
+OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_failed", "oail_updates",
+             "oail_lag_p50")
+
+
+def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
+    """Everything chapter 6 states (see :class:`AdaptationFindings`)."""
+    learn, lm, reps = ctx.learner_curves, ctx.learner_metrics, ctx.reps
+    seeds = sorted(int(s) for s in ctx.curves["seed"].unique())
+    ranges = {s: ctx.event_ranges(s) for s in seeds}
+    markers = S.event_markers(ranges)
+    event_order = sorted(markers, key=markers.get)
+    first_range = next(iter(ranges[seeds[0]].values()), (0, 0)) if seeds else (0, 0)
+    gap = S.relative_curves(ctx.curves, REFERENCE)
+    gap = gap[gap["method"].isin(learn["method"].unique())] if len(gap) else gap
+    texts: dict[str, str] = {}
+    texts["gap_text"] = (f"the same curve minus the `{REFERENCE}` heuristic's curve on the same tasks" if len(gap)
+                         else f"(the `{REFERENCE}` heuristic is not in this results store, so the workload's own "
+                              "swings cannot be removed here)")
+
+    # oscillation after every event (claim 7 is the trend change; the bursts are the paper's other claim)
+    def ev(s):
+        return ranges.get(int(s), {})
+
+    osc_reward = S.oscillation_table(learn, ev) if len(learn) else pd.DataFrame()
+    osc_gap = S.oscillation_table(gap, ev) if len(gap) else pd.DataFrame()
+    osc_summary = pd.concat(
+        [S.summary_table(o, metrics_cols=("mad",), by=("servers", "event", "method"), reps=reps).assign(metric=name)
+         for o, name in ((osc_reward, "reward"), (osc_gap, f"gap to {REFERENCE}")) if len(o)],
+        ignore_index=True) if len(osc_reward) else pd.DataFrame()
+    claims = {5: V.claim_convergence(ctx.curves, reps=reps, **CONVERGENCE), 6: V.claim_cumulative(ctx.curves, reps=reps),
+              7: V.claim_oscillation(ctx.curves, V.trend_change_ranges(ctx.profile), reps=reps)}
+    components = {k: V.component_table(v.effects) for k, v in claims.items()}
+    texts["osc_bursts"] = burst_sentence(oscillation_pairs(osc_reward, reps))
+    texts["osc_gap_bursts"] = burst_sentence(oscillation_pairs(osc_gap, reps)) if len(osc_gap) else \
+        "nothing is measured."
+    if len(osc_gap):
+        gap_trend = osc_gap[osc_gap["event"] == "trend_change"]
+        gap_eff = pd.concat([V.component_effects(gap_trend, "ilets", b, "mad", False, reps=reps)
+                             for b in ("drl", "drl+", "ilets-")], ignore_index=True)
+        gap_comp = V.component_table(gap_eff)
+        texts["osc_gap_trend"] = _status_counts(gap_comp)
+    else:
+        texts["osc_gap_trend"] = "nothing is measured"
+    texts["osc_trend"] = _status_counts(components[7])
+    texts["verdict_7"] = claims[7].verdict
+
+    # convergence: the censored measure of the claim-5 verdict
+    conv = V.convergence_cells(learn, **CONVERGENCE) if len(learn) else pd.DataFrame()
+    conv_summary = S.summary_table(conv, metrics_cols=("convergence_decisions",), reps=reps) if len(conv) \
+        else pd.DataFrame()
+    if len(conv):
+        unsettled = conv.assign(unsettled=~conv["settled"]).groupby(["servers", "method"])["unsettled"].sum()
+        conv_summary = conv_summary.merge(unsettled.reset_index(), on=["servers", "method"], how="left")
+    texts["conv_settled"] = f"{conv['settled'].mean():.0%}" if len(conv) else "n/a"
+    texts["conv_text"] = _status_counts(components[5])
+    texts["verdict_5"] = claims[5].verdict
+
+    # cumulative reward
+    cum = S.cumulative_reward(learn) if len(learn) else pd.DataFrame()
+    leaders = S.leader_table(cum)
+    final_summary = S.summary_table(S.last_checkpoint(cum), metrics_cols=("cum_reward",), reps=reps) if len(cum) \
+        else pd.DataFrame()
+    lead_table = leaders.merge(S.ci_table(final_summary, formats={"cum_reward": ",.1f"}), on=["servers", "method"],
+                               how="left") if len(leaders) else leaders
+    if len(lead_table):  # display strings: a share, and a blank where the method does not lead at the end
+        lead_table = lead_table.assign(share_led=lead_table["share_led"].map("{:.0%}".format),
+                                       leads_from=[("" if pd.isna(v) else f"{v:,.0f}") for v in lead_table["leads_from"]],
+                                       Method=[_label(m) for m in lead_table["method"]])
+        lead_table = lead_table[["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]]
+    il = leaders[leaders["method"] == "ilets"] if len(leaders) else leaders
+    at = il[il["final_rank"] == 1] if len(il) else il
+    if len(il):
+        texts["cum_lead_text"] = (f"ILETS has the highest mean cumulative reward at the end of the pass at {len(at)} "
+                                  f"of {len(il)} fleet sizes"
+                                  + (" (leading without interruption from decision " + ", ".join(
+                                      f"{int(r.leads_from):,} at {r.servers} servers" for r in at.itertuples()) + ")"
+                                     if len(at) else ""))
+    else:
+        texts["cum_lead_text"] = "ILETS is not in this results store"
+    winners = leaders[leaders["final_rank"] == 1] if len(leaders) else leaders
+    texts["cum_winners"] = "; ".join(f"{r.servers} servers: {_label(r.method)}" for r in winners.itertuples()) \
+        or "none"
+    texts["cum_text"] = _status_counts(components[6])
+    texts["verdict_6"] = claims[6].verdict
+
+    # OAIL counters and effect
+    cols = [c for c in OAIL_COLS if c in lm]
+    with_oail = lm[lm["method"].isin(["ilets-", "ilets"])]
+    oail_summary = S.summary_table(with_oail, metrics_cols=cols, reps=reps) if len(with_oail) and cols \
+        else pd.DataFrame()
+    if len(oail_summary):
+        totals = with_oail.groupby("servers")[["oail_requests", "oail_applied", "oail_dropped", "oail_failed"]].sum()
+        texts["oail_share"] = S.range_text(totals["oail_applied"] / totals["oail_requests"], ".0%")
+        texts["oail_lost"] = (f"{int(totals['oail_dropped'].sum()):,} dropped and "
+                              f"{int(totals['oail_failed'].sum()):,} failed")
+        texts["oail_lag"] = f"{with_oail['oail_lag_p50'].median():,.0f}"
+    else:
+        texts.update(oail_share="n/a", oail_lost="n/a", oail_lag="n/a")
+    effect = _no_data(pd.concat([S.compare(lm, x, y, FINAL, reps=reps) for x, y in (("ilets-", "drl"), ("ilets", "drl+"))],
+                                ignore_index=True))
+    effect = effect.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(effect["x"], effect["y"])]) \
+        if len(effect) else effect
+    er = effect[effect["metric"] == "mean_reward"] if len(effect) else effect
+    texts["oail_effect"] = "; ".join(f"{_label(r['x'])} vs {_label(r['y'])} at {r['servers']} servers: {says(r)}"
+                                     for r in er.to_dict("records")) or "not measured"
+
+    # the upcoming window
+    um = ctx.variant_metrics("upcoming")
+    up = _no_data(S.variant_comparison(lm, um, (*FINAL, "oail_applied"), directions=DIRECTIONS, reps=reps)) \
+        if len(um) else pd.DataFrame()
+    if up.empty:
+        up_text = "The `upcoming` variant is not in this results store, so the two windows are not compared here."
+    else:
+        up_text = ("With the upcoming window instead of the past one, the whole-pass mean reward changes by "
+                   + "; ".join(f"{says(r)} for {_label(r['method'])} at {r['servers']} servers"
+                               for r in up[up["metric"] == "mean_reward"].to_dict("records"))
+                   + " (positive = the upcoming window is better). Peeking at future tasks is not available to a "
+                   "real scheduler, so a gain here is an upper bound on what a better-informed OAIL could add, not "
+                   "a result the paper's setting can reach.")
+    return AdaptationFindings(markers, event_order, int(first_range[1] - first_range[0]), gap, osc_reward, osc_gap,
+                              osc_summary, claims, components, conv, conv_summary, cum, leaders, lead_table,
+                              oail_summary, effect, VariantFindings("upcoming", up, up_text), texts)
+
+
+def component_display(components: pd.DataFrame) -> pd.DataFrame:
+    """A claim's :func:`ilets.report.verdicts.component_table` as a display table: the comparison,
+    its status (the summary's), the pooled effect with its 95 % CI, and at how many fleet
+    sizes the CI is above zero."""
+    return pd.DataFrame({
+        "comparison": components["component"],
+        "status": components["status"],
+        "pooled effect (95 % CI)": [f"{r.pooled:+.1f} % [{r.pooled_low:+.1f}, {r.pooled_high:+.1f}]"
+                                    for r in components.itertuples()],
+        "fleet sizes with CI above 0": [f"{r.scales_ok}/{r.scales}" for r in components.itertuples()]})
+
+
+def claims_display(components: Mapping[int, pd.DataFrame], claims: Sequence[int]) -> pd.DataFrame:
+    """:func:`component_display` of several claims stacked, with a ``claim`` column first."""
+    parts = [component_display(components[c]).assign(claim=c) for c in claims if len(components.get(c, ()))]
+    cols = ["claim", "comparison", "status", "pooled effect (95 % CI)", "fleet sizes with CI above 0"]
+    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+
+
+def _status_counts(components: pd.DataFrame) -> str:
+    """``"2 of 3 components hold at every fleet size, ..."`` from :func:`ilets.report.verdicts.component_table`."""
+    if components is None or components.empty:
+        return "no component could be measured"
+    c = components["status"].value_counts()
+
+    def n(status: str, one: str, many: str) -> str:
+        k = int(c.get(status, 0))
+        return f"{k} {one if k == 1 else many}"
+
+    held = int(c.get(V.HOLDS, 0))
+    return (f"{held} of {len(components)} comparisons {'holds' if held == 1 else 'hold'} at every fleet size, "
+            f"{n(V.HOLDS_POOLED, 'holds', 'hold')} pooled over fleet sizes only, "
+            f"{n(V.DIRECTION_ONLY, 'points', 'point')} the claimed way without being resolved and "
+            f"{n(V.FAILS, 'points', 'point')} the other way")
+
+
+# --- chapter 7: main results --------------------------------------------------------------
+
+_FRACTION_WORDS = {Fraction(1, 2): "half", Fraction(1, 3): "one third", Fraction(1, 4): "one quarter",
+                   Fraction(1, 5): "one fifth", Fraction(1, 6): "one sixth", Fraction(1, 8): "one eighth",
+                   Fraction(1, 10): "one tenth", Fraction(2, 3): "two thirds", Fraction(3, 4): "three quarters"}
+
+
+def speed_change(main: FleetConfig, variant: FleetConfig) -> str:
+    """The variant's servers relative to the main fleet's, in words, from the configured
+    MIPS ranges: e.g. ``"servers one sixth slower (500-1,500 MIPS instead of 600-1,800)"``.
+
+    The ratio is that of the midpoints of the ranges (both are uniform steps over the
+    range); a simple fraction is named in words, anything else as a percentage."""
+    lo, hi = variant.mips
+    mlo, mhi = main.mips
+    r = (lo + hi) / (mlo + mhi)
+    frac = Fraction(r).limit_denominator(12)
+    exact = abs(float(frac) - r) < 1e-9  # a simple fraction is named, anything else is a percentage
+    ranges = f"({lo:,.0f}-{hi:,.0f} MIPS instead of {mlo:,.0f}-{mhi:,.0f})"
+    if abs(r - 1) < 1e-12:
+        return f"servers as fast as the main grid's {ranges}"
+    if r > 1:
+        word = "twice as fast" if exact and frac == 2 else f"{r:.3g} times as fast"
+    elif exact and frac == Fraction(1, 2):
+        word = "half as fast"
+    else:
+        name = _FRACTION_WORDS.get(1 - frac) if exact else None
+        word = f"{name or f'{1 - r:.0%}'} slower"
+    return f"servers {word} {ranges}"
+
+
+@dataclass(frozen=True)
+class ResultsFindings:
+    """Chapter 7: the improvement table against the paper's, the claim verdicts 1-3 and 8,
+    the heuristics against the learners, and the heavier-load variant."""
+
+    improvements: pd.DataFrame = field(repr=False)
+    comparison: pd.DataFrame = field(repr=False)
+    pooled: pd.DataFrame = field(repr=False)
+    verdicts: dict = field(repr=False)
+    components: dict = field(repr=False)
+    heuristics: pd.DataFrame = field(repr=False)
+    heavy: pd.DataFrame | None = field(repr=False, default=None)
+    heavy_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    heavy_caption: str = ""
+    texts: dict = field(default_factory=dict)
+
+
+HEAVY = "heavy-load"
+
+
+def results_findings(ctx: ReportContext) -> ResultsFindings:
+    """Everything chapter 7 states (see :class:`ResultsFindings`)."""
+    m, reps = ctx.metrics, ctx.reps
+    improvements = S.improvement_table(m, baseline="drl", paired=True, reps=reps)
+    comparison = S.paper_comparison(improvements, servers=None)
+    pooled = S.paper_comparison(improvements, servers="all")
+    verdicts = {1: V.claim_improves(m, 1, "drl+", "drl", reps=reps), 2: V.claim_improves(m, 2, "ilets-", "drl", reps=reps),
+                3: V.claim_improves(m, 3, "drl+", "ilets-", reps=reps), 8: V.claim_beats_heuristics(m, reps=reps)}
+    components = {k: V.component_table(v.effects) for k, v in verdicts.items()}
+    texts = {"paper_in_ci": f"{int(pooled['paper_in_ci'].sum())} of {len(pooled)}",
+             "drlp_vs_iletsm": V.describe_effect(V.component_effects(m, "drl+", "ilets-", "avg_response_s", False,
+                                                                     reps=reps))}
+    for _, r in pooled.iterrows():  # the pooled numbers the prose quotes, keyed drlp_/iletsm_<metric>
+        key = f"{r['method'].replace('+', 'p').replace('-', 'm')}_{r['metric']}"
+        texts[f"ours_{key}"] = f"{r['ours_pct']:+.1f} %"
+        texts[f"ci_{key}"] = f"{r['ci_low_pct']:+.1f} to {r['ci_high_pct']:+.1f} %"
+    for method, vals in S.PAPER_IMPROVEMENTS.items():
+        for metric, val in vals.items():
+            texts[f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = f"+{val:.2f} %"
+    heuristics = V.heuristics_vs_learners(m, reps=reps)
+    texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
+    heavy = ctx.variant_metrics(HEAVY)
+    vrun = ctx.variant_run(HEAVY)
+    if heavy.empty or vrun is None:
+        texts["heavy_text"] = (f"The `{ctx.name}` profile has no `{HEAVY}` variant, so this check is not shown on "
+                               "this page.")
+        return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
+                               pd.DataFrame(), "", texts)
+    caption = speed_change(ctx.run.fleet, vrun.fleet)
+    main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
+    both = pd.concat([main.assign(setting="main grid"), heavy.assign(setting="heavier load")], ignore_index=True)
+    parts = [f"The variant ran {and_join(_label(x) for x in S.method_order(heavy['method'].unique()))} at "
+             f"{and_join(sorted(int(s) for s in heavy['servers'].unique()))} servers, with {caption}."]
+    if {"drl", "drl+"} <= set(heavy["method"]):
+        for setting, table in (("main grid", main), ("heavier load", heavy)):
+            e = V.component_effects(table, "drl+", "drl", "avg_response_s", False, reps=reps)
+            parts.append(f"In the {setting}, DRL+ is {V.describe_effect(e, table['servers'].iloc[0])} on response "
+                         "time.")
+    if {"greedy-cost", "drl+"} <= set(heavy["method"]):
+        e = V.component_effects(heavy, "greedy-cost", "drl+", "avg_response_s", False, reps=reps)
+        parts.append(f"Under the heavier load greedy-cost is {V.describe_effect(e, heavy['servers'].iloc[0])} on "
+                     "response time.")
+    texts["heavy_text"] = " ".join(parts)
+    summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
+    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, summary, caption,
+                           texts)
+
+
+# --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------
+
+def ks_sentence(generated: np.ndarray, real: np.ndarray | None) -> str:
+    """The synthetic CPU requests against the real sample (two-sample Kolmogorov-Smirnov,
+    scipy), or why there is no comparison."""
+    if real is None:
+        return "the real sample is not present on this machine, so only the synthetic CDF is shown"
+    import scipy.stats
+
+    return f"the two-sample Kolmogorov-Smirnov distance is {scipy.stats.ks_2samp(generated, real).statistic:.3f}"
+
+
+def load_display(load: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.report.calibration.load_table` as the workload chapter shows it."""
+    shown = load.assign(**{"success rate (%)": 100 * load["success_rate"]}).rename(columns={
+        "avg_response_s": "mean response (s)", "avg_wait_s": "mean wait (s)", "tasks": "online tasks"})
+    return shown[["scale", "servers", "online tasks", "mean response (s)", "mean wait (s)", "success rate (%)"]] \
+        .round(3)
+
+
+def budget_note(cfg, defaults) -> str:
+    """How a profile's expert search budget differs from the method defaults (two
+    :class:`ilets.config.ExpertConfig`)."""
+    keys = ("ga_population", "ga_generations", "pso_particles", "pso_iterations")
+    changed = [f"{k.replace('_', ' ')} {getattr(cfg, k):g} (default {getattr(defaults, k):g})"
+               for k in keys if getattr(cfg, k) != getattr(defaults, k)]
+    return ("it shrinks the search budget to keep the grid short: " + ", ".join(changed)) if changed \
+        else "it uses the method defaults"
+
+
+def config_texts(cfg) -> dict[str, str]:
+    """Every field of a settings dataclass as text (``cfg_<field>``), floats with ``:g``."""
+    import dataclasses
+
+    return {f"cfg_{k}": (f"{v:g}" if isinstance(v, float) else str(v)) for k, v in dataclasses.asdict(cfg).items()}
+
+
+#: Mean optimality gap below which the search is not the experts' bottleneck.
+SEARCH_GAP_OK = 0.01
+
+
+def search_sentence(mean_gaps: pd.Series) -> str:
+    """Whether the GA/PSO search is the experts' bottleneck, from their mean optimality gaps."""
+    return "so the search itself is not the bottleneck" if float(mean_gaps.max()) < SEARCH_GAP_OK \
+        else "so with this budget the search itself leaves part of the way to the optimum"
+
+
+def ms_text(ms: float) -> str:
+    """Milliseconds as the expert chapter prints them: whole above 10, one decimal below."""
+    return f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
+
+
+def gap_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.agents.experts.gap_table` (indexed by expert) as percentages for the page."""
+    d = summary.reset_index()
+    return d.assign(mean_gap=(100 * d["mean_gap"]).map("{:.2f}%".format),
+                    max_gap=(100 * d["max_gap"]).map("{:.1f}%".format),
+                    optimal_share=(100 * d["optimal_share"]).map("{:.0f}%".format)) \
+        .rename(columns={"mean_gap": "mean gap", "max_gap": "max gap", "optimal_share": "optimal"})
+
+
+def timing_display(timing: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.agents.experts.timing_table` formatted for the page."""
+    return timing.assign(
+        ms_per_call=timing["ms_per_call"].map("{:.1f}".format), ms_p90=timing["ms_p90"].map("{:.1f}".format),
+        cpu_ms_per_call=timing["cpu_ms_per_call"].map("{:.1f}".format),
+        ratio_to_greedy=timing["ratio_to_greedy"].map("{:.1f}".format),
+        mean_saving_vs_greedy=(100 * timing["mean_saving_vs_greedy"]).map("{:.2f}%".format),
+        max_saving_vs_greedy=(100 * timing["max_saving_vs_greedy"]).map("{:.2f}%".format),
+        cpu_util=(100 * timing["cpu_util"]).map("{:.0f}%".format)) \
+        .rename(columns={"ms_per_call": "ms/call", "ms_p90": "p90 ms", "cpu_ms_per_call": "CPU ms/call",
+                         "ratio_to_greedy": "x greedy", "mean_saving_vs_greedy": "mean saving vs greedy",
+                         "max_saving_vs_greedy": "max saving", "cpu_util": "CPU utilisation"})
+
+
+def latency_wide(summary: pd.DataFrame, scales: Sequence[int]) -> pd.DataFrame:
+    """:func:`ilets.study.latency.summarise` as one row per (method, path), p50/p95 per fleet size,
+    ``"-"`` where a path has no figure (the paper reports one number per method and size)."""
+    wide = summary.pivot_table(index=["method", "path"], columns="servers", values=["p50_ms", "p95_ms"])
+    wide.columns = [f"{stat.split('_')[0]} ms, {m} servers" for stat, m in wide.columns]
+    wide = wide[[f"{s} ms, {m} servers" for m in scales for s in ("p50", "p95")]]
+    order = [(meth, path) for meth in ("DRL", "ILETS") for path in ("our decision", "sb3 predict", "paper")]
+    out = wide.reindex(order).reset_index().astype(object)
+    return out.where(out.notna(), "-")
+
+
+def measured_latency(run, scales: Sequence[int], n: int, predict_every: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Decision times measured now (:func:`ilets.study.latency.measure`, DRL and ILETS at each
+    fleet size): ``(timings, oail counters per fleet size)``."""
+    from ilets.study.latency import measure
+
+    frames, counters = [], {}
+    for m in scales:
+        frames.append(measure(m, n, run, with_oail=False, predict_every=predict_every))
+        with_oail = measure(m, n, run, with_oail=True, predict_every=predict_every)
+        frames.append(with_oail)
+        counters[m] = with_oail.attrs.get("oail", {})
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(counters).T
+
+
+def store_latency(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Decision times recorded in the cells (µs, mean over seeds): a display table with
+    learners first, then heuristics, and the numbers the prose quotes."""
+    from ilets.config import HEURISTICS
+    from ilets.study.results import LEARNERS
+
+    labelled = metrics.assign(Method=[_label(m) for m in metrics["method"]])
+    store = labelled.groupby(["method", "servers"])[["decision_p50_ms", "decision_p95_ms"]].mean().mul(1e3)
+    present = set(store.index.get_level_values(0))
+    learners = store.loc[[m for m in LEARNERS if m in present]]
+    heur = store.loc[[m for m in HEURISTICS if m in present]]
+    texts = {"store_learner_us_lo": f"{learners['decision_p50_ms'].min():.0f}",
+             "store_learner_us_hi": f"{learners['decision_p50_ms'].max():.0f}",
+             "store_slowest_heuristic": str(heur["decision_p50_ms"].idxmax()[0]) if len(heur) else "n/a",
+             "store_slowest_us": f"{heur['decision_p50_ms'].max():.0f}" if len(heur) else "n/a"}
+    order = [m for m in (*LEARNERS, *HEURISTICS) if m in present]
+    table = store.rename(columns={"decision_p50_ms": "p50 µs", "decision_p95_ms": "p95 µs"}).unstack("servers")
+    table = table[[(stat, m) for m in sorted(table.columns.levels[1]) for stat in ("p50 µs", "p95 µs")]]
+    table.columns = [f"{stat}, {m} servers" for stat, m in table.columns]
+    table = table.reindex(order).reset_index()
+    table["method"] = [_label(m) for m in table["method"]]
+    return table.rename(columns={"method": "Method"}), texts

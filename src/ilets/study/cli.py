@@ -1,0 +1,228 @@
+"""The ``ilets`` command: run one cell, run a grid, fetch trace shards.
+
+Examples::
+
+    ilets run --method ilets --servers 100 --seed 3 --profile quick   # -> results/quick
+    ilets grid --profile quick                                        # resumable
+    ilets grid --profile paper --executor slurm --out /scratch/ilets
+    ilets trace find-window --trace-dir DIR
+    ilets trace download --shards 0-5 --dest DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import signal
+import sys
+import tempfile
+from pathlib import Path
+
+from ilets.config import HEURISTICS, METHODS, SEED_MAX, ConfigError
+
+
+class UsageError(ValueError):
+    """A command-line value that cannot work (the message names the flag)."""
+
+
+def _out_folder(flag: str, value: str) -> Path:
+    """``value`` as a results folder: created if missing; a file or an unwritable folder is refused."""
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {value}: expected a folder, but it is a file")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        # os.access misjudges some cases (root, ACLs, read-only mounts): try a real file
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".ilets-write-test-"):
+            pass
+    except OSError as err:
+        raise UsageError(f"{flag} {value}: expected a writable folder ({err.strerror or err})") from None
+    return path
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from ilets.study.profiles import load_profile
+    from ilets.study.run import run_cell
+
+    profile = load_profile(args.profile)
+    cfg = dataclasses.replace(profile.run, method=args.method, seed=args.seed,
+                              fleet=dataclasses.replace(profile.run.fleet, servers=args.servers)).validate()
+    out = _out_folder("--out", args.out or f"results/{profile.name}")
+    folder = run_cell(cfg, out, command=shlex.join(["ilets", *sys.argv[1:]]), progress=not args.quiet)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    print(folder)
+    for key in ("avg_response_s", "energy_kwh", "success_rate", "mean_reward", "wall_s"):
+        print(f"  {key:16s} {metrics.get(key)}")
+    return 0
+
+
+def _cmd_grid(args: argparse.Namespace) -> int:
+    from ilets.study.grid import run_grid
+    from ilets.study.profiles import load_profile
+
+    profile = load_profile(args.profile)
+    out = _out_folder("--out", args.out or f"results/{profile.name}")
+    summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
+                       progress=not args.quiet, slurm_partition=args.partition)
+    print(json.dumps(summary, indent=2))
+    return 0 if summary["failed"] == 0 else 1
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from ilets.study.verify import pick, verify
+
+    folder = Path(args.results)
+    if not (folder / "cells").is_dir():
+        raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder")
+    cells = pick(folder, args.cell, args.sample, args.seed, args.methods)
+    if not cells:
+        raise UsageError("nothing to verify: name cells with --cell or ask for --sample N")
+    scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
+    verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+    for v in verdicts:
+        print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
+        for line in v.differences[:5]:
+            print(f"    {line}")
+    ok = sum(v.reproduced for v in verdicts)
+    print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
+    return 0 if ok == len(verdicts) else 1
+
+
+def _parse_shards(text: str) -> list[int]:
+    """``0-5,9`` -> [0, 1, 2, 3, 4, 5, 9]; anything else raises UsageError naming ``--shards``."""
+    from ilets.workloads.trace import SHARD_COUNT
+
+    expected = f"expected indices or ranges like 0-5,9 within 0-{SHARD_COUNT - 1}"
+    out: list[int] = []
+    for part in text.split(","):
+        lo, dash, hi = part.strip().partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise UsageError(f"--shards {text!r}: {part!r} is not an index or a range; {expected}")
+        a, b = int(lo), int(hi) if dash else int(lo)
+        if a > b:
+            raise UsageError(f"--shards {text!r}: range {part!r} is empty (start after end); {expected}")
+        if b >= SHARD_COUNT:
+            raise UsageError(f"--shards {text!r}: index {b} is out of range; {expected}")
+        out.extend(i for i in range(a, b + 1) if i not in out)
+    return out
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from ilets.workloads import download, trace
+
+    if args.trace_cmd == "download":
+        shards = _parse_shards(args.shards)
+        paths = download.download_shards(shards, _out_folder("--dest", args.dest))
+        print("\n".join(str(p) for p in paths))
+    else:
+        print(json.dumps(dataclasses.asdict(trace.find_window(Path(args.trace_dir))), indent=2, default=str))
+    return 0
+
+
+def _int_in(lo: int, hi: int | None = None):
+    """An argparse type: an integer in [lo, hi] (argparse prints the one-line error)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(
+                f"expected an integer {'>= ' + str(lo) if hi is None else f'in [{lo}, {hi}]'}, got {value}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (no usage block): ``ilets run: error: argument --seed: ...``."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ilets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+
+    run = sub.add_parser("run", help="run one cell (method x servers x seed) into a result folder")
+    run.add_argument("--method", required=True, choices=METHODS + HEURISTICS)
+    run.add_argument("--servers", type=int, default=50, help="fleet size (1..100000)")
+    run.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help=f"run seed (0..{SEED_MAX})")
+    run.add_argument("--profile", default="quick", help="smoke, quick, paper or a YAML path")
+    run.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+
+    grid = sub.add_parser("grid", help="run every cell of a profile (skips cells already done)")
+    grid.add_argument("--profile", default="quick")
+    grid.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
+    grid.add_argument("--executor", choices=["local", "slurm", "submitit-local"], default="local")
+    grid.add_argument("--workers", type=_int_in(1), default=None, help="cells at once (default: the profile's)")
+    grid.add_argument("--partition", default=None, help="SLURM partition")
+    grid.add_argument("--quiet", action="store_true")
+    grid.set_defaults(func=_cmd_grid)
+
+    ver = sub.add_parser("verify", help="re-run shipped cells and check their metrics reproduce exactly")
+    ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")
+    ver.add_argument("--cell", action="append", default=None, help="a cell folder name (repeatable)")
+    ver.add_argument("--sample", type=_int_in(0), default=0, help="verify this many random cells")
+    ver.add_argument("--methods", nargs="+", default=None, help="sample only among these methods")
+    ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
+    ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
+    ver.add_argument("--quiet", action="store_true")
+    ver.set_defaults(func=_cmd_verify)
+
+    tr = sub.add_parser("trace", help="Google 2011 trace shards")
+    tsub = tr.add_subparsers(dest="trace_cmd", required=True)
+    dl = tsub.add_parser("download", help="download task_events shards (sha256-checked, resumable)")
+    dl.add_argument("--shards", required=True, help="e.g. 0-5,9")
+    dl.add_argument("--dest", required=True)
+    fw = tsub.add_parser("find-window", help="the 50-minute window of day 10 closest to the paper's split")
+    fw.add_argument("--trace-dir", required=True)
+    tr.set_defaults(func=_cmd_trace)
+    return parser
+
+
+def _terminate(signum: int, frame) -> None:
+    """SIGTERM (kill, timeout, SLURM) stops a run as Ctrl-C does: the same clean-up path."""
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``ilets`` command."""
+    from ilets.workloads.trace import TraceError
+
+    args = build_parser().parse_args(argv)
+    previous = None
+    if hasattr(signal, "SIGTERM"):
+        try:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+        except ValueError:  # not the main thread (embedded use): leave signals alone
+            previous = None
+    try:
+        return args.func(args)
+    except ConfigError as err:
+        print(f"ilets: configuration error: {err}", file=sys.stderr)
+        return 2
+    except (TraceError, UsageError) as err:
+        print(f"ilets: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a file or folder the user named (or the disk) is not usable
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        print(f"ilets: {where}{err.strerror or err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Run every cell of a profile, locally or on SLURM; resumable by construction.
+
+Each cell (method, fleet size, seed, config digest) is an idempotent unit written atomically
+by :func:`ilets.study.run.run_cell`: a cell whose folder is complete and valid is skipped, so a
+killed grid resumes where it stopped and loses only the cells that were in flight; a
+damaged folder is recomputed. Cells are claimed with a lock file, so two grids (or a grid
+and a SLURM array) on one folder share the cells: each skips the cells another holds,
+then waits for them at the end. Executors:
+
+* ``local``: a process pool of ``workers`` processes, one torch thread each;
+* ``slurm``: one SLURM array task per cell through ``submitit`` (the same cell function);
+* ``submitit-local``: submitit's local executor, which runs the SLURM path on this machine
+  (used by the tests).
+
+Interrupts: SIGINT (Ctrl-C) and SIGTERM (``kill``, ``timeout``, SLURM) stop the local grid
+at once: queued cells are cancelled and the workers are killed (their unfinished cells
+leave only hidden temporary folders, cleaned on the next run). Workers ignore SIGINT, so a
+Ctrl-C to the whole process group is handled once, by the parent, and they die with the
+parent (:func:`ilets.lifecycle.die_with_parent`) if it is killed outright.
+
+After the cells, :func:`ilets.study.results.build_store` gathers them into the results tables.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from multiprocessing import get_context
+from pathlib import Path
+
+import yaml
+
+from ilets.config import RunConfig, to_dict
+from ilets.study.profiles import Profile
+from ilets.study.run import BUSY, RAN, atomic_json, atomic_text, cell_name, clean_stale_temporaries, is_done, run_cell_status
+
+
+def _init_threads() -> None:
+    """One torch thread per process: cells run side by side on separate cores."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _init_worker() -> None:
+    """Initializer of a local pool worker: die with the grid, leave Ctrl-C to the grid."""
+    from ilets.lifecycle import die_with_parent
+
+    die_with_parent()
+    # A terminal's Ctrl-C reaches the whole process group; the parent alone reacts (it
+    # cancels the queue and kills the workers), so a worker does not half-stop a cell.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _init_threads()
+
+
+def _run_one(cfg: RunConfig, out: str, wait: bool = False) -> str:
+    """One cell; returns its status (ran, done or busy). Used by every executor."""
+    _init_threads()
+    return run_cell_status(cfg, Path(out), command=f"ilets grid (cell {cell_name(cfg)})", wait=wait)[1]
+
+
+def _write_manifest(profile: Profile, out: Path, cells: list[RunConfig]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = {"profile": profile.name, "description": profile.description,
+                "cells": [cell_name(c) for c in cells], "written": time.time()}
+    atomic_json(out / "grid.json", manifest)
+    atomic_text(out / "profile.yaml", yaml.safe_dump(
+        {"name": profile.name, "description": profile.description, "methods": list(profile.methods),
+         "servers": list(profile.servers), "seeds": list(profile.seeds), "workers": profile.workers,
+         "run": to_dict(profile.run)}, sort_keys=False))
+
+
+def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int | None = None,
+             progress: bool = True, slurm_partition: str | None = None) -> dict:
+    """Run the profile's cells not yet done; returns counts and compute totals."""
+    from tqdm import tqdm
+
+    from ilets.study.results import build_store, compute_table
+
+    if executor not in ("local", "slurm", "submitit-local"):
+        raise ValueError(f"executor must be local, slurm or submitit-local, got {executor!r}")
+    workers = profile.workers if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers: expected >= 1, got {workers}")
+    out = Path(out)
+    cells = profile.cells()
+    _write_manifest(profile, out, cells)
+    clean_stale_temporaries(out)
+    todo = [c for c in cells if not is_done(c, out)]
+    counts = {RAN: 0, "failed": 0, "elsewhere": 0}
+    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"grid {profile.name}", unit="cell",
+               disable=not progress)
+    t0 = time.perf_counter()
+    try:
+        if executor == "local":
+            run = lambda cells, wait: _run_local(cells, out, workers, bar, wait)  # noqa: E731
+        else:
+            run = lambda cells, wait: _run_submitit(cells, out, executor, slurm_partition, bar, wait)  # noqa: E731
+        # First pass: skip the cells another process holds; then wait for those (and
+        # compute any whose holder failed or died), so the store below is complete.
+        busy = _tally(run(todo, False), counts, bar)
+        if busy:
+            bar.write(f"{len(busy)} cell(s) are being computed by another process; waiting for them")
+            _tally(run(busy, True), counts, bar)
+    finally:
+        bar.close()
+    store = build_store(out)
+    compute = compute_table(out)
+    return {"profile": profile.name, "cells": len(cells), "skipped_done": len(cells) - len(todo),
+            "ran": counts[RAN], "failed": counts["failed"], "done_elsewhere": counts["elsewhere"],
+            "grid_wall_s": time.perf_counter() - t0,
+            "cell_cpu_s_total": float(compute["cpu_s"].sum()) if len(compute) else 0.0,
+            "store": {k: str(v) for k, v in store.items()}}
+
+
+def _tally(results, counts: dict, bar) -> list[RunConfig]:
+    """Count (cfg, status-or-error) results; returns the cells found busy."""
+    busy = []
+    for cfg, status in results:
+        if isinstance(status, BaseException):
+            counts["failed"] += 1
+            bar.write(f"cell {cell_name(cfg)} failed: {status}")
+        elif status == BUSY:
+            busy.append(cfg)
+            continue
+        elif status == RAN:
+            counts[RAN] += 1
+        else:  # done: finished by another process after this grid listed it
+            counts["elsewhere"] += 1
+        bar.update(1)
+    return busy
+
+
+def _collect(results):
+    """Yield (cfg, status or exception) as cells complete.
+
+    A failure is already recorded in ``OUT/failed`` by ``run_cell``; here it is only passed
+    on, and the other cells go on.
+    """
+    for cfg, get in results:
+        try:
+            yield cfg, get()
+        except Exception as err:
+            yield cfg, err
+
+
+def _run_local(todo: list[RunConfig], out: Path, workers: int, bar, wait: bool):
+    """Yield (cfg, status or exception) as the cells complete (a generator: live progress)."""
+    if not todo:
+        return
+    if workers <= 1:
+        yield from _collect((cfg, lambda cfg=cfg: _run_one(cfg, str(out), wait)) for cfg in todo)
+        return
+    # Not a `with` block: its exit calls shutdown(wait=True), which waits for every queued
+    # cell and so undoes the cancellation an interrupt asks for.
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
+                               initializer=_init_worker)
+    try:
+        futures = {pool.submit(_run_one, cfg, str(out), wait): cfg for cfg in todo}
+        yield from _collect((futures[f], f.result) for f in as_completed(futures))
+    except BaseException:  # KeyboardInterrupt (SIGINT or SIGTERM), or the generator closed
+        _kill_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the queue and kill the workers now (an interrupt: nothing is waited for)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        try:
+            p.kill()  # SIGKILL: a worker's cell leaves only its hidden temporary folder
+        except (OSError, ValueError):
+            pass
+    for p in processes:
+        try:
+            p.join(timeout=5)
+        except (OSError, ValueError, AssertionError):
+            pass
+
+
+def _run_submitit(todo: list[RunConfig], out: Path, executor: str, partition: str | None, bar, wait: bool):
+    import submitit
+
+    if not todo:
+        return []
+    ex = submitit.AutoExecutor(folder=out / "submitit", cluster="local" if executor == "submitit-local" else "slurm")
+    params = {"timeout_min": 24 * 60, "cpus_per_task": 2}
+    if partition and executor == "slurm":
+        params["slurm_partition"] = partition
+    ex.update_parameters(**params)
+    jobs = ex.map_array(_run_one, todo, [str(out)] * len(todo), [wait] * len(todo))
+    try:
+        return list(_collect((cfg, job.result) for job, cfg in zip(jobs, todo)))
+    except BaseException:
+        for job in jobs:  # an interrupt: do not leave the array running
+            try:
+                job.cancel(check=False)
+            except Exception:  # noqa: BLE001 -- best effort on the way out
+                pass
+        raise

@@ -1,0 +1,216 @@
+"""The tuning pilot: which hyperparameters the study uses, chosen by a rule fixed in advance.
+
+The pilot is an ordinary profile (``configs/pilot.yaml``) run by ``ilets grid``. It uses only
+pilot seeds, which no evaluation grid uses (:data:`PILOT_SEEDS`; tests check that the
+shipped evaluation profiles never include them), at the paper's full scale, at 50 and 200
+servers. Each variant of the profile changes **exactly one** setting of the defaults (one
+factor at a time) for **one** method; the main grid of the profile holds the defaults of
+every method tuned, plus earliest-finish as the yardstick. Every cell has the same budget:
+one online pass over the same 259,368 tasks.
+
+The rule [ours], written and committed before any pilot result existed:
+
+1. Score every cell by the paper's objective in natural units, normalised by the
+   earliest-finish heuristic on the same seed and fleet size (a yardstick that no choice
+   changes), weighted by the reward's ``theta`` as the paper weights energy against
+   response time::
+
+       J = theta * energy / energy_EF + (1 - theta) * response / response_EF
+
+   Rewards of different forms are never compared with each other; J can be.
+2. For each varied setting, average J over every pilot (seed, fleet size) pair, for the
+   default and for each alternative value.
+3. The value with the lowest mean J is chosen, unless it improves on the default's mean J by
+   less than :data:`MIN_GAIN` (1 %), in which case the default stays (a change must earn
+   its place).
+4. Settings are chosen independently (interactions are not searched); the PPO settings
+   tuned on DRL are shared by every learner, OINPT's on DRL+, OAIL's on ILETS-.
+5. A setting is decided only when every cell of its default and of each alternative has
+   finished; otherwise the default stays and the setting is reported as undecided (the
+   pilot's budget ran out before it). Variants are listed most decision-relevant first.
+
+:func:`select` applies the rule to a results store; the deviations chapter shows its table,
+and ``configs/methods.yaml`` holds the chosen values (a test checks they agree with the
+shipped pilot results).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ilets.config import to_dict
+from ilets.study.profiles import Profile
+
+#: Seeds reserved for tuning; evaluation grids never use them.
+PILOT_SEEDS = (1000, 1001, 1002)
+#: A change must lower the mean normalised objective by at least this fraction.
+MIN_GAIN = 0.01
+#: The yardstick heuristic of the normalisation.
+YARDSTICK = "earliest-finish"
+
+
+def _leaf(overrides: dict, prefix: str = "") -> tuple[str, object]:
+    """The one (dotted key, value) of a nested override mapping."""
+    items = []
+    for k, v in overrides.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            items.append(_leaf(v, key + "."))
+        else:
+            items.append((key, v))
+    if len(items) != 1:
+        raise ValueError(f"a pilot variant must change exactly one setting, got {overrides!r}")
+    return items[0]
+
+
+def _get(config: dict, dotted: str):
+    for part in dotted.split("."):
+        config = config[part]
+    return config
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One value of one setting for one method: the default (variant "") or a variant."""
+
+    method: str
+    setting: str  #: dotted key, e.g. "ppo.learning_rate"
+    value: object
+    variant: str  #: "" for the default
+    cells: int  #: cells the profile runs for it (seeds x fleet sizes)
+
+
+def candidates(profile: Profile) -> list[Candidate]:
+    """Every (method, setting, value) the pilot profile compares, defaults included."""
+    base = to_dict(profile.run)
+    out: list[Candidate] = []
+    seen = set()
+    for v in profile.variants:
+        if len(v.methods) != 1:
+            raise ValueError(f"pilot variant {v.name!r} must name exactly one method")
+        setting, value = _leaf(v.run)
+        method = v.methods[0]
+        if (method, setting) not in seen:
+            seen.add((method, setting))
+            out.append(Candidate(method, setting, _get(base, setting), "", len(profile.seeds) * len(profile.servers)))
+        out.append(Candidate(method, setting, value, v.name,
+                             len(v.seeds or profile.seeds) * len(v.servers or profile.servers)))
+    return out
+
+
+def objective(metrics: pd.DataFrame, theta: float) -> pd.DataFrame:
+    """``metrics`` with ``J``: energy and response normalised by the yardstick (rule step 1).
+
+    Raises ValueError when a (seed, servers) pair has no yardstick cell.
+    """
+    ref = metrics[(metrics["method"] == YARDSTICK) & (metrics["variant"] == "")]
+    ref = ref.set_index(["seed", "servers"])[["energy_kwh", "avg_response_s"]]
+    out = metrics.join(ref, on=["seed", "servers"], rsuffix="_ref")
+    missing = out["energy_kwh_ref"].isna()
+    if missing.any():
+        pairs = sorted(set(zip(out.loc[missing, "seed"], out.loc[missing, "servers"])))
+        raise ValueError(f"no {YARDSTICK} cell for (seed, servers) {pairs}")
+    out["J"] = (theta * out["energy_kwh"] / out["energy_kwh_ref"]
+                + (1 - theta) * out["avg_response_s"] / out["avg_response_s_ref"])
+    return out
+
+
+def select(profile: Profile, metrics: pd.DataFrame) -> pd.DataFrame:
+    """The rule applied: one row per candidate, with its mean J and whether it is chosen.
+
+    Columns: method, setting, value, variant, cells (finished), expected (cells the
+    profile runs), mean_J, gain_vs_default (relative decrease of mean J), decided, chosen.
+    A setting with any unfinished cell is undecided: its default is chosen (rule step 5).
+    """
+    scored = objective(metrics, profile.run.reward.theta)
+    rows = []
+    for c in candidates(profile):
+        cells = scored[(scored["method"] == c.method) & (scored["variant"] == c.variant)]
+        rows.append({"method": c.method, "setting": c.setting, "value": c.value, "variant": c.variant,
+                     "cells": len(cells), "expected": c.cells,
+                     "mean_J": float(cells["J"].mean()) if len(cells) else np.nan})
+    table = pd.DataFrame(rows)
+    table["gain_vs_default"] = np.nan
+    table["decided"] = False
+    table["chosen"] = False
+    for _, group in table.groupby(["method", "setting"], sort=False):
+        default = group.index[group["variant"] == ""][0]
+        complete = bool((group["cells"] >= group["expected"]).all())
+        d = table.loc[default, "mean_J"]
+        if np.isfinite(d):
+            table.loc[group.index, "gain_vs_default"] = (d - group["mean_J"]) / d
+        pick = default
+        if complete:
+            best = group["mean_J"].idxmin()
+            if table.loc[best, "gain_vs_default"] >= MIN_GAIN:
+                pick = best
+        table.loc[group.index, "decided"] = complete
+        table.loc[pick, "chosen"] = True
+    return table
+
+
+def chosen_overrides(table: pd.DataFrame) -> dict[str, object]:
+    """``{dotted setting: value}`` of the chosen non-default values (what methods.yaml sets)."""
+    picked = table[table["chosen"] & (table["variant"] != "")]
+    return dict(zip(picked["setting"], picked["value"]))
+
+
+# --- the book's view ------------------------------------------------------------------------
+
+#: Where the pilot's results are shipped (committed) in the repository.
+SHIPPED = "shipped/pilot"
+
+
+@dataclass(frozen=True)
+class PilotReport:
+    """Everything the pilot section of the book shows, computed from a results folder."""
+
+    table: pd.DataFrame  #: :func:`select`'s table, display-ready
+    decided: list[str]  #: settings the rule decided
+    undecided: list[str]  #: settings left at their default because cells are missing
+    changes: dict  #: chosen non-default values, ``{dotted setting: value}``
+    cells: int  #: finished pilot cells
+    expected: int  #: cells the profile runs
+    provenance: str  #: one sentence: where, when, at which commit, CPU-hours
+    summary: str  #: one paragraph for the page
+
+
+def report(folder, profile: Profile | None = None) -> PilotReport:
+    """The pilot's results in ``folder`` (a grid or shipped folder) read through the rule."""
+    from pathlib import Path
+
+    from ilets.study.profiles import load_profile
+    from ilets.study.results import load_metrics
+    from ilets.study.shipping import load_provenance, provenance_line
+
+    folder = Path(folder)
+    profile = profile or load_profile("pilot")
+    if not (folder / "store" / "metrics.parquet").is_file():
+        return PilotReport(pd.DataFrame(), [], [], {}, 0, len(profile.cells()), f"{folder}: no pilot results.",
+                           "No pilot results are shipped in this checkout: every setting keeps its default.")
+    metrics = load_metrics(folder, variant=None)
+    table = select(profile, metrics)
+    settings = list(dict.fromkeys(table["setting"]))
+    decided = [s for s in settings if table.loc[table["setting"] == s, "decided"].all()]
+    undecided = [s for s in settings if s not in decided]
+    changes = chosen_overrides(table)
+    shown = table.assign(value=table["value"].astype(str),
+                         variant=table["variant"].replace({"": "(default)"}),
+                         cells=table["cells"].astype(str) + " / " + table["expected"].astype(str),
+                         mean_J=table["mean_J"].round(4), gain_vs_default=(100 * table["gain_vs_default"]).round(2),
+                         chosen=table["chosen"].map({True: "chosen", False: ""}))
+    shown = shown.drop(columns=["expected", "decided"])
+    expected = len(profile.cells())
+    if changes:
+        change_text = "it changes " + ", ".join(f"`{k}` to {v}" for k, v in changes.items())
+    else:
+        change_text = "it changes none of the defaults"
+    summary = (f"{len(metrics)} of {expected} pilot cells finished. The rule decided "
+               f"{len(decided)} of {len(settings)} settings; {change_text}. "
+               + (f"Undecided (default kept, cells missing): {', '.join(f'`{s}`' for s in undecided)}."
+                  if undecided else "Every setting was decided."))
+    return PilotReport(shown, decided, undecided, changes, len(metrics), expected,
+                       provenance_line(load_provenance(folder)), summary)

@@ -1,0 +1,166 @@
+"""The results store: cell folders gathered into tidy parquet tables, and the loader API.
+
+``OUT/store/metrics.parquet``: one row per finished cell (method, servers, seed, final
+metrics, compute). ``OUT/store/curves.parquet``: learning-curve rows of every cell, with
+method, servers and seed columns. Notebooks read only through the functions here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from ilets.method_table import LEARNERS, METHOD_LABELS  # re-exported: the names the store's readers use
+
+
+#: ``status`` values of :func:`compute_table`: a finished cell, and the compute a failed
+#: attempt burnt (a cell that failed and later succeeded has one row of each).
+STATUS_DONE = "done"
+STATUS_FAILED = "failed attempt"
+COMPUTE_STATUSES = (STATUS_DONE, STATUS_FAILED)
+
+#: Profiles whose results the book prefers, most complete first.
+PREFERRED_PROFILES = ("paper", "quick")
+
+
+def results_dir(root: str | Path = "results") -> Path:
+    """The results folder the book shows.
+
+    ``$ILETS_RESULTS`` if set; otherwise ``results/paper`` when that grid has a store, else
+    ``results/quick`` (``make book`` writes ``results/<profile>``). A relative ``root`` is
+    resolved against the repository root, since the notebooks run in ``notebooks/``.
+    """
+    env = os.environ.get("ILETS_RESULTS")
+    if env:
+        return Path(env)
+    root = Path(root)
+    if not root.is_absolute():
+        root = Path(__file__).resolve().parents[3] / root
+    for name in PREFERRED_PROFILES:
+        if (root / name / "store" / "metrics.parquet").is_file():
+            return root / name
+    return root / PREFERRED_PROFILES[-1]
+
+
+def _cells(out: Path) -> list[Path]:
+    """Finished cell folders of ``out``; only those of its current grid when it has one.
+
+    A folder can hold cells of an older configuration (a changed setting changes every
+    digest); ``grid.json`` lists the cells of the grid last run there, so stale ones are
+    left out of the store instead of being mixed in.
+    """
+    root = Path(out) / "cells"
+    if not root.is_dir():
+        return []
+    manifest = Path(out) / "grid.json"
+    wanted = set(json.loads(manifest.read_text())["cells"]) if manifest.is_file() else None
+    from ilets.study.run import cell_problem
+
+    # hidden ".<cell>.tmp-<pid>" folders are runs in flight or killed before their rename
+    found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                   and (wanted is None or p.name in wanted))
+    good = []
+    for p in found:
+        # a damaged folder (truncated metrics.json, empty curve.csv, ...) is left out with
+        # its file named instead of breaking the whole store; `ilets grid` recomputes it
+        problem = cell_problem(p)
+        if problem is None:
+            good.append(p)
+        elif (p / "metrics.json").exists():
+            warnings.warn(f"{problem}: cell left out of the store", stacklevel=2)
+    return good
+
+
+def build_store(out: Path) -> dict[str, Path]:
+    """Gather every finished cell of ``out`` into ``out/store/*.parquet``; returns the paths."""
+    out = Path(out)
+    rows, curves = [], []
+    for cell in _cells(out):
+        m = json.loads((cell / "metrics.json").read_text())
+        m["cell"] = cell.name
+        rows.append(m)
+        curve = pd.read_csv(cell / "curve.csv")
+        curve["method"], curve["variant"] = m["method"], m.get("variant", "")
+        curve["servers"], curve["seed"], curve["cell"] = m["servers"], m["seed"], cell.name
+        curves.append(curve)
+    store = out / "store"
+    store.mkdir(parents=True, exist_ok=True)
+    paths = {"metrics": store / "metrics.parquet", "curves": store / "curves.parquet"}
+    frames = {"metrics": pd.DataFrame(rows), "curves": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
+    for key, path in paths.items():
+        tmp = path.with_suffix(".tmp.parquet")
+        frames[key].to_parquet(tmp, index=False)
+        tmp.replace(path)
+    return paths
+
+
+def _load(out: Path | None, table: str, variant: str | None) -> pd.DataFrame:
+    out = Path(out) if out else results_dir()
+    path = out / "store" / f"{table}.parquet"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no results store; run `ilets grid --profile quick --out {out}` first")
+    df = pd.read_parquet(path)
+    if "variant" not in df:
+        df["variant"] = ""
+    return df if variant is None else df[df["variant"] == variant].reset_index(drop=True)
+
+
+def load_metrics(out: Path | None = None, variant: str | None = "") -> pd.DataFrame:
+    """Per-cell final metrics, one row per method x servers x seed.
+
+    ``variant=""`` (default) gives the main study, a name gives that variant's cells,
+    ``None`` gives every cell (with a ``variant`` column).
+    """
+    return _load(out, "metrics", variant)
+
+
+def load_curves(out: Path | None = None, variant: str | None = "") -> pd.DataFrame:
+    """Learning-curve rows of every cell (``variant`` as in :func:`load_metrics`)."""
+    return _load(out, "curves", variant)
+
+
+def load_profile_info(out: Path | None = None) -> dict:
+    """The profile the results were produced with (name, description, grid, run settings)."""
+    out = Path(out) if out else results_dir()
+    path = out / "profile.yaml"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: not a grid results folder")
+    return yaml.safe_load(path.read_text())
+
+
+def compute_table(out: Path | None = None) -> pd.DataFrame:
+    """Wall and CPU seconds of every finished cell and of every failed attempt.
+
+    A cell that failed and later succeeded appears twice: once as :data:`STATUS_FAILED` (the
+    compute it burnt) and once as :data:`STATUS_DONE`.
+    """
+    out = Path(out) if out else results_dir()
+    rows = []
+    for cell in _cells(out):
+        m = json.loads((cell / "metrics.json").read_text())
+        rows.append({"cell": cell.name, "method": m["method"], "variant": m.get("variant", ""),
+                     "servers": m["servers"], "seed": m["seed"], "status": STATUS_DONE,
+                     "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+    failed = Path(out) / "failed"
+    if failed.is_dir():
+        for f in sorted(failed.glob("*.json")):
+            try:
+                m = json.loads(f.read_text())
+                m = {k: m[k] for k in ("cell", "method", "variant", "servers", "seed", "wall_s", "cpu_s")}
+            except (OSError, ValueError, KeyError, TypeError) as err:  # a record cut short by a kill
+                warnings.warn(f"{f}: unreadable failure record ({err!r}); left out", stacklevel=2)
+                continue
+            rows.append({"cell": m["cell"], "method": m["method"], "variant": m["variant"], "servers": m["servers"],
+                         "seed": m["seed"], "status": STATUS_FAILED, "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
+    return pd.DataFrame(rows, columns=["cell", "method", "variant", "servers", "seed", "status", "wall_s", "cpu_s"])
+
+
+def system_info(out: Path | None = None) -> dict:
+    """The system.json of one finished cell (hardware and versions)."""
+    cells = _cells(Path(out) if out else results_dir())
+    return json.loads((cells[0] / "system.json").read_text()) if cells else {}

@@ -1,0 +1,356 @@
+"""One cell (method x fleet size x seed x config) to a self-describing result folder.
+
+Layout of ``OUT/cells/<method>-M<servers>-s<seed>-<config digest>/``:
+
+===================  ==========================================================
+``config.yaml``      the resolved :class:`RunConfig` (every field)
+``command.txt``      the command line that produced it
+``system.json``      package versions, CPU model, cores, RAM, Python
+``metrics.json``     final metrics, wall and CPU seconds, method extras (OAIL counters)
+``curve.csv``        learning curve: per ``curve_every`` decisions reward, response,
+                     success, energy
+``decisions.npz``    decision-latency samples (s)
+``model.zip``        the trained MaskablePPO, learners only. ``MaskablePPO.load`` reads
+                     it, but SB3 stores parts of it with cloudpickle, so loading a
+                     ``model.zip`` can run arbitrary code: load only folders you trust
+                     (ones you produced, or whose origin you checked)
+===================  ==========================================================
+
+The folder is written under a temporary name and renamed in one step when complete, so an
+interrupted run never leaves a folder that looks finished. A cell is done only when its
+folder holds every file and they are complete and valid (:func:`cell_problem`); a damaged
+folder is reported, set aside and recomputed. A cell is claimed with a lock file
+(``locks/<name>.lock``) while it runs, so two grids, or a grid and a SLURM array, on one
+``OUT`` share the cells instead of computing each twice. A failing cell leaves
+``OUT/failed/<name>.json`` with the error and the compute it used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import datetime
+import platform
+import resource
+import shutil
+import sys
+import time
+import traceback
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ilets.config import RunConfig, to_dict
+
+PACKAGES = ("ilets-study", "numpy", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "imitation",
+            "pandas", "scipy", "rliable", "simpy")
+
+
+def cell_name(cfg: RunConfig) -> str:
+    """The folder name of a cell: readable fields plus the digest of the whole config."""
+    variant = f"@{cfg.variant}" if cfg.variant else ""
+    return f"{cfg.method}{variant}-M{cfg.fleet.servers}-s{cfg.seed}-{cfg.digest()}"
+
+
+def cell_dir(cfg: RunConfig, out: Path) -> Path:
+    return Path(out) / "cells" / cell_name(cfg)
+
+
+#: files every finished cell holds (``model.zip`` in addition for learners)
+CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
+#: metrics.json keys the results store relies on
+METRIC_KEYS = ("method", "servers", "seed", "digest", "wall_s", "cpu_s")
+INT64_MAX = 2**63 - 1
+
+#: what :func:`run_cell_status` did with a cell
+RAN, DONE, BUSY = "ran", "done", "busy"
+
+
+def cell_problem(folder: Path) -> str | None:
+    """Why ``folder`` is not a complete, valid cell (naming the file), or None when it is.
+
+    Checks that every file is there, ``metrics.json`` is a JSON object with the keys the
+    store uses (integer seed and servers within int64), ``curve.csv`` has a header and at
+    least one row, and ``decisions.npz`` and ``model.zip`` are readable archives. Cheap
+    enough to run for every cell of a grid at each start.
+    """
+    import zipfile
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        return f"{folder}: not a folder"
+    for name in CELL_FILES:
+        if not (folder / name).is_file():
+            return f"{folder / name}: missing"
+    path = folder / "metrics.json"
+    try:
+        m = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return f"{path}: not valid JSON ({err})"
+    if not isinstance(m, dict):
+        return f"{path}: expected a JSON object"
+    missing = [k for k in METRIC_KEYS if k not in m]
+    if missing:
+        return f"{path}: missing key(s) {missing}"
+    for key in ("servers", "seed"):
+        v = m[key]
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
+            return f"{path}: {key} = {v!r}: expected an integer in [0, 2**63)"
+    path = folder / "curve.csv"
+    try:
+        lines = path.read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{path}: unreadable ({err})"
+    if len(lines) < 2 or not lines[0].strip():
+        return f"{path}: expected a header and at least one row"
+    width = lines[0].count(",")
+    if any(line.count(",") != width for line in lines[1:]):
+        return f"{path}: rows of unequal width (truncated?)"
+    for name in ("decisions.npz", "model.zip"):
+        path = folder / name
+        if name == "model.zip" and not path.exists():  # optional: run_cell(save_model=False)
+            continue
+        try:
+            with zipfile.ZipFile(path) as z:
+                bad = z.testzip()
+        except (OSError, zipfile.BadZipFile, EOFError) as err:
+            return f"{path}: not a complete archive ({err})"
+        if bad is not None:
+            return f"{path}: member {bad} is damaged"
+    return None
+
+
+def is_done(cfg: RunConfig, out: Path) -> bool:
+    """Whether the cell's folder exists and is complete and valid."""
+    folder = cell_dir(cfg, out)
+    return folder.is_dir() and cell_problem(folder) is None
+
+
+def _set_aside(folder: Path, why: str) -> None:
+    """Move a damaged cell folder out of the way (hidden, kept for inspection) and say so."""
+    dest = folder.parent / f".{folder.name}.damaged-{int(time.time() * 1000)}"
+    print(f"ilets: {why}; recomputing the cell (old folder moved to {dest.name})", file=sys.stderr)
+    os.replace(folder, dest)
+
+
+def lock_path(out: Path, name: str) -> Path:
+    """The lock file that claims cell ``name`` of ``out`` while a process computes it."""
+    folder = Path(out) / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{name}.lock"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def clean_stale_temporaries(out: Path) -> list[Path]:
+    """Remove hidden ``.<cell>.tmp-<pid>`` folders left by killed runs; returns them.
+
+    A temporary folder is stale when its cell's lock is free (no process, on any host that
+    shares ``OUT``, is computing the cell) and, on this host, its PID is dead. Damaged
+    folders set aside by :func:`_set_aside` are kept.
+    """
+    from filelock import FileLock, Timeout
+
+    root = Path(out) / "cells"
+    removed: list[Path] = []
+    if not root.is_dir():
+        return removed
+    for p in sorted(root.iterdir()):
+        name, sep, pid = p.name.rpartition(".tmp-")
+        if not (p.is_dir() and p.name.startswith(".") and sep and pid.isdigit()):
+            continue
+        if _pid_alive(int(pid)) and int(pid) != os.getpid():
+            continue
+        try:
+            with FileLock(str(lock_path(out, name[1:])), timeout=0):
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p)
+        except Timeout:
+            continue  # a process elsewhere is computing that cell right now
+    return removed
+
+
+def system_info() -> dict:
+    """Hardware and software facts recorded with every result."""
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    ram_gb = float("nan")
+    try:
+        ram_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    except (ValueError, OSError, AttributeError):
+        pass
+    versions = {}
+    for p in PACKAGES:
+        try:
+            versions[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            versions[p] = None
+    return {"cpu_model": cpu, "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
+            "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
+            "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            **source_version()}
+
+
+def source_version() -> dict:
+    """The git commit of the package's checkout and whether tracked files differ from it.
+
+    ``{"commit": None, "dirty": None}`` outside a git checkout (an installed wheel).
+    """
+    import subprocess
+
+    root = Path(__file__).resolve().parents[3]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+    return {"commit": commit, "dirty": dirty}
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and its reaped children (OAIL emulators)."""
+    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+
+
+def atomic_json(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file and one rename."""
+    atomic_text(path, json.dumps(data, indent=2, default=float))
+
+
+def atomic_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and one rename.
+
+    The temporary name carries the PID, so two processes writing the same file (two grids
+    on one folder) never rename each other's half-written file.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = False,
+             save_model: bool = True) -> Path:
+    """Run one cell and write its folder; returns the folder. Skips a cell already done.
+
+    Waits while another process holds the cell (then uses its result, or computes the cell
+    if that process failed or died).
+    """
+    return run_cell_status(cfg, out, command, progress, save_model, wait=True)[0]
+
+
+def run_cell_status(cfg: RunConfig, out: Path, command: str = "", progress: bool = False,
+                    save_model: bool = True, wait: bool = True) -> tuple[Path, str]:
+    """Run one cell under its lock; returns the folder and what happened.
+
+    The status is :data:`RAN` (computed here), :data:`DONE` (already complete, nothing run)
+    or, only with ``wait=False``, :data:`BUSY` (another process holds the cell's lock).
+    """
+    from filelock import FileLock, Timeout
+
+    cfg = cfg.validate()
+    final = cell_dir(cfg, out)
+    if is_done(cfg, out):
+        return final, DONE
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # flock-based: the kernel releases it when the holder dies, even by SIGKILL
+    lock = FileLock(str(lock_path(out, final.name)), timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return final, BUSY
+    try:
+        if is_done(cfg, out):  # finished by the process that held the lock
+            return final, DONE
+        for p in final.parent.glob(f".{final.name}.tmp-*"):  # ours now: nobody writes them
+            shutil.rmtree(p, ignore_errors=True)
+        if final.exists():
+            _set_aside(final, cell_problem(final) or f"{final}: damaged")
+        return _compute(cfg, out, final, command, progress, save_model), RAN
+    finally:
+        lock.release()
+
+
+def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: bool, save_model: bool) -> Path:
+    from ilets.agents.methods import run_method
+    from ilets.simulator.cloud import make_fleet
+    from ilets.workloads.workload import load_workload
+
+    tmp = final.parent / f".{final.name}.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    wall0, cpu0 = time.perf_counter(), cpu_seconds()
+    try:
+        (tmp / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg), sort_keys=False))
+        (tmp / "command.txt").write_text((command or " ".join(sys.argv)) + "\n")
+        atomic_json(tmp / "system.json", system_info())
+        workload = load_workload(cfg.workload, cfg.seed)
+        fleet = make_fleet(cfg.fleet, cfg.fleet.seed)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(workload.online), desc=cell_name(cfg), unit="task", mininterval=1.0)
+        try:
+            result = run_method(cfg, workload, fleet, cache_dir=Path(out) / "cache",
+                                progress=bar.update if bar else None)
+        finally:
+            if bar is not None:
+                bar.close()
+        result.log.curve(cfg.curve_every).to_csv(tmp / "curve.csv", index=False)
+        d = result.decision_s
+        np.savez_compressed(tmp / "decisions.npz", seconds=d)
+        if result.model is not None and save_model:
+            result.model.save(tmp / "model.zip")
+        metrics = {
+            "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers, "seed": cfg.seed,
+            "digest": cfg.digest(),
+            **{k: v for k, v in result.log.final.items()},
+            "decision_p50_ms": float(np.median(d) * 1e3) if len(d) else float("nan"),
+            "decision_p95_ms": float(np.quantile(d, 0.95) * 1e3) if len(d) else float("nan"),
+            **result.extra,
+            "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0,
+        }
+        atomic_json(tmp / "metrics.json", metrics)
+        problem = cell_problem(tmp)
+        if problem is not None:  # never publish a folder that would not count as done
+            raise RuntimeError(f"the new cell folder is incomplete: {problem}")
+        # The lock is held, so no other process writes `final`; anything there now is
+        # damaged (a process without the lock, e.g. an older version) and is set aside.
+        if final.exists():
+            _set_aside(final, cell_problem(final) or f"{final}: appeared while computing")
+        os.replace(tmp, final)  # one rename: the folder appears complete or not at all
+    except BaseException as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, (KeyboardInterrupt, SystemExit)):
+            raise  # interrupted, not failed: nothing to record, the cell reruns on resume
+        failed = Path(out) / "failed"
+        failed.mkdir(parents=True, exist_ok=True)
+        atomic_json(failed / f"{final.name}.{int(time.time() * 1000)}.json", {
+            "cell": final.name, "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
+            "seed": cfg.seed, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
+            "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0, "time": time.time()})
+        raise
+    return final

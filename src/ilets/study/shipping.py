@@ -1,0 +1,102 @@
+"""Shipped results: a compact, committed copy of a grid's results, with its provenance.
+
+A grid's folder (``results/<profile>``) holds models and per-decision arrays that are too big
+to commit. :func:`ship` copies what a reader and a verifier need into a folder that is
+committed with the code (``shipped/<profile>``):
+
+* ``store/*.parquet``: the tables the book reads;
+* per cell: ``config.yaml``, ``command.txt``, ``system.json``, ``metrics.json``,
+  ``curve.csv`` and ``decisions.npz`` (latency samples); never ``model.zip``;
+* ``profile.yaml`` and ``grid.json`` of the grid;
+* ``PROVENANCE.json`` (:func:`provenance`): the commits the cells ran on, the dates, the
+  machines and the CPU-hours, all read from the cells' own records.
+
+The book prints the provenance on every results page; ``ilets verify`` re-runs shipped cells
+and compares their metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+
+#: Files of a cell folder that are shipped (everything but the model).
+SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
+PROVENANCE = "PROVENANCE.json"
+
+
+def provenance(folder: Path) -> dict:
+    """Where and when a results folder's cells were computed, from the cells' own records.
+
+    Returns the number of cells, the distinct commits (with a dirty flag when a cell ran on
+    a checkout with uncommitted changes), the first and last start time (UTC), the machines
+    (CPU model x cores), and the summed CPU-hours and wall-hours of the cells. A cell that
+    predates these records counts as ``"unrecorded"``.
+    """
+    cells = sorted(p for p in (Path(folder) / "cells").iterdir() if p.is_dir() and not p.name.startswith("."))
+    commits: Counter = Counter()
+    machines: Counter = Counter()
+    starts, cpu, wall = [], 0.0, 0.0
+    for cell in cells:
+        system = json.loads((cell / "system.json").read_text()) if (cell / "system.json").is_file() else {}
+        metrics = json.loads((cell / "metrics.json").read_text())
+        commit = system.get("commit") or "unrecorded"
+        commits[commit + ("+dirty" if system.get("dirty") else "")] += 1
+        machines[f"{system.get('cpu_model', 'unknown CPU')} x {system.get('cores', '?')} cores"] += 1
+        if system.get("started_utc"):
+            starts.append(system["started_utc"])
+        cpu += float(metrics.get("cpu_s", 0.0))
+        wall += float(metrics.get("wall_s", 0.0))
+    return {"cells": len(cells), "commits": dict(commits), "machines": dict(machines),
+            "first_start_utc": min(starts) if starts else None, "last_start_utc": max(starts) if starts else None,
+            "cpu_hours": cpu / 3600, "wall_hours_summed": wall / 3600}
+
+
+def ship(src: Path, dest: Path, note: str = "") -> dict:
+    """Copy the compact part of grid folder ``src`` into ``dest`` (replaced) and write its
+    provenance; returns the provenance (with ``note`` and the shipped size in MB)."""
+    from ilets.study.results import build_store
+
+    src, dest = Path(src), Path(dest)
+    build_store(src)
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "cells").mkdir(parents=True)
+    shutil.copytree(src / "store", tmp / "store")
+    for name in ("profile.yaml", "grid.json"):
+        if (src / name).is_file():
+            shutil.copy2(src / name, tmp / name)
+    from ilets.study.results import _cells
+
+    for cell in _cells(src):
+        target = tmp / "cells" / cell.name
+        target.mkdir()
+        for name in SHIPPED_CELL_FILES:
+            if (cell / name).is_file():
+                shutil.copy2(cell / name, target / name)
+    info = provenance(tmp)
+    info["note"] = note
+    info["size_mb"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) / 2**20
+    (tmp / PROVENANCE).write_text(json.dumps(info, indent=2))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.replace(dest)
+    return info
+
+
+def load_provenance(folder: Path) -> dict:
+    """The ``PROVENANCE.json`` of a shipped folder, or one computed from its cells."""
+    path = Path(folder) / PROVENANCE
+    return json.loads(path.read_text()) if path.is_file() else provenance(folder)
+
+
+def provenance_line(info: dict) -> str:
+    """One sentence for a results page: cells, commits, dates, machine, CPU-hours."""
+    commits = ", ".join(f"{c[:12]}{' (dirty)' if c.endswith('+dirty') else ''} ({n})"
+                        for c, n in info["commits"].items())
+    machines = "; ".join(info["machines"])
+    when = (f"started {info['first_start_utc']} to {info['last_start_utc']} (UTC)"
+            if info.get("first_start_utc") else "start times not recorded")
+    return (f"{info['cells']} cells computed on {machines}, {when}, at commit {commits}; "
+            f"{info['cpu_hours']:.2f} CPU-hours in all.")

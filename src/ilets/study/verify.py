@@ -1,0 +1,102 @@
+"""Re-run shipped cells and check that their results reproduce exactly.
+
+A shipped result is a claim anyone can check: :func:`verify` takes cells of a results folder
+(named, or a seeded random sample), re-runs each from its own ``config.yaml`` into a scratch
+folder, and compares the outcome with the recorded one:
+
+* ``metrics.json``: every key except those that measure the host rather than the result
+  (:data:`HOST_KEYS`: wall and CPU seconds, decision latencies, phase timings);
+* ``curve.csv``: the whole learning curve, value for value.
+
+Equality is exact (``==`` on the parsed numbers). Every method is deterministic from its seed
+and configuration on the same kind of machine (OAIL included: its emulators run in simulated
+time); a different CPU, BLAS or library version can change the last bits of a learner's
+floating-point arithmetic, which the report then shows as a difference.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+#: metrics that describe the machine's speed, not the result
+HOST_KEYS = frozenset({"wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms", "demo_seconds", "oinpt_seconds",
+                       "cpu_demos_s", "cpu_bc_s", "cpu_rollout_s", "cpu_update_s", "oail_expert_cpu_s",
+                       "oail_imitation_cpu_s"})
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One re-run cell: whether it reproduced, and where it did not."""
+
+    cell: str
+    reproduced: bool
+    differences: tuple[str, ...]  #: "key: recorded -> re-run" lines
+    wall_s: float
+
+
+def _cells(folder: Path) -> list[str]:
+    return sorted(p.name for p in (folder / "cells").iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: int = 0,
+         methods: list[str] | None = None) -> list[str]:
+    """The cells to verify: ``names`` (checked to exist), else ``sample`` random ones (of
+    ``methods`` if given, one per method first), drawn with ``seed``."""
+    folder = Path(folder)
+    every = _cells(folder)
+    if names:
+        missing = [n for n in names if n not in every]
+        if missing:
+            raise FileNotFoundError(f"{folder / 'cells'}: no cell(s) {missing}")
+        return list(names)
+    pool = [c for c in every if methods is None or c.split("@")[0].rsplit("-M", 1)[0] in methods]
+    rng = random.Random(seed)
+    rng.shuffle(pool)
+    return sorted(pool[:sample])
+
+
+def compare(recorded: Path, rerun: Path) -> list[str]:
+    """The differences between two cell folders' results (empty when they reproduce)."""
+    out = []
+    a = json.loads((recorded / "metrics.json").read_text())
+    b = json.loads((rerun / "metrics.json").read_text())
+    for key in sorted(set(a) | set(b)):
+        if key in HOST_KEYS:
+            continue
+        va, vb = a.get(key), b.get(key)
+        if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
+            out.append(f"metrics.json {key}: {va!r} -> {vb!r}")
+    ca, cb = pd.read_csv(recorded / "curve.csv"), pd.read_csv(rerun / "curve.csv")
+    if ca.shape != cb.shape or list(ca.columns) != list(cb.columns):
+        out.append(f"curve.csv: shape {ca.shape} -> {cb.shape}")
+    else:
+        diff = (ca != cb) & ~(ca.isna() & cb.isna())
+        if diff.to_numpy().any():
+            row, col = next(zip(*diff.to_numpy().nonzero()))
+            out.append(f"curve.csv: {int(diff.to_numpy().sum())} values differ, first at row {row} "
+                       f"{ca.columns[col]}: {ca.iat[row, col]!r} -> {cb.iat[row, col]!r}")
+    return out
+
+
+def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False) -> list[Verdict]:
+    """Re-run ``cells`` of ``folder`` into ``scratch`` and compare (see the module docstring)."""
+    from ilets.config import RunConfig, from_dict
+    from ilets.study.run import run_cell
+
+    folder, scratch = Path(folder), Path(scratch)
+    verdicts = []
+    for name in cells:
+        recorded = folder / "cells" / name
+        cfg = from_dict(RunConfig, yaml.safe_load((recorded / "config.yaml").read_text()),
+                        str(recorded / "config.yaml")).validate(str(recorded / "config.yaml"))
+        rerun = run_cell(cfg, scratch, command=f"ilets verify {name}", progress=progress, save_model=False)
+        diffs = compare(recorded, rerun)
+        wall = json.loads((rerun / "metrics.json").read_text()).get("wall_s", float("nan"))
+        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall))
+    return verdicts
