@@ -44,6 +44,12 @@ LEARNERS: tuple[str, ...] = tuple(METHOD_SPECS)
 METHOD_LABELS: MappingProxyType[str, str] = MappingProxyType({name: s.label for name, s in METHOD_SPECS.items()})
 
 
+def learners_with(*, oinpt: bool | None = None, oail: bool | None = None) -> tuple[str, ...]:
+    """The learning methods (in table order) that have, or lack, OINPT and OAIL (None: either)."""
+    return tuple(name for name, s in METHOD_SPECS.items()
+                 if (oinpt is None or s.oinpt == oinpt) and (oail is None or s.oail == oail))
+
+
 def method_label(name: str) -> str:
     """The printed label of ``name``: a learner's label, or the name itself (heuristics)."""
     return METHOD_LABELS.get(name, name)

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.config import FleetConfig
-from ilets.method_table import METHOD_LABELS
+from ilets.method_table import METHOD_LABELS, learners_with
 from ilets.report import stats as S
 from ilets.report import verdicts as V
 from ilets.report.report_context import ReportContext, and_join
@@ -174,7 +174,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
     first = S.first_n(learn, n) if len(learn) else pd.DataFrame()
     first_summary = S.summary_table(first, metrics_cols=FIRST, reps=ctx.reps) if len(first) else pd.DataFrame()
     components = V.component_table(claim.effects)
-    pairs = _no_data(S.compare_pairs(first, ["drl+", "ilets"], ["drl", "ilets-"], FIRST, reps=ctx.reps)) \
+    pairs = _no_data(S.compare_pairs(first, learners_with(oinpt=True), learners_with(oinpt=False), FIRST, reps=ctx.reps)) \
         if len(first) else pd.DataFrame(columns=["x", "y"])
     pairs = pairs.assign(pair=[f"{_label(x)} vs {_label(y)}" for x, y in zip(pairs["x"], pairs["y"])])
     texts: dict[str, str] = {"claim_verdict": claim.verdict}
@@ -182,7 +182,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
 
     # what cloning achieved (DRL+; ILETS clones the same demonstrations)
     cols = [c for c in BC_COLS if c in lm]
-    cloned = lm[lm["method"].isin(["drl+", "ilets"])]
+    cloned = lm[lm["method"].isin(learners_with(oinpt=True))]
     bc_summary = S.summary_table(cloned, metrics_cols=cols, reps=ctx.reps) if len(cloned) and cols else pd.DataFrame()
     drlp = cloned[cloned["method"] == "drl+"]
     if len(drlp) and "bc_agreement_after" in drlp:
@@ -392,7 +392,7 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
 
     # OAIL counters and effect
     cols = [c for c in OAIL_COLS if c in lm]
-    with_oail = lm[lm["method"].isin(["ilets-", "ilets"])]
+    with_oail = lm[lm["method"].isin(learners_with(oail=True))]
     oail_summary = S.summary_table(with_oail, metrics_cols=cols, reps=reps) if len(with_oail) and cols \
         else pd.DataFrame()
     if len(oail_summary):

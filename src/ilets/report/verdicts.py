@@ -81,7 +81,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.config import HEURISTICS
-from ilets.method_table import LEARNERS, METHOD_LABELS
+from ilets.method_table import LEARNERS, METHOD_LABELS, learners_with
 from ilets.report import stats as S
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly", "not reproduced", "not testable"
@@ -282,7 +282,7 @@ def claim_cold_start(curves: pd.DataFrame, first_frac: float = 0.1, reps: int = 
     n = S.cold_start_decisions(curves[curves["method"].isin(LEARNERS)], frac=first_frac)
     fn = S.first_n(curves[curves["method"].isin(LEARNERS)], n)
     effects = [component_effects(fn, a, b, "reward", True, reps=reps, seed=seed)
-               for a in ("drl+", "ilets") for b in ("drl", "ilets-")]
+               for a in learners_with(oinpt=True) for b in learners_with(oinpt=False)]
     return _verdict(4, effects, lambda e: f"mean reward over the first {n:,} decisions: " + _evidence(e))
 
 
