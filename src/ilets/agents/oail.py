@@ -192,8 +192,11 @@ def admission(arrival: np.ndarray, cfg: OAILConfig, window: int) -> dict:
     arrivals, every ``cfg.every`` decisions), ``latency_s``, ``workers`` and ``max_pending``:
     not on the policy, the fleet or the host. So the served share of a whole paper-scale
     pass is known without running it (tests check it equals a run's counters).
-    Returns ``{"requests", "dropped", "served_share", "max_wait_s"}``.
+    Returns ``{"requests", "dropped", "served_share", "max_wait_s"}``. The wall clock has no
+    such answer (it depends on the host): ValueError.
     """
+    if cfg.clock == "wall":
+        raise ValueError("admission is defined for the simulated and sync clocks; the wall clock depends on the host")
     slots = EmulatorSlots(None if cfg.clock == "sync" else cfg.workers,
                           0.0 if cfg.clock == "sync" else cfg.latency_s, cfg.max_pending)
     times = arrival[submissions(len(arrival), cfg.every, window, cfg.window_mode)]
