@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import os
 import datetime
+import functools
 import platform
 import resource
 import shutil
@@ -207,8 +208,11 @@ def system_info() -> dict:
             **source_version()}
 
 
+@functools.lru_cache(maxsize=1)
 def source_version() -> dict:
-    """The git commit of the package's checkout and whether tracked files differ from it.
+    """The git commit of the package's checkout and whether its code (``src/``, tracked
+    files) differs from it, read once per process: a grid worker runs the code it imported
+    when it started, whatever is committed later.
 
     ``{"commit": None, "dirty": None}`` outside a git checkout (an installed wheel).
     """
@@ -218,7 +222,8 @@ def source_version() -> dict:
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
+                                "src"],
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
