@@ -264,3 +264,19 @@ def test_status_counts_sentence():
     assert F._status_counts(comp) == ("1 of 4 comparisons holds at every fleet size, 0 hold pooled over fleet sizes "
                                       "only, 2 point the claimed way without being resolved and 1 points the other way")
     assert F._status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"
+
+
+def test_cloning_sentence_states_the_numbers_and_the_limit():
+    import pandas as pd
+
+    from ilets.report.findings import CLONE_COLS, cloning_sentence
+
+    per = pd.DataFrame({"bc_top1_train": [0.13, 0.11], "bc_top5_train": [0.5, 0.4], "bc_top1_heldout": [0.12, 0.10],
+                        "bc_top5_heldout": [0.48, 0.39], "bc_regret_rel_train": [0.02, 0.03],
+                        "bc_regret_rel_heldout": [0.025, 0.035]}, index=[50, 200])
+    text = cloning_sentence(per)
+    assert "11.0%" in text and "13.0%" in text and "not simply memorised" in text
+    worse = per.assign(bc_top1_heldout=[0.02, 0.01])
+    assert "more demonstrations would help" in cloning_sentence(worse)
+    assert "not in these results" in cloning_sentence(pd.DataFrame())
+    assert "not in these results" in cloning_sentence(per.drop(columns=[CLONE_COLS[0]]))

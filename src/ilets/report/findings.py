@@ -163,6 +163,31 @@ class ColdStartFindings:
 
 BC_COLS = ("bc_agreement_before", "bc_agreement_after", "critic_mse_before", "critic_mse_after", "demo_tasks",
            "demo_seconds", "oinpt_seconds")
+#: the cloning report (ilets.agents.oinpt.cloning_report): top-k agreement and one-step regret,
+#: on the cloned states and on held-out expert states
+CLONE_COLS = ("bc_top1_train", "bc_top5_train", "bc_top1_heldout", "bc_top5_heldout", "bc_regret_rel_train",
+              "bc_regret_rel_heldout")
+
+
+def cloning_sentence(per: pd.DataFrame) -> str:
+    """What limits cloning, in numbers, from per-fleet-size means of :data:`CLONE_COLS`.
+
+    ``per`` is indexed by fleet size; an empty frame (or missing columns: results made
+    before the cloning report existed) gives a sentence saying so.
+    """
+    if per is None or len(per) == 0 or not set(CLONE_COLS) <= set(per.columns) or per[list(CLONE_COLS)].isna().all().all():
+        return "The cloning report (top-k agreement and regret) is not in these results."
+    r = S.range_text
+    gap = per["bc_top1_train"] - per["bc_top1_heldout"]
+    return (f"On the cloned states the clone's first choice is the expert's in {r(per['bc_top1_train'], '.1%')} "
+            f"of decisions and among its five most likely servers in {r(per['bc_top5_train'], '.1%')}; on held-out "
+            f"expert states {r(per['bc_top1_heldout'], '.1%')} and {r(per['bc_top5_heldout'], '.1%')}. Its first "
+            f"choice costs {r(per['bc_regret_rel_heldout'], '.1%')} more than the expert's, one step at a time, "
+            f"on held-out states ({r(per['bc_regret_rel_train'], '.1%')} on cloned ones). "
+            + ("Held-out agreement is close to the cloned one, so the demonstrations are not simply memorised: "
+               "the limit is what the state shows and what the expert plans beyond one step."
+               if float(gap.abs().max()) < 0.05 else
+               "Agreement drops on held-out states: more demonstrations would help the clone."))
 
 
 def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
@@ -181,7 +206,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
     texts["claim_counts"] = _status_counts(components)
 
     # what cloning achieved (DRL+; ILETS clones the same demonstrations)
-    cols = [c for c in BC_COLS if c in lm]
+    cols = [c for c in (*BC_COLS, *CLONE_COLS) if c in lm]
     cloned = lm[lm["method"].isin(learners_with(oinpt=True))]
     bc_summary = S.summary_table(cloned, metrics_cols=cols, reps=ctx.reps) if len(cloned) and cols else pd.DataFrame()
     drlp = cloned[cloned["method"] == "drl+"]
@@ -193,6 +218,8 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
     else:
         texts.update(agree_before="not measured", agree_after="not measured",
                      agree_verdict=agreement_sentence(pd.Series(dtype=float)))
+    clone_cols = [c for c in CLONE_COLS if c in drlp]
+    texts["cloning"] = cloning_sentence(drlp.groupby("servers")[clone_cols].mean() if clone_cols else pd.DataFrame())
     if len(drlp) and "critic_mse_after" in drlp and drlp["critic_mse_after"].notna().any():
         mse = drlp.groupby("servers")[["critic_mse_before", "critic_mse_after"]].mean()
         texts["critic_drop"] = S.range_text(1 - mse["critic_mse_after"] / mse["critic_mse_before"], ".0%")
