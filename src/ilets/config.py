@@ -103,7 +103,7 @@ class RewardConfig:
     wait_scale_s: float = 10.0  #: estimated response is divided by this (then shaped by wait_form) [ours]
     #: how the scaled response x = R / wait_scale_s enters the cost [ours, chosen by the pilot]:
     #: "capped" min(1, x), "linear" x, "log" log(1 + x)
-    wait_form: str = "capped"
+    wait_form: str = "log"
     include_execution: bool = True  #: count the task's own execution time in the wait [ours]
     deadline_penalty: float = 0.0  #: added to the cost when the estimate misses the deadline
     infeasible_penalty: float = 1.0  #: added when an action names a server too small
@@ -197,8 +197,8 @@ class OINPTConfig:
     """Offline behaviour cloning into PPO's policy [code: lr 1e-3, batch 64]."""
 
     expert: str = "ga+pso"  #: "ga+pso" (the paper's) or "greedy"
-    max_demo_tasks: int = 20_000  #: cap on offline tasks demonstrated (GA/PSO cost) [ours]
-    bc_epochs: int = 30
+    max_demo_tasks: int = 5_000  #: cap on offline tasks demonstrated (GA/PSO cost; the pilot's choice) [ours]
+    bc_epochs: int = 10  #: the pilot's choice [ours]
     batch_size: int = 64
     learning_rate: float = 1e-3
     critic_pretrain: bool = True  #: regress V on discounted expert returns [ours]
