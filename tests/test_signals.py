@@ -32,10 +32,18 @@ def write_profile(path: Path, **fields) -> Path:
     return path
 
 
+def _as_from_a_terminal() -> None:
+    # a test suite started as a background job (`make test &`) inherits SIGINT ignored, as
+    # every background job of a non-interactive shell does; `ilets` started from a terminal
+    # sees the default disposition, which is what these tests are about
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli(*args: str) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen([sys.executable, "-m", "ilets.study.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+                            preexec_fn=_as_from_a_terminal)
 
 
 def alive(pids: set[int], pgid: int) -> list[str]:
