@@ -29,14 +29,7 @@ from ilets.study.verify import HOST_KEYS
 
 #: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
 TIMING = tuple(sorted(HOST_KEYS))
-TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
-            "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
-
-
-def write_profile(path: Path, **fields) -> Path:
-    data = {"name": path.stem, "description": "fault test", "run": TINY_RUN, **fields}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+from tiny_profiles import TINY_RUN, write_profile  # noqa: E402 (tests/ is on the path)
 
 
 def comparable(out: Path) -> pd.DataFrame:

@@ -22,14 +22,7 @@ import psutil
 import pytest
 import yaml
 
-TINY_RUN = {"curve_every": 20, "workload": {"scale": 0.001},
-            "ppo": {"n_steps": 32, "batch_size": 16, "n_epochs": 1, "hidden": 16}}
-
-
-def write_profile(path: Path, **fields) -> Path:
-    data = {"name": path.stem, "description": "signal test", "run": TINY_RUN, **fields}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+from tiny_profiles import TINY_RUN, write_profile  # noqa: E402 (tests/ is on the path)
 
 
 def _as_from_a_terminal() -> None:
