@@ -224,5 +224,23 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def entry() -> None:
+    """The ``ilets`` command: :func:`main`, then leave.
+
+    After an interrupt (Ctrl-C, SIGTERM) the process leaves with ``os._exit`` once its
+    message is printed, skipping the interpreter's exit handlers: a process pool that the
+    interrupt caught mid-operation may never send its idle workers their exit sentinel, and
+    multiprocessing's exit handler would then wait for them for ever (seen once: an ILETS- run
+    hung on SIGTERM while its emulator idled). Finished cells are already on disk, and every
+    child process dies with its parent (:func:`ilets.lifecycle.die_with_parent`).
+    """
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
