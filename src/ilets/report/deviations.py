@@ -61,8 +61,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "ilets.simulator.cloud"),
     Deviation("Reward normalisation", "theta*power + (1-theta)*estimated wait, unnormalised [code]",
               f"power over the fleet's maximum; response (wait + own execution) over {_D.reward.wait_scale_s:g} s, "
-              f"wait form '{_D.reward.wait_form}' by default (capped at 1; linear and log are options); optional "
-              f"deadline penalty ({_D.reward.deadline_penalty:g} by default, as in the code)", "ilets.simulator.objective"),
+              f"shaped by the wait form '{_D.reward.wait_form}' (chosen by the tuning pilot among capped min(1, x), "
+              f"linear x and log(1 + x)); optional deadline penalty ({_D.reward.deadline_penalty:g} by default, "
+              "as in the code)", "ilets.simulator.objective", variant="reward-capped"),
     Deviation("State", "2M+2: task CPU and one more scalar, per server free CPU and task count [code]",
               "the same, the extra scalar being the task length; a 5M+2 'rich' state as a variant",
               "ilets.agents.env", variant="rich-state"),
