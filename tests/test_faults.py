@@ -162,6 +162,18 @@ def test_two_grids_on_one_folder_share_the_cells(tmp_path):
     assert set(pd.read_parquet(out / "store" / "metrics.parquet")["cell"]) == names
 
 
+def test_the_store_built_by_many_writers_at_once_is_complete(reference, tmp_path):
+    # two grids finishing together build one store at the same moment; before, they shared
+    # one temporary name and one of them failed with "metrics.tmp.parquet: No such file"
+    from concurrent.futures import ThreadPoolExecutor
+
+    path, out, cells = copy_of(reference, tmp_path)
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: build_store(out), range(16)))
+    assert set(pd.read_parquet(out / "store" / "metrics.parquet")["cell"]) == {cell_name(c) for c in cells}
+    assert sorted(p.name for p in (out / "store").iterdir()) == ["curves.parquet", "metrics.parquet"]
+
+
 def test_stale_temporary_folders_are_cleaned_live_ones_kept(reference, tmp_path):
     path, out, cells = copy_of(reference, tmp_path)
     name = cell_name(cells[0])

@@ -88,14 +88,15 @@ def build_store(out: Path) -> dict[str, Path]:
         curve["method"], curve["variant"] = m["method"], m.get("variant", "")
         curve["servers"], curve["seed"], curve["cell"] = m["servers"], m["seed"], cell.name
         curves.append(curve)
+    from ilets.study.run import atomic_write
+
     store = out / "store"
     store.mkdir(parents=True, exist_ok=True)
     paths = {"metrics": store / "metrics.parquet", "curves": store / "curves.parquet"}
     frames = {"metrics": pd.DataFrame(rows), "curves": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
     for key, path in paths.items():
-        tmp = path.with_suffix(".tmp.parquet")
-        frames[key].to_parquet(tmp, index=False)
-        tmp.replace(path)
+        # two grids on one folder build the store at the same moment: one unique temporary each
+        atomic_write(path, lambda tmp, frame=frames[key]: frame.to_parquet(tmp, index=False))
     return paths
 
 

@@ -35,10 +35,12 @@ import platform
 import resource
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import yaml
@@ -242,15 +244,23 @@ def atomic_json(path: Path, data: dict) -> None:
 
 
 def atomic_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and one rename.
+    """Write ``text`` to ``path`` through a temporary file and one rename."""
+    atomic_write(path, lambda tmp: tmp.write_text(text))
 
-    The temporary name carries the PID, so two processes writing the same file (two grids
-    on one folder) never rename each other's half-written file.
+
+def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
+    """Call ``write(tmp)`` on a fresh temporary file beside ``path``, then rename it to ``path``.
+
+    The temporary name is unique (``mkstemp``), so two writers of the same file, two grids
+    on one folder or two threads building one store, never rename each other's half-written
+    file; the one that renames last wins with a complete file.
     """
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
     try:
-        tmp.write_text(text)
+        write(tmp)
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
