@@ -259,6 +259,7 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
+    tmp.chmod(0o644)  # mkstemp makes it private; results are for reading by others
     try:
         write(tmp)
         tmp.replace(path)
