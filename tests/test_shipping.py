@@ -12,6 +12,22 @@ from ilets.study.results import load_metrics
 from ilets.study.shipping import PROVENANCE, load_provenance, provenance_line, ship
 
 
+def test_shipped_latency_samples_are_thinned_evenly(tmp_path):
+    import numpy as np
+
+    from ilets.study.shipping import thin_latency_samples
+
+    np.savez_compressed(tmp_path / "big.npz", seconds=np.arange(10_001, dtype=float))
+    thin_latency_samples(tmp_path / "big.npz", tmp_path / "thin.npz", limit=2000)
+    with np.load(tmp_path / "thin.npz") as z:
+        assert int(z["every"]) == 6 and len(z["seconds"]) == 1667
+        np.testing.assert_array_equal(z["seconds"], np.arange(0, 10_001, 6))
+    np.savez_compressed(tmp_path / "small.npz", seconds=np.arange(5, dtype=float))
+    thin_latency_samples(tmp_path / "small.npz", tmp_path / "same.npz", limit=2000)
+    with np.load(tmp_path / "same.npz") as z:
+        assert int(z["every"]) == 1 and len(z["seconds"]) == 5
+
+
 def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(tmp_path):
     path = tmp_path / "tiny.yaml"
     path.write_text("name: tiny\nmethods: [drl, earliest-finish]\nservers: [10]\nseeds: [0]\nworkers: 1\n"

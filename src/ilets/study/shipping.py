@@ -6,7 +6,11 @@ committed with the code (``shipped/<profile>``):
 
 * ``store/*.parquet``: the tables the book reads;
 * per cell: ``config.yaml``, ``command.txt``, ``system.json``, ``metrics.json``,
-  ``curve.csv`` and ``decisions.npz`` (latency samples); never ``model.zip``;
+  ``curve.csv`` and ``decisions.npz`` (latency samples, thinned to at most
+  :data:`LATENCY_SAMPLES` evenly spaced decisions: a heuristic cell records every one of
+  its 259,368 decisions, 0.9 MB compressed, which would put a paper grid's shipped folder
+  far over its size budget; the cell's own percentiles in ``metrics.json`` come from
+  every decision); never ``model.zip``;
 * ``profile.yaml`` and ``grid.json`` of the grid;
 * ``PROVENANCE.json`` (:func:`provenance`): the commits the cells ran on, the dates, the
   machines and the CPU-hours, all read from the cells' own records.
@@ -25,6 +29,8 @@ from pathlib import Path
 #: Files of a cell folder that are shipped (everything but the model).
 SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
 PROVENANCE = "PROVENANCE.json"
+#: At most this many latency samples per shipped cell (learners record about 2,000 already).
+LATENCY_SAMPLES = 2000
 
 
 def provenance(folder: Path) -> dict:
@@ -74,7 +80,9 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
         target = tmp / "cells" / cell.name
         target.mkdir()
         for name in SHIPPED_CELL_FILES:
-            if (cell / name).is_file():
+            if name == "decisions.npz" and (cell / name).is_file():
+                thin_latency_samples(cell / name, target / name)
+            elif (cell / name).is_file():
                 shutil.copy2(cell / name, target / name)
     info = provenance(tmp)
     info["note"] = note
@@ -83,6 +91,20 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
     shutil.rmtree(dest, ignore_errors=True)
     tmp.replace(dest)
     return info
+
+
+def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) -> None:
+    """Copy a cell's ``decisions.npz``, keeping every k-th sample so at most ``limit`` remain.
+
+    Evenly spaced (not random) so the thinned file is the same on every machine; ``every``
+    records k (1 when nothing was dropped).
+    """
+    import numpy as np
+
+    with np.load(src, allow_pickle=False) as z:
+        seconds = z["seconds"]
+    every = max(1, -(-len(seconds) // limit))  # ceil division
+    np.savez_compressed(dest, seconds=seconds[::every], every=np.int64(every))
 
 
 def load_provenance(folder: Path) -> dict:
