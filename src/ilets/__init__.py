@@ -35,6 +35,8 @@ __version__ = "0.1.0"
 
 #: The Gymnasium id of the scheduling environment (:class:`ilets.agents.env.CloudSchedulingEnv`).
 ENV_ID = "ilets/CloudScheduling-v0"
+#: The Gymnasium id of the grid-command scenario (:class:`ilets.gridcommand.env.GridCommandEnv`).
+GRID_ENV_ID = "ilets/GridCommand-v0"
 
 #: Old top-level module name -> the layer package that holds it now.
 MOVED: MappingProxyType[str, str] = MappingProxyType({
@@ -83,7 +85,7 @@ def _install_aliases() -> None:
 
 
 def register_env() -> None:
-    """Register :data:`ENV_ID` with Gymnasium (idempotent).
+    """Register :data:`ENV_ID` and :data:`GRID_ENV_ID` with Gymnasium (idempotent).
 
     The entry point is a string, so registering imports neither the environment nor torch:
     ``import ilets`` is enough for ``gym.make(ENV_ID, ...)``, and the module loads on first use.
@@ -92,6 +94,8 @@ def register_env() -> None:
 
     if ENV_ID not in gym.registry:
         gym.register(id=ENV_ID, entry_point="ilets.agents.env:CloudSchedulingEnv")
+    if GRID_ENV_ID not in gym.registry:
+        gym.register(id=GRID_ENV_ID, entry_point="ilets.gridcommand.env:GridCommandEnv")
 
 
 _install_aliases()

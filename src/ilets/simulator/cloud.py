@@ -284,15 +284,32 @@ class Cloud:
             self._prof_time[s, 1:n + 1] = [f for f, _ in pending]
         self._stale.clear()
 
-    def assign(self, task: int, arrival: float, cpu: float, length: float, deadline: float, s: int) -> tuple[float, float]:
+    def assign(self, task: int, arrival: float, cpu: float, length: float, deadline: float, s: int,
+               *, release: float | None = None) -> tuple[float, float]:
         """Assign a task arriving at ``arrival`` to server ``s``; returns (start, finish).
 
         The clock is advanced to ``arrival`` first. Raises ValueError if the server can
         never hold the request, or if ``arrival`` is before the clock: the task would start
         at ``now`` at the earliest and its response would silently include time it did not
         exist (callers assign in arrival order, snapshots are taken before their window).
+
+        ``release`` (keyword only, default None: the behaviour above, unchanged) is the
+        extension boundary for scenarios that hold tasks back before assigning them (the
+        grid-command scenario's deferral, :mod:`ilets.gridcommand`) [ours]: the time the task
+        is handed to the cloud, ``release >= arrival``. The clock advances to ``release``
+        instead (and ``release`` must not be before it); the start is computed from there,
+        while the records and the response still use ``arrival``, so the time a task was held
+        back counts against its deadline. A task's start is still fixed when it is assigned:
+        deferral and admission caps act before assignment, never inside the simulator.
         """
-        if arrival > self.now:
+        if release is not None:
+            if not release >= arrival:
+                raise ValueError(f"task {task}: release {release} is before its arrival {arrival}")
+            if release > self.now:
+                self.advance(release)
+            elif release < self.now:
+                raise ValueError(f"task {task}: release {release} is before the simulator's clock {self.now}")
+        elif arrival > self.now:
             self.advance(arrival)
         elif arrival < self.now:
             raise ValueError(f"task {task}: arrival {arrival} is before the simulator's clock {self.now}")

@@ -88,3 +88,21 @@ def costs(cloud: Cloud, task: Task, starts: np.ndarray, cfg: RewardConfig) -> np
     """:func:`cost_of` on every server given each server's start time (inf stays inf)."""
     wait = starts - task.arrival
     return costs_from(power_norm(cloud, task.cpu), wait, wait + exec_time(cloud, task.length), task.deadline, cfg)
+
+
+def tracking_term(p_after, target, max_power: float, weight: float = 0.0):
+    """The grid-command tracking cost, added to :func:`costs_from`'s cost by its callers [ours].
+
+    ``weight * |p_after - target| / max_power`` on scalars or arrays: ``p_after`` the fleet
+    power now with the decision counted (as in :func:`power_norm`, W), ``target`` the grid
+    operator's power target now (W; NaN where no event is scored, which costs 0),
+    ``max_power`` the fleet's maximum power (W). Default off (``weight=0`` gives 0), so
+    every existing cost is unchanged; only :mod:`ilets.gridcommand` passes a weight.
+    """
+    if not max_power > 0:
+        raise ValueError(f"tracking_term: max_power must be > 0 W, got {max_power}")
+    if not weight >= 0:
+        raise ValueError(f"tracking_term: weight must be >= 0, got {weight}")
+    gap = np.abs(np.asarray(p_after, dtype=float) - np.asarray(target, dtype=float))
+    term = weight * np.where(np.isnan(gap), 0.0, gap) / max_power
+    return float(term) if term.ndim == 0 else term

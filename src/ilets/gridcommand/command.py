@@ -1,0 +1,381 @@
+"""Grid operator power commands: one event, a schedule of events, seeded generators.
+
+A :class:`GridCommand` asks the data centre to move its power away from what it would have
+drawn anyway (the *baseline*, the counterfactual run of :func:`ilets.gridcommand.power.counterfactual`):
+``down`` to ``baseline * (1 - depth)``, ``up`` to ``baseline * (1 + depth)`` (``depth_unit:
+fraction``), or by ``depth`` watts (``depth_unit: watts``). The operator announces it
+``notice_s`` before ``start_s``; the target ramps linearly from the baseline to the full
+depth over the first ``ramp_s`` of the event and steps back to the baseline at its end
+[ours: the trials ramp in, the return is not specified]. Outside events the target *is*
+the baseline and tracking is not scored.
+
+Tolerance: ``band`` is a fraction of the requested change at full depth [ours]; a slot is
+inside the band when ``|P - target| <= band * |requested change|``. A band of 1 or more
+would count doing nothing as tracking, a band of 0 could never be met by a real fleet, so
+``0 < band < 1``.
+
+Calibration of the built-in regimes (:data:`REGIMES`) [ours, from public field trials; no
+data is shipped]:
+
+* EPRI DCFlex trial on a 256-GPU cluster (arXiv 2507.00909): power cut by 25 % for 3 h with
+  quality of service kept; a later trial cut more than 30 % within 30 s of the grid signal
+  and held it for up to 10 h.
+* The simulated online window is 25 minutes (1,500 s) standing for a 24 h-scale day, so
+  event *durations* are scaled by 1500 / 86400: 3 h -> 187.5 s, 10 h -> 625 s.
+* *Notice* and *ramp* are response times, not durations, and are not day-scaled: the 30 s
+  of the trial stays 30 s.
+* :func:`generate_schedule` then fits a regime to the window it is given: every time
+  (duration, notice, ramp) is multiplied by ``(window_end - window_start) / 1500``, as
+  ``workload.scale`` compresses the workload's own bursts and trend [ours]; at the paper's
+  scale this factor is 1.
+
+A regulation-like signal (:func:`regulation_signal`) is synthesised (band-limited noise,
+bounded to [-1, 1], drift-corrected to zero mean), never taken from PJM data, which may not
+be redistributed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+import numpy as np
+
+#: The simulated online window (s) that the built-in regimes are written for.
+PAPER_ONLINE_WINDOW_S = 1500.0
+#: Seconds of a day; event durations are scaled by PAPER_ONLINE_WINDOW_S / DAY_S.
+DAY_S = 86400.0
+#: Factor from field-trial durations (real hours) to simulated window seconds (1500 / 86400).
+DAY_TO_WINDOW = PAPER_ONLINE_WINDOW_S / DAY_S
+
+DIRECTIONS = ("down", "up")
+DEPTH_UNITS = ("fraction", "watts")
+
+
+class CommandError(ValueError):
+    """A grid command or schedule is impossible; the message names the field."""
+
+
+@dataclass(frozen=True)
+class GridCommand:
+    """One operator event (times in seconds of the simulated clock, ``start_s`` absolute).
+
+    Attributes:
+        direction: ``"down"`` (shed load) or ``"up"`` (absorb power).
+        depth: the requested change, a fraction of the baseline (``depth_unit="fraction"``,
+            below 1 for ``down``) or watts (``depth_unit="watts"``); >= 0.
+        depth_unit: ``"fraction"`` or ``"watts"``.
+        start_s: when the event starts (absolute simulated time).
+        duration_s: how long it lasts (> 0 for a scored event; 0 is allowed and scores nothing).
+        notice_s: how long before ``start_s`` it is announced (>= 0).
+        ramp_s: the target moves linearly to full depth over this long (0 <= ramp <= duration).
+        band: tolerance, a fraction of the requested change at full depth, in (0, 1) [ours].
+    """
+
+    direction: Literal["down", "up"] = "down"
+    depth: float = 0.25
+    depth_unit: Literal["fraction", "watts"] = "fraction"
+    start_s: float = 0.0
+    duration_s: float = 0.0
+    notice_s: float = 0.0
+    ramp_s: float = 0.0
+    band: float = 0.2
+
+    @property
+    def end_s(self) -> float:
+        """When the event ends (exclusive)."""
+        return self.start_s + self.duration_s
+
+    @property
+    def announce_s(self) -> float:
+        """When the operator announces the event (``start_s - notice_s``)."""
+        return self.start_s - self.notice_s
+
+    @property
+    def sign(self) -> float:
+        """-1 for ``down``, +1 for ``up``."""
+        return -1.0 if self.direction == "down" else 1.0
+
+    def validate(self, window_start: float | None = None, window_end: float | None = None,
+                 where: str = "command") -> "GridCommand":
+        """Check the fields; raise :class:`CommandError` naming the first bad one. Returns self.
+
+        With a window, an event starting at or after ``window_end`` (it could never be
+        tracked) or ending before ``window_start`` is an error too.
+        """
+        if self.direction not in DIRECTIONS:
+            raise CommandError(f"{where}.direction: expected one of {DIRECTIONS}, got {self.direction!r}")
+        if self.depth_unit not in DEPTH_UNITS:
+            raise CommandError(f"{where}.depth_unit: expected one of {DEPTH_UNITS}, got {self.depth_unit!r}")
+        for key in ("depth", "start_s", "duration_s", "notice_s", "ramp_s", "band"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise CommandError(f"{where}.{key}: expected a finite number, got {value!r}")
+        for key in ("depth", "duration_s", "notice_s", "ramp_s"):
+            if getattr(self, key) < 0:
+                raise CommandError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
+        if self.direction == "down" and self.depth_unit == "fraction" and self.depth >= 1:
+            raise CommandError(f"{where}.depth: a down command's fraction must be below 1 (1 would switch "
+                               f"the whole data centre off), got {self.depth}")
+        if self.ramp_s > self.duration_s:
+            raise CommandError(f"{where}.ramp_s: the ramp ({self.ramp_s} s) is longer than the event "
+                               f"(duration_s {self.duration_s} s); expected ramp_s <= duration_s")
+        if not 0 < self.band < 1:
+            raise CommandError(f"{where}.band: expected a tolerance in (0, 1) of the requested change "
+                               f"(>= 1 counts doing nothing as tracking, <= 0 can never be met), got {self.band}")
+        if window_start is not None and window_end is not None and not window_start < window_end:
+            raise CommandError(f"{where}: the window [{window_start}, {window_end}) is empty")
+        if window_end is not None and self.start_s >= window_end:
+            raise CommandError(f"{where}.start_s: the event starts at {self.start_s} s, at or after the "
+                               f"window ends ({window_end} s)")
+        if window_start is not None and self.duration_s > 0 and self.end_s <= window_start:
+            raise CommandError(f"{where}.start_s: the event ends at {self.end_s} s, before the window "
+                               f"starts ({window_start} s)")
+        return self
+
+    def ramp_factor(self, t) -> np.ndarray:
+        """Share of the full depth requested at times ``t`` (0 outside the event), vectorised."""
+        t = np.asarray(t, dtype=float)
+        inside = (t >= self.start_s) & (t < self.end_s)
+        if self.ramp_s > 0:
+            rise = np.clip((t - self.start_s) / self.ramp_s, 0.0, 1.0)
+        else:
+            rise = np.ones_like(t)
+        return np.where(inside, rise, 0.0)
+
+    def change(self, baseline_w) -> np.ndarray:
+        """The requested change at full depth (W, >= 0) given the baseline power."""
+        baseline_w = np.asarray(baseline_w, dtype=float)
+        if self.depth_unit == "fraction":
+            return self.depth * baseline_w
+        return np.full_like(baseline_w, self.depth)
+
+    def band_w(self, baseline_w) -> np.ndarray:
+        """The tolerance in watts: ``band`` times the requested change at full depth."""
+        return self.band * self.change(baseline_w)
+
+
+@dataclass(frozen=True)
+class CommandSchedule:
+    """Commands sorted by start, no two overlapping (an overlap is a :class:`CommandError`)."""
+
+    commands: tuple[GridCommand, ...] = ()
+
+    def __post_init__(self) -> None:
+        cmds = tuple(self.commands)
+        for i, c in enumerate(cmds):
+            if not isinstance(c, GridCommand):
+                raise CommandError(f"schedule.commands[{i}]: expected a GridCommand, got {type(c).__name__}")
+            c.validate(where=f"schedule.commands[{i}]")
+        ordered = tuple(sorted(cmds, key=lambda c: (c.start_s, c.end_s)))
+        for i, (a, b) in enumerate(zip(ordered, ordered[1:])):
+            if b.start_s < a.end_s:
+                raise CommandError(f"schedule.commands: events overlap: [{a.start_s}, {a.end_s}) s and "
+                                   f"[{b.start_s}, {b.end_s}) s; expected non-overlapping events")
+        object.__setattr__(self, "commands", ordered)
+        # arrays for the vectorised lookups
+        object.__setattr__(self, "_starts", np.array([c.start_s for c in ordered], dtype=float))
+        object.__setattr__(self, "_ends", np.array([c.end_s for c in ordered], dtype=float))
+
+    def __len__(self) -> int:
+        return len(self.commands)
+
+    def __iter__(self):
+        return iter(self.commands)
+
+    def __getitem__(self, i: int) -> GridCommand:
+        return self.commands[i]
+
+    def validate(self, window_start: float, window_end: float, where: str = "schedule") -> "CommandSchedule":
+        """Validate every command against the window; returns self."""
+        for i, c in enumerate(self.commands):
+            c.validate(window_start, window_end, where=f"{where}.commands[{i}]")
+        return self
+
+    def active_index(self, t) -> np.ndarray:
+        """Index of the event scored at each time ``t`` (``start <= t < end``), -1 where none."""
+        t = np.asarray(t, dtype=float)
+        if not self.commands:
+            return np.full(t.shape, -1, dtype=np.int64)
+        k = np.searchsorted(self._starts, t, side="right") - 1
+        kk = np.clip(k, 0, None)
+        inside = (k >= 0) & (t < self._ends[kk])
+        return np.where(inside, k, -1)
+
+    def active(self, t: float) -> GridCommand | None:
+        """The event scored at time ``t``, or None."""
+        k = int(self.active_index(t))
+        return self.commands[k] if k >= 0 else None
+
+    def target(self, t, baseline_w) -> np.ndarray:
+        """The power target (W) at times ``t`` given the baseline there (vectorised).
+
+        ``down``: ``baseline * (1 - depth * ramp)``, ``up``: ``baseline * (1 + depth * ramp)``
+        (fraction); watts: ``baseline -/+ depth * ramp``. Outside events: the baseline.
+        """
+        t = np.asarray(t, dtype=float)
+        baseline_w = np.broadcast_to(np.asarray(baseline_w, dtype=float), t.shape)
+        out = np.array(baseline_w, dtype=float, copy=True)
+        k = self.active_index(t)
+        for i in np.unique(k[k >= 0]):
+            c = self.commands[int(i)]
+            sel = k == i
+            out[sel] = baseline_w[sel] + c.sign * c.ramp_factor(t[sel]) * c.change(baseline_w[sel])
+        return out
+
+    def scored(self, t) -> np.ndarray:
+        """True where an event is scored at time ``t``."""
+        return self.active_index(t) >= 0
+
+    def announced(self, t: float) -> tuple[GridCommand, ...]:
+        """Commands known at time ``t`` (announced, ``t >= start - notice``), in start order;
+        events already over are included (the operator's history is known too)."""
+        return tuple(c for c in self.commands if t >= c.announce_s)
+
+    def upcoming(self, t: float) -> GridCommand | None:
+        """The event an observer sees at ``t``: the active one, else the next announced one not
+        yet started, else None."""
+        current = self.active(t)
+        if current is not None:
+            return current
+        for c in self.commands:
+            if c.start_s > t and t >= c.announce_s:
+                return c
+        return None
+
+
+# --- regimes and the seeded generator ------------------------------------------------------
+
+@dataclass(frozen=True)
+class CommandRegime:
+    """How often, how deep, how long and with how much notice the operator calls events.
+
+    Times are for the paper's 1,500 s online window (:data:`PAPER_ONLINE_WINDOW_S`); see
+    :func:`generate_schedule` for how they are fitted to another window.
+    """
+
+    name: str = "custom"
+    events_per_window: float = 2.0  #: expected events per window (Poisson) [ours]
+    depth: tuple[float, float] = (0.10, 0.25)  #: depth range, fraction of the baseline
+    duration_s: tuple[float, float] = (120.0, 187.5)  #: event duration range, s
+    notice_s: tuple[float, float] = (120.0, 600.0)  #: notice range, s
+    ramp_s: float = 30.0  #: ramp length, s (cut to the duration)
+    band: float = 0.2  #: tolerance, fraction of the requested change
+    p_down: float = 0.8  #: probability of a down event (the rest are up)
+    min_gap_s: float = 30.0  #: least time between two events, s [ours]
+
+    def validate(self, where: str = "regime") -> "CommandRegime":
+        """Named errors for impossible ranges; returns self."""
+        if not self.events_per_window >= 0 or not math.isfinite(self.events_per_window):
+            raise CommandError(f"{where}.events_per_window: expected a finite number >= 0, got {self.events_per_window}")
+        for key in ("depth", "duration_s", "notice_s"):
+            lo, hi = getattr(self, key)
+            if not 0 <= lo <= hi or not math.isfinite(hi):
+                raise CommandError(f"{where}.{key}: expected 0 <= low <= high, got {(lo, hi)}")
+        if self.duration_s[0] <= 0:
+            raise CommandError(f"{where}.duration_s: expected durations > 0, got {self.duration_s}")
+        if self.depth[1] >= 1 and self.p_down > 0:
+            raise CommandError(f"{where}.depth: down events need depths below 1, got {self.depth}")
+        if not 0 <= self.ramp_s < math.inf:
+            raise CommandError(f"{where}.ramp_s: expected a number >= 0, got {self.ramp_s}")
+        if not 0 < self.band < 1:
+            raise CommandError(f"{where}.band: expected a tolerance in (0, 1), got {self.band}")
+        if not 0 <= self.p_down <= 1:
+            raise CommandError(f"{where}.p_down: expected a probability in [0, 1], got {self.p_down}")
+        if not 0 <= self.min_gap_s < math.inf:
+            raise CommandError(f"{where}.min_gap_s: expected a number >= 0, got {self.min_gap_s}")
+        return self
+
+
+#: Built-in regimes by name [ours, calibrated as in the module docstring].
+REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
+    # DCFlex-like: a shallow cut held long (2-3 h of a day -> 125-187.5 s), announced early
+    "shallow-long": CommandRegime(name="shallow-long", events_per_window=2.0, depth=(0.10, 0.25),
+                                  duration_s=(2 * 3600 * DAY_TO_WINDOW, 3 * 3600 * DAY_TO_WINDOW),
+                                  notice_s=(120.0, 600.0), ramp_s=30.0, band=0.2, p_down=0.8),
+    # the later trial: deeper than 25 %, reached within ~30 s of the signal (notice 20-30 s
+    # plus a 10 s ramp), short events (0.5-2 h -> 31-125 s), more of them, a tighter band
+    "deep-short": CommandRegime(name="deep-short", events_per_window=4.0, depth=(0.25, 0.40),
+                                duration_s=(0.5 * 3600 * DAY_TO_WINDOW, 2 * 3600 * DAY_TO_WINDOW),
+                                notice_s=(20.0, 30.0), ramp_s=10.0, band=0.1, p_down=0.7),
+    # the long hold of the later trial: up to 10 h -> 625 s, one event per window
+    "deep-long": CommandRegime(name="deep-long", events_per_window=1.0, depth=(0.30, 0.40),
+                               duration_s=(5 * 3600 * DAY_TO_WINDOW, 10 * 3600 * DAY_TO_WINDOW),
+                               notice_s=(30.0, 30.0), ramp_s=30.0, band=0.15, p_down=1.0),
+})
+
+
+def regime(name: str) -> CommandRegime:
+    """A built-in regime by name; an unknown name raises :class:`CommandError` listing them."""
+    try:
+        return REGIMES[name]
+    except KeyError:
+        raise CommandError(f"regime: unknown regime {name!r}; expected one of {sorted(REGIMES)}") from None
+
+
+def generate_schedule(regime: CommandRegime, window_start: float, window_end: float, seed: int) -> CommandSchedule:
+    """A seeded schedule of non-overlapping events inside ``[window_start, window_end)``.
+
+    The number of events is Poisson(``events_per_window``); depths, durations and notices
+    are uniform on their ranges, the direction is down with probability ``p_down``. Every
+    time is scaled by ``(window_end - window_start) / 1500`` first (the regime is written for
+    the paper's window; see the module docstring) [ours]. Events are placed by splitting the
+    window's free time (window minus durations minus the minimum gaps) into uniformly random
+    gaps (a flat Dirichlet), so they never overlap and all lie inside the window; if the
+    events do not fit, the last drawn ones are dropped until they do [ours]. The same
+    ``(regime, window, seed)`` always gives the same schedule.
+    """
+    regime.validate()
+    if not (math.isfinite(window_start) and math.isfinite(window_end)) or not window_start < window_end:
+        raise CommandError(f"generate_schedule: expected window_start < window_end, got [{window_start}, {window_end})")
+    rng = np.random.default_rng(seed)
+    k = (window_end - window_start) / PAPER_ONLINE_WINDOW_S
+    n = int(rng.poisson(regime.events_per_window))
+    depth = rng.uniform(*regime.depth, n)
+    duration = rng.uniform(*regime.duration_s, n) * k
+    notice = rng.uniform(*regime.notice_s, n) * k
+    down = rng.random(n) < regime.p_down
+    gap = regime.min_gap_s * k
+    span = window_end - window_start
+    while n and duration[:n].sum() + gap * (n + 1) > span:
+        n -= 1
+    if n == 0:
+        return CommandSchedule(())
+    free = span - duration[:n].sum() - gap * (n + 1)
+    shares = rng.dirichlet(np.ones(n + 1))
+    commands = []
+    t = window_start
+    for i in range(n):
+        t += gap + free * shares[i]
+        dur = float(duration[i])
+        commands.append(GridCommand(direction="down" if down[i] else "up", depth=float(depth[i]),
+                                    depth_unit="fraction", start_s=float(t), duration_s=dur,
+                                    notice_s=float(notice[i]), ramp_s=float(min(regime.ramp_s * k, dur)),
+                                    band=regime.band))
+        t += dur
+    return CommandSchedule(tuple(commands)).validate(window_start, window_end)
+
+
+def regulation_signal(n: int, dt_s: float, seed: int, cutoff_s: float = 60.0) -> np.ndarray:
+    """A synthetic regulation-like signal: ``n`` samples ``dt_s`` apart, in [-1, 1], mean 0.
+
+    White noise low-passed in the frequency domain (periods shorter than ``cutoff_s``
+    removed: band-limited), its mean subtracted (drift-corrected, as a RegD-like signal is
+    designed to integrate to about zero over ~15 minutes) and divided by its largest absolute
+    value (bounded). Scaling after centring keeps the mean exactly zero (to rounding) [ours].
+    Synthesised; it contains no PJM data.
+    """
+    if n < 2:
+        raise CommandError(f"regulation_signal.n: expected at least 2 samples, got {n}")
+    if not dt_s > 0 or not cutoff_s > 0:
+        raise CommandError(f"regulation_signal: expected dt_s > 0 and cutoff_s > 0, got {dt_s} and {cutoff_s}")
+    rng = np.random.default_rng(seed)
+    spectrum = np.fft.rfft(rng.standard_normal(n))
+    freq = np.fft.rfftfreq(n, d=dt_s)
+    spectrum[freq > 1.0 / cutoff_s] = 0.0
+    x = np.fft.irfft(spectrum, n)
+    x -= x.mean()
+    peak = np.abs(x).max()
+    return x / peak if peak > 0 else x

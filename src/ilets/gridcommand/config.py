@@ -1,0 +1,218 @@
+"""Typed configuration of the grid-command scenario, loaded strictly from YAML.
+
+:class:`GridCommandConfig` wraps an unchanged :class:`ilets.config.RunConfig` (the plain
+scenario: workload, fleet, reward, learners) and adds the command and the scenario's knobs.
+It is a separate tree on purpose: :class:`RunConfig` gets no new section, so the study's
+cell configurations and their digests do not change. Loading uses the package's strict
+loader (:func:`ilets.config.read_yaml`, :func:`ilets.config.from_dict`,
+:func:`ilets.config.merge`): an unknown key, a wrong type or an impossible value raises
+:class:`ilets.config.ConfigError` naming the file and the dotted key.
+
+Shipped profiles (``ilets/configs/gridcommand-*.yaml``): ``gridcommand-smoke`` (a few
+hundred tasks, one explicit command), ``gridcommand-quick`` (scale 0.02),
+``gridcommand-paper`` (the full online window). The ``run`` mapping of a profile overrides
+``ilets/configs/methods.yaml``, which overrides the dataclass defaults, as the study's
+profiles do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ilets.config import HEURISTICS, ConfigError, RunConfig, check_finite, from_dict, merge, read_yaml, to_dict
+from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, GridCommand,
+                                       generate_schedule)
+
+#: Regime names besides the built-in ones: no command at all, or the explicit ``commands`` list.
+NO_COMMAND, EXPLICIT = "none", "explicit"
+#: Shipped profile names (files ``ilets/configs/<name>.yaml``).
+BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper")
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """One explicit command as written in a profile; times relative to the window start [ours].
+
+    Relative times keep a profile valid at every workload scale's window position; the
+    absolute :class:`GridCommand` is made by :meth:`to_command`.
+    """
+
+    direction: str = "down"
+    depth: float = 0.25
+    depth_unit: str = "fraction"
+    start_after_s: float = 0.0  #: seconds after the window start
+    duration_s: float = 1.0
+    notice_s: float = 0.0
+    ramp_s: float = 0.0
+    band: float = 0.2
+
+    def to_command(self, window_start: float) -> GridCommand:
+        """The absolute command for a window starting at ``window_start``."""
+        return GridCommand(self.direction, self.depth, self.depth_unit, window_start + self.start_after_s,
+                           self.duration_s, self.notice_s, self.ramp_s, self.band)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class GridCommandConfig:
+    """Everything that determines one grid-command episode."""
+
+    run: RunConfig = field(default_factory=RunConfig)
+    #: a built-in regime of :data:`ilets.gridcommand.command.REGIMES`, ``"none"`` (no event)
+    #: or ``"explicit"`` (the ``commands`` list)
+    regime: str = "shallow-long"
+    commands: tuple[CommandSpec, ...] = ()
+    command_seed: int = -1  #: seed of the generated schedule; -1: the run's seed [ours]
+    slot_s: float = 10.0  #: width of a power slot (metrics, baseline), s [ours]
+    defer_s: float = 0.5  #: a deferred task re-arrives this much later, s [ours]
+    max_deferrals: int = 2  #: deferrals one task may use [ours]
+    #: admission cap during down events: a server refuses new tasks when its power with the
+    #: task counted would exceed this fraction of its maximum power; 1.0: no cap [ours]
+    cap_fraction: float = 1.0
+    track_weight: float = 1.0  #: weight of |P_after - target| / max_power in the cost [ours]
+    defer_penalty: float = 0.05  #: cost per deferral, reward units [ours]
+    reference: str = "earliest-finish"  #: the counterfactual (baseline) policy, a heuristic name
+    tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
+    segment: str = "online"  #: the workload segment: "online" or "offline"
+
+    def validate(self, where: str = "gridcommand") -> "GridCommandConfig":
+        """Named :class:`ConfigError` for every impossible value; returns self.
+
+        Fleet-dependent checks (the cap must leave room above each server's idle power) are
+        made where the fleet exists, :func:`check_cap`.
+        """
+        self.run.validate(f"{where}.run")
+        check_finite(self, where)
+        names = tuple(REGIMES) + (NO_COMMAND, EXPLICIT)
+        if self.regime not in names:
+            raise ConfigError(f"{where}.regime: expected one of {names}, got {self.regime!r}")
+        if self.commands and self.regime != EXPLICIT:
+            raise ConfigError(f"{where}.commands: explicit commands need regime: {EXPLICIT} (got regime "
+                              f"{self.regime!r}); give either a regime or a list of commands")
+        if self.regime == EXPLICIT and not self.commands:
+            raise ConfigError(f"{where}.commands: regime {EXPLICIT!r} needs at least one command "
+                              f"(use regime: {NO_COMMAND} for none)")
+        for i, c in enumerate(self.commands):
+            at = f"{where}.commands[{i}]"
+            if c.direction not in DIRECTIONS:
+                raise ConfigError(f"{at}.direction: expected one of {DIRECTIONS}, got {c.direction!r}")
+            if c.depth_unit not in DEPTH_UNITS:
+                raise ConfigError(f"{at}.depth_unit: expected one of {DEPTH_UNITS}, got {c.depth_unit!r}")
+            if c.start_after_s < 0:
+                raise ConfigError(f"{at}.start_after_s: expected a time >= 0 s after the window start, "
+                                  f"got {c.start_after_s}")
+            try:
+                c.to_command(0.0).validate(where=at)
+            except CommandError as err:
+                raise ConfigError(str(err)) from None
+        if self.commands:
+            try:
+                CommandSchedule(tuple(c.to_command(0.0) for c in self.commands))
+            except CommandError as err:
+                raise ConfigError(f"{where}.commands: {err}") from None
+        if self.command_seed < -1:
+            raise ConfigError(f"{where}.command_seed: expected -1 (the run's seed) or a seed >= 0, got {self.command_seed}")
+        for key in ("slot_s", "defer_s"):
+            if not getattr(self, key) > 0:
+                raise ConfigError(f"{where}.{key}: expected a time > 0 s, got {getattr(self, key)}")
+        if self.max_deferrals < 0:
+            raise ConfigError(f"{where}.max_deferrals: expected an integer >= 0, got {self.max_deferrals}")
+        if not 0 < self.cap_fraction <= 1:
+            raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
+                              f"(0, 1] (1: no cap), got {self.cap_fraction}")
+        for key in ("track_weight", "defer_penalty"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
+        if self.reference not in HEURISTICS:
+            raise ConfigError(f"{where}.reference: expected a heuristic of {HEURISTICS}, got {self.reference!r}")
+        if not 0 < self.tracking_alpha <= 1:
+            raise ConfigError(f"{where}.tracking_alpha: expected a number in (0, 1], got {self.tracking_alpha}")
+        if self.segment not in ("online", "offline"):
+            raise ConfigError(f"{where}.segment: expected 'online' or 'offline', got {self.segment!r}")
+        return self
+
+    def schedule(self, window_start: float, window_end: float, where: str = "gridcommand") -> CommandSchedule:
+        """The episode's commands for the window ``[window_start, window_end)``.
+
+        ``none``: empty; ``explicit``: the listed commands placed after the window start;
+        a regime: :func:`generate_schedule` seeded with ``command_seed`` (or the run's seed).
+        Every command is validated against the window; a problem is a :class:`ConfigError`.
+        """
+        try:
+            if self.regime == NO_COMMAND:
+                return CommandSchedule(())
+            if self.regime == EXPLICIT:
+                sched = CommandSchedule(tuple(c.to_command(window_start) for c in self.commands))
+                return sched.validate(window_start, window_end, where=f"{where}")
+            seed = self.run.seed if self.command_seed < 0 else self.command_seed
+            return generate_schedule(REGIMES[self.regime], window_start, window_end, seed)
+        except CommandError as err:
+            raise ConfigError(f"{where}: {err}") from None
+
+    def check_slots(self, schedule: CommandSchedule, window_start: float, window_end: float,
+                    where: str = "gridcommand") -> None:
+        """A window needs at least one slot, and not a runaway number of them."""
+        n = (window_end - window_start) / self.slot_s
+        if n > 1_000_000:
+            raise ConfigError(f"{where}.slot_s: {self.slot_s} s makes {n:.0f} slots in the "
+                              f"{window_end - window_start:.3g} s window; expected at most 1e6")
+
+
+def check_cap(cap_fraction: float, fleet, where: str = "gridcommand") -> None:
+    """An admission cap must leave room above every server's idle power (else nothing could
+    ever be admitted during an event); 1.0 (no cap) always passes."""
+    if cap_fraction >= 1:
+        return
+    share = fleet.p_idle / (fleet.p_idle + fleet.p_act)
+    worst = int(share.argmax())
+    if cap_fraction <= share[worst]:
+        raise ConfigError(f"{where}.cap_fraction: {cap_fraction} is at or below server {worst}'s idle power "
+                          f"({share[worst]:.3f} of its maximum); expected a cap above every server's idle "
+                          f"share (> {share.max():.3f}) or 1.0 for no cap")
+
+
+def _methods_defaults() -> RunConfig:
+    """RunConfig with ``ilets/configs/methods.yaml`` applied (the study's method settings)."""
+    path = Path(str(resources.files("ilets.configs").joinpath("methods.yaml")))
+    return merge(RunConfig(), read_yaml(path), str(path))
+
+
+def gridcommand_path(name: str) -> Path:
+    """The path of a shipped profile (``gridcommand-smoke`` or just ``smoke``)."""
+    full = name if name.startswith("gridcommand-") else f"gridcommand-{name}"
+    return Path(str(resources.files("ilets.configs").joinpath(f"{full}.yaml")))
+
+
+def load_gridcommand_config(name_or_path: str | Path | None = None, **overrides: Any) -> GridCommandConfig:
+    """A validated :class:`GridCommandConfig` from a shipped profile name or a YAML path.
+
+    ``name_or_path``: one of :data:`BUILTIN` (``"gridcommand-smoke"``; ``"smoke"``,
+    ``"quick"`` and ``"paper"`` also name them), a path, or None for the defaults. The file's
+    ``run`` mapping overrides the study's method settings (``methods.yaml``); ``overrides``
+    (nested dicts welcome, ``run={"seed": 3}``) are applied last.
+    """
+    if name_or_path is None:
+        data, where = {}, "gridcommand"
+    else:
+        text = str(name_or_path)
+        short = f"gridcommand-{text}" if f"gridcommand-{text}" in BUILTIN else text
+        path = gridcommand_path(short) if short in BUILTIN else Path(name_or_path)
+        data, where = read_yaml(path), str(path)
+    run_data = data.pop("run", {}) or {}
+    if not isinstance(run_data, dict):
+        raise ConfigError(f"{where}.run: expected a mapping of run settings, got {type(run_data).__name__}")
+    run = merge(_methods_defaults(), run_data, f"{where}.run")
+    base = from_dict(GridCommandConfig, {**data, "run": {}}, where)
+    cfg = dataclasses.replace(base, run=run)
+    if overrides:
+        cfg = merge(cfg, overrides, where)
+    return cfg.validate(where)
+
+
+def config_dict(cfg: GridCommandConfig) -> dict:
+    """The configuration as plain data (YAML/JSON)."""
+    return to_dict(cfg)
+

@@ -1,0 +1,315 @@
+"""The grid-command environment: schedule tasks while following an operator's power target.
+
+One decision per task hand-over, as in :class:`ilets.agents.env.CloudSchedulingEnv`, with
+one more action and a target to follow:
+
+Actions, ``Discrete(M + 1)``
+    ``0..M-1`` place the task on that server (the plain scenario's action); ``M``
+    (:attr:`GridCommandEnv.defer_action`) defers it: the task is handed over again
+    ``defer_s`` later, interleaved in time order with new arrivals (at equal times the
+    deferred task goes first, it has waited longer [ours]). Its response, wait and deadline
+    still count from its first arrival (:meth:`ilets.simulator.cloud.Cloud.assign`'s
+    ``release``).
+Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention)
+    a server is masked where its capacity cannot hold the task, or, while an admission cap
+    is active (``cap_fraction < 1`` during a down event), where its power with the task
+    counted would exceed ``cap_fraction`` of its maximum; defer is masked once the task has
+    used ``max_deferrals`` or when even the fastest server could not meet the deadline
+    after the deferral. If everything would be masked, the capacity-feasible servers stay
+    allowed (a mask is never all False). A masked action taken anyway is redirected (to the
+    least-loaded allowed server, else to defer) and costs ``reward.infeasible_penalty``,
+    with ``info["infeasible"] = True``, as in the plain environment.
+Reward, ``-cost``
+    placing: :func:`ilets.simulator.objective.cost_of` (the plain scenario's one cost) plus
+    :func:`ilets.simulator.objective.tracking_term`, ``track_weight * |P_after - target(now)|
+    / max_power`` while an event is scored, ``P_after`` the fleet power now with the task
+    counted as running; deferring: ``defer_penalty`` plus the same tracking term with
+    ``P_after`` the power now (nothing added) [ours].
+Observation
+    the run's layout (``paper`` or ``rich``) followed by :data:`ilets.gridcommand.features.GRID_BLOCKS`.
+Baseline and target
+    the counterfactual run (the plain scenario with ``reference``, by default
+    Earliest-Finish, :func:`ilets.gridcommand.power.counterfactual`) gives the slot-average
+    baseline; the schedule turns it into the target (:meth:`CommandSchedule.target`).
+
+With no command, or a command of depth 0, and the reference policy's actions, the episode is
+the plain environment's run bit for bit (same starts, finishes, servers and summary).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ilets.agents.observation import LAYOUTS, StateSpec, write_blocks
+from ilets.agents.policies import LeastLoaded
+from ilets.gridcommand.command import CommandSchedule
+from ilets.gridcommand.config import GridCommandConfig, check_cap
+from ilets.gridcommand.features import GRID_BLOCKS, grid_high, write_grid_blocks
+from ilets.gridcommand.power import Counterfactual, counterfactual
+from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
+from ilets.simulator.objective import Task, cost_of, tracking_term
+from ilets.workloads.workload import TaskTable, load_workload
+
+from ilets import GRID_ENV_ID
+
+__all__ = ["GRID_ENV_ID", "GridCommandEnv", "register"]
+
+
+
+class GridCommandEnv(gym.Env):
+    """Online task scheduling under a grid operator's power command (module docstring).
+
+    Args:
+        config: the scenario configuration; defaults to ``GridCommandConfig()``.
+        tasks: use these tasks instead of the configured workload segment.
+        fleet: use this fleet instead of ``make_fleet(config.run.fleet)``.
+        window: ``(start, end)`` of the scored window (s); default: the segment's window
+            (the online half of the workload), or the span of ``tasks`` when they are given.
+        schedule: use these commands instead of the configured regime/commands.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, config: GridCommandConfig | None = None, tasks: TaskTable | None = None,
+                 fleet: Fleet | None = None, window: tuple[float, float] | None = None,
+                 schedule: CommandSchedule | None = None) -> None:
+        super().__init__()
+        self.config = (config or GridCommandConfig()).validate()
+        run = self.config.run
+        self.fleet = fleet if fleet is not None else make_fleet(run.fleet, run.fleet.seed)
+        check_cap(self.config.cap_fraction, self.fleet)
+        self._fixed_tasks, self._fixed_window, self._fixed_schedule = tasks, window, schedule
+        m = len(self.fleet)
+        self.defer_action = m
+        self.state = StateSpec.of(run)
+        self._base_blocks = LAYOUTS[self.state.features]
+        self._base_size = self.state.size(m)
+        high = np.concatenate([self.state.high(self.fleet), grid_high(self.fleet)]).astype(np.float32)
+        self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
+        self.action_space = spaces.Discrete(m + 1)
+        self._obs = np.zeros(len(high), np.float32)
+        self._redirect = LeastLoaded()
+        self._max_mips = float(self.fleet.mips.max())
+        self._cap_w = self.config.cap_fraction * (self.fleet.p_idle + self.fleet.p_act)
+        self.deadline_top = float(run.workload.deadline_s[1])
+        self.cloud: Cloud | None = None
+        self._seed = run.seed
+        self._prepare(run.seed)
+
+    # --- episode data: tasks, window, commands, baseline ---------------------------------
+    def _prepare(self, seed: int) -> None:
+        """Tasks, window, schedule and counterfactual baseline for workload seed ``seed``."""
+        cfg = self.config
+        run = dataclasses.replace(cfg.run, seed=seed)
+        if self._fixed_tasks is not None:
+            tasks = self._fixed_tasks
+            if len(tasks) == 0:
+                raise ValueError("tasks: the task table is empty")
+            a0, a1 = float(tasks.arrival[0]), float(tasks.arrival[-1])
+            window = self._fixed_window or (a0, max(a1, a0 + cfg.slot_s))
+        else:
+            workload = load_workload(run.workload, seed)
+            tasks = workload.online if cfg.segment == "online" else workload.offline
+            split = workload.split_time
+            window = self._fixed_window or ((split, 2 * split) if cfg.segment == "online" else (0.0, split))
+        if len(tasks) == 0:
+            raise ValueError(f"the workload's {cfg.segment} segment has no tasks")
+        w0, w1 = float(window[0]), float(window[1])
+        if not w0 < w1:
+            raise ValueError(f"window: expected start < end, got {window}")
+        self.tasks, self.window = tasks, (w0, w1)
+        if self._fixed_schedule is not None:
+            self.schedule = self._fixed_schedule.validate(w0, w1)
+        else:
+            self.schedule = dataclasses.replace(cfg, run=run).schedule(w0, w1)
+        cfg.check_slots(self.schedule, w0, w1)
+        # slots from the window start to past the baseline's last finish and the window end
+        first = min(w0, float(tasks.arrival[0]))
+        probe = counterfactual(run, tasks, self.fleet, [first, first + 1.0], cfg.reference)  # memoised run
+        end = max(w1, float(tasks.arrival[0]) + probe.summary["makespan_s"], float(tasks.arrival[-1]))
+        n = max(1, math.ceil((end - w0) / cfg.slot_s - 1e-9))
+        edges = w0 + cfg.slot_s * np.arange(n + 1)
+        if first < w0:  # tasks before the window: one extra slot to hold them
+            edges = np.concatenate([[first], edges])
+        self.slot_edges = edges
+        self.baseline: Counterfactual = counterfactual(run, tasks, self.fleet, edges, cfg.reference)
+
+    # --- what policies and observation blocks read ---------------------------------------
+    @property
+    def now(self) -> float:
+        """The simulated clock (s)."""
+        return self.cloud.now
+
+    @property
+    def current_task(self) -> Task:
+        """The task waiting for a decision (its ``arrival`` is its first arrival)."""
+        return self._current
+
+    @property
+    def deferrals_of_current(self) -> int:
+        """How often the current task has been deferred already."""
+        return self._current_count
+
+    @property
+    def current_release(self) -> float:
+        """When the current task was handed over (its arrival, or its latest re-arrival)."""
+        return self._current_release
+
+    def baseline_at(self, t):
+        """Baseline power (W) at ``t`` from the counterfactual slot profile (vectorised)."""
+        b = self.baseline.baseline_at(t)
+        return float(b) if np.ndim(b) == 0 else b
+
+    def target_at(self, t):
+        """The operator's power target (W) at ``t``; the baseline outside events (vectorised)."""
+        tt = np.asarray(t, dtype=float)
+        out = self.schedule.target(tt, self.baseline.baseline_at(tt))
+        return float(out) if out.ndim == 0 else out
+
+    def scored_target(self, t: float) -> float:
+        """The target at ``t`` while an event is scored, else NaN (tracking not scored)."""
+        return self.target_at(t) if self.schedule.active(t) is not None else math.nan
+
+    def action_masks(self) -> np.ndarray:
+        """Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
+        return self._mask
+
+    def observe(self) -> np.ndarray:
+        """The observation for the current task (a fresh array)."""
+        out = self._obs
+        write_blocks(self._base_blocks, self.cloud, self._current, self.state, out[:self._base_size])
+        write_grid_blocks(self, out[self._base_size:])
+        return out.copy()
+
+    # --- gymnasium API -----------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        """Start the episode again; ``seed`` redraws the workload and the generated commands
+        (unless tasks or a schedule were given)."""
+        super().reset(seed=seed)
+        if seed is not None and seed != self._seed:
+            self._seed = seed
+            self._prepare(seed)  # with given tasks only the generated commands change
+        self.cloud = Cloud(self.fleet, t0=float(self.tasks.arrival[0]))
+        self.t = 0
+        self._next_new = 0
+        self._pending: list[tuple[float, int, int, int]] = []  # (release, seq, task, deferrals)
+        self._pending_seq = 0
+        self._cost_sum = 0.0
+        self._tracking_sum = 0.0
+        self._infeasible = 0
+        self._deferrals = 0
+        self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
+        self.tracking_ema = 0.0
+        self._next_decision()
+        return self.observe(), {"task": self._current.index}
+
+    def _task(self, j: int) -> Task:
+        tb = self.tasks
+        return Task(j, float(tb.arrival[j]), float(tb.cpu[j]), float(tb.length[j]), float(tb.deadline[j]))
+
+    def _next_decision(self) -> None:
+        """Hand over the next task: the earlier of the next arrival and the next re-arrival."""
+        pend = self._pending
+        n = len(self.tasks)
+        if pend and (self._next_new >= n or pend[0][0] <= self.tasks.arrival[self._next_new]):
+            release, _, j, count = heapq.heappop(pend)
+        else:
+            j, count = self._next_new, 0
+            release = float(self.tasks.arrival[j])
+            self._next_new += 1
+        self._current, self._current_count, self._current_release = self._task(j), count, release
+        self.cloud.advance(release)
+        self._mask = self._masks()
+
+    def _cap_active(self) -> bool:
+        if self.config.cap_fraction >= 1:
+            return False
+        c = self.schedule.active(self.cloud.now)
+        return c is not None and c.direction == "down"
+
+    def _masks(self) -> np.ndarray:
+        cloud, task, cfg = self.cloud, self._current, self.config
+        feasible = cloud.feasible(task.cpu)
+        servers = feasible
+        if self._cap_active():
+            p_with = cloud.fleet.p_idle + cloud.act_per_cpu * (cloud.used + task.cpu)
+            servers = feasible & (p_with <= self._cap_w)
+        earliest = cloud.now + cfg.defer_s + task.length / self._max_mips - task.arrival
+        defer_ok = self._current_count < cfg.max_deferrals and bool(meets_deadline(earliest, task.deadline))
+        if not servers.any() and not defer_ok:
+            servers = feasible  # never an all-False mask: placing stays possible
+        return np.append(servers, defer_ok)
+
+    def step(self, action):
+        task, cloud, cfg, reward = self._current, self.cloud, self.config, self.config.run.reward
+        a = int(action)
+        if not 0 <= a <= self.defer_action:
+            raise ValueError(f"action: expected 0..{self.defer_action}, got {action!r}")
+        infeasible = not self._mask[a]
+        if infeasible:
+            self._infeasible += 1
+            servers = self._mask[:self.defer_action]
+            a = self._redirect.act(cloud, task, servers) if servers.any() else self.defer_action
+        target = self.scored_target(cloud.now)
+        scored = not math.isnan(target)
+        info = {"task": task.index, "time": cloud.now, "infeasible": infeasible, "deferred": a == self.defer_action,
+                "target": target}
+        if a == self.defer_action:
+            p_after = cloud.power
+            track = tracking_term(p_after, target, cloud.fleet.max_power, cfg.track_weight) if scored else 0.0
+            cost = cfg.defer_penalty + track
+            self._pending_seq += 1
+            heapq.heappush(self._pending, (cloud.now + cfg.defer_s, self._pending_seq, task.index,
+                                           self._current_count + 1))
+            self._deferrals += 1
+            self.deferral_log.append((cloud.now, task.index))
+            info.update(server=-1)
+        else:
+            s = a
+            # the cost reads the power before the task is added (cost_of adds the task's share)
+            cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward)
+            p_after = cloud.power + cloud.act_per_cpu[s] * task.cpu
+            track = 0.0
+            if scored:
+                track = tracking_term(p_after, target, cloud.fleet.max_power, cfg.track_weight)
+                cost += track
+            release = self._current_release if self._current_count else None
+            start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s,
+                                         release=release)
+            response = finish - task.arrival
+            info.update(server=s, start=start, finish=finish, response=response,
+                        success=bool(meets_deadline(response, task.deadline)))
+        cost += reward.infeasible_penalty if infeasible else 0.0
+        err = abs(p_after - target) / cloud.fleet.max_power if scored else 0.0
+        self.tracking_ema += cfg.tracking_alpha * (err - self.tracking_ema)
+        self._cost_sum += cost
+        self._tracking_sum += track
+        self.t += 1
+        info.update(cost=cost, tracking=track, p_after=p_after, decisions=self.t,
+                    mean_reward=-self._cost_sum / self.t)
+        terminated = self._next_new >= len(self.tasks) and not self._pending
+        if terminated:
+            cloud.run_to_completion()
+            final = cloud.summary()
+            final.update(mean_reward=-self._cost_sum / self.t, infeasible_actions=self._infeasible,
+                         deferrals=self._deferrals, decisions=self.t, tracking_cost=self._tracking_sum)
+            info["final"] = final
+            obs = self._obs.copy()
+        else:
+            self._next_decision()
+            obs = self.observe()
+        info["energy_kwh"] = cloud.energy / 3.6e6
+        return obs, -cost, terminated, False, info
+
+
+def register() -> None:
+    """Register :data:`GRID_ENV_ID` with Gymnasium (idempotent; ``import ilets`` does it)."""
+    from ilets import register_env
+
+    register_env()

@@ -1,0 +1,183 @@
+"""Observation blocks of the grid-command scenario, laid after the run's own layout.
+
+The plain scenario's blocks (:mod:`ilets.agents.observation`, layouts ``paper`` and
+``rich``) read only the cloud and the task. The command's blocks also need the operator's
+schedule, the baseline and the episode's tracking history, which live on the environment;
+so a :class:`GridBlock` writes from a :class:`GridView` (what
+:class:`ilets.gridcommand.env.GridCommandEnv` exposes) instead. Every number is in ``[0, high]``
+(lower bounds 0, as in the plain layouts).
+
+:data:`GRID_BLOCKS` (12 numbers) [ours]:
+
+* :class:`CommandShape`: the event seen now (the active one, else the next announced one):
+  is-down, is-up, requested change at full depth over the fleet's maximum power (capped at
+  1), band; zeros when none is announced.
+* :class:`EventTiming`: time to the event's start (0 once started) and to its end, over the
+  window length, capped at 1; zeros when none is announced.
+* :class:`PowerLevels`: baseline now, fleet power now and target now, over the fleet's
+  maximum power (the target capped at 2: an up event may ask for more than the maximum).
+* :class:`TrackingError`: the exponential average of ``|P_after - target| / max_power``
+  over the episode's decisions (0 outside events), capped at 1.
+* :class:`TaskDeferral`: the task's deferrals over ``max_deferrals`` and its remaining
+  slack (deadline left after the fastest possible execution) over the top of the
+  deadline range, capped at 1.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ilets.gridcommand.command import CommandSchedule
+    from ilets.gridcommand.config import GridCommandConfig
+    from ilets.simulator.cloud import Cloud, Fleet
+    from ilets.simulator.objective import Task
+
+
+class GridView(Protocol):
+    """What the grid blocks read (the environment provides it)."""
+
+    cloud: Cloud
+    schedule: CommandSchedule
+    config: GridCommandConfig
+    window: tuple[float, float]
+    tracking_ema: float
+    deadline_top: float
+
+    @property
+    def current_task(self) -> Task: ...
+
+    @property
+    def deferrals_of_current(self) -> int: ...
+
+    def baseline_at(self, t: float) -> float: ...
+
+    def target_at(self, t: float) -> float: ...
+
+
+class GridBlock(Protocol):
+    """One block: its size, its upper bounds, its writer (from the environment's view)."""
+
+    def size(self) -> int:
+        """Numbers the block takes."""
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        """Upper bounds (lower bounds are 0)."""
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        """Write the block into ``out`` (a float32 view of :meth:`size` numbers)."""
+
+
+class CommandShape:
+    """Direction (down, up), requested change over max power, band of the event seen now."""
+
+    def size(self) -> int:
+        return 4
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        return np.ones(4)
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        now = view.cloud.now
+        c = view.schedule.upcoming(now)
+        if c is None:
+            out[:] = 0.0
+            return
+        out[0] = c.direction == "down"
+        out[1] = c.direction == "up"
+        out[2] = min(1.0, float(c.change(view.baseline_at(now))) / view.cloud.fleet.max_power)
+        out[3] = c.band
+
+
+class EventTiming:
+    """Time to the event's start and end over the window length, capped at 1."""
+
+    def size(self) -> int:
+        return 2
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        return np.ones(2)
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        now = view.cloud.now
+        c = view.schedule.upcoming(now)
+        if c is None:
+            out[:] = 0.0
+            return
+        span = view.window[1] - view.window[0]
+        out[0] = min(1.0, max(0.0, c.start_s - now) / span)
+        out[1] = min(1.0, max(0.0, c.end_s - now) / span)
+
+
+class PowerLevels:
+    """Baseline, fleet power and target now, over the fleet's maximum power."""
+
+    def size(self) -> int:
+        return 3
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        return np.array([1.0, 1.0, 2.0])
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        cloud = view.cloud
+        top = cloud.fleet.max_power
+        out[0] = min(1.0, view.baseline_at(cloud.now) / top)
+        out[1] = min(1.0, cloud.power / top)
+        out[2] = min(2.0, max(0.0, view.target_at(cloud.now) / top))
+
+
+class TrackingError:
+    """Exponential average of the tracking error over max power, capped at 1."""
+
+    def size(self) -> int:
+        return 1
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        return np.ones(1)
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        out[0] = min(1.0, view.tracking_ema)
+
+
+class TaskDeferral:
+    """The task's deferrals over ``max_deferrals`` and its slack over the top deadline."""
+
+    def size(self) -> int:
+        return 2
+
+    def high(self, fleet: Fleet) -> np.ndarray:
+        return np.ones(2)
+
+    def write(self, view: GridView, out: np.ndarray) -> None:
+        cloud, task = view.cloud, view.current_task
+        cap = view.config.max_deferrals
+        out[0] = min(1.0, view.deferrals_of_current / cap) if cap > 0 else 0.0
+        fastest = task.length / float(cloud.fleet.mips.max())
+        slack = task.arrival + task.deadline - cloud.now - fastest
+        out[1] = min(1.0, max(0.0, slack) / view.deadline_top)
+
+
+#: The grid-command blocks, in the order they follow the run's own layout.
+GRID_BLOCKS: tuple[GridBlock, ...] = (CommandShape(), EventTiming(), PowerLevels(), TrackingError(), TaskDeferral())
+
+
+def grid_size(blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> int:
+    """Numbers the grid blocks take."""
+    return sum(b.size() for b in blocks)
+
+
+def grid_high(fleet: Fleet, blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> np.ndarray:
+    """Upper bounds of the grid blocks."""
+    return np.concatenate([b.high(fleet) for b in blocks])
+
+
+def write_grid_blocks(view: GridView, out: np.ndarray, blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> np.ndarray:
+    """Lay the grid blocks end to end into ``out`` (float32, exactly their size); return it."""
+    start = 0
+    for b in blocks:
+        stop = start + b.size()
+        b.write(view, out[start:stop])
+        start = stop
+    return out
