@@ -74,6 +74,11 @@ for key, text in found.texts.items():
 for variant in (found.no_critic, found.greedy_expert, found.rich_state):
     glue(f"{variant.name.replace('-', '_')}_text", variant.text, display=False)
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
 # %% [markdown]
 # ## Learning curves from the first decision
 #

@@ -82,6 +82,11 @@ markers = found.markers
 event_labels = [NAMES.get(e, e) for e in found.event_order]
 osc_named = found.osc_reward.replace({"event": NAMES})
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
 # %% [markdown]
 # ## Around the bursts and the trend change
 #

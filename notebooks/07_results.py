@@ -65,6 +65,11 @@ AXES = {"avg_response_s": "response time (s)", "energy_kwh": "energy (kWh)", "su
 PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
 summary = S.summary_table(metrics, metrics_cols=tuple(METRICS))
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
 # %% [markdown]
 # ## The metrics at each fleet size
 #

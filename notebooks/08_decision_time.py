@@ -48,6 +48,11 @@ for m in SCALES:
     glue(f"paper_ilets_{m}", f"{ilets:g}", display=False)
     glue(f"paper_overhead_{m}", f"{100 * (ilets / drl - 1):.0f}%", display=False)
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
 # %% [markdown]
 # ## What is timed
 #

@@ -34,6 +34,11 @@ table = deviations.table()
 glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), display=False)
 glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
 
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
 # %% [markdown]
 # ## The table
 #

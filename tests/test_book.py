@@ -89,6 +89,10 @@ def book(tmp_path_factory):
                            "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert grid.returncode == 0, f"smoke grid failed:\n{grid.stdout[-3000:]}\n{grid.stderr[-3000:]}"
     grid_s = time.perf_counter() - t0
+    # a second copy stands for the reduced-scale results shown beside the main ones (the
+    # summary's scale table and chapter 10's live re-runs read it)
+    shutil.copytree(results, tmp / "scale")
+    env["ILETS_SCALE_RESULTS"] = str(tmp / "scale")
     t0 = time.perf_counter()
     build = subprocess.run([_bin("jupyter-book"), "build", str(ROOT), "-W", "--keep-going", "--path-output", str(out)],
                            cwd=tmp, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)

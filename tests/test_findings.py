@@ -280,3 +280,73 @@ def test_cloning_sentence_states_the_numbers_and_the_limit():
     assert "more demonstrations would help" in cloning_sentence(worse)
     assert "not in these results" in cloning_sentence(pd.DataFrame())
     assert "not in these results" in cloning_sentence(per.drop(columns=[CLONE_COLS[0]]))
+
+
+# --- scale, provenance and what a build reads and re-runs ---------------------------------
+
+def test_banner_states_scale_completeness_and_provenance(ctx, store):
+    assert not ctx.paper_scale and "quick look" in ctx.scale_text
+    assert ctx.planned_cells == ctx.n_done  # no grid.json: the finished count
+    banner = ctx.banner
+    assert "the test profile" in banner and f"{ctx.n_done} of {ctx.n_done} planned cells" in banner
+    assert "CPU-hours" in banner and "not finished" not in banner
+
+
+def test_banner_says_when_the_grid_is_unfinished(store, tmp_path):
+    import shutil
+
+    out = tmp_path / "partial"
+    shutil.copytree(store, out)
+    names = [p.name for p in (out / "cells").iterdir()]
+    (out / "grid.json").write_text(json.dumps({"cells": names + ["drl-M200-s0-x", "drl-M200-s1-x"]}))
+    partial = ReportContext.load(out, reps=REPS)
+    assert partial.planned_cells == partial.n_done + 2
+    assert f"{partial.n_done} of {partial.n_done + 2} planned cells" in partial.banner
+    assert "not finished" in partial.banner
+
+
+def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
+    import shutil
+
+    alone = F.scale_findings(ctx, small_out=store)  # the same folder: nothing beside it
+    assert alone.small_name == "" and "No reduced-scale" in alone.sentence
+    assert list(alone.table.columns) == ["claim", "statement", f"verdict (test, {100 * SCALE:.3g} % scale, 3 seeds)"]
+    other = tmp_path / "other"
+    shutil.copytree(store, other)
+    beside = F.scale_findings(ctx, small_out=other)
+    assert beside.small_name == "test" and len(beside.table) == len(alone.table)
+    assert set(beside.table["same at both scales"]) == {"yes"} and beside.sentence.startswith("0 of ")
+    # the live re-runs: one main-study cell each of DRL, DRL+ and ILETS, smallest fleet, lowest seed
+    assert beside.rerun_cells == ("drl-M50-s0-0", "drl+-M50-s0-0", "ilets-M50-s0-0")
+    assert Path(beside.rerun_out) == other and "`drl-M50-s0-0`" in beside.rerun_md
+
+
+def test_scale_comparison_marks_verdicts_that_depend_on_scale():
+    main = F.SummaryFindings(0, 0, 0.0, "", {}, pd.DataFrame(
+        {"claim": [1, 2], "statement": ["a", "b"], "verdict": ["reproduced", "partly"], "evidence": ["", ""]}), {})
+    small = F.SummaryFindings(0, 0, 0.0, "", {}, pd.DataFrame(
+        {"claim": [1, 2], "statement": ["a", "b"], "verdict": ["reproduced", "not reproduced"], "evidence": ["", ""]}),
+        {})
+    table = F.scale_comparison(main, small, "paper", "quick")
+    assert list(table["same at both scales"]) == ["yes", "no"] and list(table["quick"]) == ["reproduced",
+                                                                                           "not reproduced"]
+    assert list(F.scale_comparison(main, None, "paper", "quick").columns) == ["claim", "statement", "paper"]
+
+
+def test_the_book_reads_local_grids_first_then_shipped_results(tmp_path, monkeypatch):
+    from ilets.study import results as R
+
+    monkeypatch.delenv("ILETS_RESULTS", raising=False)
+    monkeypatch.delenv("ILETS_SCALE_RESULTS", raising=False)
+    monkeypatch.setattr(R, "_repo_root", lambda: tmp_path)
+    assert R.results_dir() == tmp_path / "shipped/quick"  # nothing anywhere: the last resort
+    for rel in ("shipped/quick", "shipped/paper"):
+        (tmp_path / rel / "store").mkdir(parents=True)
+        (tmp_path / rel / "store" / "metrics.parquet").write_bytes(b"")
+    assert R.results_dir() == tmp_path / "shipped/paper" and R.scale_dir() == tmp_path / "shipped/quick"
+    (tmp_path / "results/quick/store").mkdir(parents=True)
+    (tmp_path / "results/quick/store/metrics.parquet").write_bytes(b"")
+    assert R.results_dir() == tmp_path / "shipped/paper" and R.scale_dir() == tmp_path / "results/quick"
+    monkeypatch.setenv("ILETS_SCALE_RESULTS", "/x")
+    monkeypatch.setenv("ILETS_RESULTS", "/y")
+    assert R.results_dir() == Path("/y") and R.scale_dir() == Path("/x")

@@ -80,6 +80,83 @@ def summary_findings(ctx: ReportContext) -> SummaryFindings:
     return SummaryFindings(ctx.n_done, ctx.n_failed, ctx.cpu_hours, WORKLOADS.get(kind, kind), verdicts, table, counts)
 
 
+def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_label: str,
+                     small_label: str) -> pd.DataFrame:
+    """The verdicts of the main results beside those of a reduced-scale run of the same claims,
+    one row per claim, with a column that says whether the verdict depends on the scale.
+
+    ``small`` None (no reduced-scale results at hand) gives the main verdicts alone.
+    """
+    table = main.table[["claim", "statement", "verdict"]].rename(columns={"verdict": main_label})
+    if small is None:
+        return table
+    other = small.table[["claim", "verdict"]].rename(columns={"verdict": small_label})
+    table = table.merge(other, on="claim", how="left")
+    table["same at both scales"] = np.where(table[main_label] == table[small_label], "yes", "no")
+    return table
+
+
+@dataclass(frozen=True)
+class ScaleFindings:
+    """The main verdicts beside a reduced-scale run's, and what the build read and re-ran."""
+
+    table: pd.DataFrame
+    small_name: str  #: profile of the reduced-scale results ("" when there are none)
+    sentence: str  #: how many verdicts depend on the scale
+    read_text: str  #: the folders this build read
+    rerun_cells: tuple[str, ...]  #: the cells the build re-runs live (chapter 10)
+    rerun_out: object = None  #: the folder they are re-run from (None: nothing is re-run)
+
+    @property
+    def rerun_from_md(self) -> str:
+        """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
+        if self.rerun_out is None:
+            return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[3]
+        out = Path(self.rerun_out).resolve()
+        return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
+
+    @property
+    def rerun_md(self) -> str:
+        """The re-run cells as Markdown (code-formatted names), or "no cell"."""
+        return and_join(f"`{c}`" for c in self.rerun_cells) or "no cell"
+
+
+def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
+    """Verdicts at the main results' scale beside those of the reduced-scale results
+    (:func:`ilets.study.results.scale_dir` unless ``small_out``); the reduced results are left
+    out when they are the main results themselves or have no store."""
+    from pathlib import Path
+
+    from ilets.report.report_context import ReportContext
+    from ilets.study.results import scale_dir
+    from ilets.study.verify import book_sample
+
+    small_out = Path(small_out) if small_out else scale_dir()
+    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
+    small = ReportContext.load(small_out, reps=ctx.reps) if has_small else None
+    main_label = f"verdict ({ctx.name}, {ctx.scale_pct} scale, {ctx.n_seeds} seeds)"
+    small_label = (f"verdict at the reduced scale ({small.name}, {small.scale_pct}, {small.n_seeds} seeds)"
+                   if small else "")
+    table = scale_comparison(summary_findings(ctx), summary_findings(small) if small else None, main_label,
+                             small_label)
+    if small is None:
+        sentence = "No reduced-scale results are at hand, so no verdict here can be set beside another scale's."
+    else:
+        differ = int((table["same at both scales"] == "no").sum())
+        sentence = (f"{differ} of {len(table)} verdicts differ between the two scales"
+                    + (": those conclusions depend on the scale they are judged at." if differ else "."))
+    read = f"`{ctx._shown_path}` ({ctx.name} profile)"
+    if small is not None:
+        read += f" and `{small._shown_path}` ({small.name} profile)"
+    # re-running a paper-scale cell takes minutes: a build re-runs reduced-scale cells only
+    source = small_out if small else (None if ctx.paper_scale else ctx.out)
+    rerun = tuple(book_sample(source)) if source is not None else ()
+    return ScaleFindings(table, small.name if small else "", sentence, read, rerun, source if rerun else None)
+
+
 # --- chapter 5: OINPT and the cold start --------------------------------------------------
 
 def agreement_sentence(after: pd.Series) -> str:

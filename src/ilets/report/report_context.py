@@ -136,6 +136,60 @@ class ReportContext:
     def cpu_hours(self) -> float:
         return float(self.compute["cpu_s"].sum() / 3600)
 
+    # --- scale, completeness and provenance: the banner of every results page ---------------
+    @property
+    def paper_scale(self) -> bool:
+        """Whether the results cover the paper's whole window (workload scale 1)."""
+        return self.run.workload.scale >= 1.0
+
+    @property
+    def scale_pct(self) -> str:
+        """The workload scale as a percentage of the paper's window: "100 %", "2 %", "0.1 %"."""
+        return f"{100 * self.run.workload.scale:.3g} %"
+
+    @property
+    def scale_text(self) -> str:
+        """The scale of the results in words (a reduced profile says it is only a quick look)."""
+        if self.paper_scale:
+            return "paper scale (the full 590,000-task window)"
+        return (f"{self.scale_pct} of the paper's window, a quick look "
+                "that cannot judge the paper's claims")
+
+    @functools.cached_property
+    def planned_cells(self) -> int:
+        """Cells of the grid that produced this folder (``grid.json``; the finished count when
+        the folder has no manifest)."""
+        import json
+
+        manifest = self.out / "grid.json"
+        if manifest.is_file():
+            return len(json.loads(manifest.read_text()).get("cells", []))
+        return self.n_done
+
+    @functools.cached_property
+    def provenance_text(self) -> str:
+        """Where and when the cells were computed (:func:`ilets.study.shipping.provenance_line`)."""
+        from ilets.study.shipping import load_provenance, provenance_line
+
+        return provenance_line(load_provenance(self.out))
+
+    @property
+    def banner(self) -> str:
+        """One sentence on what a results page shows: profile, scale, completeness, provenance."""
+        done = f"{self.n_done:,} of {self.planned_cells:,} planned cells"
+        if self.n_done < self.planned_cells:
+            done += " (the grid is not finished: what is missing is missing from every table)"
+        return (f"Results: the {self.name} profile, {self.scale_text}; {done}, read from "
+                f"`{self._shown_path}`. {self.provenance_text}")
+
+    @property
+    def _shown_path(self) -> str:
+        root = Path(__file__).resolve().parents[3]
+        try:
+            return str(self.out.resolve().relative_to(root))
+        except ValueError:
+            return str(self.out)
+
     # --- the workload's events ----------------------------------------------------------
     def event_ranges(self, seed: int) -> dict[str, tuple[int, int]]:
         """Online decision ranges after each workload event for ``seed``

@@ -88,6 +88,10 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             print(f"    {line}")
     ok = sum(v.reproduced for v in verdicts)
     print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
+    if args.report:
+        from ilets.study.verify import write_report
+
+        write_report(Path(args.report), folder, verdicts)
     return 0 if ok == len(verdicts) else 1
 
 
@@ -174,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--methods", nargs="+", default=None, help="sample only among these methods")
     ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
     ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
+    ver.add_argument("--report", default=None,
+                     help="also write the verdicts as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
 

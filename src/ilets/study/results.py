@@ -24,27 +24,44 @@ STATUS_DONE = "done"
 STATUS_FAILED = "failed attempt"
 COMPUTE_STATUSES = (STATUS_DONE, STATUS_FAILED)
 
-#: Profiles whose results the book prefers, most complete first.
-PREFERRED_PROFILES = ("paper", "quick")
+#: Where the book looks for its results, first match with a store wins: a grid of the paper
+#: profile run here, the shipped paper-scale results, a quick grid run here, the shipped
+#: quick results (folders relative to the repository root).
+RESULTS_SEARCH = ("results/paper", "shipped/paper", "results/quick", "shipped/quick")
+#: Where the book looks for the reduced-scale results it shows beside the main ones.
+SCALE_SEARCH = ("results/quick", "shipped/quick")
 
 
-def results_dir(root: str | Path = "results") -> Path:
-    """The results folder the book shows.
+def _repo_root() -> Path:
+    return Path(__file__).resolve().parents[3]
 
-    ``$ILETS_RESULTS`` if set; otherwise ``results/paper`` when that grid has a store, else
-    ``results/quick`` (``make book`` writes ``results/<profile>``). A relative ``root`` is
-    resolved against the repository root, since the notebooks run in ``notebooks/``.
-    """
-    env = os.environ.get("ILETS_RESULTS")
+
+def _first_store(env_var: str, search: tuple[str, ...]) -> Path:
+    env = os.environ.get(env_var)
     if env:
         return Path(env)
-    root = Path(root)
-    if not root.is_absolute():
-        root = Path(__file__).resolve().parents[3] / root
-    for name in PREFERRED_PROFILES:
-        if (root / name / "store" / "metrics.parquet").is_file():
-            return root / name
-    return root / PREFERRED_PROFILES[-1]
+    root = _repo_root()
+    for rel in search:
+        if (root / rel / "store" / "metrics.parquet").is_file():
+            return root / rel
+    return root / search[-1]
+
+
+def results_dir() -> Path:
+    """The results folder the book shows.
+
+    ``$ILETS_RESULTS`` if set; otherwise the first folder of :data:`RESULTS_SEARCH` that has
+    a store (a fresh clone reads the shipped paper-scale results, ``shipped/paper``). The
+    notebooks run in ``notebooks/``, so the folders are resolved against the repository root.
+    """
+    return _first_store("ILETS_RESULTS", RESULTS_SEARCH)
+
+
+def scale_dir() -> Path:
+    """The reduced-scale results shown beside the main ones, so a reader sees which
+    conclusions depend on scale: ``$ILETS_SCALE_RESULTS``, else the first folder of
+    :data:`SCALE_SEARCH` with a store."""
+    return _first_store("ILETS_SCALE_RESULTS", SCALE_SEARCH)
 
 
 def _cells(out: Path) -> list[Path]:

@@ -61,6 +61,25 @@ def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: in
     return sorted(pool[:sample])
 
 
+#: The methods a book build re-runs, one cell each: plain PPO and both imitation stages.
+BOOK_METHODS = ("drl", "drl+", "ilets")
+
+
+def book_sample(folder: Path, methods: tuple[str, ...] = BOOK_METHODS) -> list[str]:
+    """The cells a book build re-runs live: for each of ``methods``, its main-study cell on
+    the smallest fleet with the lowest seed (the cheapest, and the same on every build)."""
+    import pandas as pd
+
+    store = Path(folder) / "store" / "metrics.parquet"
+    if not store.is_file():
+        return []
+    m = pd.read_parquet(store, columns=["cell", "method", "variant", "servers", "seed"])
+    m = m[(m["variant"].fillna("") == "") & m["method"].isin(methods)]
+    m = m.sort_values(["servers", "seed", "cell"]).drop_duplicates("method")
+    order = {name: i for i, name in enumerate(methods)}
+    return list(m.sort_values("method", key=lambda s: s.map(order))["cell"])
+
+
 def compare(recorded: Path, rerun: Path) -> list[str]:
     """The differences between two cell folders' results (empty when they reproduce)."""
     out = []
@@ -100,3 +119,60 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
         wall = json.loads((rerun / "metrics.json").read_text()).get("wall_s", float("nan"))
         verdicts.append(Verdict(name, not diffs, tuple(diffs), wall))
     return verdicts
+
+
+#: The file a shipped folder keeps its recorded verification in.
+VERIFY_REPORT = "VERIFY.json"
+
+
+def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
+    """Record ``verdicts`` as JSON: where and when they were checked, cell by cell."""
+    import datetime
+    import platform
+
+    from ilets.study.run import atomic_json, source_version
+
+    atomic_json(Path(path), {
+        "results": str(folder), "checked_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+        "machine": f"{platform.processor() or platform.machine()}", "code": source_version(),
+        "cells": [{"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences),
+                   "wall_s": v.wall_s} for v in verdicts]})
+
+
+def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
+    """One row per re-run cell: reproduced or not, the first difference, the re-run's wall time."""
+    return pd.DataFrame([{"cell": v.cell, "reproduced": "yes" if v.reproduced else "no",
+                          "first difference": v.differences[0] if v.differences else "",
+                          "re-run wall s": round(v.wall_s, 1)} for v in verdicts],
+                        columns=["cell", "reproduced", "first difference", "re-run wall s"])
+
+
+def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
+    """The recorded verification of a shipped folder (:data:`VERIFY_REPORT`) as a table, and a
+    sentence saying when and where it was made (empty table and a sentence when there is none)."""
+    path = Path(folder) / VERIFY_REPORT
+    if not path.is_file():
+        return verdict_table([]), f"No verification is recorded with these results ({path.name} is absent)."
+    rep = json.loads(path.read_text())
+    verdicts = [Verdict(c["cell"], c["reproduced"], tuple(c["differences"]), c["wall_s"]) for c in rep["cells"]]
+    ok = sum(v.reproduced for v in verdicts)
+    code = rep.get("code") or {}
+    return verdict_table(verdicts), (
+        f"{ok} of {len(verdicts)} cells re-run on {rep['checked_utc']} (UTC), on {rep['machine']}, "
+        f"at commit {str(code.get('commit'))[:12]}, reproduced their metrics and learning curves exactly.")
+
+
+def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
+    """:func:`verify` into a fresh temporary folder, removed afterwards; ``[]`` when there is
+    nothing to re-run (``folder`` None or no cells). What a book build re-runs live."""
+    import shutil
+    import tempfile
+
+    if folder is None or not cells:
+        return []
+    scratch = Path(tempfile.mkdtemp(prefix="ilets-book-verify-"))
+    try:
+        return verify(Path(folder), list(cells), scratch)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
