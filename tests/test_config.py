@@ -94,6 +94,19 @@ def test_paper_profile_is_the_full_study():
     assert {"drl", "drl+", "ilets-", "ilets"} <= set(p.methods)
 
 
+def test_paper_profile_has_the_variants_that_could_explain_a_difference():
+    # issue: no critic pre-training, the greedy expert, the upcoming window, the rich state,
+    # heavy load and the pilot's rejected reward form, at 50 and 200 servers, >= 5 seeds
+    p = load_profile("paper")
+    variants = {v.name: v for v in p.variants}
+    assert {"no-critic", "greedy-expert", "upcoming", "rich-state", "heavy-load", "reward-capped"} <= set(variants)
+    for v in variants.values():
+        assert {50, 200} <= set(v.servers or p.servers) and len(v.seeds or p.seeds) >= 5, v.name
+    # main cells come first, so a partial grid is the main study first
+    variant_of = [c.variant for c in p.cells()]
+    assert variant_of[:len(p.methods) * len(p.servers) * len(p.seeds)] == [""] * (len(p.methods) * 30)
+
+
 def test_digest_changes_with_any_field():
     a = RunConfig()
     b = dataclasses.replace(a, ppo=dataclasses.replace(a.ppo, n_epochs=5))
