@@ -36,6 +36,7 @@ be redistributed.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -145,6 +146,15 @@ class GridCommand:
             rise = np.ones_like(t)
         return np.where(inside, rise, 0.0)
 
+    def target_scalar(self, t: float, baseline_w: float) -> float:
+        """:meth:`CommandSchedule.target` for this event at one time, in plain floats (the
+        environment's per-decision path; the vectorised form costs microseconds per call)."""
+        if not self.start_s <= t < self.end_s:
+            return baseline_w
+        rise = min(1.0, max(0.0, (t - self.start_s) / self.ramp_s)) if self.ramp_s > 0 else 1.0
+        change = self.depth * baseline_w if self.depth_unit == "fraction" else self.depth
+        return baseline_w + self.sign * rise * change
+
     def change(self, baseline_w) -> np.ndarray:
         """The requested change at full depth (W, >= 0) given the baseline power."""
         baseline_w = np.asarray(baseline_w, dtype=float)
@@ -178,6 +188,7 @@ class CommandSchedule:
         # arrays for the vectorised lookups
         object.__setattr__(self, "_starts", np.array([c.start_s for c in ordered], dtype=float))
         object.__setattr__(self, "_ends", np.array([c.end_s for c in ordered], dtype=float))
+        object.__setattr__(self, "_start_list", [c.start_s for c in ordered])
 
     def __len__(self) -> int:
         return len(self.commands)
@@ -205,9 +216,11 @@ class CommandSchedule:
         return np.where(inside, k, -1)
 
     def active(self, t: float) -> GridCommand | None:
-        """The event scored at time ``t``, or None."""
-        k = int(self.active_index(t))
-        return self.commands[k] if k >= 0 else None
+        """The event scored at time ``t`` (a float), or None."""
+        k = bisect.bisect_right(self._start_list, t) - 1
+        if k >= 0 and t < self.commands[k].end_s:
+            return self.commands[k]
+        return None
 
     def target(self, t, baseline_w) -> np.ndarray:
         """The power target (W) at times ``t`` given the baseline there (vectorised).

@@ -96,6 +96,7 @@ class GridCommandEnv(gym.Env):
         self._obs = np.zeros(len(high), np.float32)
         self._redirect = LeastLoaded()
         self._max_mips = float(self.fleet.mips.max())
+        self.max_power_w = self.fleet.max_power  # a property that sums arrays: read it once
         self._cap_w = self.config.cap_fraction * (self.fleet.p_idle + self.fleet.p_act)
         self.deadline_top = float(run.workload.deadline_s[1])
         self.cloud: Cloud | None = None
@@ -162,19 +163,46 @@ class GridCommandEnv(gym.Env):
         return self._current_release
 
     def baseline_at(self, t):
-        """Baseline power (W) at ``t`` from the counterfactual slot profile (vectorised)."""
-        b = self.baseline.baseline_at(t)
-        return float(b) if np.ndim(b) == 0 else b
+        """Baseline power (W) at ``t`` from the counterfactual slot profile (vectorised; a
+        float for a scalar ``t``)."""
+        if np.ndim(t) == 0:
+            return self.baseline.baseline_scalar(float(t))
+        return self.baseline.baseline_at(t)
 
     def target_at(self, t):
-        """The operator's power target (W) at ``t``; the baseline outside events (vectorised)."""
+        """The operator's power target (W) at ``t``; the baseline outside events (vectorised;
+        a float for a scalar ``t``)."""
+        if np.ndim(t) == 0:
+            t = float(t)
+            b = self.baseline.baseline_scalar(t)
+            c = self.schedule.active(t)
+            return b if c is None else c.target_scalar(t, b)
         tt = np.asarray(t, dtype=float)
-        out = self.schedule.target(tt, self.baseline.baseline_at(tt))
-        return float(out) if out.ndim == 0 else out
+        return self.schedule.target(tt, self.baseline.baseline_at(tt))
 
     def scored_target(self, t: float) -> float:
         """The target at ``t`` while an event is scored, else NaN (tracking not scored)."""
-        return self.target_at(t) if self.schedule.active(t) is not None else math.nan
+        return self.target_at(t) if self.schedule.active(float(t)) is not None else math.nan
+
+    @property
+    def active_command(self):
+        """The event scored now (a :class:`GridCommand`), or None."""
+        return self._active_cmd
+
+    @property
+    def seen_command(self):
+        """The event an observer sees now: the active one, else the next announced one, or None."""
+        return self._seen_cmd
+
+    @property
+    def baseline_now(self) -> float:
+        """Baseline power now (W)."""
+        return self._baseline_now
+
+    @property
+    def target_now(self) -> float:
+        """Target power now (W; the baseline outside events)."""
+        return self._target_now
 
     def action_masks(self) -> np.ndarray:
         """Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
@@ -225,12 +253,19 @@ class GridCommandEnv(gym.Env):
             self._next_new += 1
         self._current, self._current_count, self._current_release = self._task(j), count, release
         self.cloud.advance(release)
+        # what every block, mask and cost of this decision reads, computed once
+        now = self.cloud.now
+        self._active_cmd = self.schedule.active(now)
+        self._seen_cmd = self._active_cmd if self._active_cmd is not None else self.schedule.upcoming(now)
+        self._baseline_now = self.baseline.baseline_scalar(now)
+        self._target_now = (self._baseline_now if self._active_cmd is None
+                            else self._active_cmd.target_scalar(now, self._baseline_now))
         self._mask = self._masks()
 
     def _cap_active(self) -> bool:
         if self.config.cap_fraction >= 1:
             return False
-        c = self.schedule.active(self.cloud.now)
+        c = self._active_cmd
         return c is not None and c.direction == "down"
 
     def _masks(self) -> np.ndarray:
@@ -244,7 +279,10 @@ class GridCommandEnv(gym.Env):
         defer_ok = self._current_count < cfg.max_deferrals and bool(meets_deadline(earliest, task.deadline))
         if not servers.any() and not defer_ok:
             servers = feasible  # never an all-False mask: placing stays possible
-        return np.append(servers, defer_ok)
+        mask = np.empty(len(servers) + 1, dtype=bool)  # a new array per decision, as the plain env's
+        mask[:-1] = servers
+        mask[-1] = defer_ok
+        return mask
 
     def step(self, action):
         task, cloud, cfg, reward = self._current, self.cloud, self.config, self.config.run.reward
@@ -256,13 +294,13 @@ class GridCommandEnv(gym.Env):
             self._infeasible += 1
             servers = self._mask[:self.defer_action]
             a = self._redirect.act(cloud, task, servers) if servers.any() else self.defer_action
-        target = self.scored_target(cloud.now)
-        scored = not math.isnan(target)
+        scored = self._active_cmd is not None
+        target = self._target_now if scored else math.nan
         info = {"task": task.index, "time": cloud.now, "infeasible": infeasible, "deferred": a == self.defer_action,
                 "target": target}
         if a == self.defer_action:
             p_after = cloud.power
-            track = tracking_term(p_after, target, cloud.fleet.max_power, cfg.track_weight) if scored else 0.0
+            track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight) if scored else 0.0
             cost = cfg.defer_penalty + track
             self._pending_seq += 1
             heapq.heappush(self._pending, (cloud.now + cfg.defer_s, self._pending_seq, task.index,
@@ -277,7 +315,7 @@ class GridCommandEnv(gym.Env):
             p_after = cloud.power + cloud.act_per_cpu[s] * task.cpu
             track = 0.0
             if scored:
-                track = tracking_term(p_after, target, cloud.fleet.max_power, cfg.track_weight)
+                track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight)
                 cost += track
             release = self._current_release if self._current_count else None
             start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s,
@@ -286,7 +324,7 @@ class GridCommandEnv(gym.Env):
             info.update(server=s, start=start, finish=finish, response=response,
                         success=bool(meets_deadline(response, task.deadline)))
         cost += reward.infeasible_penalty if infeasible else 0.0
-        err = abs(p_after - target) / cloud.fleet.max_power if scored else 0.0
+        err = abs(p_after - target) / self.max_power_w if scored else 0.0
         self.tracking_ema += cfg.tracking_alpha * (err - self.tracking_ema)
         self._cost_sum += cost
         self._tracking_sum += track

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 if TYPE_CHECKING:
-    from ilets.gridcommand.command import CommandSchedule
+    from ilets.gridcommand.command import CommandSchedule, GridCommand
     from ilets.gridcommand.config import GridCommandConfig
     from ilets.simulator.cloud import Cloud, Fleet
     from ilets.simulator.objective import Task
@@ -45,6 +45,7 @@ class GridView(Protocol):
     window: tuple[float, float]
     tracking_ema: float
     deadline_top: float
+    max_power_w: float
 
     @property
     def current_task(self) -> Task: ...
@@ -52,9 +53,14 @@ class GridView(Protocol):
     @property
     def deferrals_of_current(self) -> int: ...
 
-    def baseline_at(self, t: float) -> float: ...
+    @property
+    def seen_command(self) -> GridCommand | None: ...
 
-    def target_at(self, t: float) -> float: ...
+    @property
+    def baseline_now(self) -> float: ...
+
+    @property
+    def target_now(self) -> float: ...
 
 
 class GridBlock(Protocol):
@@ -80,14 +86,14 @@ class CommandShape:
         return np.ones(4)
 
     def write(self, view: GridView, out: np.ndarray) -> None:
-        now = view.cloud.now
-        c = view.schedule.upcoming(now)
+        c = view.seen_command
         if c is None:
             out[:] = 0.0
             return
         out[0] = c.direction == "down"
         out[1] = c.direction == "up"
-        out[2] = min(1.0, float(c.change(view.baseline_at(now))) / view.cloud.fleet.max_power)
+        change = c.depth * view.baseline_now if c.depth_unit == "fraction" else c.depth
+        out[2] = min(1.0, change / view.max_power_w)
         out[3] = c.band
 
 
@@ -102,7 +108,7 @@ class EventTiming:
 
     def write(self, view: GridView, out: np.ndarray) -> None:
         now = view.cloud.now
-        c = view.schedule.upcoming(now)
+        c = view.seen_command
         if c is None:
             out[:] = 0.0
             return
@@ -122,10 +128,10 @@ class PowerLevels:
 
     def write(self, view: GridView, out: np.ndarray) -> None:
         cloud = view.cloud
-        top = cloud.fleet.max_power
-        out[0] = min(1.0, view.baseline_at(cloud.now) / top)
+        top = view.max_power_w
+        out[0] = min(1.0, view.baseline_now / top)
         out[1] = min(1.0, cloud.power / top)
-        out[2] = min(2.0, max(0.0, view.target_at(cloud.now) / top))
+        out[2] = min(2.0, max(0.0, view.target_now / top))
 
 
 class TrackingError:

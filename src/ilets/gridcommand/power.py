@@ -14,6 +14,7 @@ of :mod:`ilets.gridcommand.command` are derived from.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -135,6 +136,15 @@ class Counterfactual:
         k = np.clip(np.searchsorted(self.edges, np.asarray(t, dtype=float), side="right") - 1,
                     0, len(self.power_w) - 1)
         return self.power_w[k]
+
+    def baseline_scalar(self, t: float) -> float:
+        """:meth:`baseline_at` for one float time (plain Python: the per-decision path)."""
+        k = bisect.bisect_right(self._edge_list, t) - 1
+        return self._power_list[min(max(k, 0), len(self._power_list) - 1)]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_edge_list", self.edges.tolist())
+        object.__setattr__(self, "_power_list", self.power_w.tolist())
 
 
 def _digest(*arrays: np.ndarray, extra: str = "") -> str:

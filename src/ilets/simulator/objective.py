@@ -103,6 +103,8 @@ def tracking_term(p_after, target, max_power: float, weight: float = 0.0):
         raise ValueError(f"tracking_term: max_power must be > 0 W, got {max_power}")
     if not weight >= 0:
         raise ValueError(f"tracking_term: weight must be >= 0, got {weight}")
+    if isinstance(p_after, float) and isinstance(target, float):  # the per-decision path, no arrays
+        return 0.0 if target != target else weight * abs(p_after - target) / max_power
     gap = np.abs(np.asarray(p_after, dtype=float) - np.asarray(target, dtype=float))
     term = weight * np.where(np.isnan(gap), 0.0, gap) / max_power
     return float(term) if term.ndim == 0 else term
