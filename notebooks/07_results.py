@@ -62,7 +62,7 @@ METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("e
            "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
 AXES = {"avg_response_s": "response time (s)", "energy_kwh": "energy (kWh)", "success_rate": "success rate",
         "mean_reward": "mean reward"}
-PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
+PAPER_LABELS = F.PAPER_LABELS
 summary = S.summary_table(metrics, metrics_cols=tuple(METRICS))
 
 # %% tags=["remove-input"]

@@ -157,6 +157,23 @@ def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
     return ScaleFindings(table, small.name if small else "", sentence, read, rerun, source if rerun else None)
 
 
+#: The paper's three metrics, as the improvement table names them.
+PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
+#: README's headline table sits between these markers (written by ``ilets headline``).
+HEADLINE_MARKERS = ("<!-- headline:start -->", "<!-- headline:end -->")
+
+
+def headline_markdown(ctx: ReportContext) -> str:
+    """README's headline: the paper's improvement table beside ours (per fleet size and pooled,
+    95 % CIs), with what the results are (:attr:`ReportContext.banner`)."""
+    from ilets.report import plots
+
+    table = plots.comparison_display(results_findings(ctx).comparison, PAPER_LABELS).reset_index()
+    return (f"Improvement over DRL (%), the paper's and ours with 95 % bootstrap CIs over seeds "
+            f"(paired; `ilets.report.stats.improvement_table`).\n\n{table.to_markdown(index=False)}\n\n"
+            f"{ctx.banner}\n")
+
+
 # --- chapter 5: OINPT and the cold start --------------------------------------------------
 
 def agreement_sentence(after: pd.Series) -> str:
