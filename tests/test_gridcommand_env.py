@@ -235,6 +235,32 @@ def test_observation_blocks_show_the_command_power_and_the_task():
     assert env.observation_space.contains(obs)
 
 
+def test_observations_stay_in_bounds_and_masks_are_never_empty_under_any_command():
+    cmds = (CommandSpec(direction="up", depth=1.5, start_after_s=0.2, duration_s=0.8, notice_s=0.5, ramp_s=0.1),
+            CommandSpec(direction="down", depth=500.0, depth_unit="watts", start_after_s=1.2, duration_s=1.0,
+                        notice_s=2.0, ramp_s=0.0, band=0.5),
+            CommandSpec(direction="down", depth=0.6, start_after_s=2.3, duration_s=0.6, ramp_s=0.3, band=0.05))
+    cfg = grid(*cmds, cap_fraction=0.6, max_deferrals=3, defer_s=0.2)
+    env = GridCommandEnv(cfg)
+    rng = np.random.default_rng(0)
+    obs, _ = env.reset()
+    done, steps, kinds = False, 0, set()
+    while not done:
+        assert env.observation_space.contains(obs), obs
+        mask = env.action_masks()
+        assert mask.dtype == bool and mask.shape == (len(env.fleet) + 1,) and mask.any()
+        if env.active_command is not None:
+            kinds.add(env.active_command.direction)
+        obs, r, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        assert np.isfinite(r) and not info["infeasible"]
+        steps += 1
+    assert kinds == {"up", "down"} and info["final"]["deferrals"] > 0
+    assert steps == info["final"]["decisions"]
+    # the realised profile of the finished episode is the one the metrics use
+    np.testing.assert_array_equal(env.realised_profile(), power_profile(env.cloud, env.fleet, env.slot_edges,
+                                                                        env.tasks.cpu))
+
+
 # --- configuration ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kw, field", [

@@ -10,7 +10,7 @@ from ilets.config import FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.power import committed_profile, counterfactual, interval_energy, power_profile
 from ilets.simulator.cloud import Cloud, make_fleet
 from ilets.simulator.objective import tracking_term
-from ilets.workloads.workload import TaskTable, load_workload
+from ilets.workloads.workload import load_workload
 
 RUN = RunConfig(workload=WorkloadConfig(scale=0.002), fleet=FleetConfig(servers=8))
 

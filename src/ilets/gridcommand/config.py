@@ -152,9 +152,8 @@ class GridCommandConfig:
         except CommandError as err:
             raise ConfigError(f"{where}: {err}") from None
 
-    def check_slots(self, schedule: CommandSchedule, window_start: float, window_end: float,
-                    where: str = "gridcommand") -> None:
-        """A window needs at least one slot, and not a runaway number of them."""
+    def check_slots(self, window_start: float, window_end: float, where: str = "gridcommand") -> None:
+        """The slot grid over the window must stay a sane size (at most a million slots)."""
         n = (window_end - window_start) / self.slot_s
         if n > 1_000_000:
             raise ConfigError(f"{where}.slot_s: {self.slot_s} s makes {n:.0f} slots in the "

@@ -50,8 +50,8 @@ from ilets.agents.observation import LAYOUTS, StateSpec, write_blocks
 from ilets.agents.policies import LeastLoaded
 from ilets.gridcommand.command import CommandSchedule
 from ilets.gridcommand.config import GridCommandConfig, check_cap
-from ilets.gridcommand.features import GRID_BLOCKS, grid_high, write_grid_blocks
-from ilets.gridcommand.power import Counterfactual, counterfactual
+from ilets.gridcommand.features import grid_high, write_grid_blocks
+from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import Task, cost_of, tracking_term
 from ilets.workloads.workload import TaskTable, load_workload
@@ -59,7 +59,6 @@ from ilets.workloads.workload import TaskTable, load_workload
 from ilets import GRID_ENV_ID
 
 __all__ = ["GRID_ENV_ID", "GridCommandEnv", "register"]
-
 
 
 class GridCommandEnv(gym.Env):
@@ -129,7 +128,7 @@ class GridCommandEnv(gym.Env):
             self.schedule = self._fixed_schedule.validate(w0, w1)
         else:
             self.schedule = dataclasses.replace(cfg, run=run).schedule(w0, w1)
-        cfg.check_slots(self.schedule, w0, w1)
+        cfg.check_slots(w0, w1)
         # slots from the window start to past the baseline's last finish and the window end
         first = min(w0, float(tasks.arrival[0]))
         probe = counterfactual(run, tasks, self.fleet, [first, first + 1.0], cfg.reference)  # memoised run
@@ -203,6 +202,12 @@ class GridCommandEnv(gym.Env):
     def target_now(self) -> float:
         """Target power now (W; the baseline outside events)."""
         return self._target_now
+
+    def realised_profile(self, edges=None) -> np.ndarray:
+        """Slot-average power (W) of this episode's assigned tasks over ``edges`` (default
+        :attr:`slot_edges`), exact: the past as it was, future slots as committed so far
+        (tasks not yet handed over are not in it)."""
+        return power_profile(self.cloud, self.fleet, self.slot_edges if edges is None else edges, self.tasks.cpu)
 
     def action_masks(self) -> np.ndarray:
         """Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
