@@ -127,6 +127,15 @@ def test_generated_schedules_are_seeded_sorted_disjoint_and_inside_the_window(na
     assert len(seen) > 5
 
 
+@pytest.mark.parametrize("name", sorted(REGIMES))
+def test_generated_directions_and_counts_follow_the_regime(name):
+    reg = REGIMES[name]
+    cmds = [generate_schedule(reg, 0.0, 1500.0, s) for s in range(300)]
+    down = [c.direction == "down" for sched in cmds for c in sched]
+    assert abs(np.mean(down) - reg.p_down) < 0.06
+    assert abs(np.mean([len(sc) for sc in cmds]) - reg.events_per_window) < 0.3
+
+
 def test_generated_times_scale_with_the_window():
     reg = dataclasses.replace(regime("shallow-long"), events_per_window=3.0)
     full = generate_schedule(reg, 0.0, 1500.0, 7)

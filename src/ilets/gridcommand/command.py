@@ -52,6 +52,9 @@ DAY_S = 86400.0
 DAY_TO_WINDOW = PAPER_ONLINE_WINDOW_S / DAY_S
 
 DIRECTIONS = ("down", "up")
+#: second word of the generator's seed ("grid" in ASCII), so that a run seed gives commands
+#: independent of the workload drawn from the same seed [ours]
+_STREAM = 0x67726964
 DEPTH_UNITS = ("fraction", "watts")
 
 
@@ -338,12 +341,15 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
     window's free time (window minus durations minus the minimum gaps) into uniformly random
     gaps (a flat Dirichlet), so they never overlap and all lie inside the window; if the
     events do not fit, the last drawn ones are dropped until they do [ours]. The same
-    ``(regime, window, seed)`` always gives the same schedule.
+    ``(regime, window, seed)`` always gives the same schedule; the draws come from their own
+    stream (``default_rng([seed, "grid"])``), independent of the workload drawn from the same
+    run seed [ours].
     """
     regime.validate()
     if not (math.isfinite(window_start) and math.isfinite(window_end)) or not window_start < window_end:
         raise CommandError(f"generate_schedule: expected window_start < window_end, got [{window_start}, {window_end})")
-    rng = np.random.default_rng(seed)
+    # a stream of its own: the workload draws from default_rng(seed) with the same run seed
+    rng = np.random.default_rng([seed, _STREAM])
     k = (window_end - window_start) / PAPER_ONLINE_WINDOW_S
     n = int(rng.poisson(regime.events_per_window))
     depth = rng.uniform(*regime.depth, n)

@@ -24,7 +24,11 @@ Reward, ``-cost``
     :func:`ilets.simulator.objective.tracking_term`, ``track_weight * |P_after - target(now)|
     / max_power`` while an event is scored, ``P_after`` the fleet power now with the task
     counted as running; deferring: ``defer_penalty`` plus the same tracking term with
-    ``P_after`` the power now (nothing added) [ours].
+    ``P_after`` the power now (nothing added) [ours]. The term compares the power *now*
+    with a target built on a *slot-average* baseline, so even at depth 0 it is not zero (the
+    power's ripple within a slot, which no policy removes); the scored metrics
+    (:mod:`ilets.gridcommand.metrics`) compare slot averages with slot averages and are
+    exactly zero then.
 Observation
     the run's layout (``paper`` or ``rich``) followed by :data:`ilets.gridcommand.features.GRID_BLOCKS`.
 Baseline and target
