@@ -439,7 +439,9 @@ class MPCExpert:
             if self._budget[k] >= 0.5 * work and servers[members].any():
                 self._budget[k] -= work
                 return _best_in_class(env, servers, members)
-        if defer_ok:
+        # the LP deferred nothing of this slot: budgets only round a plan that admits all,
+        # so a task past them (rounding, or more arrivals than forecast) is placed [ours]
+        if defer_ok and self.last_plan.admit_share < 1.0 - 1e-6:
             self._pending[task.index] = (now + float(_cfg(env, "defer_s")), work,
                                          self._cohort(env, task, now + float(_cfg(env, "defer_s")),
                                                       int(env.deferrals_of_current) + 1))
@@ -468,9 +470,11 @@ class LyapunovExpert:
         + q_deadline * miss_i
 
     ``dir`` is +1 during a down event (added power is debt), -1 during an up event, 0
-    otherwise. Deferring adds nothing in the next ``defer_s`` s; its deadline term is 1 if,
-    after waiting, the task could no longer meet its deadline, else the share of its slack
-    the wait uses.
+    otherwise. Deferring adds nothing in the next ``defer_s`` s and is scored as the best
+    placement ``defer_s`` later (today's queues: its longer wait, and ``q_deadline`` if it
+    would then miss): without tracking debt it never beats placing now, and with debt it
+    wins once ``q_track`` times the task's power over the next ``defer_s`` outweighs the
+    extra wait (a debt of ~0.15 fleet-seconds for a typical task) or the miss risk.
     """
 
     name = "lyapunov"
@@ -518,15 +522,14 @@ class LyapunovExpert:
         out = np.full(len(servers) + 1, np.inf)
         out[:len(servers)] = np.where(servers, score, np.inf)
         if defer_ok:
-            later = _finish(cloud, task, now + defer_s)
-            if not meets_deadline(later.min() - task.arrival, task.deadline):
-                risk = 1.0
-            else:
-                slack = task.arrival + task.deadline - later.min() + defer_s
-                risk = min(1.0, defer_s / max(slack, 1e-9))
-            best = int(np.argmin(np.where(servers, energy, np.inf))) if servers.any() else int(np.argmin(energy))
-            out[-1] = self.v * (energy[best] / p_ref + self.wait_weight * (now + defer_s - task.arrival)) \
-                + self.q_deadline * risk
+            # deferring = placing the best way defer_s later (today's queues: its wait and
+            # miss then), adding no power meanwhile [ours]
+            starts_later = cloud.earliest_starts(task.cpu, now + defer_s)
+            miss_later = ~meets_deadline(starts_later + exec_s - task.arrival, task.deadline)
+            placed_later = (self.v * (energy / p_ref + self.wait_weight * (starts_later - task.arrival))
+                            + self.q_deadline * miss_later)
+            pick = servers if servers.any() else np.ones(len(servers), bool)
+            out[-1] = float(np.min(np.where(pick, placed_later, np.inf))) + 1e-12  # ties: place now
         return out
 
     def act(self, env: Any) -> int:

@@ -73,14 +73,17 @@ class Weights:
     The defaults make one deadline miss worth 1% of the fleet's full power for one second of
     tracking error: with ~170 tasks/s of ~20 W each, a deep cut can only be tracked by
     deferring and moving many tasks, and a miss is accepted only when it buys a lot of
-    tracking. Waiting is a tie-break (without it a plan with no command could defer for
-    nothing), energy a small preference for efficient servers.
+    tracking. A task-second of waiting costs a tenth of a miss: more than the energy a
+    frugal server saves on a typical task (~1e-5 here), so without a command the experts do
+    not hold work back for efficient servers, and much less than the tracking a deferral
+    buys during an event (a 20 W task held 0.5 s off a ~3 kW fleet: ~3e-3). Energy is a
+    small preference for efficient servers.
     """
 
     track: float = 1.0  #: per fleet-full-power-second of error outside the band
     miss: float = 0.01  #: per task that misses its deadline
     late: float = 0.002  #: per second a task finishes after its deadline
-    wait: float = 1e-5  #: per second a task waits before it starts
+    wait: float = 1e-3  #: per second a task waits before it starts
     energy: float = 1e-3  #: per fleet-full-power-second of active energy
 
     def __post_init__(self) -> None:
