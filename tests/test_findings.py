@@ -353,23 +353,23 @@ def test_the_book_reads_local_grids_first_then_shipped_results(tmp_path, monkeyp
 
 
 def test_headline_sets_the_papers_improvements_beside_ours(ctx, store, tmp_path, capsys):
-    from ilets.study.cli import main
+    from ilets.report.headline import main
 
     text = F.headline_markdown(ctx)
     assert "paper (%)" in text and "pooled" in text and "50 servers" in text and ctx.banner in text
     readme = tmp_path / "README.md"
     start, end = F.HEADLINE_MARKERS
     readme.write_text(f"# x\n{start}\nold table\n{end}\ntail\n")
-    assert main(["headline", "--results", str(store), "--write", str(readme)]) == 0
+    assert main(["--results", str(store), "--write", str(readme)]) == 0
     written = F.headline_markdown(ReportContext.load(store))  # the command's resamples (the book's)
     assert readme.read_text() == f"# x\n{start}\n{written}{end}\ntail\n"
-    assert main(["headline", "--results", str(tmp_path / "nowhere")]) == 2
+    assert main(["--results", str(tmp_path / "nowhere")]) == 2
     assert "store/metrics.parquet" in capsys.readouterr().err
 
 
 def test_readme_headline_is_the_shipped_results_table():
     # README quotes the shipped paper-scale results; regenerate with
-    # `ilets headline --results shipped/paper --write README.md` after shipping new cells
+    # `python -m ilets.report.headline --results shipped/paper --write README.md` after shipping
     root = Path(__file__).resolve().parents[1]
     shipped = root / "shipped" / "paper"
     readme = (root / "README.md").read_text()

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workloads", ("ilets.workloads",)),
     ("simulator", ("ilets.simulator",)),
     ("agents", ("ilets.agents",)),
+    ("scenarios", ("ilets.gridcommand",)),
     ("study", ("ilets.study",)),
     ("report", ("ilets.report",)),
 )

@@ -159,7 +159,7 @@ def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
 
 #: The paper's three metrics, as the improvement table names them.
 PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
-#: README's headline table sits between these markers (written by ``ilets headline``).
+#: README's headline table sits between these markers (written by :mod:`ilets.report.headline`).
 HEADLINE_MARKERS = ("<!-- headline:start -->", "<!-- headline:end -->")
 
 

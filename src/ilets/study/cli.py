@@ -114,30 +114,6 @@ def _parse_shards(text: str) -> list[int]:
     return out
 
 
-def _cmd_headline(args: argparse.Namespace) -> int:
-    from ilets.report.findings import HEADLINE_MARKERS, headline_markdown
-    from ilets.report.report_context import ReportContext
-
-    folder = Path(args.results)
-    if not (folder / "store" / "metrics.parquet").is_file():
-        raise UsageError(f"--results {folder}: expected a results folder with store/metrics.parquet")
-    text = headline_markdown(ReportContext.load(folder))
-    if not args.write:
-        print(text, end="")
-        return 0
-    target = Path(args.write)
-    if not target.is_file():
-        raise UsageError(f"--write {target}: no such file")
-    start, end = HEADLINE_MARKERS
-    doc = target.read_text()
-    if start not in doc or end not in doc:
-        raise UsageError(f"--write {target}: expected the markers {start} and {end}")
-    head, rest = doc.split(start, 1)
-    target.write_text(f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}")
-    print(f"wrote the headline table into {target}")
-    return 0
-
-
 def _cmd_trace(args: argparse.Namespace) -> int:
     from ilets.workloads import download, trace
 
@@ -206,11 +182,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the verdicts as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
-
-    hl = sub.add_parser("headline", help="README's headline table: the paper's improvements beside ours")
-    hl.add_argument("--results", required=True, help="a results or shipped folder (with store/)")
-    hl.add_argument("--write", default=None, help="replace the table between the headline markers of this file")
-    hl.set_defaults(func=_cmd_headline)
 
     tr = sub.add_parser("trace", help="Google 2011 trace shards")
     tsub = tr.add_subparsers(dest="trace_cmd", required=True)
