@@ -1,0 +1,319 @@
+"""The study's three-stage pipeline on the grid-command scenario: demonstrate, clone, fine-tune.
+
+The same path as the paper study's methods (:mod:`ilets.agents.methods`), on
+:class:`ilets.gridcommand.env.GridCommandEnv`:
+
+1. :func:`demonstrate` runs an expert of the ladder (:func:`ilets.gridcommand.experts.make_expert`)
+   over a training episode and keeps its (observation, action, mask, reward) at every
+   decision, as :class:`ilets.agents.oinpt.Demonstrations`.
+2. :func:`ilets.agents.oinpt.behaviour_clone` (``imitation``'s BC on PPO's *own* policy
+   object, no hand-off) and :func:`ilets.agents.oinpt.pretrain_critic`, unchanged: OINPT.
+3. Online PPO (:class:`ilets.agents.ppo.FastMaskablePPO`, the study's learner) fine-tunes on
+   the training episode, alone or with :class:`GridCorrections`, an OAIL-style callback:
+   every ``every`` decisions the teacher's answers on the last ``window`` states the
+   learner visited are queued, and at the next rollout start (so every rollout PPO learns
+   from was collected by one fixed policy, as in :class:`ilets.agents.oail.OAILCallback`)
+   the policy takes ``bc_steps`` BC steps on them, the loss weighted by ``weight``.
+
+Synchronous corrections [ours]: the teacher answers at once (no emulator pool, no latency).
+The scenario runs in simulated time, so an answer "at once" is a declared choice, not a
+host-speed effect: every correction requested is applied, and a run is bit-reproducible
+from its seed (tested).
+
+The teacher shadows every decision [ours]: the ladder's experts keep state across decisions
+(Lyapunov's virtual queues, MPC's budgets and deferred tasks), so the callback asks the
+teacher at every decision and keeps only the last ``window`` answers; a teacher asked only
+now and then would see its queues jump. The default teacher is ``lyapunov``: it scores
+each state on its own (no plan that assumes its own earlier deferrals were followed, unlike
+the oracle and MPC) and needs no hindsight.
+
+Training and evaluation episodes [ours]: learners train (and experts demonstrate) on the
+workload's *offline* segment with the training regime's commands drawn from their own seed
+(``seed + TRAIN_COMMAND_OFFSET``: the online and offline windows are equally long, so the
+same seed would draw the same command pattern shifted by one window); every method is then
+scored by :func:`ilets.gridcommand.metrics.evaluate` on the *online* segment with the
+policy frozen and greedy (the masked argmax), under any regime. Methods (:data:`METHODS`):
+the ladder's experts (``rule`` among them) as they are, ``bc`` (the clone alone), ``ppo``
+(from scratch), ``bc+ppo`` and ``bc+ppo+oail``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import torch as th
+from stable_baselines3.common.callbacks import BaseCallback
+
+from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
+from ilets.agents.ppo import NumpyActor, make_ppo
+from ilets.config import ConfigError, OINPTConfig
+from ilets.gridcommand.command import REGIMES
+from ilets.gridcommand.config import GridCommandConfig
+from ilets.gridcommand.env import GridCommandEnv
+from ilets.gridcommand.experts import EXPERTS, make_expert
+from ilets.gridcommand.metrics import evaluate
+
+#: The learned methods, in pipeline order.
+LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
+#: Every method the pipeline runs: the expert ladder (``rule`` included), then the learners.
+METHODS = EXPERTS + LEARNED
+#: Training commands are drawn with ``seed + TRAIN_COMMAND_OFFSET`` [ours] (module docstring).
+TRAIN_COMMAND_OFFSET = 10_000
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The pipeline's own knobs; PPO, BC and OAIL's learning rate come from the run's config.
+
+    BC uses ``run.oinpt`` (epochs, batch size, learning rate, critic pre-training) and PPO
+    ``run.ppo``, the study's settings (``ilets/configs/methods.yaml``); the corrections'
+    optimiser uses ``run.oail.learning_rate`` and ``run.oail.bc_steps``.
+    """
+
+    teacher: str = "lyapunov"  #: expert that demonstrates and corrects [ours]
+    demo_tasks: int = 0  #: decisions demonstrated; 0: the whole training episode [ours]
+    ppo_passes: float = 2.0  #: PPO timesteps as passes over the training episode [ours]
+    every: int = 250  #: decisions between two corrections [ours]
+    window: int = 50  #: recent states a correction labels [ours]
+    weight: float = 1.0  #: weight of the corrections' BC loss [ours]
+
+    def validate(self, where: str = "pipeline") -> "PipelineConfig":
+        """Named :class:`ConfigError` for an impossible value; returns self."""
+        if self.teacher not in EXPERTS:
+            raise ConfigError(f"{where}.teacher: expected an expert of {EXPERTS}, got {self.teacher!r}")
+        if self.demo_tasks < 0:
+            raise ConfigError(f"{where}.demo_tasks: expected 0 (all) or a count > 0, got {self.demo_tasks}")
+        if not (np.isfinite(self.ppo_passes) and self.ppo_passes > 0):
+            raise ConfigError(f"{where}.ppo_passes: expected a number of passes > 0, got {self.ppo_passes}")
+        for key in ("every", "window"):
+            if getattr(self, key) < 1:
+                raise ConfigError(f"{where}.{key}: expected an integer >= 1, got {getattr(self, key)}")
+        if self.window > self.every:
+            raise ConfigError(f"{where}.window: {self.window} states per correction overlap the next one "
+                              f"(every {self.every}); expected window <= every")
+        if not (np.isfinite(self.weight) and self.weight > 0):
+            raise ConfigError(f"{where}.weight: expected a number > 0, got {self.weight}")
+        return self
+
+
+def check_method(method: str) -> str:
+    """``method`` if it is one of :data:`METHODS`, else a ValueError listing them."""
+    if method not in METHODS:
+        raise ValueError(f"method: unknown {method!r}; expected one of {METHODS}")
+    return method
+
+
+def scenario_config(base: GridCommandConfig, regime: str, servers: int, seed: int, segment: str,
+                    command_seed: int = -1) -> GridCommandConfig:
+    """``base`` with the regime, fleet size, run seed, workload segment and command seed set."""
+    if regime not in REGIMES:
+        raise ValueError(f"regime: expected one of {tuple(REGIMES)}, got {regime!r}")
+    run = dataclasses.replace(base.run, seed=seed, fleet=dataclasses.replace(base.run.fleet, servers=servers))
+    return dataclasses.replace(base, run=run, regime=regime, commands=(), segment=segment,
+                               command_seed=command_seed).validate()
+
+
+def training_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
+    """The training episode's configuration: offline segment, commands from their own seed."""
+    return scenario_config(base, regime, servers, seed, "offline", seed + TRAIN_COMMAND_OFFSET)
+
+
+def evaluation_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
+    """The scored episode's configuration: online segment, commands from the run seed."""
+    return scenario_config(base, regime, servers, seed, "online")
+
+
+def expert_policy(name: str, **kw: Any) -> Callable[[np.ndarray, GridCommandEnv], int]:
+    """An expert of the ladder as an ``(obs, env) -> action`` policy for :func:`evaluate`
+    (reset first: experts keep state across decisions)."""
+    expert = make_expert(name, **kw)
+    expert.reset()
+    return lambda obs, env: int(expert.act(env))
+
+
+def demonstrate(env: GridCommandEnv, teacher: str, max_decisions: int = 0, **expert_kw: Any) -> Demonstrations:
+    """The teacher's decisions over one episode of ``env`` (the first ``max_decisions``; 0: all)."""
+    expert = make_expert(teacher, **expert_kw)
+    expert.reset()
+    t0 = time.perf_counter()
+    obs, _ = env.reset()
+    rows_obs, rows_act, rows_mask, rows_rew = [], [], [], []
+    while True:
+        mask = env.action_masks().copy()
+        a = int(expert.act(env))
+        rows_obs.append(obs)
+        rows_act.append(a)
+        rows_mask.append(mask)
+        obs, reward, terminated, truncated, _ = env.step(a)
+        rows_rew.append(reward)
+        if terminated or truncated or (max_decisions and len(rows_act) >= max_decisions):
+            break
+    return Demonstrations(obs=np.asarray(rows_obs, np.float32), acts=np.asarray(rows_act, np.int64),
+                          masks=np.asarray(rows_mask, bool), rewards=np.asarray(rows_rew, np.float32),
+                          experts=np.array([teacher] * len(rows_act)), seconds=time.perf_counter() - t0)
+
+
+class GridCorrections(BaseCallback):
+    """OAIL-style expert corrections on :class:`GridCommandEnv`, synchronous (module docstring).
+
+    Counters (:attr:`counters`): ``requests`` (corrections queued), ``applied`` (BC updates
+    made from them), ``updates`` (gradient steps), ``labels`` (states labelled and used),
+    ``agreement`` (share of labelled states where the learner's own action was the
+    teacher's, before the update), CPU seconds of the teacher and of the updates.
+    """
+
+    def __init__(self, teacher: str, every: int, window: int, weight: float, learning_rate: float,
+                 bc_steps: int, ent_weight: float = 1e-3) -> None:
+        super().__init__()
+        self.teacher_name = teacher
+        self.every, self.window, self.weight = every, window, weight
+        self.learning_rate, self.bc_steps, self.ent_weight = learning_rate, bc_steps, ent_weight
+        self.counters = {"requests": 0, "applied": 0, "updates": 0, "labels": 0, "agree": 0,
+                         "teacher_cpu_s": 0.0, "update_cpu_s": 0.0}
+        self._recent: deque[tuple[np.ndarray, int, int]] = deque(maxlen=window)  # (obs, teacher, learner)
+        self._queued: list[list[tuple[np.ndarray, int, int]]] = []
+
+    def _on_training_start(self) -> None:
+        from imitation.algorithms.bc import BehaviorCloningLossCalculator
+
+        self.env: GridCommandEnv = self.training_env.envs[0].unwrapped
+        self.teacher = make_expert(self.teacher_name)
+        self.teacher.reset()
+        self.optimizer = th.optim.Adam(self.model.policy.parameters(), lr=self.learning_rate)
+        self.loss_fn = BehaviorCloningLossCalculator(ent_weight=self.ent_weight, l2_weight=0.0)
+        self._obs = self.env.observe()  # the decision the learner faces first
+        self._label()
+
+    def _label(self) -> None:
+        """The teacher's answer at the env's current decision (it reads, never changes, the env)."""
+        c0 = time.process_time()
+        self._pending_label = int(self.teacher.act(self.env))
+        self.counters["teacher_cpu_s"] += time.process_time() - c0
+
+    def _on_step(self) -> bool:
+        # the decision just taken: its state, the teacher's answer there, the learner's action
+        self._recent.append((self._obs, self._pending_label, int(self.locals["actions"][0])))
+        if self.locals["dones"][0]:  # a new episode: the teacher's state starts over too
+            self.teacher.reset()
+            self._recent.clear()
+        elif self.env.t % self.every == 0 and len(self._recent) == self.window:
+            self._queued.append(list(self._recent))
+            self.counters["requests"] += 1
+        self._obs = np.asarray(self.locals["new_obs"][0], np.float32)
+        self._label()
+        return True
+
+    def _on_rollout_start(self) -> None:
+        # between rollouts only: each rollout is collected by one fixed policy (PPO on-policy)
+        queued, self._queued = self._queued, []
+        for batch in queued:
+            self._update(batch)
+
+    def _update(self, batch: list[tuple[np.ndarray, int, int]]) -> None:
+        c0 = time.process_time()
+        policy = self.model.policy
+        obs = th.as_tensor(np.stack([b[0] for b in batch]))
+        acts = th.as_tensor(np.array([b[1] for b in batch], dtype=np.int64))
+        self.counters["labels"] += len(batch)
+        self.counters["agree"] += int(sum(b[1] == b[2] for b in batch))
+        policy.set_training_mode(True)
+        for _ in range(self.bc_steps):
+            loss = self.weight * self.loss_fn(policy, obs, acts).loss
+            self.optimizer.zero_grad()
+            loss.backward()
+            th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            self.optimizer.step()
+            self.counters["updates"] += 1
+        policy.set_training_mode(False)
+        self.counters["applied"] += 1
+        self.counters["update_cpu_s"] += time.process_time() - c0
+
+    def summary(self) -> dict[str, float]:
+        """The counters as flat ``oail_*`` numbers (agreement as a share of labelled states)."""
+        c = self.counters
+        return {"oail_requests": c["requests"], "oail_applied": c["applied"], "oail_updates": c["updates"],
+                "oail_agreement": c["agree"] / c["labels"] if c["labels"] else float("nan"),
+                "oail_teacher_cpu_s": c["teacher_cpu_s"], "oail_update_cpu_s": c["update_cpu_s"]}
+
+
+@dataclass
+class Trained:
+    """A method ready to be scored: its greedy policy and what training it recorded."""
+
+    method: str
+    policy: Callable[[np.ndarray, GridCommandEnv], int] | None  #: None for experts (made per episode)
+    info: dict
+    model: Any = None  #: the MaskablePPO model of a learned method
+
+
+def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
+    """The model's masked argmax as an ``(obs, env) -> action`` policy, through
+    :class:`ilets.agents.ppo.NumpyActor` (the same action as ``predict(deterministic=True)``,
+    without torch's per-call cost)."""
+    actor = NumpyActor(model.policy)
+    return lambda obs, env: actor.act(obs, env.action_masks())
+
+
+def train(method: str, train_cfg: GridCommandConfig, pipe: PipelineConfig | None = None,
+          seed: int | None = None) -> Trained:
+    """Train ``method`` on the training episode of ``train_cfg`` (experts need no training).
+
+    ``seed`` (default ``train_cfg.run.seed``) seeds PPO, BC and the critic's pre-training.
+    """
+    check_method(method)
+    pipe = (pipe or PipelineConfig()).validate()
+    seed = train_cfg.run.seed if seed is None else seed
+    if method in EXPERTS:
+        return Trained(method, None, {})
+    run = train_cfg.run
+    c0 = time.process_time()
+    env = GridCommandEnv(train_cfg)
+    model = make_ppo(env, run.ppo, seed)
+    info: dict[str, Any] = {"train_decisions": len(env.tasks)}
+    if method.startswith("bc"):
+        demos = demonstrate(GridCommandEnv(train_cfg), pipe.teacher, pipe.demo_tasks)
+        oinpt: OINPTConfig = run.oinpt
+        info.update(demo_decisions=len(demos), demo_cpu_s=demos.seconds)
+        cloned = behaviour_clone(model, demos, oinpt, seed)
+        info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
+        if oinpt.critic_pretrain:
+            info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
+    if method in ("ppo", "bc+ppo", "bc+ppo+oail"):
+        steps = max(run.ppo.n_steps, int(round(pipe.ppo_passes * len(env.tasks))))
+        callback = None
+        if method == "bc+ppo+oail":
+            callback = GridCorrections(pipe.teacher, pipe.every, pipe.window, pipe.weight,
+                                       run.oail.learning_rate, run.oail.bc_steps)
+        model.learn(total_timesteps=steps, callback=callback, progress_bar=False)
+        info.update(ppo_timesteps=steps, **({} if callback is None else callback.summary()))
+    info["train_cpu_s"] = time.process_time() - c0
+    return Trained(method, greedy_policy(model), info, model)
+
+
+def score(trained: Trained, eval_cfg: GridCommandConfig, expert_kw: dict | None = None) -> dict[str, Any]:
+    """:func:`ilets.gridcommand.metrics.evaluate` of a trained method on ``eval_cfg``'s
+    episode (the run seed draws workload and commands)."""
+    policy = trained.policy if trained.policy is not None else expert_policy(trained.method, **(expert_kw or {}))
+    c0 = time.process_time()
+    out = evaluate(policy, eval_cfg, seed=eval_cfg.run.seed)
+    out["eval_cpu_s"] = time.process_time() - c0
+    return out
+
+
+def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, train_regime: str,
+               eval_regimes: tuple[str, ...], pipe: PipelineConfig | None = None,
+               expert_kw: dict | None = None) -> dict[str, Any]:
+    """Train ``method`` under ``train_regime`` and score it under each of ``eval_regimes``.
+
+    Returns ``{"train": <training info>, "scores": {regime: <evaluate's metrics>}}``;
+    deterministic from ``seed`` (same seed, same numbers).
+    """
+    th.manual_seed(seed)  # anything torch draws outside SB3's own seeding
+    trained = train(method, training_config(base, train_regime, servers, seed), pipe, seed)
+    scores = {r: score(trained, evaluation_config(base, r, servers, seed), expert_kw) for r in eval_regimes}
+    return {"train": trained.info, "scores": scores}

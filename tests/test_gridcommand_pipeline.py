@@ -1,0 +1,202 @@
+"""The grid-command pipeline (demonstrate, clone, fine-tune, correct) and its resumable grid, on
+tiny fleets and the smoke workload (~520 tasks a segment, a few hundred PPO steps)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from ilets.config import ConfigError
+from ilets.gridcommand import grid as G
+from ilets.gridcommand import pipeline as P
+from ilets.gridcommand.config import load_gridcommand_config
+from ilets.gridcommand.env import GridCommandEnv
+
+#: the smoke scenario with a small, fast learner (results mean nothing; mechanics do)
+SCENARIO = {"regime": "none", "slot_s": 0.1, "defer_s": 0.3,
+            "run": {"workload": {"scale": 0.002}, "fleet": {"servers": 6},
+                    "ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1, "hidden": 16},
+                    "oinpt": {"bc_epochs": 2, "critic_epochs": 2}}}
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(SCENARIO))
+    return path
+
+
+def grid_profile(tmp_path, scenario, **fields):
+    data = {"name": "tiny", "scale": "smoke", "scenario": str(scenario), "methods": ["rule", "bc", "bc+ppo+oail"],
+            "servers": [6], "seeds": [0, 1], "train_regime": "shallow-long", "eval_regime": "deep-short",
+            "pipeline": {"ppo_passes": 0.5, "every": 40, "window": 20}, **fields}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_demonstrations_are_the_teachers_valid_decisions(scenario):
+    cfg = P.training_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
+    env = GridCommandEnv(cfg)
+    demos = P.demonstrate(env, "rule", max_decisions=200)
+    assert len(demos) == 200 and demos.obs.shape == (200, env.observation_space.shape[0])
+    assert demos.masks.shape == (200, env.action_space.n)
+    assert demos.masks[np.arange(200), demos.acts].all()  # every action allowed where taken
+    assert (demos.experts == "rule").all() and np.isfinite(demos.rewards).all()
+
+
+def test_training_and_scored_episodes_differ_in_segment_and_commands(scenario):
+    base = load_gridcommand_config(scenario)
+    tr, ev = P.training_config(base, "deep-short", 6, 3), P.evaluation_config(base, "deep-short", 6, 3)
+    assert (tr.segment, ev.segment) == ("offline", "online")
+    assert tr.command_seed == 3 + P.TRAIN_COMMAND_OFFSET and ev.command_seed == -1
+    assert tr.run.fleet.servers == ev.run.fleet.servers == 6 and tr.commands == ()
+    a, b = GridCommandEnv(tr), GridCommandEnv(ev)
+    rel = lambda env: [(c.start_s - env.window[0], c.duration_s) for c in env.schedule]  # noqa: E731
+    assert rel(a) != rel(b)  # not the same pattern shifted by one window
+    with pytest.raises(ValueError, match="regime"):
+        P.scenario_config(base, "nope", 6, 0, "online")
+
+
+def test_bc_raises_agreement_with_the_teacher(scenario):
+    cfg = P.training_config(load_gridcommand_config(scenario, run={"oinpt": {"bc_epochs": 15}}), "deep-short", 6, 0)
+    t = P.train("bc", cfg, P.PipelineConfig(teacher="rule"))
+    assert t.info["bc_agreement_after"] > t.info["bc_agreement_before"]
+    assert t.info["critic_mse_after"] < t.info["critic_mse_before"]
+
+
+def test_same_seed_same_metrics_and_another_seed_differs(scenario):
+    base = load_gridcommand_config(scenario)
+    pipe = P.PipelineConfig(ppo_passes=0.5, every=40, window=20)
+    one = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
+    two = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
+    keys = ("tracking_mae_w", "in_band_fraction", "misses_caused", "energy_kwh", "mean_reward", "deferrals")
+    assert [one["scores"]["deep-short"][k] for k in keys] == [two["scores"]["deep-short"][k] for k in keys]
+    assert one["train"]["oail_applied"] > 0 and one["train"]["oail_updates"] == one["train"]["oail_applied"]
+    other = P.run_method("ppo", base, 6, 1, "shallow-long", ("deep-short",), pipe)
+    assert other["scores"]["deep-short"]["mean_reward"] != one["scores"]["deep-short"]["mean_reward"]
+
+
+def test_corrections_change_the_fine_tuned_policy(scenario):
+    base = load_gridcommand_config(scenario)
+    pipe = P.PipelineConfig(ppo_passes=0.5, every=40, window=20, weight=5.0)
+    cfg = P.training_config(base, "shallow-long", 6, 0)
+    plain, corrected = P.train("bc+ppo", cfg, pipe), P.train("bc+ppo+oail", cfg, pipe)
+    w = lambda t: t.model.policy.action_net.weight.detach().numpy()  # noqa: E731
+    assert not np.allclose(w(plain), w(corrected))
+    assert 0 <= corrected.info["oail_agreement"] <= 1
+
+
+def test_bad_method_and_pipeline_values_are_named():
+    with pytest.raises(ValueError, match="method: unknown 'dqn'"):
+        P.check_method("dqn")
+    with pytest.raises(ConfigError, match="pipeline.teacher"):
+        P.PipelineConfig(teacher="ga").validate()
+    with pytest.raises(ConfigError, match="pipeline.window"):
+        P.PipelineConfig(every=10, window=20).validate()
+    with pytest.raises(ConfigError, match="pipeline.ppo_passes"):
+        P.PipelineConfig(ppo_passes=0).validate()
+
+
+# --- the grid ------------------------------------------------------------------------------
+
+def test_shipped_grid_profiles_load():
+    quick = G.load_grid_profile("quick")
+    assert quick.scale == "quick" and set(quick.servers) == {50, 200} and len(quick.seeds) >= 5
+    assert quick.train_regime != quick.eval_regime and set(quick.methods) == set(P.METHODS)
+    assert G.load_grid_profile("gridcommand-grid-smoke").scale == "smoke"
+
+
+@pytest.mark.parametrize("fields, match", [
+    ({"methodz": ["rule"]}, r"unknown key\(s\) \['methodz'\]"),
+    ({"methods": ["rule", "dqn"]}, r"methods\[1\]: unknown method 'dqn'"),
+    ({"servers": [0]}, r"\.servers: expected fleet sizes >= 1"),
+    ({"seeds": [0, 0]}, r"\.seeds: repeated"),
+    ({"eval_regime": "deep"}, r"\.eval_regime: expected one of"),
+    ({"oracle_seeds": [7]}, r"\.oracle_seeds: \[7\]"),
+    ({"scale": "huge"}, r"\.scale: expected"),
+    ({"pipeline": {"teachr": "rule"}}, r"pipeline: unknown key\(s\) \['teachr'\]"),
+    ({"pipeline": {"every": "often"}}, r"pipeline\.every: expected an integer"),
+])
+def test_bad_grid_profile_keys_are_named(tmp_path, scenario, fields, match):
+    path = grid_profile(tmp_path, scenario, **fields)
+    with pytest.raises(ConfigError, match=match):
+        G.load_grid_profile(path)
+
+
+def test_a_bad_scenario_profile_fails_before_any_cell(tmp_path):
+    bad = tmp_path / "scenario.yaml"
+    bad.write_text(yaml.safe_dump({"slot_s": -1.0}))
+    with pytest.raises(ConfigError, match="slot_s"):
+        G.load_grid_profile(grid_profile(tmp_path, bad))
+
+
+def test_oracle_runs_on_its_seeds_only(tmp_path, scenario):
+    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule", "oracle"], seeds=[0, 1, 2],
+                                         oracle_seeds=[1]))
+    assert [c.name for c in G.cells(p)] == ["rule-M6-s0", "rule-M6-s1", "oracle-M6-s1", "rule-M6-s2"]
+    assert p.expert_options("oracle") == {"window": p.oracle_window, "time_limit": p.oracle_time_limit}
+
+
+def test_grid_writes_cells_resumes_and_skips_done_ones(tmp_path, scenario):
+    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule", "lyapunov"]))
+    out = tmp_path / "out"
+    first = G.run_grid(p, out, max_cells=3, log=lambda s: None)
+    assert first == {"cells": 4, "skipped": 0, "done": 3, "failed": 0}
+    table = pd.read_parquet(out / G.STORE)
+    assert len(table) == 3 * 2 and set(table["role"]) == {"train", "eval"}
+    assert set(table["regime"]) == {"shallow-long", "deep-short"} and (table["scale"] == "smoke").all()
+    done = sorted((out / "cells").glob("*.json"))
+    stamps = {q.name: q.stat().st_mtime_ns for q in done}
+    second = G.run_grid(p, out, log=lambda s: None)
+    assert second == {"cells": 4, "skipped": 3, "done": 1, "failed": 0}
+    assert all(q.stat().st_mtime_ns == stamps[q.name] for q in done)  # done cells untouched
+    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
+    assert rec["status"] == "done" and rec["cpu_s"] > 0 and rec["machine"]["cores"] >= 1
+    assert "commit" in rec and rec["started_utc"].endswith("+00:00")
+    prov = json.loads((out / G.PROVENANCE).read_text())
+    assert prov["cells"] == 4 and prov["scale"] == "smoke" and prov["cpu_hours"] > 0
+    assert not list((out / "cells").glob(".*.tmp"))  # no temporary file left behind
+    assert G.run_grid(p, out, log=lambda s: None)["done"] == 0
+
+
+def test_a_failed_or_damaged_cell_is_recorded_and_retried(tmp_path, scenario, monkeypatch):
+    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0]))
+    out = tmp_path / "out"
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(G, "run_method", boom)
+    assert G.run_grid(p, out, log=lambda s: None)["failed"] == 1
+    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
+    assert rec["status"] == "failed" and "solver exploded" in rec["error"]
+    assert len(pd.read_parquet(out / G.STORE)) == 0
+    monkeypatch.undo()
+    assert G.run_grid(p, out, log=lambda s: None)["done"] == 1
+    (out / "cells" / "rule-M6-s0.json").write_text("{truncated")  # a damaged file is recomputed
+    assert G.run_grid(p, out, log=lambda s: None)["done"] == 1
+
+
+def test_ship_copies_the_compact_results(tmp_path, scenario):
+    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0]))
+    out, dest = tmp_path / "out", tmp_path / "shipped" / "gridcommand"
+    G.run_grid(p, out, log=lambda s: None)
+    info = G.ship(out, dest, note="test")
+    assert info["cells"] == 1 and info["note"] == "test" and info["size_mb"] < 1
+    assert (dest / G.STORE).is_file() and (dest / G.PROVENANCE).is_file() and (dest / "profile.json").is_file()
+    assert [q.name for q in (dest / "cells").iterdir()] == ["rule-M6-s0.json"]
+
+
+def test_command_line_runs_and_names_a_bad_profile(tmp_path, scenario, capsys):
+    out = tmp_path / "out"
+    path = grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0])
+    assert G.main(["--profile", str(path), "--out", str(out)]) == 0
+    assert (out / "cells" / "rule-M6-s0.json").is_file()
+    bad = grid_profile(tmp_path, scenario, servers=[-3])
+    assert G.main(["--profile", str(bad), "--out", str(out)]) == 2
+    assert "servers" in capsys.readouterr().err
