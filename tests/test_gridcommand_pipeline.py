@@ -33,7 +33,7 @@ def scenario(tmp_path):
 def grid_profile(tmp_path, scenario, **fields):
     data = {"name": "tiny", "scale": "smoke", "scenario": str(scenario), "methods": ["rule", "bc", "bc+ppo+oail"],
             "servers": [6], "seeds": [0, 1], "train_regime": "shallow-long", "eval_regime": "deep-short",
-            "pipeline": {"ppo_passes": 0.5, "every": 40, "window": 20}, **fields}
+            "pipeline": {"every": 40, "window": 20}, **fields}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
@@ -64,31 +64,40 @@ def test_training_and_scored_episodes_differ_in_segment_and_commands(scenario):
 
 def test_bc_raises_agreement_with_the_teacher(scenario):
     cfg = P.training_config(load_gridcommand_config(scenario, run={"oinpt": {"bc_epochs": 15}}), "deep-short", 6, 0)
-    t = P.train("bc", cfg, P.PipelineConfig(teacher="rule"))
-    assert t.info["bc_agreement_after"] > t.info["bc_agreement_before"]
-    assert t.info["critic_mse_after"] < t.info["critic_mse_before"]
+    state, info = P.clone(cfg, P.PipelineConfig(teacher="rule"), 0)
+    assert info["bc_agreement_after"] > info["bc_agreement_before"]
+    assert info["critic_mse_after"] < info["critic_mse_before"]
+    assert "action_net.weight" in state
 
 
 def test_same_seed_same_metrics_and_another_seed_differs(scenario):
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(ppo_passes=0.5, every=40, window=20)
+    pipe = P.PipelineConfig(every=40, window=20)
     one = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
     two = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
     keys = ("tracking_mae_w", "in_band_fraction", "misses_caused", "energy_kwh", "mean_reward", "deferrals")
     assert [one["scores"]["deep-short"][k] for k in keys] == [two["scores"]["deep-short"][k] for k in keys]
-    assert one["train"]["oail_applied"] > 0 and one["train"]["oail_updates"] == one["train"]["oail_applied"]
+    assert one["train"]["oail_applied[deep-short]"] > 0
+    assert one["train"]["oail_updates[deep-short]"] == one["train"]["oail_applied[deep-short]"]
     other = P.run_method("ppo", base, 6, 1, "shallow-long", ("deep-short",), pipe)
     assert other["scores"]["deep-short"]["mean_reward"] != one["scores"]["deep-short"]["mean_reward"]
 
 
-def test_corrections_change_the_fine_tuned_policy(scenario):
+def test_online_pass_scores_the_pass_it_learns_in_and_corrections_change_it(scenario):
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(ppo_passes=0.5, every=40, window=20, weight=5.0)
-    cfg = P.training_config(base, "shallow-long", 6, 0)
-    plain, corrected = P.train("bc+ppo", cfg, pipe), P.train("bc+ppo+oail", cfg, pipe)
-    w = lambda t: t.model.policy.action_net.weight.detach().numpy()  # noqa: E731
+    pipe = P.PipelineConfig(every=40, window=20, weight=5.0)
+    state, _ = P.clone(P.training_config(base, "shallow-long", 6, 0), pipe, 0)
+    cfg = P.evaluation_config(base, "shallow-long", 6, 0)
+    m1, i1, plain = P.online_pass("bc+ppo", cfg, pipe, 0, state)
+    m2, i2, corrected = P.online_pass("bc+ppo+oail", cfg, pipe, 0, state)
+    n_tasks = len(GridCommandEnv(cfg).tasks)
+    assert m1["tasks"] == n_tasks and m1["decisions"] == n_tasks + m1["deferrals"]  # exactly one pass
+    assert i1["ppo_timesteps"] == m1["decisions"]
+    w = lambda model: model.policy.action_net.weight.detach().numpy()  # noqa: E731
     assert not np.allclose(w(plain), w(corrected))
-    assert 0 <= corrected.info["oail_agreement"] <= 1
+    assert i2["oail_applied"] > 0 and 0 <= i2["oail_agreement"] <= 1
+    with pytest.raises(ValueError, match="needs the cloned policy"):
+        P.online_pass("bc+ppo", cfg, pipe, 0)
 
 
 def test_bad_method_and_pipeline_values_are_named():
@@ -98,8 +107,8 @@ def test_bad_method_and_pipeline_values_are_named():
         P.PipelineConfig(teacher="ga").validate()
     with pytest.raises(ConfigError, match="pipeline.window"):
         P.PipelineConfig(every=10, window=20).validate()
-    with pytest.raises(ConfigError, match="pipeline.ppo_passes"):
-        P.PipelineConfig(ppo_passes=0).validate()
+    with pytest.raises(ConfigError, match="pipeline.weight"):
+        P.PipelineConfig(weight=0).validate()
 
 
 # --- the grid ------------------------------------------------------------------------------

@@ -318,9 +318,9 @@ def store_rows(records: Iterable[dict]) -> pd.DataFrame:
             rows.append({"method": rec["method"], "servers": rec["servers"], "seed": rec["seed"], "role": role,
                          "regime": regime, "scale": rec["scale"], "workload_scale": rec["workload_scale"],
                          **{k: float(s.get(k, math.nan)) for k in STORE_METRICS},
-                         "train_cpu_s": float(rec["train"].get("train_cpu_s", 0.0)), "cell_cpu_s": rec["cpu_s"]})
+                         "clone_cpu_s": float(rec["train"].get("clone_cpu_s", 0.0)), "cell_cpu_s": rec["cpu_s"]})
     cols = ["method", "servers", "seed", "role", "regime", "scale", "workload_scale", *STORE_METRICS,
-            "train_cpu_s", "cell_cpu_s"]
+            "clone_cpu_s", "cell_cpu_s"]
     return pd.DataFrame(rows, columns=cols)
 
 

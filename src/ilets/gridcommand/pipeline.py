@@ -1,6 +1,6 @@
-"""The study's three-stage pipeline on the grid-command scenario: demonstrate, clone, fine-tune.
+"""The study's three-stage pipeline on the grid-command scenario: demonstrate, clone, learn online.
 
-The same path as the paper study's methods (:mod:`ilets.agents.methods`), on
+The same path as the paper study's learners (:func:`ilets.agents.methods.run_learner`), on
 :class:`ilets.gridcommand.env.GridCommandEnv`:
 
 1. :func:`demonstrate` runs an expert of the ladder (:func:`ilets.gridcommand.experts.make_expert`)
@@ -8,17 +8,18 @@ The same path as the paper study's methods (:mod:`ilets.agents.methods`), on
    decision, as :class:`ilets.agents.oinpt.Demonstrations`.
 2. :func:`ilets.agents.oinpt.behaviour_clone` (``imitation``'s BC on PPO's *own* policy
    object, no hand-off) and :func:`ilets.agents.oinpt.pretrain_critic`, unchanged: OINPT.
-3. Online PPO (:class:`ilets.agents.ppo.FastMaskablePPO`, the study's learner) fine-tunes on
-   the training episode, alone or with :class:`GridCorrections`, an OAIL-style callback:
-   every ``every`` decisions the teacher's answers on the last ``window`` states the
-   learner visited are queued, and at the next rollout start (so every rollout PPO learns
-   from was collected by one fixed policy, as in :class:`ilets.agents.oail.OAILCallback`)
-   the policy takes ``bc_steps`` BC steps on them, the loss weighted by ``weight``.
+3. Online PPO (:class:`ilets.agents.ppo.FastMaskablePPO`, the study's learner) learns during
+   one pass over the scored episode, as DRL does in the study, alone or with
+   :class:`GridCorrections`, an OAIL-style callback: every ``every`` decisions the teacher's
+   answers on the last ``window`` states the learner visited are queued, and at the next
+   rollout start (so every rollout PPO learns from was collected by one fixed policy, as in
+   :class:`ilets.agents.oail.OAILCallback`) the policy takes ``run.oail.bc_steps`` BC steps
+   on them, the loss weighted by ``weight``.
 
 Synchronous corrections [ours]: the teacher answers at once (no emulator pool, no latency).
 The scenario runs in simulated time, so an answer "at once" is a declared choice, not a
-host-speed effect: every correction requested is applied, and a run is bit-reproducible
-from its seed (tested).
+host-speed effect: every correction queued before the last rollout is applied, and a run is
+bit-reproducible from its seed (tested).
 
 The teacher shadows every decision [ours]: the ladder's experts keep state across decisions
 (Lyapunov's virtual queues, MPC's budgets and deferred tasks), so the callback asks the
@@ -27,14 +28,17 @@ now and then would see its queues jump. The default teacher is ``lyapunov``: it 
 each state on its own (no plan that assumes its own earlier deferrals were followed, unlike
 the oracle and MPC) and needs no hindsight.
 
-Training and evaluation episodes [ours]: learners train (and experts demonstrate) on the
-workload's *offline* segment with the training regime's commands drawn from their own seed
-(``seed + TRAIN_COMMAND_OFFSET``: the online and offline windows are equally long, so the
-same seed would draw the same command pattern shifted by one window); every method is then
-scored by :func:`ilets.gridcommand.metrics.evaluate` on the *online* segment with the
-policy frozen and greedy (the masked argmax), under any regime. Methods (:data:`METHODS`):
-the ladder's experts (``rule`` among them) as they are, ``bc`` (the clone alone), ``ppo``
-(from scratch), ``bc+ppo`` and ``bc+ppo+oail``.
+Episodes [ours]: the clone is made on the workload's *offline* segment under the training
+regime, with that regime's commands drawn from their own seed (``seed + TRAIN_COMMAND_OFFSET``:
+the online and offline windows are equally long, so the run seed would draw the same
+command pattern shifted by one window). Every method is scored on the *online* segment by
+the exact metrics of :mod:`ilets.gridcommand.metrics`: the experts and ``bc`` (the clone
+frozen) by :func:`ilets.gridcommand.metrics.evaluate`; ``ppo`` (from scratch), ``bc+ppo``
+and ``bc+ppo+oail`` over the very pass they learn in (the study's online protocol: there
+is no separate test episode in an online pass). Learned policies act as they do while
+learning, by sampling the masked policy with a generator seeded from the run seed; the
+frozen clone does the same (a greedy argmax of a barely trained policy sends every task to
+one server) [ours]. Methods: :data:`METHODS`.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from typing import Any, Callable
 
 import numpy as np
 import torch as th
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
 from ilets.agents.ppo import NumpyActor, make_ppo
@@ -56,7 +60,7 @@ from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import EXPERTS, make_expert
-from ilets.gridcommand.metrics import evaluate
+from ilets.gridcommand.metrics import evaluate, tracking_metrics
 
 #: The learned methods, in pipeline order.
 LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
@@ -77,7 +81,6 @@ class PipelineConfig:
 
     teacher: str = "lyapunov"  #: expert that demonstrates and corrects [ours]
     demo_tasks: int = 0  #: decisions demonstrated; 0: the whole training episode [ours]
-    ppo_passes: float = 2.0  #: PPO timesteps as passes over the training episode [ours]
     every: int = 250  #: decisions between two corrections [ours]
     window: int = 50  #: recent states a correction labels [ours]
     weight: float = 1.0  #: weight of the corrections' BC loss [ours]
@@ -88,8 +91,6 @@ class PipelineConfig:
             raise ConfigError(f"{where}.teacher: expected an expert of {EXPERTS}, got {self.teacher!r}")
         if self.demo_tasks < 0:
             raise ConfigError(f"{where}.demo_tasks: expected 0 (all) or a count > 0, got {self.demo_tasks}")
-        if not (np.isfinite(self.ppo_passes) and self.ppo_passes > 0):
-            raise ConfigError(f"{where}.ppo_passes: expected a number of passes > 0, got {self.ppo_passes}")
         for key in ("every", "window"):
             if getattr(self, key) < 1:
                 raise ConfigError(f"{where}.{key}: expected an integer >= 1, got {getattr(self, key)}")
@@ -241,79 +242,124 @@ class GridCorrections(BaseCallback):
                 "oail_teacher_cpu_s": c["teacher_cpu_s"], "oail_update_cpu_s": c["update_cpu_s"]}
 
 
-@dataclass
-class Trained:
-    """A method ready to be scored: its greedy policy and what training it recorded."""
+class ScoredEnv(GridCommandEnv):
+    """:class:`GridCommandEnv` that keeps the exact metrics of an episode once it ends.
 
-    method: str
-    policy: Callable[[np.ndarray, GridCommandEnv], int] | None  #: None for experts (made per episode)
-    info: dict
-    model: Any = None  #: the MaskablePPO model of a learned method
-
-
-def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
-    """The model's masked argmax as an ``(obs, env) -> action`` policy, through
-    :class:`ilets.agents.ppo.NumpyActor` (the same action as ``predict(deterministic=True)``,
-    without torch's per-call cost)."""
-    actor = NumpyActor(model.policy)
-    return lambda obs, env: actor.act(obs, env.action_masks())
-
-
-def train(method: str, train_cfg: GridCommandConfig, pipe: PipelineConfig | None = None,
-          seed: int | None = None) -> Trained:
-    """Train ``method`` on the training episode of ``train_cfg`` (experts need no training).
-
-    ``seed`` (default ``train_cfg.run.seed``) seeds PPO, BC and the critic's pre-training.
+    The learner's rollout loop resets the env as soon as an episode ends (as SB3's
+    ``DummyVecEnv`` does), which replaces the finished cloud; so :meth:`reset` first stores
+    :func:`ilets.gridcommand.metrics.tracking_metrics` of the finished episode, with its
+    mean reward, infeasible actions, tracking cost and decisions as :func:`evaluate` reports
+    them, in :attr:`finished`.
     """
-    check_method(method)
-    pipe = (pipe or PipelineConfig()).validate()
-    seed = train_cfg.run.seed if seed is None else seed
-    if method in EXPERTS:
-        return Trained(method, None, {})
+
+    finished: dict | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if self.cloud is not None and self.t > 0 and self._next_new >= len(self.tasks) and not self._pending:
+            out = tracking_metrics(self)
+            out.update(mean_reward=-self._cost_sum / self.t, infeasible_actions=self._infeasible,
+                       tracking_cost=self._tracking_sum, decisions=self.t)
+            self.finished = out
+        return super().reset(seed=seed, options=options)
+
+
+class StopAtEpisodeEnd(BaseCallback):
+    """Ends learning when the first episode ends: one online pass, as the study's learners."""
+
+    def _on_step(self) -> bool:
+        return not bool(self.locals["dones"][0])
+
+
+def sampled_policy(model, seed: int) -> Callable[[np.ndarray, GridCommandEnv], int]:
+    """The model's masked policy, sampled with a generator seeded from ``seed`` (how a
+    learner acts during its pass), as an ``(obs, env) -> action`` policy."""
+    actor = NumpyActor(model.policy)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x424300,)))  # its own stream
+    return lambda obs, env: actor.act(obs, env.action_masks(), rng)
+
+
+def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tuple[dict, dict]:
+    """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
+    policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
+    ``state_dict`` and what cloning recorded."""
     run = train_cfg.run
     c0 = time.process_time()
     env = GridCommandEnv(train_cfg)
     model = make_ppo(env, run.ppo, seed)
-    info: dict[str, Any] = {"train_decisions": len(env.tasks)}
-    if method.startswith("bc"):
-        demos = demonstrate(GridCommandEnv(train_cfg), pipe.teacher, pipe.demo_tasks)
-        oinpt: OINPTConfig = run.oinpt
-        info.update(demo_decisions=len(demos), demo_cpu_s=demos.seconds)
-        cloned = behaviour_clone(model, demos, oinpt, seed)
-        info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
-        if oinpt.critic_pretrain:
-            info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
-    if method in ("ppo", "bc+ppo", "bc+ppo+oail"):
-        steps = max(run.ppo.n_steps, int(round(pipe.ppo_passes * len(env.tasks))))
-        callback = None
-        if method == "bc+ppo+oail":
-            callback = GridCorrections(pipe.teacher, pipe.every, pipe.window, pipe.weight,
-                                       run.oail.learning_rate, run.oail.bc_steps)
-        model.learn(total_timesteps=steps, callback=callback, progress_bar=False)
-        info.update(ppo_timesteps=steps, **({} if callback is None else callback.summary()))
-    info["train_cpu_s"] = time.process_time() - c0
-    return Trained(method, greedy_policy(model), info, model)
+    demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
+    oinpt: OINPTConfig = run.oinpt
+    info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
+    cloned = behaviour_clone(model, demos, oinpt, seed)
+    info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
+    if oinpt.critic_pretrain:
+        info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
+    info["clone_cpu_s"] = time.process_time() - c0
+    return {k: v.clone() for k, v in model.policy.state_dict().items()}, info
 
 
-def score(trained: Trained, eval_cfg: GridCommandConfig, expert_kw: dict | None = None) -> dict[str, Any]:
-    """:func:`ilets.gridcommand.metrics.evaluate` of a trained method on ``eval_cfg``'s
-    episode (the run seed draws workload and commands)."""
-    policy = trained.policy if trained.policy is not None else expert_policy(trained.method, **(expert_kw or {}))
+def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
+                cloned: dict | None = None) -> tuple[dict, dict, Any]:
+    """One learning pass of ``ppo``, ``bc+ppo`` or ``bc+ppo+oail`` over ``eval_cfg``'s episode.
+
+    ``cloned``: the policy's state after :func:`clone` (needed by the ``bc+`` methods).
+    Returns the pass's metrics (as :func:`evaluate` reports them), what learning recorded,
+    and the model.
+    """
+    if method not in LEARNED[1:]:
+        raise ValueError(f"method: expected one of {LEARNED[1:]} for an online pass, got {method!r}")
+    if method.startswith("bc") and cloned is None:
+        raise ValueError(f"method {method!r}: needs the cloned policy (cloned=)")
+    run = eval_cfg.run
     c0 = time.process_time()
-    out = evaluate(policy, eval_cfg, seed=eval_cfg.run.seed)
+    env = ScoredEnv(eval_cfg)
+    model = make_ppo(env, run.ppo, seed)
+    if cloned is not None and method.startswith("bc"):
+        model.policy.load_state_dict(cloned)
+    callbacks: list[BaseCallback] = [StopAtEpisodeEnd()]
+    corrections = None
+    if method == "bc+ppo+oail":
+        corrections = GridCorrections(pipe.teacher, pipe.every, pipe.window, pipe.weight,
+                                      run.oail.learning_rate, run.oail.bc_steps)
+        callbacks.append(corrections)
+    # every task may be handed over 1 + max_deferrals times: the pass ends before this
+    budget = len(env.tasks) * (1 + eval_cfg.max_deferrals) + run.ppo.n_steps
+    model.learn(total_timesteps=budget, callback=CallbackList(callbacks), progress_bar=False)
+    if env.finished is None:
+        raise RuntimeError(f"{method}: the online pass did not finish within {budget} decisions")
+    out = dict(env.finished)
     out["eval_cpu_s"] = time.process_time() - c0
-    return out
+    info = {"ppo_timesteps": int(model.num_timesteps), **({} if corrections is None else corrections.summary())}
+    return out, info, model
 
 
 def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, train_regime: str,
                eval_regimes: tuple[str, ...], pipe: PipelineConfig | None = None,
                expert_kw: dict | None = None) -> dict[str, Any]:
-    """Train ``method`` under ``train_regime`` and score it under each of ``eval_regimes``.
+    """Make ``method`` under ``train_regime`` (the clone) and score it under each of ``eval_regimes``.
 
-    Returns ``{"train": <training info>, "scores": {regime: <evaluate's metrics>}}``;
+    Returns ``{"train": <what cloning and learning recorded>, "scores": {regime: <metrics>}}``;
     deterministic from ``seed`` (same seed, same numbers).
     """
+    check_method(method)
+    pipe = (pipe or PipelineConfig()).validate()
     th.manual_seed(seed)  # anything torch draws outside SB3's own seeding
-    trained = train(method, training_config(base, train_regime, servers, seed), pipe, seed)
-    scores = {r: score(trained, evaluation_config(base, r, servers, seed), expert_kw) for r in eval_regimes}
-    return {"train": trained.info, "scores": scores}
+    info: dict[str, Any] = {}
+    scores: dict[str, dict] = {}
+    cloned = None
+    if method.startswith("bc"):
+        cloned, info = clone(training_config(base, train_regime, servers, seed), pipe, seed)
+    for regime in eval_regimes:
+        cfg = evaluation_config(base, regime, servers, seed)
+        c0 = time.process_time()
+        if method in EXPERTS:
+            scores[regime] = evaluate(expert_policy(method, **(expert_kw or {})), cfg, seed=seed)
+        elif method == "bc":
+            env = GridCommandEnv(cfg)
+            model = make_ppo(env, cfg.run.ppo, seed)
+            model.policy.load_state_dict(cloned)
+            scores[regime] = evaluate(sampled_policy(model, seed), cfg, seed=seed)
+        else:
+            scores[regime], learned, _ = online_pass(method, cfg, pipe, seed, cloned)
+            info.update({f"{k}[{regime}]": v for k, v in learned.items()})
+        scores[regime]["eval_cpu_s"] = time.process_time() - c0
+    return {"train": info, "scores": scores}
