@@ -51,7 +51,8 @@ from typing import Any, Callable, Mapping, Protocol
 import numpy as np
 
 from ilets.gridcommand.milp import (FluidPlan, FluidProblem, PlanTask, ServerClass, TrackingProblem, Weights,
-                                    WindowPlan, deferral_starts, make_classes, solve_fluid, solve_window)
+                                    WindowPlan, deferral_starts, make_classes, overlap_fraction, solve_fluid,
+                                    solve_window)
 from ilets.gridcommand.power import committed_profile, interval_energy
 from ilets.simulator.cloud import CPU_EPS, Cloud, meets_deadline
 from ilets.simulator.objective import Task
@@ -128,8 +129,9 @@ def _command(env: Any, t: float):
     return env.schedule.active(t)
 
 
-def future_tasks(env: Any, first: int, count: int) -> list[Task]:
-    """Tasks ``first .. first+count-1`` of the episode's task table, known in hindsight.
+def future_tasks(env: Any, first: int, count: int, until: float | None = None) -> list[Task]:
+    """Tasks ``first .. first+count-1`` of the episode's task table, known in hindsight; with
+    ``until``, only those arriving before it.
 
     The hindsight oracle and the perfect forecast need the arrivals ahead, which the policy
     interface does not give; they are read from ``env.tasks`` (a
@@ -140,6 +142,8 @@ def future_tasks(env: Any, first: int, count: int) -> list[Task]:
         raise AttributeError("env.tasks: the hindsight experts need the episode's task table "
                              "(a TaskTable indexed like current_task.index)")
     stop = min(len(table), first + count)
+    if until is not None:
+        stop = min(stop, int(np.searchsorted(table.arrival, until, side="left")))
     return [Task(j, float(table.arrival[j]), float(table.cpu[j]), float(table.length[j]), float(table.deadline[j]))
             for j in range(first, stop)]
 
@@ -188,10 +192,17 @@ def committed_cpu(cloud: Cloud, edges: np.ndarray, classes: tuple[ServerClass, .
     return np.maximum(out, 0.0)
 
 
-def _best_in_class(env: Any, servers: np.ndarray, members: np.ndarray) -> int:
+def _best_in_class(env: Any, servers: np.ndarray, members: np.ndarray) -> tuple[int, bool]:
+    """(earliest-finishing allowed server of the class, whether it meets the deadline); the
+    class is a fluid pool to the optimisers, its servers' FCFS queues are not [ours]."""
     among = np.zeros(len(servers), bool)
     among[members] = True
-    return _earliest_finish(env, servers, False, among)
+    s = _earliest_finish(env, servers, False, among)
+    if s == int(env.defer_action):
+        return s, False
+    task = env.current_task
+    finish = float(env.cloud.earliest_start(s, task.cpu)) + task.length / float(env.cloud.fleet.mips[s])
+    return s, bool(meets_deadline(finish - task.arrival, task.deadline))
 
 
 # --- 1. the hindsight oracle ---------------------------------------------------------------
@@ -205,9 +216,9 @@ class _Planned:
 class OracleExpert:
     """Exact hindsight MILP over windows of ``window`` tasks, executed task by task.
 
-    A new window is planned whenever the current task has no plan: it holds the tasks this
-    expert deferred and has not placed yet (their remaining re-arrivals) and the next
-    arrivals from the current one, up to ``window`` tasks. Planning slots are
+    A new window is planned whenever the current task has no plan: the current task and
+    the next ``window - 1`` arrivals; tasks deferred under an earlier plan keep their plan
+    and enter the new window as fixed load (power and class CPU at their planned start). Planning slots are
     ``plan_slot_s`` wide (default ``2 * defer_s``) from ``now`` to the last possible finish;
     the oracle prices tracking per planning slot (finer than the scored slot, so it also
     tracks inside a slot) [ours]. ``time_limit`` bounds each solve; the statuses of all
@@ -216,7 +227,7 @@ class OracleExpert:
 
     name = "oracle"
 
-    def __init__(self, window: int = 60, n_classes: int = 3, time_limit: float | None = 5.0,
+    def __init__(self, window: int = 60, n_classes: int = 3, time_limit: float | None = 2.0,
                  plan_slot_s: float | None = None, weights: Weights | None = None) -> None:
         if window < 1:
             raise ValueError(f"window: expected >= 1 task, got {window}")
@@ -244,21 +255,45 @@ class OracleExpert:
         defer_s = float(_cfg(env, "defer_s"))
         max_def = int(_cfg(env, "max_deferrals"))
         now, cur = float(env.now), env.current_task
+        # rows: the current task and the next arrivals; tasks deferred under an earlier plan
+        # keep it and enter as fixed load (re-planning them made windows of old tasks) [ours]
         rows: list[tuple[Task, float, int]] = [(cur, now, int(env.deferrals_of_current))]
-        rows += [v for j, v in sorted(self._pending.items()) if j != cur.index and v[1] >= now]
-        room = max(0, self.window - len(rows))
-        rows += [(t, t.arrival, 0) for t in future_tasks(env, cur.index + 1, room) if t.index not in self._pending]
+        # arrivals not handed over yet (hand-over is in time order, so those at or after now)
+        rows += [(t, t.arrival, 0) for t in future_tasks(env, cur.index + 1, self.window - 1)
+                 if t.index not in self._pending and t.arrival >= now]
         plan_tasks = [PlanTask(t.index, t.arrival, t.cpu, t.length, t.deadline,
                                deferral_starts(release, defer_s, max(0, max_def - used)))
                       for t, release, used in rows]
         slowest = min(c.mips for c in self._classes)
-        end = max(max(p.starts) + p.length / slowest for p in plan_tasks)
+        fixed = [(t, self._plan[j]) for j, (t, _, _) in sorted(self._pending.items())
+                 if j in self._plan and self._plan[j].cls >= 0]
+        end = max([max(p.starts) + p.length / slowest for p in plan_tasks]
+                  + [pl.start + t.length / slowest for t, pl in fixed])
         step = self.plan_slot_s or 2.0 * defer_s
         edges = np.append(np.arange(now, end, step), end + 1e-9)
         if len(edges) < 2 or edges[-1] <= edges[-2]:
             edges = np.array([now, now + step])
         base = committed_profile(env.cloud, edges)
-        spare = np.array([c.capacity for c in self._classes])[:, None] - committed_cpu(env.cloud, edges, self._classes)
+        used_cpu = committed_cpu(env.cloud, edges, self._classes)
+        for t, pl in fixed:
+            c = self._classes[pl.cls]
+            occ = overlap_fraction(max(pl.start, now), c.duration(t.length), edges)
+            base = base + c.w_per_cpu * t.cpu * occ
+            used_cpu[pl.cls] += t.cpu * occ
+        # Hindsight beyond the window: the tasks arriving after it inside the horizon, as
+        # fluid load started on arrival at the fleet's mean speed and power, spread over the
+        # classes by capacity. Without it the later slots look empty and the plan defers
+        # the window into them, where those arrivals will land anyway [ours].
+        last = max(t.index for t, _, _ in rows)
+        later = future_tasks(env, last + 1, len(env.tasks), until=float(edges[-1]))
+        cap = np.array([c.capacity for c in self._classes])
+        if later:
+            w_mean = float(np.dot([c.w_per_cpu for c in self._classes], cap) / cap.sum())
+            mips_mean = float(np.dot([c.mips for c in self._classes], cap) / cap.sum())
+            bg_cpu = sum(t.cpu * overlap_fraction(t.arrival, t.length / mips_mean, edges) for t in later)
+            base = base + w_mean * bg_cpu
+            used_cpu = used_cpu + (cap / cap.sum())[:, None] * bg_cpu[None, :]
+        spare = cap[:, None] - used_cpu
         target, band, scored = slot_inputs(env, edges)
         prob = TrackingProblem(tuple(plan_tasks), edges, self._classes, np.maximum(spare, 0.0), base, target,
                                scored, band, float(env.cloud.fleet.max_power), self.weights)
@@ -281,14 +316,19 @@ class OracleExpert:
         servers, defer_ok = _mask(env)
         defer_s = float(_cfg(env, "defer_s"))
         # re-arrivals land on the planned grid; half a step absorbs float drift [ours]
-        if defer_ok and planned.cls >= 0 and env.now < planned.start - 0.5 * defer_s:
+        # ... and only while the real queues leave the slack for it: the plan's class model
+        # ignores per-server queues, so a planned wait could turn into a miss [ours]
+        if defer_ok and planned.cls >= 0 and env.now < planned.start - 0.5 * defer_s \
+                and _can_wait(env, task, defer_s):
             self._pending[task.index] = (task, env.now + defer_s, int(env.deferrals_of_current) + 1)
             return int(env.defer_action)
         self._pending.pop(task.index, None)
         self._plan.pop(task.index, None)
         if planned.cls < 0 or self._classes is None:
             return _earliest_finish(env, servers, defer_ok)
-        return _best_in_class(env, servers, self._classes[planned.cls].members)
+        s, ok = _best_in_class(env, servers, self._classes[planned.cls].members)
+        # the planned class's queues would make it miss: earliest-finish instead [ours]
+        return s if ok else _earliest_finish(env, servers, defer_ok)
 
 
 # --- 2. the receding-horizon controller ----------------------------------------------------
@@ -387,9 +427,7 @@ class MPCExpert:
         if self.forecast == "perfect":
             if cur.index not in self._pending:
                 demand[0, self._cohort(env, cur, start, int(env.deferrals_of_current))] += cur.cpu * cur.length
-            for t in future_tasks(env, cur.index + 1, 100_000):
-                if t.arrival >= edges[-1]:
-                    break
+            for t in future_tasks(env, cur.index + 1, len(env.tasks), until=float(edges[-1])):
                 h = int(math.floor((t.arrival - start) / dt))
                 if 0 <= h < h_n:
                     demand[h, self._cohort(env, t, edges[h], 0)] += t.cpu * t.length
@@ -437,11 +475,13 @@ class MPCExpert:
             # a budget covers a task when at least half of its work fits: rounding the fluid
             # plan to whole tasks without a systematic bias [ours]
             if self._budget[k] >= 0.5 * work and servers[members].any():
-                self._budget[k] -= work
-                return _best_in_class(env, servers, members)
+                s, ok = _best_in_class(env, servers, members)
+                if ok:  # else try the next class: a miss is not what the LP planned [ours]
+                    self._budget[k] -= work
+                    return s
         # the LP deferred nothing of this slot: budgets only round a plan that admits all,
         # so a task past them (rounding, or more arrivals than forecast) is placed [ours]
-        if defer_ok and self.last_plan.admit_share < 1.0 - 1e-6:
+        if defer_ok and self.last_plan.admit_share < 1.0 - 1e-6 and _can_wait(env, task, float(_cfg(env, "defer_s"))):
             self._pending[task.index] = (now + float(_cfg(env, "defer_s")), work,
                                          self._cohort(env, task, now + float(_cfg(env, "defer_s")),
                                                       int(env.deferrals_of_current) + 1))
