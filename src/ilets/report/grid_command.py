@@ -1,0 +1,301 @@
+"""The grid-command chapter's numbers: the pipeline comparison, the expert ladder's gaps, drift.
+
+Everything here is a pure function of the grid-command store (``store/results.parquet`` of
+:mod:`ilets.gridcommand.grid`: one row per (method, servers, seed) cell and regime role,
+``role`` ``"train"`` for the regime the clones were made under, ``"eval"`` for the other)
+or of a hand-built table with the same columns. Intervals are the study's: means with the
+percentile bootstrap over seeds (:func:`ilets.report.stats.summary_table`), differences
+paired by seed through the one resampler (:func:`ilets.report.stats.compare`, i.e.
+:func:`ilets.report.stats.seed_effect`). A seed whose episode had no command event has no
+tracking metric (NaN) and is left out of those metrics only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ilets.gridcommand.experts import LADDER, ladder_gaps
+from ilets.gridcommand.pipeline import METHODS
+from ilets.report import stats as S
+
+#: Where the book reads the shipped results (relative to the repository root).
+SHIPPED = Path("shipped") / "gridcommand"
+#: The comparison's metrics: label, higher is better, display format.
+METRICS: dict[str, tuple[str, bool, str]] = {
+    "tracking_mae_rel": ("tracking error (share of the requested change)", False, ".3f"),
+    "in_band_fraction": ("time in band", True, ".1%"),
+    "misses_caused": ("deadline misses caused (vs baseline)", False, ".0f"),
+    "energy_kwh": ("energy (kWh)", False, ".4f"),
+}
+#: Method names for display.
+LABELS = {"rule": "rule", "oracle": "oracle (hindsight MILP)", "mpc-perfect": "MPC, perfect forecast",
+          "mpc-forecast": "MPC, realistic forecast", "lyapunov": "Lyapunov", "bc": "BC (clone alone)",
+          "ppo": "PPO (from scratch)", "bc+ppo": "BC + PPO", "bc+ppo+oail": "BC + PPO + OAIL"}
+#: The ladder's metrics (all lower is better, so one orientation for :func:`ladder_gaps`).
+LADDER_METRICS = ("tracking_mae_rel", "misses_caused")
+
+
+@dataclass
+class GridResults:
+    """A grid-command results folder as read: the store, its provenance and profile."""
+
+    table: pd.DataFrame
+    provenance: dict = field(default_factory=dict)
+    profile: dict = field(default_factory=dict)
+    folder: Path | None = None
+
+    @property
+    def scale(self) -> str:
+        """The scale label every row carries (``"quick"``, ...), or ``"mixed"``."""
+        scales = sorted(set(self.table["scale"]))
+        return scales[0] if len(scales) == 1 else "mixed"
+
+    @property
+    def regimes(self) -> dict[str, str]:
+        """``{"train": regime, "eval": regime}`` from the rows."""
+        pairs = self.table[["role", "regime"]].drop_duplicates()
+        return dict(zip(pairs["role"], pairs["regime"]))
+
+
+def load_results(folder: Path) -> GridResults | None:
+    """The results of ``folder`` (a grid's output or a shipped copy), None when it holds none."""
+    folder = Path(folder)
+    store = folder / "store" / "results.parquet"
+    if not store.is_file():
+        return None
+    table = pd.read_parquet(store)
+    if len(table) == 0:
+        return None
+    read = lambda name: json.loads((folder / name).read_text()) if (folder / name).is_file() else {}  # noqa: E731
+    return GridResults(table, read("PROVENANCE.json"), read("profile.json"), folder)
+
+
+def status_sentence(results: GridResults | None, folder: Path) -> str:
+    """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
+    if results is None:
+        return (f"No grid-command results are in `{Path(folder).name}/` of this checkout, so the tables below are "
+                f"empty; run `python -m ilets.gridcommand.grid --profile gridcommand-grid-quick --out <dir>` and ship "
+                f"it there.")
+    t = results.table
+    workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
+    reg = results.regimes
+    return (f"These are **{results.scale}-scale** results (workload scale {workload}), not paper-scale: "
+            f"{t[['method', 'servers', 'seed']].drop_duplicates().shape[0]} cells, "
+            f"{t['method'].nunique()} methods, {_join(sorted(set(t['servers'])))} servers, seeds "
+            f"{_join(sorted(set(t['seed'])))}; clones made under {reg.get('train', 'n/a')}, every method scored "
+            f"under {reg.get('train', 'n/a')} and {reg.get('eval', 'n/a')}.")
+
+
+def provenance_sentence(results: GridResults | None) -> str:
+    """Commits, dates, machine and CPU time of the shipped cells."""
+    if results is None or not results.provenance:
+        return "No provenance recorded."
+    p = results.provenance
+    commits = ", ".join(f"{c[:12]}{' (uncommitted changes)' if c.endswith('+dirty') else ''} ({n} cells)"
+                        for c, n in p.get("commits", {}).items())
+    machines = "; ".join(p.get("machines", {}))
+    return (f"{p.get('cells', 0)} cells computed on {machines or 'an unrecorded machine'}, started "
+            f"{p.get('first_start_utc')} to {p.get('last_start_utc')} (UTC), at commit {commits}; "
+            f"{3600 * p.get('cpu_hours', 0.0):,.0f} CPU seconds in all.")
+
+
+def _join(values) -> str:
+    return ", ".join(str(v) for v in values)
+
+
+def _order(methods) -> list[str]:
+    present = list(dict.fromkeys(methods))
+    return [m for m in METHODS if m in present] + sorted(m for m in present if m not in METHODS)
+
+
+def _role(table: pd.DataFrame, role: str) -> pd.DataFrame:
+    if role not in ("train", "eval"):
+        raise ValueError(f"role: expected 'train' or 'eval', got {role!r}")
+    return table[table["role"] == role]
+
+
+def comparison_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str] = tuple(METRICS),
+                     reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Mean and 95 % bootstrap CI over seeds of each metric, per fleet size and method, under
+    one regime role (long format of :func:`ilets.report.stats.summary_table`)."""
+    sub = _role(table, role)
+    out = S.summary_table(sub, metrics_cols=tuple(metrics), by=("servers", "method"), reps=reps)
+    rank = {m: i for i, m in enumerate(_order(sub["method"]))}
+    return out.sort_values(["servers", "method", "metric"], key=lambda c: c.map(rank) if c.name == "method"
+                           else (c.map({m: i for i, m in enumerate(metrics)}) if c.name == "metric" else c),
+                           kind="stable").reset_index(drop=True)
+
+
+def comparison_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`comparison_table` as ``"mean [low, high]"`` per method (rows) and metric (columns)."""
+    shown = S.ci_table(summary, formats={k: v[2] for k, v in METRICS.items()})
+    if len(shown) == 0:
+        return shown
+    shown["method"] = shown["method"].map(lambda m: LABELS.get(m, m))
+    return shown.rename(columns={k: v[0] for k, v in METRICS.items()})
+
+
+def differences(table: pd.DataFrame, reference: str = "bc+ppo", role: str = "train",
+                metrics: Sequence[str] = tuple(METRICS), reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Every other method against ``reference``, paired by seed, per fleet size and metric
+    (:func:`ilets.report.stats.compare` rows; ``rel_pct > 0``: the method is better)."""
+    sub = _role(table, role)
+    directions = {k: METRICS[k][1] for k in metrics}
+    parts = [S.compare(sub, m, reference, metrics, ("servers",), directions=directions, reps=reps)
+             for m in _order(sub["method"]) if m != reference]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return S.compare(sub.iloc[0:0], "", reference, metrics, ("servers",), directions=directions, reps=reps)
+    return pd.concat(parts, ignore_index=True)
+
+
+def differences_display(comp: pd.DataFrame) -> pd.DataFrame:
+    """:func:`differences` as one row per fleet size and method, one column per metric with
+    ``"+7.7% [+7.1, +8.4] (better)"`` (the method against the reference)."""
+    if len(comp) == 0:
+        return pd.DataFrame()
+    c = comp.assign(text=[S.says(r) for r in comp.to_dict("records")])
+    wide = c.pivot_table(index=["servers", "x"], columns="metric", values="text", aggfunc="first", sort=False)
+    wide = wide.reset_index().rename_axis(columns=None)
+    wide["x"] = wide["x"].map(lambda m: LABELS.get(m, m))
+    ref = LABELS.get(comp["y"].iloc[0], comp["y"].iloc[0])
+    return wide.rename(columns={"x": f"method (vs {ref})", **{k: v[0] for k, v in METRICS.items()}})
+
+
+def ladder_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str] = LADDER_METRICS) -> pd.DataFrame:
+    """The expert ladder's gaps per fleet size (:func:`ilets.gridcommand.experts.ladder_gaps`).
+
+    Scores are seed means over the seeds on which every rung of :data:`LADDER` has a finite
+    value (the oracle may run on fewer seeds: the comparison stays paired). One row per fleet
+    size and metric: ``seeds``, the four rungs' scores, ``horizon_gap`` (MPC with a perfect
+    forecast minus the oracle), ``forecast_gap`` (realistic minus perfect forecast),
+    ``rule_gap`` and ``total_gap``; > 0 means the lower rung is worse. Empty when a rung is
+    missing everywhere.
+    """
+    sub = _role(table, role)
+    rows = []
+    for servers, g in sub.groupby("servers", sort=True):
+        for metric in metrics:
+            wide = g[g["method"].isin(LADDER)].pivot_table(index="seed", columns="method", values=metric,
+                                                           aggfunc="mean")
+            if not set(LADDER) <= set(wide.columns):
+                continue
+            wide = wide[list(LADDER)].dropna()
+            wide = wide[np.isfinite(wide.to_numpy()).all(axis=1)]
+            if len(wide) == 0:
+                continue
+            gaps = ladder_gaps({r: float(wide[r].mean()) for r in LADDER}, higher_is_better=METRICS[metric][1])
+            rows.append({"servers": servers, "metric": metric, "seeds": len(wide), **gaps})
+    cols = ["servers", "metric", "seeds", *[f"score[{r}]" for r in LADDER], "horizon_gap", "forecast_gap",
+            "rule_gap", "total_gap"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def drift_table(table: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
+                reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Each method's metric under the training regime and under the other one, per fleet size.
+
+    The same seeds under both (paired; :func:`ilets.report.stats.compare` with ``x`` the eval
+    role and ``y`` the train role): ``mean_train``, ``mean_eval``, ``rel_pct`` with its CI
+    (positive: better under the new regime) and ``kept_pct`` = ``100 * mean_eval / mean_train``
+    for the higher-is-better metrics (the share of its in-distribution time in band a method
+    keeps; NaN where it had none), else NaN.
+    """
+    directions = {k: METRICS[k][1] for k in metrics}
+    comp = S.compare(table, "eval", "train", metrics, ("servers", "method"), label="role", directions=directions,
+                     reps=reps)
+    comp = comp[comp["verdict"] != "no data"].rename(columns={"mean_x": "mean_eval", "mean_y": "mean_train",
+                                                              "n_x": "seeds"})
+    higher = comp["metric"].map(directions).astype(bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kept = np.where(higher & (comp["mean_train"] > 0), 100 * comp["mean_eval"] / comp["mean_train"], np.nan)
+    comp = comp.assign(kept_pct=kept)
+    rank = {m: i for i, m in enumerate(_order(comp["method"]))}
+    comp = comp.sort_values(["servers", "method"], key=lambda c: c.map(rank) if c.name == "method" else c,
+                            kind="stable")
+    return comp[["servers", "method", "metric", "seeds", "mean_train", "mean_eval", "rel_pct", "rel_ci_low",
+                 "rel_ci_high", "verdict", "kept_pct"]].reset_index(drop=True)
+
+
+def drift_display(drift: pd.DataFrame, metric: str = "in_band_fraction") -> pd.DataFrame:
+    """One metric of :func:`drift_table` for display: the two means, the change and what is kept."""
+    d = drift[drift["metric"] == metric]
+    if len(d) == 0:
+        return pd.DataFrame()
+    spec = METRICS[metric][2]
+    fmt = lambda v: f"{v:{spec}}" if np.isfinite(v) else "n/a"  # noqa: E731
+    return pd.DataFrame({"servers": d["servers"], "method": d["method"].map(lambda m: LABELS.get(m, m)),
+                         "under training regime": d["mean_train"].map(fmt),
+                         "under the other regime": d["mean_eval"].map(fmt),
+                         "change": [S.says(r) for r in d.to_dict("records")],
+                         "kept": d["kept_pct"].map(lambda v: f"{v:.0f} %" if np.isfinite(v) else "n/a"),
+                         "seeds": d["seeds"]}).reset_index(drop=True)
+
+
+def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | None:
+    s = summary[(summary["metric"] == metric) & (summary["servers"] == servers)].dropna(subset=["mean"])
+    if len(s) == 0:
+        return None
+    row = s.loc[s["mean"].idxmax() if METRICS[metric][1] else s["mean"].idxmin()]
+    return str(row["method"]), float(row["mean"])
+
+
+def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[str, str]:
+    """The sentences the chapter glues, computed from the results (never crashes on a
+    missing method, rung or folder: the sentence then says what is missing)."""
+    keys = ("best", "oail", "clone", "ladder", "drift")
+    if results is None:
+        return {k: "No results to state." for k in keys}
+    t = results.table
+    summary = comparison_table(t, "train", reps=reps)
+    out: dict[str, str] = {}
+    parts = []
+    for s in sorted(set(t["servers"])):
+        b, f = _best(summary, "tracking_mae_rel", s), _best(summary, "in_band_fraction", s)
+        if b and f:
+            parts.append(f"at {s} servers the lowest tracking error is {LABELS.get(b[0], b[0])}'s ({b[1]:.3f} of "
+                         f"the requested change) and the most time in band {LABELS.get(f[0], f[0])}'s ({f[1]:.1%})")
+    out["best"] = ("Under the training regime, " + "; ".join(parts) + ".") if parts else "No tracking metric."
+    comp = differences(t, "bc+ppo", "train", reps=reps)
+    row = S.comparison_row(comp, x="bc+ppo+oail", metric="tracking_mae_rel")
+    row_band = S.comparison_row(comp, x="bc+ppo+oail", metric="in_band_fraction")
+    out["oail"] = (f"Against BC + PPO on the same seeds, the expert corrections change the tracking error by "
+                   f"{S.says(row)} and the time in band by {S.says(row_band)} (at the smallest fleet; "
+                   f"positive is better).")
+    teacher = results.profile.get("pipeline", {}).get("teacher", "lyapunov")
+    row_bc = S.comparison_row(differences(t, teacher, "train", reps=reps), x="bc", metric="tracking_mae_rel")
+    out["clone"] = (f"The clone alone against its teacher ({LABELS.get(teacher, teacher)}), same seeds: tracking "
+                    f"error {S.says(row_bc)}.")
+    lad = ladder_table(t, "train")
+    lad = lad[lad["metric"] == "tracking_mae_rel"]
+    if len(lad):
+        r = lad.sort_values("servers").iloc[0]
+        out["ladder"] = (f"At {r['servers']} servers ({r['seeds']} seed(s) with every rung), the tracking error "
+                         f"climbs from {r['score[oracle]']:.3f} (oracle) to {r['score[mpc-perfect]']:.3f} (MPC, "
+                         f"perfect forecast; horizon gap {r['horizon_gap']:+.3f}), {r['score[mpc-forecast]']:.3f} "
+                         f"(realistic forecast; forecast gap {r['forecast_gap']:+.3f}) and {r['score[rule]']:.3f} "
+                         f"(rule; rule gap {r['rule_gap']:+.3f}).")
+    else:
+        out["ladder"] = "The ladder needs every rung (oracle, both MPCs, rule) on a common seed; these results lack one."
+    drift = drift_table(t, ("in_band_fraction", "tracking_mae_rel"), reps=reps)
+    band = drift[(drift["metric"] == "in_band_fraction") & np.isfinite(drift["kept_pct"])]
+    reg = results.regimes
+    if len(band):
+        s0 = band["servers"].min()
+        b0 = band[band["servers"] == s0]
+        top = b0.loc[b0["kept_pct"].idxmax()]
+        low = b0.loc[b0["kept_pct"].idxmin()]
+        out["drift"] = (f"Moved from {reg.get('train')} to {reg.get('eval')} at {s0} servers, "
+                        f"{LABELS.get(top['method'], top['method'])} keeps the most of its time in band "
+                        f"({top['kept_pct']:.0f} %) and {LABELS.get(low['method'], low['method'])} the least "
+                        f"({low['kept_pct']:.0f} %).")
+    else:
+        out["drift"] = "No method had time in band under the training regime, so none can keep any."
+    return out

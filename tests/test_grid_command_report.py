@@ -1,0 +1,142 @@
+"""ilets.report.grid_command on hand-built stores: the comparison, the ladder, drift, sentences."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ilets.gridcommand.experts import ladder_gaps
+from ilets.report import grid_command as R
+
+REPS = 300
+SEEDS = (0, 1, 2, 3, 4)
+#: per method: tracking error and time in band under the training regime, and the share of
+#: time in band it keeps under the other regime (hand-picked so every answer is known)
+TRUTH = {"oracle": (0.10, 0.90, 0.9), "mpc-perfect": (0.20, 0.80, 0.8), "mpc-forecast": (0.35, 0.60, 0.7),
+         "lyapunov": (0.40, 0.50, 0.6), "rule": (0.60, 0.30, 0.5), "bc": (0.50, 0.40, 0.2),
+         "ppo": (0.90, 0.05, 0.4), "bc+ppo": (0.45, 0.45, 0.5), "bc+ppo+oail": (0.30, 0.70, 0.75)}
+
+
+def row(method, servers, seed, role, err, band, misses=3.0, energy=0.1):
+    return {"method": method, "servers": servers, "seed": seed, "role": role,
+            "regime": "shallow-long" if role == "train" else "deep-short", "scale": "quick", "workload_scale": 0.02,
+            "tracking_mae_rel": err, "in_band_fraction": band, "misses_caused": misses, "energy_kwh": energy}
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    rows = []
+    for servers in (50, 200):
+        for seed in SEEDS:
+            jitter = 0.01 * (seed - 2)  # the same seed effect for every method: paired tests see it
+            for m, (err, band, keep) in TRUTH.items():
+                if m == "oracle" and seed > 1:
+                    continue  # the oracle runs on two seeds only
+                rows.append(row(m, servers, seed, "train", err + jitter, band + jitter, misses=10 * err))
+                rows.append(row(m, servers, seed, "eval", 1.5 * err + jitter, keep * (band + jitter), misses=15 * err))
+    return pd.DataFrame(rows)
+
+
+def test_comparison_means_and_intervals(table):
+    s = R.comparison_table(table, "train", reps=REPS)
+    got = s[(s["servers"] == 50) & (s["metric"] == "tracking_mae_rel")].set_index("method")
+    assert list(got.index) == list(R.METHODS)  # pipeline order: ladder, then the learners
+    assert got.loc["bc+ppo+oail", "mean"] == pytest.approx(0.30)
+    assert got.loc["bc+ppo+oail", "ci_low"] < 0.30 < got.loc["bc+ppo+oail", "ci_high"]
+    assert got.loc["oracle", "n"] == 2 and got.loc["rule", "n"] == 5
+    shown = R.comparison_display(s)
+    assert "tracking error (share of the requested change)" in shown and "BC + PPO + OAIL" in set(shown["method"])
+    assert shown.iloc[0]["time in band"].endswith("]") and "%" in shown.iloc[0]["time in band"]
+
+
+def test_differences_are_paired_by_seed_and_signed_better(table):
+    d = R.differences(table, "bc+ppo", "train", reps=REPS)
+    r = d[(d["servers"] == 50) & (d["x"] == "bc+ppo+oail") & (d["metric"] == "tracking_mae_rel")].iloc[0]
+    # 0.30 vs 0.45: a third less error; the shared seed effect cancels when paired
+    assert r["rel_pct"] == pytest.approx(100 * 0.15 / 0.45)
+    assert r["verdict"] == "better" and r["n_x"] == 5
+    worse = d[(d["servers"] == 200) & (d["x"] == "ppo") & (d["metric"] == "in_band_fraction")].iloc[0]
+    assert worse["verdict"] == "worse" and worse["rel_pct"] < 0
+    oracle = d[(d["x"] == "oracle") & (d["metric"] == "tracking_mae_rel")].iloc[0]
+    assert oracle["n_x"] == 2  # only the seeds both ran
+    shown = R.differences_display(d)
+    assert shown.columns[1] == "method (vs BC + PPO)" and shown.iloc[0, 2].endswith(")")
+    assert R.differences(table.iloc[0:0], "bc+ppo").empty
+
+
+def test_ladder_gaps_on_the_oracles_seeds(table):
+    lad = R.ladder_table(table, "train")
+    r = lad[(lad["servers"] == 50) & (lad["metric"] == "tracking_mae_rel")].iloc[0]
+    assert r["seeds"] == 2  # the seeds every rung ran
+    jitter = np.mean([0.01 * (s - 2) for s in (0, 1)])
+    assert r["score[oracle]"] == pytest.approx(0.10 + jitter)
+    assert r["horizon_gap"] == pytest.approx(0.10) and r["forecast_gap"] == pytest.approx(0.15)
+    assert r["rule_gap"] == pytest.approx(0.25) and r["total_gap"] == pytest.approx(0.50)
+    same = ladder_gaps({k: 10 * v[0] + 10 * jitter for k, v in TRUTH.items() if k in ("oracle", "mpc-perfect",
+                                                                                       "mpc-forecast", "rule")})
+    m = lad[(lad["servers"] == 50) & (lad["metric"] == "misses_caused")].iloc[0]
+    assert m["total_gap"] == pytest.approx(same["total_gap"])
+    assert R.ladder_table(table[table["method"] != "oracle"]).empty  # a missing rung: no row, no crash
+
+
+def test_drift_keeps_what_was_built_in(table):
+    d = R.drift_table(table, reps=REPS)
+    band = d[(d["servers"] == 50) & (d["metric"] == "in_band_fraction")].set_index("method")
+    for m, (_, b, keep) in TRUTH.items():
+        jitter = np.mean([0.01 * (s - 2) for s in (SEEDS if m != "oracle" else (0, 1))])
+        assert band.loc[m, "kept_pct"] == pytest.approx(100 * keep)
+        assert band.loc[m, "mean_train"] == pytest.approx(b + jitter)
+    assert band.loc["bc", "verdict"] == "worse"
+    err = d[(d["servers"] == 50) & (d["metric"] == "tracking_mae_rel")].set_index("method")
+    assert err["kept_pct"].isna().all() and (err["rel_pct"] < 0).all()  # 1.5x the error everywhere: worse
+    shown = R.drift_display(d)
+    assert {"under training regime", "under the other regime", "kept"} <= set(shown.columns)
+    assert shown.loc[shown["method"] == "BC (clone alone)", "kept"].iloc[0] == "20 %"
+
+
+def test_seeds_without_an_event_are_left_out_of_tracking_only(table):
+    t = table.copy()
+    hit = (t["seed"] == 4)
+    t.loc[hit, "tracking_mae_rel"] = np.nan  # that seed drew no command event
+    s = R.comparison_table(t, reps=REPS)
+    g = s[(s["servers"] == 50) & (s["method"] == "rule")].set_index("metric")
+    assert g.loc["tracking_mae_rel", "n"] == 4 and g.loc["tracking_mae_rel", "n_nan"] == 1
+    assert g.loc["energy_kwh", "n"] == 5
+
+
+def test_sentences_state_the_known_answers(table, tmp_path):
+    (tmp_path / "store").mkdir()
+    table.to_parquet(tmp_path / "store" / "results.parquet")
+    (tmp_path / "profile.json").write_text(json.dumps({"pipeline": {"teacher": "lyapunov"}}))
+    (tmp_path / "PROVENANCE.json").write_text(json.dumps({"cells": 3, "commits": {"abc123" + "0" * 34 + "+dirty": 3},
+                                                         "machines": {"CPU x 2 cores": 3}, "cpu_hours": 0.5,
+                                                         "first_start_utc": "a", "last_start_utc": "b"}))
+    res = R.load_results(tmp_path)
+    assert res.scale == "quick" and res.regimes == {"train": "shallow-long", "eval": "deep-short"}
+    said = R.sentences(res, reps=REPS)
+    assert "lowest tracking error is oracle (hindsight MILP)'s" in said["best"]
+    assert "(better)" in said["oail"] and said["oail"].startswith("Against BC + PPO")
+    assert "horizon gap +0.100" in said["ladder"] and "forecast gap +0.150" in said["ladder"]
+    assert "Lyapunov" in said["clone"] and "(worse)" in said["clone"]
+    assert "oracle (hindsight MILP) keeps the most" in said["drift"] and "BC (clone alone) the least (20 %)" in said["drift"]
+    status = R.status_sentence(res, tmp_path)
+    assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
+    assert "(uncommitted changes)" in R.provenance_sentence(res) and "1,800 CPU seconds" in R.provenance_sentence(res)
+
+
+def test_a_missing_folder_gives_sentences_not_a_crash(tmp_path):
+    assert R.load_results(tmp_path / "nothing") is None
+    assert "No grid-command results" in R.status_sentence(None, tmp_path / "nothing")
+    assert set(R.sentences(None).values()) == {"No results to state."}
+    assert R.provenance_sentence(None) == "No provenance recorded."
+    (tmp_path / "store").mkdir()
+    pd.DataFrame(columns=["method"]).to_parquet(tmp_path / "store" / "results.parquet")
+    assert R.load_results(tmp_path) is None  # an empty store is no results
+
+
+def test_a_bad_role_is_named(table):
+    with pytest.raises(ValueError, match="role: expected 'train' or 'eval'"):
+        R.comparison_table(table, "test")
