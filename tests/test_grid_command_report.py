@@ -140,3 +140,25 @@ def test_a_missing_folder_gives_sentences_not_a_crash(tmp_path):
 def test_a_bad_role_is_named(table):
     with pytest.raises(ValueError, match="role: expected 'train' or 'eval'"):
         R.comparison_table(table, "test")
+
+
+def test_extension_rows_are_marked_and_quote_the_code():
+    from ilets.gridcommand.command import DAY_TO_WINDOW
+    from ilets.gridcommand.grid import load_grid_profile
+    from ilets.gridcommand.pipeline import PipelineConfig
+    from ilets.report import deviations
+
+    ext = deviations.extensions_table()
+    assert len(ext) >= 10 and (ext["kind"] == deviations.EXTENSION).all()
+    assert ext["topic"].is_unique and (ext["ours"].str.len() > 20).all()
+    # the paper study's table is unchanged: its chapter counts "reconstructed" and "bug" rows
+    assert set(deviations.table()["kind"]) == {"reconstructed", "bug not reproduced"}
+    rows = dict(zip(ext["topic"], ext["ours"]))
+    assert f"{3 * 3600 * DAY_TO_WINDOW:g} s" in rows["Command durations"]
+    assert f"every {PipelineConfig().every} decisions" in rows["Expert corrections"]
+    assert "synchronous" in rows["Expert corrections"]
+    quick = load_grid_profile("quick")
+    assert f"{quick.oracle_window}-task windows" in rows["Oracle budget (quick grid)"]
+    for topic in ("Target shape", "Tolerance band", "Baseline", "Deferral", "Admission cap",
+                  "Reward's tracking term", "Tracking metrics", "Grid-command pipeline"):
+        assert topic in rows
