@@ -352,7 +352,13 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         cfg = evaluation_config(base, regime, servers, seed)
         c0 = time.process_time()
         if method in EXPERTS:
-            scores[regime] = evaluate(expert_policy(method, **(expert_kw or {})), cfg, seed=seed)
+            expert = make_expert(method, **(expert_kw or {}))
+            expert.reset()
+            scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed)
+            statuses = getattr(expert, "statuses", None)
+            if statuses:  # solver experts: how many solves were proven optimal (vs cut by the limit)
+                info[f"solves[{regime}]"] = len(statuses)
+                info[f"optimal_share[{regime}]"] = sum(s == "optimal" for s in statuses) / len(statuses)
         elif method == "bc":
             env = GridCommandEnv(cfg)
             model = make_ppo(env, cfg.run.ppo, seed)
