@@ -162,3 +162,25 @@ def test_extension_rows_are_marked_and_quote_the_code():
     for topic in ("Target shape", "Tolerance band", "Baseline", "Deferral", "Admission cap",
                   "Reward's tracking term", "Tracking metrics", "Grid-command pipeline"):
         assert topic in rows
+
+
+def test_calibration_scales_held_durations_by_the_day_and_regimes_by_the_window():
+    from ilets.gridcommand.command import DAY_TO_WINDOW, REGIMES
+
+    cal = R.calibration_table()
+    assert list(cal["held in the window (s)"]) == ["187.5", "625"]  # 3 h and 10 h of a 1,500 s day
+    assert list(cal["reached within (s, not scaled)"]) == ["not reported", "30"]
+    nums = R.calibration_numbers()
+    assert nums["held_later_s"] == f"{10 * 3600 * DAY_TO_WINDOW:g} s" and nums["cut_first"] == "25%"
+    full, quick = R.regimes_table(), R.regimes_table(30.0)
+    assert list(full["regime"]) == list(REGIMES)
+    lo, hi = REGIMES["shallow-long"].duration_s
+    assert full.loc[0, "duration (s)"] == f"{lo:.3g}-{hi:.3g}"
+    assert quick.loc[0, "duration (s)"] == f"{lo / 50:.3g}-{hi / 50:.3g}"  # a 30 s window is 1/50 of 1,500 s
+
+
+def test_comparison_figure_and_its_empty_case(table):
+    s = R.comparison_table(table, reps=REPS)
+    fig = R.comparison_figure(s, "in_band_fraction")
+    assert len(fig.axes) == 2 and fig.axes[0].get_title() == "50 servers"
+    assert R.comparison_figure(s.iloc[0:0]) is None

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
 from ilets.gridcommand.experts import LADDER, ladder_gaps
 from ilets.gridcommand.pipeline import METHODS
 from ilets.report import stats as S
@@ -38,6 +39,13 @@ METRICS: dict[str, tuple[str, bool, str]] = {
 LABELS = {"rule": "rule", "oracle": "oracle (hindsight MILP)", "mpc-perfect": "MPC, perfect forecast",
           "mpc-forecast": "MPC, realistic forecast", "lyapunov": "Lyapunov", "bc": "BC (clone alone)",
           "ppo": "PPO (from scratch)", "bc+ppo": "BC + PPO", "bc+ppo+oail": "BC + PPO + OAIL"}
+#: The public field trials the regimes are calibrated on (:mod:`ilets.gridcommand.command`'s
+#: docstring; EPRI DCFlex, arXiv 2507.00909): the cut, how long it was held (h), how fast
+#: it was reached (s; None where not reported).
+FIELD_TRIALS: tuple[dict, ...] = (
+    {"trial": "DCFlex trial, 256-GPU cluster", "cut": 0.25, "held_h": 3.0, "reached_s": None},
+    {"trial": "later trial", "cut": 0.30, "held_h": 10.0, "reached_s": 30.0},
+)
 #: The ladder's metrics (all lower is better, so one orientation for :func:`ladder_gaps`).
 LADDER_METRICS = ("tracking_mae_rel", "misses_caused")
 
@@ -299,3 +307,56 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
     else:
         out["drift"] = "No method had time in band under the training regime, so none can keep any."
     return out
+
+
+# --- the command model's calibration ----------------------------------------------------------
+
+def calibration_table() -> pd.DataFrame:
+    """The field trials and what they become in the simulated window: a held duration is
+    scaled by ``DAY_TO_WINDOW`` (1,500 s stand for a day), a response time is not."""
+    rows = [{"trial": f["trial"], "cut": f"{f['cut']:.0%}" + (" or more" if f["reached_s"] else ""),
+             "held (h)": f"{f['held_h']:g}", "held in the window (s)": f"{f['held_h'] * 3600 * DAY_TO_WINDOW:g}",
+             "reached within (s, not scaled)": "not reported" if f["reached_s"] is None else f"{f['reached_s']:g}"}
+            for f in FIELD_TRIALS]
+    return pd.DataFrame(rows)
+
+
+def regimes_table(window_s: float = PAPER_ONLINE_WINDOW_S) -> pd.DataFrame:
+    """The built-in regimes (:data:`ilets.gridcommand.command.REGIMES`) with their times fitted
+    to a window of ``window_s`` seconds, as :func:`ilets.gridcommand.command.generate_schedule`
+    fits them (x ``window_s / 1500``)."""
+    k = window_s / PAPER_ONLINE_WINDOW_S
+    rows = []
+    for name, r in REGIMES.items():
+        rows.append({"regime": name, "events per window": f"{r.events_per_window:g}",
+                     "depth": f"{r.depth[0]:.0%}-{r.depth[1]:.0%}",
+                     "duration (s)": f"{k * r.duration_s[0]:.3g}-{k * r.duration_s[1]:.3g}",
+                     "notice (s)": f"{k * r.notice_s[0]:.3g}-{k * r.notice_s[1]:.3g}",
+                     "ramp (s)": f"{k * r.ramp_s:.3g}", "band": f"{r.band:.0%} of the change",
+                     "down events": f"{r.p_down:.0%}"})
+    return pd.DataFrame(rows)
+
+
+def calibration_numbers() -> dict[str, str]:
+    """The numbers the calibration paragraph states, as text to glue."""
+    first, later = FIELD_TRIALS
+    return {"window_s": f"{PAPER_ONLINE_WINDOW_S:,.0f}", "day_s": f"{DAY_S:,.0f}",
+            "day_to_window": f"{DAY_TO_WINDOW:.4f}", "cut_first": f"{first['cut']:.0%}",
+            "held_first": f"{first['held_h']:g} h", "held_first_s": f"{first['held_h'] * 3600 * DAY_TO_WINDOW:g} s",
+            "cut_later": f"{later['cut']:.0%}", "reached_later": f"{later['reached_s']:g} s",
+            "held_later": f"{later['held_h']:g} h", "held_later_s": f"{later['held_h'] * 3600 * DAY_TO_WINDOW:g} s"}
+
+
+def comparison_figure(summary: pd.DataFrame, metric: str = "tracking_mae_rel"):
+    """Means and 95 % CIs of one metric per method, a panel per fleet size; None without rows."""
+    from ilets.report import plots
+
+    d = summary[(summary["metric"] == metric)].dropna(subset=["mean"])
+    if len(d) == 0:
+        return None
+    d = d.assign(label=d["method"].map(lambda m: LABELS.get(m, m)),
+                 ci_low=d["ci_low"].fillna(d["mean"]), ci_high=d["ci_high"].fillna(d["mean"]))
+    panels = {s: f"{s} servers" for s in sorted(set(d["servers"]))}
+    order = [LABELS.get(m, m) for m in _order(d["method"])]
+    return plots.interval_panels(d, "mean", "ci_low", "ci_high", "servers", "label", panels, order=order,
+                                 xlabel=METRICS[metric][0])
