@@ -28,8 +28,8 @@ strictly: an unknown key, a wrong type or an impossible value raises
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime
+import functools
 import json
 import math
 import os
@@ -180,18 +180,22 @@ def cells(profile: GridProfile) -> list[Cell]:
 
 # --- provenance ---------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=1)
 def source_version() -> dict:
-    """``{"commit", "dirty"}`` of the package's git checkout (``git rev-parse HEAD``; dirty:
-    tracked files under ``src`` changed), None outside a checkout."""
+    """``{"commit", "dirty", "dirty_files"}`` of the package's git checkout, read once per
+    process (the process runs the code it imported when it started, whatever is committed
+    later): ``git rev-parse HEAD``, and the tracked files under ``src`` that differ from it.
+    None outside a checkout."""
     root = Path(__file__).resolve().parents[3]
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
     except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": dirty}
+        return {"commit": None, "dirty": None, "dirty_files": []}
+    files = sorted(line[3:] for line in status.splitlines() if line.strip())
+    return {"commit": commit, "dirty": bool(files), "dirty_files": files}
 
 
 def machine() -> dict:
