@@ -80,6 +80,9 @@ def test_ladder_gaps_on_the_oracles_seeds(table):
     m = lad[(lad["servers"] == 50) & (lad["metric"] == "misses_caused")].iloc[0]
     assert m["total_gap"] == pytest.approx(same["total_gap"])
     assert R.ladder_table(table[table["method"] != "oracle"]).empty  # a missing rung: no row, no crash
+    shown = R.ladder_display(lad)
+    assert shown.loc[0, "horizon gap"] == "+0.1" and "oracle (hindsight MILP)" in shown
+    assert R.ladder_display(lad.iloc[0:0]).empty
 
 
 def test_drift_keeps_what_was_built_in(table):
@@ -132,6 +135,9 @@ def test_a_missing_folder_gives_sentences_not_a_crash(tmp_path):
     assert "No grid-command results" in R.status_sentence(None, tmp_path / "nothing")
     assert set(R.sentences(None).values()) == {"No results to state."}
     assert R.provenance_sentence(None) == "No provenance recorded."
+    empty = R.empty_table()  # every table function answers an empty store with an empty table
+    assert R.comparison_table(empty).empty and R.ladder_table(empty).empty and R.drift_table(empty).empty
+    assert R.differences(empty).empty and R.comparison_figure(R.comparison_table(empty)) is None
     (tmp_path / "store").mkdir()
     pd.DataFrame(columns=["method"]).to_parquet(tmp_path / "store" / "results.parquet")
     assert R.load_results(tmp_path) is None  # an empty store is no results

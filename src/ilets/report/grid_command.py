@@ -85,6 +85,12 @@ def load_results(folder: Path) -> GridResults | None:
     return GridResults(table, read("PROVENANCE.json"), read("profile.json"), folder)
 
 
+def empty_table() -> pd.DataFrame:
+    """A store with no rows (the columns the functions here read), for a checkout without results."""
+    return pd.DataFrame(columns=["method", "servers", "seed", "role", "regime", "scale", "workload_scale",
+                                 *METRICS]).astype({"seed": int, "servers": int, **{m: float for m in METRICS}})
+
+
 def status_sentence(results: GridResults | None, folder: Path) -> str:
     """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
     if results is None:
@@ -204,6 +210,19 @@ def ladder_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str
     cols = ["servers", "metric", "seeds", *[f"score[{r}]" for r in LADDER], "horizon_gap", "forecast_gap",
             "rule_gap", "total_gap"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def ladder_display(ladder: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ladder_table` for display: the rungs' scores and the gaps, three significant digits."""
+    if len(ladder) == 0:
+        return pd.DataFrame()
+    names = {f"score[{r}]": LABELS.get(r, r) for r in LADDER}
+    shown = ladder.rename(columns={**names, "horizon_gap": "horizon gap", "forecast_gap": "forecast gap",
+                                   "rule_gap": "rule gap", "total_gap": "total gap"})
+    shown["metric"] = shown["metric"].map(lambda m: METRICS[m][0])
+    for col in [*names.values(), "horizon gap", "forecast gap", "rule gap", "total gap"]:
+        shown[col] = shown[col].map(lambda v: f"{v:+.3g}" if "gap" in col else f"{v:.3g}")
+    return shown
 
 
 def drift_table(table: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
