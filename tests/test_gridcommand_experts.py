@@ -335,3 +335,18 @@ def test_ladder_gaps_split_horizon_and_forecast_error_as_citylearn():
         ladder_gaps({"oracle": 1.0})
     with pytest.raises(ValueError, match="finite"):
         ladder_gaps({"oracle": np.nan, "mpc-perfect": 1, "mpc-forecast": 1, "rule": 1})
+
+
+def test_the_benchmark_script_runs_quick(capsys):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_gridcommand_experts.py"
+    spec = importlib.util.spec_from_file_location("bench_gridcommand_experts", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.main(["--quick"])
+    assert {r["expert"] for r in result["rows"]} == set(EXPERTS)
+    assert result["milp_windows"] and result["milp_windows"][0]["status"] == "optimal"
+    with pytest.raises(SystemExit):
+        bench.main(["--quick", "--write"])
