@@ -121,6 +121,7 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert res.scale == "quick" and res.regimes == {"train": "shallow-long", "eval": "deep-short"}
     said = R.sentences(res, reps=REPS)
     assert "lowest tracking error is oracle (hindsight MILP)'s" in said["best"]
+    assert "at 1 deadline misses caused against the baseline run (the rule: 6)" in said["best"]
     assert "(better)" in said["oail"] and said["oail"].startswith("Against BC + PPO")
     assert "horizon gap +0.100" in said["ladder"] and "forecast gap +0.150" in said["ladder"]
     assert "Lyapunov" in said["clone"] and "(worse)" in said["clone"]
@@ -135,6 +136,7 @@ def test_a_missing_folder_gives_sentences_not_a_crash(tmp_path):
     assert "No grid-command results" in R.status_sentence(None, tmp_path / "nothing")
     assert set(R.sentences(None).values()) == {"No results to state."}
     assert R.provenance_sentence(None) == "No provenance recorded."
+    assert R.results_table(None).empty
     empty = R.empty_table()  # every table function answers an empty store with an empty table
     assert R.comparison_table(empty).empty and R.ladder_table(empty).empty and R.drift_table(empty).empty
     assert R.differences(empty).empty and R.comparison_figure(R.comparison_table(empty)) is None
@@ -181,8 +183,8 @@ def test_calibration_scales_held_durations_by_the_day_and_regimes_by_the_window(
     full, quick = R.regimes_table(), R.regimes_table(30.0)
     assert list(full["regime"]) == list(REGIMES)
     lo, hi = REGIMES["shallow-long"].duration_s
-    assert full.loc[0, "duration (s)"] == f"{lo:.3g}-{hi:.3g}"
-    assert quick.loc[0, "duration (s)"] == f"{lo / 50:.3g}-{hi / 50:.3g}"  # a 30 s window is 1/50 of 1,500 s
+    assert full.loc[0, "duration (s)"] == f"{lo:.4g}-{hi:.4g}" == "125-187.5"
+    assert quick.loc[0, "duration (s)"] == f"{lo / 50:.4g}-{hi / 50:.4g}"  # a 30 s window is 1/50 of 1,500 s
 
 
 def test_comparison_figure_and_its_empty_case(table):

@@ -91,10 +91,16 @@ def empty_table() -> pd.DataFrame:
                                  *METRICS]).astype({"seed": int, "servers": int, **{m: float for m in METRICS}})
 
 
+def results_table(results: GridResults | None) -> pd.DataFrame:
+    """The store of ``results``, or :func:`empty_table` when there are none (so a chapter needs
+    no branch of its own)."""
+    return empty_table() if results is None else results.table
+
+
 def status_sentence(results: GridResults | None, folder: Path) -> str:
     """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
     if results is None:
-        return (f"No grid-command results are in `{Path(folder).name}/` of this checkout, so the tables below are "
+        return (f"No grid-command results are in `{'/'.join(Path(folder).parts[-2:])}/` of this checkout, so the tables below are "
                 f"empty; run `python -m ilets.gridcommand.grid --profile gridcommand-grid-quick --out <dir>` and ship "
                 f"it there.")
     t = results.table
@@ -287,8 +293,12 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
     for s in sorted(set(t["servers"])):
         b, f = _best(summary, "tracking_mae_rel", s), _best(summary, "in_band_fraction", s)
         if b and f:
+            misses = summary[(summary["servers"] == s) & (summary["metric"] == "misses_caused")].set_index("method")
+            cost = (f", at {misses.loc[b[0], 'mean']:,.0f} deadline misses caused against the baseline run (the rule: "
+                    f"{misses.loc['rule', 'mean']:,.0f})" if {b[0], "rule"} <= set(misses.index) else "")
             parts.append(f"at {s} servers the lowest tracking error is {LABELS.get(b[0], b[0])}'s ({b[1]:.3f} of "
-                         f"the requested change) and the most time in band {LABELS.get(f[0], f[0])}'s ({f[1]:.1%})")
+                         f"the requested change{cost}) and the most time in band {LABELS.get(f[0], f[0])}'s "
+                         f"({f[1]:.1%})")
     out["best"] = ("Under the training regime, " + "; ".join(parts) + ".") if parts else "No tracking metric."
     comp = differences(t, "bc+ppo", "train", reps=reps)
     row = S.comparison_row(comp, x="bc+ppo+oail", metric="tracking_mae_rel")
@@ -305,10 +315,11 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
     if len(lad):
         r = lad.sort_values("servers").iloc[0]
         out["ladder"] = (f"At {r['servers']} servers ({r['seeds']} seed(s) with every rung), the tracking error "
-                         f"climbs from {r['score[oracle]']:.3f} (oracle) to {r['score[mpc-perfect]']:.3f} (MPC, "
-                         f"perfect forecast; horizon gap {r['horizon_gap']:+.3f}), {r['score[mpc-forecast]']:.3f} "
-                         f"(realistic forecast; forecast gap {r['forecast_gap']:+.3f}) and {r['score[rule]']:.3f} "
-                         f"(rule; rule gap {r['rule_gap']:+.3f}).")
+                         f"is {r['score[oracle]']:.3f} for the oracle, {r['score[mpc-perfect]']:.3f} for MPC with a "
+                         f"perfect forecast (horizon gap {r['horizon_gap']:+.3f}), {r['score[mpc-forecast]']:.3f} "
+                         f"with the realistic forecast (forecast gap {r['forecast_gap']:+.3f}) and "
+                         f"{r['score[rule]']:.3f} for the rule (rule gap {r['rule_gap']:+.3f}; a negative gap: the "
+                         f"lower rung did better).")
     else:
         out["ladder"] = "The ladder needs every rung (oracle, both MPCs, rule) on a common seed; these results lack one."
     drift = drift_table(t, ("in_band_fraction", "tracking_mae_rel"), reps=reps)
@@ -349,9 +360,9 @@ def regimes_table(window_s: float = PAPER_ONLINE_WINDOW_S) -> pd.DataFrame:
     for name, r in REGIMES.items():
         rows.append({"regime": name, "events per window": f"{r.events_per_window:g}",
                      "depth": f"{r.depth[0]:.0%}-{r.depth[1]:.0%}",
-                     "duration (s)": f"{k * r.duration_s[0]:.3g}-{k * r.duration_s[1]:.3g}",
-                     "notice (s)": f"{k * r.notice_s[0]:.3g}-{k * r.notice_s[1]:.3g}",
-                     "ramp (s)": f"{k * r.ramp_s:.3g}", "band": f"{r.band:.0%} of the change",
+                     "duration (s)": f"{k * r.duration_s[0]:.4g}-{k * r.duration_s[1]:.4g}",
+                     "notice (s)": f"{k * r.notice_s[0]:.4g}-{k * r.notice_s[1]:.4g}",
+                     "ramp (s)": f"{k * r.ramp_s:.4g}", "band": f"{r.band:.0%} of the change",
                      "down events": f"{r.p_down:.0%}"})
     return pd.DataFrame(rows)
 
