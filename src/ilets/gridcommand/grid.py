@@ -352,7 +352,8 @@ def provenance(recs: list[dict]) -> dict:
             "scale": scales[0] if len(scales) == 1 else scales,
             "workload_scale": sorted({r["workload_scale"] for r in done}), "commits": commits, "machines": machines,
             "first_start_utc": starts[0] if starts else None, "last_start_utc": starts[-1] if starts else None,
-            "cpu_hours": sum(r["cpu_s"] for r in done) / 3600, "wall_hours_summed": sum(r["wall_s"] for r in done) / 3600,
+            "cpu_hours": sum(r["cpu_s"] for r in done) / 3600,
+            "wall_hours_summed": sum(r["wall_s"] for r in done) / 3600,
             "cpu_s_by_method": {m: sum(r["cpu_s"] for r in done if r["method"] == m)
                                 for m in dict.fromkeys(r["method"] for r in done)}}
 

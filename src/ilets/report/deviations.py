@@ -175,6 +175,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.pipeline import TRAIN_COMMAND_OFFSET, PipelineConfig
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
+    oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
 
     def regime(name: str) -> str:
         r = REGIMES[name]
@@ -231,10 +232,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"the next rollout start as {_O.bc_steps} BC step(s) at lr {_O.learning_rate:g}, loss weight "
                   f"{pipe.weight:g}", "ilets.gridcommand.pipeline.GridCorrections", kind=EXTENSION),
         Deviation("Oracle budget (quick grid)", _NO_PAPER,
-                  f"the hindsight MILP on {'seeds ' + ', '.join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else 'every seed'}, "
+                  f"the hindsight MILP on {oracle_seeds}, "
                   f"over {quick.oracle_window}-task windows, at most {quick.oracle_time_limit:g} s per solve (a "
                   "solve cut by the limit keeps its best plan: an upper rung, not a proven optimum; the grid's "
-                  "slowest cell); the ladder's gaps use the seeds every rung ran", "configs/gridcommand-grid-quick.yaml",
+                  "slowest cell); the ladder's gaps use the seeds every rung ran",
+                  "configs/gridcommand-grid-quick.yaml",
                   kind=EXTENSION),
         Deviation("Regulation signal", "PJM RegD data may not be redistributed",
                   "a synthetic band-limited, bounded, zero-mean signal; no PJM data", "ilets.gridcommand.command."

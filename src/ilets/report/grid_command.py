@@ -100,7 +100,8 @@ def results_table(results: GridResults | None) -> pd.DataFrame:
 def status_sentence(results: GridResults | None, folder: Path) -> str:
     """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
     if results is None:
-        return (f"No grid-command results are in `{'/'.join(Path(folder).parts[-2:])}/` of this checkout, so the tables below are "
+        where = "/".join(Path(folder).parts[-2:])
+        return (f"No grid-command results are in `{where}/` of this checkout, so the tables below are "
                 f"empty; run `python -m ilets.gridcommand.grid --profile gridcommand-grid-quick --out <dir>` and ship "
                 f"it there.")
     t = results.table
@@ -321,7 +322,8 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
                          f"{r['score[rule]']:.3f} for the rule (rule gap {r['rule_gap']:+.3f}; a negative gap: the "
                          f"lower rung did better).")
     else:
-        out["ladder"] = "The ladder needs every rung (oracle, both MPCs, rule) on a common seed; these results lack one."
+        out["ladder"] = ("The ladder needs every rung (oracle, both MPCs, rule) on a common seed; these results "
+                         "lack one.")
     drift = drift_table(t, ("in_band_fraction", "tracking_mae_rel"), reps=reps)
     band = drift[(drift["metric"] == "in_band_fraction") & np.isfinite(drift["kept_pct"])]
     reg = results.regimes
