@@ -193,3 +193,19 @@ def test_comparison_figure_and_its_empty_case(table):
     fig = R.comparison_figure(s, "in_band_fraction")
     assert len(fig.axes) == 2 and fig.axes[0].get_title() == "50 servers"
     assert R.comparison_figure(s.iloc[0:0]) is None
+
+
+def test_shipped_results_carry_their_scale_and_provenance():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    res = R.load_results(root / R.SHIPPED)
+    if res is None:
+        pytest.skip("no shipped grid-command results in this checkout")
+    profile = res.profile
+    assert res.scale == profile["scale"]
+    # labelled paper-scale exactly when every cell ran the full workload
+    assert (res.scale == "paper") == bool((res.table["workload_scale"] == 1.0).all())
+    assert res.provenance["cells"] == len(res.table[["method", "servers", "seed"]].drop_duplicates())
+    assert all(c.split("+")[0] != "unrecorded" for c in res.provenance["commits"])
+    assert f"**{res.scale}-scale**" in R.status_sentence(res, root / R.SHIPPED)
