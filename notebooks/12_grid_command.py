@@ -122,7 +122,8 @@ plots.markdown_table(R.ladder_display(R.ladder_table(table, "train")), {},
 #
 # Every method on the online segment under the training regime: the experts as they are;
 # **BC** (the expert {glue:text}`gc_teacher` cloned by `imitation` into PPO's own policy on
-# the offline segment, the study's OINPT path, then frozen); **PPO** learning from scratch
+# the offline segment, the study's OINPT path, then frozen, acting by sampling its policy as
+# the learners do); **PPO** learning from scratch
 # over the online pass; **BC + PPO** (the clone learning online); **BC + PPO + OAIL** (the
 # same, with the expert's answers on the last {glue:text}`gc_window` states taken as a BC
 # step every {glue:text}`gc_every` decisions, synchronously, in simulated time). Learners
