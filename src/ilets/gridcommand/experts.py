@@ -192,16 +192,38 @@ def committed_cpu(cloud: Cloud, edges: np.ndarray, classes: tuple[ServerClass, .
 
 
 def _best_in_class(env: Any, servers: np.ndarray, members: np.ndarray) -> tuple[int, bool]:
-    """(earliest-finishing allowed server of the class, whether it meets the deadline); the
-    class is a fluid pool to the optimisers, its servers' FCFS queues are not [ours]."""
+    """(server of the class for the current task, whether it meets the deadline).
+
+    The optimisers priced the class at its mean power; which member takes the task is
+    steered by the fleet's tracking error now, among the members that meet the deadline
+    [ours]: above the target (during an event), the one adding the least energy; below
+    the target of an up event, the one adding the most power; otherwise (below a down
+    event's target, or no event) the earliest finish, as the counterfactual would. Always
+    picking the most frugal member over-delivered a shallow cut (the plan assumed the mean).
+    None meets the deadline: the class's earliest finish. The class is a fluid pool to the
+    optimisers, its servers' FCFS queues are not.
+    """
     among = np.zeros(len(servers), bool)
     among[members] = True
-    s = _earliest_finish(env, servers, False, among)
-    if s == int(env.defer_action):
+    pick = servers & among
+    if not pick.any():
+        s = _earliest_finish(env, servers, False)
         return s, False
-    task = env.current_task
-    finish = float(env.cloud.earliest_start(s, task.cpu)) + task.length / float(env.cloud.fleet.mips[s])
-    return s, bool(meets_deadline(finish - task.arrival, task.deadline))
+    cloud, task = env.cloud, env.current_task
+    finish = _finish(cloud, task)
+    ok = pick & meets_deadline(finish - task.arrival, task.deadline)
+    if not ok.any():
+        return int(np.argmin(np.where(pick, finish, np.inf))), False
+    now = float(env.now)
+    cmd = _command(env, now)
+    if cmd is not None:
+        watts = cloud.act_per_cpu * task.cpu
+        above = cloud.power > float(env.target_at(now))
+        if above:
+            return int(np.argmin(np.where(ok, watts * task.length / cloud.fleet.mips, np.inf))), True
+        if cmd.direction == "up":
+            return int(np.argmax(np.where(ok, watts, -np.inf))), True
+    return int(np.argmin(np.where(ok, finish, np.inf))), True
 
 
 # --- 1. the hindsight oracle ---------------------------------------------------------------
@@ -221,8 +243,9 @@ class OracleExpert:
     ``plan_slot_s`` wide (default ``2 * defer_s``) from ``now`` to the last possible finish;
     the oracle prices tracking per planning slot (finer than the scored slot, so it also
     tracks inside a slot) [ours]. ``time_limit`` bounds each solve (``mip_rel_gap`` 0: prove
-    optimality); the statuses of all solves are kept in ``statuses``: a window that hits the
-    limit is executed with the best plan found ("time-limit"). Binding class capacity is
+    optimality), or ``node_limit`` (branch-and-bound nodes: reproducible on any machine, a
+    time limit is not); the statuses of all solves are kept in ``statuses``: a window that
+    hits a limit is executed with the best plan found ("time-limit"). Binding class capacity is
     what makes windows hard (a packing problem): on a loaded 50-server fleet some 60-task
     windows hit a 2 s limit, on 200 servers they solve in tens of milliseconds (busy machine).
     """
@@ -230,7 +253,8 @@ class OracleExpert:
     name = "oracle"
 
     def __init__(self, window: int = 60, n_classes: int = 3, time_limit: float | None = 2.0,
-                 plan_slot_s: float | None = None, weights: Weights | None = None, mip_rel_gap: float = 0.0) -> None:
+                 plan_slot_s: float | None = None, weights: Weights | None = None, mip_rel_gap: float = 0.0,
+                 node_limit: int | None = None) -> None:
         if window < 1:
             raise ValueError(f"window: expected >= 1 task, got {window}")
         if n_classes < 1:
@@ -243,6 +267,7 @@ class OracleExpert:
         self.plan_slot_s = plan_slot_s
         self.weights = weights or Weights()
         self.mip_rel_gap = mip_rel_gap
+        self.node_limit = node_limit
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:
@@ -306,7 +331,8 @@ class OracleExpert:
 
     def _replan(self, env: Any) -> None:
         prob, indices = self.problem(env)
-        plan = solve_window(prob, time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap)
+        plan = solve_window(prob, time_limit=self.time_limit, mip_rel_gap=self.mip_rel_gap,
+                            node_limit=self.node_limit)
         self.statuses.append(plan.status)
         self.solve_times.append(plan.solve_s)
         self.last_plan = plan

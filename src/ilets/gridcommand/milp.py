@@ -330,12 +330,15 @@ def evaluate_window(p: TrackingProblem, cls: Sequence[int], start_no: Sequence[i
     return float(total), power
 
 
-def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_gap: float = 0.0) -> WindowPlan:
+def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_gap: float = 0.0,
+                 node_limit: int | None = None) -> WindowPlan:
     """Solve the hindsight tracking MILP of a window exactly (HiGHS), see the module docstring.
 
     ``time_limit`` (s, None: none) bounds the solve; if it is hit, the best plan found is
-    returned with ``status = "time-limit"`` and ``optimal = False``. ``mip_rel_gap`` 0 asks
-    HiGHS to prove optimality (its default, 1e-4, would stop early).
+    returned with ``status = "time-limit"`` and ``optimal = False``. ``node_limit`` bounds
+    the branch-and-bound nodes instead (same status): unlike a time limit it gives the same
+    plan on any machine, for reproducible runs. ``mip_rel_gap`` 0 asks HiGHS to prove
+    optimality (its default, 1e-4, would stop early).
     """
     t0 = time.perf_counter()
     opt = _options(p)
@@ -385,6 +388,10 @@ def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_ga
         if not time_limit > 0:
             raise ValueError(f"time_limit: expected > 0 s or None, got {time_limit}")
         options["time_limit"] = float(time_limit)
+    if node_limit is not None:
+        if not node_limit >= 1:
+            raise ValueError(f"node_limit: expected >= 1 node or None, got {node_limit}")
+        options["node_limit"] = int(node_limit)
     res = milp(c, integrality=integrality, bounds=bounds,
                constraints=LinearConstraint(a, np.concatenate(lb), np.concatenate(ub)), options=options)
     status = STATUS.get(res.status, "other")
