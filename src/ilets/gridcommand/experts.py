@@ -17,16 +17,16 @@ The rungs, from the most to the least informed (the CityLearn MPC study's ladder
     table) and the tasks it has deferred and not yet placed. Start candidates are the task's
     re-arrival times (``release + i * defer_s``, ``i`` up to its remaining deferrals), so a
     plan is exactly executable; classes from :func:`ilets.gridcommand.milp.make_classes`.
-    Execution: defer until the planned start, then place on the earliest-finishing allowed
-    server of the planned class.
+    Execution: defer until the planned start, then place on a member of the planned class
+    chosen by the tracking error now (:func:`_best_in_class`).
 ``mpc-perfect`` / ``mpc-forecast``
     :class:`MPCExpert`: every ``dt`` (default ``defer_s``) it solves the fluid LP of
     :func:`ilets.gridcommand.milp.solve_fluid` over the next ``horizon`` slots and applies
     only the first slot's admissions, as per-class work budgets; a task is placed on the
-    cheapest class with budget left, else deferred. The forecast of arrivals is either the
-    true future (``perfect``) or, declared [ours], an exponential moving average (weight
-    ``alpha`` of the newest slot) of the work observed per slot and deadline cohort,
-    persisted flat over the horizon (``forecast``).
+    cheapest class with budget left (a member chosen as for the oracle), else deferred.
+    The forecast of arrivals is either the true future (``perfect``) or, declared [ours],
+    an exponential moving average (weight ``alpha`` of the newest slot) of the work
+    observed per slot and deadline cohort, persisted flat over the horizon (``forecast``).
 ``lyapunov``
     :class:`LyapunovExpert`: virtual queues for tracking debt and deadline misses; per task
     the action minimising ``V * cost + Q_track * drift + Q_deadline * risk``. No solver.
@@ -238,16 +238,23 @@ class OracleExpert:
     """Exact hindsight MILP over windows of ``window`` tasks, executed task by task.
 
     A new window is planned whenever the current task has no plan: the current task and
-    the next ``window - 1`` arrivals; tasks deferred under an earlier plan keep their plan
-    and enter the new window as fixed load (power and class CPU at their planned start). Planning slots are
-    ``plan_slot_s`` wide (default ``2 * defer_s``) from ``now`` to the last possible finish;
-    the oracle prices tracking per planning slot (finer than the scored slot, so it also
-    tracks inside a slot) [ours]. ``time_limit`` bounds each solve (``mip_rel_gap`` 0: prove
-    optimality), or ``node_limit`` (branch-and-bound nodes: reproducible on any machine, a
-    time limit is not); the statuses of all solves are kept in ``statuses``: a window that
-    hits a limit is executed with the best plan found ("time-limit"). Binding class capacity is
-    what makes windows hard (a packing problem): on a loaded 50-server fleet some 60-task
-    windows hit a 2 s limit, on 200 servers they solve in tens of milliseconds (busy machine).
+    the next ``window - 1`` arrivals. Tasks deferred under an earlier plan keep it and enter
+    the new window as fixed load (power and class CPU at their planned start); the arrivals
+    after the window inside its horizon enter as fluid background load (hindsight, see
+    :meth:`problem`). Planning slots are ``plan_slot_s`` wide (default ``2 * defer_s``) from
+    ``now`` to the last possible finish; the oracle prices tracking per planning slot
+    (finer than the scored slot, so it also tracks inside a slot) [ours].
+
+    Execution: defer while the planned start is ahead (and the real queues leave the slack),
+    then place on a member of the planned class (:func:`_best_in_class`: chosen by the
+    tracking error now), falling back to earliest-finish where the class would miss.
+
+    ``time_limit`` bounds each solve (``mip_rel_gap`` 0: prove optimality), or
+    ``node_limit`` (branch-and-bound nodes: reproducible on any machine, a time limit is
+    not); the statuses of all solves are kept in ``statuses``: a window that hits a limit is
+    executed with the best plan found ("time-limit"). Binding class capacity is what makes
+    windows hard (a packing problem): on a loaded 50-server fleet some 60-task windows hit a
+    2 s limit, on 200 servers they solve in tens of milliseconds (busy machine).
     """
 
     name = "oracle"
@@ -315,12 +322,15 @@ class OracleExpert:
         # classes by capacity. Without it the later slots look empty and the plan defers
         # the window into them, where those arrivals will land anyway [ours].
         last = max(t.index for t, _, _ in rows)
-        later = future_tasks(env, last + 1, len(env.tasks), until=float(edges[-1]))
+        table = env.tasks
+        stop = int(np.searchsorted(table.arrival, edges[-1], side="left"))
         cap = np.array([c.capacity for c in self._classes])
-        if later:
+        if stop > last + 1:
             w_mean = float(np.dot([c.w_per_cpu for c in self._classes], cap) / cap.sum())
             mips_mean = float(np.dot([c.mips for c in self._classes], cap) / cap.sum())
-            bg_cpu = sum(t.cpu * overlap_fraction(t.arrival, t.length / mips_mean, edges) for t in later)
+            a, cpu = table.arrival[last + 1:stop], table.cpu[last + 1:stop]
+            # CPU-seconds per slot of runs [arrival, arrival + length / mean speed), exact
+            bg_cpu = interval_energy(a, a + table.length[last + 1:stop] / mips_mean, cpu, edges) / np.diff(edges)
             base = base + w_mean * bg_cpu
             used_cpu = used_cpu + (cap / cap.sum())[:, None] * bg_cpu[None, :]
         spare = cap[:, None] - used_cpu

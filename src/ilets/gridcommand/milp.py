@@ -212,7 +212,8 @@ class TrackingProblem:
         for j, t in enumerate(self.tasks):
             where = f"TrackingProblem.tasks[{j}]"
             if not (t.cpu > 0 and t.length > 0 and t.deadline > 0):
-                raise ValueError(f"{where}: cpu, length and deadline must be > 0, got {t.cpu}, {t.length}, {t.deadline}")
+                raise ValueError(f"{where}: cpu, length and deadline must be > 0, "
+                                 f"got {t.cpu}, {t.length}, {t.deadline}")
             if t.cpu > biggest + CPU_EPS:
                 raise ValueError(f"{where}.cpu: request {t.cpu} exceeds every class's largest server ({biggest})")
             if not t.starts:
