@@ -276,6 +276,15 @@ def test_every_expert_plays_valid_masked_actions_to_the_end(env, name):
     assert info["final"]["infeasible_actions"] == 0
 
 
+def test_experts_are_grid_policies(env):
+    env.reset()
+    for name in EXPERTS:
+        expert = make_expert(name)
+        assert expert.name == name and expert.grid_expert
+        expert.reset(0)
+        assert env.action_masks()[expert(None, env)]  # the (obs, env) -> action form
+
+
 @pytest.mark.parametrize("name", EXPERTS)
 def test_experts_are_deterministic(env, name):
     # a node limit, not a time limit: the same plan however busy the machine is

@@ -75,6 +75,27 @@ class GridExpert(Protocol):
         """An action for ``env.current_task`` valid under ``env.action_masks()``."""
 
 
+class _Expert:
+    """What every expert shares: the marker and the ``(obs, env) -> action`` call.
+
+    ``grid_expert = True`` tells adapters (``ilets.gridcommand.metrics.as_grid_policy``) that
+    ``act`` takes the environment, not the plain scenario's ``(cloud, task, mask)``.
+    """
+
+    name = "expert"
+    grid_expert = True
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget all state (the experts are deterministic: ``seed`` is not used)."""
+
+    def act(self, env: Any) -> int:
+        raise NotImplementedError
+
+    def __call__(self, obs: np.ndarray, env: Any) -> int:
+        """The grid-policy form ``(obs, env) -> action`` (the observation is not used)."""
+        return self.act(env)
+
+
 # --- reading the environment ---------------------------------------------------------------
 
 def _cfg(env: Any, name: str, default: Any = None) -> Any:
@@ -234,7 +255,7 @@ class _Planned:
     start: float  #: planned start time, s
 
 
-class OracleExpert:
+class OracleExpert(_Expert):
     """Exact hindsight MILP over windows of ``window`` tasks, executed task by task.
 
     A new window is planned whenever the current task has no plan: the current task and
@@ -374,7 +395,7 @@ class OracleExpert:
 
 # --- 2. the receding-horizon controller ----------------------------------------------------
 
-class MPCExpert:
+class MPCExpert(_Expert):
     """Receding-horizon fluid LP, re-solved every ``dt`` s; first slot applied as budgets.
 
     ``forecast="perfect"``: the LP sees the true arrivals of the next ``horizon`` slots
@@ -532,7 +553,7 @@ class MPCExpert:
 
 # --- 3. Lyapunov drift-plus-penalty ----------------------------------------------------------
 
-class LyapunovExpert:
+class LyapunovExpert(_Expert):
     """Drift-plus-penalty with two virtual queues; one vectorised score per task, no solver.
 
     Queues [ours]:
@@ -637,16 +658,13 @@ class LyapunovExpert:
 
 # --- 4. the simple rule --------------------------------------------------------------------
 
-class RuleExpert:
+class RuleExpert(_Expert):
     """During a down event: defer a task whose slack allows it (while the fleet is above the
     target's lower band edge), else place it on the least-energy allowed server that still
     meets its deadline (earliest-finish if none does). Outside down events: earliest-finish.
     """
 
     name = "rule"
-
-    def reset(self, seed: int | None = None) -> None:
-        pass
 
     def act(self, env: Any) -> int:
         servers, defer_ok = _mask(env)
