@@ -392,3 +392,30 @@ def test_under_a_cut_every_rung_tracks_better_than_doing_nothing_and_the_ladder_
     gaps = ladder_gaps({r: mae[r] for r in ("oracle", "mpc-perfect", "mpc-forecast", "rule")},
                        reference=mae["earliest-finish"])
     assert gaps["forecast_gap"] >= 0 and np.isfinite(gaps["horizon_gap"])
+
+
+def test_window_inputs_read_the_command_and_the_cloud(env):
+    """slot_inputs and the oracle's window: scored where the event is, the baseline as the
+    target outside it, the band from the command, power never below the idle floor."""
+    from ilets.gridcommand.experts import future_tasks, slot_inputs
+
+    cmd = env.schedule.commands[0]
+    edges = np.array([cmd.start_s - 1.0, cmd.start_s - 0.5, cmd.start_s + 0.5, cmd.start_s + 1.0])
+    target, band, scored = slot_inputs(env, edges)
+    assert scored.tolist() == [False, True, True]
+    mid = 0.5 * (edges[0] + edges[1])
+    assert target[0] == pytest.approx(env.baseline_at(mid)) and band[0] == 0.0
+    assert band[2] == pytest.approx(cmd.band_w(env.baseline_at(edges[2] + 0.25)), rel=0.05)
+    env.reset()
+    while env.now < cmd.start_s + 0.5:
+        env.step(int(np.argmax(env.action_masks()[:env.defer_action])))
+    prob, rows = OracleExpert(window=10).problem(env)
+    assert rows[0] == env.current_task.index and len(rows) <= 10
+    assert prob.scored[0] and prob.base_power.min() >= env.fleet.p_idle.sum() - 1e-9
+    assert (prob.spare_cpu >= 0).all()
+
+    class Bare:
+        pass
+
+    with pytest.raises(AttributeError, match="env.tasks"):
+        future_tasks(Bare(), 0, 1)

@@ -491,7 +491,8 @@ class MPCExpert(_Expert):
                 demand[0, self._cohort(env, cur, start, int(env.deferrals_of_current))] += cur.cpu * cur.length
             for t in future_tasks(env, cur.index + 1, len(env.tasks), until=float(edges[-1])):
                 h = int(math.floor((t.arrival - start) / dt))
-                if 0 <= h < h_n:
+                # before now: handed over already (placed: committed; deferred: backlog)
+                if 0 <= h < h_n and t.arrival >= float(env.now):
                     demand[h, self._cohort(env, t, edges[h], 0)] += t.cpu * t.length
         else:
             rate = self._ewma if self._ewma is not None else self._current
