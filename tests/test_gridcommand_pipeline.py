@@ -209,3 +209,21 @@ def test_command_line_runs_and_names_a_bad_profile(tmp_path, scenario, capsys):
     bad = grid_profile(tmp_path, scenario, servers=[-3])
     assert G.main(["--profile", str(bad), "--out", str(out)]) == 2
     assert "servers" in capsys.readouterr().err
+
+
+def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):
+    import torch as th
+
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig()
+    fresh, _ = P.clone(cfg, pipe, 0)
+    first, info1 = P.cached_clone(cfg, pipe, 0, tmp_path)
+    second, info2 = P.cached_clone(cfg, pipe, 0, tmp_path)
+    assert "clone_cached" not in info1 and info2["clone_cached"] is True
+    assert all(th.equal(fresh[k], second[k]) and th.equal(first[k], second[k]) for k in fresh)
+    assert len(list(tmp_path.glob("clone-*.pt"))) == 1
+    other = P.clone_key(cfg, P.PipelineConfig(teacher="rule"), 0)
+    assert other != P.clone_key(cfg, pipe, 0) != P.clone_key(cfg, pipe, 1)
+    next(tmp_path.glob("clone-*.pt")).write_bytes(b"cut short")
+    again, info3 = P.cached_clone(cfg, pipe, 0, tmp_path)  # a damaged file is made again
+    assert "clone_cached" not in info3 and all(th.equal(fresh[k], again[k]) for k in fresh)

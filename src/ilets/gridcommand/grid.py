@@ -11,7 +11,8 @@ provenance (commit from ``git rev-parse``, dirty flag, UTC start, machine, CPU a
 seconds). A cell whose file says ``done`` is skipped, so an interrupted grid resumes where
 it stopped; a failed cell is recorded and retried on the next start. After every cell the
 compact store ``OUT/store/results.parquet`` (one row per cell and regime, scalar metrics)
-and ``OUT/PROVENANCE.json`` are rewritten.
+and ``OUT/PROVENANCE.json`` are rewritten. Clones shared by the ``bc`` methods of one seed
+and fleet are cached in ``OUT/cache`` (not shipped).
 
 It lives in the scenarios layer, beside the scenario, because it needs only the scenario
 and the agents (the study's grid, :mod:`ilets.study.grid`, is one layer up and keyed by
@@ -261,9 +262,10 @@ def is_done(out: Path, cell: Cell) -> bool:
 
 # --- running --------------------------------------------------------------------------------
 
-def run_cell(profile: GridProfile, cell: Cell, base: GridCommandConfig | None = None) -> dict:
-    """Compute one cell's record (nothing is written): metrics per regime role, training
-    info, provenance. An exception is recorded as a failed cell, not raised."""
+def run_cell(profile: GridProfile, cell: Cell, base: GridCommandConfig | None = None,
+             cache_dir: Path | None = None) -> dict:
+    """Compute one cell's record (only the clone cache is written): metrics per regime role,
+    training info, provenance. An exception is recorded as a failed cell, not raised."""
     base = base or scenario_of(profile)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     c0, w0 = time.process_time(), time.perf_counter()
@@ -274,7 +276,7 @@ def run_cell(profile: GridProfile, cell: Cell, base: GridCommandConfig | None = 
     try:
         regimes = tuple(dict.fromkeys(profile.regimes.values()))
         result = run_method(cell.method, base, cell.servers, cell.seed, profile.train_regime, regimes,
-                            profile.pipeline, profile.expert_options(cell.method))
+                            profile.pipeline, profile.expert_options(cell.method), cache_dir)
         rec.update(status=STATUS_DONE, train=result["train"],
                    scores={role: result["scores"][r] for role, r in profile.regimes.items()})
     except Exception as err:  # noqa: BLE001 -- one bad cell must not stop the grid; it is retried
@@ -301,7 +303,7 @@ def run_grid(profile: GridProfile, out: Path, max_cells: int | None = None,
     for i, cell in enumerate(todo):
         if max_cells is not None and i >= max_cells:
             break
-        rec = run_cell(profile, cell, base)
+        rec = run_cell(profile, cell, base, out / "cache")
         atomic_json(cell_path(out, cell), rec)
         counts[rec["status"]] += 1
         log(f"[{i + 1}/{len(todo)}] {cell.name}: {rec['status']} in {rec['cpu_s']:.1f} CPU s"

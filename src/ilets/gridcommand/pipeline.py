@@ -44,9 +44,14 @@ one server) [ours]. Methods: :data:`METHODS`.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
+import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -55,7 +60,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
 from ilets.agents.ppo import NumpyActor, make_ppo
-from ilets.config import ConfigError, OINPTConfig
+from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
@@ -68,6 +73,8 @@ LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
 METHODS = EXPERTS + LEARNED
 #: Training commands are drawn with ``seed + TRAIN_COMMAND_OFFSET`` [ours] (module docstring).
 TRAIN_COMMAND_OFFSET = 10_000
+#: Bump when cloning changes (the cache key of :func:`cached_clone`).
+CLONE_CACHE_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -332,13 +339,49 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     return out, info, model
 
 
+def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:
+    """A hash of everything that determines :func:`clone`'s result (its cache key)."""
+    blob = json.dumps([CLONE_CACHE_VERSION, to_dict(train_cfg), to_dict(pipe), seed], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
+                 cache_dir: Path | None = None) -> tuple[dict, dict]:
+    """:func:`clone`, read from ``cache_dir`` when it holds this key, written there otherwise.
+
+    ``bc``, ``bc+ppo`` and ``bc+ppo+oail`` of one (seed, fleet, training regime) share the
+    same clone (cloning is deterministic from the seed: the cached state is the one a fresh
+    clone makes, tested), so a grid computes it once [ours]. A damaged file is recomputed.
+    """
+    if cache_dir is None:
+        return clone(train_cfg, pipe, seed)
+    path = Path(cache_dir) / f"clone-{clone_key(train_cfg, pipe, seed)}.pt"
+    if path.is_file():
+        try:
+            saved = th.load(path, weights_only=False)
+            return saved["state"], {**saved["info"], "clone_cached": True}
+        except Exception:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
+            path.unlink(missing_ok=True)
+    state, info = clone(train_cfg, pipe, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        th.save({"state": state, "info": info}, name)
+        os.replace(name, path)
+    finally:
+        Path(name).unlink(missing_ok=True)
+    return state, info
+
+
 def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, train_regime: str,
                eval_regimes: tuple[str, ...], pipe: PipelineConfig | None = None,
-               expert_kw: dict | None = None) -> dict[str, Any]:
+               expert_kw: dict | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
     """Make ``method`` under ``train_regime`` (the clone) and score it under each of ``eval_regimes``.
 
     Returns ``{"train": <what cloning and learning recorded>, "scores": {regime: <metrics>}}``;
-    deterministic from ``seed`` (same seed, same numbers).
+    deterministic from ``seed`` (same seed, same numbers). ``cache_dir``: where clones are
+    shared between methods (:func:`cached_clone`).
     """
     check_method(method)
     pipe = (pipe or PipelineConfig()).validate()
@@ -347,7 +390,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     scores: dict[str, dict] = {}
     cloned = None
     if method.startswith("bc"):
-        cloned, info = clone(training_config(base, train_regime, servers, seed), pipe, seed)
+        cloned, info = cached_clone(training_config(base, train_regime, servers, seed), pipe, seed, cache_dir)
     for regime in eval_regimes:
         cfg = evaluation_config(base, regime, servers, seed)
         c0 = time.process_time()
