@@ -303,7 +303,8 @@ class OracleExpert(_Expert):
         self._pending: dict[int, tuple[Task, float, int]] = {}  # index -> (task, re-arrival, deferrals used)
         self._classes: tuple[ServerClass, ...] | None = None
         self.statuses: list[str] = []
-        self.solve_times: list[float] = []
+        self.solve_times: list[float] = []  #: wall s per solve
+        self.solve_cpu_times: list[float] = []  #: CPU s per solve
         self.last_plan: WindowPlan | None = None
 
     def problem(self, env: Any) -> tuple[TrackingProblem, list[int]]:
@@ -366,6 +367,7 @@ class OracleExpert(_Expert):
                             node_limit=self.node_limit)
         self.statuses.append(plan.status)
         self.solve_times.append(plan.solve_s)
+        self.solve_cpu_times.append(plan.solve_cpu_s)
         self.last_plan = plan
         for row, j in enumerate(indices):
             self._plan[j] = _Planned(int(plan.cls[row]), float(plan.start[row]) if plan.cls[row] >= 0 else -np.inf)
@@ -441,7 +443,8 @@ class MPCExpert(_Expert):
         self._n_seen = 0
         self._solved_slot: int | None = None
         self.last_plan: FluidPlan | None = None
-        self.solve_times: list[float] = []
+        self.solve_times: list[float] = []  #: wall s per solve
+        self.solve_cpu_times: list[float] = []  #: CPU s per solve
         self.statuses: list[str] = []
 
     # cohorts: d = 0..D where D = the most deferrals a task may use, in slots
@@ -529,6 +532,7 @@ class MPCExpert(_Expert):
             self.last_plan, self._solved_slot = plan, slot
             self._budget = plan.admit.copy()
             self.solve_times.append(plan.solve_s)
+            self.solve_cpu_times.append(plan.solve_cpu_s)
             self.statuses.append(plan.status)
         servers, defer_ok = _mask(env)
         work = task.cpu * task.length
