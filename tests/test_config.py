@@ -111,7 +111,7 @@ def test_digest_changes_with_any_field():
     a = RunConfig()
     b = dataclasses.replace(a, ppo=dataclasses.replace(a.ppo, n_epochs=5))
     assert a.digest() != b.digest()
-    assert to_dict(a)["ppo"]["n_epochs"] == 4
+    assert to_dict(a)["ppo"]["n_epochs"] == 2
 
 
 def test_variant_effect_on_a_hand_worked_table():

@@ -127,11 +127,11 @@ class PPOConfig:
     learning_rate: float = 3e-4
     n_steps: int = 256
     batch_size: int = 64
-    n_epochs: int = 4
+    n_epochs: int = 2  #: the pilot's choice
     gamma: float = 0.98  #: [code]
     gae_lambda: float = 0.95
     clip_range: float = 0.2
-    ent_coef: float = 0.0
+    ent_coef: float = 0.01  #: the pilot's choice
     vf_coef: float = 0.5
     max_grad_norm: float = 0.5
     hidden: int = 128  #: one hidden layer of this width for actor and critic [paper]
