@@ -11,7 +11,8 @@ committed with the code (``shipped/<profile>``):
   its 259,368 decisions, 0.9 MB compressed, which would put a paper grid's shipped folder
   far over its size budget; the cell's own percentiles in ``metrics.json`` come from
   every decision); never ``model.zip``;
-* ``profile.yaml`` and ``grid.json`` of the grid;
+* ``profile.yaml`` and ``grid.json`` of the grid, and ``VERIFY.json`` when ``ilets verify
+  --report`` recorded a re-run of some of its cells;
 * ``PROVENANCE.json`` (:func:`provenance`): the commits the cells ran on, the dates, the
   machines and the CPU-hours, all read from the cells' own records.
 
@@ -71,7 +72,7 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "cells").mkdir(parents=True)
     shutil.copytree(src / "store", tmp / "store")
-    for name in ("profile.yaml", "grid.json"):
+    for name in ("profile.yaml", "grid.json", "VERIFY.json"):  # VERIFY.json: ilets verify --report
         if (src / name).is_file():
             shutil.copy2(src / name, tmp / name)
     from ilets.study.results import _cells
