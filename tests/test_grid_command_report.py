@@ -113,7 +113,8 @@ def test_seeds_without_an_event_are_left_out_of_tracking_only(table):
 def test_sentences_state_the_known_answers(table, tmp_path):
     (tmp_path / "store").mkdir()
     table.to_parquet(tmp_path / "store" / "results.parquet")
-    (tmp_path / "profile.json").write_text(json.dumps({"pipeline": {"teacher": "lyapunov"}}))
+    (tmp_path / "profile.json").write_text(json.dumps({"pipeline": {"teacher": "lyapunov"}, "seeds": list(SEEDS),
+                                                       "oracle_seeds": [0, 1], "servers": [50, 200, 400]}))
     (tmp_path / "PROVENANCE.json").write_text(json.dumps({"cells": 3, "commits": {"abc123" + "0" * 34 + "+dirty": 3},
                                                          "machines": {"CPU x 2 cores": 3}, "cpu_hours": 0.5,
                                                          "first_start_utc": "a", "last_start_utc": "b"}))
@@ -129,6 +130,8 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert "BC (clone alone) the least (20 %)" in said["drift"]
     status = R.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
+    # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan with 3 fleets
+    assert "84 of 126 planned cells (the grid had not finished" in status
     assert "(uncommitted changes)" in R.provenance_sentence(res) and "1,800 CPU seconds" in R.provenance_sentence(res)
 
 

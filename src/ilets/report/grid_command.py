@@ -107,11 +107,27 @@ def status_sentence(results: GridResults | None, folder: Path) -> str:
     t = results.table
     workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
     reg = results.regimes
-    return (f"These are **{results.scale}-scale** results (workload scale {workload}), not paper-scale: "
-            f"{t[['method', 'servers', 'seed']].drop_duplicates().shape[0]} cells, "
+    done = t[["method", "servers", "seed"]].drop_duplicates().shape[0]
+    planned = planned_cells(results)
+    of = f" of {planned} planned" if planned else ""
+    unfinished = " (the grid had not finished when these were shipped)" if planned and done < planned else ""
+    scale = "" if results.scale == "paper" else ", not paper-scale"
+    return (f"These are **{results.scale}-scale** results (workload scale {workload}){scale}: "
+            f"{done}{of} cells{unfinished}, "
             f"{t['method'].nunique()} methods, {_join(sorted(set(t['servers'])))} servers, seeds "
             f"{_join(sorted(set(t['seed'])))}; clones made under {reg.get('train', 'n/a')}, every method scored "
             f"under {reg.get('train', 'n/a')} and {reg.get('eval', 'n/a')}.")
+
+
+def planned_cells(results: GridResults) -> int | None:
+    """How many cells the shipped profile plans (:func:`ilets.gridcommand.grid.cells`), None
+    when no profile was shipped."""
+    from ilets.config import from_dict
+    from ilets.gridcommand.grid import GridProfile, cells
+
+    if not results.profile:
+        return None
+    return len(cells(from_dict(GridProfile, results.profile, "profile.json")))
 
 
 def provenance_sentence(results: GridResults | None) -> str:
