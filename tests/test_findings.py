@@ -379,3 +379,13 @@ def test_readme_headline_is_the_shipped_results_table():
         pytest.skip("no shipped paper-scale results in this checkout")
     block = readme.split(start, 1)[1].split(end, 1)[0].strip("\n")
     assert block == F.headline_markdown(ReportContext.load(shipped)).strip("\n")
+
+
+def test_plots_dodge_only_with_several_hue_levels():
+    # one fleet size (a partial paper grid): seaborn's dodge divided by zero
+    from ilets.report.plots import dodge, metric_grid
+
+    assert dodge(0.4, [50, 50]) is False and dodge(0.4, [50, 200]) == 0.4
+    one = pd.DataFrame({"method": ["drl", "drl", "drl+", "drl+"], "servers": 50, "seed": [0, 1, 0, 1],
+                        "avg_response_s": [1.0, 2.0, 1.5, 1.7]})
+    assert metric_grid(one, {"avg_response_s": "response"}, order=None) is not None

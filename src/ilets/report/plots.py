@@ -91,12 +91,18 @@ def learning_curves(curves: pd.DataFrame, y: str, ylabel: str, events: dict[str,
     return fig
 
 
+def dodge(width: float, levels) -> float | bool:
+    """``width`` for seaborn's ``dodge`` when there are several hue levels, else False: with
+    one level (a single fleet size, as in a partial paper grid) seaborn divides by zero."""
+    return width if len(set(levels)) > 1 else False
+
+
 def metric_points(metrics: pd.DataFrame, y: str, ylabel: str, order: list[str] | None = None) -> plt.Figure:
     """Point plot of a final metric per method and fleet size (mean and 95% CI over seeds)."""
     data = label_methods(metrics)
     fig, ax = plt.subplots(figsize=(9, 3.4))
     sns.pointplot(data=data, x="Method", y=y, hue="servers", order=order, errorbar=("ci", 95), n_boot=500,
-                  seed=0, dodge=0.4, linestyle="none", markers="o", ax=ax)
+                  seed=0, dodge=dodge(0.4, data["servers"]), linestyle="none", markers="o", ax=ax)
     ax.set(xlabel="", ylabel=ylabel)
     ax.tick_params(axis="x", rotation=30)
     ax.legend(title="servers")
@@ -115,7 +121,7 @@ def bars(frame: pd.DataFrame, x: str, y: str, hue: str | None, ylabel: str, xlab
 def latency(frame: pd.DataFrame, paper: pd.DataFrame | None = None) -> plt.Figure:
     """Decision latency (ms, log scale) per method and fleet size, with the paper's figures."""
     fig, ax = plt.subplots(figsize=(7, 3.4))
-    sns.pointplot(data=frame, x="servers", y="ms", hue="path", dodge=0.3, linestyle="none", ax=ax, errorbar=None)
+    sns.pointplot(data=frame, x="servers", y="ms", hue="path", dodge=dodge(0.3, frame["path"]), linestyle="none", ax=ax, errorbar=None)
     if paper is not None:
         sns.pointplot(data=paper, x="servers", y="ms", hue="path", markers="x", linestyle="--", ax=ax,
                       errorbar=None, palette="dark:gray")
@@ -209,7 +215,8 @@ def event_points(table: pd.DataFrame, y: str, ylabel: str,
     fig, axes = plt.subplots(1, max(1, len(scales)), figsize=(4.2 * max(1, len(scales)), 3.3), squeeze=False)
     for ax, m in zip(axes[0], scales):
         sns.pointplot(data=data[data["servers"] == m], x="event", y=y, hue="Method", order=order,
-                      hue_order=hue_order, palette=PALETTE, errorbar=("ci", 95), n_boot=500, seed=0, dodge=0.4,
+                      hue_order=hue_order, palette=PALETTE, errorbar=("ci", 95), n_boot=500, seed=0,
+                      dodge=dodge(0.4, hue_order),
                       linestyle="none", markers="o", ax=ax)
         ax.set(title=f"{m} servers", xlabel="", ylabel=ylabel)
         ax.tick_params(axis="x", rotation=20)
@@ -234,7 +241,7 @@ def metric_grid(metrics: pd.DataFrame, columns: dict[str, str], order: list[str]
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 3.3 * nrows), squeeze=False)
     for ax, (col, label) in zip(axes.ravel(), columns.items()):
         sns.pointplot(data=data, x="Method", y=col, hue="servers", order=order, hue_order=[str(x) for x in scales],
-                      palette="colorblind", errorbar=("ci", 95), n_boot=500, seed=0, dodge=0.45, linestyle="none",
+                      palette="colorblind", errorbar=("ci", 95), n_boot=500, seed=0, dodge=dodge(0.45, scales), linestyle="none",
                       markers="o", markersize=4, err_kws={"linewidth": 1.2}, ax=ax)
         ax.set(xlabel="", ylabel=label)
         ax.tick_params(axis="x", rotation=40, labelsize=8)
@@ -331,7 +338,7 @@ def variant_points(frame: pd.DataFrame | None, columns: dict[str, str], setting:
     fig, axes = plt.subplots(1, len(columns), figsize=(3.6 * len(columns), 3.3), squeeze=False)
     for ax, (col, label) in zip(axes[0], columns.items()):
         sns.pointplot(data=data, x="Method", y=col, hue=setting, order=order, errorbar=("ci", 95), n_boot=500,
-                      seed=0, dodge=0.35, linestyle="none", markers="o", markersize=4, ax=ax)
+                      seed=0, dodge=dodge(0.35, data[setting]), linestyle="none", markers="o", markersize=4, ax=ax)
         ax.set(xlabel="", ylabel=label)
         ax.tick_params(axis="x", rotation=45, labelsize=8)
         if ax is not axes[0][0] and ax.get_legend() is not None:
@@ -424,7 +431,7 @@ def scale_points(table: pd.DataFrame, y: str, ylabel: str) -> plt.Figure:
     fig, ax = plt.subplots(figsize=(7, 3.2))
     sns.pointplot(data=data, x="Method", y=y, hue="servers", order=order, hue_order=hues,
                   palette=sns.color_palette("crest", len(hues)), errorbar=("ci", 95), n_boot=500, seed=0,
-                  dodge=0.4 if len(hues) > 1 else False, linestyle="none", markers="o", ax=ax)
+                  dodge=dodge(0.4, hues), linestyle="none", markers="o", ax=ax)
     ax.set(xlabel="", ylabel=ylabel)
     ax.legend(title="servers")
     return fig
