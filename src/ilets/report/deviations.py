@@ -235,7 +235,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"the hindsight MILP on {oracle_seeds}, "
                   f"over {quick.oracle_window}-task windows, at most {quick.oracle_time_limit:g} s per solve (a "
                   "solve cut by the limit keeps its best plan: an upper rung, not a proven optimum; the grid's "
-                  "slowest cell); the ladder's gaps use the seeds every rung ran",
+                  "slowest cell); the ladder's gaps use the seeds every rung ran. Known defect: the limit is "
+                  "wall-clock, so an oracle cell whose solves hit it depends on the host's speed and load; "
+                  "HiGHS's node limit (supported by the expert) is the reproducible bound to use next",
                   "configs/gridcommand-grid-quick.yaml",
                   kind=EXTENSION),
         Deviation("Regulation signal", "PJM RegD data may not be redistributed",
