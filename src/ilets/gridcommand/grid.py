@@ -48,6 +48,7 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
+from ilets.host import cpu_model
 from ilets.config import ConfigError, from_dict, read_yaml, to_dict
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
@@ -203,14 +204,7 @@ def machine() -> dict:
     """CPU model, cores, platform, Python and package versions."""
     from importlib import metadata
 
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     versions = {}
     for p in PACKAGES:
         try:

@@ -45,6 +45,7 @@ from typing import Callable
 import numpy as np
 import yaml
 
+from ilets.host import cpu_model
 from ilets.config import RunConfig, to_dict
 
 PACKAGES = ("ilets-study", "numpy", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "imitation",
@@ -185,14 +186,7 @@ def clean_stale_temporaries(out: Path) -> list[Path]:
 
 def system_info() -> dict:
     """Hardware and software facts recorded with every result."""
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     ram_gb = float("nan")
     try:
         ram_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
