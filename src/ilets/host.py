@@ -1,8 +1,11 @@
-"""Facts about the machine a result was computed on, shared by every layer that records them."""
+"""Facts about the machine and the code a result was computed with, shared by every layer
+that records them."""
 
 from __future__ import annotations
 
+import functools
 import platform
+import subprocess
 from pathlib import Path
 
 
@@ -15,3 +18,34 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor()
+
+
+def package_versions(names) -> dict[str, str | None]:
+    """The installed version of each distribution in ``names`` (None where it is absent)."""
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+@functools.lru_cache(maxsize=1)
+def source_version() -> dict:
+    """``{"commit", "dirty", "dirty_files"}`` of the package's git checkout, read once per
+    process (a worker runs the code it imported when it started, whatever is committed
+    later): ``git rev-parse HEAD``, and the tracked files under ``src`` that differ from it.
+    None values outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None, "dirty_files": []}
+    files = sorted(line[3:] for line in status.splitlines() if line.strip())
+    return {"commit": commit, "dirty": bool(files), "dirty_files": files}

@@ -30,15 +30,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import functools
 import json
 import math
 import os
 import platform
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -48,8 +45,9 @@ from typing import Any, Callable, Iterable
 
 import pandas as pd
 
-from ilets.host import cpu_model
 from ilets.config import ConfigError, from_dict, read_yaml, to_dict
+from ilets.files import atomic_write
+from ilets.host import cpu_model, package_versions, source_version
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.pipeline import METHODS, PipelineConfig, run_method
@@ -182,55 +180,14 @@ def cells(profile: GridProfile) -> list[Cell]:
 
 # --- provenance ---------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
-def source_version() -> dict:
-    """``{"commit", "dirty", "dirty_files"}`` of the package's git checkout, read once per
-    process (the process runs the code it imported when it started, whatever is committed
-    later): ``git rev-parse HEAD``, and the tracked files under ``src`` that differ from it.
-    None outside a checkout."""
-    root = Path(__file__).resolve().parents[3]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "src"],
-                                capture_output=True, text=True, timeout=10, check=True).stdout
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None, "dirty_files": []}
-    files = sorted(line[3:] for line in status.splitlines() if line.strip())
-    return {"commit": commit, "dirty": bool(files), "dirty_files": files}
-
-
 def machine() -> dict:
     """CPU model, cores, platform, Python and package versions."""
-    from importlib import metadata
-
-    cpu = cpu_model()
-    versions = {}
-    for p in PACKAGES:
-        try:
-            versions[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            versions[p] = None
-    return {"cpu_model": cpu, "cores": os.cpu_count(), "host": platform.node(), "platform": platform.platform(),
+    versions = package_versions(PACKAGES)
+    return {"cpu_model": cpu_model(), "cores": os.cpu_count(), "host": platform.node(), "platform": platform.platform(),
             "python": sys.version.split()[0], "packages": versions}
 
 
 # --- files ----------------------------------------------------------------------------------
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """``write(tmp)`` on a unique temporary file beside ``path``, then one rename (readable by others)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    tmp.chmod(0o644)
-    try:
-        write(tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
 
 def atomic_json(path: Path, data: dict) -> None:
     """``data`` as JSON (inf and NaN as JSON's Infinity/NaN, which Python reads back)."""

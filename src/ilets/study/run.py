@@ -30,23 +30,21 @@ from __future__ import annotations
 import json
 import os
 import datetime
-import functools
 import platform
 import resource
 import shutil
 import sys
-import tempfile
 import time
 import traceback
-from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import yaml
 
-from ilets.host import cpu_model
 from ilets.config import RunConfig, to_dict
+from ilets.files import atomic_write  # re-exported: ilets.study.results writes its store through it
+from ilets.host import cpu_model, package_versions
+from ilets.host import source_version as host_source_version
 
 PACKAGES = ("ilets-study", "numpy", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "imitation",
             "pandas", "scipy", "rliable", "simpy")
@@ -192,38 +190,21 @@ def system_info() -> dict:
         ram_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     except (ValueError, OSError, AttributeError):
         pass
-    versions = {}
-    for p in PACKAGES:
-        try:
-            versions[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            versions[p] = None
+    versions = package_versions(PACKAGES)
     return {"cpu_model": cpu, "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
             "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
             "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **source_version()}
 
 
-@functools.lru_cache(maxsize=1)
 def source_version() -> dict:
     """The git commit of the package's checkout and whether its code (``src/``, tracked
-    files) differs from it, read once per process: a grid worker runs the code it imported
-    when it started, whatever is committed later.
+    files) differs from it (:func:`ilets.host.source_version`, read once per process).
 
     ``{"commit": None, "dirty": None}`` outside a git checkout (an installed wheel).
     """
-    import subprocess
-
-    root = Path(__file__).resolve().parents[3]
-    try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--",
-                                "src"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip() != ""
-    except (OSError, subprocess.SubprocessError):
-        return {"commit": None, "dirty": None}
-    return {"commit": commit, "dirty": dirty}
+    version = host_source_version()
+    return {"commit": version["commit"], "dirty": version["dirty"]}
 
 
 def cpu_seconds() -> float:
@@ -240,25 +221,6 @@ def atomic_json(path: Path, data: dict) -> None:
 def atomic_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and one rename."""
     atomic_write(path, lambda tmp: tmp.write_text(text))
-
-
-def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
-    """Call ``write(tmp)`` on a fresh temporary file beside ``path``, then rename it to ``path``.
-
-    The temporary name is unique (``mkstemp``), so two writers of the same file, two grids
-    on one folder or two threads building one store, never rename each other's half-written
-    file; the one that renames last wins with a complete file.
-    """
-    path = Path(path)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(name)
-    tmp.chmod(0o644)  # mkstemp makes it private; results are for reading by others
-    try:
-        write(tmp)
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def run_cell(cfg: RunConfig, out: Path, command: str = "", progress: bool = False,
