@@ -7,6 +7,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+#: The provenance file of a shipped results folder.
+PROVENANCE = "PROVENANCE.json"
+
 
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
     """Call ``write(tmp)`` on a fresh temporary file beside ``path``, then rename it to ``path``.
@@ -27,3 +30,22 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         tmp.replace(path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def publish_folder(tmp: Path, dest: Path, info: dict, note: str, indent: int = 2) -> dict:
+    """Finish a staged copy ``tmp`` of shipped results and put it in place of ``dest``.
+
+    ``info`` (the folder's provenance) gains ``note`` and ``size_mb`` (the staged files' size)
+    and is written to ``tmp`` as :data:`PROVENANCE`; then ``dest`` is replaced by ``tmp``. Returns
+    ``info``.
+    """
+    import json
+    import shutil
+
+    tmp, dest = Path(tmp), Path(dest)
+    info["note"] = note
+    info["size_mb"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) / 2**20
+    (tmp / PROVENANCE).write_text(json.dumps(info, indent=indent))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.replace(dest)
+    return info

@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterable
 import pandas as pd
 
 from ilets.config import ConfigError, from_dict, read_yaml, to_dict
-from ilets.files import atomic_write
+from ilets.files import PROVENANCE, atomic_write, publish_folder
 from ilets.host import cpu_model, package_versions, source_version
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
@@ -54,7 +54,6 @@ from ilets.gridcommand.pipeline import METHODS, PipelineConfig, run_method
 
 STATUS_DONE, STATUS_FAILED = "done", "failed"
 STORE = "store/results.parquet"
-PROVENANCE = "PROVENANCE.json"
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")
 #: Scalar metrics of :func:`ilets.gridcommand.metrics.evaluate` kept in the store (per_event
@@ -336,13 +335,7 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
         rec = read_cell(p)
         if rec is not None and rec.get("status") == STATUS_DONE:
             shutil.copy2(p, tmp / "cells" / p.name)
-    info = provenance(records(tmp))
-    info["note"] = note
-    info["size_mb"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) / 2**20
-    (tmp / PROVENANCE).write_text(json.dumps(info, indent=1))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.replace(dest)
-    return info
+    return publish_folder(tmp, dest, provenance(records(tmp)), note, indent=1)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,9 +27,10 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from ilets.files import PROVENANCE, publish_folder  # PROVENANCE re-exported
+
 #: Files of a cell folder that are shipped (everything but the model).
 SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
-PROVENANCE = "PROVENANCE.json"
 #: At most this many latency samples per shipped cell (learners record about 2,000 already).
 LATENCY_SAMPLES = 2000
 
@@ -85,13 +86,7 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
                 thin_latency_samples(cell / name, target / name)
             elif (cell / name).is_file():
                 shutil.copy2(cell / name, target / name)
-    info = provenance(tmp)
-    info["note"] = note
-    info["size_mb"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) / 2**20
-    (tmp / PROVENANCE).write_text(json.dumps(info, indent=2))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.replace(dest)
-    return info
+    return publish_folder(tmp, dest, provenance(tmp), note)
 
 
 def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) -> None:
