@@ -312,7 +312,7 @@ def test_experts_defer_in_a_down_event_and_not_without_one():
 def test_oracle_reports_solver_status_per_window(env):
     oracle = OracleExpert(window=25, time_limit=2.0)
     episode(env, oracle, limit=120)
-    assert oracle.statuses and set(oracle.statuses) <= {"optimal", "time-limit"}
+    assert oracle.statuses and set(oracle.statuses) <= {"optimal", "limit"}
     assert len(oracle.solve_times) == len(oracle.statuses)
 
 

@@ -273,7 +273,7 @@ class OracleExpert(_Expert):
     ``time_limit`` bounds each solve (``mip_rel_gap`` 0: prove optimality), or
     ``node_limit`` (branch-and-bound nodes: reproducible on any machine, a time limit is
     not); the statuses of all solves are kept in ``statuses``: a window that hits a limit is
-    executed with the best plan found ("time-limit"). Binding class capacity is what makes
+    executed with the best plan found (status "limit"). Binding class capacity is what makes
     windows hard (a packing problem): on a loaded 50-server fleet some 60-task windows hit a
     2 s limit, on 200 servers they solve in tens of milliseconds (busy machine).
     """
@@ -305,6 +305,7 @@ class OracleExpert(_Expert):
         self.statuses: list[str] = []
         self.solve_times: list[float] = []  #: wall s per solve
         self.solve_cpu_times: list[float] = []  #: CPU s per solve
+        self.solve_nodes: list[int] = []  #: branch-and-bound nodes per solve
         self.last_plan: WindowPlan | None = None
 
     def problem(self, env: Any) -> tuple[TrackingProblem, list[int]]:
@@ -368,6 +369,7 @@ class OracleExpert(_Expert):
         self.statuses.append(plan.status)
         self.solve_times.append(plan.solve_s)
         self.solve_cpu_times.append(plan.solve_cpu_s)
+        self.solve_nodes.append(plan.nodes)
         self.last_plan = plan
         for row, j in enumerate(indices):
             self._plan[j] = _Planned(int(plan.cls[row]), float(plan.start[row]) if plan.cls[row] >= 0 else -np.inf)

@@ -61,7 +61,7 @@ from scipy.sparse import coo_matrix
 from ilets.simulator.cloud import CPU_EPS, DEADLINE_TOL, Fleet
 
 #: scipy's ``milp`` status codes, named.
-STATUS = {0: "optimal", 1: "time-limit", 2: "infeasible", 3: "unbounded", 4: "other"}
+STATUS = {0: "optimal", 1: "limit", 2: "infeasible", 3: "unbounded", 4: "other"}
 
 
 # --- weights and server classes ------------------------------------------------------------
@@ -290,7 +290,7 @@ def _options(p: TrackingProblem) -> _Options:
 class WindowPlan:
     """A solved window: per task its class (-1: left out) and chosen start."""
 
-    status: str  #: "optimal", "time-limit" (best found), or scipy's failure name
+    status: str  #: "optimal", "limit" (a time or node limit was hit: best found), or scipy's failure name
     optimal: bool
     objective: float  #: exact objective of the plan (re-evaluated, not HiGHS's rounded value)
     solver_objective: float  #: HiGHS's objective value
@@ -304,6 +304,7 @@ class WindowPlan:
     variables: int = 0
     constraints: int = 0
     solve_cpu_s: float = 0.0  #: CPU time of build + solve, s (other processes do not inflate it)
+    nodes: int = 0  #: HiGHS branch-and-bound nodes explored (``mip_node_count``)
 
 
 def evaluate_window(p: TrackingProblem, cls: Sequence[int], start_no: Sequence[int]) -> tuple[float, np.ndarray]:
@@ -337,7 +338,7 @@ def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_ga
     """Solve the hindsight tracking MILP of a window exactly (HiGHS), see the module docstring.
 
     ``time_limit`` (s, None: none) bounds the solve; if it is hit, the best plan found is
-    returned with ``status = "time-limit"`` and ``optimal = False``. ``node_limit`` bounds
+    returned with ``status = "limit"`` and ``optimal = False``. ``node_limit`` bounds
     the branch-and-bound nodes instead (same status): unlike a time limit it gives the same
     plan on any machine, for reproducible runs. ``mip_rel_gap`` 0 asks HiGHS to prove
     optimality (its default, 1e-4, would stop early).
@@ -412,7 +413,7 @@ def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_ga
                       mip_gap=float(getattr(res, "mip_gap", 0.0) or 0.0), solve_s=time.perf_counter() - t0,
                       cls=cls, start_no=start_no, start=start, power=power,
                       misses=int(opt.miss[chosen].sum()), variables=x + n + n_e, constraints=r,
-                      solve_cpu_s=time.process_time() - c0)
+                      solve_cpu_s=time.process_time() - c0, nodes=int(getattr(res, "mip_node_count", 0) or 0))
 
 
 # --- the receding-horizon fluid LP -----------------------------------------------------------
