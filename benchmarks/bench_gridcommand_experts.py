@@ -5,7 +5,7 @@ grid-command workload (the ``gridcommand-quick`` profile at a reduced scale, one
 down event over the middle of the window) at 50 and 200 servers. Every ``act`` call is timed
 on its own (wall and CPU); the oracle's MILP windows and the MPC's LP solves are also
 reported per solve, with HiGHS's status counts. Last, the oracle's MILP alone on synthetic
-windows of the sizes of the anchors' table (20x12 .. 200x48 tasks x slots). The episode's tracking metrics
+windows of 20x12 .. 200x48 tasks x slots (the sizes at which HiGHS was first timed for this scenario). The episode's tracking metrics
 (:func:`ilets.gridcommand.metrics.tracking_metrics`) are recorded beside, to read the
 times against what they buy; they are not the ladder's evaluation.
 
@@ -86,7 +86,7 @@ def run_expert(env: GridCommandEnv, name: str, max_decisions: int, oracle_kw: di
 
 
 def window_instance(n_tasks: int, n_slots: int, seed: int, headroom: float = 1.3) -> TrackingProblem:
-    """A synthetic tracking window like the anchors' table (tasks x slots): 1 s slots, tasks
+    """A synthetic tracking window of a given size (tasks x slots): 1 s slots, tasks
     arriving over the first 40 %, start candidates at the slot edges up to 3 s after
     arrival, three classes, a cut over the middle half, capacity for about 1.3x the load."""
     rng = np.random.default_rng(seed)
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--oracle-time-limit", type=float, default=2.0)
     ap.add_argument("--experts", nargs="+", default=list(EXPERTS), choices=EXPERTS)
     ap.add_argument("--windows", nargs="*", default=["20x12", "50x24", "100x24", "200x48"],
-                    help="synthetic MILP windows, TASKSxSLOTS (the anchors' table sizes)")
+                    help="synthetic MILP windows, TASKSxSLOTS (tasks x slots)")
     ap.add_argument("--window-repeats", type=int, default=3)
     ap.add_argument("--window-time-limit", type=float, default=30.0)
     ap.add_argument("--quick", action="store_true", help="10 servers, scale 0.001, 150 decisions (checks the script)")

@@ -148,7 +148,18 @@ def test_oracle_runs_on_its_seeds_only(tmp_path, scenario):
     p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule", "oracle"], seeds=[0, 1, 2],
                                          oracle_seeds=[1]))
     assert [c.name for c in G.cells(p)] == ["rule-M6-s0", "rule-M6-s1", "oracle-M6-s1", "rule-M6-s2"]
-    assert p.expert_options("oracle") == {"window": p.oracle_window, "time_limit": p.oracle_time_limit}
+    assert p.expert_options("oracle") == {"window": p.oracle_window, "time_limit": None,
+                                          "node_limit": p.oracle_node_limit}
+
+
+@pytest.mark.parametrize("limits, match", [
+    ({"oracle_node_limit": 0}, "oracle_node_limit: expected >= 1"),
+    ({"oracle_time_limit": -1.0}, "oracle_time_limit: expected > 0"),
+    ({"oracle_node_limit": None, "oracle_time_limit": None}, "both null"),
+])
+def test_the_oracle_budget_is_checked(tmp_path, scenario, limits, match):
+    with pytest.raises(ConfigError, match=match):
+        G.load_grid_profile(grid_profile(tmp_path, scenario, **limits))
 
 
 def test_grid_writes_cells_resumes_and_skips_done_ones(tmp_path, scenario):
@@ -224,6 +235,29 @@ def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):
     assert len(list(tmp_path.glob("clone-*.pt"))) == 1
     other = P.clone_key(cfg, P.PipelineConfig(teacher="rule"), 0)
     assert other != P.clone_key(cfg, pipe, 0) != P.clone_key(cfg, pipe, 1)
-    next(tmp_path.glob("clone-*.pt")).write_bytes(b"cut short")
-    again, info3 = P.cached_clone(cfg, pipe, 0, tmp_path)  # a damaged file is made again
+    cache = next(tmp_path.glob("clone-*.pt"))
+    cache.write_bytes(b"cut short")
+    with pytest.warns(UserWarning, match=f"{cache.name}: damaged clone cache"):
+        again, info3 = P.cached_clone(cfg, pipe, 0, tmp_path)  # a damaged file is made again
     assert "clone_cached" not in info3 and all(th.equal(fresh[k], again[k]) for k in fresh)
+    assert {k: v for k, v in info2.items() if k != "clone_cached"} == pytest.approx(info1)
+
+
+class _Payload:
+    """An object whose unpickling would run code: the cache must never unpickle it."""
+
+    def __reduce__(self):
+        return (print, ("ran code from the cache",))
+
+
+def test_the_clone_cache_never_unpickles_objects(tmp_path, scenario, capsys):
+    import torch as th
+
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig()
+    path = tmp_path / f"clone-{P.clone_key(cfg, pipe, 0)}.pt"
+    th.save({"state": {}, "info_json": "{}", "payload": _Payload()}, path)
+    with pytest.warns(UserWarning, match="damaged clone cache"):
+        state, info = P.cached_clone(cfg, pipe, 0, tmp_path)
+    assert "ran code from the cache" not in capsys.readouterr().out
+    assert "clone_cached" not in info and state

@@ -4,7 +4,7 @@ Lyapunov drift-plus-penalty, and a simple rule, behind one interface.
 Every expert is a policy ``act(env) -> int`` on :class:`ilets.gridcommand.env.GridCommandEnv`:
 an action valid under ``env.action_masks()`` (``0..M-1`` place the current task on that
 server, ``env.defer_action`` defers it by ``env.config.defer_s``), plus ``reset(seed)``. They
-read the environment through the attributes the brief lists (``cloud``, ``current_task``,
+read the environment through these attributes of the env (``cloud``, ``current_task``,
 ``now``, ``schedule``, ``target_at``, ``baseline_at``, ``slot_edges``, ``defer_action``,
 ``deferrals_of_current``, ``config``) and never change it. :func:`make_expert` builds one
 by name (:data:`EXPERTS`).

@@ -82,7 +82,12 @@ class GridProfile:
     #: seeds the oracle runs on (empty: every seed); its MILP is the grid's slowest cell [ours]
     oracle_seeds: tuple[int, ...] = ()
     oracle_window: int = 60  #: tasks per oracle MILP window
-    oracle_time_limit: float = 5.0  #: seconds per oracle solve
+    #: branch-and-bound nodes per oracle solve: the same cut on any host (chosen on pilot
+    #: seeds by ``benchmarks/calibrate_oracle_nodes.py``) [ours]
+    oracle_node_limit: int | None = 1000
+    #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
+    #: point that depends on the host's speed and load, so the grids use the node limit
+    oracle_time_limit: float | None = None
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
 
     def validate(self, where: str = "grid") -> "GridProfile":
@@ -110,8 +115,13 @@ class GridProfile:
             raise ConfigError(f"{where}.oracle_seeds: {missing} are not among the grid's seeds {list(self.seeds)}")
         if self.oracle_window < 1:
             raise ConfigError(f"{where}.oracle_window: expected >= 1 task, got {self.oracle_window}")
-        if not self.oracle_time_limit > 0:
-            raise ConfigError(f"{where}.oracle_time_limit: expected > 0 s, got {self.oracle_time_limit}")
+        if self.oracle_time_limit is not None and not self.oracle_time_limit > 0:
+            raise ConfigError(f"{where}.oracle_time_limit: expected > 0 s or null, got {self.oracle_time_limit}")
+        if self.oracle_node_limit is not None and self.oracle_node_limit < 1:
+            raise ConfigError(f"{where}.oracle_node_limit: expected >= 1 node or null, got {self.oracle_node_limit}")
+        if self.oracle_node_limit is None and self.oracle_time_limit is None:
+            raise ConfigError(f"{where}: oracle_node_limit and oracle_time_limit are both null; a hard "
+                              "window could then run for hours: set one (the node limit is host-independent)")
         self.pipeline.validate(f"{where}.pipeline")
         return self
 
@@ -123,7 +133,8 @@ class GridProfile:
     def expert_options(self, method: str) -> dict:
         """Keyword options of :func:`ilets.gridcommand.experts.make_expert` for ``method``."""
         if method == "oracle":
-            return {"window": self.oracle_window, "time_limit": self.oracle_time_limit}
+            return {"window": self.oracle_window, "time_limit": self.oracle_time_limit,
+                    "node_limit": self.oracle_node_limit}
         return {}
 
 

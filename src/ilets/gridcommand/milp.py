@@ -112,8 +112,8 @@ def make_classes(fleet: Fleet, n_classes: int = 3) -> tuple[ServerClass, ...]:
     """Group the fleet into ``n_classes`` classes of (nearly) equal size by energy per work.
 
     The key is active energy per unit of work, ``(p_act / C) / mips`` (J per CPU·MI): it is
-    what a task costs on the server and it mixes power per CPU and speed, the two axes the
-    brief names [ours: one key, equal-count bins, ties broken by speed then index].
+    what a task costs on the server and it mixes power per CPU and speed, the two axes
+    of the fleet's heterogeneity [ours: one key, equal-count bins, ties broken by speed then index].
     """
     m = len(fleet)
     if not 1 <= n_classes:
@@ -148,7 +148,7 @@ class PlanTask:
 
 def slot_starts(release: float, edges: np.ndarray, latest: float = np.inf) -> tuple[float, ...]:
     """Start candidates on a slot grid: at ``release`` in its own slot, then at each later
-    slot edge up to ``latest`` (the brief's formulation: release slot to latest start)."""
+    slot edge up to ``latest`` (a time-indexed formulation: release slot to latest start)."""
     edges = np.asarray(edges, float)
     later = edges[(edges > release) & (edges < edges[-1]) & (edges <= latest)]
     return (float(release),) + tuple(float(e) for e in later)

@@ -49,6 +49,7 @@ import json
 import os
 import tempfile
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,7 +75,7 @@ METHODS = EXPERTS + LEARNED
 #: Training commands are drawn with ``seed + TRAIN_COMMAND_OFFSET`` [ours] (module docstring).
 TRAIN_COMMAND_OFFSET = 10_000
 #: Bump when cloning changes (the cache key of :func:`cached_clone`).
-CLONE_CACHE_VERSION = 1
+CLONE_CACHE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -358,16 +359,18 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     path = Path(cache_dir) / f"clone-{clone_key(train_cfg, pipe, seed)}.pt"
     if path.is_file():
         try:
-            saved = th.load(path, weights_only=False)
-            return saved["state"], {**saved["info"], "clone_cached": True}
-        except Exception:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
+            # tensors and a JSON string only: torch's safe loader, no unpickling of code
+            saved = th.load(path, weights_only=True)
+            return saved["state"], {**json.loads(saved["info_json"]), "clone_cached": True}
+        except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
+            warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
             path.unlink(missing_ok=True)
     state, info = clone(train_cfg, pipe, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
-        th.save({"state": state, "info": info}, name)
+        th.save({"state": state, "info_json": json.dumps(info, default=float)}, name)
         os.replace(name, path)
     finally:
         Path(name).unlink(missing_ok=True)

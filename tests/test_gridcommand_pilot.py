@@ -1,0 +1,66 @@
+"""The grid-command pilot: its rules, its seeds, resuming, and the defaults it chose."""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from ilets.gridcommand import grid as G
+from ilets.gridcommand import pilot as PL
+from ilets.gridcommand.experts import LyapunovExpert
+
+SHIPPED = Path(__file__).resolve().parents[1] / "shipped" / "gridcommand-pilot" / "pilot.json"
+
+
+def test_the_rules_pick_by_hand():
+    scores = {50: -0.300, 200: -0.2990, 1000: -0.2985}
+    assert PL.choose(scores, "best") == 1000
+    # within 0.5 % of |best| = 0.0014925: 200 (-0.2990) is, 50 (-0.300) is not
+    assert PL.choose(scores, "smallest-within", 0.005) == 200
+    assert PL.choose(scores, "smallest-within", 0.01) == 50
+    assert PL.choose({1.0: -1.0, 2.0: -1.0}, "best") == 1.0  # a tie: the first
+    with pytest.raises(ValueError, match="unknown rule"):
+        PL.choose(scores, "median")
+    with pytest.raises(ValueError, match="no scores"):
+        PL.choose({}, "best")
+
+
+def test_pilot_seeds_are_never_evaluated_by_a_grid():
+    names = [p.stem for p in resources.files("ilets.configs").iterdir()
+             if p.name.startswith("gridcommand-grid-") and p.name.endswith(".yaml")]
+    assert names
+    for name in names:
+        assert not set(PL.PILOT_SEEDS) & set(G.load_grid_profile(name).seeds), name
+
+
+def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
+    profile = G.load_grid_profile("smoke")
+    plan = [{"expert": "lyapunov", "option": "track_gain", "candidates": [1.0, 200.0], "servers": [5],
+             "rule": "best", "tolerance": 0.0, "fixed": {}}]
+    first = PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 2 * len(set(profile.regimes.values()))
+    stage = first["stages"][0]
+    assert stage["chosen"] == PL.choose({json.loads(k): v for k, v in stage["scores"].items()}, "best")
+
+    def no_episode(*a, **k):
+        raise AssertionError("a finished episode was recomputed")
+
+    monkeypatch.setattr(PL, "episode", no_episode)
+    again = PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    assert again["stages"][0]["scores"] == stage["scores"]
+    assert json.loads((tmp_path / "pilot.json").read_text())["stages"][0]["chosen"] == stage["chosen"]
+
+
+def test_the_defaults_are_the_shipped_pilots_choices():
+    shipped = json.loads(SHIPPED.read_text())
+    assert LyapunovExpert().track_gain == PL.chosen(shipped, "lyapunov", "track_gain")
+    node_limit = PL.chosen(shipped, "oracle", "node_limit")
+    assert G.GridProfile().oracle_node_limit == node_limit
+    for name in ("quick", "smoke"):
+        p = G.load_grid_profile(name)
+        assert p.oracle_time_limit is None, name  # host-independent: the node limit only
+    assert G.load_grid_profile("quick").oracle_node_limit == node_limit
