@@ -23,7 +23,8 @@ scores it. Pilot seeds :data:`PILOT_SEEDS` are outside every grid profile's seed
 The pilot is resumable: each episode is one JSON line of ``OUT/episodes.jsonl``, skipped
 when present; ``OUT/pilot.json`` holds the rules, the scores and the choices.
 
-    python -m ilets.gridcommand.pilot --out shipped/gridcommand-pilot
+    python -m ilets.gridcommand.pilot --out results/gridcommand-pilot
+    python -m ilets.gridcommand.pilot --ship results/gridcommand-pilot --to shipped/gridcommand-pilot
 """
 
 from __future__ import annotations
@@ -31,13 +32,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from ilets.files import atomic_write
+from ilets.files import atomic_write, publish_folder
 from ilets.gridcommand.experts import make_expert
 from ilets.gridcommand.grid import GridProfile, load_grid_profile, machine, scenario_of
 from ilets.gridcommand.metrics import evaluate
@@ -150,11 +152,43 @@ def chosen(pilot: dict, expert: str, option: str) -> Any:
     raise KeyError(f"the pilot has no stage for {expert}.{option}")
 
 
+def ship(src: Path, dest: Path, note: str = "") -> dict:
+    """Copy a finished pilot folder (``pilot.json``, ``episodes.jsonl``) into ``dest``
+    (replaced), with a provenance record: episodes, CPU-hours, commits, machine, dates."""
+    src, dest = Path(src), Path(dest)
+    pilot = json.loads((src / "pilot.json").read_text())
+    rows = [json.loads(s) for s in (src / "episodes.jsonl").read_text().splitlines() if s.strip()]
+    commits: dict[str, int] = {}
+    for r in rows:
+        c = str(r.get("commit")) + ("+dirty" if r.get("dirty") else "")
+        commits[c] = commits.get(c, 0) + 1
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in ("pilot.json", "episodes.jsonl"):
+        shutil.copy2(src / name, tmp / name)
+    info = {"cells": len(rows), "commits": commits, "cpu_hours": pilot["cpu_hours"],
+            "machines": {f"{pilot['machine']['cpu_model']} x {pilot['machine']['cores']} cores": len(rows)},
+            "finished_utc": pilot["finished_utc"],
+            "chosen": {f"{s['expert']}.{s['option']}": s["chosen"] for s in pilot["stages"]}}
+    return publish_folder(tmp, dest, info, note, indent=1)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ilets.gridcommand.pilot", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="quick", help="grid profile whose scenario the pilot uses")
-    ap.add_argument("--out", type=Path, required=True, help="pilot folder (resumed if it exists)")
+    ap.add_argument("--out", type=Path, help="pilot folder (resumed if it exists)")
+    ap.add_argument("--ship", type=Path, help="copy this finished pilot folder to --to")
+    ap.add_argument("--to", type=Path, help="destination of --ship (replaced)")
+    ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
     args = ap.parse_args(argv)
+    if args.ship:
+        if not args.to:
+            ap.error("--ship needs --to")
+        print(json.dumps(ship(args.ship, args.to, args.note), indent=1))
+        return 0
+    if not args.out:
+        ap.error("--out is required (or --ship and --to)")
     result = run_pilot(load_grid_profile(args.profile), args.out, log=lambda s: print(s, flush=True))
     print(json.dumps({s["expert"] + "." + s["option"]: s["chosen"] for s in result["stages"]}))
     return 0

@@ -172,10 +172,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
     from ilets.gridcommand.config import GridCommandConfig
     from ilets.gridcommand.grid import load_grid_profile
+    from ilets.gridcommand import pilot as PL
+    from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.pipeline import TRAIN_COMMAND_OFFSET, PipelineConfig
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
+
+    def _seeds(values) -> str:
+        return ", ".join(f"{v:,g}" for v in values)
 
     def regime(name: str) -> str:
         r = REGIMES[name]
@@ -232,13 +237,19 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"the next rollout start as {_O.bc_steps} BC step(s) at lr {_O.learning_rate:g}, loss weight "
                   f"{pipe.weight:g}", "ilets.gridcommand.pipeline.GridCorrections", kind=EXTENSION),
         Deviation("Oracle budget (quick grid)", _NO_PAPER,
-                  f"the hindsight MILP on {oracle_seeds}, "
-                  f"over {quick.oracle_window}-task windows, at most {quick.oracle_time_limit:g} s per solve (a "
-                  "solve cut by the limit keeps its best plan: an upper rung, not a proven optimum; the grid's "
-                  "slowest cell); the ladder's gaps use the seeds every rung ran. Known defect: the limit is "
-                  "wall-clock, so an oracle cell whose solves hit it depends on the host's speed and load; "
-                  "HiGHS's node limit (supported by the expert) is the reproducible bound to use next",
-                  "configs/gridcommand-grid-quick.yaml",
+                  f"the hindsight MILP on {oracle_seeds}, over {quick.oracle_window}-task windows, at most "
+                  f"{quick.oracle_node_limit} branch-and-bound nodes per solve, no wall-clock limit (a solve cut by "
+                  "the limit keeps its best plan: an upper rung, not a proven optimum); the same cut on any host. "
+                  f"The limit was chosen on pilot seeds {_seeds(PL.PILOT_SEEDS)} by a rule fixed before the run: the "
+                  f"smallest of {_seeds(PL.NODE_LIMITS)} nodes within {PL.NODE_TOLERANCE:.1%} of the best mean reward",
+                  "configs/gridcommand-grid-quick.yaml, ilets.gridcommand.pilot", kind=EXTENSION),
+        Deviation("Lyapunov gain", _NO_PAPER,
+                  f"the tracking queue's weight track_gain = {LyapunovExpert().track_gain:g}, chosen on pilot seeds "
+                  f"{_seeds(PL.PILOT_SEEDS)} (no grid evaluates them) as the best mean reward of "
+                  f"{_seeds(PL.TRACK_GAINS)}"
+                  + (" (the largest candidate: the range was not widened after the run)"
+                     if LyapunovExpert().track_gain == max(PL.TRACK_GAINS) else "")
+                  + "; the Lyapunov rung is also the learners' teacher", "ilets.gridcommand.experts.LyapunovExpert, ilets.gridcommand.pilot",
                   kind=EXTENSION),
         Deviation("Regulation signal", "PJM RegD data may not be redistributed",
                   "a synthetic band-limited, bounded, zero-mean signal; no PJM data", "ilets.gridcommand.command."

@@ -3,7 +3,9 @@
 The table is :func:`ilets.report.findings.headline_markdown` (the paper's improvements over
 DRL beside ours, per fleet size and pooled, with the results' banner). With ``--write FILE``
 it replaces what sits between :data:`ilets.report.findings.HEADLINE_MARKERS` in ``FILE``; a
-test keeps README's block equal to the shipped paper-scale results' table. It lives in the
+test keeps README's block equal to the shipped paper-scale results' table. It also writes
+the table of every shipped folder (:func:`shipped_markdown`, between :data:`SHIPPED_MARKERS`),
+so no count, CPU-hour or size in README is typed by hand. It lives in the
 report layer (not in the ``ilets`` command of the study layer, which the report layer sits
 above).
 """
@@ -11,6 +13,7 @@ above).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -20,6 +23,53 @@ from ilets.report.report_context import ReportContext
 
 class HeadlineError(ValueError):
     """A folder or file the command cannot use (the message names it)."""
+
+
+SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
+
+
+def planned_cells(folder: Path) -> int | None:
+    """How many cells the grid that made ``folder`` planned: the study's ``grid.json``
+    manifest, or the grid-command grid's ``profile.json``; None when neither is there."""
+    folder = Path(folder)
+    if (folder / "grid.json").is_file():
+        return len(json.loads((folder / "grid.json").read_text()).get("cells", []))
+    if (folder / "profile.json").is_file():
+        from ilets.config import from_dict
+        from ilets.gridcommand.grid import GridProfile, cells
+
+        return len(cells(from_dict(GridProfile, json.loads((folder / "profile.json").read_text()), "profile.json")))
+    return None
+
+
+def shipped_markdown(root: Path) -> str:
+    """One row per shipped folder of ``root`` (each with a ``PROVENANCE.json``): its note,
+    cells done of planned, CPU-hours, the commits it ran at, and its size on disk (the sum
+    of its files' sizes)."""
+    rows = ["| folder | what (its provenance note) | cells | CPU-hours | commits | size |",
+            "|---|---|---:|---:|---:|---:|"]
+    for folder in sorted(p for p in Path(root).iterdir() if (p / "PROVENANCE.json").is_file()):
+        prov = json.loads((folder / "PROVENANCE.json").read_text())
+        planned = planned_cells(folder)
+        done = int(prov.get("cells", 0))
+        cells = f"{done:,}" + (f" of {planned:,}" if planned is not None else "")
+        size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
+        found = list(prov.get("commits", {}))
+        dirty = sum(c.endswith("+dirty") for c in found)
+        commits = (", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in found) if len(found) <= 2
+                   else f"{len(found)}" + (f" ({dirty} with uncommitted edits)" if dirty else ""))
+        rows.append(f"| `{root.name}/{folder.name}/` | {prov.get('note', '')} | {cells} | "
+                    f"{float(prov.get('cpu_hours', 0.0)):.2f} | {commits} | {size:.1f} MB |")
+    return "\n".join(rows) + "\n"
+
+
+def replace_block(doc: str, markers: tuple[str, str], text: str, target: Path) -> str:
+    """``doc`` with what sits between ``markers`` replaced by ``text`` (``target`` names it)."""
+    start, end = markers
+    if start not in doc or end not in doc:
+        raise HeadlineError(f"--write {target}: expected the markers {start} and {end}")
+    head, rest = doc.split(start, 1)
+    return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
 
 
 def write_headline(results: Path, target: Path | None = None) -> str:
@@ -33,12 +83,9 @@ def write_headline(results: Path, target: Path | None = None) -> str:
     target = Path(target)
     if not target.is_file():
         raise HeadlineError(f"--write {target}: no such file")
-    start, end = HEADLINE_MARKERS
-    doc = target.read_text()
-    if start not in doc or end not in doc:
-        raise HeadlineError(f"--write {target}: expected the markers {start} and {end}")
-    head, rest = doc.split(start, 1)
-    target.write_text(f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}")
+    doc = replace_block(target.read_text(), HEADLINE_MARKERS, text, target)
+    doc = replace_block(doc, SHIPPED_MARKERS, shipped_markdown(results.parent), target)
+    target.write_text(doc)  # both blocks or neither
     return text
 
 
@@ -53,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     except HeadlineError as err:
         print(f"headline: {err}", file=sys.stderr)
         return 2
-    print(f"wrote the headline table into {args.write}" if args.write else text, end="\n" if args.write else "")
+    print(f"wrote the headline and shipped tables into {args.write}" if args.write else text, end="\n" if args.write else "")
     return 0
 
 

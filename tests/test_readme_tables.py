@@ -1,0 +1,43 @@
+"""README's generated tables stay equal to what is shipped (no hand-typed counts or sizes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ilets.report import headline as H
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_shipped_table_is_generated_from_the_shipped_folders():
+    # after shipping: `python -m ilets.report.headline --results shipped/paper --write README.md`
+    readme = (ROOT / "README.md").read_text()
+    start, end = H.SHIPPED_MARKERS
+    assert start in readme and end in readme, "README lacks the shipped-table markers"
+    block = readme.split(start, 1)[1].split(end, 1)[0].strip("\n")
+    assert block == H.shipped_markdown(ROOT / "shipped").strip("\n")
+
+
+def test_shipped_table_reads_provenance_and_plans(tmp_path):
+    study = tmp_path / "shipped" / "a"
+    study.mkdir(parents=True)
+    (study / "PROVENANCE.json").write_text(json.dumps({"cells": 2, "cpu_hours": 1.5, "note": "two cells",
+                                                       "commits": {"abcdef0123": 1, "1234567aaa+dirty": 1}}))
+    (study / "grid.json").write_text(json.dumps({"cells": ["x", "y", "z"]}))
+    (tmp_path / "shipped" / "no-provenance").mkdir()
+    text = H.shipped_markdown(tmp_path / "shipped")
+    lines = text.splitlines()
+    assert len(lines) == 3  # header, rule, one folder (the one without provenance is not listed)
+    assert lines[2].startswith("| `shipped/a/` | two cells | 2 of 3 | 1.50 | abcdef0, 1234567+dirty | ")
+
+
+def test_write_needs_both_marker_pairs_and_changes_nothing_without(tmp_path):
+    target = tmp_path / "README.md"
+    original = "x\n<!-- headline:start -->\n<!-- headline:end -->\n"
+    target.write_text(original)
+    with pytest.raises(H.HeadlineError, match="shipped:start"):
+        H.write_headline(ROOT / "shipped" / "paper", target)
+    assert target.read_text() == original
