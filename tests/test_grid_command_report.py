@@ -128,6 +128,12 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert "Lyapunov" in said["clone"] and "(worse)" in said["clone"]
     assert "oracle (hindsight MILP) keeps the most" in said["drift"]
     assert "BC (clone alone) the least (20 %)" in said["drift"]
+    # misses = 10 x error: learners 3 (OAIL) .. 9 (PPO); experts: the oracle's two seeds 0.85 .. the rule 6
+    assert ("at 50 servers the learned policies cause +3 to +9 deadline misses against the baseline run, "
+            "the experts +1 to +6") in said["misses"]
+    assert R.misses_sentence(table[table["method"].isin(["rule", "oracle"])]).startswith("These results lack")
+    assert "quick-scale results" in R.scale_note(res) and "not run" in R.scale_note(res)
+    assert "no results" in R.scale_note(None)
     status = R.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
     # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan with 3 fleets

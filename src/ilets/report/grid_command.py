@@ -23,7 +23,8 @@ import pandas as pd
 
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
 from ilets.gridcommand.experts import LADDER, ladder_gaps
-from ilets.gridcommand.pipeline import METHODS
+from ilets.gridcommand.experts import EXPERTS
+from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
 
 #: Where the book reads the shipped results (relative to the repository root).
@@ -117,6 +118,16 @@ def status_sentence(results: GridResults | None, folder: Path) -> str:
             f"{t['method'].nunique()} methods, {_join(sorted(set(t['servers'])))} servers, seeds "
             f"{_join(sorted(set(t['seed'])))}; clones made under {reg.get('train', 'n/a')}, every method scored "
             f"under {reg.get('train', 'n/a')} and {reg.get('eval', 'n/a')}.")
+
+
+def scale_note(results: GridResults | None) -> str:
+    """Whether these results may speak for the full window, and what would."""
+    if results is not None and results.scale == "paper":
+        return "These results cover the full online window."
+    shown = f"{results.scale}-scale" if results is not None else "no"
+    return (f"The chapter shows {shown} results, a short window of the workload; the full-window grid is "
+            "`gridcommand-grid-paper` (`python -m ilets.gridcommand.grid --profile paper --out <dir>`), not run "
+            "in this repository, so no claim here is made at the full window's scale.")
 
 
 def planned_cells(results: GridResults) -> int | None:
@@ -300,7 +311,7 @@ def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | No
 def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[str, str]:
     """The sentences the chapter glues, computed from the results (never crashes on a
     missing method, rung or folder: the sentence then says what is missing)."""
-    keys = ("best", "oail", "clone", "ladder", "drift")
+    keys = ("best", "oail", "clone", "ladder", "drift", "misses")
     if results is None:
         return {k: "No results to state." for k in keys}
     t = results.table
@@ -354,7 +365,27 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
                         f"({low['kept_pct']:.0f} %).")
     else:
         out["drift"] = "No method had time in band under the training regime, so none can keep any."
+    out["misses"] = misses_sentence(t)
     return out
+
+
+def misses_sentence(table: pd.DataFrame, role: str = "train") -> str:
+    """What the learners cost in deadlines against the experts: per fleet size, the range
+    of the seed-mean deadline misses caused (run minus baseline; negative: fewer) over the
+    learned methods and over the experts, and the tasks per episode."""
+    t = _role(table, role)
+    parts = []
+    for s in sorted(set(t["servers"])):
+        means = t[t["servers"] == s].groupby("method")["misses_caused"].mean()
+        learned = means[[m for m in LEARNED if m in means.index]]
+        experts = means[[m for m in EXPERTS if m in means.index]]
+        if len(learned) and len(experts):
+            parts.append(f"at {s} servers the learned policies cause {learned.min():+,.0f} to {learned.max():+,.0f} "
+                         f"deadline misses against the baseline run, the experts {experts.min():+,.0f} to "
+                         f"{experts.max():+,.0f}")
+    if not parts:
+        return "These results lack a learned method or an expert, so their misses cannot be set side by side."
+    return "Per episode, " + "; ".join(parts) + "."
 
 
 # --- the command model's calibration ----------------------------------------------------------
