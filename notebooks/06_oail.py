@@ -38,7 +38,6 @@ from myst_nb import glue
 from ilets.report import findings as F
 from ilets.report import plots, stats
 from ilets.report.report_context import ReportContext
-from ilets.workloads.workload import RATE_SHAPE
 
 # %matplotlib inline
 FORMATS = {"mad": ".3g", "convergence_decisions": ",.0f", "cum_reward": ",.1f", "mean_reward": ".3f",
@@ -50,8 +49,7 @@ NAMES = {"mean_reward": "mean reward", "avg_response_s": "response (s)", "succes
          "oail_applied": "applied", "oail_dropped": "dropped", "oail_failed": "failed",
          "oail_updates": "gradient steps", "oail_lag_p50": "median lag (decisions)",
          "share_led": "checkpoints led", "final_rank": "rank at end", "leads_from": "leads from decision",
-         **{f"burst_{i}": f"burst ({s:.0f} s)" for i, (s, _, _) in enumerate(RATE_SHAPE["bursts"])},
-         "trend_change": f"trend change ({RATE_SHAPE['trend_change']:.0f} s)"}
+         **F.EVENT_NAMES}
 
 plots.use_style()
 ctx = ReportContext.load()
@@ -69,7 +67,6 @@ glue("oail_mode", run.oail.window_mode, display=False)
 glue("n_steps", f"{run.ppo.n_steps:,}", display=False)
 glue("max_pending", f"{run.oail.max_pending}", display=False)
 glue("n_events", str(len(found.markers)), display=False)
-glue("event_list", ", ".join(NAMES.get(e, e) for e in found.event_order) or "none", display=False)
 glue("span_decisions", f"{found.span_decisions:,}", display=False)
 glue("scale", f"{run.workload.scale:g}", display=False)
 glue("conv_tol", f"{F.CONVERGENCE['tol']:.0%}", display=False)
@@ -93,8 +90,10 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # The online segment has {glue:text}`n_events` designed events: {glue:text}`event_list`
 # (times in the paper's 3,000 s window; the profile runs {glue:text}`scale` of it, so the
 # events come at the same *share* of the segment). Each event is mapped to the decision at
-# which it strikes, the first task arriving at or after it, from the regenerated workload
-# of each seed (`ilets.workloads.workload.load_workload` and `ilets.report.stats.event_decisions`).
+# which it strikes, the first task arriving at or after it in the workload of each seed
+# (`ilets.study.grid.event_decisions`). The grid records these decisions when it runs the
+# cells (`events.json` in the results folder) and this page reads them; only a folder made
+# before that record existed makes it regenerate the workloads' arrivals.
 #
 # The arrival rate drives the reward of every scheduler: a burst queues tasks on any
 # policy. To separate the policy's own instability from the load's swings, the second

@@ -23,13 +23,10 @@
 #
 # **How to read the numbers.** A seed fixes the workload draw and the learners' random
 # state; seeds are the independent replicates. Every interval is a 95 % percentile bootstrap
-# over seeds (`ilets.report.stats`); with this few seeds such intervals under-cover, so read them as
-# descriptive, not as tests.
+# over seeds (`ilets.report.stats`, {glue:text}`reps` resamples); with this few seeds such
+# intervals under-cover, so read them as descriptive, not as tests.
 
 # %% tags=["remove-cell"]
-import warnings
-
-import pandas as pd
 from IPython.display import display
 from myst_nb import glue
 
@@ -56,14 +53,14 @@ for key, text in found.texts.items():
     glue(key, text, display=False)
 for claim, verdict in found.verdicts.items():
     glue(f"verdict_{claim}", verdict.verdict, display=False)
-glue("heavy_caption", found.heavy_caption or "no variant", display=False)
 
 METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("energy (kWh)", None, 1.0),
            "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
 AXES = {"avg_response_s": "response time (s)", "energy_kwh": "energy (kWh)", "success_rate": "success rate",
         "mean_reward": "mean reward"}
 PAPER_LABELS = F.PAPER_LABELS
-summary = S.summary_table(metrics, metrics_cols=tuple(METRICS))
+summary = found.summary  # every interval on this page: the context's resamples (ctx.reps)
+glue("reps", f"{ctx.reps:,}", display=False)
 
 # %% tags=["remove-input"]
 from IPython.display import Markdown
@@ -143,14 +140,8 @@ plots.markdown_table(F.claims_display(found.components, (1, 2, 3)), {})
 # is robust to an outlying run and less noisy than a median {cite}`agarwal2021rliable`; its
 # CI is rliable's stratified bootstrap (seeds resampled within each fleet size).
 
-# %% tags=["remove-cell"]
-with warnings.catch_warnings():  # methods lacking a fleet size are left out; the caption says so
-    warnings.simplefilter("ignore", UserWarning)
-    iqm = pd.concat([S.iqm_table(metrics, c, reps=500) for c in METRICS], ignore_index=True)
-iqm = plots.label_methods(iqm)
-
 # %%
-fig = plots.interval_panels(iqm, "iqm", "ci_low", "ci_high", panel="metric", label="Method",
+fig = plots.interval_panels(found.iqm, "iqm", "ci_low", "ci_high", panel="metric", label="Method",
                             panel_labels=dict(PAPER_LABELS, mean_reward="mean reward"), reference=1.0, order=order,
                             xlabel="normalised score (IQM)")
 
@@ -165,13 +156,8 @@ fig = plots.interval_panels(iqm, "iqm", "ci_low", "ci_high", panel="metric", lab
 # no normalisation. 0.5 means indistinguishable, 1 means ILETS always better, 0 always
 # worse.
 
-# %% tags=["remove-cell"]
-poi = pd.DataFrame([S.probability_of_improvement(metrics, "ilets", y, c, reps=250)
-                    for y in order_methods if y != "ilets" for c in PAPER_LABELS])
-poi = plots.label_methods(poi.rename(columns={"y": "method"}))
-
 # %%
-fig = plots.interval_panels(poi, "prob", "ci_low", "ci_high", panel="metric", label="Method",
+fig = plots.interval_panels(found.poi, "prob", "ci_low", "ci_high", panel="metric", label="Method",
                             panel_labels=PAPER_LABELS, reference=0.5,
                             order=[m for m in order if m != "ILETS"], xlabel="P(ILETS better)")
 
@@ -211,7 +197,7 @@ plots.markdown_table(F.claims_display(found.components, (8,)), {})
 
 # %% tags=["remove-input"]
 display(plots.summary_display(found.heavy_summary, METRICS, index="method", split="setting")
-        .style.set_caption(f"Main grid vs {found.heavy_caption} (mean ± std [95 % CI])"))
+        .style.set_caption(f"Main grid vs {found.texts['heavy_caption']} (mean ± std [95 % CI])"))
 
 # %% tags=["remove-input"]
 fig = plots.variant_points(found.heavy, AXES, order=order)

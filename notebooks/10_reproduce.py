@@ -43,22 +43,14 @@
 # ## Profiles
 
 # %% tags=["remove-cell"]
-import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
-from ilets.study.profiles import BUILTIN, load_profile
+from ilets.report import findings as F
 from ilets.report.report_context import ReportContext
 from ilets.study.results import system_info
 
-rows = []
-for name in BUILTIN:
-    p = load_profile(name)
-    rows.append({"profile": name, "description": p.description, "methods": len(p.methods),
-                 "servers": ", ".join(map(str, p.servers)), "seeds": len(p.seeds),
-                 "workload scale": p.run.workload.scale, "variants": ", ".join(v.name for v in p.variants) or "-",
-                 "cells": len(p.cells())})
-profiles = pd.DataFrame(rows)
+profiles = F.profiles_table()
 ctx = ReportContext.load()
 glue("profile_name", ctx.name, display=False)
 
@@ -105,7 +97,6 @@ Markdown(per.round(1).to_markdown(index=False))
 # (`ilets.study.verify`). This build re-ran these cells of {glue:md}`rerun_from` just now:
 
 # %% tags=["remove-cell"]
-from ilets.report import findings as F
 from ilets.study import verify as VF
 
 scale = F.scale_findings(ctx)
@@ -132,8 +123,4 @@ Markdown(recorded.to_markdown(index=False))
 # As recorded by the cells (`system.json` in every result folder):
 
 # %% tags=["remove-input"]
-info = system_info(ctx.out)
-hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
-      "Python": info.get("python"), "platform": info.get("platform")}
-hw.update({f"{k}": v for k, v in (info.get("packages") or {}).items()})
-Markdown(pd.DataFrame(list(hw.items()), columns=["item", "value"]).to_markdown(index=False))
+Markdown(F.hardware_table(system_info(ctx.out)).to_markdown(index=False))

@@ -38,7 +38,8 @@ def _cell(out: Path, method: str, servers: int, seed: int, gain: float, variant:
                   "success": 0.8 + 0 * reward, "decisions": decisions, "energy_kwh": 0.002 + 0 * reward,
                   "decision_end": np.cumsum(decisions)}).to_csv(d / "curve.csv", index=False)
     noise = 0.01 * rng.standard_normal(3)
-    m = {"method": method, "variant": variant, "servers": servers, "seed": seed, "digest": "0", "tasks": total,
+    cfg = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=fleet or FleetConfig(servers=servers))
+    m = {"method": method, "variant": variant, "servers": servers, "seed": seed, "digest": cfg.digest(), "tasks": total,
          "avg_response_s": 2.0 * (1 - gain) + noise[0], "avg_wait_s": 0.4, "success_rate": 0.8 + gain / 10 + noise[1],
          "energy_kwh": 0.02 * (1 - gain / 2) + noise[2] / 100, "mean_reward": float(reward.mean()),
          "decision_p50_ms": 0.02, "decision_p95_ms": 0.05, "wall_s": 1.0, "cpu_s": 2.0}
@@ -50,9 +51,8 @@ def _cell(out: Path, method: str, servers: int, seed: int, gain: float, variant:
                  oail_lag_p50=100)
     (d / "metrics.json").write_text(json.dumps(m))
     (d / "command.txt").write_text("synthetic\n")
-    (d / "system.json").write_text("{}")
+    (d / "system.json").write_text(json.dumps({"cpu_model": "test CPU", "cores": 2}))
     np.savez(d / "decisions.npz", server=np.zeros(1, dtype=np.int64))
-    cfg = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=fleet or FleetConfig(servers=servers))
     (d / "config.yaml").write_text(yaml.safe_dump(to_dict(cfg)))
 
 
@@ -107,9 +107,18 @@ def test_event_ranges_come_from_the_workload_config(ctx):
     assert ctx.event_ranges(0) == ev  # cached, deterministic
 
 
-def test_build_stamp_names_machine_and_date():
+def test_build_stamp_names_machine_and_date(monkeypatch):
+    import os
+    import re
+
+    import ilets.host
+
+    # the machine as the cells' system.json names it (CPU model and cores), not platform.machine()'s "x86_64"
+    monkeypatch.setattr(ilets.host, "cpu_model", lambda: "Test CPU 9000 @ 1.00GHz")
+    monkeypatch.setattr(os, "cpu_count", lambda: 7)
     stamp = build_stamp()
-    assert "measured while this page was built" in stamp and "CPUs" in stamp and "UTC" in stamp
+    assert stamp.startswith("measured while this page was built, on Test CPU 9000 @ 1.00GHz x 7 cores (")
+    assert re.search(r"\), \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$", stamp)
 
 
 # --- chapters state the summary's statuses ------------------------------------------------
@@ -148,8 +157,28 @@ def test_adaptation_findings(ctx):
     assert not adapt.upcoming.present
 
 
-def test_results_findings_heavy_load_caption_from_config(ctx):
+def _spy(seen: list, name: str, real):
+    def call(*args, **kw):
+        seen.append((name, kw.get("reps")))
+        return real(*args, **kw)
+
+    return call
+
+
+def test_results_findings_heavy_load_caption_from_config(ctx, monkeypatch):
+    from ilets.report import stats as S
+
+    seen: list = []
+    for name in ("summary_table", "iqm_table", "probability_of_improvement"):
+        monkeypatch.setattr(S, name, _spy(seen, name, getattr(S, name)))
     res = F.results_findings(ctx)
+    # chapter 7's tables and aggregates resample here, all with the context's one count
+    assert {n for n, _ in seen} == {"summary_table", "iqm_table", "probability_of_improvement"}
+    assert {r for _, r in seen} == {ctx.reps}
+    assert set(res.iqm["metric"]) == set(F.FINAL) and "Method" in res.iqm
+    assert set(res.poi["metric"]) == set(F.PAPER_LABELS) and set(res.poi["method"]) == set(METHODS) - {"ilets"}
+    assert set(res.summary["metric"]) == set(F.FINAL) and set(res.summary["servers"]) == {50, 100}
+    assert res.texts["heavy_caption"] == res.heavy_caption
     assert res.heavy_caption == "servers one sixth slower (500-1,500 MIPS instead of 600-1,800)"
     assert "one sixth slower" in res.texts["heavy_text"] and "twice as fast" not in res.texts["heavy_text"]
     assert set(res.heavy["setting"]) == {"main grid", "heavier load"} and len(res.heavy_summary)
@@ -257,6 +286,30 @@ def test_chapters_read_results_through_one_context_with_the_book_resamples(path)
     text = path.read_text()
     assert "load_profile_info" not in text and "results_dir()" not in text
     assert "ReportContext.load(" not in text.replace("ReportContext.load()", "")
+    # a chapter that resamples on its own (``reps=500``, or a resampler's default 2000) states
+    # intervals the summary does not: resampling goes through ilets.report.findings, with ctx.reps
+    assert "reps=" not in text.replace(" ", ""), f"{path.name} sets its own number of resamples"
+    calls = {n.func.attr for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute)}
+    assert not calls & RESAMPLERS, f"{path.name} resamples outside ilets.report.findings: {sorted(calls & RESAMPLERS)}"
+
+
+def _resamplers() -> frozenset[str]:
+    """The functions of ilets.report.stats and ilets.report.verdicts that resample (they take ``reps``)."""
+    import inspect
+
+    from ilets.report import stats as S
+
+    return frozenset(name for module in (S, V) for name, f in vars(module).items()
+                     if inspect.isfunction(f) and not name.startswith("_") and "reps" in inspect.signature(f).parameters)
+
+
+RESAMPLERS = _resamplers()
+
+
+def test_the_resamplers_are_known():
+    assert {"summary_table", "iqm_table", "probability_of_improvement", "compare", "improvement_table",
+            "all_verdicts", "component_effects"} <= RESAMPLERS
 
 
 def test_status_counts_sentence():
@@ -357,12 +410,16 @@ def test_headline_sets_the_papers_improvements_beside_ours(ctx, store, tmp_path,
 
     text = F.headline_markdown(ctx)
     assert "paper (%)" in text and "pooled" in text and "50 servers" in text and ctx.banner in text
+    from ilets.report.headline import SHIPPED_MARKERS, shipped_markdown
+
     readme = tmp_path / "README.md"
     start, end = F.HEADLINE_MARKERS
-    readme.write_text(f"# x\n{start}\nold table\n{end}\ntail\n")
+    s_start, s_end = SHIPPED_MARKERS
+    readme.write_text(f"# x\n{start}\nold table\n{end}\nmiddle\n{s_start}\nold list\n{s_end}\ntail\n")
     assert main(["--results", str(store), "--write", str(readme)]) == 0
     written = F.headline_markdown(ReportContext.load(store))  # the command's resamples (the book's)
-    assert readme.read_text() == f"# x\n{start}\n{written}{end}\ntail\n"
+    assert readme.read_text() == (f"# x\n{start}\n{written}{end}\nmiddle\n{s_start}\n{shipped_markdown(store.parent)}"
+                                  f"{s_end}\ntail\n")
     assert main(["--results", str(tmp_path / "nowhere")]) == 2
     assert "store/metrics.parquet" in capsys.readouterr().err
 
@@ -389,3 +446,147 @@ def test_plots_dodge_only_with_several_hue_levels():
     one = pd.DataFrame({"method": ["drl", "drl", "drl+", "drl+"], "servers": 50, "seed": [0, 1, 0, 1],
                         "avg_response_s": [1.0, 2.0, 1.5, 1.7]})
     assert metric_grid(one, {"avg_response_s": "response"}, order=None) is not None
+
+
+# --- the display and sentence helpers of chapters 3, 4, 8 and 10 -------------------------
+
+def test_ks_sentence_measures_the_distance_or_says_why_not():
+    gen = np.array([0.1, 0.2, 0.3, 0.4])
+    assert F.ks_sentence(gen, None) == ("the real sample is not present on this machine, so only the synthetic "
+                                        "CDF is shown")
+    # 0.3 and 0.4 lie above every real value: the CDFs are 0.5 apart at 0.2
+    assert F.ks_sentence(gen, np.array([0.05, 0.15, 0.2, 0.25])) == \
+        "the two-sample Kolmogorov-Smirnov distance is 0.500"
+    assert F.ks_sentence(gen, gen.copy()).endswith("is 0.000")
+
+
+def _latency_metrics(with_heuristics: bool = True) -> pd.DataFrame:
+    rows = [("drl", 50, 0.020, 0.050), ("drl", 50, 0.040, 0.070), ("drl", 100, 0.030, 0.060),
+            ("ilets", 50, 0.100, 0.300), ("ilets", 100, 0.200, 0.400)]
+    if with_heuristics:
+        rows += [("random", 50, 0.001, 0.002), ("random", 100, 0.001, 0.002),
+                 ("greedy-cost", 50, 0.005, 0.009), ("greedy-cost", 100, 0.007, 0.011)]
+    return pd.DataFrame(rows, columns=["method", "servers", "decision_p50_ms", "decision_p95_ms"])
+
+
+def test_store_latency_orders_learners_then_heuristics_and_quotes_the_extremes():
+    table, texts = F.store_latency(_latency_metrics())
+    assert list(table["Method"]) == ["DRL", "ILETS", "random", "greedy-cost"]
+    assert list(table.columns) == ["Method", "p50 µs, 50 servers", "p95 µs, 50 servers", "p50 µs, 100 servers",
+                                   "p95 µs, 100 servers"]
+    drl = table.set_index("Method").loc["DRL"]
+    assert drl["p50 µs, 50 servers"] == pytest.approx(30.0) and drl["p95 µs, 100 servers"] == pytest.approx(60.0)
+    # learners' p50 means: DRL 30 and 30 µs, ILETS 100 and 200 µs; slowest heuristic greedy-cost at 100 servers
+    assert texts == {"store_learner_us_lo": "30", "store_learner_us_hi": "200",
+                     "store_slowest_heuristic": "greedy-cost", "store_slowest_us": "7"}
+
+
+def test_store_latency_without_heuristics_says_so():
+    table, texts = F.store_latency(_latency_metrics(with_heuristics=False))
+    assert list(table["Method"]) == ["DRL", "ILETS"]
+    assert texts["store_slowest_heuristic"] == "n/a" and texts["store_slowest_us"] == "n/a"
+    assert (texts["store_learner_us_lo"], texts["store_learner_us_hi"]) == ("30", "200")
+
+
+def test_component_display_formats_the_pooled_effect_and_the_scales():
+    comp = pd.DataFrame({"component": ["DRL+ vs DRL: response time"], "status": [V.HOLDS_POOLED], "pooled": [12.345],
+                         "pooled_low": [-0.04], "pooled_high": [20.0], "scales_ok": [1], "scales": [3]})
+    shown = F.component_display(comp)
+    assert shown.to_dict("records") == [{"comparison": "DRL+ vs DRL: response time", "status": V.HOLDS_POOLED,
+                                         "pooled effect (95 % CI)": "+12.3 % [-0.0, +20.0]",
+                                         "fleet sizes with CI above 0": "1/3"}]
+    stacked = F.claims_display({1: comp, 2: comp.iloc[0:0]}, (1, 2))
+    assert list(stacked["claim"]) == [1] and stacked.columns[0] == "claim"
+
+
+def test_config_texts_name_every_field():
+    from ilets.config import ExpertConfig
+
+    import dataclasses
+
+    texts = F.config_texts(ExpertConfig(window=7))
+    assert texts["cfg_window"] == "7" and len(texts) == len(dataclasses.fields(ExpertConfig))
+    assert all(k.startswith("cfg_") for k in texts)
+    assert F.config_texts(WorkloadConfig(scale=0.25, kind="google"))["cfg_scale"] == "0.25"
+    assert F.config_texts(WorkloadConfig())["cfg_kind"] == "synthetic"
+
+
+def test_gap_display_as_percentages():
+    summary = pd.DataFrame({"mean_gap": [0.00123, 0.05], "max_gap": [0.0456, 0.2], "optimal_share": [0.875, 0.1]},
+                           index=pd.Index(["ga", "pso"], name="expert"))
+    shown = F.gap_display(summary)
+    assert shown.to_dict("records") == [
+        {"expert": "ga", "mean gap": "0.12%", "max gap": "4.6%", "optimal": "88%"},
+        {"expert": "pso", "mean gap": "5.00%", "max gap": "20.0%", "optimal": "10%"}]
+
+
+def test_load_display_renames_and_rounds():
+    load = pd.DataFrame({"scale": [1.0], "servers": [50], "policy": ["earliest-finish"], "tasks": [1000],
+                         "avg_response_s": [1.23456], "avg_wait_s": [0.1234], "success_rate": [0.87654],
+                         "energy_kwh": [1.0]})
+    shown = F.load_display(load)
+    assert shown.to_dict("records") == [{"scale": 1.0, "servers": 50, "online tasks": 1000,
+                                         "mean response (s)": 1.235, "mean wait (s)": 0.123,
+                                         "success rate (%)": 87.654}]
+
+
+def test_timing_display_formats_every_column():
+    timing = pd.DataFrame({"expert": ["ga"], "ms_per_call": [12.345], "ms_p90": [20.0], "cpu_ms_per_call": [11.0],
+                           "ratio_to_greedy": [150.26], "mean_saving_vs_greedy": [0.01234],
+                           "max_saving_vs_greedy": [0.1], "cpu_util": [0.987]})
+    shown = F.timing_display(timing)
+    assert shown.to_dict("records") == [{"expert": "ga", "ms/call": "12.3", "p90 ms": "20.0", "CPU ms/call": "11.0",
+                                         "x greedy": "150.3", "mean saving vs greedy": "1.23%",
+                                         "max saving": "10.00%", "CPU utilisation": "99%"}]
+
+
+def test_latency_wide_one_row_per_method_and_path():
+    summary = pd.DataFrame([
+        ("DRL", 50, "our decision", 0.1, 0.2), ("DRL", 100, "our decision", 0.15, 0.3),
+        ("DRL", 50, "paper", 1.0, np.nan), ("DRL", 100, "paper", 2.0, np.nan),
+        ("ILETS", 50, "our decision", 0.5, 0.9), ("ILETS", 100, "our decision", 0.6, 1.1),
+        ("ILETS", 50, "sb3 predict", 0.3, 0.4), ("ILETS", 100, "sb3 predict", 0.35, 0.45)],
+        columns=["method", "servers", "path", "p50_ms", "p95_ms"])
+    wide = F.latency_wide(summary, (50, 100))
+    assert list(wide.columns) == ["method", "path", "p50 ms, 50 servers", "p95 ms, 50 servers",
+                                  "p50 ms, 100 servers", "p95 ms, 100 servers"]
+    assert [tuple(r) for r in wide[["method", "path"]].values] == [
+        ("DRL", "our decision"), ("DRL", "sb3 predict"), ("DRL", "paper"),
+        ("ILETS", "our decision"), ("ILETS", "sb3 predict"), ("ILETS", "paper")]
+    rows = wide.set_index(["method", "path"])
+    assert rows.loc[("DRL", "paper"), "p50 ms, 100 servers"] == 2.0
+    assert rows.loc[("DRL", "paper"), "p95 ms, 50 servers"] == "-"  # the paper gives one number
+    assert (rows.loc[("DRL", "sb3 predict")] == "-").all() and (rows.loc[("ILETS", "paper")] == "-").all()
+    assert rows.loc[("ILETS", "sb3 predict"), "p95 ms, 100 servers"] == 0.45
+
+
+def test_measured_latency_times_both_paths_at_every_fleet_size(monkeypatch):
+    import ilets.study.latency as L
+
+    calls = []
+
+    def fake_measure(servers, n, cfg, with_oail, predict_every=5, seed=0):
+        calls.append((servers, n, with_oail, predict_every))
+        t = pd.DataFrame({"method": ["ILETS" if with_oail else "DRL"], "servers": [servers], "seconds": [1e-4]})
+        if with_oail:
+            t.attrs["oail"] = {"requests": servers // 10, "applied": servers // 20}
+        return t
+
+    monkeypatch.setattr(L, "measure", fake_measure)
+    timings, counters = F.measured_latency(RunConfig(), (50, 100), n=200, predict_every=4)
+    assert calls == [(50, 200, False, 4), (50, 200, True, 4), (100, 200, False, 4), (100, 200, True, 4)]
+    assert list(timings["method"]) == ["DRL", "ILETS", "DRL", "ILETS"] and list(timings["servers"]) == [50, 50, 100, 100]
+    assert counters.to_dict("index") == {50: {"requests": 5, "applied": 2}, 100: {"requests": 10, "applied": 5}}
+
+
+def test_event_list_profiles_and_hardware_texts():
+    assert F.event_list_text([]) == "none"
+    assert F.event_list_text(["trend_change", "burst_1"]) == "trend change (2250 s), burst (1100 s)"
+    assert F.event_list_text(["odd"], {}) == "odd"
+    profiles = F.profiles_table(["smoke"])
+    assert list(profiles["profile"]) == ["smoke"] and profiles["variants"].iloc[0] != ""
+    assert int(profiles["cells"].iloc[0]) > 0
+    hw = F.hardware_table({"cpu_model": "X", "cores": 4, "packages": {"numpy": "2.0"}})
+    assert hw.to_dict("records")[0] == {"item": "CPU", "value": "X"}
+    assert list(hw["item"]) == ["CPU", "cores", "RAM (GiB)", "Python", "platform", "numpy"]
+    assert list(F.hardware_table({"packages": None})["item"]) == ["CPU", "cores", "RAM (GiB)", "Python", "platform"]

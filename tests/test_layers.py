@@ -18,10 +18,14 @@ from ilets import MOVED
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "ilets"
 
+#: The root package: as an entry it places only its own ``__init__``, so every module directly
+#: under ``ilets`` has to be listed by name (a new one in no layer fails the test below).
+ROOT = "ilets"
 #: The layers, lowest first; a module may import its own layer and the ones before it.
-#: Each entry is a module or a package (its modules and subpackages).
+#: Each entry is a module or a subpackage (its modules and subpackages); :data:`ROOT` is only itself.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("ilets", "ilets.config", "ilets.method_table", "ilets.lifecycle", "ilets.configs", "ilets.data")),
+    ("base", (ROOT, "ilets.config", "ilets.files", "ilets.host", "ilets.lifecycle", "ilets.method_table",
+              "ilets.configs", "ilets.data")),
     ("workloads", ("ilets.workloads",)),
     ("simulator", ("ilets.simulator",)),
     ("agents", ("ilets.agents",)),
@@ -107,14 +111,29 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def covers(entry: str, module: str) -> bool:
+    """Whether a :data:`LAYERS` entry places ``module``: the entry itself, or a module inside it
+    (the root package places only itself)."""
+    return module == entry or (entry != ROOT and module.startswith(entry + "."))
+
+
 def layer_of(module: str) -> int:
-    """Index of the layer holding ``module`` (the longest matching entry wins)."""
+    """Index of the layer holding ``module`` (the longest matching entry wins), -1 for none."""
     best, index = "", -1
     for i, (_, entries) in enumerate(LAYERS):
         for entry in entries:
-            if (module == entry or module.startswith(entry + ".")) and len(entry) > len(best):
+            if covers(entry, module) and len(entry) > len(best):
                 best, index = entry, i
     return index
+
+
+def test_a_module_nobody_listed_is_in_no_layer():
+    # the root package's entry used to match every module, so the check below could not fail
+    names = [name for name, _ in LAYERS]
+    assert layer_of("ilets.brand_new_module") == -1
+    assert layer_of("ilets") == names.index("base") and layer_of("ilets.host") == names.index("base")
+    assert layer_of("ilets.agents.brand_new_module") == names.index("agents")
+    assert layer_of("ilets.configs.anything") == names.index("base")
 
 
 def test_the_checker_finds_a_cycle_and_accepts_a_chain():

@@ -62,7 +62,8 @@ def test_rliable_imports_and_works_under_pinned_pandas():
     from rliable import library as rly
     from rliable import metrics as rm
 
-    assert int(pd.__version__.split(".")[0]) < 3, "rliable/arch 7 need pandas<3 (STACK-NOTES)"
+    # the pins of pyproject.toml; chapter 10 (notebooks/10_reproduce.py) lists the versions in use
+    assert int(pd.__version__.split(".")[0]) < 3, "rliable 1.2 with arch 7 needs pandas<3 (pyproject.toml)"
     assert int(arch.__version__.split(".")[0]) < 8
     with S.numpy_global_seed(0):
         point, ci = rly.get_interval_estimates({"a": np.arange(12.0).reshape(4, 3)},

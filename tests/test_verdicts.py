@@ -236,6 +236,32 @@ def test_trend_change_ranges_from_a_profile():
     assert all(w.online.arrival[d_end - 1] < t for t in later)
 
 
+def test_trend_change_ranges_read_the_recorded_events(tmp_path, monkeypatch):
+    import json
+
+    import ilets.workloads.workload as W
+    from ilets.config import WorkloadConfig
+    from ilets.report import events as E
+    from ilets.study.grid import EVENTS_FILE, workload_key
+
+    def refuse(*args, **kw):
+        raise AssertionError("a workload was rebuilt")
+
+    E._rebuilt.cache_clear()
+    monkeypatch.setattr(W, "load_workload", refuse)
+    cfg = WorkloadConfig(scale=0.002)
+    record = {"workload": {}, "seeds": {"3": {"events": {"burst_0": 1.0, "trend_change": 4.5},
+                                              "ranges": {"burst_0": [10, 20], "trend_change": [300, 340]}}}}
+    (tmp_path / EVENTS_FILE).write_text(json.dumps({workload_key(cfg): record}))
+    ranges = V.trend_change_ranges({"run": {"workload": {"scale": 0.002}}}, tmp_path)
+    assert ranges(3) == {"trend_change": (300, 340)}
+    # a recorded workload without a trend change (e.g. a trace window): claim 7 is not testable
+    record["seeds"]["3"] = {"events": {}, "ranges": {}}
+    (tmp_path / EVENTS_FILE).write_text(json.dumps({workload_key(cfg): record}))
+    assert V.trend_change_ranges({"run": {"workload": {"scale": 0.002}}}, tmp_path) is None
+    E._rebuilt.cache_clear()
+
+
 def test_all_verdicts_and_table():
     m = metrics_table({"drl": {}, "drl+": GOOD, "ilets-": {}, "ilets": GOOD, **{h: {} for h in HEURISTICS}})
     c = curves_table({"drl": RISING, "ilets-": RISING, "drl+": np.full(W, -0.2), "ilets": np.full(W, -0.2)})

@@ -73,7 +73,7 @@ class SummaryFindings:
 
 def summary_findings(ctx: ReportContext) -> SummaryFindings:
     """Scope counts (finished cells, failed attempts, CPU hours) and :func:`ilets.report.verdicts.all_verdicts`."""
-    verdicts = V.all_verdicts(ctx.metrics, ctx.curves, ctx.profile, reps=ctx.reps)
+    verdicts = V.all_verdicts(ctx.metrics, ctx.curves, ctx.profile, reps=ctx.reps, out=ctx.out)
     table = V.verdict_table(verdicts)
     counts = {v: int((table["verdict"] == v).sum()) for v in V.VERDICTS}
     kind = ctx.run.workload.kind
@@ -168,7 +168,7 @@ def headline_markdown(ctx: ReportContext) -> str:
     95 % CIs), with what the results are (:attr:`ReportContext.banner`)."""
     from ilets.report import plots
 
-    table = plots.comparison_display(results_findings(ctx).comparison, PAPER_LABELS).reset_index()
+    table = plots.comparison_display(paper_tables(ctx)[1], PAPER_LABELS).reset_index()
     return (f"Improvement over DRL (%), the paper's and ours with 95 % bootstrap CIs over seeds "
             f"(paired; `ilets.report.stats.improvement_table`).\n\n{table.to_markdown(index=False)}\n\n"
             f"{ctx.banner}\n")
@@ -424,6 +424,22 @@ class AdaptationFindings:
     texts: dict = field(default_factory=dict)
 
 
+def _event_names() -> dict[str, str]:
+    from ilets.workloads.workload import RATE_SHAPE
+
+    return {**{f"burst_{i}": f"burst ({s:.0f} s)" for i, (s, _, _) in enumerate(RATE_SHAPE["bursts"])},
+            "trend_change": f"trend change ({RATE_SHAPE['trend_change']:.0f} s)"}
+
+
+#: Display names of the workload's designed events (their times in the paper's window).
+EVENT_NAMES = _event_names()
+
+
+def event_list_text(order: Sequence[str], names: Mapping[str, str] = EVENT_NAMES) -> str:
+    """The events in ``order`` by their display names, comma-separated; ``"none"`` for none."""
+    return ", ".join(names.get(e, e) for e in order) or "none"
+
+
 #: Convergence settings: those of the claim-5 verdict (:func:`ilets.report.verdicts.claim_convergence`).
 CONVERGENCE = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
 OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_failed", "oail_updates",
@@ -440,7 +456,7 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     first_range = next(iter(ranges[seeds[0]].values()), (0, 0)) if seeds else (0, 0)
     gap = S.relative_curves(ctx.curves, REFERENCE)
     gap = gap[gap["method"].isin(learn["method"].unique())] if len(gap) else gap
-    texts: dict[str, str] = {}
+    texts: dict[str, str] = {"event_list": event_list_text(event_order)}
     texts["gap_text"] = (f"the same curve minus the `{REFERENCE}` heuristic's curve on the same tasks" if len(gap)
                          else f"(the `{REFERENCE}` heuristic is not in this results store, so the workload's own "
                               "swings cannot be removed here)")
@@ -456,7 +472,7 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
          for o, name in ((osc_reward, "reward"), (osc_gap, f"gap to {REFERENCE}")) if len(o)],
         ignore_index=True) if len(osc_reward) else pd.DataFrame()
     claims = {5: V.claim_convergence(ctx.curves, reps=reps, **CONVERGENCE), 6: V.claim_cumulative(ctx.curves, reps=reps),
-              7: V.claim_oscillation(ctx.curves, V.trend_change_ranges(ctx.profile), reps=reps)}
+              7: V.claim_oscillation(ctx.curves, V.trend_change_ranges(ctx.profile, ctx.out), reps=reps)}
     components = {k: V.component_table(v.effects) for k, v in claims.items()}
     texts["osc_bursts"] = burst_sentence(oscillation_pairs(osc_reward, reps))
     texts["osc_gap_bursts"] = burst_sentence(oscillation_pairs(osc_gap, reps)) if len(osc_gap) else \
@@ -619,8 +635,10 @@ def speed_change(main: FleetConfig, variant: FleetConfig) -> str:
 
 @dataclass(frozen=True)
 class ResultsFindings:
-    """Chapter 7: the improvement table against the paper's, the claim verdicts 1-3 and 8,
-    the heuristics against the learners, and the heavier-load variant."""
+    """Chapter 7: the metrics per fleet size, the improvement table against the paper's, the
+    claim verdicts 1-3 and 8, the aggregates across fleet sizes (IQM and probability of
+    improvement), the heuristics against the learners, and the heavier-load variant. Every
+    interval uses the context's resamples (:attr:`ilets.report.report_context.ReportContext.reps`)."""
 
     improvements: pd.DataFrame = field(repr=False)
     comparison: pd.DataFrame = field(repr=False)
@@ -632,17 +650,56 @@ class ResultsFindings:
     heavy_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     heavy_caption: str = ""
     texts: dict = field(default_factory=dict)
+    #: :func:`ilets.report.stats.summary_table` of :data:`FINAL` per fleet size and method
+    summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: :func:`ilets.report.stats.iqm_table` of each of :data:`FINAL`, with a ``Method`` display name
+    iqm: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: :func:`ilets.report.stats.probability_of_improvement` of ILETS over every other method on
+    #: each paper metric (``method``: the other one), with a ``Method`` display name
+    poi: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 HEAVY = "heavy-load"
+#: The heavier-load caption when the profile has no such variant.
+NO_HEAVY = "no variant"
+
+
+def paper_tables(ctx: ReportContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(improvements, comparison per fleet size, pooled comparison)``: the paper's
+    improvement table and ours (:func:`ilets.report.stats.improvement_table`, paired, over DRL)."""
+    improvements = S.improvement_table(ctx.metrics, baseline="drl", paired=True, reps=ctx.reps)
+    return (improvements, S.paper_comparison(improvements, servers=None),
+            S.paper_comparison(improvements, servers="all"))
+
+
+def across_scales(metrics: pd.DataFrame, reps: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(iqm, poi)``: the IQM of the normalised score of each of :data:`FINAL`
+    (:func:`ilets.report.stats.iqm_table`; a method lacking a fleet size is left out, silently:
+    the chapter's caption says so) and ILETS's probability of improvement over every other
+    method on each paper metric (:func:`ilets.report.stats.probability_of_improvement`), both
+    with ``reps`` resamples and a ``Method`` column of display names."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        parts = [S.iqm_table(metrics, c, reps=reps, seed=seed) for c in FINAL]
+    iqm = pd.concat(parts, ignore_index=True)
+    methods = set(metrics["method"])
+    others = [y for y in S.method_order(methods) if y != "ilets"] if "ilets" in methods else []
+    rows = [S.probability_of_improvement(metrics, "ilets", y, c, reps=reps, seed=seed)
+            for y in others for c in PAPER_LABELS]
+    poi = pd.DataFrame(rows, columns=["x", "y", "metric", "prob", "ci_low", "ci_high", "n_x", "n_y", "tasks"]) \
+        .rename(columns={"y": "method"})
+    return (iqm.assign(Method=[_label(x) for x in iqm["method"]]),
+            poi.assign(Method=[_label(x) for x in poi["method"]]))
 
 
 def results_findings(ctx: ReportContext) -> ResultsFindings:
     """Everything chapter 7 states (see :class:`ResultsFindings`)."""
     m, reps = ctx.metrics, ctx.reps
-    improvements = S.improvement_table(m, baseline="drl", paired=True, reps=reps)
-    comparison = S.paper_comparison(improvements, servers=None)
-    pooled = S.paper_comparison(improvements, servers="all")
+    improvements, comparison, pooled = paper_tables(ctx)
+    summary = S.summary_table(m, metrics_cols=FINAL, reps=reps)
+    iqm, poi = across_scales(m, reps)
     verdicts = {1: V.claim_improves(m, 1, "drl+", "drl", reps=reps), 2: V.claim_improves(m, 2, "ilets-", "drl", reps=reps),
                 3: V.claim_improves(m, 3, "drl+", "ilets-", reps=reps), 8: V.claim_beats_heuristics(m, reps=reps)}
     components = {k: V.component_table(v.effects) for k, v in verdicts.items()}
@@ -663,9 +720,11 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     if heavy.empty or vrun is None:
         texts["heavy_text"] = (f"The `{ctx.name}` profile has no `{HEAVY}` variant, so this check is not shown on "
                                "this page.")
+        texts["heavy_caption"] = NO_HEAVY
         return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
-                               pd.DataFrame(), "", texts)
+                               pd.DataFrame(), "", texts, summary, iqm, poi)
     caption = speed_change(ctx.run.fleet, vrun.fleet)
+    texts["heavy_caption"] = caption
     main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
     both = pd.concat([main.assign(setting="main grid"), heavy.assign(setting="heavier load")], ignore_index=True)
     parts = [f"The variant ran {and_join(_label(x) for x in S.method_order(heavy['method'].unique()))} at "
@@ -680,9 +739,9 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
         parts.append(f"Under the heavier load greedy-cost is {V.describe_effect(e, heavy['servers'].iloc[0])} on "
                      "response time.")
     texts["heavy_text"] = " ".join(parts)
-    summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
-    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, summary, caption,
-                           texts)
+    heavy_summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
+    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, heavy_summary,
+                           caption, texts, summary, iqm, poi)
 
 
 # --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------
@@ -807,3 +866,28 @@ def store_latency(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
     table = table.reindex(order).reset_index()
     table["method"] = [_label(m) for m in table["method"]]
     return table.rename(columns={"method": "Method"}), texts
+
+
+# --- chapter 10: reproducing the study ----------------------------------------------------
+
+def profiles_table(names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per profile (default: the built-in ones, :data:`ilets.study.profiles.BUILTIN`):
+    description, methods, fleet sizes, seeds, workload scale, variants (``"-"`` for none), cells."""
+    from ilets.study.profiles import BUILTIN, load_profile
+
+    rows = []
+    for name in BUILTIN if names is None else names:
+        p = load_profile(name)
+        rows.append({"profile": name, "description": p.description,
+                     "methods": len(p.methods), "servers": ", ".join(map(str, p.servers)), "seeds": len(p.seeds),
+                     "workload scale": p.run.workload.scale,
+                     "variants": ", ".join(v.name for v in p.variants) or "-", "cells": len(p.cells())})
+    return pd.DataFrame(rows)
+
+
+def hardware_table(info: Mapping) -> pd.DataFrame:
+    """A cell's ``system.json`` (:func:`ilets.study.results.system_info`) as ``item``/``value``
+    rows: CPU, cores, RAM, Python, platform, then every recorded package version."""
+    hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
+          "Python": info.get("python"), "platform": info.get("platform"), **dict(info.get("packages") or {})}
+    return pd.DataFrame(list(hw.items()), columns=["item", "value"])

@@ -193,21 +193,27 @@ class ReportContext:
     # --- the workload's events ----------------------------------------------------------
     def event_ranges(self, seed: int) -> dict[str, tuple[int, int]]:
         """Online decision ranges after each workload event for ``seed``
-        (:func:`ilets.report.events.online_event_ranges_for` of this profile's workload; empty when
-        the workload cannot be built here)."""
+        (:func:`ilets.report.events.online_event_ranges_for` of this profile's workload): read
+        from the folder's ``events.json``, which the grid records; the workload is rebuilt only
+        when the folder lacks that record. Empty when it is absent and the workload cannot be
+        built here."""
         from ilets.report.events import online_event_ranges_for
 
         try:
-            return online_event_ranges_for(self.run.workload, int(seed))
+            return online_event_ranges_for(self.run.workload, int(seed), self.out)
         except (OSError, ValueError):
             return {}
 
 
 def build_stamp() -> str:
     """Where and when a measurement made while the book builds was taken, for its caption:
-    ``"measured while this page was built, on <machine> (<n> CPUs, <system>), <date>"``."""
-    machine = platform.processor() or platform.machine()
-    return (f"measured while this page was built, on {machine} ({os.cpu_count()} CPUs, {platform.system()} "
-            f"{platform.release()}, Python {platform.python_version()}), "
+    ``"measured while this page was built, on <CPU model> x <n> cores (<system>, Python <v>), <date> UTC"``.
+
+    The machine is named as the cells' ``system.json`` names it (:func:`ilets.host.cpu_model`
+    and the core count), so a build-time figure and the results' provenance read alike."""
+    from ilets.host import cpu_model
+
+    return (f"measured while this page was built, on {cpu_model() or 'an unknown CPU'} x {os.cpu_count()} cores "
+            f"({platform.system()} {platform.release()}, Python {platform.python_version()}), "
             f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
 

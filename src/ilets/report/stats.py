@@ -64,6 +64,8 @@ import scipy.stats
 
 from ilets.config import HEURISTICS
 from ilets.method_table import LEARNERS
+# where the workload's events strike: recorded by the grid (OUT/events.json), re-exported here
+from ilets.study.grid import event_decisions, online_event_ranges  # noqa: F401
 
 #: Direction of each metric of the metrics and curves tables (True: higher is better).
 HIGHER_IS_BETTER: dict[str, bool] = {
@@ -648,31 +650,6 @@ def convergence_table(curves: pd.DataFrame, tol: float = 0.05, final_frac: float
     return pd.DataFrame(rows)
 
 
-def event_decisions(events: Mapping[str, float], arrival: np.ndarray,
-                    span_s: float | None = None) -> dict[str, int | tuple[int, int]]:
-    """Map event times (s) to 0-based decision indices of the online pass.
-
-    Every online task is one decision, in arrival order, so the decision made when an event
-    at time ``t`` strikes is the first task arriving at or after ``t``:
-    ``d = searchsorted(arrival, t, "left")``. ``arrival`` is the online segment's arrival
-    array (``Workload.online.arrival``; it depends on the workload seed), in the same time
-    base as ``events`` (``Workload.events``: window seconds). Events outside
-    ``[arrival[0], arrival[-1]]``, e.g. the offline half's bursts, are dropped. With
-    ``span_s`` each value is the decision range ``(d, d_end)`` of ``[t, t + span_s)`` s
-    (``d_end = searchsorted(arrival, t + span_s, "left")``), for :func:`oscillation`.
-    """
-    arrival = np.asarray(arrival, dtype=float)
-    out: dict = {}
-    if len(arrival) == 0:
-        return out
-    for name, t in events.items():
-        if not arrival[0] <= t <= arrival[-1]:
-            continue
-        d = int(np.searchsorted(arrival, t, side="left"))
-        out[name] = (d, int(np.searchsorted(arrival, t + span_s, side="left"))) if span_s is not None else d
-    return out
-
-
 def oscillation(curve: pd.DataFrame, events: Mapping[str, int | tuple[int, int]], span: int | None = None,
                 column: str = "reward") -> pd.DataFrame:
     """Oscillation of one cell's windowed reward after each event.
@@ -854,29 +831,6 @@ def cold_start_decisions(curves: pd.DataFrame, frac: float = 0.1, min_windows: i
                 .max().min())
     n = int(frac * total) // every * every
     return int(min(max(n, min_windows * every), total))
-
-
-def online_event_ranges(events: Mapping[str, float], arrival: np.ndarray,
-                        span_s: float | None = None) -> dict[str, tuple[int, int]]:
-    """Decision ranges after each online event, all of one length in time.
-
-    Like :func:`event_decisions` with ``span_s``; when ``span_s`` is None it is the shortest
-    gap between consecutive online events (events within the online arrivals) and between
-    the last of them and the last arrival, so that the ranges of different events never
-    overlap and each is measured over the same time. Empty if no event lies in the online
-    segment.
-    """
-    arrival = np.asarray(arrival, dtype=float)
-    if len(arrival) == 0:
-        return {}
-    times = sorted(t for t in events.values() if arrival[0] <= t <= arrival[-1])
-    if not times:
-        return {}
-    if span_s is None:
-        gaps = np.diff([*times, arrival[-1]])
-        gaps = gaps[gaps > 0]
-        span_s = float(gaps.min()) if len(gaps) else float(arrival[-1] - times[0])
-    return event_decisions(events, arrival, span_s=span_s)
 
 
 def event_markers(per_seed: Mapping[object, Mapping[str, int | tuple[int, int]]]) -> dict[str, float]:

@@ -344,28 +344,31 @@ def claim_cumulative(curves: pd.DataFrame, checkpoints: Sequence[float] = (0.5, 
                     + _evidence(e))
 
 
-def trend_change_ranges(profile: Mapping) -> Callable[[int], dict] | None:
+def trend_change_ranges(profile: Mapping, out=None) -> Callable[[int], dict] | None:
     """``seed -> {"trend_change": (d, d_end)}``: the online decisions from the trend change
     over :func:`ilets.report.stats.online_event_ranges`' span, for the workload of ``profile`` (the
     results' ``profile.yaml``, see :func:`ilets.study.results.load_profile_info`) and a seed
-    (:func:`ilets.report.events.online_event_ranges_for`, the function the chapters use). None if
-    the workload has no ``trend_change`` event or cannot be rebuilt here (e.g. trace files
-    absent)."""
+    (:func:`ilets.report.events.online_event_ranges_for`, the function the chapters use).
+
+    ``out``: the results folder, whose ``events.json`` (recorded by the grid) gives the events
+    without rebuilding the workload; without it (or without this workload in it) the workload
+    is rebuilt. None if the workload has no ``trend_change`` event or is neither recorded nor
+    buildable here (e.g. trace files absent)."""
     from ilets.config import RunConfig, from_dict
-    from ilets.report.events import online_event_ranges_for
-    from ilets.workloads.workload import load_workload
+    from ilets.report.events import online_event_ranges_for, recorded_seeds, workload_events_for
 
     try:
         wcfg = from_dict(RunConfig, dict(profile["run"]), "profile.run").workload
-        probe = load_workload(wcfg, 0)
+        recorded = recorded_seeds(out, wcfg)
+        events = [r["events"] for r in recorded.values()] or [workload_events_for(wcfg, 0)]
     except Exception as err:  # noqa: BLE001 - any failure means: not testable here
         warnings.warn(f"trend_change_ranges: workload not rebuilt ({err}); claim 7 not testable", stacklevel=2)
         return None
-    if "trend_change" not in probe.events:
+    if not any("trend_change" in e for e in events):
         return None
 
     def ranges(seed: int) -> dict:
-        r = online_event_ranges_for(wcfg, int(seed))
+        r = online_event_ranges_for(wcfg, int(seed), out)
         return {"trend_change": r["trend_change"]} if "trend_change" in r else {}
 
     return ranges
@@ -453,14 +456,16 @@ def claim_beats_heuristics(metrics: pd.DataFrame, heuristics: Sequence[str] = HE
 
 
 def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, profile: Mapping | None = None,
-                 reps: int = 1000, seed: int = 0) -> list[Verdict]:
+                 reps: int = 1000, seed: int = 0, out=None) -> list[Verdict]:
     """The verdict on each claim of :data:`CLAIMS`, in order.
 
     ``metrics``/``curves``: the main study's tables (:func:`ilets.study.results.load_metrics`,
     :func:`ilets.study.results.load_curves`); ``profile``: the results' profile (for claim 7's
-    trend-change event; None makes claim 7 not testable). ``reps`` bootstrap resamples.
+    trend-change event; None makes claim 7 not testable); ``out``: the results folder, whose
+    recorded events (``events.json``) spare rebuilding the workload (:func:`trend_change_ranges`).
+    ``reps`` bootstrap resamples.
     """
-    events = trend_change_ranges(profile) if profile is not None else None
+    events = trend_change_ranges(profile, out) if profile is not None else None
     return [
         claim_improves(metrics, 1, "drl+", "drl", reps=reps, seed=seed),
         claim_improves(metrics, 2, "ilets-", "drl", reps=reps, seed=seed),

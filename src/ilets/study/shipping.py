@@ -13,6 +13,10 @@ committed with the code (``shipped/<profile>``):
   every decision); never ``model.zip``;
 * ``profile.yaml`` and ``grid.json`` of the grid, and ``VERIFY.json`` when ``ilets verify
   --report`` recorded a re-run of some of its cells;
+* ``events.json``: where each workload's events strike (:func:`ilets.study.grid.record_events`),
+  so the book reads them instead of rebuilding workloads; copied from the grid's folder, and
+  computed here for any cell's workload and seed it lacks (a folder from before the grid
+  recorded events has none);
 * ``PROVENANCE.json`` (:func:`provenance`): the commits the cells ran on, the dates, the
   machines and the CPU-hours, all read from the cells' own records.
 
@@ -86,7 +90,27 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
                 thin_latency_samples(cell / name, target / name)
             elif (cell / name).is_file():
                 shutil.copy2(cell / name, target / name)
+    ship_events(src, tmp, _cells(src))
     return publish_folder(tmp, dest, provenance(tmp), note)
+
+
+def ship_events(src: Path, dest: Path, cells) -> Path | None:
+    """``dest/events.json``: ``src``'s (:data:`ilets.study.grid.EVENTS_FILE`), with the events of
+    every workload and seed of ``cells`` (cell folders, read from their ``config.yaml``) that it
+    lacks computed now (:func:`ilets.study.grid.record_events`); None when none could be."""
+    import yaml
+
+    from ilets.config import RunConfig, from_dict
+    from ilets.study.grid import EVENTS_FILE, record_events
+
+    src, dest = Path(src), Path(dest)
+    if (src / EVENTS_FILE).is_file():
+        shutil.copy2(src / EVENTS_FILE, dest / EVENTS_FILE)
+    pairs = []
+    for cell in cells:
+        cfg = from_dict(RunConfig, yaml.safe_load((Path(cell) / "config.yaml").read_text()), f"{cell}/config.yaml")
+        pairs.append((cfg.workload, cfg.seed))
+    return record_events(dest, pairs)
 
 
 def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) -> None:

@@ -40,7 +40,8 @@ from pathlib import Path
 from ilets.workloads.trace import SHARD_COUNT, TraceError, first_timestamp, row_time, shard_name, window_us
 
 BASE_URL = "https://commondatastorage.googleapis.com/clusterdata-2011-2/task_events/"
-#: sha256 of shards whose digest is known (the brief: part-00000 is 4,139,742 bytes).
+#: sha256 of shards whose digest is known (part-00000, 4,139,742 bytes, as the public bucket serves it;
+#: the trace is the one the workload chapter, notebooks/03_workload.py, describes).
 KNOWN_SHA256: dict[str, str] = {
     "part-00000-of-00500.csv.gz": "eae977d521bc6ed5d8deef56f1e06009d41844d4eb9a7e308e610d68e1b10f18",
 }
