@@ -243,3 +243,13 @@ def test_seed_out_of_range_in_a_profile(tmp_path):
     path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [2**63]})
     with pytest.raises(ConfigError, match=r"seed: expected an integer in \[0, 4294967295\]"):
         load_profile(path)
+
+
+@pytest.mark.parametrize("workers", [0, -1])
+def test_a_profile_without_workers_is_refused(tmp_path, workers):
+    path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [0], "workers": workers})
+    with pytest.raises(ConfigError) as err:
+        load_profile(path)
+    assert str(err.value) == f"{path}.workers: expected >= 1, got {workers}"
+    path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [0], "workers": 1})
+    assert load_profile(path).workers == 1

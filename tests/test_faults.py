@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -70,9 +71,21 @@ DAMAGE = {
     "curve-header-only": lambda f: (f / "curve.csv").write_text((f / "curve.csv").read_text().splitlines()[0] + "\n"),
     "decisions-truncated": lambda f: (f / "decisions.npz").write_bytes((f / "decisions.npz").read_bytes()[:30]),
     "config-missing": lambda f: (f / "config.yaml").unlink(),
+    # cut mid-line: no longer valid YAML
+    "config-cut-mid-line": lambda f: (f / "config.yaml").write_text((f / "config.yaml").read_text()[:-3]),
+    # cut at a line end: still a valid YAML mapping, but not the config the cell ran with
+    "config-cut-at-a-line": lambda f: (f / "config.yaml").write_text(
+        "".join((f / "config.yaml").read_text().splitlines(keepends=True)[:10])),
+    "config-not-a-mapping": lambda f: (f / "config.yaml").write_text("- 1\n- 2\n"),
+    "config-empty": lambda f: (f / "config.yaml").write_text(""),
+    "system-truncated": lambda f: (f / "system.json").write_text((f / "system.json").read_text()[:40]),
+    "system-empty": lambda f: (f / "system.json").write_text(""),
+    "system-not-an-object": lambda f: (f / "system.json").write_text("[1, 2]"),
 }
 DAMAGED_FILE = {"metrics-missing": "metrics.json", "curve-empty": "curve.csv", "curve-header-only": "curve.csv",
-                "decisions-truncated": "decisions.npz", "config-missing": "config.yaml"}
+                "decisions-truncated": "decisions.npz",
+                **{k: "config.yaml" for k in DAMAGE if k.startswith("config-")},
+                **{k: "system.json" for k in DAMAGE if k.startswith("system-")}}
 
 
 @pytest.mark.parametrize("damage", sorted(DAMAGE))
@@ -98,6 +111,19 @@ def test_damaged_cell_is_named_recomputed_and_the_store_complete(reference, tmp_
     assert str(file) in capsys.readouterr().err, "the rerun should name the damaged file"
     assert is_done(victim, out)
     pd.testing.assert_frame_equal(comparable(out), comparable(reference[1]), check_exact=True)
+
+
+def test_an_unreadable_system_record_is_named(reference, tmp_path, monkeypatch):
+    # _cells checks every folder, so only a file damaged after that check reaches the reader
+    import ilets.study.results as results
+
+    path, out, cells = copy_of(reference, tmp_path)
+    folder = cell_dir(cells[0], out)
+    assert results.system_info(out)["cores"] >= 1
+    monkeypatch.setattr(results, "_cells", lambda out: [folder])
+    (folder / "system.json").write_text('{"cpu_model": "x", "co')
+    with pytest.raises(ValueError, match=re.escape(str(folder / "system.json"))):
+        results.system_info(out)
 
 
 def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):

@@ -121,6 +121,35 @@ def test_a_dying_worker_is_replaced_and_counters_add_up(tiny_config, clock, work
     assert not children(before)
 
 
+@pytest.mark.parametrize("clock", ["simulated", "wall"])
+def test_a_worker_that_dies_once_is_replaced_and_its_request_served(tiny_config, tmp_path, monkeypatch, clock):
+    # a transient death: the first worker to plan exits, every later one plans with greedy
+    import os
+
+    import ilets.agents.oail as oail_module
+
+    marker, real = tmp_path / "died", oail_module._expert
+
+    def dies_once(name, cfg, reward, state):
+        if name == "exit":
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                return real("greedy", cfg, reward, state)
+            os._exit(3)
+        return real(name, cfg, reward, state)
+
+    monkeypatch.setattr(oail_module, "_expert", dies_once)  # the workers are forked: they see it
+    before = existing()
+    oail, steps, _ = learn_with(tiny_config, ["exit"], every=60, max_pending=8, clock=clock, workers=2)
+    c = oail.counters
+    assert marker.exists(), "no worker died: the fault was not injected"
+    assert c.resubmitted > 0 and c.failed == 0, c
+    assert c.applied > 0 and counters_add_up(c), c
+    assert len(steps.gaps) > 100
+    assert not children(before)
+
+
 def counters_add_up(c) -> bool:
     return c.requests == c.applied + c.dropped + c.failed + c.unapplied
 

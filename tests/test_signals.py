@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 import yaml
@@ -166,3 +167,64 @@ def test_killed_ilets_run_leaves_no_emulator(tmp_path, sig):
     if sig == signal.SIGTERM:  # handled as Ctrl-C: a clean message, no traceback
         assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
     assert_all_gone(seen, proc.pid)
+
+
+@pytest.mark.timeout(900)  # three small grids: under a minute on an idle machine, far longer on a busy one
+def test_sigterm_then_rerun_gives_the_uninterrupted_store(tmp_path):
+    """A grid stopped by SIGTERM mid-run and run again ends with the store of a grid never
+    interrupted: the same cells and, but for timings, the same numbers and curves (every
+    method here is deterministic: DRL, DRL+ with its demonstration cache, the heuristics)."""
+    from test_grid import comparable, expected_cells, finish, finished_cells
+
+    methods = ["drl", "drl+", "random", "least-loaded", "round-robin"]
+    path = write_profile(tmp_path / "resume.yaml", methods=methods, servers=[5], seeds=[0], workers=2)
+    data = yaml.safe_load(path.read_text())
+    data["run"]["experts"] = {"ga_population": 8, "ga_generations": 4, "pso_particles": 8, "pso_iterations": 4}
+    data["run"]["oinpt"] = {"max_demo_tasks": 100, "bc_epochs": 2, "critic_epochs": 2}
+    path.write_text(yaml.safe_dump(data))
+    names = expected_cells(path)
+    assert len(names) == len(methods)
+
+    started: list[subprocess.Popen] = []
+
+    def grid(out: Path) -> subprocess.Popen:
+        started.append(cli("grid", "--profile", str(path), "--out", str(out), "--quiet"))
+        return started[-1]
+
+    try:
+        ref = tmp_path / "reference"
+        rc, summary, err = finish(grid(ref), timeout=400)
+        assert rc == 0 and summary["ran"] == len(names) and finished_cells(ref) == names, err
+
+        out = tmp_path / "stopped"
+        proc = grid(out)
+
+        def some_done_some_in_flight(kids) -> bool:
+            root = out / "cells"
+            entries = [p.name for p in root.iterdir()] if root.is_dir() else []
+            return any(n.startswith(".") for n in entries) and any(not n.startswith(".") for n in entries)
+
+        seen = wait_for(proc, some_done_some_in_flight, "a cell was done and another in flight", timeout=400)
+        proc.send_signal(signal.SIGTERM)  # the parent alone, as `kill`, `timeout` and SLURM do
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert_all_gone(seen, proc.pid)
+        survivors = finished_cells(out)
+        assert 0 < len(survivors) < len(names), f"stopped too late or too early: {sorted(survivors)}"
+
+        rc, summary, err = finish(grid(out), timeout=400)
+        assert rc == 0, err
+        assert summary["skipped_done"] == len(survivors) and summary["ran"] == len(names) - len(survivors)
+        assert summary["failed"] == 0 and finished_cells(out) == names
+        assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")]
+    finally:  # a failed or timed-out test leaves no grid running
+        for p in started:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    got_metrics, got_curves = comparable(out)
+    want_metrics, want_curves = comparable(ref)
+    assert set(got_metrics["method"]) == set(methods)
+    pd.testing.assert_frame_equal(got_metrics, want_metrics, check_exact=True)
+    pd.testing.assert_frame_equal(got_curves, want_curves, check_exact=True)

@@ -181,4 +181,10 @@ def compute_table(out: Path | None = None) -> pd.DataFrame:
 def system_info(out: Path | None = None) -> dict:
     """The system.json of one finished cell (hardware and versions)."""
     cells = _cells(Path(out) if out else results_dir())
-    return json.loads((cells[0] / "system.json").read_text()) if cells else {}
+    if not cells:
+        return {}
+    path = cells[0] / "system.json"
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:  # changed since _cells checked it
+        raise ValueError(f"{path}: unreadable system record ({err})") from err

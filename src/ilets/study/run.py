@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ilets.config import RunConfig, to_dict
+from ilets.config import ConfigError, RunConfig, read_yaml, to_dict
 from ilets.files import atomic_write  # re-exported: ilets.study.results writes its store through it
 from ilets.host import cpu_model, package_versions
 from ilets.host import source_version as host_source_version
@@ -74,7 +74,9 @@ def cell_problem(folder: Path) -> str | None:
     """Why ``folder`` is not a complete, valid cell (naming the file), or None when it is.
 
     Checks that every file is there, ``metrics.json`` is a JSON object with the keys the
-    store uses (integer seed and servers within int64), ``curve.csv`` has a header and at
+    store uses (integer seed and servers within int64), ``system.json`` is a JSON object,
+    ``config.yaml`` is a YAML mapping (read as profiles are) whose digest is the one in
+    ``metrics.json`` (a file cut at a line end still parses), ``curve.csv`` has a header and at
     least one row, and ``decisions.npz`` and ``model.zip`` are readable archives. Cheap
     enough to run for every cell of a grid at each start.
     """
@@ -100,6 +102,21 @@ def cell_problem(folder: Path) -> str | None:
         v = m[key]
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
             return f"{path}: {key} = {v!r}: expected an integer in [0, 2**63)"
+    path = folder / "system.json"
+    try:
+        system = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        return f"{path}: not valid JSON ({err})"
+    if not isinstance(system, dict) or not system:
+        return f"{path}: expected a non-empty JSON object"
+    path = folder / "config.yaml"
+    try:
+        config = read_yaml(path)  # the strict safe reader of the profiles; names the file
+    except ConfigError as err:
+        return str(err)
+    # a file cut short at a line end still parses: it must be the config the cell ran with
+    if not config or _digest_of(config) != m["digest"]:
+        return f"{path}: does not match metrics.json's digest {m['digest']!r} (truncated?)"
     path = folder / "curve.csv"
     try:
         lines = path.read_text().splitlines()
@@ -122,6 +139,13 @@ def cell_problem(folder: Path) -> str | None:
         if bad is not None:
             return f"{path}: member {bad} is damaged"
     return None
+
+
+def _digest_of(config: dict) -> str:
+    """:meth:`RunConfig.digest` of a config read back from ``config.yaml`` (its plain dict)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def is_done(cfg: RunConfig, out: Path) -> bool:
