@@ -251,3 +251,29 @@ def test_failing_cell_is_recorded_and_the_rest_complete(tmp_path):
     assert (compute.drop(index=bad_name)["status"] == "done").all()
     metrics = pd.read_parquet(out / "store" / "metrics.parquet")
     assert set(metrics["cell"]) == expected_cells(path) - {bad_name}
+
+
+def test_a_progress_bar_on_a_closed_pipe_stops_the_cells_at_once():
+    """The grid's reader went away (its stderr is a closed pipe): the progress bar's write
+    raises, and the cells behind the count must be closed now, not at garbage collection
+    (the interpreter's exit would first wait for every queued cell of the pool)."""
+    from ilets.study import grid as G
+
+    closed = []
+
+    def results():
+        try:
+            yield "first", G.RAN
+            yield "second", G.RAN
+        finally:
+            closed.append(True)  # where _run_local kills its pool
+
+    class ClosedPipe:
+        def update(self, n):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        write = update
+
+    with pytest.raises(BrokenPipeError) as caught:
+        G._tally(results(), {"failed": 0, G.RAN: 0, "elsewhere": 0}, ClosedPipe())
+    assert caught.value is not None and closed == [True]

@@ -64,3 +64,16 @@ def test_the_defaults_are_the_shipped_pilots_choices():
         p = G.load_grid_profile(name)
         assert p.oracle_time_limit is None, name  # host-independent: the node limit only
     assert G.load_grid_profile("quick").oracle_node_limit == node_limit
+
+
+def test_shipping_a_missing_or_unfinished_folder_is_a_one_line_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as code:
+        PL.main(["--ship", str(tmp_path / "absent"), "--to", str(tmp_path / "dest")])
+    assert code.value.code == 2 and "expected a finished results folder" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        G.main(["--ship", str(tmp_path / "absent"), "--to", str(tmp_path / "dest")])
+    assert "--ship" in capsys.readouterr().err
+    (tmp_path / "unfinished").mkdir()
+    assert PL.main(["--ship", str(tmp_path / "unfinished"), "--to", str(tmp_path / "dest")]) == 2
+    err = capsys.readouterr().err
+    assert "pilot.json" in err and "Traceback" not in err and not (tmp_path / "dest").exists()

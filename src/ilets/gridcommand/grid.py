@@ -349,20 +349,34 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
     return publish_folder(tmp, dest, provenance(records(tmp)), note, indent=1)
 
 
+def add_ship_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--ship SRC --to DEST [--note TEXT]``: the shipping flags of this scenario's commands."""
+    ap.add_argument("--ship", type=Path, help="copy this finished folder's compact results to --to")
+    ap.add_argument("--to", type=Path, help="destination of --ship (replaced)")
+    ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
+
+
+def shipped_by(ap: argparse.ArgumentParser, args: argparse.Namespace, ship_folder: Callable[..., dict]) -> bool:
+    """Ship with ``ship_folder(src, dest, note)`` when ``--ship`` was given (printing the
+    provenance); False when it was not."""
+    if not args.ship:
+        return False
+    if not args.to:
+        ap.error("--ship needs --to")
+    if not Path(args.ship).is_dir():
+        ap.error(f"--ship {args.ship}: expected a finished results folder, found none")
+    print(json.dumps(ship_folder(args.ship, args.to, args.note), indent=1))
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ilets.gridcommand.grid", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", help="grid profile: a gridcommand-grid-* name or a YAML path")
     ap.add_argument("--out", type=Path, help="results folder (resumed if it exists)")
     ap.add_argument("--max-cells", type=int, default=None, help="stop after this many computed cells")
-    ap.add_argument("--ship", type=Path, help="copy this results folder's compact results to --to")
-    ap.add_argument("--to", type=Path, help="destination of --ship (replaced)")
-    ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
+    add_ship_arguments(ap)
     args = ap.parse_args(argv)
-    if args.ship:
-        if not args.to:
-            ap.error("--ship needs --to")
-        info = ship(args.ship, args.to, args.note)
-        print(json.dumps(info, indent=1))
+    if shipped_by(ap, args, ship):
         return 0
     if not (args.profile and args.out):
         ap.error("--profile and --out are required (or --ship and --to)")

@@ -33,15 +33,18 @@ import argparse
 import datetime
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from ilets.config import ConfigError
 from ilets.files import atomic_write, publish_folder
 from ilets.gridcommand.experts import make_expert
-from ilets.gridcommand.grid import GridProfile, load_grid_profile, machine, scenario_of
+from ilets.gridcommand.grid import (GridProfile, add_ship_arguments, load_grid_profile, machine, scenario_of,
+                                    shipped_by)
 from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.pipeline import evaluation_config
 from ilets.host import source_version
@@ -156,6 +159,8 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
     """Copy a finished pilot folder (``pilot.json``, ``episodes.jsonl``) into ``dest``
     (replaced), with a provenance record: episodes, CPU-hours, commits, machine, dates."""
     src, dest = Path(src), Path(dest)
+    if not (src / "pilot.json").is_file():
+        raise ConfigError(f"--ship {src}: expected a finished pilot folder with pilot.json (run the pilot first)")
     pilot = json.loads((src / "pilot.json").read_text())
     rows = [json.loads(s) for s in (src / "episodes.jsonl").read_text().splitlines() if s.strip()]
     commits: dict[str, int] = {}
@@ -178,15 +183,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ilets.gridcommand.pilot", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="quick", help="grid profile whose scenario the pilot uses")
     ap.add_argument("--out", type=Path, help="pilot folder (resumed if it exists)")
-    ap.add_argument("--ship", type=Path, help="copy this finished pilot folder to --to")
-    ap.add_argument("--to", type=Path, help="destination of --ship (replaced)")
-    ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
+    add_ship_arguments(ap)
     args = ap.parse_args(argv)
-    if args.ship:
-        if not args.to:
-            ap.error("--ship needs --to")
-        print(json.dumps(ship(args.ship, args.to, args.note), indent=1))
-        return 0
+    try:
+        if shipped_by(ap, args, ship):
+            return 0
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if not args.out:
         ap.error("--out is required (or --ship and --to)")
     result = run_pilot(load_grid_profile(args.profile), args.out, log=lambda s: print(s, flush=True))

@@ -223,7 +223,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ilets: {where}{err.strerror or err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
+        try:
+            print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
+        except OSError:  # nobody reads stderr any more (a closed pipe): leave all the same
+            pass
         return 130
     finally:
         if previous is not None:

@@ -128,20 +128,30 @@ def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int 
 
 
 def _tally(results, counts: dict, bar) -> list[RunConfig]:
-    """Count (cfg, status-or-error) results; returns the cells found busy."""
+    """Count (cfg, status-or-error) results; returns the cells found busy.
+
+    Whatever stops the count (an interrupt, or the progress bar writing to a closed pipe)
+    closes ``results`` at once, so a pool behind it is killed now: left to the garbage
+    collector, the interpreter's exit would first wait for every queued cell.
+    """
     busy = []
-    for cfg, status in results:
-        if isinstance(status, BaseException):
-            counts["failed"] += 1
-            bar.write(f"cell {cell_name(cfg)} failed: {status}")
-        elif status == BUSY:
-            busy.append(cfg)
-            continue
-        elif status == RAN:
-            counts[RAN] += 1
-        else:  # done: finished by another process after this grid listed it
-            counts["elsewhere"] += 1
-        bar.update(1)
+    try:
+        for cfg, status in results:
+            if isinstance(status, BaseException):
+                counts["failed"] += 1
+                bar.write(f"cell {cell_name(cfg)} failed: {status}")
+            elif status == BUSY:
+                busy.append(cfg)
+                continue
+            elif status == RAN:
+                counts[RAN] += 1
+            else:  # done: finished by another process after this grid listed it
+                counts["elsewhere"] += 1
+            bar.update(1)
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
     return busy
 
 
