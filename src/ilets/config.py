@@ -331,8 +331,13 @@ class RunConfig:
 
     def digest(self) -> str:
         """A short hash of every field: results are keyed by it."""
-        blob = json.dumps(to_dict(self), sort_keys=True).encode()
-        return hashlib.sha256(blob).hexdigest()[:12]
+        return digest_of(to_dict(self))
+
+
+def digest_of(plain: dict) -> str:
+    """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
+    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON."""
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # --- generic strict (de)serialisation ---------------------------------------------------

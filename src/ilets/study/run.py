@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ilets.config import ConfigError, RunConfig, read_yaml, to_dict
+from ilets.config import ConfigError, RunConfig, digest_of, read_yaml, to_dict
 from ilets.files import atomic_write  # re-exported: ilets.study.results writes its store through it
 from ilets.host import cpu_model, package_versions
 from ilets.host import source_version as host_source_version
@@ -115,7 +115,7 @@ def cell_problem(folder: Path) -> str | None:
     except ConfigError as err:
         return str(err)
     # a file cut short at a line end still parses: it must be the config the cell ran with
-    if not config or _digest_of(config) != m["digest"]:
+    if not config or digest_of(config) != m["digest"]:
         return f"{path}: does not match metrics.json's digest {m['digest']!r} (truncated?)"
     path = folder / "curve.csv"
     try:
@@ -139,13 +139,6 @@ def cell_problem(folder: Path) -> str | None:
         if bad is not None:
             return f"{path}: member {bad} is damaged"
     return None
-
-
-def _digest_of(config: dict) -> str:
-    """:meth:`RunConfig.digest` of a config read back from ``config.yaml`` (its plain dict)."""
-    import hashlib
-
-    return hashlib.sha256(json.dumps(config, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def is_done(cfg: RunConfig, out: Path) -> bool:
