@@ -77,3 +77,31 @@ def test_shipping_a_missing_or_unfinished_folder_is_a_one_line_error(tmp_path, c
     assert PL.main(["--ship", str(tmp_path / "unfinished"), "--to", str(tmp_path / "dest")]) == 2
     err = capsys.readouterr().err
     assert "pilot.json" in err and "Traceback" not in err and not (tmp_path / "dest").exists()
+    assert G.main(["--ship", str(tmp_path / "unfinished"), "--to", str(tmp_path / "dest")]) == 2
+    err = capsys.readouterr().err
+    assert "profile.json" in err and "Traceback" not in err
+    assert list((tmp_path / "unfinished").iterdir()) == [] and not (tmp_path / "dest").exists()
+
+
+def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path, monkeypatch):
+    profile = G.load_grid_profile("smoke")
+    plan = [{"expert": "rule", "option": "unused", "candidates": [1], "servers": [5],
+             "rule": "best", "tolerance": 0.0, "fixed": {}}]
+    calls = []
+
+    def fake_episode(profile, expert, options, servers, seed, regime):
+        calls.append(regime)
+        return {"mean_reward": -1.0, "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
+
+    monkeypatch.setattr(PL, "episode", fake_episode)
+    PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    n = len(lines)
+    assert n == len(calls) == len(set(profile.regimes.values()))
+    (tmp_path / "episodes.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
+    calls.clear()
+    with pytest.warns(UserWarning, match="cut short"):
+        PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    assert len(calls) == 1  # only the torn episode ran again
+    again = (tmp_path / "episodes.jsonl").read_text().splitlines()
+    assert len(again) == n and all(json.loads(line) for line in again)

@@ -18,7 +18,7 @@ def test_readme_shipped_table_is_generated_from_the_shipped_folders():
     start, end = H.SHIPPED_MARKERS
     assert start in readme and end in readme, "README lacks the shipped-table markers"
     block = readme.split(start, 1)[1].split(end, 1)[0].strip("\n")
-    assert block == H.shipped_markdown(ROOT / "shipped").strip("\n")
+    assert block == H.shipped_block(ROOT / "shipped").strip("\n")
 
 
 def test_shipped_table_reads_provenance_and_plans(tmp_path):
@@ -41,3 +41,25 @@ def test_write_needs_both_marker_pairs_and_changes_nothing_without(tmp_path):
     with pytest.raises(H.HeadlineError, match="shipped:start"):
         H.write_headline(ROOT / "shipped" / "paper", target)
     assert target.read_text() == original
+
+
+def test_cost_per_cell_from_the_cells_records(tmp_path, monkeypatch):
+    import pandas as pd
+
+    from ilets.study import results as R
+
+    table = pd.DataFrame([
+        {"cell": "a", "method": "drl", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
+         "wall_s": 1.0, "cpu_s": 90.0},
+        {"cell": "b", "method": "drl", "variant": "", "servers": 50, "seed": 1, "status": R.STATUS_DONE,
+         "wall_s": 1.0, "cpu_s": 110.0},
+        {"cell": "c", "method": "random", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
+         "wall_s": 1.0, "cpu_s": 30.0},
+        {"cell": "d", "method": "drl", "variant": "heavy-load", "servers": 50, "seed": 0,
+         "status": R.STATUS_DONE, "wall_s": 1.0, "cpu_s": 999.0},
+        {"cell": "e", "method": "drl", "variant": "", "servers": 50, "seed": 2, "status": R.STATUS_FAILED,
+         "wall_s": 1.0, "cpu_s": 5.0},
+    ])
+    monkeypatch.setattr(R, "compute_table", lambda out=None: table)
+    text = H.cost_markdown(tmp_path / "paper")
+    assert "at 50 servers (2 seed(s)) DRL 100, the heuristics 30-30." in text

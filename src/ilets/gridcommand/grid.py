@@ -83,7 +83,7 @@ class GridProfile:
     oracle_seeds: tuple[int, ...] = ()
     oracle_window: int = 60  #: tasks per oracle MILP window
     #: branch-and-bound nodes per oracle solve: the same cut on any host (chosen on pilot
-    #: seeds by ``benchmarks/calibrate_oracle_nodes.py``) [ours]
+    #: seeds by :mod:`ilets.gridcommand.pilot`) [ours]
     oracle_node_limit: int | None = 50
     #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
     #: point that depends on the host's speed and load, so the grids use the node limit
@@ -335,6 +335,8 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
     """Copy a grid folder's compact results (store, provenance, profile, cell JSON files)
     into ``dest`` (replaced); returns the provenance with ``note`` and the size in MB."""
     src, dest = Path(src), Path(dest)
+    if not (src / "profile.json").is_file():
+        raise ConfigError(f"--ship {src}: expected a grid's results folder with profile.json (run the grid first)")
     build_store(src)
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -376,8 +378,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-cells", type=int, default=None, help="stop after this many computed cells")
     add_ship_arguments(ap)
     args = ap.parse_args(argv)
-    if shipped_by(ap, args, ship):
-        return 0
+    try:
+        if shipped_by(ap, args, ship):
+            return 0
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if not (args.profile and args.out):
         ap.error("--profile and --out are required (or --ship and --to)")
     try:

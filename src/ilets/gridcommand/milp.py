@@ -400,7 +400,7 @@ def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_ga
     status = STATUS.get(res.status, "other")
     if res.x is None:
         raise RuntimeError(f"solve_window: HiGHS returned no plan ({status}: {res.message}); "
-                           "raise time_limit or shrink the window")
+                           "raise node_limit or time_limit, or shrink the window")
     chosen = res.x[:x] > 0.5
     cls = np.full(n, -1, np.int64)
     start_no = np.full(n, -1, np.int64)

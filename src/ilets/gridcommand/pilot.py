@@ -35,6 +35,7 @@ import json
 import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -98,6 +99,24 @@ def choose(scores: dict[Any, float], rule: str, tolerance: float = 0.0) -> Any:
     raise ValueError(f"choose: unknown rule {rule!r}; expected 'best' or 'smallest-within'")
 
 
+def _read_episodes(path: Path) -> list[dict]:
+    """The finished episodes of ``OUT/episodes.jsonl``; a line cut short by a kill (the last
+    one) is dropped with a warning and its episode runs again."""
+    if not path.is_file():
+        return []
+    rows, text = [], path.read_text()
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            warnings.warn(f"{path}: line {i + 1} is cut short; its episode runs again", stacklevel=3)
+    if text and not text.endswith("\n"):  # rewrite without the torn tail, so appends start clean
+        atomic_write(path, lambda tmp: tmp.write_text("".join(json.dumps(r) + "\n" for r in rows)))
+    return rows
+
+
 def _key(row: dict) -> tuple:
     return row["expert"], row["option"], json.dumps(row["value"]), row["servers"], row["seed"], row["regime"]
 
@@ -108,7 +127,7 @@ def run_pilot(profile: GridProfile, out: Path, seeds: tuple[int, ...] = PILOT_SE
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     lines = out / "episodes.jsonl"
-    rows = [json.loads(s) for s in lines.read_text().splitlines() if s.strip()] if lines.is_file() else []
+    rows = _read_episodes(lines)
     done = {_key(r) for r in rows}
     regimes = list(dict.fromkeys(profile.regimes.values()))
     result: dict[str, Any] = {"profile": profile.name, "scale": profile.scale, "seeds": list(seeds),

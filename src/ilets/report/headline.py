@@ -17,6 +17,7 @@ import json
 import sys
 from pathlib import Path
 
+from ilets.files import atomic_write
 from ilets.report.findings import HEADLINE_MARKERS, headline_markdown
 from ilets.report.report_context import ReportContext
 
@@ -63,6 +64,35 @@ def shipped_markdown(root: Path) -> str:
     return "\n".join(rows) + "\n"
 
 
+def cost_markdown(folder: Path) -> str:
+    """CPU seconds per main-grid cell of a results folder, per fleet size: each learner's
+    mean over the seeds it has, and the heuristics' range (from the cells' own records)."""
+    from ilets.config import HEURISTICS
+    from ilets.method_table import METHOD_LABELS
+    from ilets.study.results import STATUS_DONE, compute_table
+
+    t = compute_table(Path(folder))
+    t = t[(t["status"] == STATUS_DONE) & (t["variant"] == "")]
+    if t.empty:
+        return ""
+    parts = []
+    for servers, g in t.groupby("servers"):
+        mean = g.groupby("method")["cpu_s"].mean()
+        learners = [f"{METHOD_LABELS.get(m, m)} {mean[m]:,.0f}" for m in mean.index if m not in HEURISTICS]
+        heur = mean[[m for m in mean.index if m in HEURISTICS]]
+        text = ", ".join(learners) + (f", the heuristics {heur.min():,.0f}-{heur.max():,.0f}" if len(heur) else "")
+        parts.append(f"at {servers} servers ({g['seed'].nunique()} seed(s)) {text}")
+    return (f"CPU seconds per main-grid cell of `{Path(folder).parent.name}/{Path(folder).name}/` (its cells' "
+            "own records: the learner process and its emulators; mean over seeds): " + "; ".join(parts) + ".\n")
+
+
+def shipped_block(shipped: Path) -> str:
+    """README's shipped block: :func:`shipped_markdown` of ``shipped``, then the cost per
+    cell of its paper-scale folder (:func:`cost_markdown`)."""
+    cost = cost_markdown(Path(shipped) / "paper") if (Path(shipped) / "paper").is_dir() else ""
+    return shipped_markdown(shipped) + ("\n" + cost if cost else "")
+
+
 def replace_block(doc: str, markers: tuple[str, str], text: str, target: Path) -> str:
     """``doc`` with what sits between ``markers`` replaced by ``text`` (``target`` names it)."""
     start, end = markers
@@ -84,8 +114,13 @@ def write_headline(results: Path, target: Path | None = None) -> str:
     if not target.is_file():
         raise HeadlineError(f"--write {target}: no such file")
     doc = replace_block(target.read_text(), HEADLINE_MARKERS, text, target)
-    doc = replace_block(doc, SHIPPED_MARKERS, shipped_markdown(results.parent), target)
-    target.write_text(doc)  # both blocks or neither
+    doc = replace_block(doc, SHIPPED_MARKERS, "", target)  # both marker pairs are there
+    # the repository's shipped folders (beside the file written), whatever --results is
+    shipped = target.parent / "shipped"
+    if not shipped.is_dir():
+        raise HeadlineError(f"--write {target}: expected the shipped folders in {shipped}")
+    doc = replace_block(doc, SHIPPED_MARKERS, shipped_block(shipped), target)
+    atomic_write(target, lambda tmp: tmp.write_text(doc))  # both blocks or neither
     return text
 
 

@@ -220,7 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except OSError as err:  # a file or folder the user named (or the disk) is not usable
         where = f"{err.filename}: " if getattr(err, "filename", None) else ""
-        print(f"ilets: {where}{err.strerror or err}", file=sys.stderr)
+        try:
+            print(f"ilets: {where}{err.strerror or err}", file=sys.stderr)
+        except OSError:  # stderr itself is the closed pipe
+            pass
         return 2
     except KeyboardInterrupt:
         try:
