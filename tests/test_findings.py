@@ -410,16 +410,25 @@ def test_headline_sets_the_papers_improvements_beside_ours(ctx, store, tmp_path,
 
     text = F.headline_markdown(ctx)
     assert "paper (%)" in text and "pooled" in text and "50 servers" in text and ctx.banner in text
-    from ilets.report.headline import SHIPPED_MARKERS, shipped_markdown
+    import shutil
 
-    readme = tmp_path / "README.md"
+    from ilets.report.headline import SHIPPED_MARKERS, shipped_block
+
+    repo = tmp_path / "repo"
+    shutil.copytree(store, repo / "shipped" / "paper")  # the shipped folders sit beside the README
+    readme = repo / "README.md"
     start, end = F.HEADLINE_MARKERS
     s_start, s_end = SHIPPED_MARKERS
     readme.write_text(f"# x\n{start}\nold table\n{end}\nmiddle\n{s_start}\nold list\n{s_end}\ntail\n")
     assert main(["--results", str(store), "--write", str(readme)]) == 0
     written = F.headline_markdown(ReportContext.load(store))  # the command's resamples (the book's)
-    assert readme.read_text() == (f"# x\n{start}\n{written}{end}\nmiddle\n{s_start}\n{shipped_markdown(store.parent)}"
-                                  f"{s_end}\ntail\n")
+    block = shipped_block(repo / "shipped")
+    assert "CPU seconds per main-grid cell of `shipped/paper/`" in block
+    assert readme.read_text() == f"# x\n{start}\n{written}{end}\nmiddle\n{s_start}\n{block}{s_end}\ntail\n"
+    (tmp_path / "lone").mkdir()
+    (tmp_path / "lone" / "README.md").write_text(readme.read_text())
+    assert main(["--results", str(store), "--write", str(tmp_path / "lone" / "README.md")]) == 2
+    assert "expected the shipped folders" in capsys.readouterr().err
     assert main(["--results", str(tmp_path / "nowhere")]) == 2
     assert "store/metrics.parquet" in capsys.readouterr().err
 
