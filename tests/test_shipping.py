@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pandas as pd
 
@@ -48,3 +49,9 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
     assert len(commit.split("+")[0]) == 40 or commit == "unrecorded"
     line = provenance_line(info)
     assert "2 cells" in line and "CPU-hours" in line
+    # a shipped folder copied back and grown by a grid: its provenance is the cells' own now
+    grown = tmp_path / "grown"
+    shutil.copytree(shipped, grown)
+    shutil.copytree(next(out.glob("cells/drl-*")), grown / "cells" / "drl-copy")
+    now = load_provenance(grown)
+    assert now["cells"] == 3 and now["note"] == "test" and now["cpu_hours"] > info["cpu_hours"]

@@ -128,9 +128,15 @@ def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) ->
 
 
 def load_provenance(folder: Path) -> dict:
-    """The ``PROVENANCE.json`` of a shipped folder, or one computed from its cells."""
+    """A results folder's provenance: computed from its cells' own records when it has them
+    (so a folder a grid kept adding to after it was shipped or copied is described as it is
+    now), with what its ``PROVENANCE.json`` adds (the note, the size); the file alone
+    otherwise."""
     path = Path(folder) / PROVENANCE
-    return json.loads(path.read_text()) if path.is_file() else provenance(folder)
+    recorded = json.loads(path.read_text()) if path.is_file() else {}
+    if (Path(folder) / "cells").is_dir() or not recorded:
+        return {**recorded, **provenance(folder)}
+    return recorded
 
 
 def provenance_line(info: dict) -> str:
