@@ -358,17 +358,22 @@ def add_ship_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
 
 
-def shipped_by(ap: argparse.ArgumentParser, args: argparse.Namespace, ship_folder: Callable[..., dict]) -> bool:
-    """Ship with ``ship_folder(src, dest, note)`` when ``--ship`` was given (printing the
-    provenance); False when it was not."""
+def shipped_by(ap: argparse.ArgumentParser, args: argparse.Namespace, ship_folder: Callable[..., dict]) -> int | None:
+    """Ship with ``ship_folder(src, dest, note)`` when ``--ship`` was given, printing the
+    provenance: the exit code (2, with a one-line message, for a folder it cannot ship);
+    None when ``--ship`` was not given."""
     if not args.ship:
-        return False
+        return None
     if not args.to:
         ap.error("--ship needs --to")
     if not Path(args.ship).is_dir():
         ap.error(f"--ship {args.ship}: expected a finished results folder, found none")
-    print(json.dumps(ship_folder(args.ship, args.to, args.note), indent=1))
-    return True
+    try:
+        print(json.dumps(ship_folder(args.ship, args.to, args.note), indent=1))
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,12 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-cells", type=int, default=None, help="stop after this many computed cells")
     add_ship_arguments(ap)
     args = ap.parse_args(argv)
-    try:
-        if shipped_by(ap, args, ship):
-            return 0
-    except ConfigError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+    shipped = shipped_by(ap, args, ship)
+    if shipped is not None:
+        return shipped
     if not (args.profile and args.out):
         ap.error("--profile and --out are required (or --ship and --to)")
     try:

@@ -204,15 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="pilot folder (resumed if it exists)")
     add_ship_arguments(ap)
     args = ap.parse_args(argv)
+    shipped = shipped_by(ap, args, ship)
+    if shipped is not None:
+        return shipped
+    if not args.out:
+        ap.error("--out is required (or --ship and --to)")
     try:
-        if shipped_by(ap, args, ship):
-            return 0
+        profile = load_grid_profile(args.profile)
     except ConfigError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    if not args.out:
-        ap.error("--out is required (or --ship and --to)")
-    result = run_pilot(load_grid_profile(args.profile), args.out, log=lambda s: print(s, flush=True))
+    result = run_pilot(profile, args.out, log=lambda s: print(s, flush=True))
     print(json.dumps({s["expert"] + "." + s["option"]: s["chosen"] for s in result["stages"]}))
     return 0
 
