@@ -41,7 +41,7 @@ import traceback
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import pandas as pd
 
@@ -186,6 +186,11 @@ def cells(profile: GridProfile) -> list[Cell]:
                     continue
                 out.append(Cell(method, servers, seed))
     return out
+
+
+def planned_cells(profile: Mapping[str, Any]) -> int:
+    """How many cells a grid profile plans, from the profile as data (``OUT/profile.json``)."""
+    return len(cells(from_dict(GridProfile, dict(profile), "profile.json")))
 
 
 # --- provenance ---------------------------------------------------------------------------

@@ -133,12 +133,9 @@ def scale_note(results: GridResults | None) -> str:
 def planned_cells(results: GridResults) -> int | None:
     """How many cells the shipped profile plans (:func:`ilets.gridcommand.grid.cells`), None
     when no profile was shipped."""
-    from ilets.config import from_dict
-    from ilets.gridcommand.grid import GridProfile, cells
+    from ilets.gridcommand.grid import planned_cells as planned
 
-    if not results.profile:
-        return None
-    return len(cells(from_dict(GridProfile, results.profile, "profile.json")))
+    return planned(results.profile) if results.profile else None
 
 
 def provenance_sentence(results: GridResults | None) -> str:

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ilets.files import atomic_write
+from ilets.files import PROVENANCE, atomic_write
 from ilets.report.findings import HEADLINE_MARKERS, headline_markdown
 from ilets.report.report_context import ReportContext
 
@@ -32,15 +32,14 @@ SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 def planned_cells(folder: Path) -> int | None:
     """How many cells the grid that made ``folder`` planned: the study's ``grid.json``
     manifest, or the grid-command grid's ``profile.json``; None when neither is there."""
-    folder = Path(folder)
-    if (folder / "grid.json").is_file():
-        return len(json.loads((folder / "grid.json").read_text()).get("cells", []))
-    if (folder / "profile.json").is_file():
-        from ilets.config import from_dict
-        from ilets.gridcommand.grid import GridProfile, cells
+    from ilets.gridcommand import grid as gridcommand
+    from ilets.study import grid as study
 
-        return len(cells(from_dict(GridProfile, json.loads((folder / "profile.json").read_text()), "profile.json")))
-    return None
+    folder = Path(folder)
+    planned = study.planned_cells(folder)
+    if planned is None and (folder / "profile.json").is_file():
+        planned = gridcommand.planned_cells(json.loads((folder / "profile.json").read_text()))
+    return planned
 
 
 def shipped_markdown(root: Path) -> str:
@@ -49,8 +48,8 @@ def shipped_markdown(root: Path) -> str:
     of its files' sizes)."""
     rows = ["| folder | what (its provenance note) | cells | CPU-hours | commits | size |",
             "|---|---|---:|---:|---:|---:|"]
-    for folder in sorted(p for p in Path(root).iterdir() if (p / "PROVENANCE.json").is_file()):
-        prov = json.loads((folder / "PROVENANCE.json").read_text())
+    for folder in sorted(p for p in Path(root).iterdir() if (p / PROVENANCE).is_file()):
+        prov = json.loads((folder / PROVENANCE).read_text())
         planned = planned_cells(folder)
         done = int(prov.get("cells", 0))
         cells = f"{done:,}" + (f" of {planned:,}" if planned is not None else "")

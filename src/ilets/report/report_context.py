@@ -159,12 +159,10 @@ class ReportContext:
     def planned_cells(self) -> int:
         """Cells of the grid that produced this folder (``grid.json``; the finished count when
         the folder has no manifest)."""
-        import json
+        from ilets.study.grid import planned_cells
 
-        manifest = self.out / "grid.json"
-        if manifest.is_file():
-            return len(json.loads(manifest.read_text()).get("cells", []))
-        return self.n_done
+        planned = planned_cells(self.out)
+        return self.n_done if planned is None else planned
 
     @functools.cached_property
     def provenance_text(self) -> str:

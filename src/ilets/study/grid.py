@@ -28,7 +28,6 @@ strikes (:func:`online_event_ranges`), read back by :mod:`ilets.report.events`.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
@@ -42,7 +41,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import yaml
 
-from ilets.config import RunConfig, WorkloadConfig, to_dict
+from ilets.config import RunConfig, WorkloadConfig, digest_of, to_dict
 from ilets.study.profiles import Profile
 from ilets.study.run import BUSY, RAN, atomic_json, atomic_text, cell_name, clean_stale_temporaries, is_done, run_cell_status
 
@@ -81,6 +80,15 @@ def _write_manifest(profile: Profile, out: Path, cells: list[RunConfig]) -> None
         {"name": profile.name, "description": profile.description, "methods": list(profile.methods),
          "servers": list(profile.servers), "seeds": list(profile.seeds), "workers": profile.workers,
          "run": to_dict(profile.run)}, sort_keys=False))
+
+
+def planned_cells(out: Path) -> int | None:
+    """How many cells the grid that wrote ``out`` planned (its ``grid.json`` manifest);
+    None when the folder has no manifest."""
+    manifest = Path(out) / "grid.json"
+    if not manifest.is_file():
+        return None
+    return len(json.loads(manifest.read_text()).get("cells", []))
 
 
 def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int | None = None,
@@ -282,8 +290,9 @@ def online_event_ranges(events: Mapping[str, float], arrival: np.ndarray,
 
 
 def workload_key(workload: WorkloadConfig) -> str:
-    """The key of a workload configuration in ``events.json``: a short hash of every field."""
-    return hashlib.sha256(json.dumps(to_dict(workload), sort_keys=True).encode()).hexdigest()[:12]
+    """The key of a workload configuration in ``events.json``: a short hash of every field
+    (:func:`ilets.config.digest_of`, the hash that names the cells)."""
+    return digest_of(to_dict(workload))
 
 
 def workload_event_record(workload: WorkloadConfig, seed: int) -> dict:
