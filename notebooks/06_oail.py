@@ -58,7 +58,7 @@ found = F.adaptation_findings(ctx)
 learn = ctx.learner_curves
 glue("profile_name", ctx.name, display=False)
 glue("scales", ctx.scales_text, display=False)
-glue("n_seeds", str(ctx.n_seeds), display=False)
+glue("n_seeds", ctx.seeds_text, display=False)
 glue("oail_every", f"{run.oail.every}", display=False)
 glue("oail_window", f"{run.experts.window}", display=False)
 glue("oail_experts", " and ".join(e.upper() for e in run.oail.experts), display=False)
@@ -251,7 +251,7 @@ plots.markdown_table(stats.compare_display(found.oail_effect, by=("servers", "pa
 #
 # The authors' code let the experts plan the *next* tasks, which have not arrived when an
 # online scheduler decides; this study uses the last tasks already scheduled. The
-# `upcoming` variant runs ILETS- and ILETS with the authors' window, against the main
+# `upcoming` variant runs its profile's OAIL methods with the authors' window, against the main
 # study's past window at the same fleet size and seeds.
 
 # %% [markdown]

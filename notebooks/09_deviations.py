@@ -26,7 +26,6 @@ from myst_nb import glue
 
 from ilets.report import deviations, plots
 from ilets.report.report_context import ReportContext
-from ilets.study.results import load_metrics
 
 ctx = ReportContext.load()
 glue("profile_name", ctx.name, display=False)
@@ -60,11 +59,14 @@ Markdown(shown.to_markdown(index=False))
 # are improvements.
 
 # %% tags=["remove-input"]
-plots.markdown_table(deviations.effects_display(load_metrics(ctx.out, variant=None)), {},
-                     empty="No variant cells are in this results store, so no effect is measured here.")
+plots.markdown_table(deviations.effects_display(ctx.all_metrics), {},
+                     empty="No variant of this results store is judged yet, so no effect is measured here.")
+
+# %% tags=["remove-input"]
+Markdown(ctx.pending_variants_text)
 
 # %% [markdown]
-# Missing variants (in a profile that does not define them) simply do not appear. The
+# Variants the profile does not define, or not judged yet, do not appear. The
 # chapters on OINPT ({doc}`05_oinpt`) and OAIL ({doc}`06_oail`) discuss the critic,
 # expert, state and window variants in context; the heavy-load variant shows how much the
 # comparison depends on the reconstructed service rates.

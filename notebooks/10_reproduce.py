@@ -20,7 +20,7 @@
 # for machines whose pip does not find it by default):
 #
 # ```bash
-# make book   # venv + the quick grid (resumable) + this book, strict build
+# make book   # venv + this book from the results at hand (shipped/ on a fresh clone), strict build
 # make test   # the test suite, including a strict smoke build of the book in a browser
 # ```
 #
@@ -99,9 +99,9 @@ Markdown(per.round(1).to_markdown(index=False))
 # %% tags=["remove-cell"]
 from ilets.study import verify as VF
 
-scale = F.scale_findings(ctx)
-live = VF.verdict_table(VF.verify_live(scale.rerun_out, scale.rerun_cells))
-glue("rerun_from", Markdown(scale.rerun_from_md), display=False)
+rerun = F.rerun_findings(ctx)  # the sample alone: no verdict is recomputed here
+live = VF.verdict_table(VF.verify_live(rerun.out, rerun.cells))
+glue("rerun_from", Markdown(rerun.from_md), display=False)
 glue("live_ok", f"{(live['reproduced'] == 'yes').sum()} of {len(live)}", display=False)
 recorded, recorded_text = VF.recorded_table(ctx.out)
 glue("recorded_text", recorded_text, display=False)

@@ -142,7 +142,7 @@ def test_cold_start_findings(ctx):
     assert len(cold.components) == 4 and set(cold.components["status"]) <= set(V.COMPONENT_STATUSES)
     assert cold.texts["agree_after"] == "60.0%" and "most demonstrated decisions at all 2" in cold.texts["agree_verdict"]
     assert cold.texts["critic_drop"] == "80%"
-    assert not cold.no_critic.present and "not in this results store" in cold.no_critic.text
+    assert not cold.no_critic.present and cold.no_critic.text.startswith("The `test` profile has no `no-critic` variant")
     assert (cold.floor["verdict"] == "worse").any()  # DRL+ below greedy-cost in this table
     assert "pair" in cold.first_pairs
 
@@ -358,20 +358,68 @@ def test_banner_says_when_the_grid_is_unfinished(store, tmp_path):
     assert "not finished" in partial.banner
 
 
+def _partial_grid(store, tmp_path, extra_seeds: int):
+    """A copy of ``store`` whose grid also plans 200 servers for every method, seeds 0-4, of
+    which DRL has ``extra_seeds`` finished, plus a planned, unrun `no-critic` variant."""
+    import shutil
+
+    out = tmp_path / f"partial{extra_seeds}"
+    shutil.copytree(store, out)
+    for seed in range(extra_seeds):
+        _cell(out, "drl", 200, seed, 0.0)
+    build_store(out)
+    names = [p.name for p in (out / "cells").iterdir()]
+    planned = [f"{m}-M200-s{k}-0" for m in METHODS for k in range(5)] + [f"drl+@no-critic-M50-s{k}-0" for k in range(5)]
+    (out / "grid.json").write_text(json.dumps({"cells": sorted(set(names) | set(planned))}))
+    return ReportContext.load(out, reps=REPS)
+
+
+def test_a_fleet_size_with_too_few_seeds_is_left_out_and_named(store, tmp_path):
+    partial = _partial_grid(store, tmp_path, extra_seeds=2)
+    # 200 servers has two DRL seeds only: in no table, named in the banner, verdicts provisional
+    assert partial.scales == (50, 100) and 200 not in set(partial.curves["servers"])
+    assert partial.seeds_text == "3" and partial.n_seeds == 3
+    assert partial.pending_text == "200 servers (2 of 30 cells finished)"
+    assert "The tables judge 50 and 100 servers only; 200 servers (2 of 30 cells finished) is left out" \
+        in partial.banner and "provisional" in partial.coverage_text
+    assert partial.variant_missing_text("no-critic") == (
+        "The `no-critic` variant of the `test` profile is not judged yet: 50 servers (not yet run)")
+    assert partial.variant_missing_text("upcoming") == "The `test` profile has no `upcoming` variant"
+    assert "`no-critic`: 50 servers (not yet run)" in partial.pending_variants_text
+    # the verdicts are those of the judged fleet sizes alone (the two DRL seeds change nothing)
+    whole = F.summary_findings(ReportContext.load(store, reps=REPS)).table
+    assert F.summary_findings(partial).table["verdict"].tolist() == whole["verdict"].tolist()
+
+
+def test_every_variant_metric_is_at_a_judged_fleet_size(ctx):
+    every = ctx.all_metrics
+    assert set(every["variant"]) == {"", "heavy-load"} and len(every) == ctx.n_done
+    assert ctx.coverage_text == "Every fleet size the profile plans is in the tables." and ctx.pending_text == ""
+
+
 def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
     import shutil
 
     alone = F.scale_findings(ctx, small_out=store)  # the same folder: nothing beside it
     assert alone.small_name == "" and "No reduced-scale" in alone.sentence
-    assert list(alone.table.columns) == ["claim", "statement", f"verdict (test, {100 * SCALE:.3g} % scale, 3 seeds)"]
+    assert list(alone.table.columns) == ["claim", "statement",
+                                         f"verdict (test, {100 * SCALE:.3g} % scale, 50 and 100 servers, 3 seeds)"]
     other = tmp_path / "other"
     shutil.copytree(store, other)
     beside = F.scale_findings(ctx, small_out=other)
     assert beside.small_name == "test" and len(beside.table) == len(alone.table)
     assert set(beside.table["same at both scales"]) == {"yes"} and beside.sentence.startswith("0 of ")
     # the live re-runs: one main-study cell each of DRL, DRL+ and ILETS, smallest fleet, lowest seed
-    assert beside.rerun_cells == ("drl-M50-s0-0", "drl+-M50-s0-0", "ilets-M50-s0-0")
-    assert Path(beside.rerun_out) == other and "`drl-M50-s0-0`" in beside.rerun_md
+    assert beside.rerun.cells == ("drl-M50-s0-0", "drl+-M50-s0-0", "ilets-M50-s0-0")
+    assert Path(beside.rerun.out) == other and "`drl-M50-s0-0`" in beside.rerun.md
+    assert F.rerun_findings(ctx, small_out=other) == beside.rerun
+    # main results at 50 servers only: the reduced results are judged at 50 servers too, so a
+    # difference between the columns is one of scale, not of which fleet sizes ran
+    from dataclasses import replace
+
+    at50 = replace(ctx, metrics=ctx.metrics[ctx.metrics["servers"] == 50], curves=ctx.curves[ctx.curves["servers"] == 50])
+    narrow = F.scale_findings(at50, small_out=other)
+    assert narrow.table.columns[-2] == f"verdict at the reduced scale (test, {100 * SCALE:.3g} %, 50 servers, 3 seeds)"
 
 
 def test_scale_comparison_marks_verdicts_that_depend_on_scale():
@@ -603,3 +651,50 @@ def test_event_list_profiles_and_hardware_texts():
     assert hw.to_dict("records")[0] == {"item": "CPU", "value": "X"}
     assert list(hw["item"]) == ["CPU", "cores", "RAM (GiB)", "Python", "platform", "numpy"]
     assert list(F.hardware_table({"packages": None})["item"]) == ["CPU", "cores", "RAM (GiB)", "Python", "platform"]
+
+
+def test_heuristic_fleet_display_puts_metrics_then_fleet_sizes_in_columns():
+    from ilets.report import plots
+
+    t = pd.DataFrame({"heuristic": ["greedy-cost"] * 3, "metric": ["energy_kwh", "avg_response_s", "avg_response_s"],
+                      "servers": [50, 200, 50], "learner": ["ilets", "drl+", "drl+"], "effect_pct": [1.25, -3.0, 12.0],
+                      "ci_low_pct": [0.5, -5.0, 10.0], "ci_high_pct": [2.0, -1.0, 14.0], "verdict": ["better"] * 3,
+                      "seeds": [10] * 3})
+    d = plots.heuristic_fleet_display(t, F.PAPER_LABELS)
+    assert list(d.columns) == [("energy", "50 servers"), ("response time", "50 servers"),
+                               ("response time", "200 servers")]
+    assert d.loc["greedy-cost", ("response time", "50 servers")] == "+12.0 [+10.0, +14.0] vs DRL+"
+    assert plots.heuristic_fleet_display(t.iloc[0:0], F.PAPER_LABELS).empty
+
+
+def test_differences_are_tested_on_the_variants_that_can_explain_them(ctx, store, tmp_path):
+    found = F.difference_findings(ctx, small_out=store)  # the same folder: no quick look beside it
+    failing = [c for c, v in zip(F.summary_findings(ctx).table["claim"], F.summary_findings(ctx).table["verdict"])
+               if v != V.REPRODUCED]
+    assert set(found.table["claim"]) <= set(failing)
+    heavy = found.table[found.table["variant"] == "`heavy-load`"]
+    # the store's heavy-load variant ran DRL, DRL+ and greedy-cost: claim 1 at most, at 50 servers
+    assert set(heavy["claim"]) <= {1} and set(heavy["results"]) <= {"0.2 % of the window, 50 servers, 3 seeds"}
+    assert "`upcoming`" in found.untested and "not in" not in found.untested
+    assert found.untested_text.startswith("No results test these variants yet: The `test` profile has no")
+
+
+def test_difference_sentence_names_what_moves_a_verdict():
+    t = pd.DataFrame({"claim": [1, 1, 5], "verdict here": ["partly", "partly", "not reproduced"],
+                      "variant": ["`a`", "`b`", "`a`"], "choice it tests": ["x", "y", "x"], "results": ["r"] * 3,
+                      "verdict, our choice": ["partly", "partly", "not reproduced"],
+                      "verdict, the variant's": ["reproduced", "not reproduced", "not reproduced"]})
+    s = F.difference_sentence(t, [1, 5, 7])
+    assert s == ("By claim, claim 1: closer to the paper with `a` (partly → reproduced), further from it with `b` "
+                 "(partly → not reproduced); claim 5: no tested variant brings it closer to the paper (`a`); "
+                 "no variant tests claim 7.")
+    assert F.difference_sentence(t.iloc[0:0], []).startswith("Every claim is reproduced here")
+
+
+def test_summary_or_note_says_an_absent_table_in_words():
+    from IPython.display import Markdown
+
+    from ilets.report import plots
+
+    note = plots.summary_or_note(pd.DataFrame(), {}, "caption", empty="nothing here")
+    assert isinstance(note, Markdown) and note.data == "nothing here"

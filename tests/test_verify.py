@@ -55,3 +55,40 @@ def test_verify_user_errors_are_one_line(tmp_path, capsys):
     (tmp_path / "cells").mkdir()
     assert main(["verify", "--results", str(tmp_path), "--cell", "nope"]) == 2
     assert "no cell(s) ['nope']" in capsys.readouterr().err
+
+
+def _fake_cell(folder, name, commit):
+    d = folder / "cells" / name
+    d.mkdir(parents=True)
+    (d / "system.json").write_text(json.dumps({"commit": commit}))
+
+
+def test_the_record_grows_cell_by_cell_and_says_which_commits_it_covers(tmp_path, monkeypatch):
+    from ilets.study import verify as VF
+
+    for i, commit in enumerate(["a" * 40, "a" * 40, "b" * 40]):
+        _fake_cell(tmp_path, f"drl-M50-s{i}-0", commit)
+    # an older record: one date, machine and commit for every cell it lists
+    (tmp_path / VF.VERIFY_REPORT).write_text(json.dumps({
+        "checked_utc": "2026-01-01T00:00:00+00:00", "machine": "x86_64", "code": {"commit": "c" * 40},
+        "cells": [{"cell": "drl-M50-s0-0", "reproduced": True, "differences": [], "wall_s": 1.0},
+                  {"cell": "drl-M50-s1-0", "reproduced": True, "differences": [], "wall_s": 1.0}]}))
+    monkeypatch.setattr("ilets.study.run.source_version", lambda: {"commit": "d" * 40, "dirty": False})
+    VF.write_report(tmp_path / VF.VERIFY_REPORT, tmp_path,
+                    [VF.Verdict("drl-M50-s1-0", False, ("avg_response_s: 1 -> 2",), 2.0),
+                     VF.Verdict("drl-M50-s2-0", True, (), 3.0)])
+    table, sentence = VF.recorded_table(tmp_path)
+    assert table["cell"].tolist() == ["drl-M50-s0-0", "drl-M50-s1-0", "drl-M50-s2-0"]  # s1 re-checked: newest kept
+    assert table["checked at"].tolist() == ["c" * 12, "d" * 12, "d" * 12]
+    assert table["computed at"].tolist() == ["a" * 12, "a" * 12, "b" * 12]
+    assert table["reproduced"].tolist() == ["yes", "no", "yes"] and "x86_64" in table["checked on"].iloc[0]
+    assert sentence.startswith("2 of 3 recorded re-runs reproduced") and "first difference" in sentence
+    assert f"{'a' * 12} (2 cells, 2 checked), {'b' * 12} (1 cells, 1 checked)" in sentence
+
+
+def test_a_malformed_record_is_named(tmp_path):
+    from ilets.study import verify as VF
+
+    (tmp_path / VF.VERIFY_REPORT).write_text(json.dumps({"cells": [{"reproduced": True}]}))
+    with pytest.raises(ValueError, match=r"VERIFY\.json: unreadable verification record, field 'cells'"):
+        VF.recorded_table(tmp_path)

@@ -53,3 +53,18 @@ def learners_with(*, oinpt: bool | None = None, oail: bool | None = None) -> tup
 def method_label(name: str) -> str:
     """The printed label of ``name``: a learner's label, or the name itself (heuristics)."""
     return METHOD_LABELS.get(name, name)
+
+
+def reads_section(method: str, section: str) -> bool:
+    """Whether a cell of ``method`` reads the ``RunConfig`` section ``section`` (a top-level
+    field name: ``"oinpt"``, ``"oail"``, ``"experts"``, ``"ppo"``, ``"observation"``, ...).
+
+    OINPT's settings are read only by the methods with OINPT, OAIL's only by those with OAIL,
+    the experts' by either; a heuristic (any name not a learner) reads none of those nor the
+    policy's (``ppo``, ``observation``). Every other section is read by every method. So a
+    variant that changes only unread sections leaves a method's cells as they were (a test
+    runs such pairs and compares their metrics), and its comparisons may use the main cells."""
+    spec = METHOD_SPECS.get(method)
+    if spec is None:
+        return section not in ("observation", "ppo", "experts", "oinpt", "oail")
+    return {"oinpt": spec.oinpt, "oail": spec.oail, "experts": spec.oinpt or spec.oail}.get(section, True)

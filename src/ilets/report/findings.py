@@ -12,7 +12,7 @@ so it states exactly the statuses the summary chapter uses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Mapping, Sequence
 
@@ -97,6 +97,47 @@ def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_
 
 
 @dataclass(frozen=True)
+class Rerun:
+    """The cells a book build re-runs live (chapter 10) and the folder they come from."""
+
+    cells: tuple[str, ...]
+    out: object = None  #: the folder they are re-run from (None: nothing is re-run)
+
+    @property
+    def from_md(self) -> str:
+        """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
+        if self.out is None:
+            return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[3]
+        out = Path(self.out).resolve()
+        return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
+
+    @property
+    def md(self) -> str:
+        """The re-run cells as Markdown (code-formatted names), or "no cell"."""
+        return and_join(f"`{c}`" for c in self.cells) or "no cell"
+
+
+def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
+    """What a build re-runs: a sample of the reduced-scale results (:func:`ilets.study.verify.book_sample`;
+    :func:`ilets.study.results.scale_dir` unless ``small_out``), or of the main results when
+    they are themselves reduced and nothing else is at hand. A paper-scale cell takes minutes,
+    so a build re-runs none of those."""
+    from pathlib import Path
+
+    from ilets.study.results import scale_dir
+    from ilets.study.verify import book_sample
+
+    small_out = Path(small_out) if small_out else scale_dir()
+    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
+    source = small_out if has_small else (None if ctx.paper_scale else ctx.out)
+    cells = tuple(book_sample(source)) if source is not None else ()
+    return Rerun(cells, source if cells else None)
+
+
+@dataclass(frozen=True)
 class ScaleFindings:
     """The main verdicts beside a reduced-scale run's, and what the build read and re-ran."""
 
@@ -104,42 +145,33 @@ class ScaleFindings:
     small_name: str  #: profile of the reduced-scale results ("" when there are none)
     sentence: str  #: how many verdicts depend on the scale
     read_text: str  #: the folders this build read
-    rerun_cells: tuple[str, ...]  #: the cells the build re-runs live (chapter 10)
-    rerun_out: object = None  #: the folder they are re-run from (None: nothing is re-run)
+    rerun: Rerun  #: the cells the build re-runs live (chapter 10)
 
-    @property
-    def rerun_from_md(self) -> str:
-        """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
-        if self.rerun_out is None:
-            return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
-        from pathlib import Path
 
-        root = Path(__file__).resolve().parents[3]
-        out = Path(self.rerun_out).resolve()
-        return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
-
-    @property
-    def rerun_md(self) -> str:
-        """The re-run cells as Markdown (code-formatted names), or "no cell"."""
-        return and_join(f"`{c}`" for c in self.rerun_cells) or "no cell"
+def _at_servers(table: pd.DataFrame, servers) -> pd.DataFrame:
+    return table[table["servers"].isin(list(servers))].reset_index(drop=True)
 
 
 def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
     """Verdicts at the main results' scale beside those of the reduced-scale results
-    (:func:`ilets.study.results.scale_dir` unless ``small_out``); the reduced results are left
-    out when they are the main results themselves or have no store."""
+    (:func:`ilets.study.results.scale_dir` unless ``small_out``), judged on the main results'
+    fleet sizes only; the reduced results are left out when they are the main results
+    themselves or have no store."""
     from pathlib import Path
 
     from ilets.report.report_context import ReportContext
     from ilets.study.results import scale_dir
-    from ilets.study.verify import book_sample
 
     small_out = Path(small_out) if small_out else scale_dir()
     has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
     small = ReportContext.load(small_out, reps=ctx.reps) if has_small else None
-    main_label = f"verdict ({ctx.name}, {ctx.scale_pct} scale, {ctx.n_seeds} seeds)"
-    small_label = (f"verdict at the reduced scale ({small.name}, {small.scale_pct}, {small.n_seeds} seeds)"
-                   if small else "")
+    if small is not None and set(small.scales) - set(ctx.scales):
+        # the same fleet sizes at both scales, so a difference is one of scale, not of coverage
+        small = replace(small, metrics=_at_servers(small.metrics, ctx.scales),
+                                    curves=_at_servers(small.curves, ctx.scales))
+    main_label = f"verdict ({ctx.name}, {ctx.scale_pct} scale, {ctx.scales_text} servers, {ctx.seeds_text} seeds)"
+    small_label = (f"verdict at the reduced scale ({small.name}, {small.scale_pct}, {small.scales_text} servers, "
+                   f"{small.seeds_text} seeds)" if small else "")
     table = scale_comparison(summary_findings(ctx), summary_findings(small) if small else None, main_label,
                              small_label)
     if small is None:
@@ -151,10 +183,7 @@ def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
     read = f"`{ctx._shown_path}` ({ctx.name} profile)"
     if small is not None:
         read += f" and `{small._shown_path}` ({small.name} profile)"
-    # re-running a paper-scale cell takes minutes: a build re-runs reduced-scale cells only
-    source = small_out if small else (None if ctx.paper_scale else ctx.out)
-    rerun = tuple(book_sample(source)) if source is not None else ()
-    return ScaleFindings(table, small.name if small else "", sentence, read, rerun, source if rerun else None)
+    return ScaleFindings(table, small.name if small else "", sentence, read, rerun_findings(ctx, small_out))
 
 
 #: The paper's three metrics, as the improvement table names them.
@@ -325,8 +354,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
     # the variants
     nc = against_main(ctx, "no-critic", first, n)
     if nc.empty:
-        nc_text = ("The `no-critic` variant is not in this results store, so the effect of critic pre-training is "
-                   "not measured here.")
+        nc_text = f"{ctx.variant_missing_text('no-critic')}, so the effect of critic pre-training is not measured here."
     else:
         nc_text = (f"At {int(nc['servers'].min())} servers, DRL+ without critic pre-training changes the reward over "
                    f"the first {n:,} decisions by {says(_pick(nc, 'reward', over='first N'))}, and the whole-pass "
@@ -334,8 +362,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                    "main DRL+; positive = the variant is better).")
     ge = against_main(ctx, "greedy-expert", first, n, final_cols=(*FINAL, "bc_agreement_after"))
     if ge.empty:
-        ge_text = ("The `greedy-expert` variant is not in this results store, so the two teachers are not compared "
-                   "here.")
+        ge_text = f"{ctx.variant_missing_text('greedy-expert')}, so the two teachers are not compared here."
     else:
         ge_text = (f"At {int(ge['servers'].min())} servers, cloning the greedy expert instead of GA/PSO changes "
                    f"DRL+'s reward over the first {n:,} decisions by {says(_pick(ge, 'reward', over='first N'))} "
@@ -359,8 +386,7 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                                "positive = DRL+ better).")
     rs = against_main(ctx, "rich-state", first, n, final_cols=(*FINAL, "bc_agreement_after"))
     if rs.empty:
-        rs_text = ("The `rich-state` variant is not in this results store, so the state question is not answered "
-                   "here.")
+        rs_text = f"{ctx.variant_missing_text('rich-state')}, so the state question is not answered here."
         texts["rs_verdict"] = "not measured"
     else:
         agree, warm = _pick(rs, "bc_agreement_after"), _pick(rs, "reward", over="first N")
@@ -553,7 +579,7 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     up = _no_data(S.variant_comparison(lm, um, (*FINAL, "oail_applied"), directions=DIRECTIONS, reps=reps)) \
         if len(um) else pd.DataFrame()
     if up.empty:
-        up_text = "The `upcoming` variant is not in this results store, so the two windows are not compared here."
+        up_text = f"{ctx.variant_missing_text('upcoming')}, so the two windows are not compared here."
     else:
         up_text = ("With the upcoming window instead of the past one, the whole-pass mean reward changes by "
                    + "; ".join(f"{says(r)} for {_label(r['method'])} at {r['servers']} servers"
@@ -657,6 +683,9 @@ class ResultsFindings:
     #: :func:`ilets.report.stats.probability_of_improvement` of ILETS over every other method on
     #: each paper metric (``method``: the other one), with a ``Method`` display name
     poi: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: :func:`ilets.report.verdicts.heuristics_per_fleet`: each heuristic against the best
+    #: learner at each fleet size, with 95 % CIs
+    heuristics_fleet: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 HEAVY = "heavy-load"
@@ -714,15 +743,15 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
         for metric, val in vals.items():
             texts[f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = f"+{val:.2f} %"
     heuristics = V.heuristics_vs_learners(m, reps=reps)
+    per_fleet = V.heuristics_per_fleet(m, reps=reps)
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
     heavy = ctx.variant_metrics(HEAVY)
     vrun = ctx.variant_run(HEAVY)
     if heavy.empty or vrun is None:
-        texts["heavy_text"] = (f"The `{ctx.name}` profile has no `{HEAVY}` variant, so this check is not shown on "
-                               "this page.")
+        texts["heavy_text"] = f"{ctx.variant_missing_text(HEAVY)}, so this check is not shown on this page."
         texts["heavy_caption"] = NO_HEAVY
         return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
-                               pd.DataFrame(), "", texts, summary, iqm, poi)
+                               pd.DataFrame(), "", texts, summary, iqm, poi, per_fleet)
     caption = speed_change(ctx.run.fleet, vrun.fleet)
     texts["heavy_caption"] = caption
     main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
@@ -741,7 +770,7 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     texts["heavy_text"] = " ".join(parts)
     heavy_summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
     return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, heavy_summary,
-                           caption, texts, summary, iqm, poi)
+                           caption, texts, summary, iqm, poi, per_fleet)
 
 
 # --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------
@@ -891,3 +920,92 @@ def hardware_table(info: Mapping) -> pd.DataFrame:
     hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
           "Python": info.get("python"), "platform": info.get("platform"), **dict(info.get("packages") or {})}
     return pd.DataFrame(list(hw.items()), columns=["item", "value"])
+
+
+# --- where we differ from the paper, and the variant that tests an explanation -------------
+
+@dataclass(frozen=True)
+class DifferenceFindings:
+    """The summary's "where we differ" section: for each claim the main results do not
+    reproduce, every variant that can test a reconstruction choice behind it, with the claim's
+    verdict under the main choice and under the variant's (:func:`ilets.report.verdicts.variant_verdicts`)."""
+
+    table: pd.DataFrame = field(repr=False)  #: one row per (claim, variant)
+    sentence: str  #: which variants change which verdicts
+    untested: str  #: the variants with no results to test (not run, or not judged yet)
+
+    @property
+    def untested_text(self) -> str:
+        """The untested variants as a sentence (or that every variant has results)."""
+        if self.untested:
+            return f"No results test these variants yet: {self.untested}."
+        return "Every variant of the study has results at one scale or the other."
+
+
+def difference_findings(ctx: ReportContext, small_out=None) -> DifferenceFindings:
+    """For each claim not reproduced in ``ctx``, the variants of :data:`ilets.report.deviations.DEVIATIONS`
+    that can test it: from ``ctx`` where the variant is judged there, else from the
+    reduced-scale results (:func:`ilets.study.results.scale_dir` unless ``small_out``),
+    labelled as a quick look. A main-grid method the variant's change does not touch
+    (:func:`ilets.method_table.reads_section` of the sections :meth:`ReportContext.variant_sections`
+    finds changed) keeps its main cells on both sides."""
+    from pathlib import Path
+
+    from ilets.method_table import reads_section
+    from ilets.report.deviations import DEVIATIONS
+    from ilets.study.results import scale_dir
+
+    cols = ["claim", "verdict here", "variant", "choice it tests", "results", "verdict, our choice",
+            "verdict, the variant's"]
+    verdicts = summary_findings(ctx).table.set_index("claim")["verdict"]
+    failing = [int(c) for c, v in verdicts.items() if v != V.REPRODUCED]
+    small_out = Path(small_out) if small_out else scale_dir()
+    small = None
+    if (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve():
+        small = ReportContext.load(small_out, reps=ctx.reps)
+    rows, untested = [], []
+    for dev in (d for d in DEVIATIONS if d.variant and failing):
+        source = ctx if len(ctx.variant_metrics(dev.variant)) else \
+            small if small is not None and len(small.variant_metrics(dev.variant)) else None
+        if source is None:
+            untested.append(f"{ctx.variant_missing_text(dev.variant)} ({dev.topic.lower()})")
+            continue
+        vm = source.variant_metrics(dev.variant)
+        sections = source.variant_sections(dev.variant)
+        kept = [m for m in source.metrics["method"].unique()
+                if m not in set(vm["method"]) and not any(reads_section(m, s) for s in sections)]
+        vv = V.variant_verdicts(source.metrics, source.curves, vm, source.variant_curves(dev.variant), kept,
+                                source.profile, reps=ctx.reps, out=source.out, claims=failing)
+        where = (f"{'' if source is ctx else 'quick look, '}{source.scale_pct} of the window, "
+                 f"{and_join(sorted(int(s) for s in vm['servers'].unique()))} servers, "
+                 f"{vm['seed'].nunique()} seeds")
+        for r in vv[vv["claim"].isin(failing)].itertuples():
+            rows.append({"claim": r.claim, "verdict here": verdicts[r.claim], "variant": f"`{dev.variant}`",
+                         "choice it tests": dev.topic, "results": where, "verdict, our choice": r.main,
+                         "verdict, the variant's": r.variant})
+    table = pd.DataFrame(rows, columns=cols).sort_values(["claim", "variant"], kind="stable").reset_index(drop=True)
+    return DifferenceFindings(table, difference_sentence(table, failing), "; ".join(untested))
+
+
+def difference_sentence(table: pd.DataFrame, failing: Sequence[int]) -> str:
+    """Which variants move a verdict towards the paper (or away), claim by claim, from
+    :func:`difference_findings`' table; claims no variant tests are named too."""
+    if not failing:
+        return "Every claim is reproduced here, so no reconstruction choice is needed to explain a difference."
+    rank = {v: i for i, v in enumerate(V.VERDICT_ORDER)}
+    parts = []
+    for claim in failing:
+        t = table[table["claim"] == claim]
+        if t.empty:
+            parts.append(f"no variant tests claim {claim}")
+            continue
+        better = [f"{r.variant} ({r[5]} → {r[6]})" for r in t.itertuples(index=False)
+                  if rank.get(r[6], 9) < rank.get(r[5], 9)]
+        worse = [f"{r.variant} ({r[5]} → {r[6]})" for r in t.itertuples(index=False)
+                 if rank.get(r[6], 9) > rank.get(r[5], 9)]
+        words = f"claim {claim}: " + (f"closer to the paper with {and_join(better)}" if better else
+                                      f"no tested variant brings it closer to the paper ({and_join(t['variant'])})")
+        if worse:
+            words += f", further from it with {and_join(worse)}"
+        parts.append(words)
+    return "By claim, " + "; ".join(parts) + "."

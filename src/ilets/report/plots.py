@@ -403,9 +403,29 @@ def heuristic_display(table: pd.DataFrame, metric_labels: dict[str, str]) -> pd.
     return df
 
 
+def heuristic_fleet_display(table: pd.DataFrame, metric_labels: dict[str, str]) -> pd.DataFrame:
+    """A display table from :func:`ilets.report.verdicts.heuristics_per_fleet`: one row per
+    heuristic, one column per (metric, fleet size) holding ``"+1.2 [-0.3, +2.5] vs DRL+"``
+    (the heuristic's effect over the best learner there; positive = the heuristic is better)."""
+    if table.empty:
+        return pd.DataFrame()
+    rows = {}
+    for r in table.itertuples():
+        key = (metric_labels.get(r.metric, r.metric), f"{r.servers} servers")
+        rows.setdefault(r.heuristic, {})[key] = (f"{r.effect_pct:+.1f} [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}] "
+                                                 f"vs {METHOD_LABELS.get(r.learner, r.learner)}")
+    df = pd.DataFrame.from_dict(rows, orient="index")
+    df.columns = pd.MultiIndex.from_tuples(df.columns)
+    order = list(dict.fromkeys(metric_labels.get(m, m) for m in table["metric"]))
+    df = df[sorted(df.columns, key=lambda c: (order.index(c[0]), int(c[1].split()[0])))]
+    df.index.name = "heuristic"
+    return df
+
+
 def comparison_display(comparison: pd.DataFrame, metric_labels: dict[str, str]) -> pd.DataFrame:
     """A display table from :func:`ilets.report.stats.paper_comparison` (``servers=None``): one row
-    per (method, metric), the paper's figure, then ours with its 95 % CI per scale and pooled."""
+    per (method, metric), the paper's figure, then ours with its 95 % CI per scale and pooled
+    (when there are several scales)."""
     rows = {}
     for _, r in comparison.iterrows():
         key = (METHOD_LABELS.get(r["method"], r["method"]), metric_labels.get(r["metric"], r["metric"]))
@@ -413,8 +433,9 @@ def comparison_display(comparison: pd.DataFrame, metric_labels: dict[str, str]) 
         where = "pooled" if str(r["servers"]) == "all" else f"{r['servers']} servers"
         row[where] = f"{r['ours_pct']:+.1f} [{r['ci_low_pct']:+.1f}, {r['ci_high_pct']:+.1f}]"
     df = pd.DataFrame.from_dict(rows, orient="index")
-    cols = ["paper (%)"] + sorted([c for c in df.columns if c.endswith("servers")], key=lambda c: int(c.split()[0])) \
-        + (["pooled"] if "pooled" in df.columns else [])
+    sizes = sorted([c for c in df.columns if c.endswith("servers")], key=lambda c: int(c.split()[0]))
+    # pooled over one fleet size is that fleet size again: shown only when it pools several
+    cols = ["paper (%)"] + sizes + (["pooled"] if "pooled" in df.columns and len(sizes) > 1 else [])
     df = df[cols]
     df.index = pd.MultiIndex.from_tuples(df.index, names=["method", "metric"])
     return df
@@ -435,6 +456,17 @@ def scale_points(table: pd.DataFrame, y: str, ylabel: str) -> plt.Figure:
     ax.set(xlabel="", ylabel=ylabel)
     ax.legend(title="servers")
     return fig
+
+
+def summary_or_note(summary: pd.DataFrame, metrics: dict[str, tuple[str, int, float]], caption: str, empty: str,
+                    **kw):
+    """:func:`summary_display` of ``summary`` styled with ``caption``, or the note ``empty``
+    when it has no row (an absent variant is said in words, not shown as an empty table)."""
+    from IPython.display import Markdown
+
+    if summary is None or len(summary) == 0:
+        return Markdown(empty)
+    return summary_display(summary, metrics, **kw).style.set_caption(caption)
 
 
 def markdown_table(frame: pd.DataFrame | None, names: dict[str, str], empty: str = "(no results for this table)"):

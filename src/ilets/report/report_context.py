@@ -19,6 +19,7 @@ from typing import Mapping
 import pandas as pd
 
 from ilets.config import RunConfig, from_dict
+from ilets.study.coverage import MIN_JUDGED_SEEDS, Coverage
 from ilets.study.results import (STATUS_DONE, STATUS_FAILED, LEARNERS, compute_table, load_curves, load_metrics,
                            load_profile_info, results_dir)
 
@@ -35,6 +36,14 @@ def and_join(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+def _judged(table: pd.DataFrame, coverage: Coverage, variant: str) -> pd.DataFrame:
+    """``table``'s rows at the fleet sizes ``coverage`` judges for ``variant`` (all of them
+    when the grid plans no such cells: a folder without a manifest plans what it holds)."""
+    if not coverage.planned(variant) or table.empty:
+        return table
+    return table[coverage.judge_mask(table, variant)].reset_index(drop=True)
+
+
 @dataclass(frozen=True, eq=False)  # identity hash: the cached methods key on the instance
 class ReportContext:
     """The results a chapter shows and the facts its prose quotes about them."""
@@ -44,12 +53,21 @@ class ReportContext:
     metrics: pd.DataFrame = field(repr=False)
     curves: pd.DataFrame = field(repr=False)
     reps: int = BOOK_REPS
+    #: What the grid planned and finished; the tables hold only its judged fleet sizes
+    #: (:mod:`ilets.study.coverage`). None: the tables are taken as they are.
+    coverage: Coverage | None = field(default=None, repr=False)
 
     @classmethod
     def load(cls, out: Path | str | None = None, reps: int = BOOK_REPS) -> "ReportContext":
-        """The context of a results folder (default: :func:`ilets.study.results.results_dir`)."""
+        """The context of a results folder (default: :func:`ilets.study.results.results_dir`).
+
+        Only the fleet sizes the coverage rule judges enter the metrics and curves (an
+        unfinished grid's first seeds at a new fleet size would otherwise decide verdicts);
+        the others are named by :attr:`coverage_text`."""
         out = Path(out) if out else results_dir()
-        return cls(out, load_profile_info(out), load_metrics(out), load_curves(out), reps)
+        cov = Coverage.of(out)
+        return cls(out, load_profile_info(out), _judged(load_metrics(out), cov, ""),
+                   _judged(load_curves(out), cov, ""), reps, cov)
 
     # --- the profile --------------------------------------------------------------------
     @property
@@ -83,6 +101,40 @@ class ReportContext:
         return int(round(float(self.metrics.groupby(["method", "servers"])["seed"].nunique().median())))
 
     @functools.cached_property
+    def seeds_text(self) -> str:
+        """Seeds per method and fleet size in words: ``"10"``, or ``"9-10"`` while a grid is
+        unfinished (the fewest and the most of any method at any fleet size shown)."""
+        if self.metrics.empty:
+            return "0"
+        n = self.metrics.groupby(["method", "servers"])["seed"].nunique()
+        lo, hi = int(n.min()), int(n.max())
+        return str(hi) if lo == hi else f"{lo}-{hi}"
+
+    @property
+    def pending_text(self) -> str:
+        """The main grid's planned fleet sizes not judged yet, in words (``""`` for none)."""
+        return self.coverage.pending_text("") if self.coverage is not None else ""
+
+    @property
+    def coverage_text(self) -> str:
+        """Which fleet sizes the tables judge and which they leave out (:mod:`ilets.study.coverage`)."""
+        pending = self.pending_text
+        if not pending:
+            return "Every fleet size the profile plans is in the tables."
+        return (f"The tables judge {self.scales_text} servers only; {pending} "
+                f"{'are' if ' and ' in pending else 'is'} left out of every table until each method has "
+                f"{MIN_JUDGED_SEEDS} seeds there (`ilets.study.coverage`), so a verdict on every fleet size is "
+                "provisional.")
+
+    def variant_missing_text(self, variant: str) -> str:
+        """Why ``variant`` has no results shown, in words (no final full stop): not in the
+        profile, or planned and not judged yet with its cell counts."""
+        if self.coverage is not None and self.coverage.planned(variant):
+            return (f"The `{variant}` variant of the `{self.name}` profile is not judged yet: "
+                    f"{self.coverage.pending_text(variant)}")
+        return f"The `{self.name}` profile has no `{variant}` variant"
+
+    @functools.cached_property
     def online_tasks(self) -> int:
         """Online tasks scheduled per run (median over cells)."""
         return int(self.metrics["tasks"].median()) if len(self.metrics) else 0
@@ -101,12 +153,37 @@ class ReportContext:
 
     @functools.cache
     def variant_metrics(self, variant: str) -> pd.DataFrame:
-        """Metrics of one variant's cells (empty when the profile has no such variant)."""
-        return load_metrics(self.out, variant)
+        """Metrics of one variant's cells at its judged fleet sizes (empty when the profile
+        has no such variant or none of its fleet sizes is judged yet)."""
+        return self._judged(load_metrics(self.out, variant), variant)
 
     @functools.cache
     def variant_curves(self, variant: str) -> pd.DataFrame:
-        return load_curves(self.out, variant)
+        return self._judged(load_curves(self.out, variant), variant)
+
+    @functools.cached_property
+    def all_metrics(self) -> pd.DataFrame:
+        """Metrics of the main grid and every variant (``variant`` column), each at its judged
+        fleet sizes: what a table of every variant's effect may show."""
+        every = load_metrics(self.out, None)
+        if self.coverage is None or every.empty:
+            return every
+        parts = [self._judged(g, str(v)) for v, g in every.groupby("variant", sort=False)]
+        return pd.concat(parts, ignore_index=True)
+
+    @property
+    def pending_variants_text(self) -> str:
+        """The planned variants with a fleet size not judged yet, as a sentence (``""`` for none)."""
+        if self.coverage is None:
+            return ""
+        names = sorted(v for v in self.coverage.fleets["variant"].unique() if v and len(self.coverage.pending(v)))
+        if not names:
+            return ""
+        return (f"Variants planned but not judged yet (each method needs {MIN_JUDGED_SEEDS} seeds at a fleet size "
+                "first): " + "; ".join(f"`{v}`: {self.coverage.pending_text(v)}" for v in names) + ".")
+
+    def _judged(self, table: pd.DataFrame, variant: str) -> pd.DataFrame:
+        return table if self.coverage is None else _judged(table, self.coverage, variant)
 
     def variant_run(self, variant: str) -> RunConfig | None:
         """The recorded run settings of one of the variant's cells (None without cells)."""
@@ -117,6 +194,20 @@ class ReportContext:
             return None
         cfg = yaml.safe_load((self.out / "cells" / vm["cell"].iloc[0] / "config.yaml").read_text())
         return from_dict(RunConfig, cfg, f"{variant}.config")
+
+    def variant_sections(self, variant: str) -> tuple[str, ...]:
+        """The ``RunConfig`` sections (top-level fields) a variant's cells set differently from
+        the main grid's settings, from a recorded cell's config (``()`` without cells). The
+        cell's own method, seed, label and fleet size are not differences."""
+        import dataclasses
+
+        vrun = self.variant_run(variant)
+        if vrun is None:
+            return ()
+        same = dataclasses.replace(vrun, method=self.run.method, seed=self.run.seed, variant=self.run.variant,
+                                   fleet=dataclasses.replace(vrun.fleet, servers=self.run.fleet.servers))
+        return tuple(f.name for f in dataclasses.fields(RunConfig)
+                     if getattr(same, f.name) != getattr(self.run, f.name))
 
     @functools.cached_property
     def compute(self) -> pd.DataFrame:
@@ -177,8 +268,9 @@ class ReportContext:
         done = f"{self.n_done:,} of {self.planned_cells:,} planned cells"
         if self.n_done < self.planned_cells:
             done += " (the grid is not finished: what is missing is missing from every table)"
+        judged = f" {self.coverage_text}" if self.pending_text else ""
         return (f"Results: the {self.name} profile, {self.scale_text}; {done}, read from "
-                f"`{self._shown_path}`. {self.provenance_text}")
+                f"`{self._shown_path}`.{judged} {self.provenance_text}")
 
     @property
     def _shown_path(self) -> str:

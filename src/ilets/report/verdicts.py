@@ -456,8 +456,8 @@ def claim_beats_heuristics(metrics: pd.DataFrame, heuristics: Sequence[str] = HE
 
 
 def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, profile: Mapping | None = None,
-                 reps: int = 1000, seed: int = 0, out=None) -> list[Verdict]:
-    """The verdict on each claim of :data:`CLAIMS`, in order.
+                 reps: int = 1000, seed: int = 0, out=None, claims: Sequence[int] | None = None) -> list[Verdict]:
+    """The verdict on each claim of :data:`CLAIMS` (or on ``claims`` only), in order.
 
     ``metrics``/``curves``: the main study's tables (:func:`ilets.study.results.load_metrics`,
     :func:`ilets.study.results.load_curves`); ``profile``: the results' profile (for claim 7's
@@ -465,17 +465,66 @@ def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, prof
     recorded events (``events.json``) spare rebuilding the workload (:func:`trend_change_ranges`).
     ``reps`` bootstrap resamples.
     """
-    events = trend_change_ranges(profile, out) if profile is not None else None
-    return [
-        claim_improves(metrics, 1, "drl+", "drl", reps=reps, seed=seed),
-        claim_improves(metrics, 2, "ilets-", "drl", reps=reps, seed=seed),
-        claim_improves(metrics, 3, "drl+", "ilets-", reps=reps, seed=seed),
-        claim_cold_start(curves, reps=reps, seed=seed),
-        claim_convergence(curves, reps=reps, seed=seed),
-        claim_cumulative(curves, reps=reps, seed=seed),
-        claim_oscillation(curves, events, reps=reps, seed=seed),
-        claim_beats_heuristics(metrics, reps=reps, seed=seed),
-    ]
+    judges = {
+        1: lambda: claim_improves(metrics, 1, "drl+", "drl", reps=reps, seed=seed),
+        2: lambda: claim_improves(metrics, 2, "ilets-", "drl", reps=reps, seed=seed),
+        3: lambda: claim_improves(metrics, 3, "drl+", "ilets-", reps=reps, seed=seed),
+        4: lambda: claim_cold_start(curves, reps=reps, seed=seed),
+        5: lambda: claim_convergence(curves, reps=reps, seed=seed),
+        6: lambda: claim_cumulative(curves, reps=reps, seed=seed),
+        7: lambda: claim_oscillation(curves, trend_change_ranges(profile, out) if profile is not None else None,
+                                     reps=reps, seed=seed),
+        8: lambda: claim_beats_heuristics(metrics, reps=reps, seed=seed),
+    }
+    return [judges[c]() for c in (CLAIMS if claims is None else claims)]
+
+
+#: Verdicts from best to worst (a variant "improves" a verdict when it moves it left).
+VERDICT_ORDER = (REPRODUCED, PARTLY, NOT_REPRODUCED)
+
+
+def variant_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None, variant_metrics: pd.DataFrame,
+                     variant_curves: pd.DataFrame | None, kept: Sequence[str] = (), profile: Mapping | None = None,
+                     reps: int = 1000, seed: int = 0, out=None, claims: Sequence[int] | None = None) -> pd.DataFrame:
+    """Each claim judged on a variant's cells and on the main cells they replace.
+
+    A variant reruns some methods with one reconstructed choice changed. Both sides are
+    judged by :func:`all_verdicts` on the same methods, fleet sizes and seeds (the variant's),
+    so a changed verdict is the choice's doing, not a change of coverage. ``kept``: main-grid
+    methods the variant's change does not touch (:func:`ilets.method_table.reads_section`),
+    whose main cells stand on both sides (DRL beside a variant of DRL+'s cloning); the claims'
+    components that need any other method drop out on both sides. Columns: ``claim``,
+    ``main`` and ``variant`` (the two verdicts), ``evidence`` (the variant's). Only claims
+    (of ``claims``; default all) testable on both sides and comparing a method the variant
+    ran are listed."""
+    cols = ["claim", "main", "variant", "evidence"]
+    if variant_metrics is None or variant_metrics.empty:
+        return pd.DataFrame(columns=cols)
+    ran = set(variant_metrics["method"])
+
+    def at_variant(table, methods):
+        if table is None or table.empty:
+            return table
+        keep = (table["method"].isin(methods) & table["servers"].isin(set(variant_metrics["servers"]))
+                & table["seed"].isin(set(variant_metrics["seed"])))
+        return table[keep].reset_index(drop=True)
+
+    def with_kept(variant_table, main_table):
+        if variant_table is None or main_table is None:
+            return variant_table
+        return pd.concat([variant_table, at_variant(main_table, set(kept) - ran)], ignore_index=True)
+
+    main = all_verdicts(at_variant(metrics, ran | set(kept)), at_variant(curves, ran | set(kept)), profile,
+                        reps=reps, seed=seed, out=out, claims=claims)
+    var = all_verdicts(with_kept(variant_metrics, metrics), with_kept(variant_curves, curves), profile, reps=reps,
+                       seed=seed, out=out, claims=claims)
+
+    def touches(v: Verdict) -> bool:  # a claim judged on kept main cells alone is no test of the variant
+        return bool(len(v.effects)) and bool((v.effects["a"].isin(ran) | v.effects["b"].isin(ran)).any())
+
+    rows = [{"claim": a.claim, "main": a.verdict, "variant": b.verdict, "evidence": b.evidence}
+            for a, b in zip(main, var) if NOT_TESTABLE not in (a.verdict, b.verdict) and touches(b)]
+    return pd.DataFrame(rows, columns=cols)
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
@@ -542,6 +591,44 @@ def heuristics_vs_learners(metrics: pd.DataFrame, columns: Sequence[str] = S.PAP
                          "vs_best_high_pct": best[1]["pooled_high"] if best else np.nan})
     return pd.DataFrame(rows, columns=["heuristic", "metric", "beats", "beaten_by", "beats_all", "best_learner",
                                        "vs_best_pct", "vs_best_low_pct", "vs_best_high_pct"])
+
+
+def heuristics_per_fleet(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER_METRICS,
+                         heuristics: Sequence[str] = HEURISTICS, learners: Sequence[str] = LEARNERS,
+                         reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """Each heuristic against the best learner at each fleet size, per metric, with 95 % CIs.
+
+    The best learner at a fleet size is the one with the best seed mean on the metric there
+    (chosen on the same data, which favours the learners). Columns: ``heuristic``, ``metric``,
+    ``servers``, ``learner``, ``effect_pct`` (the heuristic's relative improvement over that
+    learner; positive = the heuristic is better), ``ci_low_pct``, ``ci_high_pct``, ``verdict``
+    (:func:`ilets.report.stats.effect_verdict` of the interval) and ``seeds`` (paired seeds).
+    The same effects as :func:`component_effects`, so the chapters' other tables agree.
+    """
+    cols = ["heuristic", "metric", "servers", "learner", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict",
+            "seeds"]
+    present_l = [m for m in learners if m in set(metrics["method"])]
+    rows = []
+    for c in columns:
+        higher = S.HIGHER_IS_BETTER[c]
+        means = metrics[metrics["method"].isin(present_l)].groupby(["servers", "method"])[c].mean()
+        for h in [x for x in heuristics if x in set(metrics["method"])]:
+            effects = {L: component_effects(metrics, h, L, c, higher, reps=reps, seed=seed) for L in present_l}
+            for servers in sorted(metrics.loc[metrics["method"] == h, "servers"].unique()):
+                at = means.xs(servers, level="servers") if servers in means.index.get_level_values(0) else None
+                if at is None or at.dropna().empty:
+                    continue
+                best = at.idxmax() if higher else at.idxmin()
+                e = effects[best]
+                r = e[e["servers"].astype(str) == str(servers)]
+                if r.empty:
+                    continue
+                r = r.iloc[0]
+                rows.append({"heuristic": h, "metric": c, "servers": int(servers), "learner": best,
+                             "effect_pct": r["effect_pct"], "ci_low_pct": r["ci_low_pct"],
+                             "ci_high_pct": r["ci_high_pct"], "verdict": r["verdict"],
+                             "seeds": int(min(r["n_a"], r["n_b"]))})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def describe_heuristics(table: pd.DataFrame) -> str:

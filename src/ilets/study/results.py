@@ -93,6 +93,11 @@ def _cells(out: Path) -> list[Path]:
     return good
 
 
+def finished_cells(out: Path) -> list[str]:
+    """Names of the finished, readable cells of ``out`` (those of its current grid)."""
+    return [p.name for p in _cells(Path(out))]
+
+
 def build_store(out: Path) -> dict[str, Path]:
     """Gather every finished cell of ``out`` into ``out/store/*.parquet``; returns the paths."""
     out = Path(out)

@@ -17,12 +17,15 @@ floating-point arithmetic, which the report then shows as a difference.
 from __future__ import annotations
 
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from ilets.study.coverage import parse_cell_name
 
 #: metrics that describe the machine's speed, not the result
 HOST_KEYS = frozenset({"wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms", "demo_seconds", "oinpt_seconds",
@@ -55,7 +58,7 @@ def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: in
         if missing:
             raise FileNotFoundError(f"{folder / 'cells'}: no cell(s) {missing}")
         return list(names)
-    pool = [c for c in every if methods is None or c.split("@")[0].rsplit("-M", 1)[0] in methods]
+    pool = [c for c in every if methods is None or parse_cell_name(c)["method"] in methods]
     rng = random.Random(seed)
     rng.shuffle(pool)
     return sorted(pool[:sample])
@@ -125,19 +128,46 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
 VERIFY_REPORT = "VERIFY.json"
 
 
-def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
-    """Record ``verdicts`` as JSON: where and when they were checked, cell by cell."""
-    import datetime
-    import platform
+def _check_record(v: Verdict, when: str, machine: str, code: dict) -> dict:
+    return {"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences), "wall_s": v.wall_s,
+            "checked_utc": when, "machine": machine, "code": code}
 
+
+def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
+    """Record ``verdicts`` as JSON: where and when each cell was checked.
+
+    Checks of other cells already in the file are kept (each with its own date, machine and
+    commit), so verifying a few cells at a time builds up one record; a cell checked again
+    keeps only its newest check."""
+    import datetime
+
+    from ilets.host import cpu_model
     from ilets.study.run import atomic_json, source_version
 
-    atomic_json(Path(path), {
-        "results": str(folder), "checked_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"),
-        "machine": f"{platform.processor() or platform.machine()}", "code": source_version(),
-        "cells": [{"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences),
-                   "wall_s": v.wall_s} for v in verdicts]})
+    path = Path(path)
+    when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    machine = f"{cpu_model() or 'an unknown CPU'} x {os.cpu_count()} cores"
+    code = source_version()
+    new = {v.cell: _check_record(v, when, machine, code) for v in verdicts}
+    kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
+    atomic_json(path, {"results": str(folder), "checked_utc": when, "machine": machine, "code": code,
+                       "cells": kept + list(new.values())})
+
+
+def _recorded_checks(path: Path) -> list[dict]:
+    """The per-cell checks of a :data:`VERIFY_REPORT` (an older file's top-level date, machine
+    and commit stand for every cell it lists). A malformed file is named."""
+    try:
+        rep = json.loads(Path(path).read_text())
+        top = {k: rep.get(k) for k in ("checked_utc", "machine", "code")}
+        checks = [{**top, **c} for c in rep["cells"]]
+        for c in checks:
+            missing = [k for k in ("cell", "reproduced", "differences", "wall_s") if k not in c]
+            if missing:
+                raise KeyError(f"a check lacks {missing}")
+        return checks
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(f"{path}: unreadable verification record, field 'cells' ({err!r})") from None
 
 
 def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
@@ -148,19 +178,38 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
                         columns=["cell", "reproduced", "first difference", "re-run wall s"])
 
 
+def _cell_commit(folder: Path, cell: str) -> str:
+    try:
+        return str(json.loads((Path(folder) / "cells" / cell / "system.json").read_text()).get("commit"))[:12]
+    except (OSError, ValueError):
+        return "unknown"
+
+
 def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
     """The recorded verification of a shipped folder (:data:`VERIFY_REPORT`) as a table, and a
-    sentence saying when and where it was made (empty table and a sentence when there is none)."""
-    path = Path(folder) / VERIFY_REPORT
+    sentence saying when and where it was made, and which commits of the folder's cells it
+    covers (empty table and a sentence when there is none)."""
+    folder = Path(folder)
+    path = folder / VERIFY_REPORT
+    cols = ["cell", "computed at", "checked at", "checked on", "reproduced", "first difference", "re-run wall s"]
     if not path.is_file():
-        return verdict_table([]), f"No verification is recorded with these results ({path.name} is absent)."
-    rep = json.loads(path.read_text())
-    verdicts = [Verdict(c["cell"], c["reproduced"], tuple(c["differences"]), c["wall_s"]) for c in rep["cells"]]
-    ok = sum(v.reproduced for v in verdicts)
-    code = rep.get("code") or {}
-    return verdict_table(verdicts), (
-        f"{ok} of {len(verdicts)} cells re-run on {rep['checked_utc']} (UTC), on {rep['machine']}, "
-        f"at commit {str(code.get('commit'))[:12]}, reproduced their metrics and learning curves exactly.")
+        return pd.DataFrame(columns=cols), f"No verification is recorded with these results ({path.name} is absent)."
+    checks = _recorded_checks(path)
+    table = pd.DataFrame([{"cell": c["cell"], "computed at": _cell_commit(folder, c["cell"]),
+                           "checked at": str((c.get("code") or {}).get("commit"))[:12],
+                           "checked on": f"{c.get('checked_utc')} UTC, {c.get('machine')}",
+                           "reproduced": "yes" if c["reproduced"] else "no",
+                           "first difference": c["differences"][0] if c["differences"] else "",
+                           "re-run wall s": round(float(c["wall_s"]), 1)} for c in checks], columns=cols)
+    ok = int((table["reproduced"] == "yes").sum())
+    commits = pd.Series([_cell_commit(folder, c) for c in _cells(folder)] if (folder / "cells").is_dir() else [],
+                        dtype=object).value_counts()
+    checked = table["computed at"].value_counts()
+    cover = ", ".join(f"{commit} ({n:,} cells, {int(checked.get(commit, 0))} checked)"
+                      for commit, n in commits.items())
+    return table, (f"{ok} of {len(table)} recorded re-runs reproduced their metrics and learning curves exactly"
+                   f"{'' if ok == len(table) else ' (the others list their first difference)'}. The folder's "
+                   f"cells by the commit that computed them: {cover or 'none'}.")
 
 
 def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
