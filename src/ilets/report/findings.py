@@ -742,8 +742,9 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     for method, vals in S.PAPER_IMPROVEMENTS.items():
         for metric, val in vals.items():
             texts[f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = f"+{val:.2f} %"
-    heuristics = V.heuristics_vs_learners(m, reps=reps)
-    per_fleet = V.heuristics_per_fleet(m, reps=reps)
+    effects = V.heuristic_effects(m, reps=reps)
+    heuristics = V.heuristics_vs_learners(m, reps=reps, effects=effects)
+    per_fleet = V.heuristics_per_fleet(m, reps=reps, effects=effects)
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
     heavy = ctx.variant_metrics(HEAVY)
     vrun = ctx.variant_run(HEAVY)

@@ -65,8 +65,11 @@ class ReportContext:
         unfinished grid's first seeds at a new fleet size would otherwise decide verdicts);
         the others are named by :attr:`coverage_text`."""
         out = Path(out) if out else results_dir()
-        cov = Coverage.of(out)
-        return cls(out, load_profile_info(out), _judged(load_metrics(out), cov, ""),
+        every = load_metrics(out, None)
+        # the store lists the finished cells (each checked when the store was built): reading
+        # every cell folder again would cost a minute on a paper-scale grid
+        cov = Coverage.of(out, done=set(every["cell"]) if "cell" in every else set())
+        return cls(out, load_profile_info(out), _judged(every[every["variant"] == ""].reset_index(drop=True), cov, ""),
                    _judged(load_curves(out), cov, ""), reps, cov)
 
     # --- the profile --------------------------------------------------------------------

@@ -553,9 +553,20 @@ def describe_effect(effects: pd.DataFrame, servers="all", digits: int = 1) -> st
     return f"indistinguishable from {_label(r['b'])} ({r['effect_pct']:+.{digits}f} %, {ci})"
 
 
+def heuristic_effects(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER_METRICS,
+                      heuristics: Sequence[str] = HEURISTICS, learners: Sequence[str] = LEARNERS,
+                      reps: int = S.DEFAULT_REPS, seed: int = 0) -> dict:
+    """:func:`component_effects` of every heuristic over every learner on each of ``columns``
+    present in ``metrics``, keyed ``(heuristic, column, learner)``: computed once for
+    :func:`heuristics_vs_learners` and :func:`heuristics_per_fleet` (the bootstrap is the cost)."""
+    present = set(metrics["method"])
+    return {(h, c, L): component_effects(metrics, h, L, c, S.HIGHER_IS_BETTER[c], reps=reps, seed=seed)
+            for c in columns for h in heuristics if h in present for L in learners if L in present}
+
+
 def heuristics_vs_learners(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER_METRICS,
                            heuristics: Sequence[str] = HEURISTICS, learners: Sequence[str] = LEARNERS,
-                           reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+                           reps: int = S.DEFAULT_REPS, seed: int = 0, effects: dict | None = None) -> pd.DataFrame:
     """Where each heuristic stands against the learners, per metric.
 
     For heuristic ``h`` and metric ``c``, the components "``h`` vs learner ``L``" (module
@@ -563,16 +574,18 @@ def heuristics_vs_learners(metrics: pd.DataFrame, columns: Sequence[str] = S.PAP
     scale, i.e. the component holds), ``beaten_by`` (learners that beat ``h`` at every scale),
     ``beats_all`` (``h`` beats every learner present), ``best_learner`` (the learner ``h``
     compares worst against, pooled), ``vs_best_pct``, ``vs_best_low_pct``, ``vs_best_high_pct``
-    (``h``'s pooled effect over that learner; positive = ``h`` better).
+    (``h``'s pooled effect over that learner; positive = ``h`` better). ``effects``: the
+    :func:`heuristic_effects` of the same arguments, if already computed.
     """
     present_l = [m for m in learners if m in set(metrics["method"])]
+    effects = heuristic_effects(metrics, columns, heuristics, learners, reps, seed) if effects is None else effects
     rows = []
     for h in [x for x in heuristics if x in set(metrics["method"])]:
         for c in columns:
             higher = S.HIGHER_IS_BETTER[c]
             beats, beaten_by, best = [], [], None
             for L in present_l:
-                e = component_effects(metrics, h, L, c, higher, reps=reps, seed=seed)
+                e = effects[(h, c, L)]
                 if e.empty:
                     continue
                 st = component_status(e)
@@ -595,7 +608,7 @@ def heuristics_vs_learners(metrics: pd.DataFrame, columns: Sequence[str] = S.PAP
 
 def heuristics_per_fleet(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER_METRICS,
                          heuristics: Sequence[str] = HEURISTICS, learners: Sequence[str] = LEARNERS,
-                         reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+                         reps: int = S.DEFAULT_REPS, seed: int = 0, effects: dict | None = None) -> pd.DataFrame:
     """Each heuristic against the best learner at each fleet size, per metric, with 95 % CIs.
 
     The best learner at a fleet size is the one with the best seed mean on the metric there
@@ -603,8 +616,10 @@ def heuristics_per_fleet(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER
     ``servers``, ``learner``, ``effect_pct`` (the heuristic's relative improvement over that
     learner; positive = the heuristic is better), ``ci_low_pct``, ``ci_high_pct``, ``verdict``
     (:func:`ilets.report.stats.effect_verdict` of the interval) and ``seeds`` (paired seeds).
-    The same effects as :func:`component_effects`, so the chapters' other tables agree.
+    The same effects as :func:`component_effects`, so the chapters' other tables agree
+    (``effects``: their :func:`heuristic_effects`, if already computed).
     """
+    effects = heuristic_effects(metrics, columns, heuristics, learners, reps, seed) if effects is None else effects
     cols = ["heuristic", "metric", "servers", "learner", "effect_pct", "ci_low_pct", "ci_high_pct", "verdict",
             "seeds"]
     present_l = [m for m in learners if m in set(metrics["method"])]
@@ -613,13 +628,12 @@ def heuristics_per_fleet(metrics: pd.DataFrame, columns: Sequence[str] = S.PAPER
         higher = S.HIGHER_IS_BETTER[c]
         means = metrics[metrics["method"].isin(present_l)].groupby(["servers", "method"])[c].mean()
         for h in [x for x in heuristics if x in set(metrics["method"])]:
-            effects = {L: component_effects(metrics, h, L, c, higher, reps=reps, seed=seed) for L in present_l}
             for servers in sorted(metrics.loc[metrics["method"] == h, "servers"].unique()):
                 at = means.xs(servers, level="servers") if servers in means.index.get_level_values(0) else None
                 if at is None or at.dropna().empty:
                     continue
                 best = at.idxmax() if higher else at.idxmin()
-                e = effects[best]
+                e = effects[(h, c, best)]
                 r = e[e["servers"].astype(str) == str(servers)]
                 if r.empty:
                     continue

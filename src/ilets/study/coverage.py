@@ -104,8 +104,9 @@ class Coverage:
     fleets: pd.DataFrame
 
     @classmethod
-    def of(cls, out: Path, min_seeds: int = MIN_JUDGED_SEEDS) -> "Coverage":
-        cells = coverage_table(out)
+    def of(cls, out: Path, done: set[str] | None = None, min_seeds: int = MIN_JUDGED_SEEDS) -> "Coverage":
+        """The coverage of ``out`` (``done``: the finished cells, as in :func:`coverage_table`)."""
+        cells = coverage_table(out, done)
         return cls(cells, fleet_coverage(cells, min_seeds))
 
     def _fleets(self, variant: str) -> pd.DataFrame:
