@@ -56,8 +56,8 @@ glue("read_text", Markdown(scale.read_text), display=False)
 glue("rerun_text", Markdown(scale.rerun.md), display=False)
 glue("scale_sentence", scale.sentence, display=False)
 difference = F.difference_findings(ctx)
-glue("difference_sentence", difference.sentence, display=False)
-glue("difference_untested", difference.untested_text, display=False)
+glue("difference_sentence", Markdown(difference.sentence), display=False)
+glue("difference_untested", Markdown(difference.untested_text), display=False)
 
 # %% tags=["remove-input"]
 from IPython.display import Markdown
@@ -150,13 +150,13 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # sizes and seeds, so a changed verdict is the detail's doing (methods the detail does not
 # touch keep their main cells on both sides; `ilets.report.verdicts.variant_verdicts`). A
 # variant not yet run at this scale is read from the reduced-scale results and labelled a
-# quick look there. {glue:text}`difference_sentence`
+# quick look there. {glue:md}`difference_sentence`
 
 # %% tags=["remove-input"]
 plots.markdown_table(difference.table, {}, empty="Every claim is reproduced here, or no variant can test one.")
 
 # %% [markdown]
-# {glue:text}`difference_untested`
+# {glue:md}`difference_untested`
 #
 # ## What was easy
 #
