@@ -50,12 +50,12 @@ for key, name in ((V.REPRODUCED, "reproduced"), (V.PARTLY, "partly"), (V.NOT_REP
                   (V.NOT_TESTABLE, "untestable")):
     glue(f"n_{name}", str(found.counts[key]), display=False)
 glue("n_claims", str(len(table)), display=False)
-scale = F.scale_findings(ctx)
+scale = F.scale_findings(ctx, summary=found)  # the verdicts above, not computed again
 glue("scale_text", ctx.scale_text, display=False)
 glue("read_text", Markdown(scale.read_text), display=False)
 glue("rerun_text", Markdown(scale.rerun.md), display=False)
 glue("scale_sentence", scale.sentence, display=False)
-difference = F.difference_findings(ctx)
+difference = F.difference_findings(ctx, summary=found)
 glue("difference_sentence", Markdown(difference.sentence), display=False)
 glue("difference_untested", Markdown(difference.untested_text), display=False)
 

@@ -120,19 +120,27 @@ class Rerun:
         return and_join(f"`{c}`" for c in self.cells) or "no cell"
 
 
+def _small_results(ctx: ReportContext, small_out=None):
+    """The reduced-scale results folder shown beside ``ctx`` (:func:`ilets.study.results.scale_dir`
+    unless ``small_out``), or None when it has no store or is ``ctx``'s own folder."""
+    from pathlib import Path
+
+    from ilets.study.results import scale_dir
+
+    small_out = Path(small_out) if small_out else scale_dir()
+    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
+    return small_out if has_small else None
+
+
 def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
     """What a build re-runs: a sample of the reduced-scale results (:func:`ilets.study.verify.book_sample`;
     :func:`ilets.study.results.scale_dir` unless ``small_out``), or of the main results when
     they are themselves reduced and nothing else is at hand. A paper-scale cell takes minutes,
     so a build re-runs none of those."""
-    from pathlib import Path
-
-    from ilets.study.results import scale_dir
     from ilets.study.verify import book_sample
 
-    small_out = Path(small_out) if small_out else scale_dir()
-    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
-    source = small_out if has_small else (None if ctx.paper_scale else ctx.out)
+    small = _small_results(ctx, small_out)
+    source = small if small is not None else (None if ctx.paper_scale else ctx.out)
     cells = tuple(book_sample(source)) if source is not None else ()
     return Rerun(cells, source if cells else None)
 
@@ -152,19 +160,14 @@ def _at_servers(table: pd.DataFrame, servers) -> pd.DataFrame:
     return table[table["servers"].isin(list(servers))].reset_index(drop=True)
 
 
-def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
+def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings | None = None) -> ScaleFindings:
     """Verdicts at the main results' scale beside those of the reduced-scale results
     (:func:`ilets.study.results.scale_dir` unless ``small_out``), judged on the main results'
     fleet sizes only; the reduced results are left out when they are the main results
-    themselves or have no store."""
-    from pathlib import Path
-
-    from ilets.report.report_context import ReportContext
-    from ilets.study.results import scale_dir
-
-    small_out = Path(small_out) if small_out else scale_dir()
-    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
-    small = ReportContext.load(small_out, reps=ctx.reps) if has_small else None
+    themselves or have no store. ``summary``: :func:`summary_findings` of ``ctx``, if already
+    computed."""
+    small_dir = _small_results(ctx, small_out)
+    small = ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
     if small is not None and set(small.scales) - set(ctx.scales):
         # the same fleet sizes at both scales, so a difference is one of scale, not of coverage
         small = replace(small, metrics=_at_servers(small.metrics, ctx.scales),
@@ -172,7 +175,7 @@ def scale_findings(ctx: ReportContext, small_out=None) -> ScaleFindings:
     main_label = f"verdict ({ctx.name}, {ctx.scale_pct} scale, {ctx.scales_text} servers, {ctx.seeds_text} seeds)"
     small_label = (f"verdict at the reduced scale ({small.name}, {small.scale_pct}, {small.scales_text} servers, "
                    f"{small.seeds_text} seeds)" if small else "")
-    table = scale_comparison(summary_findings(ctx), summary_findings(small) if small else None, main_label,
+    table = scale_comparison(summary or summary_findings(ctx), summary_findings(small) if small else None, main_label,
                              small_label)
     if small is None:
         sentence = "No reduced-scale results are at hand, so no verdict here can be set beside another scale's."
@@ -943,27 +946,24 @@ class DifferenceFindings:
         return "Every variant of the study has results at one scale or the other."
 
 
-def difference_findings(ctx: ReportContext, small_out=None) -> DifferenceFindings:
+def difference_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings | None = None
+                        ) -> DifferenceFindings:
     """For each claim not reproduced in ``ctx``, the variants of :data:`ilets.report.deviations.DEVIATIONS`
     that can test it: from ``ctx`` where the variant is judged there, else from the
     reduced-scale results (:func:`ilets.study.results.scale_dir` unless ``small_out``),
     labelled as a quick look. A main-grid method the variant's change does not touch
     (:func:`ilets.method_table.reads_section` of the sections :meth:`ReportContext.variant_sections`
-    finds changed) keeps its main cells on both sides."""
-    from pathlib import Path
-
+    finds changed) keeps its main cells on both sides. ``summary``: :func:`summary_findings`
+    of ``ctx``, if already computed."""
     from ilets.method_table import reads_section
     from ilets.report.deviations import DEVIATIONS
-    from ilets.study.results import scale_dir
 
     cols = ["claim", "verdict here", "variant", "choice it tests", "results", "verdict, our choice",
             "verdict, the variant's"]
-    verdicts = summary_findings(ctx).table.set_index("claim")["verdict"]
+    verdicts = (summary or summary_findings(ctx)).table.set_index("claim")["verdict"]
     failing = [int(c) for c, v in verdicts.items() if v != V.REPRODUCED]
-    small_out = Path(small_out) if small_out else scale_dir()
-    small = None
-    if (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve():
-        small = ReportContext.load(small_out, reps=ctx.reps)
+    small_dir = _small_results(ctx, small_out)
+    small = ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
     rows, untested = [], []
     for dev in (d for d in DEVIATIONS if d.variant and failing):
         source = ctx if len(ctx.variant_metrics(dev.variant)) else \
