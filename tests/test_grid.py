@@ -112,6 +112,48 @@ def test_local_grid_writes_store_and_compute_table(tmp_path):
     assert again["skipped_done"] == 6 and again["ran"] == 0 and again["failed"] == 0
 
 
+def test_the_store_follows_a_running_grid(tmp_path, monkeypatch):
+    # a book built while the grid runs reads the store: it is rebuilt every STORE_EVERY cells
+    from ilets.study import grid as G
+    from ilets.study import results as R
+
+    path = write_profile(tmp_path / "three.yaml", methods=["random", "least-loaded", "round-robin"], servers=[5],
+                         seeds=[0], workers=1)
+    out = tmp_path / "out"
+    seen = []
+    build = R.build_store
+
+    def counting_build(folder):
+        paths = build(folder)
+        seen.append(len(pd.read_parquet(paths["metrics"])))
+        return paths
+
+    monkeypatch.setattr(G, "STORE_EVERY", 2)
+    monkeypatch.setattr(R, "build_store", counting_build)
+    run_grid(load_profile(path), out, executor="local", workers=1, progress=False)
+    assert seen == [2, 3]  # after the 2nd cell, and once the grid ends
+
+
+def test_an_interrupted_grid_leaves_a_current_store(tmp_path):
+    # SIGTERM (kill, timeout, SLURM) stops the grid; the store then lists exactly the
+    # finished cells, so nobody has to know to rebuild it before reading results
+    path = write_profile(tmp_path / "stop.yaml", methods=["random", "least-loaded"], servers=[5, 10],
+                         seeds=[0, 1], workers=1)
+    out = tmp_path / "out"
+    proc = cli("grid", "--profile", str(path), "--out", str(out), "--quiet")
+    deadline = time.monotonic() + 180
+    while not finished_cells(out):
+        assert proc.poll() is None, f"the grid ended (exit {proc.returncode}) before it could be stopped"
+        assert time.monotonic() < deadline, "no cell finished within 180 s"
+        time.sleep(0.02)
+    os.kill(proc.pid, signal.SIGTERM)
+    rc, _, err = finish(proc, timeout=120)
+    assert rc == 130, err
+    survivors = finished_cells(out)
+    assert 0 < len(survivors) < 8
+    assert set(pd.read_parquet(out / "store" / "metrics.parquet")["cell"]) == survivors
+
+
 def _pgroup_alive(pgid: int) -> bool:
     import psutil
 
