@@ -538,3 +538,48 @@ def test_range_text():
     assert S.range_text([0.1, 0.25, np.nan], ".0%") == "10% to 25%"
     assert S.range_text([0.081, 0.0812], ".1%") == "8.1%"
     assert S.range_text([np.nan]) == "n/a" and S.range_text([]) == "n/a"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_improvement_probability_and_iqm_equal_rliables_bit_for_bit(seed):
+    # the study's two bootstrap statistics are rliable's arithmetic without scipy's wrappers
+    from rliable import metrics as rm
+
+    rng = np.random.default_rng(seed)
+    n_x, n_y, tasks = rng.integers(1, 12), rng.integers(1, 12), rng.integers(1, 4)
+    tied = seed % 2 == 0  # integer draws: many ties within and across the two methods
+    draw = (lambda n: rng.integers(0, 4, (n, tasks)).astype(float)) if tied else (lambda n: rng.normal(size=(n, tasks)))
+    x, y = draw(n_x), draw(n_y)
+    if seed % 5 == 0:
+        y = x.copy()  # equal columns: 0.5 by rliable's rule
+    assert S.improvement_probability(x, y) == rm.probability_of_improvement(x, y)
+    assert S.aggregate_iqm(x) == rm.aggregate_iqm(x)
+
+
+def test_improvement_probability_propagates_nan_as_rliable_does():
+    from rliable import metrics as rm
+
+    x, y = np.array([[1.0], [np.nan]]), np.array([[0.0], [2.0]])
+    assert np.isnan(S.improvement_probability(x, y)) and np.isnan(rm.probability_of_improvement(x, y))
+
+
+def test_the_bootstrap_intervals_equal_rliables_functions():
+    # the same resamples through rliable's statistics and ours give identical intervals
+    from rliable import library as rly
+    from rliable import metrics as rm
+
+    rng = np.random.default_rng(3)
+    x, y = rng.normal(size=(10, 3)), rng.normal(0.3, size=(10, 3))
+    got, want = [], []
+    for fns, into in (((S.improvement_probability, S.aggregate_iqm), got),
+                      ((rm.probability_of_improvement, rm.aggregate_iqm), want)):
+        poi, iqm = fns
+        with S.numpy_global_seed(0):
+            into.append(rly.get_interval_estimates({"p": [x, y]}, lambda a, b: np.array([poi(a, b)]), reps=200))
+        with S.numpy_global_seed(0):
+            into.append(rly.get_interval_estimates({"m": x}, lambda a: np.array([iqm(a)]), reps=200))
+    for (gp, gi), (wp, wi) in zip(got, want):
+        assert gp.keys() == wp.keys()
+        for k in gp:
+            np.testing.assert_array_equal(gp[k], wp[k])
+            np.testing.assert_array_equal(gi[k], wi[k])

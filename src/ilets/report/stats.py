@@ -488,6 +488,48 @@ def normalise_scores(metrics: pd.DataFrame, metric: str, higher_is_better: bool 
     return pd.concat(out, ignore_index=True) if out else metrics.iloc[0:0].assign(score=[], normaliser=[])
 
 
+def aggregate_iqm(scores: np.ndarray) -> float:
+    """rliable's ``metrics.aggregate_iqm`` (the 25 %-trimmed mean of every score), bit for bit.
+
+    Written out because rliable calls ``scipy.stats.trim_mean``, whose array-API wrapper costs
+    ~30 us a call, and the bootstrap calls it ``reps`` times per method and metric. This is
+    scipy's own arithmetic (partition, slice, numpy mean); a test checks it equals rliable's
+    exactly. ``benchmarks/bench_report_stats.py`` measures the two against rliable's.
+    """
+    flat = np.asarray(scores, dtype=float).ravel()
+    if flat.size == 0:
+        return float("nan")
+    low = int(0.25 * flat.size)
+    high = flat.size - low
+    return np.partition(flat, (low, high - 1))[low:high].mean()
+
+
+def improvement_probability(scores_x: np.ndarray, scores_y: np.ndarray) -> float:
+    """rliable's ``metrics.probability_of_improvement``, bit for bit: per task (column), the
+    Mann-Whitney U of ``x`` over ``y`` divided by ``n_x n_y`` (0.5 where the columns are
+    equal), averaged over tasks.
+
+    Written out because rliable computes U with ``scipy.stats.mannwhitneyu`` (ranks, a
+    p-value and an array-API wrapper: ~0.4 ms a call), and the bootstrap calls it ``reps``
+    times for each of hundreds of comparisons: it was most of the results chapter's build.
+    U is counted here over the ``n_x x n_y`` pairs (``x > y`` counts 1, a tie 0.5): an integer
+    or half-integer, so it equals scipy's rank-sum form exactly. A test checks equality with
+    rliable on tied and untied draws; ``benchmarks/bench_report_stats.py`` measures the speed.
+    """
+    x_all, y_all = np.asarray(scores_x, dtype=float), np.asarray(scores_y, dtype=float)
+    probs = []
+    for task in range(x_all.shape[1]):
+        x, y = x_all[:, task], y_all[:, task]
+        if np.array_equal(x, y):
+            probs.append(0.5)
+        elif np.isnan(x).any() or np.isnan(y).any():
+            probs.append(np.nan)  # scipy propagates NaN
+        else:
+            wins = np.count_nonzero(x[:, None] > y[None, :]) + 0.5 * np.count_nonzero(x[:, None] == y[None, :])
+            probs.append(np.float64(wins) / (len(x) * len(y)))
+    return np.mean(probs)
+
+
 def iqm_table(metrics: pd.DataFrame, metric: str, higher_is_better: bool | None = None, baseline: str = "drl",
               methods: Sequence[str] | None = None, level: float = 0.95, reps: int = DEFAULT_REPS,
               seed: int = 0) -> pd.DataFrame:
@@ -496,15 +538,14 @@ def iqm_table(metrics: pd.DataFrame, metric: str, higher_is_better: bool | None 
     Scores are :func:`normalise_scores` (1 = the baseline's mean at that scale, higher
     better). For each method a (runs x tasks) matrix is built with tasks = scales (those where
     the baseline exists) and runs = the method's seeds present at every such scale; a method
-    missing a scale is left out with a warning. ``iqm`` is rliable's ``aggregate_iqm``: the
-    25 %-trimmed mean of all runs x tasks scores pooled (mean of the middle 50 %). The CI is
+    missing a scale is left out with a warning. ``iqm`` is rliable's ``aggregate_iqm``
+    (:func:`aggregate_iqm`, the same arithmetic without scipy's wrapper): the 25 %-trimmed mean of all runs x tasks scores pooled (mean of the middle 50 %). The CI is
     rliable's stratified percentile bootstrap (``get_interval_estimates``): runs are
     resampled with replacement independently within each scale, ``reps`` times, under
     :func:`numpy_global_seed` ``(seed)`` so the result is deterministic. Columns: ``method``,
     ``metric``, ``iqm``, ``ci_low``, ``ci_high``, ``runs``, ``tasks``, ``baseline``.
     """
     from rliable import library as rly
-    from rliable import metrics as rm
 
     scored = normalise_scores(metrics, metric, higher_is_better, baseline)
     scales = sorted(scored["servers"].unique()) if len(scored) else []
@@ -520,7 +561,7 @@ def iqm_table(metrics: pd.DataFrame, metric: str, higher_is_better: bool | None 
     if score_dict:
         with numpy_global_seed(seed), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # arch warns on degenerate (n=1) resamples
-            point, interval = rly.get_interval_estimates(score_dict, lambda x: np.array([rm.aggregate_iqm(x)]),
+            point, interval = rly.get_interval_estimates(score_dict, lambda x: np.array([aggregate_iqm(x)]),
                                                          reps=reps, confidence_interval_size=level)
         for m, mat in score_dict.items():
             rows.append({"method": m, "metric": metric, "iqm": float(point[m][0]),
@@ -536,7 +577,7 @@ def probability_of_improvement(metrics: pd.DataFrame, x: str, y: str, metric: st
 
     At each scale, ``P = (#{(i, j): x_i better than y_j} + 0.5 #{ties}) / (n_x n_y)`` over
     all pairs of seeds (the Mann-Whitney U statistic, rliable's
-    ``metrics.probability_of_improvement``); the result is the mean over the scales where
+    ``metrics.probability_of_improvement``, computed by :func:`improvement_probability`); the result is the mean over the scales where
     both methods have results. Raw metric values are used (a within-scale comparison needs
     no normalisation); lower-is-better metrics are negated. 1 = ``x`` always better, 0.5 =
     indistinguishable. CI: rliable's stratified independent percentile bootstrap (seeds of
@@ -547,7 +588,6 @@ def probability_of_improvement(metrics: pd.DataFrame, x: str, y: str, metric: st
     ``n_y``, ``tasks``.
     """
     from rliable import library as rly
-    from rliable import metrics as rm
 
     sign = 1.0 if _direction(metric, higher_is_better) else -1.0
     scales = sorted(set(metrics.loc[metrics["method"] == x, "servers"]) & set(metrics.loc[metrics["method"] == y,
@@ -561,7 +601,7 @@ def probability_of_improvement(metrics: pd.DataFrame, x: str, y: str, metric: st
     with numpy_global_seed(seed), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         point, interval = rly.get_interval_estimates(
-            {"p": [sign * sx, sign * sy]}, lambda a, b: np.array([rm.probability_of_improvement(a, b)]),
+            {"p": [sign * sx, sign * sy]}, lambda a, b: np.array([improvement_probability(a, b)]),
             reps=reps, confidence_interval_size=level)
     out.update(prob=float(point["p"][0]), ci_low=float(interval["p"][0, 0]), ci_high=float(interval["p"][1, 0]))
     return out
