@@ -27,15 +27,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 from pathlib import Path
 
 import numpy as np
 
 from ilets.agents.experts import EXPERTS
 from ilets.config import ExpertConfig, RewardConfig, to_dict
+from ilets.host import write_benchmark
 from ilets.study.expert_tables import gap_cases, gap_table, paper_timing_table, timing_table
 
 
@@ -88,13 +86,8 @@ def main(argv: list[str] | None = None) -> dict:
     print(markdown(timing, gap, paper))
     print(f"\nexact optimum: {1e3 * opt_s:.1f} ms per small case (enumeration, batched exact fitness)")
     result = {"paper_scale": paper, "timing": timing, "gap": gap, "exact_optimum_ms": 1e3 * opt_s,
-              "config": {"experts": to_dict(cfg), "reward": to_dict(reward)},
-              "host": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                       "numpy": np.__version__, "machine": platform.machine()}}
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2))
-    return result
+              "config": {"experts": to_dict(cfg), "reward": to_dict(reward)}, "numpy": np.__version__}
+    return write_benchmark(args.out, result)
 
 
 if __name__ == "__main__":

@@ -34,8 +34,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -43,6 +41,7 @@ import numpy as np
 
 from ilets.agents.methods import run_method
 from ilets.config import HEURISTICS, METHODS
+from ilets.host import write_benchmark
 from ilets.simulator.cloud import make_fleet
 from ilets.study.profiles import load_profile
 from ilets.workloads.workload import load_workload
@@ -154,12 +153,7 @@ def main(argv: list[str] | None = None) -> dict:
             print(json.dumps(rows[-1]), flush=True)
     estimate = grid_estimate(rows)
     print(markdown(rows, estimate))
-    result = {"cells": rows, "paper_grid": estimate,
-              "host": {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}}
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2))
-    return result
+    return write_benchmark(args.out, {"cells": rows, "paper_grid": estimate})
 
 
 if __name__ == "__main__":

@@ -25,15 +25,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
+from ilets.host import write_benchmark
 from ilets.report import stats as S
 
 
@@ -131,11 +129,7 @@ def main(argv: list[str] | None = None) -> dict:
                                       "identical": same(tables(got), tables(want))}
         print(f"results_findings on {args.results} ({len(ctx.metrics)} cells): rliable {ref:.1f} s, ours "
               f"{ours:.1f} s CPU, {ref / ours:.1f}x, identical: {result['results_findings']['identical']}")
-    result["host"] = {"cpus": os.cpu_count(), "python": platform.python_version(), "machine": platform.machine()}
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2))
-    return result
+    return write_benchmark(args.out, result)
 
 
 if __name__ == "__main__":

@@ -30,10 +30,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 
@@ -41,6 +37,7 @@ import numpy as np
 
 from ilets.agents.policies import EarliestFinish, schedule
 from ilets.config import FleetConfig, WorkloadConfig
+from ilets.host import write_benchmark
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet
 from ilets.simulator.twin import earliest_finish_twin
 from ilets.workloads.workload import TaskTable, synthetic_workload
@@ -127,7 +124,6 @@ def run(args: argparse.Namespace) -> dict:
                       "twin on the full table" if n_twin == n else
                       f"twin on the first {n_twin:,} tasks; ratio from main timed on the same prefix"),
         "rows": rows, "targets": targets,
-        "host": {"python": sys.version.split()[0], "platform": platform.platform(), "cpus": os.cpu_count()},
         "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
 
@@ -153,9 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     print(result["twin_note"])
     for k, v in result["targets"].items():
         print(f"target {k}: {'met' if v else 'MISSED'}")
+    write_benchmark(args.out, result)
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2))
         print(f"wrote {args.out}")
     return 0
 

@@ -135,3 +135,17 @@ def test_user_errors_are_one_line_naming_the_flag_or_field(tmp_path, capsys, cas
     assert "Traceback" not in err and "\n" not in err, f"{case}: not one line: {err!r}"
     assert where in err and what in err, f"{case}: {err!r} should name {where!r} and say {what!r}"
     assert not (tmp_path.parent / "evil").exists()
+
+
+def test_a_benchmark_record_names_its_host_and_commit(tmp_path):
+    import numpy as np
+
+    from ilets.host import write_benchmark
+
+    out = tmp_path / "deep" / "bench.json"
+    result = write_benchmark(out, {"ratio": np.float64(2.5)})
+    written = json.loads(out.read_text())
+    assert written == json.loads(json.dumps(result, default=float)) and written["ratio"] == 2.5
+    assert written["host"]["cpus"] >= 1 and written["host"]["python"].count(".") == 2
+    assert {"cpu_model", "machine", "commit", "dirty"} <= set(written["host"])
+    assert write_benchmark(None, {})["host"]["cpus"] >= 1  # no file asked for, none written

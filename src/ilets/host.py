@@ -4,6 +4,8 @@ that records them."""
 from __future__ import annotations
 
 import functools
+import json
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -49,3 +51,21 @@ def source_version() -> dict:
         return {"commit": None, "dirty": None, "dirty_files": []}
     files = sorted(line[3:] for line in status.splitlines() if line.strip())
     return {"commit": commit, "dirty": bool(files), "dirty_files": files}
+
+
+def host_record() -> dict:
+    """What a benchmark's JSON records about where it ran: CPU model and count, Python,
+    architecture and the package's commit (:func:`source_version`)."""
+    return {"cpu_model": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "machine": platform.machine(), **source_version()}
+
+
+def write_benchmark(out: Path | None, result: dict) -> dict:
+    """Add :func:`host_record` to a benchmark's ``result`` and write it as JSON to ``out``
+    (its folder made; nothing written when ``out`` is None); returns ``result``."""
+    result["host"] = host_record()
+    if out is not None:
+        out = Path(out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, default=float) + "\n")
+    return result
