@@ -539,7 +539,8 @@ def iqm_table(metrics: pd.DataFrame, metric: str, higher_is_better: bool | None 
     better). For each method a (runs x tasks) matrix is built with tasks = scales (those where
     the baseline exists) and runs = the method's seeds present at every such scale; a method
     missing a scale is left out with a warning. ``iqm`` is rliable's ``aggregate_iqm``
-    (:func:`aggregate_iqm`, the same arithmetic without scipy's wrapper): the 25 %-trimmed mean of all runs x tasks scores pooled (mean of the middle 50 %). The CI is
+    (:func:`aggregate_iqm`, the same arithmetic without scipy's wrapper): the 25 %-trimmed
+    mean of all runs x tasks scores pooled (mean of the middle 50 %). The CI is
     rliable's stratified percentile bootstrap (``get_interval_estimates``): runs are
     resampled with replacement independently within each scale, ``reps`` times, under
     :func:`numpy_global_seed` ``(seed)`` so the result is deterministic. Columns: ``method``,
@@ -577,9 +578,10 @@ def probability_of_improvement(metrics: pd.DataFrame, x: str, y: str, metric: st
 
     At each scale, ``P = (#{(i, j): x_i better than y_j} + 0.5 #{ties}) / (n_x n_y)`` over
     all pairs of seeds (the Mann-Whitney U statistic, rliable's
-    ``metrics.probability_of_improvement``, computed by :func:`improvement_probability`); the result is the mean over the scales where
-    both methods have results. Raw metric values are used (a within-scale comparison needs
-    no normalisation); lower-is-better metrics are negated. 1 = ``x`` always better, 0.5 =
+    ``metrics.probability_of_improvement``, computed by :func:`improvement_probability`);
+    the result is the mean over the scales where both methods have results. Raw metric
+    values are used (a within-scale comparison needs no normalisation); lower-is-better
+    metrics are negated. 1 = ``x`` always better, 0.5 =
     indistinguishable. CI: rliable's stratified independent percentile bootstrap (seeds of
     ``x`` and of ``y`` resampled independently within each scale), deterministic via
     :func:`numpy_global_seed`. Runs of a method = its seeds present at every used scale.
