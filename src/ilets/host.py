@@ -62,10 +62,11 @@ def host_record() -> dict:
 
 def write_benchmark(out: Path | None, result: dict) -> dict:
     """Add :func:`host_record` to a benchmark's ``result`` and write it as JSON to ``out``
-    (its folder made; nothing written when ``out`` is None); returns ``result``."""
+    (through :func:`ilets.files.atomic_write`; nothing written when ``out`` is None); returns
+    ``result``."""
+    from ilets.files import atomic_write
+
     result["host"] = host_record()
     if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=2, default=float) + "\n")
+        atomic_write(Path(out), lambda tmp: tmp.write_text(json.dumps(result, indent=2, default=float) + "\n"))
     return result

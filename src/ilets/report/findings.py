@@ -132,6 +132,12 @@ def _small_results(ctx: ReportContext, small_out=None):
     return small_out if has_small else None
 
 
+def _small_context(ctx: ReportContext, small_out=None) -> ReportContext | None:
+    """The context of :func:`_small_results` (with ``ctx``'s resamples), or None."""
+    small_dir = _small_results(ctx, small_out)
+    return ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
+
+
 def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
     """What a build re-runs: a sample of the reduced-scale results (:func:`ilets.study.verify.book_sample`;
     :func:`ilets.study.results.scale_dir` unless ``small_out``), or of the main results when
@@ -166,8 +172,7 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
     fleet sizes only; the reduced results are left out when they are the main results
     themselves or have no store. ``summary``: :func:`summary_findings` of ``ctx``, if already
     computed."""
-    small_dir = _small_results(ctx, small_out)
-    small = ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
+    small = _small_context(ctx, small_out)
     if small is not None and set(small.scales) - set(ctx.scales):
         # the same fleet sizes at both scales, so a difference is one of scale, not of coverage
         small = replace(small, metrics=_at_servers(small.metrics, ctx.scales),
@@ -962,8 +967,7 @@ def difference_findings(ctx: ReportContext, small_out=None, summary: SummaryFind
             "verdict, the variant's"]
     verdicts = (summary or summary_findings(ctx)).table.set_index("claim")["verdict"]
     failing = [int(c) for c, v in verdicts.items() if v != V.REPRODUCED]
-    small_dir = _small_results(ctx, small_out)
-    small = ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
+    small = _small_context(ctx, small_out)
     rows, untested = [], []
     for dev in (d for d in DEVIATIONS if d.variant and failing):
         source = ctx if len(ctx.variant_metrics(dev.variant)) else \

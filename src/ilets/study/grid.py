@@ -122,12 +122,9 @@ def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int 
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc=f"grid {profile.name}", unit="cell",
                disable=not progress)
     t0 = time.perf_counter()
-    finished = 0
 
     def refresh_store() -> None:
-        nonlocal finished
-        finished += 1
-        if finished % STORE_EVERY == 0:
+        if (counts[RAN] + counts["elsewhere"]) % STORE_EVERY == 0:  # cells finished since this grid started
             build_store(out)
 
     try:
