@@ -63,3 +63,20 @@ def test_cost_per_cell_from_the_cells_records(tmp_path, monkeypatch):
     monkeypatch.setattr(R, "compute_table", lambda out=None: table)
     text = H.cost_markdown(tmp_path / "paper")
     assert "at 50 servers (2 seed(s)) DRL 100, the heuristics 30-30." in text
+
+
+def test_verification_line_counts_checked_cells_from_the_record(tmp_path):
+    folder = tmp_path / "paper"
+    for name in ("drl-M50-s0-aaaa", "drl@heavy-load-M200-s1-bbbb", "ilets-M50-s2-cccc"):
+        (folder / "cells" / name).mkdir(parents=True)
+        (folder / "cells" / name / "system.json").write_text(json.dumps({"commit": "0123456789abcdef"}))
+    assert H.verification_markdown(folder) == ""  # no record, no line
+    check = {"checked_utc": "2026-01-01T00:00:00+00:00", "machine": "m", "code": {"commit": "fedcba"},
+             "differences": [], "wall_s": 1.0}
+    (folder / "VERIFY.json").write_text(json.dumps({"cells": [
+        {**check, "cell": "drl-M50-s0-aaaa", "reproduced": True},
+        {**check, "cell": "drl@heavy-load-M200-s1-bbbb", "reproduced": False, "differences": ["x differs"]}]}))
+    text = H.verification_markdown(folder)
+    assert "DRL at 50 servers, DRL (heavy-load) at 200 servers." in text
+    assert "1 of 2 recorded re-runs reproduced" in text
+    assert "0123456789ab (3 cells, 2 checked)" in text

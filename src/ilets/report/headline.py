@@ -85,11 +85,36 @@ def cost_markdown(folder: Path) -> str:
             "own records: the learner process and its emulators; mean over seeds): " + "; ".join(parts) + ".\n")
 
 
+def verification_markdown(folder: Path) -> str:
+    """What the verification recorded with a results folder (``VERIFY.json``, written by
+    ``ilets verify --report``) says: the checked cells by method (and variant) and fleet
+    size, and :func:`ilets.study.verify.recorded_table`'s sentence; empty without a record."""
+    from ilets.method_table import METHOD_LABELS
+    from ilets.study.coverage import parse_cell_name
+    from ilets.study.verify import VERIFY_REPORT, recorded_table
+
+    folder = Path(folder)
+    if not (folder / VERIFY_REPORT).is_file():
+        return ""
+    table, sentence = recorded_table(folder)
+    kinds: dict[str, int] = {}
+    for name in table["cell"]:
+        cell = parse_cell_name(name)
+        kind = METHOD_LABELS.get(cell["method"], cell["method"]) + (f" ({cell['variant']})" if cell["variant"] else "")
+        key = f"{kind} at {cell['servers']} servers"
+        kinds[key] = kinds.get(key, 0) + 1
+    checked = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in kinds.items())
+    return (f"Re-run with `ilets verify --results {folder.parent.name}/{folder.name} --cell <name>` and recorded in "
+            f"its `{VERIFY_REPORT}`: {checked}. {sentence}\n")
+
+
 def shipped_block(shipped: Path) -> str:
     """README's shipped block: :func:`shipped_markdown` of ``shipped``, then the cost per
-    cell of its paper-scale folder (:func:`cost_markdown`)."""
-    cost = cost_markdown(Path(shipped) / "paper") if (Path(shipped) / "paper").is_dir() else ""
-    return shipped_markdown(shipped) + ("\n" + cost if cost else "")
+    cell of its paper-scale folder (:func:`cost_markdown`) and its recorded verification
+    (:func:`verification_markdown`)."""
+    paper = Path(shipped) / "paper"
+    extra = [cost_markdown(paper), verification_markdown(paper)] if paper.is_dir() else []
+    return shipped_markdown(shipped) + "".join("\n" + text for text in extra if text)
 
 
 def replace_block(doc: str, markers: tuple[str, str], text: str, target: Path) -> str:
