@@ -49,20 +49,28 @@ def test_cost_per_cell_from_the_cells_records(tmp_path, monkeypatch):
     from ilets.study import results as R
 
     table = pd.DataFrame([
-        {"cell": "a", "method": "drl", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
+        {"cell": "drl-M50-s0-a", "method": "drl", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
          "wall_s": 1.0, "cpu_s": 90.0},
-        {"cell": "b", "method": "drl", "variant": "", "servers": 50, "seed": 1, "status": R.STATUS_DONE,
+        {"cell": "drl-M50-s1-b", "method": "drl", "variant": "", "servers": 50, "seed": 1, "status": R.STATUS_DONE,
          "wall_s": 1.0, "cpu_s": 110.0},
-        {"cell": "c", "method": "random", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
+        {"cell": "random-M50-s0-c", "method": "random", "variant": "", "servers": 50, "seed": 0, "status": R.STATUS_DONE,
          "wall_s": 1.0, "cpu_s": 30.0},
-        {"cell": "d", "method": "drl", "variant": "heavy-load", "servers": 50, "seed": 0,
+        {"cell": "drl@heavy-load-M50-s0-d", "method": "drl", "variant": "heavy-load", "servers": 50, "seed": 0,
          "status": R.STATUS_DONE, "wall_s": 1.0, "cpu_s": 999.0},
-        {"cell": "e", "method": "drl", "variant": "", "servers": 50, "seed": 2, "status": R.STATUS_FAILED,
+        {"cell": "drl-M50-s2-e", "method": "drl", "variant": "", "servers": 50, "seed": 2, "status": R.STATUS_FAILED,
          "wall_s": 1.0, "cpu_s": 5.0},
     ])
     monkeypatch.setattr(R, "compute_table", lambda out=None: table)
     text = H.cost_markdown(tmp_path / "paper")
     assert "at 50 servers (2 seed(s)) DRL 100, the heuristics 30-30." in text
+    # no grid.json: the plan is the finished cells; the failed attempt's 5 s are not counted
+    assert "Measured: main grid 0.06 CPU-hours for 3 of 3 planned cells; variants 0.28 CPU-hours for 1 of 1" in text
+    (tmp_path / "paper").mkdir()
+    (tmp_path / "paper" / "grid.json").write_text(json.dumps({"cells": [
+        "drl-M50-s0-a", "drl-M50-s1-b", "drl-M50-s2-e", "random-M50-s0-c", "drl@heavy-load-M50-s0-d",
+        "drl@heavy-load-M50-s1-f"]}))
+    assert "main grid 0.06 CPU-hours for 3 of 4 planned cells; variants 0.28 CPU-hours for 1 of 2 planned" \
+        in H.cost_markdown(tmp_path / "paper")
 
 
 def test_verification_line_counts_checked_cells_from_the_record(tmp_path):

@@ -65,13 +65,15 @@ def shipped_markdown(root: Path) -> str:
 
 def cost_markdown(folder: Path) -> str:
     """CPU seconds per main-grid cell of a results folder, per fleet size: each learner's
-    mean over the seeds it has, and the heuristics' range (from the cells' own records)."""
+    mean over the seeds it has, and the heuristics' range (from the cells' own records);
+    then the CPU-hours measured so far (:func:`measured_cost_text`)."""
     from ilets.config import HEURISTICS
     from ilets.method_table import METHOD_LABELS
     from ilets.study.results import STATUS_DONE, compute_table
 
-    t = compute_table(Path(folder))
-    t = t[(t["status"] == STATUS_DONE) & (t["variant"] == "")]
+    done = compute_table(Path(folder))
+    done = done[done["status"] == STATUS_DONE]
+    t = done[done["variant"] == ""]
     if t.empty:
         return ""
     parts = []
@@ -82,7 +84,26 @@ def cost_markdown(folder: Path) -> str:
         text = ", ".join(learners) + (f", the heuristics {heur.min():,.0f}-{heur.max():,.0f}" if len(heur) else "")
         parts.append(f"at {servers} servers ({g['seed'].nunique()} seed(s)) {text}")
     return (f"CPU seconds per main-grid cell of `{Path(folder).parent.name}/{Path(folder).name}/` (its cells' "
-            "own records: the learner process and its emulators; mean over seeds): " + "; ".join(parts) + ".\n")
+            "own records: the learner process and its emulators; mean over seeds): " + "; ".join(parts) + ". "
+            + measured_cost_text(Path(folder), done) + "\n")
+
+
+def measured_cost_text(folder: Path, done) -> str:
+    """The CPU-hours the finished cells of ``folder`` took (``done``: their rows of the
+    results table, with ``variant`` and ``cpu_s``), for the main grid and for the variants,
+    each with its finished and planned cells (``grid.json``)."""
+    from ilets.study.coverage import coverage_table
+
+    plan = coverage_table(Path(folder), set(done["cell"]))
+    parts = []
+    for label, is_main in (("main grid", True), ("variants", False)):
+        planned = plan[(plan["variant"] == "") == is_main]
+        if not len(planned):
+            continue
+        finished = done[(done["variant"] == "") == is_main]
+        parts.append(f"{label} {finished['cpu_s'].sum() / 3600:.2f} CPU-hours for {len(finished):,} of "
+                     f"{len(planned):,} planned cells")
+    return ("Measured: " + "; ".join(parts) + ".") if parts else ""
 
 
 def verification_markdown(folder: Path) -> str:
