@@ -119,8 +119,9 @@ fig = plots.task_parameters(full.online.to_frame())
 # segment with the Earliest-Finish heuristic at each fleet size, on the full window and on
 # the reduced window of the profile shown. A reduced window keeps the arrival rate, but
 # bursts are shorter in absolute time, so less queueing builds up: the same fleet is less
-# loaded than over the full window. The `heavy-load` variant (results chapter) uses slower
-# servers to bring the reduced window's queues back to the full window's size.
+# loaded than over the full window. The `heavy-load` variant (results chapter) runs some
+# methods on slower servers: on a reduced window it brings the queues back towards the full
+# window's size, on the full window it loads the fleet beyond the calibration.
 
 # %% tags=["remove-input"]
 run_cfg = ctx.run

@@ -36,6 +36,7 @@
 # %% tags=["remove-cell"]
 from myst_nb import glue
 
+from ilets.agents.oinpt import HELDOUT_TASKS
 from ilets.report import findings as F
 from ilets.report import plots, stats
 from ilets.report.report_context import ReportContext
@@ -65,6 +66,7 @@ glue("profile_desc", ctx.description, display=False)
 glue("scales", ctx.scales_text, display=False)
 glue("n_seeds", ctx.seeds_text, display=False)
 glue("demo_cap", f"{ctx.run.oinpt.max_demo_tasks:,}", display=False)
+glue("heldout_tasks", f"{HELDOUT_TASKS:,}", display=False)
 glue("n_first", f"{N:,}", display=False)
 glue("n_online", f"{found.n_online:,}", display=False)
 glue("n_share", found.share, display=False)
@@ -151,7 +153,7 @@ plots.markdown_table(stats.compare_display(found.first_pairs, by=("servers", "pa
                      empty="(no pairs to compare)")
 
 # %% [markdown]
-# With as few seeds as a quick profile has, "resolved" means "every seed agrees", not a
+# With few seeds (this page's counts are in its banner), "resolved" means "every seed agrees", not a
 # test at the 5% level; read the intervals as descriptive. "Far better" is the paper's
 # wording; the gains above say how far.
 #
@@ -179,7 +181,7 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.bc_summary), index
 # What limits cloning: the table's top-k columns ask whether the expert's server is among the
 # clone's k most likely, and its regret columns what the clone's first choice costs more than
 # the expert's at the expert's own state (one step, costed as the expert's plan; relative to the
-# expert's mean cost), on the cloned states and on 1,500 later expert decisions that were
+# expert's mean cost), on the cloned states and on {glue:text}`heldout_tasks` later expert decisions that were
 # never cloned. {glue:text}`cloning`
 # Producing the demonstrations took {glue:text}`demo_s` s on average (GA and PSO on every
 # window; cached and reused across methods) and the whole of OINPT

@@ -23,7 +23,7 @@
 #
 # **How to read the numbers.** A seed fixes the workload draw and the learners' random
 # state; seeds are the independent replicates. Every interval is a 95 % percentile bootstrap
-# over seeds (`ilets.report.stats`, {glue:text}`reps` resamples); with this few seeds such
+# over seeds (`ilets.report.stats`, {glue:text}`reps` resamples); with few seeds such
 # intervals under-cover, so read them as descriptive, not as tests.
 
 # %% tags=["remove-cell"]
@@ -198,10 +198,8 @@ plots.markdown_table(F.claims_display(found.components, (8,)), {})
 #
 # The servers' service rates are not published; ours (see the model and workload chapters)
 # are calibrated on the paper's full online window, where queues build up over 25 minutes
-# of bursts. A reduced window keeps the arrival rate but not that build-up, so it loads the
-# same fleet less. The `heavy-load` variant repeats some methods with
-# {glue:text}`heavy_caption`, which brings the queues back towards the full window's size,
-# everything else equal.
+# of bursts. The `heavy-load` variant repeats some methods with {glue:text}`heavy_caption`,
+# everything else equal. {glue:text}`heavy_purpose`.
 
 # %% tags=["remove-input"]
 display(plots.summary_or_note(found.heavy_summary, METRICS, f"Main grid vs {found.texts['heavy_caption']} (mean ± std "

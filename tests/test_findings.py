@@ -698,3 +698,22 @@ def test_summary_or_note_says_an_absent_table_in_words():
 
     note = plots.summary_or_note(pd.DataFrame(), {}, "caption", empty="nothing here")
     assert isinstance(note, Markdown) and note.data == "nothing here"
+
+
+@pytest.mark.parametrize("completed, dropped, verdict", [(20, 0, "They keep up:"), (19, 1, "They mostly keep up:"),
+                                                          (10, 10, "They cannot keep up:")])
+def test_oail_throughput_says_whether_the_emulators_keep_up(completed, dropped, verdict):
+    oail = pd.DataFrame({"oail_requests": [10, 10], "oail_completed": [completed - completed // 2, completed // 2],
+                         "oail_dropped": [dropped, 0]})
+    text = F.oail_throughput_text(oail, "simulated", 0.04)
+    assert verdict in text
+    assert "40 ms of simulated time" in text and "whatever the host's speed" in text
+    assert f"20 windows were submitted, {completed} ({100 * completed / 20:.1f}%) came back and {dropped} were" in text
+    assert "depends on the host's speed" in F.oail_throughput_text(oail, "wall", 0.04)
+    empty = F.oail_throughput_text(oail.iloc[:0], "simulated", 0.04)
+    assert "no window was submitted" in empty
+
+
+def test_heavy_load_purpose_depends_on_the_scale():
+    assert "beyond our calibration" in F.heavy_purpose(True)
+    assert "back towards the full window" in F.heavy_purpose(False)

@@ -474,6 +474,32 @@ def event_list_text(order: Sequence[str], names: Mapping[str, str] = EVENT_NAMES
     return ", ".join(names.get(e, e) for e in order) or "none"
 
 
+#: Share of submitted OAIL windows that must come back for the emulators to "mostly keep up".
+KEEP_UP_SHARE = 0.9
+
+
+def oail_throughput_text(oail: pd.DataFrame, clock: str, latency_s: float) -> str:
+    """How OAIL's emulators ran and whether they kept up, from the ILETS- and ILETS cells'
+    metrics (``oail``: their rows, with ``oail_requests``, ``oail_completed``,
+    ``oail_dropped``) and the run's ``oail.clock`` and ``oail.latency_s``.
+
+    "keep up" when no window was dropped, "mostly keep up" when at least
+    :data:`KEEP_UP_SHARE` of the windows came back, else "cannot keep up"."""
+    requests, completed, dropped = (int(oail[c].sum()) for c in ("oail_requests", "oail_completed", "oail_dropped"))
+    how = {"simulated": ("in simulated time (`oail.clock: simulated`): a window's plans reach the learner "
+                         f"{1e3 * latency_s:.0f} ms of simulated time after it was submitted (the measured cost "
+                         "of one request), whatever the host's speed"),
+           "wall": "in wall-clock time (`oail.clock: wall`), so how many windows they serve depends on the host's speed",
+           "sync": "synchronously (`oail.clock: sync`): the learner waits for every plan"}.get(clock, f"with clock {clock!r}")
+    if not requests:
+        return f"The emulators run {how}; no window was submitted in these results"
+    share = completed / requests
+    keep = "keep up" if dropped == 0 else "mostly keep up" if share >= KEEP_UP_SHARE else "cannot keep up"
+    return (f"Our simulation runs as fast as it can rather than in real time, so the emulators run {how}. "
+            f"They {keep}: over the {len(oail):,} ILETS- and ILETS cells, {requests:,} windows were submitted, "
+            f"{completed:,} ({100 * share:.1f}%) came back and {dropped:,} were dropped")
+
+
 #: Convergence settings: those of the claim-5 verdict (:func:`ilets.report.verdicts.claim_convergence`).
 CONVERGENCE = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
 OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_failed", "oail_updates",
@@ -701,6 +727,17 @@ HEAVY = "heavy-load"
 NO_HEAVY = "no variant"
 
 
+def heavy_purpose(paper_scale: bool) -> str:
+    """What the slower servers of the ``heavy-load`` variant do at this results' scale: on the
+    full window they load the fleet beyond the calibration; on a reduced window (which keeps
+    the arrival rate but not the full window's build-up of queues) they restore the load."""
+    if paper_scale:
+        return ("On the full window this loads the fleet beyond our calibration, so it shows how the "
+                "comparisons move with the load, which the paper does not publish")
+    return ("A reduced window keeps the arrival rate but not the full window's build-up of queues, so it loads "
+            "the same fleet less; the slower servers bring its queues back towards the full window's size")
+
+
 def paper_tables(ctx: ReportContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(improvements, comparison per fleet size, pooled comparison)``: the paper's
     improvement table and ours (:func:`ilets.report.stats.improvement_table`, paired, over DRL)."""
@@ -756,6 +793,7 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
     heavy = ctx.variant_metrics(HEAVY)
     vrun = ctx.variant_run(HEAVY)
+    texts["heavy_purpose"] = heavy_purpose(ctx.paper_scale)
     if heavy.empty or vrun is None:
         texts["heavy_text"] = f"{ctx.variant_missing_text(HEAVY)}, so this check is not shown on this page."
         texts["heavy_caption"] = NO_HEAVY
