@@ -55,3 +55,22 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
     shutil.copytree(next(out.glob("cells/drl-*")), grown / "cells" / "drl-copy")
     now = load_provenance(grown)
     assert now["cells"] == 3 and now["note"] == "test" and now["cpu_hours"] > info["cpu_hours"]
+
+
+def test_provenance_tells_machines_of_one_model_name_apart(tmp_path):
+    from ilets.host import cpu_id, machine_label
+    from ilets.study.shipping import provenance
+
+    records = {"old": {"cpu_model": "AMD EPYC", "cores": 2},  # before cpu_id was recorded
+               "new1": {"cpu_model": "AMD EPYC", "cores": 2, "cpu_id": "family 26 model 2 stepping 1"},
+               "new2": {"cpu_model": "AMD EPYC", "cores": 2, "cpu_id": "family 26 model 2 stepping 1"}}
+    for name, system in records.items():
+        (tmp_path / "cells" / name).mkdir(parents=True)
+        (tmp_path / "cells" / name / "system.json").write_text(json.dumps(system))
+        (tmp_path / "cells" / name / "metrics.json").write_text(json.dumps({"cpu_s": 3600.0, "wall_s": 3600.0}))
+    info = provenance(tmp_path)
+    assert info["machines"] == {"AMD EPYC x 2 cores": 1, "AMD EPYC (family 26 model 2 stepping 1) x 2 cores": 2}
+    line = provenance_line({**info, "first_start_utc": None})
+    assert "on AMD EPYC (family 26 model 2 stepping 1) x 2 cores (2); AMD EPYC x 2 cores (1)," in line
+    assert machine_label("X", 4) == "X x 4 cores"
+    assert cpu_id() == "" or cpu_id().startswith("family ")  # this machine's, as every new cell records it

@@ -22,6 +22,33 @@ def cpu_model() -> str:
     return platform.processor()
 
 
+def cpu_id() -> str:
+    """The CPU's family, model and stepping (``/proc/cpuinfo``), e.g. ``"family 26 model 2
+    stepping 1"``; ``""`` where they are not listed.
+
+    Why: cloud hosts report one model name (``"AMD EPYC"``) for several CPU generations of
+    very different speed, and the paper grid ran on two of them (CPU seconds per cell halved
+    from one to the next); the name alone cannot tell their cells apart."""
+    fields = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            key = key.strip()
+            if key in ("cpu family", "model", "stepping") and key not in fields:
+                fields[key] = value.strip()
+            if not line.strip() and fields:
+                break  # the first processor's block is enough
+    except OSError:
+        return ""
+    return " ".join(f"{k.replace('cpu ', '')} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields)
+
+
+def machine_label(cpu: str, cores, cpu_ident: str = "") -> str:
+    """A machine as results name it: ``"AMD EPYC (family 26 model 2 stepping 1) x 2 cores"``
+    (without the parenthesis when ``cpu_ident`` is empty, as older records have it)."""
+    return f"{cpu}{f' ({cpu_ident})' if cpu_ident else ''} x {cores} cores"
+
+
 def package_versions(names) -> dict[str, str | None]:
     """The installed version of each distribution in ``names`` (None where it is absent)."""
     from importlib import metadata
@@ -56,7 +83,7 @@ def source_version() -> dict:
 def host_record() -> dict:
     """What a benchmark's JSON records about where it ran: CPU model and count, Python,
     architecture and the package's commit (:func:`source_version`)."""
-    return {"cpu_model": cpu_model(), "cpus": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu_model": cpu_model(), "cpu_id": cpu_id(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "machine": platform.machine(), **source_version()}
 
 

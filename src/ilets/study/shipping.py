@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 from ilets.files import PROVENANCE, publish_folder  # PROVENANCE re-exported
+from ilets.host import machine_label
 
 #: Files of a cell folder that are shipped (everything but the model).
 SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
@@ -56,7 +57,8 @@ def provenance(folder: Path) -> dict:
         metrics = json.loads((cell / "metrics.json").read_text())
         commit = system.get("commit") or "unrecorded"
         commits[commit + ("+dirty" if system.get("dirty") else "")] += 1
-        machines[f"{system.get('cpu_model', 'unknown CPU')} x {system.get('cores', '?')} cores"] += 1
+        machines[machine_label(system.get("cpu_model", "unknown CPU"), system.get("cores", "?"),
+                               system.get("cpu_id", ""))] += 1
         if system.get("started_utc"):
             starts.append(system["started_utc"])
         cpu += float(metrics.get("cpu_s", 0.0))
@@ -143,7 +145,8 @@ def provenance_line(info: dict) -> str:
     """One sentence for a results page: cells, commits, dates, machine, CPU-hours."""
     commits = ", ".join(f"{c[:12]}{' (dirty)' if c.endswith('+dirty') else ''} ({n})"
                         for c, n in info["commits"].items())
-    machines = "; ".join(info["machines"])
+    machines = "; ".join(info["machines"]) if len(info["machines"]) <= 1 else \
+        "; ".join(f"{m} ({n})" for m, n in info["machines"].items())
     when = (f"started {info['first_start_utc']} to {info['last_start_utc']} (UTC)"
             if info.get("first_start_utc") else "start times not recorded")
     return (f"{info['cells']} cells computed on {machines}, {when}, at commit {commits}; "

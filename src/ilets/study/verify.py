@@ -141,12 +141,12 @@ def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
     keeps only its newest check."""
     import datetime
 
-    from ilets.host import cpu_model
+    from ilets.host import cpu_id, cpu_model, machine_label
     from ilets.study.run import atomic_json, source_version
 
     path = Path(path)
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    machine = f"{cpu_model() or 'an unknown CPU'} x {os.cpu_count()} cores"
+    machine = machine_label(cpu_model() or "an unknown CPU", os.cpu_count(), cpu_id())
     code = source_version()
     new = {v.cell: _check_record(v, when, machine, code) for v in verdicts}
     kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
