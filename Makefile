@@ -6,6 +6,9 @@ PROFILE ?= quick
 # The folders the book reads (ilets.study.results.results_dir / scale_dir): a grid run here
 # first, else the shipped results (shipped/paper, shipped/quick).
 WHERE = $(BIN)/python -c "from ilets.study.results import results_dir, scale_dir; print(results_dir(), scale_dir())"
+# Portable floating-point kernels (ilets.numerics) for processes that load numpy before
+# ilets, such as the book's notebook kernels: the variables as KEY=value words.
+NUMERICS = $(BIN)/python -c "from ilets.numerics import env_words; print(env_words())"
 
 .PHONY: book book-only grid test env clean-book force-book bench
 
@@ -38,7 +41,7 @@ book-only: env
 		echo "results changed: re-executing and re-rendering every chapter"; \
 		rm -rf _build/.jupyter_cache _build/jupyter_execute; all="--all"; \
 	fi; mkdir -p _build; \
-	$(BIN)/jupyter-book build . -W --keep-going $$all && echo "$$stamp" > _build/.results-stamp
+	env $$($(NUMERICS)) $(BIN)/jupyter-book build . -W --keep-going $$all && echo "$$stamp" > _build/.results-stamp
 
 # Re-execute every chapter even if neither its cells nor the results changed.
 force-book: env
@@ -47,7 +50,7 @@ force-book: env
 
 test: env
 	bash tests/setup_browser.sh
-	$(BIN)/python -m pytest
+	env $$($(NUMERICS)) $(BIN)/python -m pytest
 
 bench: env
 	$(BIN)/python benchmarks/bench_simulator.py

@@ -24,12 +24,17 @@ pickles that name ``ilets.<module>`` keep working.
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import importlib.util
-import sys
-from types import MappingProxyType, ModuleType
+# First, before anything loads numpy or torch: portable floating-point kernels (see the module).
+from ilets import numerics as _numerics
+
+_numerics.pin()
+
+import importlib  # noqa: E402
+import importlib.abc  # noqa: E402
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from types import MappingProxyType, ModuleType  # noqa: E402
 
 __version__ = "0.1.0"
 

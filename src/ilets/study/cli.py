@@ -203,7 +203,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ilets`` command."""
     from ilets.workloads.trace import TraceError
 
+    from ilets.numerics import check_switch
+
     args = build_parser().parse_args(argv)
+    try:
+        check_switch()
+    except ValueError as err:
+        print(f"ilets: {err}", file=sys.stderr)
+        return 2
     previous = None
     if hasattr(signal, "SIGTERM"):
         try:

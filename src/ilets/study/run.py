@@ -208,7 +208,9 @@ def system_info() -> dict:
     except (ValueError, OSError, AttributeError):
         pass
     versions = package_versions(PACKAGES)
-    return {"cpu_model": cpu, "cpu_id": cpu_id(), "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
+    from ilets.numerics import record as numerics_record
+
+    return {"cpu_model": cpu, "cpu_id": cpu_id(), "numerics": numerics_record(), "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
             "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
             "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **source_version()}

@@ -128,9 +128,9 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
 VERIFY_REPORT = "VERIFY.json"
 
 
-def _check_record(v: Verdict, when: str, machine: str, code: dict) -> dict:
+def _check_record(v: Verdict, when: str, machine: str, code: dict, numerics: str | None = None) -> dict:
     return {"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences), "wall_s": v.wall_s,
-            "checked_utc": when, "machine": machine, "code": code}
+            "checked_utc": when, "machine": machine, "code": code, "numerics": numerics}
 
 
 def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
@@ -148,7 +148,9 @@ def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = machine_label(cpu_model() or "an unknown CPU", os.cpu_count(), cpu_id())
     code = source_version()
-    new = {v.cell: _check_record(v, when, machine, code) for v in verdicts}
+    from ilets.numerics import record as numerics_record
+
+    new = {v.cell: _check_record(v, when, machine, code, numerics_record()["effective"]) for v in verdicts}
     kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
     atomic_json(path, {"results": str(folder), "checked_utc": when, "machine": machine, "code": code,
                        "cells": kept + list(new.values())})
