@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import ilets  # noqa: F401  (first: it pins portable numerics before numpy loads, see ilets.numerics)
 import numpy as np
 import pytest
 

@@ -88,3 +88,17 @@ def test_verification_line_counts_checked_cells_from_the_record(tmp_path):
     assert "DRL at 50 servers, DRL (heavy-load) at 200 servers." in text
     assert "1 of 2 recorded re-runs reproduced" in text
     assert "0123456789ab (3 cells, 2 checked)" in text
+
+
+def test_numerics_sentence_groups_checks_by_kernels():
+    import pandas as pd
+
+    from ilets.study.verify import numerics_sentence
+
+    table = pd.DataFrame({"computed with": ["not recorded", "not recorded", "portable"],
+                          "checked with": ["portable", "portable", "portable"],
+                          "reproduced": ["yes", "no", "yes"]})
+    assert numerics_sentence(table) == (
+        "By floating-point kernels: cells that predate the kernels' record, re-run in portable mode: 1 of 2 "
+        "reproduced; cells computed with portable kernels, re-run in portable mode: 1 of 1 reproduced.")
+    assert numerics_sentence(table.iloc[:0]) == ""

@@ -36,6 +36,10 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
     out = tmp_path / "results"
     run_grid(load_profile(path), out, workers=1, progress=False)
     assert list(out.glob("cells/*/model.zip"))  # the learner's model exists in the grid folder
+    from ilets.numerics import record
+
+    for system in out.glob("cells/*/system.json"):  # what each cell's numerics were
+        assert json.loads(system.read_text())["numerics"]["effective"] == record()["effective"]
     info = ship(out, tmp_path / "shipped", note="test")
     shipped = tmp_path / "shipped"
     assert not list(shipped.glob("cells/*/model.zip"))

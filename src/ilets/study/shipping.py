@@ -40,17 +40,30 @@ SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json
 LATENCY_SAMPLES = 2000
 
 
+#: The numerics of a cell computed before cells recorded them (:func:`ilets.numerics.record`).
+NOT_RECORDED = "not recorded"
+
+
+def numerics_text(counts: dict) -> str:
+    """The cells' floating-point kernels in words, from :func:`provenance`'s ``numerics``."""
+    meaning = {"portable": "reproducible on any x86-64 CPU with AVX2", "native": "the host's own kernels",
+               NOT_RECORDED: "computed before cells recorded it"}
+    return "; ".join(f"{name} for {n:,} cells ({meaning.get(name, '')})" for name, n in counts.items())
+
+
 def provenance(folder: Path) -> dict:
     """Where and when a results folder's cells were computed, from the cells' own records.
 
     Returns the number of cells, the distinct commits (with a dirty flag when a cell ran on
     a checkout with uncommitted changes), the first and last start time (UTC), the machines
-    (CPU model x cores), and the summed CPU-hours and wall-hours of the cells. A cell that
-    predates these records counts as ``"unrecorded"``.
+    (CPU model x cores), the floating-point kernels in effect (:mod:`ilets.numerics`;
+    :data:`NOT_RECORDED` for cells that predate that record), and the summed CPU-hours and
+    wall-hours of the cells. A cell that predates these records counts as ``"unrecorded"``.
     """
     cells = sorted(p for p in (Path(folder) / "cells").iterdir() if p.is_dir() and not p.name.startswith("."))
     commits: Counter = Counter()
     machines: Counter = Counter()
+    numerics: Counter = Counter()
     starts, cpu, wall = [], 0.0, 0.0
     for cell in cells:
         system = json.loads((cell / "system.json").read_text()) if (cell / "system.json").is_file() else {}
@@ -59,11 +72,12 @@ def provenance(folder: Path) -> dict:
         commits[commit + ("+dirty" if system.get("dirty") else "")] += 1
         machines[machine_label(system.get("cpu_model", "unknown CPU"), system.get("cores", "?"),
                                system.get("cpu_id", ""))] += 1
+        numerics[(system.get("numerics") or {}).get("effective") or NOT_RECORDED] += 1
         if system.get("started_utc"):
             starts.append(system["started_utc"])
         cpu += float(metrics.get("cpu_s", 0.0))
         wall += float(metrics.get("wall_s", 0.0))
-    return {"cells": len(cells), "commits": dict(commits), "machines": dict(machines),
+    return {"cells": len(cells), "commits": dict(commits), "machines": dict(machines), "numerics": dict(numerics),
             "first_start_utc": min(starts) if starts else None, "last_start_utc": max(starts) if starts else None,
             "cpu_hours": cpu / 3600, "wall_hours_summed": wall / 3600}
 
@@ -149,5 +163,6 @@ def provenance_line(info: dict) -> str:
         "; ".join(f"{m} ({n})" for m, n in info["machines"].items())
     when = (f"started {info['first_start_utc']} to {info['last_start_utc']} (UTC)"
             if info.get("first_start_utc") else "start times not recorded")
+    kernels = f" Floating-point kernels: {numerics_text(info['numerics'])}." if info.get("numerics") else ""
     return (f"{info['cells']} cells computed on {machines}, {when}, at commit {commits}; "
-            f"{info['cpu_hours']:.2f} CPU-hours in all.")
+            f"{info['cpu_hours']:.2f} CPU-hours in all.{kernels}")

@@ -180,11 +180,20 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
                         columns=["cell", "reproduced", "first difference", "re-run wall s"])
 
 
-def _cell_commit(folder: Path, cell: str) -> str:
+def _cell_system(folder: Path, cell: str) -> dict:
     try:
-        return str(json.loads((Path(folder) / "cells" / cell / "system.json").read_text()).get("commit"))[:12]
+        return json.loads((Path(folder) / "cells" / cell / "system.json").read_text())
     except (OSError, ValueError):
-        return "unknown"
+        return {}
+
+
+def _cell_commit(folder: Path, cell: str) -> str:
+    return str(_cell_system(folder, cell).get("commit", "unknown"))[:12]
+
+
+def _cell_numerics(folder: Path, cell: str) -> str:
+    """The floating-point kernels a cell recorded (:mod:`ilets.numerics`), or "not recorded"."""
+    return (_cell_system(folder, cell).get("numerics") or {}).get("effective") or "not recorded"
 
 
 def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
@@ -193,13 +202,16 @@ def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
     covers (empty table and a sentence when there is none)."""
     folder = Path(folder)
     path = folder / VERIFY_REPORT
-    cols = ["cell", "computed at", "checked at", "checked on", "reproduced", "first difference", "re-run wall s"]
+    cols = ["cell", "computed at", "computed with", "checked at", "checked on", "checked with", "reproduced",
+            "first difference", "re-run wall s"]
     if not path.is_file():
         return pd.DataFrame(columns=cols), f"No verification is recorded with these results ({path.name} is absent)."
     checks = _recorded_checks(path)
     table = pd.DataFrame([{"cell": c["cell"], "computed at": _cell_commit(folder, c["cell"]),
+                           "computed with": _cell_numerics(folder, c["cell"]),
                            "checked at": str((c.get("code") or {}).get("commit"))[:12],
                            "checked on": f"{c.get('checked_utc')} UTC, {c.get('machine')}",
+                           "checked with": c.get("numerics") or "not recorded",
                            "reproduced": "yes" if c["reproduced"] else "no",
                            "first difference": c["differences"][0] if c["differences"] else "",
                            "re-run wall s": round(float(c["wall_s"]), 1)} for c in checks], columns=cols)
@@ -212,6 +224,20 @@ def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
     return table, (f"{ok} of {len(table)} recorded re-runs reproduced their metrics and learning curves exactly"
                    f"{'' if ok == len(table) else ' (the others list their first difference)'}. The folder's "
                    f"cells by the commit that computed them: {cover or 'none'}.")
+
+
+def numerics_sentence(table: pd.DataFrame) -> str:
+    """The recorded checks of :func:`recorded_table` by the kernels the cell was computed with
+    and checked with (:mod:`ilets.numerics`): how many of each pair reproduced."""
+    if table.empty:
+        return ""
+    parts = []
+    for (made, checked), g in table.groupby(["computed with", "checked with"], sort=False):
+        ok = int((g["reproduced"] == "yes").sum())
+        made_text = "cells that predate the kernels' record" if made == "not recorded" else f"cells computed with {made} kernels"
+        checked_text = "an unrecorded mode" if checked == "not recorded" else f"{checked} mode"
+        parts.append(f"{made_text}, re-run in {checked_text}: {ok} of {len(g)} reproduced")
+    return "By floating-point kernels: " + "; ".join(parts) + "."
 
 
 def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
