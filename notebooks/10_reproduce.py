@@ -105,6 +105,7 @@ glue("rerun_from", Markdown(rerun.from_md), display=False)
 glue("live_ok", f"{(live['reproduced'] == 'yes').sum()} of {len(live)}", display=False)
 recorded, recorded_text = VF.recorded_table(ctx.out)
 glue("recorded_text", recorded_text, display=False)
+glue("numerics_text", VF.numerics_sentence(recorded), display=False)
 
 # %% tags=["remove-input"]
 Markdown(live.to_markdown(index=False))
@@ -116,6 +117,21 @@ Markdown(live.to_markdown(index=False))
 
 # %% tags=["remove-input"]
 Markdown(recorded.to_markdown(index=False))
+
+# %% [markdown]
+# ### Across CPUs
+#
+# numpy, OpenBLAS, PyTorch, MKL and oneDNN choose their SIMD kernels from the CPU when they
+# load. On a CPU with AVX-512 they take kernels that add in another order than on an
+# AVX2-only CPU: one PPO update differs in its last bits, and the learner's whole trajectory
+# drifts from there. The paper grid met this when it moved to an AVX-512 host of the same
+# model name. `import ilets` therefore caps all five at AVX2 before they load
+# (`ilets.numerics`; `ILETS_NUMERICS=native` opts out), the Makefile pins the book's kernels
+# the same way, and every cell and every check records the kernels in effect ("computed
+# with" and "checked with" above). {glue:text}`numerics_text` Cells that predate the record
+# and reproduce in portable mode were computed with kernels equal to the portable ones (an
+# AVX2 host); one that does not was computed with an AVX-512 host's own kernels before the
+# pin, and reproduces only on such a host with `ILETS_NUMERICS=native`.
 
 # %% [markdown]
 # ## Hardware and versions

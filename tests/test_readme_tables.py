@@ -102,3 +102,14 @@ def test_numerics_sentence_groups_checks_by_kernels():
         "By floating-point kernels: cells that predate the kernels' record, re-run in portable mode: 1 of 2 "
         "reproduced; cells computed with portable kernels, re-run in portable mode: 1 of 1 reproduced.")
     assert numerics_sentence(table.iloc[:0]) == ""
+
+
+def test_kernels_hint_names_the_kernels_of_cell_and_rerun(tmp_path):
+    from ilets.study.verify import kernels_hint
+
+    for name, system in (("a", {"numerics": {"effective": "portable"}}), ("b", {})):
+        (tmp_path / "cells" / name).mkdir(parents=True)
+        (tmp_path / "cells" / name / "system.json").write_text(json.dumps(system))
+    assert "not the CPU's kernels" in kernels_hint(tmp_path, "a", "portable")
+    assert "computed with portable kernels, re-run with native ones" in kernels_hint(tmp_path, "a", "native")
+    assert "ILETS_NUMERICS=native" in kernels_hint(tmp_path, "b", "portable")

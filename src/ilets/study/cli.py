@@ -82,10 +82,16 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         raise UsageError("nothing to verify: name cells with --cell or ask for --sample N")
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
     verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+    from ilets.numerics import record
+    from ilets.study.verify import kernels_hint
+
+    now = record()["effective"]
     for v in verdicts:
         print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
         for line in v.differences[:5]:
             print(f"    {line}")
+        if not v.reproduced:
+            print(f"    {kernels_hint(folder, v.cell, now)}")
     ok = sum(v.reproduced for v in verdicts)
     print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
     if args.report:

@@ -226,6 +226,18 @@ def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
                    f"cells by the commit that computed them: {cover or 'none'}.")
 
 
+def kernels_hint(folder: Path, cell: str, now: str) -> str:
+    """Why a re-run in ``now`` kernels (:func:`ilets.numerics.record`'s ``effective``) may
+    differ from ``cell`` of ``folder``, judged from the kernels the cell recorded."""
+    made = _cell_numerics(folder, cell)
+    if made == now:
+        return f"computed and re-run with {now} kernels: the difference is not the CPU's kernels"
+    if made == "not recorded":
+        return (f"the cell predates the kernels' record; re-run here with {now} kernels. A cell computed with an "
+                "AVX-512 host's own kernels reproduces only on such a host, with ILETS_NUMERICS=native")
+    return f"computed with {made} kernels, re-run with {now} ones: re-run where and how it was computed"
+
+
 def numerics_sentence(table: pd.DataFrame) -> str:
     """The recorded checks of :func:`recorded_table` by the kernels the cell was computed with
     and checked with (:mod:`ilets.numerics`): how many of each pair reproduced."""
