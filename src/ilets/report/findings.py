@@ -732,8 +732,8 @@ def heavy_purpose(paper_scale: bool) -> str:
     full window they load the fleet beyond the calibration; on a reduced window (which keeps
     the arrival rate but not the full window's build-up of queues) they restore the load."""
     if paper_scale:
-        return ("On the full window this loads the fleet beyond our calibration, so it shows how the "
-                "comparisons move with the load, which the paper does not publish")
+        return ("On the full window this loads the fleet beyond our calibration of the servers' speeds, which "
+                "the paper does not publish, so it shows how the comparisons move with the load")
     return ("A reduced window keeps the arrival rate but not the full window's build-up of queues, so it loads "
             "the same fleet less; the slower servers bring its queues back towards the full window's size")
 
