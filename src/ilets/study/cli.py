@@ -72,7 +72,8 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from ilets.study.verify import pick, verify
+    from ilets.numerics import record as numerics_record
+    from ilets.study.verify import kernels_hint, pick, verify
 
     folder = Path(args.results)
     if not (folder / "cells").is_dir():
@@ -82,10 +83,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         raise UsageError("nothing to verify: name cells with --cell or ask for --sample N")
     scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
     verdicts = verify(folder, cells, scratch, progress=not args.quiet)
-    from ilets.numerics import record
-    from ilets.study.verify import kernels_hint
-
-    now = record()["effective"]
+    now = numerics_record()["effective"]
     for v in verdicts:
         print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
         for line in v.differences[:5]:
@@ -207,9 +205,8 @@ def _terminate(signum: int, frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ilets`` command."""
-    from ilets.workloads.trace import TraceError
-
     from ilets.numerics import check_switch
+    from ilets.workloads.trace import TraceError
 
     args = build_parser().parse_args(argv)
     try:

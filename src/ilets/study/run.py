@@ -45,6 +45,7 @@ from ilets.config import ConfigError, RunConfig, digest_of, read_yaml, to_dict
 from ilets.files import atomic_write  # re-exported: ilets.study.results writes its store through it
 from ilets.host import cpu_id, cpu_model, package_versions
 from ilets.host import source_version as host_source_version
+from ilets.numerics import record as numerics_record
 
 PACKAGES = ("ilets-study", "numpy", "torch", "stable-baselines3", "sb3-contrib", "gymnasium", "imitation",
             "pandas", "scipy", "rliable", "simpy")
@@ -208,9 +209,8 @@ def system_info() -> dict:
     except (ValueError, OSError, AttributeError):
         pass
     versions = package_versions(PACKAGES)
-    from ilets.numerics import record as numerics_record
-
-    return {"cpu_model": cpu, "cpu_id": cpu_id(), "numerics": numerics_record(), "cores": os.cpu_count(), "ram_gb": round(ram_gb, 1),
+    return {"cpu_model": cpu, "cpu_id": cpu_id(), "numerics": numerics_record(), "cores": os.cpu_count(),
+            "ram_gb": round(ram_gb, 1),
             "python": sys.version.split()[0], "platform": platform.platform(), "packages": versions,
             "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             **source_version()}

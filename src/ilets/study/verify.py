@@ -142,14 +142,13 @@ def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
     import datetime
 
     from ilets.host import cpu_id, cpu_model, machine_label
+    from ilets.numerics import record as numerics_record
     from ilets.study.run import atomic_json, source_version
 
     path = Path(path)
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = machine_label(cpu_model() or "an unknown CPU", os.cpu_count(), cpu_id())
     code = source_version()
-    from ilets.numerics import record as numerics_record
-
     new = {v.cell: _check_record(v, when, machine, code, numerics_record()["effective"]) for v in verdicts}
     kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
     atomic_json(path, {"results": str(folder), "checked_utc": when, "machine": machine, "code": code,
