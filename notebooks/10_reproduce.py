@@ -47,6 +47,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets.report import findings as F
+from ilets.report import plots
 from ilets.report.report_context import ReportContext
 from ilets.study.results import system_info
 
@@ -106,6 +107,9 @@ glue("live_ok", f"{(live['reproduced'] == 'yes').sum()} of {len(live)}", display
 recorded, recorded_text = VF.recorded_table(ctx.out)
 glue("recorded_text", recorded_text, display=False)
 glue("numerics_text", VF.numerics_sentence(recorded), display=False)
+kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
+glue("kernels_cells", f"{int(kernels['cells'].sum()):,}", display=False)
+glue("kernels_folder", f"`{VF.native_kernels_folder(ctx.out).name}/`", display=False)
 
 # %% tags=["remove-input"]
 Markdown(live.to_markdown(index=False))
@@ -132,6 +136,20 @@ Markdown(recorded.to_markdown(index=False))
 # and reproduce in portable mode were computed with kernels equal to the portable ones (an
 # AVX2 host); one that does not was computed with an AVX-512 host's own kernels before the
 # pin, and reproduces only on such a host with `ILETS_NUMERICS=native`.
+#
+# How much do the kernels matter? {glue:text}`kernels_cells` cells of these results were
+# computed twice, first with the AVX-512 host's own kernels (kept in
+# {glue:text}`kernels_folder` beside them) and again with the portable ones. Per method,
+# how many came out bit for bit the same, and how far the portable run moved each metric:
+
+# %% tags=["remove-input"]
+plots.markdown_table(kernels.round(2), {}, empty="No cell of these results was computed with other kernels.")
+
+# %% [markdown]
+# A heuristic's decisions use no floating-point kernel that the cap changes; at most a
+# learning curve's sum differs in its last bit. A learner's trajectory drifts and its
+# metrics move by the amounts above: for the learners the kernels are a source of
+# run-to-run noise, like the seed, which portable mode fixes so that every cell reproduces.
 
 # %% [markdown]
 # ## Hardware and versions

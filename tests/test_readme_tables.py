@@ -113,3 +113,24 @@ def test_kernels_hint_names_the_kernels_of_cell_and_rerun(tmp_path):
     assert "not the CPU's kernels" in kernels_hint(tmp_path, "a", "portable")
     assert "computed with portable kernels, re-run with native ones" in kernels_hint(tmp_path, "a", "native")
     assert "ILETS_NUMERICS=native" in kernels_hint(tmp_path, "b", "portable")
+
+
+def test_kernel_effects_pairs_the_same_cells_computed_twice(tmp_path):
+    from ilets.study.verify import kernel_effects, native_kernels_folder
+
+    main, other = tmp_path / "paper", native_kernels_folder(tmp_path / "paper")
+    assert other.name == "paper-native-kernels"
+    assert kernel_effects(main, other).empty  # nothing beside it
+    curve = "step,reward\n0,-0.5\n"
+    for folder, response in ((main, 1.1), (other, 1.0)):
+        for name, method, r in (("drl-M50-s0-a", "drl", response), ("random-M50-s0-b", "random", 2.0)):
+            cell = folder / "cells" / name
+            cell.mkdir(parents=True)
+            cell.joinpath("metrics.json").write_text(json.dumps(
+                {"method": method, "avg_response_s": r, "energy_kwh": 5.0, "success_rate": 0.9, "wall_s": 1.0}))
+            cell.joinpath("curve.csv").write_text(curve)
+    (main / "cells" / "drl-M50-s1-c").mkdir()  # only on one side: not paired
+    t = kernel_effects(main, other).set_index("method")
+    assert t.loc["drl", "cells"] == 1 and t.loc["drl", "identical"] == 0
+    assert abs(t.loc["drl", "response time mean %"] - 10.0) < 1e-9 and t.loc["drl", "energy largest %"] == 0
+    assert t.loc["random", "identical"] == 1 and t.loc["random", "response time largest %"] == 0

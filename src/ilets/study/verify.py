@@ -251,6 +251,48 @@ def numerics_sentence(table: pd.DataFrame) -> str:
     return "By floating-point kernels: " + "; ".join(parts) + "."
 
 
+#: The result metrics :func:`kernel_effects` reports, as (metric, label).
+KERNEL_METRICS = (("avg_response_s", "response time"), ("energy_kwh", "energy"), ("success_rate", "success rate"))
+
+
+def native_kernels_folder(folder: Path) -> Path:
+    """Where cells of ``folder`` computed with other kernels are kept beside it:
+    ``<folder>-native-kernels`` (the paper grid's cells first computed with an AVX-512 host's
+    own kernels, then recomputed with the portable ones)."""
+    return Path(folder).with_name(Path(folder).name + "-native-kernels")
+
+
+def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
+    """The same cells computed twice with different floating-point kernels: for every cell
+    name in both ``folder/cells`` and ``other/cells``, per method, how many reproduce exactly
+    (:func:`compare`) and the change of :data:`KERNEL_METRICS` from ``other`` to ``folder``
+    (mean, and the largest in absolute value, in %). Empty when they share no cell."""
+    rows = []
+    names = sorted({p.name for p in (Path(other) / "cells").iterdir() if p.is_dir()}
+                   & {p.name for p in (Path(folder) / "cells").iterdir() if p.is_dir()}) \
+        if (Path(other) / "cells").is_dir() and (Path(folder) / "cells").is_dir() else []
+    for name in names:
+        a, b = Path(other) / "cells" / name, Path(folder) / "cells" / name
+        ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
+        row = {"method": ma["method"], "identical": not compare(a, b)}
+        for key, label in KERNEL_METRICS:
+            row[label] = 100 * (mb[key] / ma[key] - 1) if ma.get(key) else float("nan")
+        rows.append(row)
+    cols = ["method", "cells", "identical"] + [f"{label} {kind}" for _, label in KERNEL_METRICS
+                                              for kind in ("mean %", "largest %")]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    t = pd.DataFrame(rows)
+    out = []
+    for method, g in t.groupby("method", sort=False):
+        r = {"method": method, "cells": len(g), "identical": int(g["identical"].sum())}
+        for _, label in KERNEL_METRICS:
+            r[f"{label} mean %"] = g[label].mean()
+            r[f"{label} largest %"] = g[label].iloc[g[label].abs().to_numpy().argmax()]
+        out.append(r)
+    return pd.DataFrame(out, columns=cols)
+
+
 def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
     """:func:`verify` into a fresh temporary folder, removed afterwards; ``[]`` when there is
     nothing to re-run (``folder`` None or no cells). What a book build re-runs live."""
