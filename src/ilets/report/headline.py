@@ -112,7 +112,7 @@ def verification_markdown(folder: Path) -> str:
     size, and :func:`ilets.study.verify.recorded_table`'s sentence; empty without a record."""
     from ilets.method_table import METHOD_LABELS
     from ilets.study.coverage import parse_cell_name
-    from ilets.study.verify import VERIFY_REPORT, recorded_table
+    from ilets.study.verify import VERIFY_REPORT, numerics_sentence, recorded_table
 
     folder = Path(folder)
     if not (folder / VERIFY_REPORT).is_file():
@@ -126,7 +126,7 @@ def verification_markdown(folder: Path) -> str:
         kinds[key] = kinds.get(key, 0) + 1
     checked = ", ".join(f"{k} ({n})" if n > 1 else k for k, n in kinds.items())
     return (f"Re-run with `ilets verify --results {folder.parent.name}/{folder.name} --cell <name>` and recorded in "
-            f"its `{VERIFY_REPORT}`: {checked}. {sentence}\n")
+            f"its `{VERIFY_REPORT}`: {checked}. {sentence} {numerics_sentence(table)}\n")
 
 
 def shipped_block(shipped: Path) -> str:
