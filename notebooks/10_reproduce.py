@@ -108,8 +108,7 @@ recorded, recorded_text = VF.recorded_table(ctx.out)
 glue("recorded_text", recorded_text, display=False)
 glue("numerics_text", VF.numerics_sentence(recorded), display=False)
 kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
-glue("kernels_cells", f"{int(kernels['cells'].sum()):,}", display=False)
-glue("kernels_folder", f"`{VF.native_kernels_folder(ctx.out).name}/`", display=False)
+glue("kernels_text", Markdown(VF.kernel_effects_sentence(kernels, VF.native_kernels_folder(ctx.out))), display=False)
 
 # %% tags=["remove-input"]
 Markdown(live.to_markdown(index=False))
@@ -132,15 +131,13 @@ Markdown(recorded.to_markdown(index=False))
 # model name. `import ilets` therefore caps all five at AVX2 before they load
 # (`ilets.numerics`; `ILETS_NUMERICS=native` opts out), the Makefile pins the book's kernels
 # the same way, and every cell and every check records the kernels in effect ("computed
-# with" and "checked with" above). {glue:text}`numerics_text` Cells that predate the record
-# and reproduce in portable mode were computed with kernels equal to the portable ones (an
-# AVX2 host); one that does not was computed with an AVX-512 host's own kernels before the
-# pin, and reproduces only on such a host with `ILETS_NUMERICS=native`.
+# with" and "checked with" above). {glue:text}`numerics_text` A cell that predates the
+# record and reproduces in portable mode was computed with kernels equal to the portable
+# ones (an AVX2 host); one that does not was computed with an AVX-512 host's own kernels
+# before the pin, and reproduces only on such a host with `ILETS_NUMERICS=native` (the
+# folder's provenance note says which cells those are).
 #
-# How much do the kernels matter? {glue:text}`kernels_cells` cells of these results were
-# computed twice, first with the AVX-512 host's own kernels (kept in
-# {glue:text}`kernels_folder` beside them) and again with the portable ones. Per method,
-# how many came out bit for bit the same, and how far the portable run moved each metric:
+# How much do the kernels matter? {glue:md}`kernels_text`
 
 # %% tags=["remove-input"]
 plots.markdown_table(kernels.round(2), {}, empty="No cell of these results was computed with other kernels.")

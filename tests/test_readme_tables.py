@@ -134,3 +134,13 @@ def test_kernel_effects_pairs_the_same_cells_computed_twice(tmp_path):
     assert t.loc["drl", "cells"] == 1 and t.loc["drl", "identical"] == 0
     assert abs(t.loc["drl", "response time mean %"] - 10.0) < 1e-9 and t.loc["drl", "energy largest %"] == 0
     assert t.loc["random", "identical"] == 1 and t.loc["random", "response time largest %"] == 0
+
+
+def test_kernel_effects_sentence_with_and_without_pairs(tmp_path):
+    import pandas as pd
+
+    from ilets.study.verify import kernel_effects_sentence
+
+    assert "No cell of these results" in kernel_effects_sentence(pd.DataFrame(columns=["cells"]), tmp_path / "x")
+    text = kernel_effects_sentence(pd.DataFrame({"cells": [3, 4]}), tmp_path / "paper-native-kernels")
+    assert text.startswith("7 cells of these results were computed twice") and "`paper-native-kernels/`" in text

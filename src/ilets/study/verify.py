@@ -293,6 +293,17 @@ def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     return pd.DataFrame(out, columns=cols)
 
 
+def kernel_effects_sentence(table: pd.DataFrame, other: Path) -> str:
+    """What :func:`kernel_effects`' table shows, introducing it (``other``: the folder of the
+    cells computed with the host's own kernels)."""
+    if table.empty:
+        return (f"No cell of these results was also computed with other kernels (`{Path(other).name}/` "
+                "beside them holds none), so this build cannot show it.")
+    return (f"{int(table['cells'].sum()):,} cells of these results were computed twice, first with an AVX-512 "
+            f"host's own kernels (kept in `{Path(other).name}/` beside them), then with the portable ones. Per "
+            "method, how many came out bit for bit the same, and how far the portable run moved each metric:")
+
+
 def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
     """:func:`verify` into a fresh temporary folder, removed afterwards; ``[]`` when there is
     nothing to re-run (``folder`` None or no cells). What a book build re-runs live."""
