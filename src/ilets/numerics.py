@@ -104,6 +104,16 @@ def record() -> dict:
             "torch_cpu_capability": torch_capability, "env": {k: os.environ.get(k) for k in PORTABLE_ENV}}
 
 
+#: The mode of a result computed before results recorded their numerics.
+NOT_RECORDED = "not recorded"
+
+
+def recorded_mode(system: dict) -> str:
+    """The effective mode a result's system record (a cell's ``system.json``) holds, or
+    :data:`NOT_RECORDED` when it predates :func:`record`."""
+    return (system.get("numerics") or {}).get("effective") or NOT_RECORDED
+
+
 def env_words() -> str:
     """The portable variables as ``KEY=value`` words for ``env`` (empty in native mode)."""
     if requested() != PORTABLE:

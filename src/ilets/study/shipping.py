@@ -33,15 +33,12 @@ from pathlib import Path
 
 from ilets.files import PROVENANCE, publish_folder  # PROVENANCE re-exported
 from ilets.host import machine_label
+from ilets.numerics import NOT_RECORDED, recorded_mode
 
 #: Files of a cell folder that are shipped (everything but the model).
 SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
 #: At most this many latency samples per shipped cell (learners record about 2,000 already).
 LATENCY_SAMPLES = 2000
-
-
-#: The numerics of a cell computed before cells recorded them (:func:`ilets.numerics.record`).
-NOT_RECORDED = "not recorded"
 
 
 def numerics_text(counts: dict) -> str:
@@ -72,7 +69,7 @@ def provenance(folder: Path) -> dict:
         commits[commit + ("+dirty" if system.get("dirty") else "")] += 1
         machines[machine_label(system.get("cpu_model", "unknown CPU"), system.get("cores", "?"),
                                system.get("cpu_id", ""))] += 1
-        numerics[(system.get("numerics") or {}).get("effective") or NOT_RECORDED] += 1
+        numerics[recorded_mode(system)] += 1
         if system.get("started_utc"):
             starts.append(system["started_utc"])
         cpu += float(metrics.get("cpu_s", 0.0))

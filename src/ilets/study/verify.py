@@ -25,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ilets.numerics import NOT_RECORDED, recorded_mode
 from ilets.study.coverage import parse_cell_name
 
 #: metrics that describe the machine's speed, not the result
@@ -191,8 +192,8 @@ def _cell_commit(folder: Path, cell: str) -> str:
 
 
 def _cell_numerics(folder: Path, cell: str) -> str:
-    """The floating-point kernels a cell recorded (:mod:`ilets.numerics`), or "not recorded"."""
-    return (_cell_system(folder, cell).get("numerics") or {}).get("effective") or "not recorded"
+    """The floating-point kernels a cell recorded (:func:`ilets.numerics.recorded_mode`)."""
+    return recorded_mode(_cell_system(folder, cell))
 
 
 def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
@@ -210,7 +211,7 @@ def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
                            "computed with": _cell_numerics(folder, c["cell"]),
                            "checked at": str((c.get("code") or {}).get("commit"))[:12],
                            "checked on": f"{c.get('checked_utc')} UTC, {c.get('machine')}",
-                           "checked with": c.get("numerics") or "not recorded",
+                           "checked with": c.get("numerics") or NOT_RECORDED,
                            "reproduced": "yes" if c["reproduced"] else "no",
                            "first difference": c["differences"][0] if c["differences"] else "",
                            "re-run wall s": round(float(c["wall_s"]), 1)} for c in checks], columns=cols)
@@ -231,7 +232,7 @@ def kernels_hint(folder: Path, cell: str, now: str) -> str:
     made = _cell_numerics(folder, cell)
     if made == now:
         return f"computed and re-run with {now} kernels: the difference is not the CPU's kernels"
-    if made == "not recorded":
+    if made == NOT_RECORDED:
         return (f"the cell predates the kernels' record; re-run here with {now} kernels. A cell computed with an "
                 "AVX-512 host's own kernels reproduces only on such a host, with ILETS_NUMERICS=native")
     return f"computed with {made} kernels, re-run with {now} ones: re-run where and how it was computed"
@@ -245,8 +246,9 @@ def numerics_sentence(table: pd.DataFrame) -> str:
     parts = []
     for (made, checked), g in table.groupby(["computed with", "checked with"], sort=False):
         ok = int((g["reproduced"] == "yes").sum())
-        made_text = "cells that predate the kernels' record" if made == "not recorded" else f"cells computed with {made} kernels"
-        checked_text = "an unrecorded mode" if checked == "not recorded" else f"{checked} mode"
+        made_text = "cells that predate the kernels' record" if made == NOT_RECORDED else \
+            f"cells computed with {made} kernels"
+        checked_text = "an unrecorded mode" if checked == NOT_RECORDED else f"{checked} mode"
         parts.append(f"{made_text}, re-run in {checked_text}: {ok} of {len(g)} reproduced")
     return "By floating-point kernels: " + "; ".join(parts) + "."
 
@@ -268,9 +270,8 @@ def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     (:func:`compare`) and the change of :data:`KERNEL_METRICS` from ``other`` to ``folder``
     (mean, and the largest in absolute value, in %). Empty when they share no cell."""
     rows = []
-    names = sorted({p.name for p in (Path(other) / "cells").iterdir() if p.is_dir()}
-                   & {p.name for p in (Path(folder) / "cells").iterdir() if p.is_dir()}) \
-        if (Path(other) / "cells").is_dir() and (Path(folder) / "cells").is_dir() else []
+    both = all((Path(f) / "cells").is_dir() for f in (folder, other))
+    names = sorted(set(_cells(Path(other))) & set(_cells(Path(folder)))) if both else []
     for name in names:
         a, b = Path(other) / "cells" / name, Path(folder) / "cells" / name
         ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
