@@ -40,6 +40,13 @@ def cli(*args: str) -> subprocess.Popen:
                             preexec_fn=_as_from_a_terminal)
 
 
+def _cmdline(proc: psutil.Process) -> list[str] | None:
+    try:
+        return proc.cmdline()
+    except psutil.Error:  # it ended meanwhile
+        return None
+
+
 def alive(pids: set[int], pgid: int) -> list[str]:
     """Descriptions of the processes among ``pids`` (or in group ``pgid``) still running."""
     out = []
@@ -154,14 +161,20 @@ def test_killed_ilets_run_leaves_no_emulator(tmp_path, sig):
     # an ILETS- cell whose OAIL emulator is busy in a 60 s expert call when the run is killed
     path = write_profile(tmp_path / "oail.yaml", methods=["ilets-"], servers=[5], seeds=[0], workers=1)
     data = yaml.safe_load(path.read_text())
-    data["run"]["workload"] = {"scale": 0.01}
+    # long enough that the run is still learning when it is killed, even on a fast idle host:
+    # at 1 % of the window a run could end within the second below, and a SIGTERM that then
+    # hits the interpreter's exit (the handler already restored) kills it with -15
+    data["run"]["workload"] = {"scale": 0.05}
     data["run"]["oail"] = {"experts": ["slow:60:greedy"], "weights": [1.0], "clock": "wall"}
     path.write_text(yaml.safe_dump(data))
     proc = cli("run", "--method", "ilets-", "--servers", "5", "--profile", str(path),
                "--out", str(tmp_path / "out"), "--quiet")
-    seen = wait_for(proc, lambda kids: len(kids) >= 1, "the emulator was started")
+    command = list(proc.args)
+    # the emulator is a fork of the run (the same command line); git and uname come earlier
+    seen = wait_for(proc, lambda kids: any(_cmdline(k) == command for k in kids), "the emulator was started")
     time.sleep(1.0)  # let the emulator pool finish starting (its resource tracker too)
     seen |= {k.pid for k in psutil.Process(proc.pid).children(recursive=True)}
+    assert proc.poll() is None, "the run ended before it could be killed: the test needs a longer workload"
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     if sig == signal.SIGTERM:  # handled as Ctrl-C: a clean message, no traceback
