@@ -52,8 +52,10 @@ test: env
 	bash tests/setup_browser.sh
 	env $$($(NUMERICS)) $(BIN)/python -m pytest
 
+# Every benchmark README quotes, on an idle machine (about half an hour), then README's tables.
 bench: env
-	$(BIN)/python benchmarks/bench_simulator.py
+	bash benchmarks/run_all.sh $(BIN)/python
+	$(BIN)/python benchmarks/readme_tables.py --write README.md
 
 clean-book:
 	rm -rf _build

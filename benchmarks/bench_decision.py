@@ -10,13 +10,14 @@ are the portable result: ``sb3/ours`` and ILETS's overhead over DRL.
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 import json
-import platform
 from pathlib import Path
 
 import pandas as pd
 
+from ilets.host import write_benchmark
 from ilets.study.latency import measure, summarise
 from ilets.study.profiles import method_defaults
 from ilets.study.run import system_info
@@ -43,16 +44,13 @@ def main() -> None:
     print(wide.round(4).to_string())
     ratios = {}
     for m in wide.index:
-        drl, ilets = wide.loc[m, ("DRL", "our decision")], wide.loc[m, ("ILETS", "our decision")]
+        drl, both = wide.loc[m, ("DRL", "our decision")], wide.loc[m, ("ILETS", "our decision")]
         ratios[int(m)] = {"sb3_over_ours_drl": wide.loc[m, ("DRL", "sb3 predict")] / drl,
-                          "ilets_overhead_over_drl": ilets / drl - 1.0,
-                          "paper_over_ours_ilets": wide.loc[m, ("ILETS", "paper")] / ilets}
+                          "ilets_overhead_over_drl": both / drl - 1.0,
+                          "paper_over_ours_ilets": wide.loc[m, ("ILETS", "paper")] / both}
     print(json.dumps(ratios, indent=2))
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"n": args.n, "summary": summary.to_dict(orient="records"),
-                                        "ratios": ratios, "oail_counters": counters,
-                                        "system": system_info(), "node": platform.node()}, indent=2, default=float))
+    write_benchmark(args.out, {"n": args.n, "summary": summary.to_dict(orient="records"), "ratios": ratios,
+                               "oail_counters": counters, "system": system_info()})
 
 
 if __name__ == "__main__":

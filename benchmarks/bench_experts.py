@@ -26,6 +26,7 @@ Usage::
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 from pathlib import Path
 

@@ -16,10 +16,9 @@ Numbers from a machine busy with other work are not speed claims; run it on an i
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 import dataclasses
-import json
-import platform
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from ilets.agents.policies import EarliestFinish
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.config import CommandSpec, GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
+from ilets.host import write_benchmark
 
 OUT = Path(__file__).resolve().parent / "results" / "gridcommand_decision.json"
 
@@ -101,9 +101,7 @@ def main() -> None:
     if args.write:
         if args.quick:
             raise SystemExit("--write with --quick would record a check run as a result; drop one of them")
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        OUT.write_text(json.dumps({"rows": rows, "args": vars(args), "node": platform.node(),
-                                   "python": platform.python_version(), "machine": platform.machine()}, indent=2))
+        write_benchmark(OUT, {"rows": rows, "args": vars(args)})
         print(f"wrote {OUT}")
 
 

@@ -19,8 +19,8 @@ Numbers from a machine busy with other work are not speed claims; run it on an i
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
-import json
 import os
 import platform
 import time
@@ -32,6 +32,8 @@ import numpy as np
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import EXPERTS, make_expert
+from ilets.gridcommand.grid import load_grid_profile
+from ilets.host import write_benchmark
 from ilets.gridcommand.metrics import tracking_metrics
 from ilets.gridcommand.milp import PlanTask, ServerClass, TrackingProblem, slot_starts, solve_window
 
@@ -134,8 +136,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--servers", type=int, nargs="+", default=[50, 200])
     ap.add_argument("--scale", type=float, default=0.01, help="workload scale (0.01: a 15 s window, ~2,600 tasks)")
     ap.add_argument("--max-decisions", type=int, default=20_000)
-    ap.add_argument("--oracle-window", type=int, default=60)
-    ap.add_argument("--oracle-time-limit", type=float, default=2.0)
+    ap.add_argument("--grid-profile", default="paper",
+                    help="the grid profile whose oracle settings are timed (window, node and time limits)")
+    ap.add_argument("--oracle-window", type=int, default=None, help="tasks per MILP window (default: the profile's)")
+    ap.add_argument("--oracle-time-limit", type=float, default=None, help="seconds per solve (default: the profile's)")
+    ap.add_argument("--oracle-node-limit", type=int, default=None, help="branch-and-bound nodes (default: the profile's)")
     ap.add_argument("--experts", nargs="+", default=list(EXPERTS), choices=EXPERTS)
     ap.add_argument("--windows", nargs="*", default=["20x12", "50x24", "100x24", "200x48"],
                     help="synthetic MILP windows, TASKSxSLOTS (tasks x slots)")
@@ -153,7 +158,11 @@ def main(argv: list[str] | None = None) -> dict:
         sizes = [tuple(int(v) for v in w.lower().split("x")) for w in args.windows]
     except ValueError:
         raise SystemExit(f"--windows: expected TASKSxSLOTS such as 100x24, got {args.windows}") from None
-    oracle_kw = {"window": args.oracle_window, "time_limit": args.oracle_time_limit}
+    # the oracle as the grid runs it, unless an option overrides one setting
+    oracle_kw = load_grid_profile(args.grid_profile).expert_options("oracle")
+    for key in ("window", "time_limit", "node_limit"):
+        if getattr(args, f"oracle_{key}") is not None:
+            oracle_kw[key] = getattr(args, f"oracle_{key}")
     load0 = os.getloadavg()
     rows = []
     for m in args.servers:
@@ -174,10 +183,7 @@ def main(argv: list[str] | None = None) -> dict:
                           "loadavg_start": load0, "loadavg_end": os.getloadavg()},
               "note": "times from a machine busy with other work are not speed claims"}
     if args.write:
-        OUT.parent.mkdir(parents=True, exist_ok=True)
-        tmp = OUT.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result, indent=2, default=float) + "\n")
-        tmp.replace(OUT)
+        write_benchmark(OUT, result)
         print(f"wrote {OUT}")
     return result
 

@@ -31,6 +31,7 @@ them.
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 import dataclasses
 import json

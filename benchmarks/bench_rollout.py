@@ -15,10 +15,9 @@ env's own cost per step (random feasible actions).
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 import dataclasses
-import json
-import platform
 import time
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from ilets.agents.ppo import make_ppo, ppo_kwargs
 from ilets.config import FleetConfig, WorkloadConfig
 from ilets.simulator.cloud import make_fleet
 from ilets.study.profiles import method_defaults
+from ilets.host import write_benchmark
 from ilets.study.run import system_info
 from ilets.workloads.workload import synthetic_workload
 
@@ -114,11 +114,8 @@ def main() -> None:
               f"  fast/stock {rows[m]['fast_over_stock']:.2f}x (pairs "
               f"{', '.join(f'{r:.2f}' for r in rows[m]['fast_over_stock_pairs'])})  (env alone {floor:.0f} us/step)",
               flush=True)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps({"tasks": len(tasks), "steps": steps, "repeats": args.repeats,
-                                        "ppo": dataclasses.asdict(base.ppo), "servers": rows,
-                                        "system": system_info(), "node": platform.node()}, indent=2, default=float))
+    write_benchmark(args.out, {"tasks": len(tasks), "steps": steps, "repeats": args.repeats,
+                               "ppo": dataclasses.asdict(base.ppo), "servers": rows, "system": system_info()})
 
 
 if __name__ == "__main__":

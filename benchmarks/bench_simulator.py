@@ -29,6 +29,7 @@ Usage::
 
 from __future__ import annotations
 
+import ilets  # noqa: F401  (first: portable floating-point kernels, ilets.numerics, before numpy loads)
 import argparse
 import time
 from pathlib import Path

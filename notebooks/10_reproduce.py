@@ -134,8 +134,8 @@ Markdown(recorded.to_markdown(index=False))
 # with" and "checked with" above). {glue:text}`numerics_text` A cell that predates the
 # record and reproduces in portable mode was computed with kernels equal to the portable
 # ones (an AVX2 host); one that does not was computed with an AVX-512 host's own kernels
-# before the pin, and reproduces only on such a host with `ILETS_NUMERICS=native` (the
-# folder's provenance note says which cells those are).
+# before the pin, and reproduces only on such a host with `ILETS_NUMERICS=native` (a
+# folder's provenance note says which cells those are, if any).
 #
 # How much do the kernels matter? {glue:md}`kernels_text`
 

@@ -123,17 +123,20 @@ def test_kernel_effects_pairs_the_same_cells_computed_twice(tmp_path):
     assert kernel_effects(main, other).empty  # nothing beside it
     curve = "step,reward\n0,-0.5\n"
     for folder, response in ((main, 1.1), (other, 1.0)):
-        for name, method, r in (("drl-M50-s0-a", "drl", response), ("random-M50-s0-b", "random", 2.0)):
+        for name, method, variant, r in (("drl-M50-s0-a", "drl", "", response), ("random-M50-s0-b", "random", "", 2.0),
+                                         ("drl@heavy-M50-s0-d", "drl", "heavy", 3.0)):
             cell = folder / "cells" / name
             cell.mkdir(parents=True)
             cell.joinpath("metrics.json").write_text(json.dumps(
-                {"method": method, "avg_response_s": r, "energy_kwh": 5.0, "success_rate": 0.9, "wall_s": 1.0}))
+                {"method": method, "variant": variant, "avg_response_s": r, "energy_kwh": 5.0, "success_rate": 0.9,
+                 "wall_s": 1.0}))
             cell.joinpath("curve.csv").write_text(curve)
     (main / "cells" / "drl-M50-s1-c").mkdir()  # only on one side: not paired
     t = kernel_effects(main, other).set_index("method")
     assert t.loc["drl", "cells"] == 1 and t.loc["drl", "identical"] == 0
     assert abs(t.loc["drl", "response time mean %"] - 10.0) < 1e-9 and t.loc["drl", "energy largest %"] == 0
     assert t.loc["random", "identical"] == 1 and t.loc["random", "response time largest %"] == 0
+    assert t.loc["drl@heavy", "cells"] == 1 and t.loc["drl@heavy", "identical"] == 1  # apart from drl's own
 
 
 def test_kernel_effects_sentence_with_and_without_pairs(tmp_path):
@@ -144,3 +147,47 @@ def test_kernel_effects_sentence_with_and_without_pairs(tmp_path):
     assert "No cell of these results" in kernel_effects_sentence(pd.DataFrame(columns=["cells"]), tmp_path / "x")
     text = kernel_effects_sentence(pd.DataFrame({"cells": [3, 4]}), tmp_path / "paper-native-kernels")
     assert text.startswith("7 cells of these results were computed twice") and "`paper-native-kernels/`" in text
+
+
+def _bench_tables():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("readme_tables", ROOT / "benchmarks" / "readme_tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_benchmark_block_is_generated_from_the_benchmarks_json():
+    # after `make bench`: `python benchmarks/readme_tables.py --write README.md`
+    tables = _bench_tables()
+    readme = (ROOT / "README.md").read_text()
+    start, end = tables.MARKERS
+    assert start in readme and end in readme, "README lacks the benchmark markers"
+    block = readme.split(start, 1)[1].split(end, 1)[0]
+    assert block.strip("\n") == tables.render().strip("\n")
+    assert "is missing" not in block, "README quotes a benchmark whose JSON is not committed"
+
+
+def test_benchmark_tables_say_what_is_missing_and_where_each_ran(tmp_path):
+    tables = _bench_tables()
+    assert "`benchmarks/results/simulator.json` is missing" in tables.render(tmp_path)
+    host = {"date_utc": "2026-12-02T05:00:00Z", "cpu_model": "CPU X", "cpu_id": "family 1", "cpus": 2,
+            "numerics": {"effective": "portable"}, "commit": "0123456789abcdef"}
+    (tmp_path / "a.json").write_text(json.dumps({"host": host}))
+    (tmp_path / "b.json").write_text(json.dumps({"host": {**host, "date_utc": "2026-12-03T01:00:00Z"}}))
+    assert tables.host_line(tmp_path) == ("Measured on CPU X (family 1), 2 cores, portable kernels, commit 0123456 "
+                                          "(2026-12-02, 2026-12-03).")
+
+
+def test_benchmark_targets_are_judged_from_the_numbers(tmp_path):
+    tables = _bench_tables()
+    row = {"servers": 200, "tasks": 10, "twin_tasks": 5, "main_s": 20.0, "main_tasks_per_s": 0.5, "twin_tasks_per_s": 1.0,
+           "ratio_main_over_twin": 5.0, "assignments_agree": True}
+    text = "\n".join(tables.simulator({"scale": 1.0, "twin_scale": 0.5, "tasks": 10, "rows": [row]}))
+    assert "in at most 15 s: **not met** (20.0 s)" in text and "every fleet size: met (lowest 5.0x" in text
+    text = "\n".join(tables.simulator({"scale": 1.0, "twin_scale": 0.5, "tasks": 10,
+                                       "rows": [{**row, "main_s": 9.0, "assignments_agree": False}]}))
+    assert "in at most 15 s: met (9.0 s)" in text and "**they differ**" in text
+    with pytest.raises(SystemExit, match="benchmarks:start"):
+        tables.replace_block("no markers here", "x", "README.md")

@@ -81,10 +81,16 @@ def source_version() -> dict:
 
 
 def host_record() -> dict:
-    """What a benchmark's JSON records about where it ran: CPU model and count, Python,
-    architecture and the package's commit (:func:`source_version`)."""
-    return {"cpu_model": cpu_model(), "cpu_id": cpu_id(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "machine": platform.machine(), **source_version()}
+    """What a benchmark's JSON records about where and when it ran: the UTC time, CPU model,
+    identity and count, Python, architecture, the floating-point kernels in effect
+    (:func:`ilets.numerics.record`) and the package's commit (:func:`source_version`)."""
+    import datetime
+
+    from ilets.numerics import record
+
+    return {"date_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "cpu_model": cpu_model(), "cpu_id": cpu_id(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "machine": platform.machine(), "numerics": record(), **source_version()}
 
 
 def write_benchmark(out: Path | None, result: dict) -> dict:

@@ -266,7 +266,8 @@ def native_kernels_folder(folder: Path) -> Path:
 
 def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     """The same cells computed twice with different floating-point kernels: for every cell
-    name in both ``folder/cells`` and ``other/cells``, per method, how many reproduce exactly
+    name in both ``folder/cells`` and ``other/cells``, per method (``method@variant`` for a
+    variant's cells), how many reproduce exactly
     (:func:`compare`) and the change of :data:`KERNEL_METRICS` from ``other`` to ``folder``
     (mean, and the largest in absolute value, in %). Empty when they share no cell."""
     rows = []
@@ -275,7 +276,9 @@ def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     for name in names:
         a, b = Path(other) / "cells" / name, Path(folder) / "cells" / name
         ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
-        row = {"method": ma["method"], "identical": not compare(a, b)}
+        # a variant's cells apart from its method's main-grid cells: their kernels' effect may differ
+        label = ma["method"] + (f"@{ma['variant']}" if ma.get("variant") else "")
+        row = {"method": label, "identical": not compare(a, b)}
         for key, label in KERNEL_METRICS:
             row[label] = 100 * (mb[key] / ma[key] - 1) if ma.get(key) else float("nan")
         rows.append(row)
