@@ -4,7 +4,9 @@ Each expert of :data:`ilets.gridcommand.experts.EXPERTS` plays one episode of a 
 grid-command workload (the ``gridcommand-quick`` profile at a reduced scale, one explicit
 down event over the middle of the window) at 50 and 200 servers. Every ``act`` call is timed
 on its own (wall and CPU); the oracle's MILP windows and the MPC's LP solves are also
-reported per solve, with HiGHS's status counts. Last, the oracle's MILP alone on synthetic
+reported per solve, with HiGHS's status counts. The oracle runs with the window and limits
+of the paper grid profile (``gridcommand-grid-paper``: 30-task windows, 50 branch-and-bound
+nodes) unless ``--oracle-*`` options override them. Last, the oracle's MILP alone on synthetic
 windows of 20x12 .. 200x48 tasks x slots (the sizes at which HiGHS was first timed for this scenario). The episode's tracking metrics
 (:func:`ilets.gridcommand.metrics.tracking_metrics`) are recorded beside, to read the
 times against what they buy; they are not the ladder's evaluation.
@@ -33,9 +35,9 @@ from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import EXPERTS, make_expert
 from ilets.gridcommand.grid import load_grid_profile
-from ilets.host import write_benchmark
 from ilets.gridcommand.metrics import tracking_metrics
 from ilets.gridcommand.milp import PlanTask, ServerClass, TrackingProblem, slot_starts, solve_window
+from ilets.host import write_benchmark
 
 OUT = Path(__file__).resolve().parent / "results" / "gridcommand_experts.json"
 

@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", type=Path, default=None, help="JSON output path")
     ap.add_argument("--methods", nargs="+", default=["drl", "ilets-", "earliest-finish"])
     ap.add_argument("--servers", type=int, default=50)
-    ap.add_argument("--scale", type=float, default=0.02, help="workload scale (0.02: the quick profile)")
+    ap.add_argument("--scale", type=float, default=0.1,
+                    help="workload scale (0.1: ~26,000 online tasks, long enough that start-up is a small share)")
     ap.add_argument("--pairs", type=int, default=3, help="portable/native pairs per method")
     args = ap.parse_args(argv)
     result = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},

@@ -201,9 +201,9 @@ def _solve(row: dict) -> str:
     if not s.get("n"):
         return ""
     statuses = row.get("statuses", {})
-    limit = statuses.get("limit", 0)
-    tail = (f" (max {_n(s['max_ms'])}; {limit} of {s['n']} at the limit)" if limit
-            else f" ({statuses.get('optimal', 0)} of {s['n']} optimal)" if row["expert"] == "oracle" else "")
+    stopped = s["n"] - statuses.get("optimal", 0)  # HiGHS stopped at a node or time limit (or failed)
+    tail = (f" (max {_n(s['max_ms'])}; {stopped} of {s['n']} stopped at a limit)" if stopped
+            else f" ({s['n']} of {s['n']} optimal)" if row["expert"] == "oracle" else "")
     return f"; solve {s['median_ms']:.1f} ms{tail}"
 
 
