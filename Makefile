@@ -52,7 +52,7 @@ test: env
 	bash tests/setup_browser.sh
 	env $$($(NUMERICS)) $(BIN)/python -m pytest
 
-# Every benchmark README quotes, on an idle machine (about half an hour), then README's tables.
+# Every benchmark README quotes, on an idle machine (benchmarks/run_all.sh), then README's tables.
 bench: env
 	bash benchmarks/run_all.sh $(BIN)/python
 	$(BIN)/python benchmarks/readme_tables.py --write README.md

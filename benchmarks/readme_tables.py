@@ -173,7 +173,9 @@ def numerics(d: dict) -> list[str]:
     for method, s in d["summary"].items():
         r = s["native_over_portable"]
         same = "yes" if all(s["repeats_identical"].values()) else "**no**"
-        agree = "yes" if not s["modes_differ_in"] else f"no ({len(s['modes_differ_in'])}+ values differ)"
+        # each difference reads "<file> <key>: <a> -> <b>": name the keys
+        agree = "yes" if not s["modes_differ_in"] else "no: " + ", ".join(
+            f"`{d.split(':', 1)[0].split(' ', 1)[-1]}`" for d in s["modes_differ_in"])
         out.append(f"| {method} | {s['cpu_s_median']['portable']:.1f} | {s['cpu_s_median']['native']:.1f} | "
                    f"{r['median']:.2f}; {r['min']:.2f}-{r['max']:.2f} | {same} | {agree} |")
     return out
@@ -254,8 +256,8 @@ def render(results: Path = RESULTS) -> str:
     """The whole generated block: the host line, then one paragraph and table per benchmark."""
     blocks = [[host_line(results), "",
                "Ratios are measured against a reference in the same run; absolute times are this machine's. "
-               "Regenerate everything with `make bench` (`bash benchmarks/run_all.sh`, about half an hour on an "
-               "idle machine), then `python benchmarks/readme_tables.py --write README.md`."]]
+               "Regenerate everything on an idle machine with `make bench` (`bash benchmarks/run_all.sh`, then "
+               "`python benchmarks/readme_tables.py --write README.md`)."]]
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
                      ("experts.json", experts), ("numerics.json", numerics), ("report_stats.json", report_stats)):
         d = _load(name, results)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every benchmark README quotes, one after the other, each writing its JSON (with the host,
 # the date, the commit and the floating-point kernels in effect) into benchmarks/results/.
-# Run it on an idle machine: about half an hour on 2 cores. Then regenerate README's tables:
+# Run it on an idle machine (about a quarter of an hour on 2 idle cores, 2026-12-02). Then
+# regenerate README's tables:
 #   python benchmarks/readme_tables.py --write README.md
 # Usage: bash benchmarks/run_all.sh [python]   (default: .venv/bin/python, else python3)
 set -euo pipefail
