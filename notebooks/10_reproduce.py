@@ -140,7 +140,8 @@ Markdown(recorded.to_markdown(index=False))
 # How much do the kernels matter? {glue:md}`kernels_text`
 
 # %% tags=["remove-input"]
-plots.markdown_table(kernels.round(2), {}, empty="No cell of these results was computed with other kernels.")
+plots.markdown_table(kernels.round(2).replace({"variant": {"": "main grid"}}), {},
+                     empty="No cell of these results was computed with other kernels.")
 
 # %% [markdown]
 # A heuristic's decisions use no floating-point kernel that the cap changes; at most a

@@ -132,11 +132,12 @@ def test_kernel_effects_pairs_the_same_cells_computed_twice(tmp_path):
                  "wall_s": 1.0}))
             cell.joinpath("curve.csv").write_text(curve)
     (main / "cells" / "drl-M50-s1-c").mkdir()  # only on one side: not paired
-    t = kernel_effects(main, other).set_index("method")
-    assert t.loc["drl", "cells"] == 1 and t.loc["drl", "identical"] == 0
-    assert abs(t.loc["drl", "response time mean %"] - 10.0) < 1e-9 and t.loc["drl", "energy largest %"] == 0
-    assert t.loc["random", "identical"] == 1 and t.loc["random", "response time largest %"] == 0
-    assert t.loc["drl@heavy", "cells"] == 1 and t.loc["drl@heavy", "identical"] == 1  # apart from drl's own
+    t = kernel_effects(main, other).set_index(["method", "variant"])
+    assert t.loc[("drl", ""), "cells"] == 1 and t.loc[("drl", ""), "identical"] == 0
+    assert abs(t.loc[("drl", ""), "response time mean %"] - 10.0) < 1e-9 and t.loc[("drl", ""), "energy largest %"] == 0
+    assert t.loc[("random", ""), "identical"] == 1 and t.loc[("random", ""), "response time largest %"] == 0
+    # a variant's cells apart from its method's main-grid cells
+    assert t.loc[("drl", "heavy"), "cells"] == 1 and t.loc[("drl", "heavy"), "identical"] == 1
 
 
 def test_kernel_effects_sentence_with_and_without_pairs(tmp_path):

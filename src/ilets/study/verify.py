@@ -266,8 +266,8 @@ def native_kernels_folder(folder: Path) -> Path:
 
 def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     """The same cells computed twice with different floating-point kernels: for every cell
-    name in both ``folder/cells`` and ``other/cells``, per method (``method@variant`` for a
-    variant's cells), how many reproduce exactly
+    name in both ``folder/cells`` and ``other/cells``, per method and variant (``""`` for the
+    main grid), how many reproduce exactly
     (:func:`compare`) and the change of :data:`KERNEL_METRICS` from ``other`` to ``folder``
     (mean, and the largest in absolute value, in %). Empty when they share no cell."""
     rows = []
@@ -277,19 +277,18 @@ def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
         a, b = Path(other) / "cells" / name, Path(folder) / "cells" / name
         ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
         # a variant's cells apart from its method's main-grid cells: their kernels' effect may differ
-        label = ma["method"] + (f"@{ma['variant']}" if ma.get("variant") else "")
-        row = {"method": label, "identical": not compare(a, b)}
+        row = {"method": ma["method"], "variant": ma.get("variant") or "", "identical": not compare(a, b)}
         for key, label in KERNEL_METRICS:
             row[label] = 100 * (mb[key] / ma[key] - 1) if ma.get(key) else float("nan")
         rows.append(row)
-    cols = ["method", "cells", "identical"] + [f"{label} {kind}" for _, label in KERNEL_METRICS
+    cols = ["method", "variant", "cells", "identical"] + [f"{label} {kind}" for _, label in KERNEL_METRICS
                                               for kind in ("mean %", "largest %")]
     if not rows:
         return pd.DataFrame(columns=cols)
     t = pd.DataFrame(rows)
     out = []
-    for method, g in t.groupby("method", sort=False):
-        r = {"method": method, "cells": len(g), "identical": int(g["identical"].sum())}
+    for (method, variant), g in t.groupby(["method", "variant"], sort=False):
+        r = {"method": method, "variant": variant, "cells": len(g), "identical": int(g["identical"].sum())}
         for _, label in KERNEL_METRICS:
             r[f"{label} mean %"] = g[label].mean()
             r[f"{label} largest %"] = g[label].iloc[g[label].abs().to_numpy().argmax()]
