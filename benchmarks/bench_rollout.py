@@ -29,9 +29,9 @@ from ilets.agents.env import CloudSchedulingEnv
 from ilets.agents.methods import DecisionLog, _Recorder
 from ilets.agents.ppo import make_ppo, ppo_kwargs
 from ilets.config import FleetConfig, WorkloadConfig
+from ilets.host import write_benchmark
 from ilets.simulator.cloud import make_fleet
 from ilets.study.profiles import method_defaults
-from ilets.host import write_benchmark
 from ilets.study.run import system_info
 from ilets.workloads.workload import synthetic_workload
 
