@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -66,3 +67,18 @@ def test_the_command_refuses_a_bad_switch_in_one_line():
                           env={**clean, N.SWITCH: "fast"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stderr.strip() == "ilets: environment variable ILETS_NUMERICS: expected 'portable' or 'native', got 'fast'"
+
+
+def test_every_benchmark_imports_ilets_before_anything_that_loads_numpy():
+    # a benchmark started as `python benchmarks/x.py` must time the kernels the cells use
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    scripts = sorted(root.glob("bench_*.py"))
+    assert scripts
+    for path in scripts:
+        imports = [node for node in ast.parse(path.read_text()).body if isinstance(node, (ast.Import, ast.ImportFrom))
+                   and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")]
+        first = imports[0]
+        assert isinstance(first, ast.Import) and first.names[0].name == "ilets", \
+            f"{path.name}: the first import must be `import ilets` (portable kernels before numpy loads)"
