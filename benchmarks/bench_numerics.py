@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from ilets.host import write_benchmark
+from ilets.numerics import PORTABLE_ENV
 from ilets.study.verify import compare
 
 MODES = ("portable", "native")
@@ -43,8 +44,7 @@ MODES = ("portable", "native")
 def run_cell(mode: str, method: str, servers: int, profile: Path, out: Path) -> tuple[Path, float]:
     """One ``ilets run`` in a fresh process under ``mode``; its cell folder and wall seconds."""
     env = {**os.environ, "ILETS_NUMERICS": mode}
-    for name in ("NPY_DISABLE_CPU_FEATURES", "OPENBLAS_CORETYPE", "ATEN_CPU_CAPABILITY",
-                 "MKL_ENABLE_INSTRUCTIONS", "ONEDNN_MAX_CPU_ISA"):
+    for name in PORTABLE_ENV:
         env.pop(name, None)  # set by this script's own `import ilets`; the child decides afresh
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ilets.study.cli", "run", "--method", method, "--servers", str(servers),

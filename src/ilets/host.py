@@ -11,15 +11,29 @@ import subprocess
 from pathlib import Path
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what :func:`platform.processor` says."""
+@functools.lru_cache(maxsize=1)
+def cpuinfo() -> dict[str, str]:
+    """The first processor's block of ``/proc/cpuinfo`` as ``{field: value}`` (``{}`` where
+    there is no such file): read once per process, for :func:`cpu_model` and :func:`cpu_id`.
+    (:mod:`ilets.numerics` reads the flags on its own: it loads before everything else, and
+    :func:`host_record` records it, so it cannot import this module.)"""
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            if not line.strip():
+                if fields:
+                    break  # the first processor's block is enough
+                continue
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor()
+    return fields
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what :func:`platform.processor` says."""
+    return cpuinfo().get("model name") or platform.processor()
 
 
 def cpu_id() -> str:
@@ -29,17 +43,7 @@ def cpu_id() -> str:
     Why: cloud hosts report one model name (``"AMD EPYC"``) for several CPU generations of
     very different speed, and the paper grid ran on two of them (CPU seconds per cell halved
     from one to the next); the name alone cannot tell their cells apart."""
-    fields = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            key, _, value = line.partition(":")
-            key = key.strip()
-            if key in ("cpu family", "model", "stepping") and key not in fields:
-                fields[key] = value.strip()
-            if not line.strip() and fields:
-                break  # the first processor's block is enough
-    except OSError:
-        return ""
+    fields = cpuinfo()
     return " ".join(f"{k.replace('cpu ', '')} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields)
 
 

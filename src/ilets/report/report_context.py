@@ -304,9 +304,9 @@ def build_stamp() -> str:
 
     The machine is named as the cells' ``system.json`` names it (:func:`ilets.host.cpu_model`
     and the core count), so a build-time figure and the results' provenance read alike."""
-    from ilets.host import cpu_model
+    from ilets.host import cpu_model, machine_label
 
-    return (f"measured while this page was built, on {cpu_model() or 'an unknown CPU'} x {os.cpu_count()} cores "
+    return (f"measured while this page was built, on {machine_label(cpu_model() or 'an unknown CPU', os.cpu_count())} "
             f"({platform.system()} {platform.release()}, Python {platform.python_version()}), "
             f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
 

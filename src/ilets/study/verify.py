@@ -150,7 +150,8 @@ def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
     when = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     machine = machine_label(cpu_model() or "an unknown CPU", os.cpu_count(), cpu_id())
     code = source_version()
-    new = {v.cell: _check_record(v, when, machine, code, numerics_record()["effective"]) for v in verdicts}
+    numerics = numerics_record()["effective"]
+    new = {v.cell: _check_record(v, when, machine, code, numerics) for v in verdicts}
     kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
     atomic_json(path, {"results": str(folder), "checked_utc": when, "machine": machine, "code": code,
                        "cells": kept + list(new.values())})
