@@ -92,3 +92,116 @@ def test_a_malformed_record_is_named(tmp_path):
     (tmp_path / VF.VERIFY_REPORT).write_text(json.dumps({"cells": [{"reproduced": True}]}))
     with pytest.raises(ValueError, match=r"VERIFY\.json: unreadable verification record, field 'cells'"):
         VF.recorded_table(tmp_path)
+
+
+# --- a verification that cannot be fooled: it re-runs every cell itself, into a folder of its
+# own, and names a damaged record before anything runs (issue 20) ---------------------------
+
+def _copy(shipped, tmp_path):
+    import shutil
+
+    dest = tmp_path / "copy"
+    shutil.copytree(shipped, dest)
+    return dest
+
+
+def _heuristic_cell(folder):
+    return next(p.name for p in sorted((folder / "cells").iterdir()) if p.name.startswith("earliest-finish"))
+
+
+def _tamper(cell_folder):
+    metrics = cell_folder / "metrics.json"
+    m = json.loads(metrics.read_text())
+    m["avg_response_s"] /= 2
+    metrics.write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("where", ["equal", "inside", "around"])
+def test_a_scratch_in_or_around_the_results_is_refused(shipped, tmp_path, capsys, where):
+    results = _copy(shipped, tmp_path)
+    cell = _heuristic_cell(results)
+    _tamper(results / "cells" / cell)
+    scratch = {"equal": results, "inside": results / "rerun", "around": tmp_path}[where]
+    code = main(["verify", "--results", str(results), "--cell", cell, "--scratch", str(scratch), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "reproduced" not in out, out
+    assert f"scratch folder {scratch}" in err and "results folder" in err and "Traceback" not in err
+    assert not (results / "rerun").exists()
+
+
+def test_a_reused_scratch_is_re_run_not_compared(shipped, tmp_path, capsys):
+    results, scratch = _copy(shipped, tmp_path), tmp_path / "scratch"
+    cell = _heuristic_cell(results)
+    args = ["verify", "--results", str(results), "--cell", cell, "--scratch", str(scratch), "--quiet"]
+    assert main(args) == 0
+    capsys.readouterr()
+    # the same edit in the record and in the earlier re-run: only a new re-run can tell
+    (rerun,) = [p for p in (scratch / "cells").iterdir() if not p.name.startswith(".")]
+    _tamper(results / "cells" / cell)
+    _tamper(rerun)
+    code = main(args)
+    out = capsys.readouterr().out
+    assert code == 1 and "DIFFERS" in out and "avg_response_s" in out, out
+
+
+def test_a_foreign_non_empty_scratch_is_refused(shipped, tmp_path, capsys):
+    results, scratch = _copy(shipped, tmp_path), tmp_path / "mine"
+    scratch.mkdir()
+    (scratch / "notes.txt").write_text("keep me")
+    code = main(["verify", "--results", str(results), "--cell", _heuristic_cell(results), "--scratch", str(scratch),
+                 "--quiet"])
+    assert code == 2 and "not empty" in capsys.readouterr().err
+    assert (scratch / "notes.txt").read_text() == "keep me" and not (scratch / "cells").exists()
+
+
+RECORD_DAMAGE = {
+    "metrics-cut": ("metrics.json", lambda f: f.write_text(f.read_text()[:60])),
+    "metrics-missing": ("metrics.json", lambda f: f.unlink()),
+    "config-empty": ("config.yaml", lambda f: f.write_text("")),
+    "config-not-yaml": ("config.yaml", lambda f: f.write_text("method: [drl\n  seed: {")),
+    # a file cut at a line end still parses, and would re-run the paper's whole window
+    "config-cut-at-a-line": ("config.yaml", lambda f: f.write_text("".join(f.read_text().splitlines(True)[:7]))),
+    "config-edited": ("config.yaml", lambda f: f.write_text(f.read_text().replace("theta: 0.3", "theta: 0.5"))),
+    "curve-empty": ("curve.csv", lambda f: f.write_text("")),
+    "curve-missing": ("curve.csv", lambda f: f.unlink()),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(RECORD_DAMAGE))
+def test_a_damaged_record_is_named_before_anything_runs(shipped, tmp_path, capsys, damage):
+    results, scratch = _copy(shipped, tmp_path), tmp_path / "scratch"
+    cell = _heuristic_cell(results)
+    name, hurt = RECORD_DAMAGE[damage]
+    file = results / "cells" / cell / name
+    original = file.read_text()
+    hurt(file)
+    assert file.exists() is False or file.read_text() != original, "the damage changed nothing"
+    code = main(["verify", "--results", str(results), "--cell", cell, "--scratch", str(scratch), "--quiet"])
+    out, err = capsys.readouterr()
+    assert code == 2 and "reproduced" not in out, out + err
+    assert str(file) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (scratch / "cells").exists(), "a cell was re-run before its record was checked"
+
+
+def test_report_targets_are_refused_before_any_work(shipped, tmp_path, capsys):
+    results, scratch = _copy(shipped, tmp_path), tmp_path / "scratch"
+    base = ["verify", "--results", str(results), "--cell", _heuristic_cell(results), "--scratch", str(scratch),
+            "--quiet", "--report"]
+    wrong = tmp_path / "VERIFY.json"
+    wrong.write_text(json.dumps({"cells": {"not": "a list"}}))
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    for target, expected in ((wrong, "unreadable verification record"), (tmp_path, "is a folder"),
+                             (a_file / "VERIFY.json", "not writable")):
+        assert main(base + [str(target)]) == 2
+        err = capsys.readouterr().err
+        assert str(target) in err and expected in err and "Traceback" not in err, err
+        assert ".tmp" not in err
+    assert not (scratch / "cells").exists()
+    assert json.loads(wrong.read_text()) == {"cells": {"not": "a list"}}
+
+
+def test_an_unknown_method_is_refused_by_the_parser(shipped, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["verify", "--results", str(shipped), "--sample", "1", "--methods", "dqn"])
+    assert exit_.value.code == 2 and "invalid choice: 'dqn'" in capsys.readouterr().err

@@ -73,16 +73,24 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from ilets.numerics import record as numerics_record
-    from ilets.study.verify import kernels_hint, pick, verify
+    from ilets.study.verify import VerifyError, check_recorded, check_report, kernels_hint, pick, verify
 
     folder = Path(args.results)
     if not (folder / "cells").is_dir():
         raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder")
-    cells = pick(folder, args.cell, args.sample, args.seed, args.methods)
-    if not cells:
-        raise UsageError("nothing to verify: name cells with --cell or ask for --sample N")
-    scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
-    verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+    # Everything that can be refused is refused before a cell runs (a re-run takes minutes).
+    try:
+        if args.report:
+            check_report(Path(args.report))
+        cells = pick(folder, args.cell, args.sample, args.seed, args.methods)
+        if not cells:
+            among = f" among the cells of method(s) {args.methods}" if args.methods and args.sample else ""
+            raise UsageError(f"nothing to verify{among}: name cells with --cell or ask for --sample N")
+        check_recorded(folder, cells)  # verify checks them too; here before a temporary folder is made
+        scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
+        verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+    except VerifyError as err:
+        raise UsageError(str(err)) from None
     now = numerics_record()["effective"]
     for v in verdicts:
         print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
@@ -179,7 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")
     ver.add_argument("--cell", action="append", default=None, help="a cell folder name (repeatable)")
     ver.add_argument("--sample", type=_int_in(0), default=0, help="verify this many random cells")
-    ver.add_argument("--methods", nargs="+", default=None, help="sample only among these methods")
+    ver.add_argument("--methods", nargs="+", default=None, choices=METHODS + HEURISTICS, metavar="METHOD",
+                     help="sample only among these methods")
     ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
     ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
     ver.add_argument("--report", default=None,

@@ -8,6 +8,13 @@ folder, and compares the outcome with the recorded one:
   (:data:`HOST_KEYS`: wall and CPU seconds, decision latencies, phase timings);
 * ``curve.csv``: the whole learning curve, value for value.
 
+A verification certifies only what it re-ran itself: before anything runs, every recorded
+file it will compare is checked (:func:`check_recorded`: a damaged or missing file, or a
+``config.yaml`` whose digest is not its cell's, is named), and the re-runs go to a scratch
+folder it owns (:func:`prepare_scratch`: never inside the results, an earlier
+verification's re-runs cleared, any other non-empty folder refused), so it never compares
+two stored files.
+
 Equality is exact (``==`` on the parsed numbers). Every method is deterministic from its seed
 and configuration on the same kind of machine (OAIL included: its emulators run in simulated
 time); a different CPU, BLAS or library version can change the last bits of a learner's
@@ -23,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from ilets.numerics import NOT_RECORDED, recorded_mode
 from ilets.study.coverage import parse_cell_name
@@ -42,6 +48,10 @@ class Verdict:
     reproduced: bool
     differences: tuple[str, ...]  #: "key: recorded -> re-run" lines
     wall_s: float
+
+
+class VerifyError(ValueError):
+    """A verification that cannot start or cannot be trusted; the message names the file or folder."""
 
 
 def _cells(folder: Path) -> list[str]:
@@ -107,18 +117,117 @@ def compare(recorded: Path, rerun: Path) -> list[str]:
     return out
 
 
-def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False) -> list[Verdict]:
-    """Re-run ``cells`` of ``folder`` into ``scratch`` and compare (see the module docstring)."""
-    from ilets.config import RunConfig, from_dict
-    from ilets.study.run import run_cell
+def recorded_config(cell: Path):
+    """The :class:`ilets.config.RunConfig` a recorded cell folder ran with, after checking
+    every file :func:`compare` reads (:func:`ilets.study.run.cell_problem`: present, complete,
+    the config's digest the cell's). Raises :class:`VerifyError` naming the file."""
+    from ilets.config import ConfigError, RunConfig, from_dict, read_yaml
+    from ilets.study.run import cell_problem
+
+    cell = Path(cell)
+    problem = cell_problem(cell)
+    if problem is not None:
+        raise VerifyError(problem)
+    path = cell / "config.yaml"
+    try:
+        return from_dict(RunConfig, read_yaml(path), str(path)).validate(str(path))
+    except ConfigError as err:  # e.g. a key this version no longer has
+        raise VerifyError(str(err)) from None
+
+
+def check_recorded(folder: Path, cells: list[str]) -> list:
+    """:func:`recorded_config` of every cell of ``cells`` in ``folder``, in order; the first
+    damaged file raises :class:`VerifyError` before any cell is re-run."""
+    configs, problems = [], []
+    for name in cells:
+        try:
+            configs.append(recorded_config(Path(folder) / "cells" / name))
+        except VerifyError as err:
+            problems.append(str(err))
+    if problems:
+        more = f" (and {len(problems) - 1} more damaged cell(s))" if len(problems) > 1 else ""
+        raise VerifyError(f"{problems[0]}{more}; nothing was re-run")
+    return configs
+
+
+#: The file that marks a scratch folder as an ``ilets verify`` one (cleared on reuse).
+SCRATCH_MARK = ".ilets-verify-scratch"
+
+
+def prepare_scratch(folder: Path, scratch: Path) -> Path:
+    """Make ``scratch`` an empty folder of this verification's own, so that every cell is
+    re-run now: it may not be, lie inside or hold the results ``folder``; an earlier
+    verification's scratch (:data:`SCRATCH_MARK`) is cleared; any other non-empty folder is
+    refused (its files are not ours to delete). Raises :class:`VerifyError`."""
+    import shutil
 
     folder, scratch = Path(folder), Path(scratch)
+    here, there = folder.resolve(), scratch.resolve()
+    if there == here or here in there.parents:
+        raise VerifyError(f"scratch folder {scratch}: inside the results folder {folder}; the re-runs need a "
+                          "folder of their own (a re-run found there would be compared with itself)")
+    if there in here.parents:
+        raise VerifyError(f"scratch folder {scratch}: holds the results folder {folder}; give another folder")
+    if scratch.exists() and not scratch.is_dir():
+        raise VerifyError(f"scratch folder {scratch}: expected a folder, but it is a file")
+    if scratch.is_dir() and any(scratch.iterdir()):
+        if not (scratch / SCRATCH_MARK).is_file():
+            raise VerifyError(f"scratch folder {scratch}: not empty and not an earlier verification's; give a new "
+                              "or empty folder")
+        # an earlier verification's re-runs: compared again, they would certify old code
+        for child in scratch.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+        (scratch / SCRATCH_MARK).write_text("re-runs of `ilets verify`; the next verification here clears them\n")
+    except OSError as err:
+        raise VerifyError(f"scratch folder {scratch}: expected a writable folder ({err.strerror or err})") from None
+    return scratch
+
+
+def check_report(path: Path) -> None:
+    """Refuse a ``--report`` target before any work: a folder, an existing file that is not a
+    :data:`VERIFY_REPORT` record (:func:`write_report` keeps its checks), or a place where no
+    file can be written. Raises :class:`VerifyError` naming the path."""
+    import tempfile
+
+    path = Path(path)
+    if path.is_dir():
+        raise VerifyError(f"report {path}: is a folder; expected a file path such as {path / VERIFY_REPORT}")
+    if path.exists():
+        try:
+            _recorded_checks(path)
+        except ValueError as err:
+            raise VerifyError(f"{err}; move it away or name another report file") from None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".ilets-write-test-"):
+            pass
+    except OSError as err:
+        raise VerifyError(f"report {path}: its folder is not writable ({err.strerror or err})") from None
+
+
+def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False) -> list[Verdict]:
+    """Re-run ``cells`` of ``folder`` into ``scratch`` and compare (see the module docstring).
+
+    Checks every recorded cell first (:func:`check_recorded`) and makes ``scratch`` a folder
+    of its own (:func:`prepare_scratch`); raises :class:`VerifyError` before any re-run when
+    either fails, and if a cell was not computed by this call."""
+    from ilets.study.run import RAN, run_cell_status
+
+    folder, scratch = Path(folder), Path(scratch)
+    configs = check_recorded(folder, cells)
+    prepare_scratch(folder, scratch)
     verdicts = []
-    for name in cells:
+    for name, cfg in zip(cells, configs):
         recorded = folder / "cells" / name
-        cfg = from_dict(RunConfig, yaml.safe_load((recorded / "config.yaml").read_text()),
-                        str(recorded / "config.yaml")).validate(str(recorded / "config.yaml"))
-        rerun = run_cell(cfg, scratch, command=f"ilets verify {name}", progress=progress, save_model=False)
+        rerun, status = run_cell_status(cfg, scratch, command=f"ilets verify {name}", progress=progress,
+                                        save_model=False)
+        if status != RAN:  # cannot happen in a folder of our own; never certify a stored file
+            raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
         diffs = compare(recorded, rerun)
         wall = json.loads((rerun / "metrics.json").read_text()).get("wall_s", float("nan"))
         verdicts.append(Verdict(name, not diffs, tuple(diffs), wall))
