@@ -253,3 +253,25 @@ def test_a_profile_without_workers_is_refused(tmp_path, workers):
     assert str(err.value) == f"{path}.workers: expected >= 1, got {workers}"
     path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [0], "workers": 1})
     assert load_profile(path).workers == 1
+
+
+# --- issue 20: profiles, YAML numbers, wrong types --------------------------------------
+
+def test_variant_cannot_be_set_from_run(tmp_path):
+    from ilets.study.profiles import load_profile
+
+    for text, key in (("run: {variant: heavy}\n", ".run.variant"),
+                      ("variants: {heavy: {run: {variant: other}}}\n", ".variants.heavy.run.variant")):
+        path = tmp_path / "p.yaml"
+        path.write_text("methods: [random]\nservers: [5]\nseeds: [0]\n" + text)
+        with pytest.raises(ConfigError, match=re.escape(f"{path}{key}")):
+            load_profile(path)
+
+
+def test_a_variants_unknown_method_is_named_at_the_variant(tmp_path):
+    from ilets.study.profiles import load_profile
+
+    path = tmp_path / "p.yaml"
+    path.write_text("methods: [random]\nservers: [5]\nseeds: [0]\nvariants: {heavy: {methods: [dqn]}}\n")
+    with pytest.raises(ConfigError, match=re.escape(f"{path}.variants.heavy.methods: unknown method(s) ['dqn']")):
+        load_profile(path)

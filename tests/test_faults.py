@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -81,6 +82,9 @@ DAMAGE = {
     "system-truncated": lambda f: (f / "system.json").write_text((f / "system.json").read_text()[:40]),
     "system-empty": lambda f: (f / "system.json").write_text(""),
     "system-not-an-object": lambda f: (f / "system.json").write_text("[1, 2]"),
+    # a whole cell's folder copied under this cell's name: every file valid, the identity wrong
+    "another-cell-copied-here": lambda f: (shutil.rmtree(f), shutil.copytree(
+        next(p for p in f.parent.iterdir() if p.name.startswith("random-")), f)),
 }
 DAMAGED_FILE = {"metrics-missing": "metrics.json", "curve-empty": "curve.csv", "curve-header-only": "curve.csv",
                 "decisions-truncated": "decisions.npz",

@@ -319,3 +319,41 @@ def test_a_progress_bar_on_a_closed_pipe_stops_the_cells_at_once():
     with pytest.raises(BrokenPipeError) as caught:
         G._tally(results(), {"failed": 0, G.RAN: 0, "elsewhere": 0}, ClosedPipe())
     assert caught.value is not None and closed == [True]
+
+
+# --- a results folder belongs to one grid (issue 20) ---------------------------------------
+
+def test_a_folder_holding_another_profiles_grid_is_refused(tmp_path, capsys):
+    from ilets.study.cli import main
+
+    first = write_profile(tmp_path / "first.yaml", methods=["random"], servers=[5], seeds=[0], workers=1)
+    second = write_profile(tmp_path / "second.yaml", methods=["least-loaded", "random"], servers=[5], seeds=[1],
+                           workers=1)
+    out = tmp_path / "out"
+    assert main(["grid", "--profile", str(first), "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["grid", "--profile", str(second), "--out", str(out), "--quiet"]) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert "'first'" in err and "'second'" in err and str(out) in err and len(err.splitlines()) == 1, err
+    assert "Traceback" not in err and captured.out == ""
+    # nothing of the second grid ran, and the first grid's store is whole
+    assert set(pd.read_parquet(out / "store" / "metrics.parquet")["cell"]) == expected_cells(first)
+    assert finished_cells(out) == expected_cells(first)
+    assert json.loads((out / "grid.json").read_text())["profile"] == "first"
+    # the same profile again (resumed, or with changed settings) takes its folder back
+    assert main(["grid", "--profile", str(first), "--out", str(out), "--quiet"]) == 0
+
+
+def test_the_summary_alone_goes_to_stdout(tmp_path, capsys):
+    from ilets.study.cli import main
+
+    # the `broken` variant's cell fails (its trace folder does not exist): a message to print
+    path = write_profile(tmp_path / "noisy.yaml", methods=["random"], servers=[5], seeds=[0], workers=1,
+                         variants={"broken": {"run": {"workload": {"kind": "google",
+                                                                   "trace_dir": str(tmp_path / "no-trace")}}}})
+    assert main(["grid", "--profile", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 1
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)  # the whole of stdout parses
+    assert summary["failed"] == 1 and summary["ran"] == 1
+    assert "failed" in captured.err and "broken" in captured.err

@@ -60,13 +60,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_grid(args: argparse.Namespace) -> int:
-    from ilets.study.grid import run_grid
+    from ilets.study.grid import FolderInUse, run_grid
     from ilets.study.profiles import load_profile
 
     profile = load_profile(args.profile)
     out = _out_folder("--out", args.out or f"results/{profile.name}")
-    summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
-                       progress=not args.quiet, slurm_partition=args.partition)
+    try:
+        summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
+                           progress=not args.quiet, slurm_partition=args.partition)
+    except FolderInUse as err:
+        raise UsageError(f"--out {err}") from None
     print(json.dumps(summary, indent=2))
     return 0 if summary["failed"] == 0 else 1
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -80,6 +81,32 @@ def _run_one(cfg: RunConfig, out: str, wait: bool = False) -> str:
     return run_cell_status(cfg, Path(out), command=f"ilets grid (cell {cell_name(cfg)})", wait=wait)[1]
 
 
+class FolderInUse(ValueError):
+    """A results folder that holds another profile's grid (the message names both)."""
+
+
+def _claim_folder(profile: Profile, out: Path, cells: list[RunConfig]) -> None:
+    """Write the manifest of ``profile``'s grid in ``out``, unless ``out`` holds another
+    profile's grid: a folder belongs to one grid, since its store lists the cells of the grid
+    whose ``grid.json`` is there, and two grids would each drop the other's rows. The same
+    profile again (resumed, or with changed settings) takes the folder over."""
+    from filelock import FileLock
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest = out / "grid.json"
+    # two grids started together: the second sees the first's manifest
+    (out / "locks").mkdir(exist_ok=True)
+    with FileLock(str(out / "locks" / "grid.json.lock")):
+        try:
+            owner = json.loads(manifest.read_text()).get("profile") if manifest.is_file() else None
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+            owner = None  # a damaged manifest names no grid: it is rewritten
+        if owner is not None and owner != profile.name:
+            raise FolderInUse(f"{out}: holds the grid of profile {owner!r} ({manifest.name}); profile "
+                              f"{profile.name!r} needs a results folder of its own (give another --out)")
+        _write_manifest(profile, out, cells)
+
+
 def _write_manifest(profile: Profile, out: Path, cells: list[RunConfig]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"profile": profile.name, "description": profile.description,
@@ -114,7 +141,7 @@ def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int 
         raise ValueError(f"workers: expected >= 1, got {workers}")
     out = Path(out)
     cells = profile.cells()
-    _write_manifest(profile, out, cells)
+    _claim_folder(profile, out, cells)
     record_events(out, ((c.workload, c.seed) for c in cells))
     clean_stale_temporaries(out)
     todo = [c for c in cells if not is_done(c, out)]
@@ -136,7 +163,8 @@ def run_grid(profile: Profile, out: Path, executor: str = "local", workers: int 
         # compute any whose holder failed or died), so the store below is complete.
         busy = _tally(run(todo, False), counts, bar, refresh_store)
         if busy:
-            bar.write(f"{len(busy)} cell(s) are being computed by another process; waiting for them")
+            # messages to stderr: stdout carries the JSON summary alone (`ilets grid > summary.json`)
+            bar.write(f"{len(busy)} cell(s) are being computed by another process; waiting for them", file=sys.stderr)
             _tally(run(busy, True), counts, bar, refresh_store)
     finally:
         bar.close()
@@ -164,7 +192,7 @@ def _tally(results, counts: dict, bar, on_finished=None) -> list[RunConfig]:
         for cfg, status in results:
             if isinstance(status, BaseException):
                 counts["failed"] += 1
-                bar.write(f"cell {cell_name(cfg)} failed: {status}")
+                bar.write(f"cell {cell_name(cfg)} failed: {status}", file=sys.stderr)
             elif status == BUSY:
                 busy.append(cfg)
                 continue

@@ -94,6 +94,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
     if not isinstance(run_overrides, dict):
         raise ConfigError(f"{where}.run: expected a mapping, got {type(run_overrides).__name__}")
     data.setdefault("name", path.stem)
+    if "variant" in run_overrides:  # it would turn the main grid's cells into a variant's
+        raise ConfigError(f"{where}.run.variant: not a run setting; a variant is named by its key under "
+                          f"variants:, and the main grid's cells have none")
     run = merge(method_defaults(), run_overrides, f"{where}.run")
     variants = data.pop("variants", {}) or {}
     if not isinstance(variants, dict):
@@ -107,6 +110,9 @@ def load_profile(name_or_path: str | Path) -> Profile:
                               f"(not starting with a dot)")
         if not isinstance((v or {}).get("run", {}) or {}, dict):
             raise ConfigError(f"{where}.variants.{k}.run: expected a mapping of run settings")
+        if "variant" in ((v or {}).get("run") or {}):
+            raise ConfigError(f"{where}.variants.{k}.run.variant: not a run setting; the variant is named by "
+                              f"its key, {k!r}")
     parsed = tuple(from_dict(Variant, {"name": k, **(v or {})}, f"{where}.variants.{k}") for k, v in variants.items())
     profile = from_dict(Profile, {**data, "run": {}}, where)
     profile = dataclasses.replace(profile, run=run, variants=parsed)
@@ -118,9 +124,12 @@ def _validate(p: Profile, where: str) -> None:
     if not SAFE_NAME.fullmatch(p.name):
         raise ConfigError(f"{where}.name: {p.name!r}: expected letters, digits and . _ + - (not starting "
                           f"with a dot; it names the folder results/<name>)")
-    bad = [m for m in p.methods + sum((v.methods for v in p.variants), ()) if m not in METHODS + HEURISTICS]
-    if bad:
-        raise ConfigError(f"{where}.methods: unknown method(s) {bad}; expected some of {list(METHODS + HEURISTICS)}")
+    # each method list is named at its own key: a variant's typo is not the main grid's
+    for at, methods in ((f"{where}.methods", p.methods),
+                        *((f"{where}.variants.{v.name}.methods", v.methods) for v in p.variants)):
+        bad = [m for m in methods if m not in METHODS + HEURISTICS]
+        if bad:
+            raise ConfigError(f"{at}: unknown method(s) {bad}; expected some of {list(METHODS + HEURISTICS)}")
     if not p.methods or not p.servers or not p.seeds:
         raise ConfigError(f"{where}: methods, servers and seeds must each list at least one value")
     for s in p.servers:

@@ -71,11 +71,13 @@ INT64_MAX = 2**63 - 1
 RAN, DONE, BUSY = "ran", "done", "busy"
 
 
-def cell_problem(folder: Path) -> str | None:
+def cell_problem(folder: Path, cell: str | None = None) -> str | None:
     """Why ``folder`` is not a complete, valid cell (naming the file), or None when it is.
 
     Checks that every file is there, ``metrics.json`` is a JSON object with the keys the
-    store uses (integer seed and servers within int64), ``system.json`` is a JSON object,
+    store uses (integer seed and servers within int64) and the identity (method, variant,
+    fleet size, seed, digest) of the cell's name (``cell``, default the folder's own; a
+    temporary folder passes its final name), ``system.json`` is a JSON object,
     ``config.yaml`` is a YAML mapping (read as profiles are) whose digest is the one in
     ``metrics.json`` (a file cut at a line end still parses), ``curve.csv`` has a header and at
     least one row, and ``decisions.npz`` and ``model.zip`` are readable archives. Cheap
@@ -103,6 +105,9 @@ def cell_problem(folder: Path) -> str | None:
         v = m[key]
         if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= INT64_MAX:
             return f"{path}: {key} = {v!r}: expected an integer in [0, 2**63)"
+    problem = identity_problem(path, m, folder.name if cell is None else cell)
+    if problem is not None:
+        return problem
     path = folder / "system.json"
     try:
         system = json.loads(path.read_text())
@@ -139,6 +144,25 @@ def cell_problem(folder: Path) -> str | None:
             return f"{path}: not a complete archive ({err})"
         if bad is not None:
             return f"{path}: member {bad} is damaged"
+    return None
+
+
+def identity_problem(path: Path, metrics: dict, name: str) -> str | None:
+    """Why the cell ``metrics`` (read from ``path``) is not the cell its folder ``name`` names
+    (method, variant, fleet size, seed, digest), or None. A folder copied or renamed under
+    another cell's name would otherwise enter the store as that cell."""
+    from ilets.study.coverage import parse_cell_name
+
+    try:
+        named = parse_cell_name(name)
+    except ValueError as err:
+        return f"{path}: the folder's name {err}"
+    recorded = {"method": metrics.get("method"), "variant": metrics.get("variant") or "",
+                "servers": metrics.get("servers"), "seed": metrics.get("seed"), "digest": metrics.get("digest")}
+    for key, value in recorded.items():
+        if value != named[key]:
+            return (f"{path}: {key} = {value!r} is not the {named[key]!r} of the folder's name {name!r} "
+                    f"(a cell copied or renamed?)")
     return None
 
 
@@ -325,7 +349,7 @@ def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: boo
             "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0,
         }
         atomic_json(tmp / "metrics.json", metrics)
-        problem = cell_problem(tmp)
+        problem = cell_problem(tmp, final.name)
         if problem is not None:  # never publish a folder that would not count as done
             raise RuntimeError(f"the new cell folder is incomplete: {problem}")
         # The lock is held, so no other process writes `final`; anything there now is
