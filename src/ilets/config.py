@@ -9,9 +9,11 @@ are marked ``[ours]`` and listed in the book's deviations table.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
+import numbers
 import re
 import types
 import typing
@@ -21,15 +23,70 @@ from typing import Any
 
 import yaml
 
-from ilets.method_table import LEARNERS
+from ilets.method_table import LEARNERS, METHOD_SPECS
 
 
 class ConfigError(ValueError):
     """A configuration value is missing, unknown, of the wrong type or out of range."""
 
 
+class _Typed:
+    """Base of the configuration dataclasses: a field given a value of the wrong type (from
+    Python; YAML goes through :func:`from_dict`) raises a :class:`TypeError` that names the
+    field and the type it expects, instead of failing later deep inside numpy or torch."""
+
+    def __post_init__(self) -> None:
+        for name, tp in _field_types(type(self)).items():
+            problem = _type_problem(getattr(self, name), tp)
+            if problem is not None:
+                raise TypeError(f"{type(self).__name__}.{name}{problem}")
+
+
+@functools.lru_cache(maxsize=None)
+def _field_types(cls: type) -> dict:
+    return {f.name: typing.get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
+
+
+def _type_problem(value: Any, tp: Any) -> str | None:
+    """``": expected ..., got ..."`` (prefixed ``[i]`` for a tuple's item) when ``value`` is
+    not of type ``tp``; None when it is. An integer counts as a number; a bool as neither."""
+    got = f"got {type(value).__name__} {value!r}"
+    if dataclasses.is_dataclass(tp):
+        return None if isinstance(value, tp) else f": expected a {tp.__name__}, {got}"
+    if typing.get_origin(tp) is tuple:
+        if not isinstance(value, (tuple, list)):
+            return f": expected a tuple, {got}"
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis:
+            args = (args[0],) * len(value)
+        elif len(value) != len(args):
+            return f": expected {len(args)} items, got {len(value)}"
+        for i, (v, a) in enumerate(zip(value, args)):
+            problem = _type_problem(v, a)
+            if problem is not None:
+                return f"[{i}]{problem}"
+        return None
+    if tp is float:
+        ok, expected = isinstance(value, numbers.Real), "a number (float)"
+    elif tp is int:
+        ok, expected = isinstance(value, numbers.Integral), "an integer (int)"
+    elif tp is bool:
+        return None if isinstance(value, bool) else f": expected true or false (bool), {got}"
+    elif tp is str:
+        return None if isinstance(value, str) else f": expected a string (str), {got}"
+    else:
+        return None
+    return None if ok and not isinstance(value, bool) else f": expected {expected}, {got}"
+
+
+#: Task counts of the synthetic window's offline and online halves at scale 1 (the paper's;
+#: ilets.workloads.trace.PAPER_OFFLINE_TASKS and PAPER_ONLINE_TASKS: this base module cannot
+#: import them, a test checks that they agree). A scale gives ``round(count * scale)`` tasks.
+SYNTHETIC_TASKS = {"offline": 330_632, "online": 259_368}
+
+
 @dataclass(frozen=True)
-class WorkloadConfig:
+class WorkloadConfig(_Typed):
     """Where tasks come from and the parameters the trace lacks."""
 
     kind: str = "synthetic"  #: "synthetic" (embedded default) or "google" (trace shards)
@@ -45,6 +102,12 @@ class WorkloadConfig:
             raise ConfigError(f"{where}.kind: expected 'synthetic' or 'google', got {self.kind!r}")
         if not 0 < self.scale <= 1:
             raise ConfigError(f"{where}.scale: expected a number in (0, 1], got {self.scale}")
+        if self.kind == "synthetic":
+            for half, count in SYNTHETIC_TASKS.items():
+                if round(count * self.scale) < 1:  # every cell would fail late, or run on one task
+                    raise ConfigError(f"{where}.scale: {self.scale} gives no task in the {half} half "
+                                      f"({count:,} x scale rounds to 0); expected a scale above "
+                                      f"{0.5 / count:.3g}")
         for key in ("length_mi", "deadline_s"):
             lo, hi = getattr(self, key)
             if not 0 < lo <= hi:
@@ -57,7 +120,7 @@ class WorkloadConfig:
 
 
 @dataclass(frozen=True)
-class FleetConfig:
+class FleetConfig(_Typed):
     """A heterogeneous fleet; ranges are [ours] (the paper does not publish them)."""
 
     servers: int = 50
@@ -96,7 +159,7 @@ WAIT_FORMS = ("capped", "linear", "log")
 
 
 @dataclass(frozen=True)
-class RewardConfig:
+class RewardConfig(_Typed):
     """The scheduling cost of the authors' code, normalised [code + ours]."""
 
     theta: float = 0.3  #: weight of power against waiting [code]
@@ -121,7 +184,7 @@ class RewardConfig:
 
 
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOConfig(_Typed):
     """PPO for one online pass; see ``configs/methods.yaml`` for why these values."""
 
     learning_rate: float = 3e-4
@@ -156,7 +219,7 @@ class PPOConfig:
 
 
 @dataclass(frozen=True)
-class ExpertConfig:
+class ExpertConfig(_Typed):
     """GA and PSO over a window of tasks [ours: the paper gives no settings]."""
 
     window: int = 30  #: tasks per expert call [code]
@@ -193,7 +256,7 @@ class ExpertConfig:
 
 
 @dataclass(frozen=True)
-class OINPTConfig:
+class OINPTConfig(_Typed):
     """Offline behaviour cloning into PPO's policy [code: lr 1e-3, batch 64]."""
 
     expert: str = "ga+pso"  #: "ga+pso" (the paper's) or "greedy"
@@ -237,7 +300,7 @@ def valid_expert_name(name: str) -> bool:
 
 
 @dataclass(frozen=True)
-class OAILConfig:
+class OAILConfig(_Typed):
     """Online asynchronous imitation [code: every 30 tasks, GA+PSO, weights 0.6/0.4]."""
 
     every: int = 30
@@ -259,10 +322,17 @@ class OAILConfig:
     #: default is the measured time of one request (GA then PSO, shared preparation) on
     #: paper-scale snapshots (see configs/methods.yaml and benchmarks/bench_experts.py) [ours]
     latency_s: float = 0.04
+    #: wall seconds the learner waits for a request's plans once they are due (simulated
+    #: clock); past it the request counts as failed, with a warning, and the run goes on. A
+    #: safety net against a hung expert, far above the ~0.04 s one request takes, so that a
+    #: slow host never reaches it (reaching it makes the run depend on the host's speed) [ours]
+    request_timeout_s: float = 60.0
 
     def validate(self, where: str) -> None:
         if self.clock not in OAIL_CLOCKS:
             raise ConfigError(f"{where}.clock: expected one of {OAIL_CLOCKS}, got {self.clock!r}")
+        if not self.request_timeout_s > 0:
+            raise ConfigError(f"{where}.request_timeout_s: expected a time > 0 s, got {self.request_timeout_s}")
         if not self.latency_s >= 0 or self.latency_s == float("inf"):
             raise ConfigError(f"{where}.latency_s: expected a finite number >= 0, got {self.latency_s}")
         if self.window_mode not in ("past", "upcoming"):
@@ -286,23 +356,65 @@ class OAILConfig:
             raise ConfigError(f"{where}.max_pending: expected >= 0, got {self.max_pending}")
 
 
+@dataclass(frozen=True)
+class FinetuneConfig(_Typed):
+    """Fine-tuning a cloned policy with PPO so that it keeps what imitation taught [ours].
+
+    Every part is off at its default, which is the faithful study's PPO (the authors fine-tune
+    with plain PPO). The book's pilot chapter says which parts the per-server learners use.
+    """
+
+    #: critic warm-up: PPO updates only the critic (the actor is frozen) until the critic's
+    #: explained variance on a rollout reaches ``critic_warmup_ev`` for two rollouts in a row,
+    #: or for at most this many rollouts (0: off). The rule is written before any run.
+    critic_warmup_rollouts: int = 0
+    critic_warmup_ev: float = 0.5  #: explained variance at which the warm-up ends
+    #: kickstarting: each PPO minibatch adds ``kl_coef * decay**k * KL(clone || policy)``
+    #: on its states, k the number of PPO updates so far (0: off)
+    kl_coef: float = 0.0
+    kl_decay: float = 0.99  #: per-update factor of the KL weight
+    #: OAIL corrections that relabel the learner's own recent states with the expert's
+    #: choice (DAgger-style), beside the window plans: "plans" (the authors') or "dagger"
+    oail_targets: str = "plans"
+
+    def validate(self, where: str) -> None:
+        if self.critic_warmup_rollouts < 0:
+            raise ConfigError(f"{where}.critic_warmup_rollouts: expected >= 0, got {self.critic_warmup_rollouts}")
+        if not -1 <= self.critic_warmup_ev <= 1:
+            raise ConfigError(f"{where}.critic_warmup_ev: expected a number in [-1, 1], got {self.critic_warmup_ev}")
+        if not self.kl_coef >= 0:
+            raise ConfigError(f"{where}.kl_coef: expected a number >= 0, got {self.kl_coef}")
+        if not 0 < self.kl_decay <= 1:
+            raise ConfigError(f"{where}.kl_decay: expected a number in (0, 1], got {self.kl_decay}")
+        if self.oail_targets not in ("plans", "dagger"):
+            raise ConfigError(f"{where}.oail_targets: expected 'plans' or 'dagger', got {self.oail_targets!r}")
+
+
 #: The learning methods (their table, with what each adds to PPO, is ilets.method_table).
 METHODS = LEARNERS
 #: run seeds go to numpy and torch, which take seeds in [0, 2**32)
 SEED_MAX = 2**32 - 1
 #: Observation layouts a run may name; each is a tuple of feature blocks in ilets.agents.observation.LAYOUTS.
-OBSERVATIONS = ("paper", "rich")
+OBSERVATIONS = ("paper", "rich", "per-server")
+#: Policy networks a run may name (ilets.agents.per_server, ilets.agents.ppo): "flat", the
+#: authors' MLP over the concatenated observation, and "per-server", one shared network that
+#: scores each server from its own row (it reads the "per-server" layout only) [ours].
+POLICIES = ("flat", "per-server")
+#: which observation layouts each policy can read
+POLICY_LAYOUTS = {"flat": OBSERVATIONS, "per-server": ("per-server",)}
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
 @dataclass(frozen=True)
-class RunConfig:
+class RunConfig(_Typed):
     """Everything that determines one cell (method x fleet size x seed)."""
 
     method: str = "drl"
     seed: int = 0
     variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
-    observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors') or "rich" (5M+2) [ours]
+    observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors'), "rich" (5M+2) or "per-server" [ours]
+    policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
+    server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
     curve_every: int = 500  #: decisions per learning-curve point
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
@@ -311,16 +423,32 @@ class RunConfig:
     experts: ExpertConfig = field(default_factory=ExpertConfig)
     oinpt: OINPTConfig = field(default_factory=OINPTConfig)
     oail: OAILConfig = field(default_factory=OAILConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def validate(self, where: str = "run") -> "RunConfig":
         if self.method not in METHODS + HEURISTICS:
             raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
         if self.observation not in OBSERVATIONS:
             raise ConfigError(f"{where}.observation: expected one of {OBSERVATIONS}, got {self.observation!r}")
+        if self.server_hidden <= 0:
+            raise ConfigError(f"{where}.server_hidden: expected > 0, got {self.server_hidden}")
+        if self.policy not in POLICIES:
+            raise ConfigError(f"{where}.policy: expected one of {POLICIES}, got {self.policy!r}")
+        if self.observation not in POLICY_LAYOUTS[self.policy]:
+            raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
+                              f"{POLICY_LAYOUTS[self.policy]}, got {self.observation!r}")
         if self.curve_every <= 0:
             raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
         if not 0 <= self.seed <= SEED_MAX:
             raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
+        spec = METHOD_SPECS.get(self.method)
+        if spec is not None and spec.oinpt and self.workload.kind == "synthetic":
+            # behaviour cloning draws batches of oinpt.batch_size from the demonstrated offline tasks
+            demos = min(self.oinpt.max_demo_tasks, round(SYNTHETIC_TASKS["offline"] * self.workload.scale))
+            if demos < self.oinpt.batch_size:
+                raise ConfigError(f"{where}.oinpt.batch_size: {self.oinpt.batch_size} exceeds the {demos} offline "
+                                  f"task(s) {self.method} demonstrates (workload.scale {self.workload.scale}, "
+                                  f"oinpt.max_demo_tasks {self.oinpt.max_demo_tasks}); expected at most {demos}")
         # NaN fails every comparison, so the range checks below would let it through
         check_finite(self, where)
         for f in dataclasses.fields(self):
@@ -334,10 +462,32 @@ class RunConfig:
         return digest_of(to_dict(self))
 
 
+#: Fields added to :class:`RunConfig` after results were shipped, with their defaults: at the
+#: default a field is left out of the digest, so every cell computed before it existed keeps
+#: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
+ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s")
+
+
 def digest_of(plain: dict) -> str:
     """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
-    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON."""
-    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()[:12]
+    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON.
+
+    :data:`ADDED_FIELDS` at their defaults are left out (see there); a dotted name is a
+    field of a section (``oail.request_timeout_s``)."""
+    defaults = to_dict(RunConfig())
+    kept = dict(plain)
+    for dotted in ADDED_FIELDS:
+        *sections, leaf = dotted.split(".")
+        holder, default = kept, defaults
+        for section in sections:
+            if not isinstance(holder.get(section), dict):
+                break
+            holder[section] = dict(holder[section])  # a copy: ``plain`` is left as it was
+            holder, default = holder[section], default[section]
+        else:
+            if leaf in holder and holder[leaf] == default[leaf]:
+                del holder[leaf]
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # --- generic strict (de)serialisation ---------------------------------------------------
@@ -456,9 +606,20 @@ class _StrictLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+# YAML 1.1 (PyYAML) reads 1e9 and 2e-3 as strings: a float needs a dot and a signed exponent
+# there. Numbers in exponent form are numbers here, as in YAML 1.2 and JSON.
+_StrictLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"),
+    list("-+0123456789."))
+
+
 def read_yaml(path: str | Path) -> dict:
-    """A YAML mapping from ``path``; a missing file, a repeated key or a non-mapping raises ConfigError."""
+    """A YAML mapping from ``path``; a missing file, a folder, a repeated key or a non-mapping
+    raises ConfigError."""
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; expected a YAML file")
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     try:

@@ -15,6 +15,16 @@ and the arriving task. A layout is a tuple of blocks (:data:`LAYOUTS`), laid end
     power per CPU unit over the fleet's hungriest). The paper's state leaves speed and power
     implicit in the server index; the book measures what making them explicit does to cloning.
 
+``per-server`` (4 + 12M) [ours]
+    a table for :mod:`ilets.agents.per_server`: :class:`TaskTable` (4 numbers about the
+    task and the fleet now) then :class:`ServerTable`, one row of 12 numbers per server
+    (row-major), each what the scheduler knows exactly about placing this task there: its
+    wait and response there, its execution time, the server's free CPU, tasks and time to
+    drain, speed, power, the task's marginal power and energy there, whether it meets its
+    deadline and whether the server can hold it at all. Times enter as ``log1p(t / s)`` with
+    ``s = wait_scale_s``, never capped, so no feature saturates in a burst (the ``paper``
+    count saturates at 100 tasks; a 50-server burst holds ~139 per server).
+
 A new signal (a grid operator's power command, the carbon intensity of the supply) is one
 new block class and one new layout here, plus its name in :data:`ilets.config.OBSERVATIONS`
 so that configurations may name it; nothing that consumes observations changes.
@@ -30,6 +40,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from ilets.agents.per_server_kernels import write_table
+from ilets.simulator.cloud import DEADLINE_TOL
 
 if TYPE_CHECKING:  # types only: the encoder reads these objects, it needs none of their modules
     from ilets.config import RunConfig
@@ -140,12 +153,84 @@ class PowerShare(_ServerBlock):
         out[:] = cloud.fleet.power_share
 
 
+#: the per-server table's task features, in order (:class:`TaskFeatures`)
+TASK_FEATURES = ("cpu", "length", "deadline", "fleet_power")
+#: the per-server table's row features, in order, with their scaling (:class:`ServerTable`)
+SERVER_FEATURES = MappingProxyType({
+    "fits": "1 if the server can ever hold the request, else 0",
+    "wait": "log1p(exact FCFS wait of this task there / wait_scale_s); 0 where it cannot fit",
+    "response": "log1p((wait + execution) there / wait_scale_s); 0 where it cannot fit",
+    "execution": "log1p(execution time there / wait_scale_s)",
+    "free_cpu": "free CPU now (trace units; the largest machine has 1)",
+    "tasks": "log1p(tasks running and waiting there)",
+    "drain": "log1p((time until the server is empty) / wait_scale_s)",
+    "speed": "MIPS over the fleet's fastest",
+    "power": "active power per CPU unit over the fleet's hungriest",
+    "marginal_power": "the task's power there (active W per CPU x request) over the fleet's largest server power",
+    "marginal_energy": "log1p(the task's active energy there / (largest server power x wait_scale_s))",
+    "meets_deadline": "1 if the task would meet its deadline there, else 0",
+})
+
+
+class TaskFeatures:
+    """The task and the fleet now: CPU request, length over ``length_top``, deadline over
+    ``wait_scale_s`` and the fleet's power now over its maximum (4 numbers)."""
+
+    def size(self, m: int) -> int:
+        return len(TASK_FEATURES)
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.array([max(1.0, float(fleet.capacity.max())), 1.0, np.inf, 1.0])
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[0] = task.cpu
+        out[1] = task.length / spec.length_top
+        out[2] = task.deadline / spec.wait_scale_s
+        out[3] = cloud.power / cloud.fleet.max_power
+
+
+class ServerTable:
+    """One row of :data:`SERVER_FEATURES` per server, laid out row-major (``12 * M`` numbers).
+
+    The exact starts come from :meth:`Cloud.earliest_starts` (one vectorised call); the
+    rows are computed in float64 by :func:`ilets.agents.per_server_kernels.write_table`
+    (one compiled loop) and rounded once into the float32 view.
+    """
+
+    width = len(SERVER_FEATURES)
+
+    def size(self, m: int) -> int:
+        return self.width * m
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        row = np.array([1.0, np.inf, np.inf, np.inf, max(1.0, float(fleet.capacity.max())), np.inf, np.inf,
+                        1.0, 1.0, np.inf, np.inf, 1.0])
+        return np.tile(row, len(fleet))
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        fleet = cloud.fleet
+        write_table(out.reshape(len(fleet), self.width), cloud.earliest_starts(task.cpu), cloud.now, fleet.mips,
+                    fleet.capacity, cloud.used, cloud.n_tasks, cloud.drain, fleet.speed_share, fleet.power_share,
+                    cloud.act_per_cpu, task.cpu, task.length, task.deadline, spec.wait_scale_s,
+                    _largest_server_power(fleet), DEADLINE_TOL)
+
+
+def _largest_server_power(fleet: Fleet) -> float:
+    """The largest full-load power of one server, W (the per-server table's power unit)."""
+    return float((fleet.p_idle + fleet.p_act).max())
+
+
 _PAPER: tuple[FeatureBlock, ...] = (TaskCPU(), TaskLength(), FreeCPU(), QueueLength())
 
 #: The observation layouts by name: the blocks, in the order they are laid out.
 LAYOUTS: MappingProxyType[str, tuple[FeatureBlock, ...]] = MappingProxyType({
     "paper": _PAPER,
     "rich": _PAPER + (WaitBound(), SpeedShare(), PowerShare()),
+    "per-server": (TaskFeatures(), ServerTable()),
+})
+#: layouts that are a task block followed by one row per server: name -> (task numbers, row width)
+TABLE_LAYOUTS: MappingProxyType[str, tuple[int, int]] = MappingProxyType({
+    "per-server": (len(TASK_FEATURES), len(SERVER_FEATURES)),
 })
 
 
@@ -153,7 +238,7 @@ LAYOUTS: MappingProxyType[str, tuple[FeatureBlock, ...]] = MappingProxyType({
 class StateSpec:
     """How an observation is laid out and scaled (picklable; experts record states with it)."""
 
-    features: str = "paper"  #: a layout name of :data:`LAYOUTS`: "paper" (2M+2) or "rich" (5M+2)
+    features: str = "paper"  #: a layout name of :data:`LAYOUTS`: "paper" (2M+2), "rich" (5M+2), "per-server" (4+12M)
     length_top: float = 3000.0  #: task length that maps to 1
     wait_scale_s: float = 10.0  #: wait that maps to 1 (:class:`WaitBound`)
 

@@ -17,7 +17,6 @@ update) is untouched. ``PPOConfig.fast_rollout=False`` keeps sb3-contrib's stock
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 
@@ -25,7 +24,9 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 
-from ilets.agents.observation import StateSpec, build_observation
+from ilets.agents.masked import sample_masked
+from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
+from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
 from ilets.config import PPOConfig
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
@@ -47,14 +48,35 @@ def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict:
     )
 
 
-def make_ppo(env, cfg: PPOConfig, seed: int) -> "FastMaskablePPO":
+def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32) -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
-    It is a :class:`FastMaskablePPO`; ``cfg.fast_rollout=False`` makes it collect rollouts
-    with sb3-contrib's stock loop instead.
+    ``policy`` "flat" is the authors' MLP (``cfg.hidden`` units); "per-server" is
+    :class:`ilets.agents.per_server.PerServerPolicy` (``server_hidden`` units), which needs
+    an env whose observation is a table layout (``env.unwrapped.state``). It is a
+    :class:`FastMaskablePPO`; ``cfg.fast_rollout=False`` makes it collect rollouts with
+    sb3-contrib's stock loop instead.
     """
     th.set_num_threads(1)
-    return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **ppo_kwargs(cfg, seed))
+    kwargs = ppo_kwargs(cfg, seed)
+    if policy == "flat":
+        return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **kwargs)
+    if policy != "per-server":
+        raise ValueError(f"policy: expected 'flat' or 'per-server', got {policy!r}")
+    layout = getattr(getattr(env, "unwrapped", env), "state", None)
+    if layout is None or layout.features not in TABLE_LAYOUTS:
+        raise ValueError(f"policy 'per-server' reads the layouts {tuple(TABLE_LAYOUTS)}, got "
+                         f"{getattr(layout, 'features', None)!r}")
+    n_task, width = TABLE_LAYOUTS[layout.features]
+    kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden)
+    return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
+
+
+def numpy_actor_critic(policy) -> "NumpyActorCritic | PerServerNumpy":
+    """The numpy actor-critic of a flat or per-server policy (raises ValueError for others)."""
+    if isinstance(policy, PerServerPolicy):
+        return PerServerNumpy(policy)
+    return NumpyActorCritic(policy)
 
 
 class NumpyActor:
@@ -133,23 +155,11 @@ class NumpyActorCritic(NumpyActor):
         return (np.tanh(obs @ self.w1ac + self.b1ac) @ self.w2ac[:, -1] + self.b2ac[-1]).astype(np.float32)
 
     def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
-        """Sample an action from the masked softmax; return it, the value and its log-probability.
-
-        The distribution is sb3-contrib's ``MaskableCategorical``: masked logits are dropped
-        (they get -1e8 there, probability exactly 0 in float32) and the rest normalised.
-        The action is the inverse CDF of one uniform draw (``rng.choice`` costs ~20 us).
-        """
+        """Sample an action from the masked softmax (:func:`ilets.agents.masked.sample_masked`);
+        return it, the value and its log-probability."""
         out = np.tanh(obs @ self.w1ac + self.b1ac) @ self.w2ac + self.b2ac
-        z = np.where(mask, out[:-1], -np.inf)
-        zmax = z.max()
-        c = np.cumsum(np.exp(z - zmax))
-        total = float(c[-1])
-        if not 0.0 < total < math.inf:  # what torch's argument validation would reject
-            raise ValueError(f"the policy's logits are not finite: {out[:-1]}")
-        a = int(np.searchsorted(c, rng.random() * total, side="right"))
-        if a >= len(c) or not mask[a]:  # the draw rounded up to the total: last feasible server
-            a = int(np.flatnonzero(mask)[-1])
-        return a, out[-1], float(z[a] - zmax) - math.log(total)
+        a, log_prob = sample_masked(out[:-1], mask, rng)
+        return a, out[-1], log_prob
 
 
 class FastMaskablePPO(MaskablePPO):
@@ -188,7 +198,7 @@ class FastMaskablePPO(MaskablePPO):
 
     def __init__(self, *args, fast_rollout: bool = True, **kwargs) -> None:
         self.fast_rollout = fast_rollout
-        self._np_policy: NumpyActorCritic | None = None
+        self._np_policy: NumpyActorCritic | PerServerNumpy | None = None
         self._rollout_rng: np.random.Generator | None = None
         self._episode_reward = 0.0
         self._episode_length = 0
@@ -233,7 +243,7 @@ class FastMaskablePPO(MaskablePPO):
             return None
         try:
             if self._np_policy is None or self._np_policy.policy is not self.policy:
-                self._np_policy = NumpyActorCritic(self.policy)
+                self._np_policy = numpy_actor_critic(self.policy)
         except ValueError:
             return None
         return wrapped.unwrapped
@@ -280,7 +290,7 @@ class FastMaskablePPO(MaskablePPO):
         rollout_buffer.reset()
         callback.on_rollout_start()
         if self._np_policy.policy is not self.policy:  # a callback swapped the policy object
-            self._np_policy = NumpyActorCritic(self.policy)
+            self._np_policy = numpy_actor_critic(self.policy)
         net = self._np_policy
         net.refresh()  # after on_rollout_start: imitation updates made there are in the rollout
         rng = self.rollout_rng()
@@ -350,7 +360,8 @@ class PPOPolicy:
     def __init__(self, model: MaskablePPO, state: StateSpec, deterministic: bool = True,
                  name: str = "ppo", seed: int | None = None) -> None:
         self.name = name
-        self.actor = NumpyActor(model.policy)
+        self.actor = numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) \
+            else NumpyActor(model.policy)
         self.state = state
         self.deterministic = deterministic
         self._obs: np.ndarray | None = None

@@ -1,0 +1,193 @@
+"""The per-server policy: one shared network scores each server from its own row [ours].
+
+The authors' policy is one MLP over the concatenated state of every server (``policy:
+flat``). To pick "the server where this task finishes first" it must learn the same
+comparison separately for every server index, and with a 2M+2 input that does not show the
+task's wait anywhere it cannot: behaviour cloning agreed with its expert on 6-12 % of states.
+The per-server policy follows the learned schedulers that score candidates with one shared
+network (Decima, spark-sched-sim, RLScheduler): it reads the ``per-server`` observation
+layout (:mod:`ilets.agents.observation`: a few task numbers, then one row per server) and
+
+1. summarises the fleet: ``ctx = [task; mean_i row_i; max_i row_i]`` (the pooled summary);
+2. scores each server with one small MLP shared by all servers:
+   ``logit_i = w_o . relu(W_r row_i + W_c ctx + b) + b_o``, then the masked softmax over
+   servers (sb3-contrib's masked categorical);
+3. values the state from the pooled summary alone: ``V = w_v . tanh(W_v ctx + b_v) + b_v'``.
+
+The scorer is deliberately small and ReLU: ``W_c ctx`` is the same for every server and is
+computed once, so a decision at 200 servers is one (200 x 12) @ (12 x H) product, and
+``tanh`` over 200 x H numbers alone would cost more than the rest (measured:
+``benchmarks/bench_per_server.py``). The experts' criteria are simple in these rows:
+Earliest-Finish minimises one of them, Greedy-Cost a monotone function of two.
+
+No weight depends on the number of servers, so a policy trained on 50 servers runs on 200.
+
+:class:`PerServerPolicy` is that network as a ``MaskableActorCriticPolicy`` (for
+``MaskablePPO``, ``imitation``'s BC and OAIL, which all call the policy's own methods);
+:class:`PerServerNumpy` is the same forward pass in numpy for rollouts and decisions (the
+role :class:`ilets.agents.ppo.NumpyActorCritic` plays for the flat policy).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch as th
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from torch import nn
+
+from ilets.agents.masked import sample_masked
+from ilets.agents.per_server_kernels import context, scores
+
+
+class PerServerNet(nn.Module):
+    """The shared scorer and the pooled critic (see the module docstring).
+
+    Args:
+        n_task: numbers about the task at the start of the observation.
+        width: numbers in each server's row.
+        hidden: units of the scorer's and of the critic's hidden layer.
+    """
+
+    def __init__(self, n_task: int, width: int, hidden: int) -> None:
+        super().__init__()
+        self.n_task, self.width, self.hidden = n_task, width, hidden
+        context = n_task + 2 * width
+        self.row = nn.Linear(width, hidden, bias=False)
+        self.context = nn.Linear(context, hidden)
+        self.score = nn.Linear(hidden, 1)
+        self.critic = nn.Linear(context, hidden)
+        # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
+        self.latent_dim_pi = 0
+        self.latent_dim_vf = hidden
+
+    def servers(self, obs: th.Tensor) -> int:
+        """The fleet size an observation of this layout describes (raises if it fits none)."""
+        m, rest = divmod(obs.shape[-1] - self.n_task, self.width)
+        if rest or m < 1:
+            raise ValueError(f"per-server policy: an observation of {obs.shape[-1]} numbers is not "
+                             f"{self.n_task} task numbers plus rows of {self.width}")
+        return m
+
+    def split(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """(rows (B, M, width), pooled context (B, n_task + 2 width)) of a batch of observations."""
+        m = self.servers(obs)
+        rows = obs[:, self.n_task:].reshape(obs.shape[0], m, self.width)
+        return rows, th.cat([obs[:, :self.n_task], rows.mean(dim=1), rows.amax(dim=1)], dim=1)
+
+    def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
+        h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
+        return self.score(h).squeeze(-1)  # (B, M)
+
+    def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """(logits over servers, the critic's latent)."""
+        rows, ctx = self.split(obs)
+        return self._logits(rows, ctx), th.tanh(self.critic(ctx))
+
+    def forward_actor(self, obs: th.Tensor) -> th.Tensor:
+        return self._logits(*self.split(obs))
+
+    def forward_critic(self, obs: th.Tensor) -> th.Tensor:
+        return th.tanh(self.critic(self.split(obs)[1]))
+
+
+class PerServerPolicy(MaskableActorCriticPolicy):
+    """:class:`PerServerNet` behind sb3-contrib's masked actor-critic interface.
+
+    The observation is flattened as usual (the layout is already flat); SB3's MLP extractor
+    is :class:`PerServerNet`, whose actor latent *is* the logits (``action_net`` is the
+    identity) and whose critic latent feeds SB3's ``value_net``. Everything else, masked
+    distributions, ``evaluate_actions`` for PPO and BC, saving, is sb3-contrib's own.
+    """
+
+    def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, **kwargs: Any) -> None:
+        self.n_task, self.width, self.hidden = n_task, width, hidden
+        kwargs.setdefault("activation_fn", nn.Tanh)
+        super().__init__(*args, **kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.update(n_task=self.n_task, width=self.width, hidden=self.hidden)
+        return data
+
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden)
+
+    def _build(self, lr_schedule) -> None:
+        """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
+        self._build_mlp_extractor()
+        self.action_net = nn.Identity()
+        self.value_net = nn.Linear(self.mlp_extractor.latent_dim_vf, 1)
+        if self.ortho_init:  # SB3's gains: sqrt(2) inside, 0.01 for the scores, 1 for the value
+            self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
+            self.init_weights(self.mlp_extractor.score, gain=0.01)
+            self.init_weights(self.value_net, gain=1.0)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+
+class PerServerNumpy:
+    """:class:`PerServerPolicy`'s actor and critic in numpy, for rollouts and decisions.
+
+    The context term ``W_c ctx + b`` is the same for every server and is computed once, so
+    a decision is one (M x width) @ (width x H) product, a ReLU and a dot product. Call
+    :meth:`refresh` after the torch weights change. It offers what
+    :class:`ilets.agents.ppo.NumpyActorCritic` offers: ``logits``, ``act``, ``value`` and
+    ``step``.
+    """
+
+    def __init__(self, policy: PerServerPolicy) -> None:
+        self.policy = policy
+        self.refresh()
+
+    def refresh(self) -> None:
+        net: PerServerNet = self.policy.mlp_extractor
+
+        def arr(x: th.Tensor) -> np.ndarray:
+            return np.ascontiguousarray(x.detach().numpy().astype(np.float32))
+
+        with th.no_grad():
+            self.n_task, self.width = net.n_task, net.width
+            self.w_row = arr(net.row.weight.T)
+            self.w_context, self.b_context = arr(net.context.weight.T), arr(net.context.bias)
+            self.w_score, self.b_score = arr(net.score.weight[0]), np.float32(net.score.bias.item())
+            self.w_critic, self.b_critic = arr(net.critic.weight.T), arr(net.critic.bias)
+            self.w_value = arr(self.policy.value_net.weight[0])
+            self.b_value = np.float32(self.policy.value_net.bias.item())
+
+    def _split(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        ctx = np.empty(self.n_task + 2 * self.width, np.float32)
+        context(obs, self.n_task, self.width, ctx)
+        return obs, ctx
+
+    def _scores(self, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        out = np.empty((len(obs) - self.n_task) // self.width, np.float32)
+        scores(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
+               self.b_score, out)
+        return out
+
+    def _value(self, ctx: np.ndarray) -> np.float32:
+        return np.float32(np.tanh(ctx @ self.w_critic + self.b_critic) @ self.w_value + self.b_value)
+
+    def logits(self, obs: np.ndarray) -> np.ndarray:
+        """Scores of every server for one observation."""
+        return self._scores(*self._split(obs))
+
+    def value(self, obs: np.ndarray) -> np.float32:
+        """The critic's value of one observation."""
+        return self._value(self._split(obs)[1])
+
+    def act(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
+        """The greedy masked server, or a sample from the masked softmax when ``rng`` is given."""
+        z = np.where(mask, self.logits(obs), -np.inf)
+        if rng is None:
+            return int(np.argmax(z))
+        p = np.exp(z - z.max())
+        return int(rng.choice(len(p), p=p / p.sum()))
+
+    def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
+        """Sample a server; return it, the value and its log-probability (as the flat path does)."""
+        rows, ctx = self._split(obs)
+        a, log_prob = sample_masked(self._scores(rows, ctx), mask, rng)
+        return a, self._value(ctx), log_prob

@@ -1,0 +1,89 @@
+"""Compiled kernels of the per-server path (numba): the table observation and the scorer.
+
+Why compiled: at 200 servers each numpy call on a (200 x 12) array costs 3-16 us here
+(dispatch, strided reductions), and the per-server observation plus the scorer took a dozen
+such calls, ~230 us a decision. One loop over the servers does the same arithmetic at a
+fraction of that (``benchmarks/bench_per_server.py`` measures both).
+
+Portability: no ``fastmath``, so LLVM keeps every sum in the order written and contracts no
+multiply-add; the results are the same bits on any x86-64 CPU. The scorer's inner loop runs
+over hidden units (independent sums), which LLVM vectorises without reordering any of them.
+``cache=True`` keeps the compiled code beside this file, so only the first process compiles.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def write_table(out: np.ndarray, start: np.ndarray, now: float, mips: np.ndarray, capacity: np.ndarray,
+                used: np.ndarray, n_tasks: np.ndarray, drain: np.ndarray, speed: np.ndarray, power: np.ndarray,
+                act_per_cpu: np.ndarray, cpu: float, length: float, deadline: float, scale: float,
+                top: float, tol: float) -> None:
+    """Write the rows of :class:`ilets.agents.observation.ServerTable` into ``out`` (M, 12)."""
+    for i in range(out.shape[0]):
+        fits = start[i] < math.inf
+        execution = length / mips[i]
+        wait = start[i] - now if fits else 0.0
+        response = wait + execution
+        marginal = act_per_cpu[i] * cpu
+        free = capacity[i] - used[i]
+        ahead = drain[i] - now
+        out[i, 0] = 1.0 if fits else 0.0
+        out[i, 1] = math.log1p(wait / scale)
+        out[i, 2] = math.log1p(response / scale) if fits else 0.0
+        out[i, 3] = math.log1p(execution / scale)
+        out[i, 4] = free if free > 0.0 else 0.0
+        out[i, 5] = math.log1p(n_tasks[i])
+        out[i, 6] = math.log1p((ahead if ahead > 0.0 else 0.0) / scale)
+        out[i, 7] = speed[i]
+        out[i, 8] = power[i]
+        out[i, 9] = marginal / top
+        out[i, 10] = math.log1p(marginal * execution / (top * scale))
+        out[i, 11] = 1.0 if fits and response <= deadline + tol else 0.0
+
+
+@njit(cache=True, nogil=True)
+def context(obs: np.ndarray, n_task: int, width: int, ctx: np.ndarray) -> None:
+    """The pooled summary ``[task; mean_i row_i; max_i row_i]`` of one observation into ``ctx``."""
+    m = (obs.shape[0] - n_task) // width
+    for j in range(n_task):
+        ctx[j] = obs[j]
+    for f in range(width):
+        s = np.float32(0.0)
+        top = obs[n_task + f]
+        for i in range(m):
+            v = obs[n_task + i * width + f]
+            s += v
+            if v > top:
+                top = v
+        ctx[n_task + f] = s / np.float32(m)
+        ctx[n_task + width + f] = top
+
+
+@njit(cache=True, nogil=True)
+def scores(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
+           b_score: float, out: np.ndarray) -> None:
+    """``out[i] = w_score . relu(W_row row_i + bias) + b_score`` for every server ``i``.
+
+    ``bias`` is the context term ``W_c ctx + b`` (the same for every server)."""
+    hidden = bias.shape[0]
+    h = np.empty(hidden, np.float32)
+    m = out.shape[0]
+    for i in range(m):
+        base = n_task + i * width
+        for k in range(hidden):
+            h[k] = bias[k]
+        for f in range(width):
+            x = obs[base + f]
+            for k in range(hidden):
+                h[k] += x * w_row[f, k]
+        s = np.float32(0.0)
+        for k in range(hidden):
+            if h[k] > 0.0:
+                s += h[k] * w_score[k]
+        out[i] = s + b_score

@@ -1,0 +1,245 @@
+"""The positive control: can each policy design clone each expert, and schedule as well frozen?
+
+One *unit* is (expert, fleet size, seed). For it the expert's demonstrations are recorded on
+the offline half in every observation layout at once, then each design of
+:data:`DESIGNS` (policy network x layout) is cloned by ``imitation``'s BC with the same
+budget, and the clone schedules the whole online half frozen and greedy. The unit's rows go
+to ``OUT/units/<expert>-M<servers>-s<seed>.json`` (atomic, so a killed run resumes where it
+stopped); ``OUT/store.parquet`` gathers them and ``OUT/PROVENANCE.json`` says where and when.
+
+Run it as ``python -m ilets.study.positive_control --profile positive-control --out DIR``;
+profiles are YAML (``configs/positive-control*.yaml``) read strictly into
+:class:`ControlProfile`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ilets.config import ConfigError, RunConfig, from_dict, merge, read_yaml, to_dict
+
+#: the designs compared: (policy network, observation layout)
+DESIGNS = (("flat", "paper"), ("flat", "rich"), ("per-server", "per-server"))
+#: experts cloned: two heuristics and the paper's GA+PSO
+EXPERTS = ("earliest-finish", "greedy-cost", "ga+pso")
+#: the heuristic a GA+PSO clone is set beside (it has no online form of its own)
+GA_REFERENCE = "greedy-cost"
+#: the metrics of a frozen clone and of its expert
+METRICS = ("avg_response_s", "success_rate", "energy_kwh", "mean_reward")
+
+
+@dataclass(frozen=True)
+class ControlProfile:
+    """What the positive control runs (every field from YAML; see ``configs/positive-control.yaml``)."""
+
+    description: str = ""
+    experts: tuple[str, ...] = EXPERTS
+    servers: tuple[int, ...] = (50, 100, 200)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    demo_tasks: int = 20_000  #: cloned decisions per unit (an even stride over the offline half)
+    heldout_tasks: int = 1_500  #: held-out decisions per unit (never cloned)
+    bc_epochs: int = 40  #: the same BC budget for every design
+    bc_batch_size: int = 256
+    bc_learning_rate: float = 3e-3
+    #: online tasks a *flat* clone schedules (0: all). Flat clones build queues of hundreds of
+    #: seconds, and the exact simulator slows with queue length, so at paper scale they are
+    #: scored on this prefix of the online half, beside their expert on the same tasks.
+    flat_eval_tasks: int = 0
+    workers: int = 2
+    run: RunConfig = field(default_factory=RunConfig)  #: the base run configuration
+
+    def validate(self, where: str) -> "ControlProfile":
+        bad = [e for e in self.experts if e not in EXPERTS]
+        if bad or not self.experts:
+            raise ConfigError(f"{where}.experts: expected names from {list(EXPERTS)}, got {list(self.experts)}")
+        if self.flat_eval_tasks < 0:
+            raise ConfigError(f"{where}.flat_eval_tasks: expected >= 0 (0: every online task), got {self.flat_eval_tasks}")
+        for key in ("demo_tasks", "heldout_tasks", "bc_epochs", "bc_batch_size", "bc_learning_rate", "workers"):
+            if getattr(self, key) <= 0:
+                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
+        if not self.servers or min(self.servers) < 1:
+            raise ConfigError(f"{where}.servers: expected fleet sizes >= 1, got {list(self.servers)}")
+        if not self.seeds:
+            raise ConfigError(f"{where}.seeds: expected at least one seed")
+        self.run.validate(f"{where}.run")
+        return self
+
+    def units(self) -> list[tuple[str, int, int]]:
+        """Every (expert, servers, seed), largest fleets first (the longest units start first)."""
+        return [(e, m, s) for m in sorted(self.servers, reverse=True) for e in self.experts for s in self.seeds]
+
+
+def load_profile(name_or_path: str) -> ControlProfile:
+    """A profile by name (``configs/<name>.yaml``) or path, read strictly."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = Path(__file__).resolve().parent.parent / "configs" / f"{name_or_path}.yaml"
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a folder; expected a profile's YAML file")
+    data = read_yaml(path)
+    run = merge(RunConfig(), data.pop("run", {}) or {}, f"{path}.run")
+    profile = from_dict(ControlProfile, {**data, "run": {}}, str(path))
+    return dataclasses.replace(profile, run=run).validate(str(path))
+
+
+def unit_name(expert: str, servers: int, seed: int) -> str:
+    return f"{expert}-M{servers}-s{seed}"
+
+
+def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int) -> list[dict]:
+    """Clone ``expert`` with every design on one fleet and seed; one row per design."""
+    import torch as th
+
+    from ilets.agents.cloning import clone_scores, heuristic_demonstrations
+    from ilets.agents.env import CloudSchedulingEnv
+    from ilets.agents.methods import DecisionLog, drive, run_heuristic
+    from ilets.agents.observation import StateSpec
+    from ilets.agents.oinpt import behaviour_clone, collect_demonstrations
+    from ilets.agents.ppo import PPOPolicy, make_ppo
+    from ilets.simulator.cloud import make_fleet
+    from ilets.workloads.workload import load_workload
+
+    th.set_num_threads(1)
+    base = dataclasses.replace(profile.run, seed=seed, fleet=dataclasses.replace(profile.run.fleet, servers=servers))
+    workload = load_workload(base.workload, seed)
+    fleet = make_fleet(base.fleet, base.fleet.seed)
+    layouts = sorted({layout for _, layout in DESIGNS})
+    specs = {k: StateSpec.of(dataclasses.replace(base, observation=k)) for k in layouts}
+    c0 = time.process_time()
+    if expert == "ga+pso":
+        by_layout, crit, held_crit = {}, None, None
+        for k in layouts:
+            d = collect_demonstrations(workload.offline, fleet, "ga+pso", base.experts, base.reward,
+                                       profile.demo_tasks, seed, specs[k], heldout=profile.heldout_tasks)
+            by_layout[k] = d
+        crit, held_crit = by_layout[layouts[0]].action_costs, by_layout[layouts[0]].heldout.action_costs
+    else:
+        demos = heuristic_demonstrations(workload.offline, fleet, expert, base.reward, specs, profile.demo_tasks,
+                                         profile.heldout_tasks, base.experts.miss_penalty)
+        by_layout, crit, held_crit = demos.by_layout, demos.criterion, demos.heldout_criterion
+    reference = expert if expert != "ga+pso" else GA_REFERENCE
+    references: dict[int, dict] = {}
+
+    def online(policy: str):
+        n = len(workload.online)
+        if policy == "flat" and profile.flat_eval_tasks:
+            n = min(n, profile.flat_eval_tasks)
+        return workload.online.slice(0, n)
+
+    def reference_metrics(tasks) -> dict:
+        if len(tasks) not in references:
+            ref = run_heuristic(dataclasses.replace(base, method=reference), dataclasses.replace(workload, online=tasks),
+                                fleet)
+            references[len(tasks)] = {**ref.log.final, "mean_reward": float(np.mean(ref.log.reward))}
+        return references[len(tasks)]
+
+    for policy in sorted({p for p, _ in DESIGNS}):
+        reference_metrics(online(policy))
+    # shared by the designs: each row carries its share, so the rows sum to the unit's CPU
+    demo_cpu = (time.process_time() - c0) / len(DESIGNS)
+    oinpt = dataclasses.replace(base.oinpt, bc_epochs=profile.bc_epochs, batch_size=profile.bc_batch_size,
+                                learning_rate=profile.bc_learning_rate)
+    rows = []
+    for policy, layout in DESIGNS:
+        c1 = time.process_time()
+        cfg = dataclasses.replace(base, method="drl+", policy=policy, observation=layout, oinpt=oinpt).validate()
+        tasks = online(policy)
+        env = CloudSchedulingEnv(cfg, tasks=tasks, fleet=fleet)
+        model = make_ppo(env, cfg.ppo, seed, policy, cfg.server_hidden)
+        demos = by_layout[layout]
+        behaviour_clone(model, demos, cfg.oinpt, seed)
+        train = clone_scores(model.policy, demos, crit)
+        held = clone_scores(model.policy, demos.heldout, held_crit)
+        bc_cpu = time.process_time() - c1
+        env.reset(seed=seed)
+        log = DecisionLog()
+        drive(env, PPOPolicy(model, specs[layout]), log)
+        clone_metrics = {**log.final, "mean_reward": float(np.mean(log.reward))}
+        rows.append({
+            "expert": expert, "reference": reference, "servers": servers, "seed": seed, "policy": policy,
+            "layout": layout, "demo_tasks": len(demos), "heldout_tasks": len(demos.heldout),
+            "eval_tasks": len(tasks), "eval_whole_window": len(tasks) == len(workload.online),
+            **{f"{k}_train": v for k, v in train.items()}, **{f"{k}_heldout": v for k, v in held.items()},
+            **{f"clone_{k}": float(clone_metrics[k]) for k in METRICS},
+            **{f"expert_{k}": float(reference_metrics(tasks)[k]) for k in METRICS},
+            "cpu_demos_s": demo_cpu, "cpu_clone_s": bc_cpu, "cpu_eval_s": time.process_time() - c1 - bc_cpu,
+        })
+    return rows
+
+
+def _unit_job(args: tuple[ControlProfile, str, int, int, str]) -> str:
+    from ilets.files import atomic_write
+
+    profile, expert, servers, seed, out = args
+    rows = run_unit(profile, expert, servers, seed)
+    path = Path(out) / "units" / f"{unit_name(expert, servers, seed)}.json"
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
+    return path.name
+
+
+def gather(out: Path) -> pd.DataFrame:
+    """Every finished unit's rows as one table (also written to ``OUT/store.parquet``)."""
+    rows = []
+    for path in sorted((out / "units").glob("*.json")):
+        try:
+            rows.extend(json.loads(path.read_text()))
+        except (OSError, json.JSONDecodeError) as err:
+            raise ConfigError(f"{path}: damaged unit record ({err}); delete it to recompute the unit") from None
+    df = pd.DataFrame(rows)
+    if len(df):
+        df.to_parquet(out / "store.parquet", index=False)
+    return df
+
+
+def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
+    """Run every unit not yet finished in ``out`` (resumable); return the gathered table."""
+    from ilets.host import host_record
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "units").mkdir(exist_ok=True)
+    marker = out / "profile.json"
+    plain = {"name": name, **to_dict(profile)}
+    if marker.is_file() and json.loads(marker.read_text()) != plain:
+        raise ConfigError(f"{out}: holds another positive-control profile ({marker}); use another --out")
+    marker.write_text(json.dumps(plain, indent=1))
+    todo = [u for u in profile.units() if not (out / "units" / f"{unit_name(*u)}.json").is_file()]
+    print(f"{len(profile.units()) - len(todo)} units done, {len(todo)} to run", file=sys.stderr)
+    t0, c0 = time.time(), time.process_time()
+    with ProcessPoolExecutor(max_workers=profile.workers) as pool:
+        for done in pool.map(_unit_job, [(profile, e, m, s, str(out)) for e, m, s in todo]):
+            print(f"finished {done} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    df = gather(out)
+    prov = {**host_record(), "profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0])
+            if len(df) else 0, "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600
+            if len(df) else 0.0, "wall_s_this_run": time.time() - t0}
+    (out / "PROVENANCE.json").write_text(json.dumps(prov, indent=1, default=str))
+    return df
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ilets.study.positive_control", description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", default="positive-control")
+    ap.add_argument("--out", type=Path, required=True)
+    args = ap.parse_args(argv)
+    try:
+        profile = load_profile(args.profile)
+        df = run(profile, args.out, args.profile)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps({"rows": len(df), "out": str(args.out)}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
