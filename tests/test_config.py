@@ -275,3 +275,117 @@ def test_a_variants_unknown_method_is_named_at_the_variant(tmp_path):
     path.write_text("methods: [random]\nservers: [5]\nseeds: [0]\nvariants: {heavy: {methods: [dqn]}}\n")
     with pytest.raises(ConfigError, match=re.escape(f"{path}.variants.heavy.methods: unknown method(s) ['dqn']")):
         load_profile(path)
+
+
+@pytest.mark.parametrize("text, value", [("1e9", 1e9), ("2e-3", 2e-3), ("-1.5E+2", -150.0), ("2.5e3", 2500.0),
+                                         ("1_000e-3", 1.0)])
+def test_yaml_numbers_in_exponent_form_are_numbers(tmp_path, text, value):
+    from ilets.config import read_yaml
+
+    path = tmp_path / "c.yaml"
+    path.write_text(f"x: {text}\ny: '{text}'\n")
+    data = read_yaml(path)
+    assert data["x"] == value and isinstance(data["x"], float)
+    assert data["y"] == text  # quoted, it stays a string
+
+
+def test_an_exponent_scale_loads(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("workload: {scale: 2e-3}\nppo: {learning_rate: 3e-4}\n")
+    cfg = load_run_config(path)
+    assert cfg.workload.scale == 0.002 and cfg.ppo.learning_rate == 3e-4
+
+
+def test_a_folder_given_as_the_profile_says_so(tmp_path):
+    with pytest.raises(ConfigError, match=re.escape(f"{tmp_path}: is a folder; expected a YAML file")):
+        load_profile(tmp_path)
+
+
+def test_a_scale_too_small_for_one_task_fails_at_load(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text("workload: {scale: 1.0e-6}\n")
+    with pytest.raises(ConfigError, match=re.escape(f"{path}.workload.scale: 1e-06 gives no task")):
+        load_run_config(path)
+    load_run_config(None, workload={"scale": 1e-5})  # a few tasks in each half: fine
+
+
+def test_too_few_demonstrations_for_one_batch_fail_at_load(tmp_path):
+    # at 1e-5 the offline half has 3 tasks: behaviour cloning needs a batch of 64
+    path = tmp_path / "p.yaml"
+    path.write_text("methods: [drl, drl+]\nservers: [5]\nseeds: [0]\nrun: {workload: {scale: 1.0e-5}}\n")
+    with pytest.raises(ConfigError, match=re.escape(f"{path}.run.oinpt.batch_size: 64")):
+        load_profile(path)
+    path.write_text("methods: [drl, random]\nservers: [5]\nseeds: [0]\nrun: {workload: {scale: 1.0e-5}}\n")
+    load_profile(path)  # methods without demonstrations need none
+
+
+@pytest.mark.parametrize("make, expected", [
+    (lambda C: C.WorkloadConfig(scale="0.002"), "WorkloadConfig.scale: expected a number (float), got str '0.002'"),
+    (lambda C: C.FleetConfig(servers=True), "FleetConfig.servers: expected an integer (int), got bool True"),
+    (lambda C: C.FleetConfig(servers=5.0), "FleetConfig.servers: expected an integer (int)"),
+    (lambda C: C.FleetConfig(mips=(600.0, "1800")), "FleetConfig.mips[1]: expected a number (float)"),
+    (lambda C: C.PPOConfig(fast_rollout="yes"), "PPOConfig.fast_rollout: expected true or false (bool)"),
+    (lambda C: C.RunConfig(method=3), "RunConfig.method: expected a string (str)"),
+    (lambda C: C.RunConfig(fleet={"servers": 5}), "RunConfig.fleet: expected a FleetConfig, got dict"),
+])
+def test_config_dataclasses_refuse_a_wrong_type(make, expected):
+    import ilets.config as C
+
+    with pytest.raises(TypeError, match=re.escape(expected)):
+        make(C)
+
+
+def test_config_dataclasses_keep_what_they_accepted():
+    from ilets.config import FleetConfig, WorkloadConfig
+
+    # an int where a float is expected is a number: accepted as given (digests unchanged)
+    assert WorkloadConfig(scale=1).scale == 1 and FleetConfig(servers=7, mips=(600, 1800)).mips == (600, 1800)
+    assert RunConfig().digest() == load_run_config(None).digest()
+
+
+def test_the_synthetic_task_counts_are_the_papers():
+    from ilets.config import SYNTHETIC_TASKS
+    from ilets.workloads.trace import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS
+
+    assert SYNTHETIC_TASKS == {"offline": PAPER_OFFLINE_TASKS, "online": PAPER_ONLINE_TASKS}
+
+
+def test_every_shipped_cell_keeps_its_digest():
+    # fields added since (ADDED_FIELDS, nested ones included) leave every shipped name valid
+    from pathlib import Path
+
+    from ilets.config import digest_of, from_dict, read_yaml
+
+    root = Path(__file__).resolve().parents[1] / "shipped"
+    configs = sorted(root.glob("*/cells/*/config.yaml"))
+    assert len(configs) > 400
+    for path in configs:
+        plain = read_yaml(path)
+        digest = path.parent.name.rsplit("-", 1)[1]
+        assert digest_of(plain) == digest, path
+        assert from_dict(RunConfig, plain, str(path)).digest() == digest, path
+
+
+def test_the_oail_request_timeout_counts_in_the_digest_only_when_changed():
+    base = RunConfig()
+    plain = to_dict(base)
+    del plain["oail"]["request_timeout_s"]
+    from ilets.config import digest_of
+
+    assert digest_of(plain) == base.digest()  # as before the field existed
+    changed = dataclasses.replace(base, oail=dataclasses.replace(base.oail, request_timeout_s=5.0))
+    assert changed.digest() != base.digest()
+    assert to_dict(base)["oail"]["request_timeout_s"] == 60.0  # digest_of left its argument as it was
+
+
+@pytest.mark.xfail(strict=True, reason="needs the one-line type check in ilets/agents/env.py (the lead's file): "
+                                        "remove this mark when CloudSchedulingEnv refuses a config that is not "
+                                        "a RunConfig")
+@pytest.mark.parametrize("config", [{"workload": {"scale": 0.001}}, "quick"])
+def test_gym_make_refuses_a_config_that_is_not_a_run_config(config):
+    import gymnasium as gym
+
+    import ilets
+
+    with pytest.raises(TypeError, match="expected a RunConfig"):
+        gym.make(ilets.ENV_ID, config=config)

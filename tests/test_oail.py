@@ -338,3 +338,23 @@ def test_admission_from_arrivals_alone_matches_a_run(tiny_config, mode, monkeypa
     from ilets.agents.oail import submissions
     np.testing.assert_array_equal(submissions(len(oail.env.tasks), 10, tiny_config.experts.window, mode), submitted)
     assert plan["requests"] == oail.counters.requests and plan["dropped"] == oail.counters.dropped > 0
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_hung_expert_times_out_and_the_run_goes_on(tiny_config, caplog, workers):
+    # slow:600 would stall the simulated clock for ten minutes per request without a time-out
+    import logging
+
+    before = existing()
+    t0 = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="ilets.agents.oail"):
+        oail, steps, _ = learn_with(tiny_config, ["slow:600:greedy"], every=60, max_pending=8, workers=workers,
+                                    request_timeout_s=0.3)
+    c = oail.counters
+    assert time.perf_counter() - t0 < 120
+    # a request the old pool had already handed its worker may end early with the stop event
+    # (its plans are the same) and be applied: the others fail
+    assert c.failed >= c.requests - 2 > 0 and counters_add_up(c), c
+    assert "oail.request_timeout_s = 0.3 s" in caplog.text and "counted as failed" in caplog.text
+    assert len(steps.gaps) > 100
+    assert not children(before)

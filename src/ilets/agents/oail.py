@@ -44,7 +44,11 @@ no latency) and ``clock="wall"`` the host-speed-dependent mode, kept for compari
 Imitation updates happen only between rollouts (``_on_rollout_start``), so every rollout PPO
 learns from was collected by one fixed policy and its stored log-probabilities stay valid.
 
-Faults: an expert that raises is counted (``failed``) and the run goes on. A worker process
+Faults: an expert that raises is counted (``failed``) and the run goes on. So is a request
+whose plans the learner has waited ``cfg.request_timeout_s`` wall seconds for once they are
+due (a hung or pathologically slow expert; the default is far above a request's cost, so a
+merely slow host never reaches it): it is logged, its emulators are replaced, the requests
+they held are sent again, and scheduling goes on. A worker process
 that dies breaks the pool; the pool is replaced and the requests it held are resubmitted
 once (so a transient death changes nothing), then counted as failed. Every request ends as
 exactly one of applied, dropped, failed or unapplied (due after the last rollout started):
@@ -62,6 +66,7 @@ import os
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as ResultTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
@@ -403,10 +408,20 @@ class OAILCallback(BaseCallback):
             if not block and not fut.done():
                 return False
             try:
-                result = fut.result()
+                # waiting (simulated or sync clock) is bounded: a hung expert must not stall the run
+                result = fut.result(timeout=self.cfg.request_timeout_s if block else None)
                 self.counters.completed += 1
                 self.counters.expert_cpu_s += result.cpu_seconds
                 return result
+            except ResultTimeout:
+                if fut.done():  # the expert itself raised a TimeoutError: its own failure
+                    log.warning("OAIL emulator failed: %s", fut.exception())
+                    return None
+                log.warning("OAIL request %d (decision %d) gave no plans within oail.request_timeout_s = %g s "
+                            "of waiting; counted as failed, its emulators replaced, the run goes on",
+                            pending.req.rid, pending.req.decision, self.cfg.request_timeout_s)
+                self._replace_hung_pool(pending)
+                return None
             except BrokenProcessPool:
                 log.warning("OAIL emulator worker died; replacing the pool")
                 self._restart_pool()  # resubmits this request once, or marks it lost
@@ -414,6 +429,34 @@ class OAILCallback(BaseCallback):
                 log.warning("OAIL emulator failed: %s", err)
                 return None
         return None
+
+    #: wall seconds a replaced pool's workers get to end after the stop event before they are killed
+    HUNG_GRACE_S = 2.0
+
+    def _replace_hung_pool(self, hung: _Pending) -> None:
+        """A request timed out: stop the pool that holds it (its stop event ends a slow expert
+        early; a worker still busy after :attr:`HUNG_GRACE_S` is killed), start a new one and
+        send it every other request the old pool had not finished. Those results do not depend
+        on which process computes them, so nothing else changes."""
+        old, self.pool = self.pool, None
+        processes = list((getattr(old, "_processes", None) or {}).values())
+        self._stop.set()
+        old.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + self.HUNG_GRACE_S
+        for p in processes:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in processes:
+            if p.is_alive():  # hung: not writing a result, so killing it cannot corrupt the pipe
+                p.kill()
+                p.join(timeout=5)
+        self.pool = self._new_pool()
+        for p in self._pending:
+            f = p.future
+            if p is hung or f is None or p.lost:
+                continue
+            if f.done() and not f.cancelled() and not isinstance(f.exception(), BrokenProcessPool):
+                continue  # finished in the old pool: its result (or its own error) is intact
+            p.future = self.pool.submit(run_emulator, p.req)
 
     def _restart_pool(self) -> None:
         """Replace a broken pool; every request it held is resubmitted once, else lost."""

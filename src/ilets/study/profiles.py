@@ -50,17 +50,19 @@ class Profile:
     #: omitted grid keys default to the main grid's
     variants: tuple[Variant, ...] = ()
 
-    def cells(self) -> list[RunConfig]:
-        """One validated RunConfig per (method, servers, seed), in a stable order."""
+    def cells(self, where: str | None = None) -> list[RunConfig]:
+        """One validated RunConfig per (method, servers, seed), in a stable order; an invalid
+        one raises ConfigError at ``where`` (the profile's file; default its name)."""
+        where_ = where or self.name
         out = []
         for servers in self.servers:
             for seed in self.seeds:
                 for method in self.methods:
                     cfg = dataclasses.replace(self.run, method=method, seed=seed,
                                               fleet=dataclasses.replace(self.run.fleet, servers=servers))
-                    out.append(cfg.validate(f"{self.name}.run"))
+                    out.append(cfg.validate(f"{where_}.run"))
         for v in self.variants:
-            where = f"{self.name}.variants.{v.name}"
+            where = f"{where_}.variants.{v.name}"
             base = dataclasses.replace(merge(self.run, v.run, f"{where}.run"), variant=v.name)
             for servers in v.servers or self.servers:
                 for seed in v.seeds or self.seeds:
@@ -138,4 +140,4 @@ def _validate(p: Profile, where: str) -> None:
     if p.workers < 1:
         raise ConfigError(f"{where}.workers: expected >= 1, got {p.workers}")
     p.run.validate(f"{where}.run")
-    p.cells()
+    p.cells(where)
