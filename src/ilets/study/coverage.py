@@ -21,36 +21,23 @@ test) plans exactly what it holds, so everything in it is judged.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from ilets.study.run import parse_cell_name  # re-exported: the name's fields are read here too
+
 #: Seeds every planned method needs at a fleet size before that fleet size is judged (or all
 #: the planned seeds, when fewer are planned).
 MIN_JUDGED_SEEDS = 5
 
-_CELL = re.compile(r"^(?P<label>.+)-M(?P<servers>\d+)-s(?P<seed>\d+)-(?P<digest>\w+)$")
 
 #: Columns of :func:`coverage_table`.
 COVERAGE_COLUMNS = ("cell", "method", "variant", "servers", "seed", "done")
 #: Columns of :func:`fleet_coverage`.
 FLEET_COLUMNS = ("variant", "servers", "planned_cells", "done_cells", "planned_seeds", "needed_seeds",
                  "min_method_seeds", "judged")
-
-
-def parse_cell_name(name: str) -> dict:
-    """The fields of a cell folder's name (:func:`ilets.study.run.cell_name`):
-    ``method``, ``variant`` (``""`` for the main grid), ``servers``, ``seed``, ``digest``.
-
-    Raises ``ValueError`` naming the folder when the name is not a cell name."""
-    m = _CELL.match(name)
-    if m is None:
-        raise ValueError(f"{name!r}: not a cell name (expected <method>[@<variant>]-M<servers>-s<seed>-<digest>)")
-    method, _, variant = m["label"].partition("@")
-    return {"method": method, "variant": variant, "servers": int(m["servers"]), "seed": int(m["seed"]),
-            "digest": m["digest"]}
 
 
 def coverage_table(out: Path, done: set[str] | None = None) -> pd.DataFrame:

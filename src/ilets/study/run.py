@@ -31,6 +31,7 @@ import json
 import os
 import datetime
 import platform
+import re
 import resource
 import shutil
 import sys
@@ -55,6 +56,22 @@ def cell_name(cfg: RunConfig) -> str:
     """The folder name of a cell: readable fields plus the digest of the whole config."""
     variant = f"@{cfg.variant}" if cfg.variant else ""
     return f"{cfg.method}{variant}-M{cfg.fleet.servers}-s{cfg.seed}-{cfg.digest()}"
+
+
+_CELL = re.compile(r"^(?P<label>.+)-M(?P<servers>\d+)-s(?P<seed>\d+)-(?P<digest>\w+)$")
+
+
+def parse_cell_name(name: str) -> dict:
+    """The fields of a cell folder's name (:func:`cell_name`):
+    ``method``, ``variant`` (``""`` for the main grid), ``servers``, ``seed``, ``digest``.
+
+    Raises ``ValueError`` naming the folder when the name is not a cell name."""
+    m = _CELL.match(name)
+    if m is None:
+        raise ValueError(f"{name!r}: not a cell name (expected <method>[@<variant>]-M<servers>-s<seed>-<digest>)")
+    method, _, variant = m["label"].partition("@")
+    return {"method": method, "variant": variant, "servers": int(m["servers"]), "seed": int(m["seed"]),
+            "digest": m["digest"]}
 
 
 def cell_dir(cfg: RunConfig, out: Path) -> Path:
@@ -151,8 +168,6 @@ def identity_problem(path: Path, metrics: dict, name: str) -> str | None:
     """Why the cell ``metrics`` (read from ``path``) is not the cell its folder ``name`` names
     (method, variant, fleet size, seed, digest), or None. A folder copied or renamed under
     another cell's name would otherwise enter the store as that cell."""
-    from ilets.study.coverage import parse_cell_name
-
     try:
         named = parse_cell_name(name)
     except ValueError as err:
