@@ -15,13 +15,15 @@ and the arriving task. A layout is a tuple of blocks (:data:`LAYOUTS`), laid end
     power per CPU unit over the fleet's hungriest). The paper's state leaves speed and power
     implicit in the server index; the book measures what making them explicit does to cloning.
 
-``per-server`` (4 + 12M) [ours]
+``per-server`` (4 + 14M) [ours]
     a table for :mod:`ilets.agents.per_server`: :class:`TaskTable` (4 numbers about the
-    task and the fleet now) then :class:`ServerTable`, one row of 12 numbers per server
+    task and the fleet now) then :class:`ServerTable`, one row of 14 numbers per server
     (row-major), each what the scheduler knows exactly about placing this task there: its
     wait and response there, its execution time, the server's free CPU, tasks and time to
     drain, speed, power, the task's marginal power and energy there, whether it meets its
-    deadline and whether the server can hold it at all. Times enter as ``log1p(t / s)`` with
+    deadline and whether the server can hold it at all, and the response there relative to the
+    task's deadline and to the fleet's best response (0 on the best server: the quantity
+    Earliest-Finish ranks by, made visible at a scale that does not depend on the load). Times enter as ``log1p(t / s)`` with
     ``s = wait_scale_s``, never capped, so no feature saturates in a burst (the ``paper``
     count saturates at 100 tasks; a 50-server burst holds ~139 per server).
 
@@ -169,6 +171,8 @@ SERVER_FEATURES = MappingProxyType({
     "marginal_power": "the task's power there (active W per CPU x request) over the fleet's largest server power",
     "marginal_energy": "log1p(the task's active energy there / (largest server power x wait_scale_s))",
     "meets_deadline": "1 if the task would meet its deadline there, else 0",
+    "response_deadline": "log1p(response there / the task's deadline); 0 where it cannot fit",
+    "response_gap": "log(response there / the fleet's best response); 0 on the best server and where it cannot fit",
 })
 
 
@@ -190,7 +194,7 @@ class TaskFeatures:
 
 
 class ServerTable:
-    """One row of :data:`SERVER_FEATURES` per server, laid out row-major (``12 * M`` numbers).
+    """One row of :data:`SERVER_FEATURES` per server, laid out row-major (``14 * M`` numbers).
 
     The exact starts come from :meth:`Cloud.earliest_starts` (one vectorised call); the
     rows are computed in float64 by :func:`ilets.agents.per_server_kernels.write_table`
@@ -204,7 +208,7 @@ class ServerTable:
 
     def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
         row = np.array([1.0, np.inf, np.inf, np.inf, max(1.0, float(fleet.capacity.max())), np.inf, np.inf,
-                        1.0, 1.0, np.inf, np.inf, 1.0])
+                        1.0, 1.0, np.inf, np.inf, 1.0, np.inf, np.inf])
         return np.tile(row, len(fleet))
 
     def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
@@ -238,7 +242,7 @@ TABLE_LAYOUTS: MappingProxyType[str, tuple[int, int]] = MappingProxyType({
 class StateSpec:
     """How an observation is laid out and scaled (picklable; experts record states with it)."""
 
-    features: str = "paper"  #: a layout name of :data:`LAYOUTS`: "paper" (2M+2), "rich" (5M+2), "per-server" (4+12M)
+    features: str = "paper"  #: a layout name of :data:`LAYOUTS`: "paper" (2M+2), "rich" (5M+2), "per-server" (4+14M)
     length_top: float = 3000.0  #: task length that maps to 1
     wait_scale_s: float = 10.0  #: wait that maps to 1 (:class:`WaitBound`)
 

@@ -260,6 +260,13 @@ def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
     return out
 
 
+def critic_parameters(policy) -> list:
+    """The critic's own parameters of a flat or per-server policy (its branch and value head)."""
+    branch = policy.mlp_extractor.critic if hasattr(policy.mlp_extractor, "critic") \
+        else policy.mlp_extractor.value_net
+    return list(branch.parameters()) + list(policy.value_net.parameters())
+
+
 def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int) -> dict:
     """Regress PPO's value head on the expert's discounted returns; returns the MSE before/after.
 
@@ -268,7 +275,7 @@ def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig
     the segment; with gamma 0.98 that is the last ~50 of thousands of decisions.
     """
     policy = model.policy
-    params = list(policy.mlp_extractor.value_net.parameters()) + list(policy.value_net.parameters())
+    params = critic_parameters(policy)
     opt = th.optim.Adam(params, lr=cfg.learning_rate)
     obs = th.as_tensor(np.array(demos.obs))
     target = th.as_tensor(discounted_returns(demos.rewards, gamma), dtype=th.float32)

@@ -15,7 +15,7 @@ layout (:mod:`ilets.agents.observation`: a few task numbers, then one row per se
 3. values the state from the pooled summary alone: ``V = w_v . tanh(W_v ctx + b_v) + b_v'``.
 
 The scorer is deliberately small and ReLU: ``W_c ctx`` is the same for every server and is
-computed once, so a decision at 200 servers is one (200 x 12) @ (12 x H) product, and
+computed once, so a decision at 200 servers is one (200 x 14) @ (14 x H) product, and
 ``tanh`` over 200 x H numbers alone would cost more than the rest (measured:
 ``benchmarks/bench_per_server.py``). The experts' criteria are simple in these rows:
 Earliest-Finish minimises one of them, Greedy-Cost a monotone function of two.

@@ -1,6 +1,6 @@
 """Compiled kernels of the per-server path (numba): the table observation and the scorer.
 
-Why compiled: at 200 servers each numpy call on a (200 x 12) array costs 3-16 us here
+Why compiled: at 200 servers each numpy call on a (200 x 14) array costs 3-16 us here
 (dispatch, strided reductions), and the per-server observation plus the scorer took a dozen
 such calls, ~230 us a decision. One loop over the servers does the same arithmetic at a
 fraction of that (``benchmarks/bench_per_server.py`` measures both).
@@ -24,7 +24,13 @@ def write_table(out: np.ndarray, start: np.ndarray, now: float, mips: np.ndarray
                 used: np.ndarray, n_tasks: np.ndarray, drain: np.ndarray, speed: np.ndarray, power: np.ndarray,
                 act_per_cpu: np.ndarray, cpu: float, length: float, deadline: float, scale: float,
                 top: float, tol: float) -> None:
-    """Write the rows of :class:`ilets.agents.observation.ServerTable` into ``out`` (M, 12)."""
+    """Write the rows of :class:`ilets.agents.observation.ServerTable` into ``out`` (M, 14)."""
+    best = math.inf
+    for i in range(out.shape[0]):
+        if start[i] < math.inf:
+            r = start[i] - now + length / mips[i]
+            if r < best:
+                best = r
     for i in range(out.shape[0]):
         fits = start[i] < math.inf
         execution = length / mips[i]
@@ -45,6 +51,8 @@ def write_table(out: np.ndarray, start: np.ndarray, now: float, mips: np.ndarray
         out[i, 9] = marginal / top
         out[i, 10] = math.log1p(marginal * execution / (top * scale))
         out[i, 11] = 1.0 if fits and response <= deadline + tol else 0.0
+        out[i, 12] = math.log1p(response / deadline) if fits else 0.0
+        out[i, 13] = math.log(response / best) if fits else 0.0
 
 
 @njit(cache=True, nogil=True)

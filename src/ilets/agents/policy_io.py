@@ -1,0 +1,96 @@
+"""Policies that can be taken away: weights plus a small JSON of what they read, nothing pickled.
+
+A policy folder holds ``policy.json`` (the network, the observation layout and, for a flat
+policy, the fleet size its input was built for) and ``policy.pt``, a state dict of tensors
+that :func:`load_policy` reads with ``torch.load(weights_only=True)``, so loading runs no code
+(SB3's ``model.zip`` unpickles). The per-server policy loads onto any fleet size; a flat
+policy only onto the fleet size it was trained on, and the error says so.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch as th
+
+from ilets.agents.observation import TABLE_LAYOUTS
+from ilets.config import POLICY_LAYOUTS, ConfigError
+
+#: bump when the folder's format changes
+FORMAT = 1
+
+
+class PolicyLoadError(ConfigError):
+    """A policy folder that cannot serve the run it is loaded for (names file and field)."""
+
+
+def save_policy(model, folder: Path, policy: str, layout: str, servers: int) -> None:
+    """Write ``model.policy``'s weights and its description into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"format": FORMAT, "policy": policy, "layout": layout, "servers": servers}
+    if policy == "per-server":
+        net = model.policy.mlp_extractor
+        meta.update(n_task=net.n_task, width=net.width, hidden=net.hidden)
+    th.save({k: v.detach().clone() for k, v in model.policy.state_dict().items()}, folder / "policy.pt")
+    (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
+
+
+def read_policy_meta(folder: Path) -> dict:
+    """``policy.json`` of a policy folder, checked field by field."""
+    path = Path(folder) / "policy.json"
+    if not path.is_file():
+        raise PolicyLoadError(f"{path}: not found (a policy folder holds policy.json and policy.pt)")
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise PolicyLoadError(f"{path}: not valid JSON ({err})") from None
+    if not isinstance(meta, dict):
+        raise PolicyLoadError(f"{path}: expected a mapping, got {type(meta).__name__}")
+    if meta.get("format") != FORMAT:
+        raise PolicyLoadError(f"{path}: format: expected {FORMAT}, got {meta.get('format')!r}")
+    if meta.get("policy") not in POLICY_LAYOUTS:
+        raise PolicyLoadError(f"{path}: policy: expected one of {tuple(POLICY_LAYOUTS)}, got {meta.get('policy')!r}")
+    if meta.get("layout") not in POLICY_LAYOUTS[meta["policy"]]:
+        raise PolicyLoadError(f"{path}: layout: the {meta['policy']!r} policy reads {POLICY_LAYOUTS[meta['policy']]}, "
+                              f"got {meta.get('layout')!r}")
+    if not isinstance(meta.get("servers"), int) or meta["servers"] < 1:
+        raise PolicyLoadError(f"{path}: servers: expected a fleet size >= 1, got {meta.get('servers')!r}")
+    return meta
+
+
+def load_policy(folder: Path, model) -> dict:
+    """Load a policy folder's weights into ``model.policy`` (made for the run it will serve).
+
+    Raises :class:`PolicyLoadError` naming the file and field when the folder's policy or
+    layout differs from the model's, or a flat policy meets another fleet size.
+    """
+    folder = Path(folder)
+    meta = read_policy_meta(folder)
+    path = folder / "policy.json"
+    from ilets.agents.per_server import PerServerPolicy
+
+    want = "per-server" if isinstance(model.policy, PerServerPolicy) else "flat"
+    if meta["policy"] != want:
+        raise PolicyLoadError(f"{path}: policy: the folder holds a {meta['policy']!r} policy, the run uses {want!r}")
+    layout = getattr(getattr(model.get_env().envs[0], "unwrapped", None), "state", None)
+    if layout is not None and layout.features != meta["layout"]:
+        raise PolicyLoadError(f"{path}: layout: the policy reads {meta['layout']!r}, the run's observation is "
+                              f"{layout.features!r}")
+    servers = int(model.action_space.n)
+    if want == "flat" and meta["servers"] != servers:
+        raise PolicyLoadError(f"{path}: servers: a flat policy trained on {meta['servers']} servers cannot schedule "
+                              f"{servers} (its input size is fixed by the fleet); the per-server policy can")
+    if want == "per-server" and (meta.get("n_task"), meta.get("width")) != TABLE_LAYOUTS[meta["layout"]]:
+        raise PolicyLoadError(f"{path}: n_task/width: expected {TABLE_LAYOUTS[meta['layout']]} for layout "
+                              f"{meta['layout']!r}, got {(meta.get('n_task'), meta.get('width'))}")
+    weights = folder / "policy.pt"
+    try:
+        state = th.load(weights, weights_only=True, map_location="cpu")
+        model.policy.load_state_dict(state)
+    except FileNotFoundError:
+        raise PolicyLoadError(f"{weights}: not found") from None
+    except (RuntimeError, ValueError, OSError, EOFError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PolicyLoadError(f"{weights}: cannot be loaded into this policy ({first})") from None
+    return meta

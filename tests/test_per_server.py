@@ -1,0 +1,166 @@
+"""The per-server policy and layout: same numbers in torch and numpy, any fleet size, cloning
+works, bad input is named, and the faithful study's digests are untouched."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+import yaml
+
+from ilets.agents.cloning import clone_scores, heuristic_demonstrations
+from ilets.agents.env import CloudSchedulingEnv
+from ilets.agents.methods import DecisionLog, drive, run_heuristic, run_method
+from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES, StateSpec, build_observation
+from ilets.agents.oinpt import behaviour_clone
+from ilets.agents.per_server import PerServerPolicy
+from ilets.agents.policies import EarliestFinish, schedule
+from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
+from ilets.agents.ppo import PPOPolicy, make_ppo, numpy_actor_critic
+from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig, digest_of, load_run_config, to_dict
+from ilets.simulator.cloud import make_fleet
+from ilets.simulator.objective import exec_time
+from ilets.workloads.workload import load_workload
+
+SHIPPED = Path(__file__).resolve().parents[1] / "shipped"
+
+
+def per_server(cfg: RunConfig, servers: int | None = None) -> RunConfig:
+    fleet = cfg.fleet if servers is None else dataclasses.replace(cfg.fleet, servers=servers)
+    return dataclasses.replace(cfg, policy="per-server", observation="per-server", fleet=fleet).validate()
+
+
+def env_of(cfg: RunConfig) -> CloudSchedulingEnv:
+    wl = load_workload(cfg.workload, cfg.seed)
+    return CloudSchedulingEnv(cfg, tasks=wl.online, fleet=make_fleet(cfg.fleet, cfg.fleet.seed))
+
+
+def test_every_shipped_cell_keeps_its_digest_with_the_new_fields():
+    configs = sorted(SHIPPED.glob("*/cells/*/config.yaml"))
+    assert len(configs) > 400
+    for path in configs:
+        plain = yaml.safe_load(path.read_text())
+        name_digest = path.parent.name.rsplit("-", 1)[1]
+        assert digest_of(plain) == name_digest, path
+        # loaded today, with policy/server_hidden/finetune filled in at their defaults
+        cfg = load_run_config(path)
+        assert cfg.policy == "flat" and cfg.digest() == name_digest, path
+
+
+def test_a_new_field_off_its_default_changes_the_digest():
+    base = RunConfig()
+    assert dataclasses.replace(base, server_hidden=16).digest() != base.digest()
+    assert per_server(base).digest() != base.digest()
+
+
+def test_the_table_shows_exact_wait_and_response_uncapped(tiny_config):
+    cfg = per_server(tiny_config)
+    wl = load_workload(cfg.workload, 0)
+    fleet = make_fleet(cfg.fleet, 0)
+    spec = StateSpec.of(cfg)
+    seen = []
+
+    class Probe(EarliestFinish):
+        def act(self, cloud, task, mask):
+            obs = build_observation(cloud, task, spec)
+            rows = obs[len(TASK_FEATURES):].reshape(len(cloud.fleet), len(SERVER_FEATURES))
+            starts = cloud.earliest_starts(task.cpu)
+            fits = np.isfinite(starts)
+            response = np.where(fits, starts - task.arrival + exec_time(cloud, task.length), 0.0)
+            np.testing.assert_allclose(np.expm1(rows[:, 2]) * spec.wait_scale_s, response, rtol=1e-5, atol=1e-6)
+            assert (rows[:, 0] == fits).all()
+            seen.append(float(np.expm1(rows[:, 5]).max()))
+            return super().act(cloud, task, mask)
+
+    # twice the load on a third of the servers: queues grow far beyond the paper layout's cap of 100
+    small = dataclasses.replace(fleet, capacity=fleet.capacity[:3], mips=fleet.mips[:3],
+                                p_idle=fleet.p_idle[:3], p_act=fleet.p_act[:3])
+    schedule(wl.online, small, Probe())
+    assert max(seen) > 100  # counts are not capped
+
+
+def test_numpy_path_matches_torch_and_any_fleet_size_runs(tiny_config):
+    cfg = per_server(tiny_config)
+    env = env_of(cfg)
+    obs, _ = env.reset(seed=0)
+    model = make_ppo(env, cfg.ppo, 0, "per-server", cfg.server_hidden)
+    assert isinstance(model.policy, PerServerPolicy)
+    net = numpy_actor_critic(model.policy)
+    with th.no_grad():
+        logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
+        value = model.policy.predict_values(th.as_tensor(obs[None])).item()
+    z = net.logits(obs)
+    np.testing.assert_allclose(logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
+    assert net.value(obs) == pytest.approx(value, abs=1e-5)
+    # the same weights schedule a fleet four times larger
+    big = per_server(tiny_config, servers=4 * cfg.fleet.servers)
+    env_big = env_of(big)
+    model_big = make_ppo(env_big, big.ppo, 0, "per-server", big.server_hidden)
+    model_big.policy.load_state_dict(model.policy.state_dict())
+    env_big.reset(seed=0)
+    log = DecisionLog()
+    drive(env_big, PPOPolicy(model_big, StateSpec.of(big)), log)
+    assert log.final["tasks"] == len(env_big.tasks)
+
+
+def test_per_server_drl_is_deterministic_and_learns_online(tiny_config, tmp_path):
+    cfg = dataclasses.replace(per_server(tiny_config), method="drl+")
+    wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
+    a = run_method(cfg, wl, fleet, cache_dir=tmp_path / "a")
+    b = run_method(cfg, wl, fleet, cache_dir=tmp_path / "b")
+    assert a.log.final == b.log.final and a.log.final["tasks"] == len(wl.online)
+    np.testing.assert_array_equal(a.log.reward, b.log.reward)
+
+
+def test_the_per_server_clone_matches_earliest_finish_and_the_flat_one_does_not(tiny_config):
+    """The positive control in miniature: the same demonstrations and BC budget."""
+    cfg = dataclasses.replace(tiny_config, workload=WorkloadConfig(scale=0.01), fleet=FleetConfig(servers=20))
+    wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
+    specs = {k: StateSpec.of(dataclasses.replace(cfg, observation=k)) for k in ("paper", "per-server")}
+    demos = heuristic_demonstrations(wl.offline, fleet, "earliest-finish", cfg.reward, specs, 2000, 300)
+    oinpt = dataclasses.replace(cfg.oinpt, bc_epochs=30, batch_size=64, learning_rate=3e-3)
+    scores = {}
+    for policy, layout in (("flat", "paper"), ("per-server", "per-server")):
+        run = dataclasses.replace(cfg, policy=policy, observation=layout, oinpt=oinpt).validate()
+        model = make_ppo(env_of(run), run.ppo, 0, policy, run.server_hidden)
+        behaviour_clone(model, demos.by_layout[layout], run.oinpt, 0)
+        scores[policy] = clone_scores(model.policy, demos.by_layout[layout].heldout, demos.heldout_criterion)
+    assert scores["per-server"]["agreement_tie"] > 0.8
+    assert scores["per-server"]["agreement_tie"] > scores["flat"]["agreement_tie"] + 0.3
+    assert scores["per-server"]["regret_rel"] < scores["flat"]["regret_rel"]
+
+
+def test_bad_policy_input_is_named(tiny_config, tmp_path):
+    with pytest.raises(ConfigError, match=r"run\.policy: expected one of"):
+        dataclasses.replace(tiny_config, policy="graph").validate()
+    with pytest.raises(ConfigError, match=r"run\.observation: the 'per-server' policy reads"):
+        dataclasses.replace(tiny_config, policy="per-server").validate()
+    # a flat policy saved at 10 servers does not load on 20; a per-server one does
+    flat = tiny_config
+    model = make_ppo(env_of(flat), flat.ppo, 0)
+    save_policy(model, tmp_path / "flat", "flat", "paper", 10)
+    other = dataclasses.replace(flat, fleet=dataclasses.replace(flat.fleet, servers=20)).validate()
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: servers: a flat policy trained on 10 servers"):
+        load_policy(tmp_path / "flat", make_ppo(env_of(other), other.ppo, 0))
+    ps = per_server(tiny_config)
+    model = make_ppo(env_of(ps), ps.ppo, 0, "per-server")
+    save_policy(model, tmp_path / "ps", "per-server", "per-server", 10)
+    big = per_server(tiny_config, servers=20)
+    assert load_policy(tmp_path / "ps", make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: policy: the folder holds a 'per-server' policy"):
+        load_policy(tmp_path / "ps", make_ppo(env_of(other), other.ppo, 0))
+    (tmp_path / "ps" / "policy.json").write_text("{")
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: not valid JSON"):
+        load_policy(tmp_path / "ps", model)
+
+
+def test_heuristics_and_the_flat_study_are_unchanged_by_the_new_fields(tiny_config):
+    """A heuristic's metrics do not depend on the policy fields (they read no observation)."""
+    wl, fleet = load_workload(tiny_config.workload, 0), make_fleet(tiny_config.fleet, 0)
+    a = run_heuristic(dataclasses.replace(tiny_config, method="greedy-cost"), wl, fleet)
+    b = run_heuristic(dataclasses.replace(per_server(tiny_config), method="greedy-cost"), wl, fleet)
+    assert a.log.final == b.log.final
+    assert to_dict(tiny_config)["policy"] == "flat"
