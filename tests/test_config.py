@@ -378,9 +378,6 @@ def test_the_oail_request_timeout_counts_in_the_digest_only_when_changed():
     assert to_dict(base)["oail"]["request_timeout_s"] == 60.0  # digest_of left its argument as it was
 
 
-@pytest.mark.xfail(strict=True, reason="needs the one-line type check in ilets/agents/env.py (the lead's file): "
-                                        "remove this mark when CloudSchedulingEnv refuses a config that is not "
-                                        "a RunConfig")
 @pytest.mark.parametrize("config", [{"workload": {"scale": 0.001}}, "quick"])
 def test_gym_make_refuses_a_config_that_is_not_a_run_config(config):
     import gymnasium as gym

@@ -226,3 +226,36 @@ def test_stale_temporary_folders_are_cleaned_live_ones_kept(reference, tmp_path)
         sleeper.kill()
         sleeper.wait()
     assert len(load_profile(path).cells()) == 3
+
+
+@pytest.mark.parametrize("tamper", ["wrong-width", "actions-zeroed", "no-digest"])
+def test_an_edited_or_foreign_demonstration_cache_is_set_aside_and_recomputed(tmp_path, tiny_config, tamper):
+    """A cache of another width (30 frames of 'mat1 and mat2' before) or with its actions
+    edited (used silently before) fails its digest or shapes: named, set aside, recomputed."""
+    from ilets.agents.env import StateSpec
+    from ilets.agents.oinpt import Demonstrations, collect_demonstrations, content_digest
+    from ilets.simulator.cloud import make_fleet
+    from ilets.workloads.workload import load_workload
+
+    cfg = tiny_config
+    wl = load_workload(cfg.workload, 0)
+    fleet = make_fleet(cfg.fleet, 0)
+    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg))
+    first = collect_demonstrations(*args, cache_dir=tmp_path)
+    (cache,) = tmp_path.glob("demos-*.npz")
+    arrays = Demonstrations.load(cache).arrays()
+    if tamper == "wrong-width":  # a consistent file, digest and all, for another layout
+        arrays["obs"] = np.zeros((len(first.acts) + len(first.heldout.acts), 7), np.float32)
+        np.savez(cache, **arrays, digest=np.array(content_digest(arrays)))
+    elif tamper == "actions-zeroed":
+        with np.load(cache) as z:
+            kept = {k: z[k] for k in z.files}
+        kept["acts"] = np.zeros_like(kept["acts"])
+        np.savez(cache, **kept)
+    else:
+        np.savez(cache, **arrays)
+    with pytest.warns(UserWarning, match=re.escape(str(cache)) + ": damaged demonstration cache.*set aside"):
+        again = collect_demonstrations(*args, cache_dir=tmp_path)
+    np.testing.assert_array_equal(again.acts, first.acts)
+    np.testing.assert_array_equal(again.obs, first.obs)
+    assert len(list(tmp_path.glob("demos-*.damaged-*.npz"))) == 1  # kept for inspection, not reused

@@ -51,6 +51,9 @@ class CloudSchedulingEnv(gym.Env):
     def __init__(self, config: RunConfig | None = None, segment: str = "online",
                  tasks: TaskTable | None = None, fleet: Fleet | None = None) -> None:
         super().__init__()
+        if config is not None and not isinstance(config, RunConfig):
+            raise TypeError(f"config: expected a RunConfig (ilets.config), got {type(config).__name__}; "
+                            f"build one with ilets.config.load_run_config(path, **overrides)")
         self.config = (config or RunConfig()).validate()
         if segment not in ("online", "offline"):
             raise ValueError(f"segment must be 'online' or 'offline', got {segment!r}")

@@ -70,17 +70,55 @@ class Demonstrations:
         return Demonstrations(self.obs[cut], self.acts[cut], self.masks[cut], self.rewards[cut], self.experts[cut],
                               self.seconds, None if self.action_costs is None else self.action_costs[cut])
 
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays a cache file holds, by name."""
+        return {"obs": self.obs, "acts": self.acts, "masks": self.masks, "rewards": self.rewards,
+                "experts": self.experts, "seconds": np.array(self.seconds), "action_costs": self.action_costs}
+
     def save(self, path: Path) -> None:
+        """Write a cache file with a content digest of every array (checked by :meth:`load`)."""
         tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # one per process
-        np.savez_compressed(tmp, obs=self.obs, acts=self.acts, masks=self.masks, rewards=self.rewards,
-                            experts=self.experts, seconds=np.array(self.seconds), action_costs=self.action_costs)
+        arrays = self.arrays()
+        np.savez_compressed(tmp, **arrays, digest=np.array(content_digest(arrays)))
         tmp.replace(path)
 
     @classmethod
-    def load(cls, path: Path) -> "Demonstrations":
+    def load(cls, path: Path, servers: int | None = None, width: int | None = None) -> "Demonstrations":
+        """Read a cache file; raise ValueError when its digest or its shapes are not what they must be.
+
+        ``servers`` and ``width`` (the observation's length), when given, are the shapes the
+        run expects: a cache written for another fleet or layout is refused, not fed to BC."""
         with np.load(path, allow_pickle=False) as z:
-            return cls(z["obs"], z["acts"], z["masks"], z["rewards"], z["experts"], float(z["seconds"]),
-                       z["action_costs"])
+            arrays = {k: z[k] for k in ("obs", "acts", "masks", "rewards", "experts", "seconds", "action_costs")}
+            recorded = str(z["digest"]) if "digest" in z.files else None
+        if recorded != content_digest(arrays):
+            raise ValueError("its content digest does not match (edited, damaged or written before caches had one)")
+        d = cls(arrays["obs"], arrays["acts"], arrays["masks"], arrays["rewards"], arrays["experts"],
+                float(arrays["seconds"]), arrays["action_costs"])
+        n = len(d.acts)
+        if not len(d.obs) == len(d.masks) == len(d.rewards) == len(d.action_costs) == n:
+            raise ValueError("arrays of different lengths")
+        if d.obs.ndim != 2 or d.masks.ndim != 2 or d.action_costs.shape != d.masks.shape:
+            raise ValueError(f"unexpected shapes: obs {d.obs.shape}, masks {d.masks.shape}, "
+                             f"action_costs {d.action_costs.shape}")
+        if servers is not None and d.masks.shape[1] != servers:
+            raise ValueError(f"masks are {d.masks.shape[1]} servers wide, expected {servers}")
+        if width is not None and d.obs.shape[1] != width:
+            raise ValueError(f"observations are {d.obs.shape[1]} numbers wide, expected {width}")
+        if n and not (0 <= d.acts.min() and d.acts.max() < d.masks.shape[1]
+                      and d.masks[np.arange(n), d.acts].all()):
+            raise ValueError("an action names a server outside the fleet or one the mask forbids")
+        return d
+
+
+def content_digest(arrays: dict[str, np.ndarray]) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes (a cache file's content digest)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def demo_key(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,
@@ -120,16 +158,17 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
     with FileLock(str(path) + ".lock"):
         if path.is_file():
             try:
-                demos = Demonstrations.load(path)
-                if not len(demos.obs) == len(demos.acts) == len(demos.masks) == len(demos.rewards) \
-                        == len(demos.action_costs) >= n:
-                    raise ValueError("arrays of different lengths")
+                demos = Demonstrations.load(path, servers=len(fleet), width=state.size(len(fleet)))
+                if len(demos) < n:
+                    raise ValueError(f"{len(demos)} decisions, expected at least {n}")
                 return _split(demos, n)
-            except Exception as err:  # noqa: BLE001 -- truncated/corrupt npz: zip, zlib, key or shape errors
-                # a file cut short by a kill (or a bad disk) must not fail every later cell
+            except Exception as err:  # noqa: BLE001 -- truncated/corrupt npz: zip, zlib, key, digest or shape errors
+                # a file cut short by a kill, edited or from a bad disk must not fail every later
+                # cell: it is set aside (kept for inspection) and recomputed
+                aside = path.with_name(f"{path.stem}.damaged-{os.getpid()}.npz")
+                path.replace(aside)
                 warnings.warn(f"{path}: damaged demonstration cache ({type(err).__name__}: {err}); "
-                              f"recomputing it", stacklevel=2)
-                path.unlink(missing_ok=True)
+                              f"set aside as {aside.name} and recomputed", stacklevel=2)
         demos = _demonstrate(tasks, fleet, expert, experts_cfg, reward, max_tasks, seed, state, progress, heldout)
         demos.save(path)
     return _split(demos, n)
