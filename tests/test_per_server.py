@@ -164,3 +164,39 @@ def test_heuristics_and_the_flat_study_are_unchanged_by_the_new_fields(tiny_conf
     b = run_heuristic(dataclasses.replace(per_server(tiny_config), method="greedy-cost"), wl, fleet)
     assert a.log.final == b.log.final
     assert to_dict(tiny_config)["policy"] == "flat"
+
+
+def test_fine_tuning_aids_run_logged_and_deterministic(tiny_config, tmp_path):
+    """Critic warm-up, the KL to the clone, held-out checkpoints and DAgger-style OAIL
+    targets, all on: the pass is logged, the clone and the final policy are kept, twice equal."""
+    from ilets.study.run import run_cell
+
+    ft = dataclasses.replace(tiny_config.finetune, critic_warmup_rollouts=3, critic_warmup_ev=0.99, kl_coef=0.5,
+                             checkpoints=2, checkpoint_tasks=200, oail_targets="dagger")
+    cfg = dataclasses.replace(per_server(tiny_config), method="ilets", finetune=ft).validate()
+    folders = [run_cell(cfg, tmp_path / name) for name in ("a", "b")]
+    import json
+
+    import pandas as pd
+
+    a, b = (json.loads((f / "metrics.json").read_text()) for f in folders)
+    for key in ("avg_response_s", "energy_kwh", "heldout_mean_reward_end", "final_kl_to_clone"):
+        assert a[key] == b[key], key
+    log = pd.read_csv(folders[0] / "finetune.csv")
+    assert log["actor_frozen"].head(3).all() and not log["actor_frozen"].iloc[3:].any()  # EV never reaches 0.99
+    assert (log["kl_to_clone"] >= -1e-6).all() and log["entropy"].gt(0).all()
+    checks = pd.read_csv(folders[0] / "checkpoints.csv")
+    # before the pass (the clone), at the first point, at the end of the pass
+    assert len(checks) == 3 and checks["decisions"].iloc[0] == 0 and checks["decisions"].iloc[-1] == a["tasks"]
+    assert a["oail_applied"] > 0
+    # both policies load onto another fleet size, without unpickling
+    big = per_server(tiny_config, servers=15)
+    for name in ("policy", "clone"):
+        assert load_policy(folders[0] / name, make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
+
+
+def test_dagger_targets_need_past_windows(tiny_config):
+    ft = dataclasses.replace(tiny_config.finetune, oail_targets="dagger")
+    with pytest.raises(ConfigError, match=r"finetune\.oail_targets: 'dagger' relabels"):
+        dataclasses.replace(tiny_config, finetune=ft,
+                            oail=dataclasses.replace(tiny_config.oail, window_mode="upcoming")).validate()

@@ -376,6 +376,9 @@ class FinetuneConfig(_Typed):
     #: OAIL corrections that relabel the learner's own recent states with the expert's
     #: choice (DAgger-style), beside the window plans: "plans" (the authors') or "dagger"
     oail_targets: str = "plans"
+    #: held-out greedy evaluations through the pass (ilets.agents.checkpoints; 0: none)
+    checkpoints: int = 0
+    checkpoint_tasks: int = 5_000  #: tasks of each held-out evaluation (the end of the offline half)
 
     def validate(self, where: str) -> None:
         if self.critic_warmup_rollouts < 0:
@@ -386,6 +389,9 @@ class FinetuneConfig(_Typed):
             raise ConfigError(f"{where}.kl_coef: expected a number >= 0, got {self.kl_coef}")
         if not 0 < self.kl_decay <= 1:
             raise ConfigError(f"{where}.kl_decay: expected a number in (0, 1], got {self.kl_decay}")
+        if self.checkpoints < 0 or self.checkpoint_tasks <= 0:
+            raise ConfigError(f"{where}.checkpoints/checkpoint_tasks: expected >= 0 and > 0, got "
+                              f"{self.checkpoints}/{self.checkpoint_tasks}")
         if self.oail_targets not in ("plans", "dagger"):
             raise ConfigError(f"{where}.oail_targets: expected 'plans' or 'dagger', got {self.oail_targets!r}")
 
@@ -432,6 +438,9 @@ class RunConfig(_Typed):
             raise ConfigError(f"{where}.observation: expected one of {OBSERVATIONS}, got {self.observation!r}")
         if self.server_hidden <= 0:
             raise ConfigError(f"{where}.server_hidden: expected > 0, got {self.server_hidden}")
+        if self.finetune.oail_targets == "dagger" and self.oail.window_mode != "past":
+            raise ConfigError(f"{where}.finetune.oail_targets: 'dagger' relabels decisions the learner made, "
+                              f"which needs oail.window_mode 'past', got {self.oail.window_mode!r}")
         if self.policy not in POLICIES:
             raise ConfigError(f"{where}.policy: expected one of {POLICIES}, got {self.policy!r}")
         if self.observation not in POLICY_LAYOUTS[self.policy]:

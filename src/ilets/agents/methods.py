@@ -90,6 +90,10 @@ class OnlineResult:
     extra: dict  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
     decision_s: np.ndarray  #: per-decision latency samples, s
     model: object | None = None  #: the trained MaskablePPO, for RL methods
+    #: tables a cell folder keeps beside its curve: ``finetune`` (one row per PPO update:
+    #: entropy, KL to the clone, explained variance) and ``checkpoints`` (held-out greedy scores)
+    tables: dict = field(default_factory=dict)
+    clone: dict | None = None  #: the policy's weights right after OINPT (a state dict)
 
 
 def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=None) -> OnlineResult:
@@ -126,12 +130,13 @@ def drive(env: CloudSchedulingEnv, policy, log: DecisionLog | None = None, progr
 def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
                 progress=None) -> OnlineResult:
     """DRL, DRL+, ILETS- or ILETS over the online segment (see the module table)."""
+    from ilets.agents.checkpoints import GreedyCheckpoints, heldout_segment
     from ilets.agents.oail import OAILCallback
     from ilets.agents.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
     from ilets.agents.ppo import make_ppo
 
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
-    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden)
+    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, cfg.finetune)
     extra: dict = {}
     spec = METHOD_SPECS[cfg.method]
     if spec.oinpt:
@@ -146,13 +151,22 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         if cfg.oinpt.critic_pretrain:
             extra.update(pretrain_critic(model, demos, cfg.ppo.gamma, cfg.oinpt, cfg.seed))
         extra["oinpt_seconds"] = time.perf_counter() - t0
+        model.set_reference()  # the clone: what the KL term pulls toward and the log measures
         # CPU by phase (a cached demonstration set costs its loading only)
         extra["cpu_demos_s"], extra["cpu_bc_s"] = c1 - c0, time.process_time() - c1
     log = DecisionLog()
     callbacks: list[BaseCallback] = [_Recorder(log, progress)]
+    checkpoints = None
+    if cfg.finetune.checkpoints:
+        n = len(workload.online)
+        points = [round(n * (k + 1) / cfg.finetune.checkpoints) for k in range(cfg.finetune.checkpoints)]
+        checkpoints = GreedyCheckpoints(cfg, heldout_segment(workload.offline, cfg.finetune.checkpoint_tasks), fleet,
+                                        points)
+        callbacks.append(checkpoints)
     oail = None
     if spec.oail:
-        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed, StateSpec.of(cfg))
+        oail = OAILCallback(cfg.oail, cfg.experts, cfg.reward, cfg.seed, StateSpec.of(cfg),
+                            targets=cfg.finetune.oail_targets)
         callbacks.append(oail)
     try:
         model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
@@ -163,12 +177,29 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     if oail is not None:
         extra.update(oail.counters.as_dict())
         imitation = oail.counters.imitation_cpu_s
+    tables = {}
+    if model.finetune_log:
+        import pandas as pd
+
+        tables["finetune"] = pd.DataFrame(model.finetune_log)
+        last = model.finetune_log[-1]
+        extra.update(final_entropy=last["entropy"], final_kl_to_clone=last["kl_to_clone"],
+                     actor_frozen_updates=int(sum(r["actor_frozen"] for r in model.finetune_log)))
+    if checkpoints is not None:
+        import pandas as pd
+
+        checkpoints.points.clear()
+        checkpoints._score(int(model.num_timesteps))  # the policy the pass ends with
+        tables["checkpoints"] = pd.DataFrame(checkpoints.rows)
+        extra.update({f"heldout_{k}_{when}": float(row[k]) for when, row in
+                      (("start", checkpoints.rows[0]), ("end", checkpoints.rows[-1])) for k in ("mean_reward", "avg_response_s")})
     phases = getattr(model, "phase_cpu", None)
     if phases is not None:
         # OAIL's updates run inside the rollout loop (at each rollout start): count them apart
         extra["cpu_rollout_s"] = phases["rollout"] - imitation
         extra["cpu_update_s"] = phases["update"]
-    return OnlineResult(log, extra, decision_latency(model, cfg, workload, fleet), model)
+    clone = None if model.reference is None else model.reference.state_dict()
+    return OnlineResult(log, extra, decision_latency(model, cfg, workload, fleet), model, tables, clone)
 
 
 def decision_latency(model, cfg: RunConfig, workload: Workload, fleet: Fleet, n: int = 2000) -> np.ndarray:

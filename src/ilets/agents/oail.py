@@ -252,8 +252,16 @@ class OAILCallback(BaseCallback):
     """The OAIL loop around a (Maskable)PPO model learning on a :class:`CloudSchedulingEnv`."""
 
     def __init__(self, cfg: OAILConfig, experts_cfg: ExpertConfig, reward: RewardConfig, seed: int,
-                 state: StateSpec | None = None, ent_weight: float = 1e-3, mp_context: str | None = None) -> None:
+                 state: StateSpec | None = None, ent_weight: float = 1e-3, mp_context: str | None = None,
+                 targets: str = "plans") -> None:
         super().__init__()
+        if targets not in ("plans", "dagger"):
+            raise ValueError(f"targets: expected 'plans' or 'dagger', got {targets!r}")
+        #: "plans": clone the experts' own trajectories (the authors'); "dagger": the learner's
+        #: own observations of the window's decisions, labelled with the best expert's choice
+        #: for each task (DAgger-style relabelling; past windows only)
+        self.targets = targets
+        self._seen: dict[int, np.ndarray] = {}  # decision -> the learner's observation (dagger)
         self.cfg = cfg
         self.experts_cfg = experts_cfg
         self.reward = reward
@@ -325,6 +333,8 @@ class OAILCallback(BaseCallback):
             self._done = True  # the online pass is over; the env has been reset
             return True
         i = self.env.t
+        if self.targets == "dagger":
+            self._seen[i] = self.locals["new_obs"][0]  # the observation decision i is made on
         phase = i % self.cfg.every
         if phase == 0 or phase == self._snapshot_phase:
             self._tick(i)
@@ -483,6 +493,10 @@ class OAILCallback(BaseCallback):
             ready = self._collect_due(self._now(self.env.t))
         for result in ready:
             self._imitate(result)
+        if self.targets == "dagger":  # forget decisions no pending window can still relabel
+            oldest = min((p.req.decision for p in self._pending), default=self.env.t) - self.experts_cfg.window
+            for k in [k for k in self._seen if k < oldest]:
+                del self._seen[k]
 
     def _collect_due(self, now: float) -> list[EmulatorResult]:
         """Simulated clock: every result due by ``now``, in order, waiting for late workers."""
@@ -519,6 +533,16 @@ class OAILCallback(BaseCallback):
         finally:
             self.counters.imitation_cpu_s += time.process_time() - c0
 
+    def _targets(self, result: EmulatorResult, plan) -> tuple[np.ndarray, np.ndarray]:
+        """(observations, expert actions) one plan teaches (see ``targets``)."""
+        acts = np.asarray(plan.assignment, dtype=np.int64)
+        if self.targets == "plans":
+            return plan.observations, acts
+        first = result.decision - len(acts)  # past window: the decisions just before submission
+        keep = [j for j in range(len(acts)) if first + j in self._seen]
+        obs = np.stack([self._seen[first + j] for j in keep]) if keep else np.zeros((0, 0), np.float32)
+        return obs, acts[keep]
+
     def _bc_steps(self, result: EmulatorResult) -> None:
         plans = sorted(result.plans, key=lambda p: p.cost)  # better expert first
         policy = self.model.policy
@@ -526,9 +550,12 @@ class OAILCallback(BaseCallback):
         for _ in range(self.cfg.bc_steps):
             loss = 0.0
             for weight, plan in zip(self.cfg.weights, plans):
-                obs = th.as_tensor(plan.observations)
-                acts = th.as_tensor(np.asarray(plan.assignment, dtype=np.int64))
-                loss = loss + weight * self.loss_fn(policy, obs, acts).loss
+                obs, acts = self._targets(result, plan)
+                if len(acts) == 0:
+                    continue
+                loss = loss + weight * self.loss_fn(policy, th.as_tensor(obs), th.as_tensor(acts)).loss
+            if not isinstance(loss, th.Tensor):  # dagger: none of the window's decisions was seen
+                break
             self.optimizer.zero_grad()
             loss.backward()
             th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)

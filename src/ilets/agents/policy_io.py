@@ -25,14 +25,16 @@ class PolicyLoadError(ConfigError):
     """A policy folder that cannot serve the run it is loaded for (names file and field)."""
 
 
-def save_policy(model, folder: Path, policy: str, layout: str, servers: int) -> None:
-    """Write ``model.policy``'s weights and its description into ``folder``."""
+def save_policy(model, folder: Path, policy: str, layout: str, servers: int, state: dict | None = None) -> None:
+    """Write ``model.policy``'s weights (or ``state``, a state dict of the same network) and
+    its description into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"format": FORMAT, "policy": policy, "layout": layout, "servers": servers}
     if policy == "per-server":
         net = model.policy.mlp_extractor
         meta.update(n_task=net.n_task, width=net.width, hidden=net.hidden)
-    th.save({k: v.detach().clone() for k, v in model.policy.state_dict().items()}, folder / "policy.pt")
+    weights = model.policy.state_dict() if state is None else state
+    th.save({k: v.detach().clone() for k, v in weights.items()}, folder / "policy.pt")
     (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 

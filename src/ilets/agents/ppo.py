@@ -27,7 +27,7 @@ from sb3_contrib import MaskablePPO
 from ilets.agents.masked import sample_masked
 from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
 from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
-from ilets.config import PPOConfig
+from ilets.config import FinetuneConfig, PPOConfig
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
 
@@ -48,17 +48,20 @@ def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict:
     )
 
 
-def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32) -> "FastMaskablePPO":
+def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32,
+             finetune: FinetuneConfig | None = None) -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
     ``policy`` "flat" is the authors' MLP (``cfg.hidden`` units); "per-server" is
     :class:`ilets.agents.per_server.PerServerPolicy` (``server_hidden`` units), which needs
     an env whose observation is a table layout (``env.unwrapped.state``). It is a
     :class:`FastMaskablePPO`; ``cfg.fast_rollout=False`` makes it collect rollouts with
-    sb3-contrib's stock loop instead.
+    sb3-contrib's stock loop instead. ``finetune`` switches on the fine-tuning aids of
+    :class:`FastMaskablePPO` (all off by default).
     """
     th.set_num_threads(1)
     kwargs = ppo_kwargs(cfg, seed)
+    kwargs["finetune"] = finetune
     if policy == "flat":
         return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **kwargs)
     if policy != "per-server":
@@ -162,6 +165,14 @@ class NumpyActorCritic(NumpyActor):
         return a, out[-1], log_prob
 
 
+def actor_parameters(policy) -> list:
+    """The actor's own parameters of a flat or per-server policy (everything but the critic)."""
+    from ilets.agents.oinpt import critic_parameters
+
+    critic = {id(p) for p in critic_parameters(policy)}
+    return [p for p in policy.parameters() if id(p) not in critic]
+
+
 class FastMaskablePPO(MaskablePPO):
     """``MaskablePPO`` whose rollouts are collected by a numpy loop; the PPO update is SB3's.
 
@@ -196,8 +207,16 @@ class FastMaskablePPO(MaskablePPO):
     deeper network, a non-Discrete action space) falls back to the stock loop.
     """
 
-    def __init__(self, *args, fast_rollout: bool = True, **kwargs) -> None:
+    def __init__(self, *args, fast_rollout: bool = True, finetune: FinetuneConfig | None = None, **kwargs) -> None:
         self.fast_rollout = fast_rollout
+        self.finetune = finetune or FinetuneConfig()
+        #: the frozen clone the KL term pulls toward (:meth:`set_reference`), and the record of
+        #: every update: entropy and KL to the clone on the rollout's states, the critic's
+        #: explained variance, whether the actor was frozen for the critic's warm-up
+        self.reference = None
+        self.finetune_log: list[dict] = []
+        self._warm = 0  # rollouts with the critic above the warm-up threshold in a row
+        self._kl_updates = 0
         self._np_policy: NumpyActorCritic | PerServerNumpy | None = None
         self._rollout_rng: np.random.Generator | None = None
         self._episode_reward = 0.0
@@ -212,7 +231,29 @@ class FastMaskablePPO(MaskablePPO):
         return super()._setup_learn(total_timesteps, callback, reset_num_timesteps, *args, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
-        return super()._excluded_save_params() + ["_np_policy", "_rollout_rng"]
+        return super()._excluded_save_params() + ["_np_policy", "_rollout_rng", "reference"]
+
+    def set_reference(self) -> None:
+        """Freeze a copy of the policy as it is now (the clone after OINPT): the KL term of
+        ``finetune.kl_coef`` pulls toward it, and the log measures the distance to it."""
+        import copy
+
+        self.reference = copy.deepcopy(self.policy)
+        self.reference.set_training_mode(False)
+        for p in self.reference.parameters():
+            p.requires_grad_(False)
+
+    def _warming_up(self) -> bool:
+        """Whether this update trains the critic only (``finetune.critic_warmup_rollouts``).
+
+        The rule, fixed before any run: the actor stays frozen from the first update until
+        the critic's explained variance on the rollout reaches ``critic_warmup_ev`` on two
+        rollouts in a row, or for ``critic_warmup_rollouts`` updates at most."""
+        ft = self.finetune
+        return ft.critic_warmup_rollouts > 0 and self._n_updates_done() < ft.critic_warmup_rollouts and self._warm < 2
+
+    def _n_updates_done(self) -> int:
+        return len(self.finetune_log)
 
     def rollout_rng(self) -> np.random.Generator:
         """The generator actions are sampled with: seeded from the model's seed, made once."""
@@ -257,10 +298,73 @@ class FastMaskablePPO(MaskablePPO):
         raises on non-finite logits itself.
         """
         c0 = time.process_time()
+        warmup = self._warming_up()
+        actor = actor_parameters(self.policy) if warmup else []
+        for p in actor:  # Adam skips parameters without a gradient: the actor does not move
+            p.requires_grad_(False)
         try:
             self._train()
+            if self.finetune.kl_coef > 0 and self.reference is not None and not warmup:
+                self._kickstart()
+            self._log_update(warmup)
         finally:
+            for p in actor:
+                p.requires_grad_(True)
             self.phase_cpu["update"] += time.process_time() - c0
+
+    def _rollout_distributions(self):
+        """(policy, clone) distributions on the last rollout's states, with its masks."""
+        buf = self.rollout_buffer
+        obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
+        masks = buf.action_masks.reshape(buf.buffer_size, -1)
+        mine = self.policy.get_distribution(obs, action_masks=masks).distribution
+        ref = None if self.reference is None else self.reference.get_distribution(obs, action_masks=masks).distribution
+        return mine, ref
+
+    def _kickstart(self) -> None:
+        """One pass of ``kl_coef * kl_decay**k * KL(clone || policy)`` over the rollout's states.
+
+        Kickstarting [Schmitt et al. 2018] adds this term to the PPO loss; here it is taken in
+        separate minibatch steps after SB3's update (its ``train()`` stays SB3's own), with its
+        own Adam, k counting these passes. Masked servers have probability 0 under both."""
+        ft = self.finetune
+        weight = ft.kl_coef * ft.kl_decay ** self._kl_updates
+        self._kl_updates += 1
+        if weight < 1e-6:
+            return
+        if not hasattr(self, "_kl_optimizer"):
+            self._kl_optimizer = th.optim.Adam(actor_parameters(self.policy), lr=self.learning_rate)
+        buf = self.rollout_buffer
+        obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
+        masks = buf.action_masks.reshape(buf.buffer_size, -1)
+        gen = th.Generator().manual_seed(self.seed * 7919 + self._kl_updates)
+        perm = th.randperm(buf.buffer_size, generator=gen)
+        self.policy.set_training_mode(True)
+        for i in range(0, buf.buffer_size, self.batch_size):
+            idx = perm[i:i + self.batch_size].numpy()
+            with th.no_grad():
+                ref = self.reference.get_distribution(obs[idx], action_masks=masks[idx]).distribution
+            mine = self.policy.get_distribution(obs[idx], action_masks=masks[idx]).distribution
+            kl = (ref.probs * (ref.logits - mine.logits)).sum(dim=1).mean()
+            self._kl_optimizer.zero_grad()
+            (weight * kl).backward()
+            th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self._kl_optimizer.step()
+        self.policy.set_training_mode(False)
+
+    def _log_update(self, warmup: bool) -> None:
+        from stable_baselines3.common.utils import explained_variance
+
+        buf = self.rollout_buffer
+        ev = float(explained_variance(buf.values.flatten(), buf.returns.flatten()))
+        if self.finetune.critic_warmup_rollouts > 0:
+            self._warm = self._warm + 1 if ev >= self.finetune.critic_warmup_ev else 0
+        with th.no_grad():
+            mine, ref = self._rollout_distributions()
+            entropy = float(mine.entropy().mean())
+            kl = float((ref.probs * (ref.logits - mine.logits)).sum(dim=1).mean()) if ref is not None else float("nan")
+        self.finetune_log.append({"timesteps": int(self.num_timesteps), "explained_variance": ev,
+                                  "entropy": entropy, "kl_to_clone": kl, "actor_frozen": warmup})
 
     def _train(self) -> None:
         if not self.fast_rollout:

@@ -354,6 +354,16 @@ def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: boo
         np.savez_compressed(tmp / "decisions.npz", seconds=d)
         if result.model is not None and save_model:
             result.model.save(tmp / "model.zip")
+        for name, table in result.tables.items():  # fine-tuning log, held-out checkpoints
+            table.to_csv(tmp / f"{name}.csv", index=False)
+        if result.model is not None and cfg.policy == "per-server":
+            from ilets.agents.policy_io import save_policy
+
+            # policies that can be taken away: weights read without unpickling (policy_io)
+            save_policy(result.model, tmp / "policy", cfg.policy, cfg.observation, cfg.fleet.servers)
+            if result.clone is not None:
+                save_policy(result.model, tmp / "clone", cfg.policy, cfg.observation, cfg.fleet.servers,
+                            state=result.clone)
         metrics = {
             "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers, "seed": cfg.seed,
             "digest": cfg.digest(),
