@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ilets.agents.policy_io import save_policy
 from ilets.config import ConfigError, RunConfig, from_dict, merge, read_yaml, to_dict
 
 #: the designs compared: (policy network, observation layout)
@@ -96,8 +97,17 @@ def unit_name(expert: str, servers: int, seed: int) -> str:
     return f"{expert}-M{servers}-s{seed}"
 
 
-def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int) -> list[dict]:
-    """Clone ``expert`` with every design on one fleet and seed; one row per design."""
+def transfer_targets(profile: ControlProfile, servers: int) -> list[int]:
+    """Fleet sizes a per-server clone trained on ``servers`` is also run on: the largest
+    profile fleet from the smallest and back (none when the profile has one size)."""
+    lo, hi = min(profile.servers), max(profile.servers)
+    return [hi] if servers == lo < hi else [lo] if servers == hi > lo else []
+
+
+def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int, out: Path | None = None) -> list[dict]:
+    """Clone ``expert`` with every design on one fleet and seed; one row per design, plus one
+    per fleet-size transfer of the per-server clone (:func:`transfer_targets`). With ``out``,
+    the per-server clone's weights go to ``out/policies/<unit>`` (:mod:`ilets.agents.policy_io`)."""
     import torch as th
 
     from ilets.agents.cloning import clone_scores, heuristic_demonstrations
@@ -166,7 +176,8 @@ def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int) -> l
         drive(env, PPOPolicy(model, specs[layout]), log)
         clone_metrics = {**log.final, "mean_reward": float(np.mean(log.reward))}
         rows.append({
-            "expert": expert, "reference": reference, "servers": servers, "seed": seed, "policy": policy,
+            "expert": expert, "reference": reference, "servers": servers, "trained_on": servers, "seed": seed,
+            "policy": policy,
             "layout": layout, "demo_tasks": len(demos), "heldout_tasks": len(demos.heldout),
             "eval_tasks": len(tasks), "eval_whole_window": len(tasks) == len(workload.online),
             **{f"{k}_train": v for k, v in train.items()}, **{f"{k}_heldout": v for k, v in held.items()},
@@ -174,14 +185,54 @@ def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int) -> l
             **{f"expert_{k}": float(reference_metrics(tasks)[k]) for k in METRICS},
             "cpu_demos_s": demo_cpu, "cpu_clone_s": bc_cpu, "cpu_eval_s": time.process_time() - c1 - bc_cpu,
         })
+        if policy == "per-server":
+            if out is not None:
+                save_policy(model, Path(out) / "policies" / unit_name(expert, servers, seed), policy, layout, servers)
+            for target in transfer_targets(profile, servers):
+                rows.append(_transferred(rows[-1], model, cfg, workload, target, reference))
     return rows
 
 
-def _unit_job(args: tuple[ControlProfile, str, int, int, str]) -> str:
-    from ilets.files import atomic_write
+def _transferred(row: dict, model, cfg: RunConfig, workload, servers: int, reference: str) -> dict:
+    """The row of a per-server clone scheduling the whole online half of another fleet size."""
+    from ilets.agents.env import CloudSchedulingEnv
+    from ilets.agents.methods import DecisionLog, drive, run_heuristic
+    from ilets.agents.observation import StateSpec
+    from ilets.agents.ppo import PPOPolicy, make_ppo
+    from ilets.simulator.cloud import make_fleet
 
-    profile, expert, servers, seed, out = args
-    rows = run_unit(profile, expert, servers, seed)
+    c0 = time.process_time()
+    there = dataclasses.replace(cfg, fleet=dataclasses.replace(cfg.fleet, servers=servers)).validate()
+    fleet = make_fleet(there.fleet, there.fleet.seed)
+    env = CloudSchedulingEnv(there, tasks=workload.online, fleet=fleet)
+    moved = make_ppo(env, there.ppo, there.seed, there.policy, there.server_hidden)
+    moved.policy.load_state_dict(model.policy.state_dict())  # no weight depends on the fleet size
+    env.reset(seed=there.seed)
+    log = DecisionLog()
+    drive(env, PPOPolicy(moved, StateSpec.of(there)), log)
+    ref = run_heuristic(dataclasses.replace(there, method=reference), workload, fleet)
+    mine = {**log.final, "mean_reward": float(np.mean(log.reward))}
+    theirs = {**ref.log.final, "mean_reward": float(np.mean(ref.log.reward))}
+    keep = {k: v for k, v in row.items() if not k.startswith(("clone_", "expert_", "cpu_"))}
+    return {**keep, "servers": servers, "eval_tasks": len(workload.online), "eval_whole_window": True,
+            **{f"clone_{k}": float(mine[k]) for k in METRICS}, **{f"expert_{k}": float(theirs[k]) for k in METRICS},
+            "cpu_demos_s": 0.0, "cpu_clone_s": 0.0, "cpu_eval_s": time.process_time() - c0}
+
+
+def _unit_job(args: tuple[ControlProfile, str, int, int, str, dict]) -> str:
+    import datetime
+
+    from ilets.files import atomic_write
+    from ilets.host import machine_label
+
+    profile, expert, servers, seed, out, start = args
+    began = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    rows = run_unit(profile, expert, servers, seed, Path(out))
+    ended = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    where = {"commit": start["commit"][:12] + ("+dirty" if start.get("dirty") else ""),
+             "machine": machine_label(start["cpu_model"], start["cpus"], start["cpu_id"]),
+             "numerics": start["numerics"]["effective"], "started_utc": began, "finished_utc": ended}
+    rows = [{**row, **where} for row in rows]
     path = Path(out) / "units" / f"{unit_name(expert, servers, seed)}.json"
     atomic_write(path, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
     return path.name
@@ -214,14 +265,20 @@ def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
     marker.write_text(json.dumps(plain, indent=1))
     todo = [u for u in profile.units() if not (out / "units" / f"{unit_name(*u)}.json").is_file()]
     print(f"{len(profile.units()) - len(todo)} units done, {len(todo)} to run", file=sys.stderr)
-    t0, c0 = time.time(), time.process_time()
+    start = host_record()  # the code and machine the units of this run are computed with
+    t0 = time.time()
     with ProcessPoolExecutor(max_workers=profile.workers) as pool:
-        for done in pool.map(_unit_job, [(profile, e, m, s, str(out)) for e, m, s in todo]):
+        jobs = [(profile, e, m, s, str(out), start) for e, m, s in todo]
+        for done in pool.map(_unit_job, jobs):
             print(f"finished {done} ({time.time() - t0:.0f} s)", file=sys.stderr)
     df = gather(out)
-    prov = {**host_record(), "profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0])
+    prov = {"profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0])
             if len(df) else 0, "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600
-            if len(df) else 0.0, "wall_s_this_run": time.time() - t0}
+            if len(df) else 0.0,
+            "commits": sorted(df["commit"].unique().tolist()) if len(df) else [],
+            "machines": sorted(df["machine"].unique().tolist()) if len(df) else [],
+            "started_utc": df["started_utc"].min() if len(df) else None,
+            "finished_utc": df["finished_utc"].max() if len(df) else None, "last_run": start}
     (out / "PROVENANCE.json").write_text(json.dumps(prov, indent=1, default=str))
     return df
 
