@@ -124,7 +124,7 @@ def verdict(agg: pd.DataFrame) -> ControlVerdict:
     tol = ", ".join(f"{v:.0%} for {EXPERT_LABELS[k]}" for k, v in TOLERANCE.items())
     text = (f"Frozen and greedy, {'; '.join(parts)} (a clone matches when its seed-mean response time and mean "
             f"reward are both within {tol} of its expert's on the same tasks, "
-            f"GA+PSO's clone measured against Greedy-Cost; {seeds} seed{"s" if seeds != 1 else ""} or more per row).")
+            f"GA+PSO's clone measured against Greedy-Cost; {seeds} seed{'s' if seeds != 1 else ''} or more per row).")
     return ControlVerdict(matched, tested, seeds, text[0].upper() + text[1:])
 
 

@@ -83,7 +83,7 @@ class ControlProfile:
 def load_profile(name_or_path: str) -> ControlProfile:
     """A profile by name (``configs/<name>.yaml``) or path, read strictly."""
     path = Path(name_or_path)
-    if not path.suffix:
+    if not path.exists() and not path.suffix and "/" not in name_or_path:
         path = Path(__file__).resolve().parent.parent / "configs" / f"{name_or_path}.yaml"
     if path.is_dir():
         raise ConfigError(f"{path}: is a folder; expected a profile's YAML file")
