@@ -252,3 +252,60 @@ plots.markdown_table(stats.compare_display(found.rich_state.table, by=("servers"
 # In all comparison tables the change is the relative difference of the means, signed so
 # that positive is better for the first-named arm, with a 95% paired percentile-bootstrap
 # interval over seeds; *verdict* says whether that interval excludes zero.
+
+# %% [markdown]
+# ## The positive control: can a learner clone its expert at all?
+#
+# A reproduction that finds "not reproduced" owes a positive control: proof that its learner
+# can do the job. The control clones three experts, Earliest-Finish, Greedy-Cost and the
+# paper's GA+PSO, into three designs with one BC budget (`imitation`'s BC, the same epochs,
+# batch and learning rate for each):
+#
+# * the authors' **flat** MLP on the paper's state (2M+2 numbers);
+# * the same flat MLP on the **rich** state (5M+2);
+# * the **per-server** policy (`policy: per-server`, `ilets.agents.per_server`): one small
+#   network, shared by all servers, scores each server from the task's numbers, that server's
+#   row and a pooled summary of the fleet (mean and max of the rows), and a masked softmax
+#   picks among the servers. Its observation (`observation: per-server`) is a table of what the
+#   scheduler knows exactly about placing this task on each server: its wait and response
+#   there, its execution time, the server's free CPU, tasks and time to drain, speed, power,
+#   the task's marginal power and energy there, whether the deadline holds, and the
+#   response relative to the deadline and to the fleet's best. Times are on uncapped log
+#   scales, so nothing saturates in a burst.
+#
+# Each clone then schedules the online half **frozen and greedy** (its most likely feasible
+# server, no learning), beside its expert on the same tasks; GA+PSO, which has no online
+# form, is set beside Greedy-Cost. Agreement is counted *tie-aware*: the clone's server agrees
+# when it is as good as the expert's by the expert's own criterion (finish time for
+# Earliest-Finish, one-step cost for the others). The regret is the extra one-step cost of
+# the clone's server at the expert's own held-out states.
+
+# %% tags=["remove-cell"]
+from ilets.report import positive_control as PC
+
+control_folder = PC.control_dir()
+control, control_prov = PC.load(control_folder)
+same_fleet = control[control["servers"] == control["trained_on"]] if len(control) else control
+control_summary = PC.summary(same_fleet)
+glue("control_verdict", PC.verdict(control_summary).text, display=False)
+glue("control_prefix", PC.prefix_sentence(control_summary), display=False)
+
+# %% tags=["remove-input"]
+Markdown(f"> {PC.banner(control_folder, control_prov, control_summary)}")
+
+# %% tags=["remove-input"]
+plots.markdown_table(PC.display(control_summary), {}, empty="No positive-control results are shipped yet.")
+
+# %% [markdown]
+# {glue:text}`control_verdict` The gaps are relative to the expert (positive: the clone is
+# worse). {glue:text}`control_prefix`
+#
+# ### One policy, any fleet size
+#
+# No weight of the per-server policy depends on the number of servers, so a clone trained on
+# the smallest fleet also schedules the largest, and back. Rows: the clone trained on one fleet
+# size, scheduling the whole online half of another, beside its expert there.
+
+# %% tags=["remove-input"]
+moved = control[control["servers"] != control["trained_on"]] if len(control) else control
+plots.markdown_table(PC.transfer_display(moved), {}, empty="No fleet-size transfer results are shipped yet.")

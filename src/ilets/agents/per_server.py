@@ -38,8 +38,7 @@ import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
-from ilets.agents.masked import sample_masked
-from ilets.agents.per_server_kernels import context, scores
+from ilets.agents.per_server_kernels import context, forward, sample, scores
 
 
 class PerServerNet(nn.Module):
@@ -187,7 +186,15 @@ class PerServerNumpy:
         return int(rng.choice(len(p), p=p / p.sum()))
 
     def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
-        """Sample a server; return it, the value and its log-probability (as the flat path does)."""
-        rows, ctx = self._split(obs)
-        a, log_prob = sample_masked(self._scores(rows, ctx), mask, rng)
-        return a, self._value(ctx), log_prob
+        """Sample a server; return it, the value and its log-probability (as the flat path does).
+
+        One compiled pass (:func:`ilets.agents.per_server_kernels.forward`, then
+        :func:`~ilets.agents.per_server_kernels.sample`): the same distribution as
+        :func:`ilets.agents.masked.sample_masked`, computed in float64."""
+        z = np.empty((len(obs) - self.n_task) // self.width, np.float32)
+        value = forward(obs, self.n_task, self.width, self.w_row, self.w_context, self.b_context, self.w_score,
+                        self.b_score, self.w_critic, self.b_critic, self.w_value, self.b_value, z)
+        a, log_prob = sample(z, mask, rng.random())
+        if a < 0:
+            raise ValueError(f"the policy's logits are not finite: {z}")
+        return a, np.float32(value), log_prob

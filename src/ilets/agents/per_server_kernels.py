@@ -95,3 +95,58 @@ def scores(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np
             if h[k] > 0.0:
                 s += h[k] * w_score[k]
         out[i] = s + b_score
+
+
+@njit(cache=True, nogil=True)
+def forward(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, w_context: np.ndarray,
+            b_context: np.ndarray, w_score: np.ndarray, b_score: float, w_critic: np.ndarray, b_critic: np.ndarray,
+            w_value: np.ndarray, b_value: float, out: np.ndarray) -> float:
+    """Scores of every server into ``out`` and the critic's value, in one pass (see
+    :class:`ilets.agents.per_server.PerServerNumpy`)."""
+    ctx = np.empty(n_task + 2 * width, np.float32)
+    context(obs, n_task, width, ctx)
+    hidden = b_context.shape[0]
+    bias = np.empty(hidden, np.float32)
+    for k in range(hidden):
+        bias[k] = b_context[k]
+    for j in range(ctx.shape[0]):
+        c = ctx[j]
+        for k in range(hidden):
+            bias[k] += c * w_context[j, k]
+    scores(obs, n_task, width, w_row, bias, w_score, b_score, out)
+    hc = b_critic.shape[0]
+    value = 0.0
+    for k in range(hc):
+        a = b_critic[k]
+        for j in range(ctx.shape[0]):
+            a += ctx[j] * w_critic[j, k]
+        value += math.tanh(a) * w_value[k]
+    return value + b_value
+
+
+@njit(cache=True, nogil=True)
+def sample(z: np.ndarray, mask: np.ndarray, u: float) -> tuple[int, float]:
+    """Inverse-CDF draw from the masked softmax of ``z`` at uniform ``u``; (server, log-probability).
+
+    What :func:`ilets.agents.masked.sample_masked` computes, in one compiled loop (float64)."""
+    top = -math.inf
+    last = -1
+    for i in range(z.shape[0]):
+        if mask[i]:
+            last = i
+            if z[i] > top:
+                top = z[i]
+    total = 0.0
+    for i in range(z.shape[0]):
+        if mask[i]:
+            total += math.exp(z[i] - top)
+    if not (0.0 < total < math.inf):
+        return -1, math.nan
+    target = u * total
+    acc = 0.0
+    for i in range(z.shape[0]):
+        if mask[i]:
+            acc += math.exp(z[i] - top)
+            if acc > target:
+                return i, z[i] - top - math.log(total)
+    return last, z[last] - top - math.log(total)  # the draw rounded up to the total

@@ -111,6 +111,25 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("OAIL window", "the next (future) tasks [code]", "the last W scheduled tasks from a snapshot "
               "taken before them; the authors' choice kept as an option", "OAILConfig.window_mode",
               variant="upcoming", kind="bug not reproduced"),
+    Deviation("Policy network (a declared choice beside the authors')", "flat MLP, 128 units, over the 2M+2 state",
+              "flat stays the faithful study's default (policy: flat); policy: per-server adds one small ReLU MLP "
+              f"({_D.server_hidden} units) shared by all servers that scores each server from its row and the pooled "
+              "fleet (mean and max of the rows), masked softmax, critic on the pooled summary; runs at any fleet size",
+              "RunConfig.policy, ilets.agents.per_server"),
+    Deviation("Per-server observation", "the 2M+2 state (free CPU and a task count per server)",
+              "observation: per-server: 4 task numbers and 14 per server (exact wait and response there, execution "
+              "time, free CPU, tasks, time to drain, speed, power, marginal power and energy, deadline met, response "
+              "over the deadline and over the fleet's best); times as log1p(t / wait_scale_s), never capped",
+              "ilets.agents.observation.SERVER_FEATURES"),
+    Deviation("Positive control", "none", "each expert cloned into each design with one BC budget (configs/"
+              "positive-control.yaml), evaluated frozen and greedy; agreement counted tie-aware (relative tolerance "
+              "1e-6 on the expert's own criterion); flat clones scored on a prefix of the online half, beside "
+              "their expert on the same tasks", "ilets.study.positive_control, ilets.agents.cloning"),
+    Deviation("Fine-tuning aids", "plain PPO after BC",
+              "off by default; switchable: critic warm-up (actor frozen until the critic's explained variance "
+              "reaches a threshold on two rollouts, or a cap), a decaying KL to the frozen clone taken in separate "
+              "steps after each PPO update, DAgger-style OAIL targets (the learner's own states, the expert's "
+              "choices), held-out greedy checkpoints", "FinetuneConfig, ilets.agents.ppo, ilets.agents.checkpoints"),
 )
 
 

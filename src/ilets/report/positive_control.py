@@ -93,6 +93,33 @@ def display(agg: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def prefix_sentence(agg: pd.DataFrame) -> str:
+    """Which rows scheduled only a prefix of the online half, and why ('' when none did)."""
+    if agg.empty or agg["whole_window"].all():
+        return ""
+    short = agg.loc[~agg["whole_window"]]
+    designs = _list(list(dict.fromkeys(short["design"])))
+    return (f"Clones of the {designs} build queues so long that the exact simulator replays them slowly, so they "
+            f"schedule the first {int(short['eval_tasks'].min()):,} online tasks, beside their expert on the same "
+            f"tasks (marked *prefix*); every other row schedules the whole online half.")
+
+
+def transfer_display(df: pd.DataFrame) -> pd.DataFrame:
+    """Seed means of the fleet-size transfer rows (a clone on a fleet size it was not trained on)."""
+    if df.empty:
+        return pd.DataFrame()
+    g = gaps(df)
+    agg = g.groupby(["expert", "trained_on", "servers"], sort=False).agg(
+        seeds=("seed", "nunique"), response_gap=("response_gap", "mean"), reward_gap=("reward_gap", "mean"),
+        clone=("clone_avg_response_s", "mean"), expert=("expert_avg_response_s", "mean")).reset_index()
+    return pd.DataFrame({
+        "expert": agg["expert"].map(EXPERT_LABELS), "trained on (servers)": agg["trained_on"],
+        "scheduling (servers)": agg["servers"],
+        "clone / expert response (s)": [f"{c:.3g} / {e:.3g}" for c, e in zip(agg["clone"], agg["expert"])],
+        "response gap": agg["response_gap"].map("{:+.2%}".format), "reward gap": agg["reward_gap"].map("{:+.2%}".format),
+        "seeds": agg["seeds"]})
+
+
 @dataclass(frozen=True)
 class ControlVerdict:
     """What the control shows, per design: the fleet sizes where each expert is matched."""
