@@ -29,7 +29,7 @@ def heldout_segment(offline: TaskTable, n: int) -> TaskTable:
 def greedy_score(model, cfg: RunConfig, tasks: TaskTable, fleet: Fleet) -> dict[str, float]:
     """Schedule ``tasks`` with ``model``'s actor, greedy and frozen; the segment's metrics."""
     from ilets.agents.env import CloudSchedulingEnv
-    from ilets.agents.methods import DecisionLog, drive
+    from ilets.agents.episode import DecisionLog, drive
     from ilets.agents.ppo import PPOPolicy
 
     env = CloudSchedulingEnv(cfg, tasks=tasks, fleet=fleet)
