@@ -139,3 +139,35 @@ def test_report_reads_a_folder_and_says_what_was_decided(tmp_path):
     assert "`ppo.learning_rate` to 0.001" in rep.summary and "`ppo.ent_coef`" in rep.summary
     assert f"{len(m)} cells" in rep.provenance and f"{len(m) * 36 / 3600:.2f} CPU-hours" in rep.provenance
     assert set(rep.table["chosen"]) == {"chosen", ""}
+
+
+def test_the_joint_pilots_candidates_are_the_declared_draws():
+    from ilets.study.pilot import JOINT_BASELINE, SEARCH_SPACE, random_search
+    from ilets.study.profiles import load_profile
+
+    profile = load_profile("pilot-per-server")
+    variants = {v.name: v.run for v in profile.variants}
+    assert variants[JOINT_BASELINE] == {}
+    for i, draw in enumerate(random_search(SEARCH_SPACE, 5, seed=2026), start=1):
+        run = variants[f"rs-{i:02d}"]
+        assert {f"{a}.{b}": v for a, inner in run.items() for b, v in inner.items()} == draw
+    assert set(profile.seeds) <= set(PILOT_SEEDS)
+
+
+def test_the_joint_rule_keeps_the_baseline_unless_a_candidate_earns_its_place():
+    import pandas as pd
+
+    from ilets.study.pilot import select_joint
+
+    def cells(variant, response, seeds=(1000, 1001, 1002)):
+        return [{"method": "drl+" if variant else "earliest-finish", "variant": variant, "seed": s, "servers": 50,
+                 "energy_kwh": 1.0, "avg_response_s": response} for s in seeds]
+
+    base = cells("", 1.0) + cells("rs-00", 2.0)
+    close = pd.DataFrame(base + cells("rs-01", 1.99))
+    assert select_joint(close, 0.3).set_index("variant")["chosen"].to_dict() == {"rs-00": True, "rs-01": False}
+    better = pd.DataFrame(base + cells("rs-01", 1.5) + cells("rs-02", 1.2, seeds=(1000,)))
+    table = select_joint(better, 0.3).set_index("variant")
+    assert table["chosen"].to_dict() == {"rs-00": False, "rs-01": True, "rs-02": False}  # rs-02 is incomplete
+    unfinished = pd.DataFrame(cells("", 1.0) + cells("rs-00", 2.0, seeds=(1000,)) + cells("rs-01", 1.0))
+    assert not select_joint(unfinished, 0.3)["chosen"].any()

@@ -206,8 +206,8 @@ class PPOConfig(_Typed):
         for key in ("learning_rate", "n_steps", "batch_size", "n_epochs", "hidden"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
-        if not 0 < self.gamma <= 1:
-            raise ConfigError(f"{where}.gamma: expected a number in (0, 1], got {self.gamma}")
+        if not 0 <= self.gamma <= 1:  # 0: the return is the step's own reward (a cost fixed at assignment)
+            raise ConfigError(f"{where}.gamma: expected a number in [0, 1], got {self.gamma}")
         if not 0 <= self.gae_lambda <= 1:
             raise ConfigError(f"{where}.gae_lambda: expected a number in [0, 1], got {self.gae_lambda}")
         for key in ("clip_range", "max_grad_norm"):

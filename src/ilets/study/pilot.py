@@ -214,3 +214,50 @@ def report(folder, profile: Profile | None = None) -> PilotReport:
                   if undecided else "Every setting was decided."))
     return PilotReport(shown, decided, undecided, changes, len(metrics), expected,
                        provenance_line(load_provenance(folder)), summary)
+
+
+# --- the per-server learners' joint pilot (configs/pilot-per-server.yaml) -------------------
+
+#: The joint search space of the per-server pilot [ours]: the discount and GAE factor suited to
+#: a cost almost fixed at assignment, the learning rate, the entropy bonus, the KL toward the
+#: clone and the critic's warm-up.
+SEARCH_SPACE: dict[str, tuple] = {
+    "ppo.gamma": (0.0, 0.5, 0.9, 0.98), "ppo.gae_lambda": (0.5, 0.9, 0.95),
+    "ppo.learning_rate": (3e-5, 1e-4, 3e-4), "ppo.ent_coef": (0.0, 0.001, 0.01),
+    "finetune.kl_coef": (0.0, 0.1, 1.0), "finetune.critic_warmup_rollouts": (0, 100),
+}
+#: the candidate of the joint pilot that keeps methods.yaml's PPO and no fine-tuning aid
+JOINT_BASELINE = "rs-00"
+
+
+def random_search(space: dict[str, tuple], k: int, seed: int) -> list[dict[str, object]]:
+    """``k`` combinations drawn uniformly and independently per setting (in ``space``'s order)."""
+    rng = np.random.default_rng(seed)
+    return [{key: values[rng.integers(len(values))] for key, values in space.items()} for _ in range(k)]
+
+
+def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASELINE,
+                 expected: int | None = None) -> pd.DataFrame:
+    """The joint pilot's rule, fixed before its cells ran: one row per candidate (variant).
+
+    1. Score each cell by J (:func:`objective`, Earliest-Finish on the same seed and fleet).
+    2. A candidate is complete when it has ``expected`` cells (every pilot seed x fleet size).
+    3. Among complete candidates the lowest mean J wins, unless it lowers the baseline's mean J
+       by less than :data:`MIN_GAIN`: then the baseline stays. With the baseline incomplete,
+       nothing is chosen (``chosen`` all False) and the pilot is reported as unfinished.
+    """
+    learners = metrics[metrics["variant"].str.startswith("rs-")]
+    scored = objective(pd.concat([metrics[metrics["variant"] == ""], learners]), theta)
+    scored = scored[scored["variant"].str.startswith("rs-")]
+    table = scored.groupby("variant").agg(cells=("J", "size"), mean_J=("J", "mean"),
+                                          mean_response_s=("avg_response_s", "mean")).reset_index()
+    need = expected if expected is not None else int(table["cells"].max()) if len(table) else 0
+    table["complete"] = table["cells"] >= need
+    table["chosen"] = False
+    done = table[table["complete"]]
+    if baseline in set(done["variant"]):
+        base_j = float(done.loc[done["variant"] == baseline, "mean_J"].iloc[0])
+        best = done.loc[done["mean_J"].idxmin()]
+        pick = best["variant"] if best["mean_J"] <= base_j * (1 - MIN_GAIN) else baseline
+        table.loc[table["variant"] == pick, "chosen"] = True
+    return table
