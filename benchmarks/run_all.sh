@@ -14,6 +14,7 @@ step() { echo "== $(date -u +%H:%M:%S) $*"; "$PY" "$@"; }
 step benchmarks/bench_simulator.py --scale 1.0 --twin-scale 0.25 --out "$R/simulator.json"
 step benchmarks/bench_decision.py --n 3000 --out "$R/decision_time.json"
 step benchmarks/bench_rollout.py --out "$R/rollout.json"
+step benchmarks/bench_per_server.py --out "$R/per_server.json"
 step benchmarks/bench_experts.py --out "$R/experts.json"
 step benchmarks/bench_numerics.py --out "$R/numerics.json"
 step benchmarks/bench_report_stats.py --results shipped/paper --out "$R/report_stats.json"
