@@ -73,3 +73,37 @@ plots.markdown_table(rep.table, {"setting": "setting", "value": "value", "varian
 # The chosen values are those of `src/ilets/configs/methods.yaml` (a test checks it); the
 # rejected values stay available as profile variants. The deviations chapter
 # ({doc}`09_deviations`) lists every tuned setting among the reconstructed details.
+
+# %% [markdown]
+# ## The per-server learners' joint pilot
+#
+# The per-server policy (chapter 5's positive control) learns from other settings than the
+# flat one: its cost is almost fixed when a task is assigned, so a short discount may suit it,
+# and fine-tuning a clone may need to protect what imitation taught. Its pilot is joint rather
+# than one factor at a time: a random search (`ilets.study.pilot.SEARCH_SPACE`, five
+# combinations drawn with a fixed seed, beside `rs-00`, which keeps `methods.yaml`'s PPO and no
+# aid) over the discount gamma in {0, 0.5, 0.9, 0.98}, the GAE factor, the learning rate, the
+# entropy bonus, a KL toward the clone and the critic's warm-up, for per-server DRL+ at the
+# paper's scale, on the pilot seeds only, 50 servers, every candidate with the same budget
+# (profile `src/ilets/configs/pilot-per-server.yaml`, written before any of its cells ran). The
+# rule: the lowest mean score J over the pilot seeds wins if it beats `rs-00` by
+# {glue:text}`pilot_gain`; a candidate with a missing cell cannot win. Each run also schedules a
+# held-out segment greedily before the pass (the frozen clone) and after it (the last columns:
+# mean reward there, higher is better), the test of whether PPO keeps what imitation taught.
+
+# %% tags=["remove-cell"]
+joint_folder = next((root / rel for rel in pilot.JOINT_SEARCH if (root / rel / "store").is_dir()),
+                    root / pilot.JOINT_SEARCH[-1])
+joint = pilot.joint_report(joint_folder)
+glue("joint_summary", joint.summary, display=False)
+
+# %% [markdown]
+# {glue:text}`joint_summary`
+
+# %% tags=["remove-input"]
+plots.markdown_table(joint.table, {"variant": "candidate", "settings": "settings", "cells": "cells",
+                                   "mean_J": "mean score J", "mean_response_s": "response (s)",
+                                   "complete": "complete", "chosen": "chosen",
+                                   "heldout_mean_reward_start": "held-out reward, clone",
+                                   "heldout_mean_reward_end": "held-out reward, after PPO"},
+                     empty="No per-server pilot results in this checkout yet.")

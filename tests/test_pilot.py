@@ -172,3 +172,10 @@ def test_the_joint_rule_keeps_the_baseline_unless_a_candidate_earns_its_place():
     assert table["chosen"].to_dict() == {"rs-00": False, "rs-01": True, "rs-02": False}  # rs-02 is incomplete
     unfinished = pd.DataFrame(cells("", 1.0) + cells("rs-00", 2.0, seeds=(1000,)) + cells("rs-01", 1.0))
     assert not select_joint(unfinished, 0.3)["chosen"].any()
+
+
+def test_the_joint_report_without_results_says_so(tmp_path):
+    from ilets.study.pilot import joint_report
+
+    rep = joint_report(tmp_path)
+    assert rep.chosen is None and "no results" in rep.summary

@@ -261,3 +261,48 @@ def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASE
         pick = best["variant"] if best["mean_J"] <= base_j * (1 - MIN_GAIN) else baseline
         table.loc[table["variant"] == pick, "chosen"] = True
     return table
+
+
+#: where the book looks for the joint pilot's results, first found wins
+JOINT_SEARCH = ("results/pilot-per-server", "shipped/pilot-per-server")
+
+
+@dataclass(frozen=True)
+class JointReport:
+    """The joint pilot read through :func:`select_joint`: the table and its sentence."""
+
+    table: pd.DataFrame  #: one row per candidate (its settings, cells, mean J, held-out scores)
+    chosen: str | None  #: the chosen candidate, None while the rule cannot decide
+    summary: str
+
+
+def joint_report(folder, profile: Profile | None = None) -> JointReport:
+    """The per-server pilot's results in ``folder`` (a grid or shipped folder)."""
+    from pathlib import Path
+
+    from ilets.study.profiles import load_profile
+    from ilets.study.results import load_metrics
+
+    folder = Path(folder)
+    profile = profile or load_profile("pilot-per-server")
+    settings = {v.name: ", ".join(f"{a}.{b}={x:g}" for a, inner in v.run.items() for b, x in inner.items())
+                or "methods.yaml's PPO, no aid" for v in profile.variants}
+    expected = len(profile.seeds) * len(profile.servers)
+    if not (folder / "store" / "metrics.parquet").is_file():
+        return JointReport(pd.DataFrame(), None, "The per-server pilot has no results in this checkout yet: "
+                                                 "the per-server learners keep methods.yaml's PPO settings.")
+    metrics = load_metrics(folder, variant=None)
+    table = select_joint(metrics, profile.run.reward.theta, expected=expected)
+    held = metrics[metrics["variant"].str.startswith("rs-")].groupby("variant")[
+        [c for c in ("heldout_mean_reward_start", "heldout_mean_reward_end") if c in metrics]].mean()
+    table = table.join(held, on="variant")
+    table.insert(1, "settings", table["variant"].map(settings))
+    chosen = table.loc[table["chosen"], "variant"]
+    pick = str(chosen.iloc[0]) if len(chosen) else None
+    done = int(table["complete"].sum())
+    text = (f"{done} of {len(settings)} candidates have all {expected} of their cells "
+            f"({int(table['cells'].sum())} of {expected * len(settings)} learner cells finished). "
+            + (f"The rule chooses {pick} ({settings[pick]})." if pick else
+               f"The rule cannot choose yet: the baseline {JOINT_BASELINE} is unfinished, so the per-server "
+               f"learners keep methods.yaml's PPO settings."))
+    return JointReport(table, pick, text)
