@@ -88,3 +88,11 @@ def test_a_bad_profile_is_named(tmp_path):
         S.load_profile(str(path))
     with pytest.raises(ConfigError, match="is a folder"):
         S.load_profile(str(tmp_path))
+
+
+def test_the_transfer_table_reads_transfer_rows():
+    df = frame({("per-server", "per-server"): 0.002}, servers=(200,))
+    df["trained_on"] = 50
+    shown = P.transfer_display(df)
+    assert shown[["trained on (servers)", "scheduling (servers)"]].values.tolist() == [[50, 200]]
+    assert shown["response gap"].iloc[0] == "+0.20%"

@@ -111,11 +111,11 @@ def transfer_display(df: pd.DataFrame) -> pd.DataFrame:
     g = gaps(df)
     agg = g.groupby(["expert", "trained_on", "servers"], sort=False).agg(
         seeds=("seed", "nunique"), response_gap=("response_gap", "mean"), reward_gap=("reward_gap", "mean"),
-        clone=("clone_avg_response_s", "mean"), expert=("expert_avg_response_s", "mean")).reset_index()
+        clone_r=("clone_avg_response_s", "mean"), expert_r=("expert_avg_response_s", "mean")).reset_index()
     return pd.DataFrame({
         "expert": agg["expert"].map(EXPERT_LABELS), "trained on (servers)": agg["trained_on"],
         "scheduling (servers)": agg["servers"],
-        "clone / expert response (s)": [f"{c:.3g} / {e:.3g}" for c, e in zip(agg["clone"], agg["expert"])],
+        "clone / expert response (s)": [f"{c:.3g} / {e:.3g}" for c, e in zip(agg["clone_r"], agg["expert_r"])],
         "response gap": agg["response_gap"].map("{:+.2%}".format), "reward gap": agg["reward_gap"].map("{:+.2%}".format),
         "seeds": agg["seeds"]})
 
