@@ -285,7 +285,7 @@ from ilets.report import positive_control as PC
 
 control_folder = PC.control_dir()
 control, control_prov = PC.load(control_folder)
-same_fleet = control[control["servers"] == control["trained_on"]] if len(control) else control
+same_fleet, moved = PC.split(control)
 control_summary = PC.summary(same_fleet)
 glue("control_verdict", PC.verdict(control_summary).text, display=False)
 glue("control_prefix", PC.prefix_sentence(control_summary), display=False)
@@ -307,5 +307,4 @@ plots.markdown_table(PC.display(control_summary), {}, empty="No positive-control
 # size, scheduling the whole online half of another, beside its expert there.
 
 # %% tags=["remove-input"]
-moved = control[control["servers"] != control["trained_on"]] if len(control) else control
 plots.markdown_table(PC.transfer_display(moved), {}, empty="No fleet-size transfer results are shipped yet.")

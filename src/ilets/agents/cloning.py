@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch as th
 
+from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec, build_observation
 from ilets.agents.oinpt import Demonstrations
 from ilets.agents.policies import Policy, make_heuristic
@@ -122,7 +123,7 @@ def heuristic_demonstrations(tasks: TaskTable, fleet: Fleet, name: str, reward: 
 def greedy_actions(policy, demos: Demonstrations, batch: int = 2048) -> np.ndarray:
     """The (Maskable) policy's most likely feasible server at each demonstrated state."""
     out = []
-    with th.no_grad():
+    with th.no_grad(), unchecked_distributions():
         for i in range(0, len(demos), batch):
             obs = th.as_tensor(np.array(demos.obs[i:i + batch]))
             dist = policy.get_distribution(obs, action_masks=demos.masks[i:i + batch])

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -24,3 +26,22 @@ def sample_masked(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator
     if a >= len(c) or not mask[a]:  # the draw rounded up to the total: last feasible server
         a = int(np.flatnonzero(mask)[-1])
     return a, float(z[a] - zmax) - math.log(total)
+
+
+@contextmanager
+def unchecked_distributions() -> Iterator[None]:
+    """Switch off ``torch.distributions``' argument checks inside the block (restored after).
+
+    Why: with hundreds of servers and a confident policy, the masked softmax's float32
+    probabilities can sum to 1 only within ~1e-6, and torch's ``Simplex`` check then raises on
+    a valid distribution (seen cloning at 200 servers). The checks change no number; our own
+    sampler raises on non-finite logits."""
+    import torch as th
+
+    dist = th.distributions.Distribution
+    previous = dist._validate_args
+    dist.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        dist.set_default_validate_args(previous)

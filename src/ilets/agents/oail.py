@@ -74,6 +74,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
 from ilets.config import ExpertConfig, OAILConfig, RewardConfig
 from ilets.simulator.cloud import Cloud
@@ -529,7 +530,8 @@ class OAILCallback(BaseCallback):
     def _imitate(self, result: EmulatorResult) -> None:
         c0 = time.process_time()
         try:
-            self._bc_steps(result)
+            with unchecked_distributions():
+                self._bc_steps(result)
         finally:
             self.counters.imitation_cpu_s += time.process_time() - c0
 

@@ -32,6 +32,7 @@ import numpy as np
 import torch as th
 from filelock import FileLock
 
+from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
 from ilets.simulator.cloud import Cloud, Fleet
@@ -235,6 +236,11 @@ def to_transitions(demos: Demonstrations):
 
 def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict:
     """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after."""
+    with unchecked_distributions():
+        return _behaviour_clone(model, demos, cfg, seed)
+
+
+def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict:
     from imitation.algorithms import bc
     from imitation.util import logger as imit_logger
 
@@ -267,7 +273,7 @@ def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict:
         if d is None or len(d) == 0:
             continue
         obs = th.as_tensor(np.array(d.obs))
-        with th.no_grad():
+        with th.no_grad(), unchecked_distributions():
             probs = policy.get_distribution(obs, action_masks=d.masks).distribution.probs.numpy()
         ranked = np.argsort(-probs, axis=1, kind="stable")
         for k in TOP_K:
@@ -283,7 +289,7 @@ def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict:
 def action_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> float:
     """Share of demonstrated decisions where the (Maskable) policy's masked greedy action matches."""
     obs = th.as_tensor(np.array(demos.obs[:limit]))
-    with th.no_grad():
+    with th.no_grad(), unchecked_distributions():
         dist = policy.get_distribution(obs, action_masks=demos.masks[:limit])
         pred = dist.distribution.probs.argmax(dim=1).numpy()
     return float((pred == demos.acts[:limit]).mean())

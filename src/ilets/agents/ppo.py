@@ -24,7 +24,7 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 
-from ilets.agents.masked import sample_masked
+from ilets.agents.masked import sample_masked, unchecked_distributions
 from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
 from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
 from ilets.config import FinetuneConfig, PPOConfig
@@ -304,9 +304,10 @@ class FastMaskablePPO(MaskablePPO):
             p.requires_grad_(False)
         try:
             self._train()
-            if self.finetune.kl_coef > 0 and self.reference is not None and not warmup:
-                self._kickstart()
-            self._log_update(warmup)
+            with unchecked_distributions():
+                if self.finetune.kl_coef > 0 and self.reference is not None and not warmup:
+                    self._kickstart()
+                self._log_update(warmup)
         finally:
             for p in actor:
                 p.requires_grad_(True)
@@ -369,13 +370,8 @@ class FastMaskablePPO(MaskablePPO):
     def _train(self) -> None:
         if not self.fast_rollout:
             return super().train()
-        dist = th.distributions.Distribution
-        previous = dist._validate_args
-        dist.set_default_validate_args(False)
-        try:
+        with unchecked_distributions():
             super().train()
-        finally:
-            dist.set_default_validate_args(previous)
 
     def collect_rollouts(self, env, callback, rollout_buffer, n_rollout_steps: int, use_masking: bool = True) -> bool:
         """Fill ``rollout_buffer`` with ``n_rollout_steps`` steps (see the class docstring)."""

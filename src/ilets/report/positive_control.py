@@ -46,6 +46,14 @@ def load(folder: Path) -> tuple[pd.DataFrame, dict]:
     return df, (json.loads(prov.read_text()) if prov.is_file() else {})
 
 
+def split(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows on the fleet size the clone was trained on, fleet-size transfer rows)."""
+    if df.empty:
+        return df, df
+    same = df["servers"] == df["trained_on"]
+    return df[same], df[~same]
+
+
 def gaps(df: pd.DataFrame) -> pd.DataFrame:
     """Per row: the clone's response-time and reward gap to its expert (relative; + is worse)."""
     out = df.copy()

@@ -19,7 +19,8 @@ import dataclasses
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,10 +268,19 @@ def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
     print(f"{len(profile.units()) - len(todo)} units done, {len(todo)} to run", file=sys.stderr)
     start = host_record()  # the code and machine the units of this run are computed with
     t0 = time.time()
+    failed = []
     with ProcessPoolExecutor(max_workers=profile.workers) as pool:
-        jobs = [(profile, e, m, s, str(out), start) for e, m, s in todo]
-        for done in pool.map(_unit_job, jobs):
-            print(f"finished {done} ({time.time() - t0:.0f} s)", file=sys.stderr)
+        futures = {pool.submit(_unit_job, (profile, e, m, s, str(out), start)): unit_name(e, m, s) for e, m, s in todo}
+        for future in as_completed(futures):
+            try:
+                print(f"finished {future.result()} ({time.time() - t0:.0f} s)", file=sys.stderr)
+            except Exception as err:  # noqa: BLE001 -- one unit's failure must not stop the others
+                failed.append(futures[future])
+                note = out / "failed" / f"{futures[future]}.txt"
+                note.parent.mkdir(exist_ok=True)
+                note.write_text("".join(traceback.format_exception(err)))
+                print(f"unit {futures[future]} failed: {type(err).__name__}: {err} (traceback in {note})",
+                      file=sys.stderr)
     df = gather(out)
     prov = {"profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0])
             if len(df) else 0, "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600
@@ -278,7 +288,8 @@ def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
             "commits": sorted(df["commit"].unique().tolist()) if len(df) else [],
             "machines": sorted(df["machine"].unique().tolist()) if len(df) else [],
             "started_utc": df["started_utc"].min() if len(df) else None,
-            "finished_utc": df["finished_utc"].max() if len(df) else None, "last_run": start}
+            "finished_utc": df["finished_utc"].max() if len(df) else None, "last_run": start,
+            "failed_last_run": failed}
     (out / "PROVENANCE.json").write_text(json.dumps(prov, indent=1, default=str))
     return df
 
