@@ -372,7 +372,8 @@ def _partial_grid(store, tmp_path, extra_seeds: int):
         _cell(out, "drl", 200, seed, 0.0)
     build_store(out)
     names = [p.name for p in (out / "cells").iterdir()]
-    planned = [f"{m}-M200-s{k}-0" for m in METHODS for k in range(5)] + [f"drl+@no-critic-M50-s{k}-0" for k in range(5)]
+    d200 = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=FleetConfig(servers=200)).digest()  # as _cell names them
+    planned = [f"{m}-M200-s{k}-{d200}" for m in METHODS for k in range(5)] + [f"drl+@no-critic-M50-s{k}-0" for k in range(5)]
     (out / "grid.json").write_text(json.dumps({"cells": sorted(set(names) | set(planned))}))
     return ReportContext.load(out, reps=REPS)
 
@@ -413,8 +414,9 @@ def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
     assert beside.small_name == "test" and len(beside.table) == len(alone.table)
     assert set(beside.table["same at both scales"]) == {"yes"} and beside.sentence.startswith("0 of ")
     # the live re-runs: one main-study cell each of DRL, DRL+ and ILETS, smallest fleet, lowest seed
-    assert beside.rerun.cells == ("drl-M50-s0-0", "drl+-M50-s0-0", "ilets-M50-s0-0")
-    assert Path(beside.rerun.out) == other and "`drl-M50-s0-0`" in beside.rerun.md
+    d50 = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=FleetConfig(servers=50)).digest()  # as _cell names them
+    assert beside.rerun.cells == tuple(f"{m}-M50-s0-{d50}" for m in ("drl", "drl+", "ilets"))
+    assert Path(beside.rerun.out) == other and f"`drl-M50-s0-{d50}`" in beside.rerun.md
     assert F.rerun_findings(ctx, small_out=other) == beside.rerun
     # main results at 50 servers only: the reduced results are judged at 50 servers too, so a
     # difference between the columns is one of scale, not of which fleet sizes ran
