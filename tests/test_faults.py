@@ -130,18 +130,24 @@ def test_an_unreadable_system_record_is_named(reference, tmp_path, monkeypatch):
         results.system_info(out)
 
 
-def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):
+def _cached_demonstrations(tmp_path, cfg):
+    """(the arguments of collect_demonstrations, its first result, the cache file it wrote)."""
     from ilets.agents.env import StateSpec
     from ilets.agents.oinpt import collect_demonstrations
     from ilets.simulator.cloud import make_fleet
     from ilets.workloads.workload import load_workload
 
-    cfg = tiny_config
     wl = load_workload(cfg.workload, 0)
-    fleet = make_fleet(cfg.fleet, 0)
-    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg))
+    args = (wl.offline, make_fleet(cfg.fleet, 0), "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg))
     first = collect_demonstrations(*args, cache_dir=tmp_path)
     (cache,) = tmp_path.glob("demos-*.npz")
+    return args, first, cache
+
+
+def test_truncated_demonstration_cache_is_recomputed(tmp_path, tiny_config):
+    from ilets.agents.oinpt import collect_demonstrations
+
+    args, first, cache = _cached_demonstrations(tmp_path, tiny_config)
     data = cache.read_bytes()
     for broken in (data[: len(data) // 2], b"", b"PK\x03\x04garbage"):
         cache.write_bytes(broken)
@@ -232,17 +238,9 @@ def test_stale_temporary_folders_are_cleaned_live_ones_kept(reference, tmp_path)
 def test_an_edited_or_foreign_demonstration_cache_is_set_aside_and_recomputed(tmp_path, tiny_config, tamper):
     """A cache of another width (30 frames of 'mat1 and mat2' before) or with its actions
     edited (used silently before) fails its digest or shapes: named, set aside, recomputed."""
-    from ilets.agents.env import StateSpec
     from ilets.agents.oinpt import Demonstrations, collect_demonstrations, content_digest
-    from ilets.simulator.cloud import make_fleet
-    from ilets.workloads.workload import load_workload
 
-    cfg = tiny_config
-    wl = load_workload(cfg.workload, 0)
-    fleet = make_fleet(cfg.fleet, 0)
-    args = (wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 60, 0, StateSpec.of(cfg))
-    first = collect_demonstrations(*args, cache_dir=tmp_path)
-    (cache,) = tmp_path.glob("demos-*.npz")
+    args, first, cache = _cached_demonstrations(tmp_path, tiny_config)
     arrays = Demonstrations.load(cache).arrays()
     if tamper == "wrong-width":  # a consistent file, digest and all, for another layout
         arrays["obs"] = np.zeros((len(first.acts) + len(first.heldout.acts), 7), np.float32)

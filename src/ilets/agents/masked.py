@@ -9,6 +9,16 @@ from contextlib import contextmanager
 import numpy as np
 
 
+def act_masked(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
+    """The most likely allowed action, or a draw from the masked softmax when ``rng`` is given
+    (the decision path of every numpy actor)."""
+    z = np.where(mask, logits, -np.inf)
+    if rng is None:
+        return int(np.argmax(z))
+    p = np.exp(z - z.max())
+    return int(rng.choice(len(p), p=p / p.sum()))
+
+
 def sample_masked(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, float]:
     """Sample an action from the masked softmax of ``logits``; return it and its log-probability.
 

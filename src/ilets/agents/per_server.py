@@ -38,6 +38,7 @@ import torch as th
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
+from ilets.agents.masked import act_masked
 from ilets.agents.per_server_kernels import context, forward, sample, scores
 
 
@@ -178,12 +179,8 @@ class PerServerNumpy:
         return self._value(self._split(obs)[1])
 
     def act(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
-        """The greedy masked server, or a sample from the masked softmax when ``rng`` is given."""
-        z = np.where(mask, self.logits(obs), -np.inf)
-        if rng is None:
-            return int(np.argmax(z))
-        p = np.exp(z - z.max())
-        return int(rng.choice(len(p), p=p / p.sum()))
+        """The greedy masked action, or a sample from the masked softmax when ``rng`` is given."""
+        return act_masked(self.logits(obs), mask, rng)
 
     def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
         """Sample a server; return it, the value and its log-probability (as the flat path does).

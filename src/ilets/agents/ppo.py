@@ -24,7 +24,7 @@ import numpy as np
 import torch as th
 from sb3_contrib import MaskablePPO
 
-from ilets.agents.masked import sample_masked, unchecked_distributions
+from ilets.agents.masked import act_masked, sample_masked, unchecked_distributions
 from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
 from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
 from ilets.config import FinetuneConfig, PPOConfig
@@ -108,11 +108,7 @@ class NumpyActor:
 
     def act(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
         """The greedy masked action, or a sample from the masked softmax when ``rng`` is given."""
-        z = np.where(mask, self.logits(obs), -np.inf)
-        if rng is None:
-            return int(np.argmax(z))
-        p = np.exp(z - z.max())
-        return int(rng.choice(len(p), p=p / p.sum()))
+        return act_masked(self.logits(obs), mask, rng)
 
 
 class NumpyActorCritic(NumpyActor):
