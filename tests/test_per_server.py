@@ -189,10 +189,16 @@ def test_fine_tuning_aids_run_logged_and_deterministic(tiny_config, tmp_path):
     # before the pass (the clone), at the first point, at the end of the pass
     assert len(checks) == 3 and checks["decisions"].iloc[0] == 0 and checks["decisions"].iloc[-1] == a["tasks"]
     assert a["oail_applied"] > 0
-    # both policies load onto another fleet size, without unpickling
+    # both policies are shipped and load onto another fleet size, without unpickling
+    from ilets.study.shipping import ship
+
+    ship(tmp_path / "a", tmp_path / "shipped")
+    shipped = tmp_path / "shipped" / "cells" / folders[0].name
+    assert (shipped / "finetune.csv").is_file() and (shipped / "checkpoints.csv").is_file()
+    assert not (shipped / "model.zip").exists()
     big = per_server(tiny_config, servers=15)
     for name in ("policy", "clone"):
-        assert load_policy(folders[0] / name, make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
+        assert load_policy(shipped / name, make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
 
 
 def test_dagger_targets_need_past_windows(tiny_config):

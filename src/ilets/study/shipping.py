@@ -10,7 +10,9 @@ committed with the code (``shipped/<profile>``):
   :data:`LATENCY_SAMPLES` evenly spaced decisions: a heuristic cell records every one of
   its 259,368 decisions, 0.9 MB compressed, which would put a paper grid's shipped folder
   far over its size budget; the cell's own percentiles in ``metrics.json`` come from
-  every decision); never ``model.zip``;
+  every decision); where a cell has them, ``finetune.csv``, ``checkpoints.csv`` and the
+  per-server ``policy/`` and ``clone/`` folders (weights read without unpickling); never
+  ``model.zip``;
 * ``profile.yaml`` and ``grid.json`` of the grid, and ``VERIFY.json`` when ``ilets verify
   --report`` recorded a re-run of some of its cells;
 * ``events.json``: where each workload's events strike (:func:`ilets.study.grid.record_events`),
@@ -37,6 +39,11 @@ from ilets.numerics import NOT_RECORDED, recorded_mode
 
 #: Files of a cell folder that are shipped (everything but the model).
 SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
+#: What a cell has only with some settings, shipped when present: the fine-tuning log, the
+#: held-out checkpoints, and a per-server cell's final policy and clone (weights + JSON, a
+#: few kB, loaded without unpickling: ilets.agents.policy_io).
+OPTIONAL_CELL_FILES = ("finetune.csv", "checkpoints.csv")
+OPTIONAL_CELL_FOLDERS = ("policy", "clone")
 #: At most this many latency samples per shipped cell (learners record about 2,000 already).
 LATENCY_SAMPLES = 2000
 
@@ -103,6 +110,12 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
                 thin_latency_samples(cell / name, target / name)
             elif (cell / name).is_file():
                 shutil.copy2(cell / name, target / name)
+        for name in OPTIONAL_CELL_FILES:
+            if (cell / name).is_file():
+                shutil.copy2(cell / name, target / name)
+        for name in OPTIONAL_CELL_FOLDERS:
+            if (cell / name).is_dir():
+                shutil.copytree(cell / name, target / name)
     ship_events(src, tmp, _cells(src))
     return publish_folder(tmp, dest, provenance(tmp), note)
 
