@@ -104,6 +104,11 @@ class GridCommandConfig:
             if c.start_after_s < 0:
                 raise ConfigError(f"{at}.start_after_s: expected a time >= 0 s after the window start, "
                                   f"got {c.start_after_s}")
+            span = segment_span_s(self.run.workload)
+            if c.start_after_s >= span:  # it could never be tracked (found at load, not when the env starts)
+                raise ConfigError(f"{at}.start_after_s: {c.start_after_s:g} s is after the end of the "
+                                  f"{span:g}-s {self.segment} segment (workload scale {self.run.workload.scale:g}); "
+                                  f"expected a time in [0, {span:g}) s")
             try:
                 c.to_command(0.0).validate(where=at)
             except CommandError as err:
@@ -158,6 +163,16 @@ class GridCommandConfig:
         if n > 1_000_000:
             raise ConfigError(f"{where}.slot_s: {self.slot_s} s makes {n:.0f} slots in the "
                               f"{window_end - window_start:.3g} s window; expected at most 1e6")
+
+
+def segment_span_s(workload) -> float:
+    """The length of one half (offline or online) of the workload's window, s: the window
+    (the paper's 3,000 s for the synthetic workload, ``window_s`` for a trace) times the scale,
+    halved, as ilets.workloads.workload splits it."""
+    from ilets.workloads.trace import PAPER_WINDOW_S
+
+    window = PAPER_WINDOW_S if workload.kind == "synthetic" else workload.window_s
+    return window * workload.scale / 2
 
 
 def check_cap(cap_fraction: float, fleet, where: str = "gridcommand") -> None:
