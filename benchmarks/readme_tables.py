@@ -134,6 +134,35 @@ def rollout(d: dict) -> list[str]:
     return out
 
 
+#: the per-server policy's targets (issue "A learner that can learn")
+PER_SERVER_P50_MS = 0.05
+PER_SERVER_STEPS_PER_S = 4000
+
+
+def per_server(d: dict) -> list[str]:
+    """The per-server policy's decision time and learning speed against the flat path."""
+    out = [f"**Per-server policy** (`bench_per_server.py`): decision time (observation + numpy actor) on the same "
+           f"{_n(d['n'])} Earliest-Finish states, flat and per-server timed alternately; PPO learning steps/s "
+           f"(rollouts and updates, {_n(d['steps'])} steps, {d['repeats']} alternating pairs) on the first "
+           f"{_n(d['tasks'])} paper-scale online tasks, the study's PPO settings, {d['server_hidden']} units per "
+           "per-server layer:", "",
+           "| servers | flat p50 / p95 (ms) | per-server p50 / p95 (ms) | per-server / flat (p50) | flat steps/s | "
+           "per-server steps/s | per-server / flat (median; range over pairs) |",
+           "|---:|---:|---:|---:|---:|---:|---|"]
+    for m, r in sorted(d["servers"].items(), key=lambda kv: int(kv[0])):
+        p50, p95, sps, pairs = r["decision_p50_ms"], r["decision_p95_ms"], r["steps_per_s"], r["steps_ratio_pairs"]
+        out.append(f"| {m} | {p50['flat']:.4f} / {p95['flat']:.3f} | {p50['per-server']:.4f} / {p95['per-server']:.3f} "
+                   f"| {r['decision_ratio_p50']:.1f}x | {_n(sps['flat'])} | {_n(sps['per-server'])} | "
+                   f"{r['steps_ratio']:.2f}x; {min(pairs):.2f}-{max(pairs):.2f} |")
+    top = max(d["servers"], key=int)
+    p50 = d["servers"][top]["decision_p50_ms"]["per-server"]
+    slowest = min(r["steps_per_s"]["per-server"] for r in d["servers"].values())
+    out += ["", f"Targets: a per-server decision at most {PER_SERVER_P50_MS} ms p50 at {top} servers: "
+            f"{_met(p50 <= PER_SERVER_P50_MS)} ({p50:.3f} ms). A PPO pass at least {_n(PER_SERVER_STEPS_PER_S)} "
+            f"steps/s with updates: {_met(slowest >= PER_SERVER_STEPS_PER_S)} (slowest {_n(slowest)})."]
+    return out
+
+
 def experts(d: dict) -> list[str]:
     """GA and PSO on paper-scale snapshots, and their optimality gap on small cases."""
     rows = {(r["servers"], r["snapshot"], r["expert"]): r for r in d["paper_scale"]}
@@ -259,7 +288,7 @@ def render(results: Path = RESULTS) -> str:
                "Regenerate everything on an idle machine with `make bench` (`bash benchmarks/run_all.sh`, then "
                "`python benchmarks/readme_tables.py --write README.md`)."]]
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
-                     ("experts.json", experts), ("numerics.json", numerics), ("report_stats.json", report_stats)):
+                     ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics), ("report_stats.json", report_stats)):
         d = _load(name, results)
         blocks.append(fn(d) if d else [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"])
     blocks.append(gridcommand(_load("gridcommand_decision.json", results), _load("gridcommand_experts.json", results)))
