@@ -77,8 +77,9 @@ class ControlProfile:
         return self
 
     def units(self) -> list[tuple[str, int, int]]:
-        """Every (expert, servers, seed), largest fleets first (the longest units start first)."""
-        return [(e, m, s) for m in sorted(self.servers, reverse=True) for e in self.experts for s in self.seeds]
+        """Every (expert, servers, seed), seed by seed (a run cut short still covers every
+        expert and fleet size with its first seeds), largest fleets first within a seed."""
+        return [(e, m, s) for s in self.seeds for m in sorted(self.servers, reverse=True) for e in self.experts]
 
 
 def load_profile(name_or_path: str) -> ControlProfile:
