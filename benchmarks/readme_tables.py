@@ -139,8 +139,11 @@ PER_SERVER_P50_MS = 0.05
 PER_SERVER_STEPS_PER_S = 4000
 
 
-def per_server(d: dict) -> list[str]:
-    """The per-server policy's decision time and learning speed against the flat path."""
+def per_server(d: dict, flat_elsewhere: dict | None = None) -> list[str]:
+    """The per-server policy's decision time and learning speed against the flat path.
+
+    ``flat_elsewhere`` (``decision_time.json``) gives the flat path's time where the decision
+    table was measured, so a reader sees when the two ran on hosts of different speed."""
     out = [f"**Per-server policy** (`bench_per_server.py`): decision time (observation + numpy actor) on the same "
            f"{_n(d['n'])} Earliest-Finish states, flat and per-server timed alternately; PPO learning steps/s "
            f"(rollouts and updates, {_n(d['steps'])} steps, {d['repeats']} alternating pairs) on the first "
@@ -160,6 +163,14 @@ def per_server(d: dict) -> list[str]:
     out += ["", f"Targets: a per-server decision at most {PER_SERVER_P50_MS} ms p50 at {top} servers: "
             f"{_met(p50 <= PER_SERVER_P50_MS)} ({p50:.3f} ms). A PPO pass at least {_n(PER_SERVER_STEPS_PER_S)} "
             f"steps/s with updates: {_met(slowest >= PER_SERVER_STEPS_PER_S)} (slowest {_n(slowest)})."]
+    other = [r for r in (flat_elsewhere or {}).get("summary", []) if r["method"] == "DRL"
+             and r["path"] == "our decision" and str(r["servers"]) == str(top)]
+    if other and d.get("host", {}).get("cpu_id") != flat_elsewhere.get("host", {}).get("cpu_id"):
+        here = d["servers"][top]["decision_p50_ms"]["flat"]
+        out += ["", f"This benchmark ran on another host ({d['host'].get('cpu_id')}) than the decision table above "
+                f"({flat_elsewhere['host'].get('cpu_id')}): the same flat decision took {here:.4f} ms p50 here and "
+                f"{other[0]['p50_ms']:.4f} ms there at {top} servers ({here / other[0]['p50_ms']:.1f}x), so compare "
+                "the ratios, not the absolute times, across the two tables."]
     return out
 
 
@@ -290,6 +301,9 @@ def render(results: Path = RESULTS) -> str:
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
                      ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics), ("report_stats.json", report_stats)):
         d = _load(name, results)
+        if d and name == "per_server.json":
+            blocks.append(per_server(d, _load("decision_time.json", results)))
+            continue
         blocks.append(fn(d) if d else [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"])
     blocks.append(gridcommand(_load("gridcommand_decision.json", results), _load("gridcommand_experts.json", results)))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
