@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch as th
-import yaml
 
 from ilets.agents.cloning import clone_scores, heuristic_demonstrations
 from ilets.agents.env import CloudSchedulingEnv
@@ -25,9 +24,6 @@ from ilets.simulator.cloud import make_fleet
 from ilets.simulator.objective import exec_time
 from ilets.workloads.workload import load_workload
 
-SHIPPED = Path(__file__).resolve().parents[1] / "shipped"
-
-
 def per_server(cfg: RunConfig, servers: int | None = None) -> RunConfig:
     fleet = cfg.fleet if servers is None else dataclasses.replace(cfg.fleet, servers=servers)
     return dataclasses.replace(cfg, policy="per-server", observation="per-server", fleet=fleet).validate()
@@ -38,19 +34,8 @@ def env_of(cfg: RunConfig) -> CloudSchedulingEnv:
     return CloudSchedulingEnv(cfg, tasks=wl.online, fleet=make_fleet(cfg.fleet, cfg.fleet.seed))
 
 
-def test_every_shipped_cell_keeps_its_digest_with_the_new_fields():
-    configs = sorted(SHIPPED.glob("*/cells/*/config.yaml"))
-    assert len(configs) > 400
-    for path in configs:
-        plain = yaml.safe_load(path.read_text())
-        name_digest = path.parent.name.rsplit("-", 1)[1]
-        assert digest_of(plain) == name_digest, path
-        # loaded today, with policy/server_hidden/finetune filled in at their defaults
-        cfg = load_run_config(path)
-        assert cfg.policy == "flat" and cfg.digest() == name_digest, path
-
-
 def test_a_new_field_off_its_default_changes_the_digest():
+    """(At their defaults they leave every shipped cell's digest as it was: test_config.)"""
     base = RunConfig()
     assert dataclasses.replace(base, server_hidden=16).digest() != base.digest()
     assert per_server(base).digest() != base.digest()
