@@ -4,7 +4,6 @@ works, bad input is named, and the faithful study's digests are untouched."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.policies import EarliestFinish, schedule
 from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
 from ilets.agents.ppo import PPOPolicy, make_ppo, numpy_actor_critic
-from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig, digest_of, load_run_config, to_dict
+from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig, to_dict
 from ilets.simulator.cloud import make_fleet
 from ilets.simulator.objective import exec_time
 from ilets.workloads.workload import load_workload
