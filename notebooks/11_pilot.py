@@ -92,9 +92,7 @@ plots.markdown_table(rep.table, {"setting": "setting", "value": "value", "varian
 # mean reward there, higher is better), the test of whether PPO keeps what imitation taught.
 
 # %% tags=["remove-cell"]
-joint_folder = next((root / rel for rel in pilot.JOINT_SEARCH if (root / rel / "store").is_dir()),
-                    root / pilot.JOINT_SEARCH[-1])
-joint = pilot.joint_report(joint_folder)
+joint = pilot.joint_report(pilot.joint_dir())
 glue("joint_summary", joint.summary, display=False)
 
 # %% [markdown]

@@ -96,3 +96,17 @@ def test_the_transfer_table_reads_transfer_rows():
     shown = P.transfer_display(df)
     assert shown[["trained on (servers)", "scheduling (servers)"]].values.tolist() == [[50, 200]]
     assert shown["response gap"].iloc[0] == "+0.20%"
+
+
+def test_shipping_copies_finished_units_with_their_provenance(tmp_path):
+    profile = S.load_profile("positive-control-smoke")
+    out = tmp_path / "pc"
+    S.run(profile, out, "positive-control-smoke")
+    (out / "policies" / "in-flight").mkdir()  # weights of a unit without a row: not shipped
+    prov = S.ship(out, tmp_path / "shipped")
+    assert prov["units"] == prov["planned_units"] == len(profile.units())
+    assert not (tmp_path / "shipped" / "policies" / "in-flight").exists()
+    df, read = P.load(tmp_path / "shipped")
+    assert len(df) and read == json.loads((tmp_path / "shipped" / "PROVENANCE.json").read_text())
+    assert f"{prov['units']} of {prov['planned_units']} planned units" in P.banner(tmp_path / "shipped", read,
+                                                                                P.summary(P.split(df)[0]))

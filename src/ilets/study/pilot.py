@@ -267,6 +267,18 @@ def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASE
 JOINT_SEARCH = ("results/pilot-per-server", "shipped/pilot-per-server")
 
 
+def joint_dir():
+    """The joint pilot's results the book reads: the first folder of :data:`JOINT_SEARCH` with
+    a store (resolved against the repository, wherever a chapter executes)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    for rel in JOINT_SEARCH:
+        if (root / rel / "store" / "metrics.parquet").is_file():
+            return root / rel
+    return root / JOINT_SEARCH[-1]
+
+
 @dataclass(frozen=True)
 class JointReport:
     """The joint pilot read through :func:`select_joint`: the table and its sentence."""

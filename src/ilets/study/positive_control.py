@@ -283,24 +283,59 @@ def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
                 print(f"unit {futures[future]} failed: {type(err).__name__}: {err} (traceback in {note})",
                       file=sys.stderr)
     df = gather(out)
-    prov = {"profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0])
-            if len(df) else 0, "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600
-            if len(df) else 0.0,
-            "commits": sorted(df["commit"].unique().tolist()) if len(df) else [],
-            "machines": sorted(df["machine"].unique().tolist()) if len(df) else [],
-            "started_utc": df["started_utc"].min() if len(df) else None,
-            "finished_utc": df["finished_utc"].max() if len(df) else None, "last_run": start,
-            "failed_last_run": failed}
+    prov = {**provenance(df, name, len(profile.units())), "last_run": start, "failed_last_run": failed}
     (out / "PROVENANCE.json").write_text(json.dumps(prov, indent=1, default=str))
     return df
+
+
+def provenance(df: pd.DataFrame, name: str, planned: int) -> dict:
+    """Where, when and from which code the finished units came, read from their own rows."""
+    if df.empty:
+        return {"profile": name, "units": 0, "planned_units": planned, "cpu_hours": 0.0}
+    return {"profile": name, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0]),
+            "planned_units": planned,
+            "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600,
+            "commits": sorted(df["commit"].unique().tolist()), "machines": sorted(df["machine"].unique().tolist()),
+            "started_utc": df["started_utc"].min(), "finished_utc": df["finished_utc"].max()}
+
+
+def ship(src: Path, dest: Path) -> dict:
+    """Copy a control folder's finished units (rows, per-server clone weights, profile) into
+    ``dest`` (replaced) with its store and provenance, also while a run is still going."""
+    import shutil
+
+    profile = json.loads((src / "profile.json").read_text())
+    name = profile.pop("name")
+    planned = len(load_profile(name).units()) if (Path(__file__).resolve().parent.parent / "configs"
+                                                   / f"{name}.yaml").is_file() else 0
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copytree(src / "units", tmp / "units")
+    done = {p.stem for p in (tmp / "units").glob("*.json")}
+    for folder in sorted((src / "policies").glob("*")) if (src / "policies").is_dir() else []:
+        if folder.name in done:  # a unit in flight may have written its weights already
+            shutil.copytree(folder, tmp / "policies" / folder.name)
+    shutil.copy2(src / "profile.json", tmp / "profile.json")
+    df = gather(tmp)
+    prov = provenance(df, name, planned)
+    (tmp / "PROVENANCE.json").write_text(json.dumps(prov, indent=1, default=str))
+    shutil.rmtree(dest, ignore_errors=True)
+    tmp.rename(dest)
+    return prov
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ilets.study.positive_control", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", default="positive-control")
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--ship", type=Path, default=None, metavar="DEST",
+                    help="copy the finished units of --out into DEST (e.g. shipped/positive-control) and stop")
     args = ap.parse_args(argv)
     try:
+        if args.ship is not None:
+            print(json.dumps(ship(args.out, args.ship), default=str))
+            return 0
         profile = load_profile(args.profile)
         df = run(profile, args.out, args.profile)
     except ConfigError as err:
