@@ -46,7 +46,7 @@ def test_a_clone_better_than_its_expert_by_more_than_the_tolerance_does_not_matc
     """The rule asks whether the clone *is* its expert; beating it is a different finding."""
     agg = P.summary(frame({("per-server", "per-server"): -0.05}))
     assert not agg["matches"].any()
-    assert "at every fleet size" in P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
+    assert "at every fleet size tested (50/200 servers)" in P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
 
 
 def test_no_results_say_so():

@@ -29,12 +29,13 @@ EXPERT_LABELS = {"earliest-finish": "Earliest-Finish", "greedy-cost": "Greedy-Co
 
 
 def control_dir() -> Path:
-    """``$ILETS_CONTROL_RESULTS``, else the first folder of :data:`SEARCH` with a store."""
+    """``$ILETS_CONTROL_RESULTS``, else the first folder of :data:`SEARCH` with a store and
+    its provenance (a run still going has neither)."""
     if os.environ.get("ILETS_CONTROL_RESULTS"):
         return Path(os.environ["ILETS_CONTROL_RESULTS"])
     root = Path(__file__).resolve().parents[3]
     for rel in SEARCH:
-        if (root / rel / "store.parquet").is_file():
+        if (root / rel / "store.parquet").is_file() and (root / rel / "PROVENANCE.json").is_file():
             return root / rel
     return root / SEARCH[-1]
 
@@ -152,7 +153,8 @@ def verdict(agg: pd.DataFrame) -> ControlVerdict:
         part = [f"{EXPERT_LABELS[e]} at {_sizes(m)} of {_sizes(tested[(d, e)])} servers"
                 for (d, e), m in matched.items() if d == design and m and m != tested[(d, e)]]
         none = [EXPERT_LABELS[e] for (d, e), m in matched.items() if d == design and not m]
-        bits = ([f"matches {_list(ok)} at every fleet size"] if ok else []) + \
+        sizes = sorted({int(x) for (d, _), t in tested.items() if d == design for x in t})
+        bits = ([f"matches {_list(ok)} at every fleet size tested ({_sizes(sizes)} servers)"] if ok else []) + \
                ([f"matches {'; '.join(part)}"] if part else []) + ([f"matches {_list(none)} at no fleet size"] if none else [])
         parts.append(f"the {design} {' and '.join(bits)}")
     seeds = int(agg["seeds"].min())
