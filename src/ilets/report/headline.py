@@ -50,8 +50,9 @@ def shipped_markdown(root: Path) -> str:
             "|---|---|---:|---:|---:|---:|"]
     for folder in sorted(p for p in Path(root).iterdir() if (p / PROVENANCE).is_file()):
         prov = json.loads((folder / PROVENANCE).read_text())
-        planned = planned_cells(folder)
-        done = int(prov.get("cells", 0))
+        # a positive-control folder counts units (expert x fleet size x seed), not grid cells
+        planned = prov["planned_units"] if "planned_units" in prov else planned_cells(folder)
+        done = int(prov.get("cells", prov.get("units", 0)))
         cells = f"{done:,}" + (f" of {planned:,}" if planned is not None else "")
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20
         found = list(prov.get("commits", {}))
