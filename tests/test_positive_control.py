@@ -46,7 +46,7 @@ def test_a_clone_better_than_its_expert_by_more_than_the_tolerance_does_not_matc
     """The rule asks whether the clone *is* its expert; beating it is a different finding."""
     agg = P.summary(frame({("per-server", "per-server"): -0.05}))
     assert not agg["matches"].any()
-    assert "at every fleet size tested (50/200 servers)" in P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
+    assert "matches Earliest-Finish at 50/200 servers (every fleet size tested)" in P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
 
 
 def test_no_results_say_so():
@@ -110,3 +110,12 @@ def test_shipping_copies_finished_units_with_their_provenance(tmp_path):
     assert len(df) and read == json.loads((tmp_path / "shipped" / "PROVENANCE.json").read_text())
     assert f"{prov['units']} of {prov['planned_units']} planned units" in P.banner(tmp_path / "shipped", read,
                                                                                 P.summary(P.split(df)[0]))
+
+
+def test_the_readme_paragraph_is_generated_from_the_shipped_control():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start, end = P.README_MARKERS
+    block = readme.split(start, 1)[1].split(end, 1)[0]
+    assert block == "\n" + P.readme_block(Path(__file__).resolve().parents[1] / "shipped" / "positive-control")

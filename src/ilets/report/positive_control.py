@@ -149,12 +149,15 @@ def verdict(agg: pd.DataFrame) -> ControlVerdict:
         tested[key] = sorted(rows["servers"].tolist())
         matched[key] = sorted(rows.loc[rows["matches"], "servers"].tolist())
     for design in dict.fromkeys(agg["design"]):
-        ok = [EXPERT_LABELS[e] for (d, e), m in matched.items() if d == design and m == tested[(d, e)]]
+        ok: dict[tuple, list[str]] = {}  # tested fleet sizes -> experts matched at all of them
+        for (d, e), m in matched.items():
+            if d == design and m == tested[(d, e)]:
+                ok.setdefault(tuple(m), []).append(EXPERT_LABELS[e])
         part = [f"{EXPERT_LABELS[e]} at {_sizes(m)} of {_sizes(tested[(d, e)])} servers"
                 for (d, e), m in matched.items() if d == design and m and m != tested[(d, e)]]
         none = [EXPERT_LABELS[e] for (d, e), m in matched.items() if d == design and not m]
-        sizes = sorted({int(x) for (d, _), t in tested.items() if d == design for x in t})
-        bits = ([f"matches {_list(ok)} at every fleet size tested ({_sizes(sizes)} servers)"] if ok else []) + \
+        every = "; ".join(f"{_list(names)} at {_sizes(list(sizes))} servers" for sizes, names in ok.items())
+        bits = ([f"matches {every} (every fleet size tested)"] if ok else []) + \
                ([f"matches {'; '.join(part)}"] if part else []) + ([f"matches {_list(none)} at no fleet size"] if none else [])
         parts.append(f"the {design} {' and '.join(bits)}")
     seeds = int(agg["seeds"].min())
@@ -185,3 +188,59 @@ def banner(folder: Path, prov: dict, agg: pd.DataFrame) -> str:
             f"{float(prov.get('cpu_hours', np.nan)):.2f} CPU-hours, computed on {_list(prov.get('machines') or ['?'])} "
             f"at commit {_list(prov.get('commits') or ['?'])}, {prov.get('started_utc')} to "
             f"{prov.get('finished_utc')} (UTC), read from `{folder.name}`.")
+
+
+#: README's positive-control block sits between these markers
+README_MARKERS = ("<!-- control:start -->", "<!-- control:end -->")
+
+
+def transfer_sentence(moved: pd.DataFrame) -> str:
+    """How far a per-server clone moved to another fleet size is from its expert there."""
+    if moved.empty:
+        return ""
+    g = gaps(moved)
+    worst = float(g[["response_gap", "reward_gap"]].abs().to_numpy().max())
+    pairs = sorted({(int(a), int(b)) for a, b in zip(g["trained_on"], g["servers"])})
+    moves = _list([f"{a} to {b} servers" for a, b in pairs])
+    return (f"Moved from {moves} without retraining, the per-server clones stay within {worst:.2%} of their "
+            f"expert there (response time and mean reward, every seed).")
+
+
+def readme_block(folder: Path) -> str:
+    """README's paragraph on the positive control, from a control folder (banner, verdict, transfer)."""
+    df, prov = load(folder)
+    same, moved = split(df)
+    agg = summary(same)
+    parts = [banner(folder, prov, agg), verdict(agg).text, transfer_sentence(moved),
+             "The table is in chapter 5 of the book (*OINPT and the cold start*, the positive control)."]
+    return " ".join(p for p in parts if p) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print README's positive-control paragraph, or write it between :data:`README_MARKERS`."""
+    import argparse
+    import sys
+
+    from ilets.files import atomic_write
+
+    ap = argparse.ArgumentParser(prog="python -m ilets.report.positive_control", description=main.__doc__)
+    ap.add_argument("--results", type=Path, default=None, help="a positive-control folder (default: the book's)")
+    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
+    args = ap.parse_args(argv)
+    text = readme_block(args.results or control_dir())
+    if args.write is None:
+        print(text, end="")
+        return 0
+    doc = args.write.read_text() if args.write.is_file() else ""
+    start, end = README_MARKERS
+    if start not in doc or end not in doc:
+        print(f"error: {args.write}: expected the markers {start} and {end}", file=sys.stderr)
+        return 2
+    head, rest = doc.split(start, 1)
+    atomic_write(args.write, lambda tmp: tmp.write_text(f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"))
+    print(f"wrote the positive-control paragraph into {args.write}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
