@@ -63,7 +63,7 @@ def test_the_smoke_control_runs_resumes_and_is_strict(tmp_path):
     assert set(df.loc[df.servers != df.trained_on, "policy"]) == {"per-server"}
     assert (df["commit"].str.len() >= 12).all() and df["machine"].str.contains("cores").all()
     prov = json.loads((out / "PROVENANCE.json").read_text())
-    assert prov["units"] == units and prov["cpu_hours"] > 0
+    assert prov["units"] == units and prov["cpu_hours"] > 0  # transfer rows belong to their unit
     assert len(list((out / "policies").iterdir())) == units
     # resumes: nothing is recomputed
     again = S.run(profile, out, "positive-control-smoke")

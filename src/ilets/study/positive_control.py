@@ -294,7 +294,7 @@ def provenance(df: pd.DataFrame, name: str, planned: int) -> dict:
             "frozen and greedy; counted in units (expert x fleet size x seed)")
     if df.empty:
         return {"profile": name, "note": note, "units": 0, "planned_units": planned, "cpu_hours": 0.0}
-    return {"profile": name, "note": note, "units": int(df[["expert", "servers", "seed"]].drop_duplicates().shape[0]),
+    return {"profile": name, "note": note, "units": int(df[["expert", "trained_on", "seed"]].drop_duplicates().shape[0]),
             "planned_units": planned,
             "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600,
             "commits": sorted(df["commit"].unique().tolist()), "machines": sorted(df["machine"].unique().tolist()),
