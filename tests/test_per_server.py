@@ -190,3 +190,16 @@ def test_dagger_targets_need_past_windows(tiny_config):
     with pytest.raises(ConfigError, match=r"finetune\.oail_targets: 'dagger' relabels"):
         dataclasses.replace(tiny_config, finetune=ft,
                             oail=dataclasses.replace(tiny_config.oail, window_mode="upcoming")).validate()
+
+
+def test_a_heuristic_pass_builds_no_observation_and_its_metrics_do_not_change(tiny_config):
+    from ilets.agents.policies import make_heuristic
+
+    cfg = dataclasses.replace(per_server(tiny_config), method="earliest-finish")
+    wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
+    fast = run_heuristic(cfg, wl, fleet)
+    env = CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet)  # observing, as a learner's env
+    env.reset(seed=cfg.seed)
+    log = DecisionLog()
+    drive(env, make_heuristic("earliest-finish"), log)
+    assert fast.log.final == log.final and fast.log.reward == log.reward

@@ -66,6 +66,7 @@ def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=Non
 
     policy = make_heuristic(cfg.method, seed=cfg.seed, reward=cfg.reward)
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
+    env.observing = False  # the heuristic reads the cloud, never the observation
     env.reset(seed=cfg.seed)
     log = DecisionLog()
     times = drive(env, policy, log, progress)
