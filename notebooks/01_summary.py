@@ -27,6 +27,7 @@ from myst_nb import glue
 
 from ilets.report import findings as F
 from ilets.report import plots
+from ilets.report import positive_control as PC
 from ilets.report import verdicts as V
 from ilets.report.report_context import ReportContext
 
@@ -131,6 +132,21 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # improvement table and the baselines, claims 1-3 and 8). The paper's other claim on
 # adaptation, that ILETS stays smooth under instant bursts, is examined in {doc}`06_oail`.
 #
+# ## Can the learner do the job at all?
+#
+# Every verdict above is about the authors' design: a flat policy over their state. Before a
+# method built on a learner is judged, the learner must be shown able to do the job, so the
+# study clones each expert into each policy design and lets the clone schedule frozen and
+# greedy ({doc}`05_oinpt`, the positive control). {glue:text}`control_summary`
+
+# %% tags=["remove-cell"]
+_control_folder = PC.control_dir()
+_control, _control_prov = PC.load(_control_folder)
+_same, _moved = PC.split(_control)
+glue("control_summary", f"{PC.verdict(PC.summary(_same)).text} {PC.transfer_sentence(_moved)} "
+     f"({PC.banner(_control_folder, _control_prov, PC.summary(_same))})", display=False)
+
+# %% [markdown]
 # ## Which conclusions depend on the scale
 #
 # The same claims, judged by the same rule on the reduced-scale results (2 % of the window,
