@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from ilets.agents.cloning import TIE_TOL
+from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES
 from ilets.study.profiles import method_defaults
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 
@@ -117,13 +119,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "fleet (mean and max of the rows), masked softmax, critic on the pooled summary; runs at any fleet size",
               "RunConfig.policy, ilets.agents.per_server"),
     Deviation("Per-server observation", "the 2M+2 state (free CPU and a task count per server)",
-              "observation: per-server: 4 task numbers and 14 per server (exact wait and response there, execution "
+              f"observation: per-server: {len(TASK_FEATURES)} task numbers and {len(SERVER_FEATURES)} per server "
+              "(exact wait and response there, execution "
               "time, free CPU, tasks, time to drain, speed, power, marginal power and energy, deadline met, response "
               "over the deadline and over the fleet's best); times as log1p(t / wait_scale_s), never capped",
               "ilets.agents.observation.SERVER_FEATURES"),
     Deviation("Positive control", "none", "each expert cloned into each design with one BC budget (configs/"
               "positive-control.yaml), evaluated frozen and greedy; agreement counted tie-aware (relative tolerance "
-              "1e-6 on the expert's own criterion); flat clones scored on a prefix of the online half, beside "
+              f"{TIE_TOL:g} on the expert's own criterion); flat clones scored on a prefix of the online half, beside "
               "their expert on the same tasks", "ilets.study.positive_control, ilets.agents.cloning"),
     Deviation("Fine-tuning aids", "plain PPO after BC",
               "off by default; switchable: critic warm-up (actor frozen until the critic's explained variance "
