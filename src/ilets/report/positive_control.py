@@ -77,6 +77,9 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
         reward_gap=("reward_gap", "mean"), clone_response=("clone_avg_response_s", "mean"),
         expert_response=("expert_avg_response_s", "mean"), clone_success=("clone_success_rate", "mean"),
         expert_success=("expert_success_rate", "mean")).reset_index()
+    designs = {label: i for i, label in enumerate(DESIGN_LABELS.values())}
+    agg = agg.iloc[np.lexsort((agg["design"].map(designs).fillna(len(designs)), agg["servers"], agg["expert"]))]
+    agg = agg.reset_index(drop=True)
     tol = agg["expert"].map(TOLERANCE)
     agg["matches"] = (agg["response_gap"].abs() <= tol) & (agg["reward_gap"].abs() <= tol)
     return agg
