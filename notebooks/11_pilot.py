@@ -101,7 +101,7 @@ glue("joint_summary", joint.summary, display=False)
 # %% tags=["remove-input"]
 plots.markdown_table(joint.table, {"variant": "candidate", "settings": "settings", "cells": "cells",
                                    "mean_J": "mean score J", "mean_response_s": "response (s)",
-                                   "complete": "complete", "chosen": "chosen",
+                                   "complete": "complete", "leading": "leading so far", "chosen": "chosen",
                                    "heldout_mean_reward_start": "held-out reward, clone",
                                    "heldout_mean_reward_end": "held-out reward, after PPO"},
                      empty="No per-server pilot results in this checkout yet.")

@@ -169,7 +169,12 @@ def test_the_joint_rule_keeps_the_baseline_unless_a_candidate_earns_its_place():
     assert select_joint(close, 0.3).set_index("variant")["chosen"].to_dict() == {"rs-00": True, "rs-01": False}
     better = pd.DataFrame(base + cells("rs-01", 1.5) + cells("rs-02", 1.2, seeds=(1000,)))
     table = select_joint(better, 0.3).set_index("variant")
-    assert table["chosen"].to_dict() == {"rs-00": False, "rs-01": True, "rs-02": False}  # rs-02 is incomplete
+    # rs-02 is incomplete: rs-01 leads, nothing is chosen until every candidate has its cells
+    assert table["leading"].to_dict() == {"rs-00": False, "rs-01": True, "rs-02": False}
+    assert not table["chosen"].any()
+    done = pd.DataFrame(base + cells("rs-01", 1.5) + cells("rs-02", 1.8))
+    assert select_joint(done, 0.3).set_index("variant")["chosen"].to_dict() == {"rs-00": False, "rs-01": True,
+                                                                                   "rs-02": False}
     unfinished = pd.DataFrame(cells("", 1.0) + cells("rs-00", 2.0, seeds=(1000,)) + cells("rs-01", 1.0))
     assert not select_joint(unfinished, 0.3)["chosen"].any()
 

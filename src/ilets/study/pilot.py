@@ -237,14 +237,16 @@ def random_search(space: dict[str, tuple], k: int, seed: int) -> list[dict[str, 
 
 
 def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASELINE,
-                 expected: int | None = None) -> pd.DataFrame:
+                 expected: int | None = None, candidates: int | None = None) -> pd.DataFrame:
     """The joint pilot's rule, fixed before its cells ran: one row per candidate (variant).
 
     1. Score each cell by J (:func:`objective`, Earliest-Finish on the same seed and fleet).
     2. A candidate is complete when it has ``expected`` cells (every pilot seed x fleet size).
-    3. Among complete candidates the lowest mean J wins, unless it lowers the baseline's mean J
-       by less than :data:`MIN_GAIN`: then the baseline stays. With the baseline incomplete,
-       nothing is chosen (``chosen`` all False) and the pilot is reported as unfinished.
+    3. Among complete candidates the lowest mean J leads, unless it lowers the baseline's mean J
+       by less than :data:`MIN_GAIN`: then the baseline leads (``leading``). With the baseline
+       incomplete nothing leads.
+    4. The leader is ``chosen`` only once all ``candidates`` (default: those in ``metrics``)
+       are complete; before that the pilot is unfinished and its leader provisional.
     """
     learners = metrics[metrics["variant"].str.startswith("rs-")]
     scored = objective(pd.concat([metrics[metrics["variant"] == ""], learners]), theta)
@@ -253,13 +255,16 @@ def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASE
                                           mean_response_s=("avg_response_s", "mean")).reset_index()
     need = expected if expected is not None else int(table["cells"].max()) if len(table) else 0
     table["complete"] = table["cells"] >= need
-    table["chosen"] = False
+    table["leading"] = False
     done = table[table["complete"]]
     if baseline in set(done["variant"]):
         base_j = float(done.loc[done["variant"] == baseline, "mean_J"].iloc[0])
         best = done.loc[done["mean_J"].idxmin()]
         pick = best["variant"] if best["mean_J"] <= base_j * (1 - MIN_GAIN) else baseline
-        table.loc[table["variant"] == pick, "chosen"] = True
+        table.loc[table["variant"] == pick, "leading"] = True
+    # a choice only once every candidate the profile plans has all its cells
+    planned = candidates if candidates is not None else len(table)
+    table["chosen"] = table["leading"] & (int(table["complete"].sum()) >= planned)
     return table
 
 
@@ -304,17 +309,19 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
         return JointReport(pd.DataFrame(), None, "The per-server pilot has no results in this checkout yet: "
                                                  "the per-server learners keep methods.yaml's PPO settings.")
     metrics = load_metrics(folder, variant=None)
-    table = select_joint(metrics, profile.run.reward.theta, expected=expected)
+    table = select_joint(metrics, profile.run.reward.theta, expected=expected, candidates=len(settings))
     held = metrics[metrics["variant"].str.startswith("rs-")].groupby("variant")[
         [c for c in ("heldout_mean_reward_start", "heldout_mean_reward_end") if c in metrics]].mean()
     table = table.join(held, on="variant")
     table.insert(1, "settings", table["variant"].map(settings))
-    chosen = table.loc[table["chosen"], "variant"]
-    pick = str(chosen.iloc[0]) if len(chosen) else None
+    leading = table.loc[table["leading"], "variant"]
+    pick = str(leading.iloc[0]) if len(leading) else None
     done = int(table["complete"].sum())
     text = (f"{done} of {len(settings)} candidates have all {expected} of their cells "
             f"({int(table['cells'].sum())} of {expected * len(settings)} learner cells finished). "
-            + (f"The rule chooses {pick} ({settings[pick]})." if pick else
+            + ((f"The rule chooses {pick} ({settings[pick]})." if done == len(settings) else
+                f"Among the complete candidates only, the rule would choose {pick} ({settings[pick]}): provisional "
+                f"until every candidate has its cells, and not yet the per-server learners' setting.") if pick else
                f"The rule cannot choose yet: the baseline {JOINT_BASELINE} is unfinished, so the per-server "
                f"learners keep methods.yaml's PPO settings."))
-    return JointReport(table, pick, text)
+    return JointReport(table, pick if done == len(settings) else None, text)
