@@ -226,6 +226,9 @@ SEARCH_SPACE: dict[str, tuple] = {
     "ppo.learning_rate": (3e-5, 1e-4, 3e-4), "ppo.ent_coef": (0.0, 0.001, 0.01),
     "finetune.kl_coef": (0.0, 0.1, 1.0), "finetune.critic_warmup_rollouts": (0, 100),
 }
+#: short names of the searched settings, for the pilot chapter's table
+SHORT = {"ppo.gamma": "gamma", "ppo.gae_lambda": "lambda", "ppo.learning_rate": "lr", "ppo.ent_coef": "entropy",
+         "finetune.kl_coef": "KL", "finetune.critic_warmup_rollouts": "warm-up"}
 #: the candidate of the joint pilot that keeps methods.yaml's PPO and no fine-tuning aid
 JOINT_BASELINE = "rs-00"
 
@@ -302,8 +305,8 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
 
     folder = Path(folder)
     profile = profile or load_profile("pilot-per-server")
-    settings = {v.name: ", ".join(f"{a}.{b}={x:g}" for a, inner in v.run.items() for b, x in inner.items())
-                or "methods.yaml's PPO, no aid" for v in profile.variants}
+    settings = {v.name: ", ".join(f"{SHORT.get(f'{a}.{b}', f'{a}.{b}')} {x:g}" for a, inner in v.run.items()
+                                  for b, x in inner.items()) or "methods.yaml's PPO, no aid" for v in profile.variants}
     expected = len(profile.seeds) * len(profile.servers)
     if not (folder / "store" / "metrics.parquet").is_file():
         return JointReport(pd.DataFrame(), None, "The per-server pilot has no results in this checkout yet: "
