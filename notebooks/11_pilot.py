@@ -88,20 +88,32 @@ plots.markdown_table(rep.table, {"setting": "setting", "value": "value", "varian
 # (profile `src/ilets/configs/pilot-per-server.yaml`, written before any of its cells ran). The
 # rule: the lowest mean score J over the pilot seeds wins if it beats `rs-00` by
 # {glue:text}`pilot_gain`; a candidate with a missing cell cannot win. Each run also schedules a
-# held-out segment greedily before the pass (the frozen clone) and after it (the last columns:
-# mean reward there, higher is better), the test of whether PPO keeps what imitation taught.
+# held-out segment greedily before the pass (the frozen clone) and after it (mean reward there,
+# higher is better), the test of whether PPO keeps what imitation taught.
+#
+# **Round 2, declared after round 1 was read.** Every round-1 candidate ended its pass below its
+# frozen clone on the held-out segment, the round-1 choice included. Round 2 adds three candidates
+# (`r2-*`) that hold the KL toward the clone constant, and a rule for both rounds, committed
+# before any round-2 cell ran: a candidate *keeps its clone* when the 95 % Student-t interval
+# over the pilot seeds of its held-out change (after PPO minus the clone, relative to the clone)
+# lies above minus {glue:text}`keep_margin` (the positive control's tolerance); among the complete
+# candidates that keep their clone, the lowest mean J wins. The round that chose is named in the
+# table; the pilot seeds are never evaluated, so the second look tunes nothing that is judged.
 
 # %% tags=["remove-cell"]
 joint = pilot.joint_report(pilot.joint_dir())
 glue("joint_summary", joint.summary, display=False)
+glue("keep_margin", f"{pilot.KEEP_MARGIN:.0%}", display=False)
 
 # %% [markdown]
 # {glue:text}`joint_summary`
 
 # %% tags=["remove-input"]
-plots.markdown_table(joint.table, {"variant": "candidate", "settings": "settings", "cells": "cells",
-                                   "mean_J": "mean score J", "mean_response_s": "response (s)",
-                                   "complete": "complete", "leading": "leading so far", "chosen": "chosen",
-                                   "heldout_mean_reward_start": "held-out reward, clone",
-                                   "heldout_mean_reward_end": "held-out reward, after PPO"},
+names = {"variant": "candidate", "round": "round", "settings": "settings", "cells": "cells",
+         "mean_J": "mean score J", "mean_response_s": "response (s)",
+         "heldout_mean_reward_start": "held-out reward, clone", "heldout_mean_reward_end": "held-out reward, after PPO",
+         "change": "held-out change (%)", "change_low": "95 % low (%)", "change_high": "95 % high (%)",
+         "keeps": "keeps its clone", "round_one_choice": "round 1's choice", "chosen": "chosen"}
+percent = {c: (100 * joint.table[c]).round(2) for c in ("change", "change_low", "change_high") if c in joint.table}
+plots.markdown_table(joint.table.assign(**percent)[[c for c in names if c in joint.table]], names,
                      empty="No per-server pilot results in this checkout yet.")

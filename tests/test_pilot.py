@@ -184,3 +184,45 @@ def test_the_joint_report_without_results_says_so(tmp_path):
 
     rep = joint_report(tmp_path)
     assert rep.chosen is None and "no results" in rep.summary
+
+
+def _joint_cells(variant, response, start=-0.25, ends=(-0.25, -0.25, -0.25), seeds=(1000, 1001, 1002)):
+    return [{"method": "drl+" if variant else "earliest-finish", "variant": variant, "seed": s, "servers": 50,
+             "energy_kwh": 1.0, "avg_response_s": response, "heldout_mean_reward_start": start,
+             "heldout_mean_reward_end": end} for s, end in zip(seeds, ends)]
+
+
+def test_a_candidate_keeps_its_clone_only_when_its_whole_interval_clears_the_margin():
+    import pandas as pd
+
+    from ilets.study.pilot import clone_kept
+
+    cells = pd.DataFrame(_joint_cells("rs-01", 1.0, ends=(-0.2505, -0.2495, -0.2500))      # +-0.2 %: kept
+                         + _joint_cells("rs-02", 1.0, ends=(-0.2530, -0.2531, -0.2529))    # -1.2 % every seed
+                         + _joint_cells("r2-00", 1.0, ends=(-0.2400, -0.2600, -0.2500)))   # mean 0, wide
+    table = clone_kept(cells).set_index("variant")
+    assert table["keeps"].to_dict() == {"r2-00": False, "rs-01": True, "rs-02": False}
+    assert abs(table.loc["rs-02", "change"] + 0.012) < 1e-9
+    # t with 2 degrees of freedom: 4.303 * sd / sqrt(3)
+    assert abs(table.loc["rs-01", "change_high"] - 4.3027 * 0.002 / 3 ** 0.5) < 1e-5
+
+
+def test_round_two_chooses_the_lowest_j_among_candidates_that_keep_their_clone():
+    import pandas as pd
+
+    from ilets.study.pilot import select_round_two
+
+    base = _joint_cells("", 1.0)
+    drifting = _joint_cells("rs-05", 1.1, ends=(-0.254, -0.2541, -0.2539))   # best J, loses 1.6 %
+    keeping = _joint_cells("r2-01", 1.3, ends=(-0.2501, -0.2499, -0.25))
+    worse = _joint_cells("rs-01", 1.4)
+    table = select_round_two(pd.DataFrame(base + drifting + keeping + worse), 0.3, expected=3,
+                             candidates=3).set_index("variant")
+    assert table["chosen"].to_dict() == {"r2-01": True, "rs-01": False, "rs-05": False}
+    assert table.loc["r2-01", "round"] == 2 and table.loc["rs-05", "round"] == 1
+    # one candidate short of its cells: a leader, but no choice yet
+    short = select_round_two(pd.DataFrame(base + drifting + keeping + worse[:2]), 0.3, expected=3, candidates=3)
+    assert short["leading"].any() and not short["chosen"].any()
+    # nobody keeps the clone: nothing leads, nothing is chosen
+    none = select_round_two(pd.DataFrame(base + drifting), 0.3, expected=3, candidates=1)
+    assert not none["leading"].any() and not none["chosen"].any()

@@ -239,6 +239,15 @@ def random_search(space: dict[str, tuple], k: int, seed: int) -> list[dict[str, 
     return [{key: values[rng.integers(len(values))] for key, values in space.items()} for _ in range(k)]
 
 
+def _scores(metrics: pd.DataFrame, theta: float, candidate: pd.Series) -> pd.DataFrame:
+    """One row per candidate (``metrics[candidate]``): its cells, mean J and mean response time,
+    J against the heuristic cells (no variant) on the same seeds and fleets."""
+    scored = objective(pd.concat([metrics[metrics["variant"] == ""], metrics[candidate]]), theta)
+    scored = scored[scored["variant"] != ""]
+    return scored.groupby("variant").agg(cells=("J", "size"), mean_J=("J", "mean"),
+                                         mean_response_s=("avg_response_s", "mean")).reset_index()
+
+
 def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASELINE,
                  expected: int | None = None, candidates: int | None = None) -> pd.DataFrame:
     """The joint pilot's rule, fixed before its cells ran: one row per candidate (variant).
@@ -251,11 +260,7 @@ def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASE
     4. The leader is ``chosen`` only once all ``candidates`` (default: those in ``metrics``)
        are complete; before that the pilot is unfinished and its leader provisional.
     """
-    learners = metrics[metrics["variant"].str.startswith("rs-")]
-    scored = objective(pd.concat([metrics[metrics["variant"] == ""], learners]), theta)
-    scored = scored[scored["variant"].str.startswith("rs-")]
-    table = scored.groupby("variant").agg(cells=("J", "size"), mean_J=("J", "mean"),
-                                          mean_response_s=("avg_response_s", "mean")).reset_index()
+    table = _scores(metrics, theta, metrics["variant"].str.startswith("rs-"))
     need = expected if expected is not None else int(table["cells"].max()) if len(table) else 0
     table["complete"] = table["cells"] >= need
     table["leading"] = False
@@ -268,6 +273,66 @@ def select_joint(metrics: pd.DataFrame, theta: float, baseline: str = JOINT_BASE
     # a choice only once every candidate the profile plans has all its cells
     planned = candidates if candidates is not None else len(table)
     table["chosen"] = table["leading"] & (int(table["complete"].sum()) >= planned)
+    return table
+
+
+#: variant-name prefixes of the joint pilot's candidates, by round
+ROUNDS = {"rs-": 1, "r2-": 2}
+#: Round 2's non-inferiority margin [ours, declared after round 1]: a candidate keeps its clone
+#: when the 95 % t-interval of its held-out change lies above ``-KEEP_MARGIN`` (relative to the
+#: clone), the positive control's tolerance for "matches its expert".
+KEEP_MARGIN = 0.01
+
+
+def is_candidate(variant: pd.Series) -> pd.Series:
+    """Which variants are candidates of the joint pilot (either round)."""
+    return variant.str[:3].isin(list(ROUNDS))
+
+
+def clone_kept(metrics: pd.DataFrame, margin: float = KEEP_MARGIN, level: float = 0.95) -> pd.DataFrame:
+    """Per candidate, how its held-out greedy reward moved over the pass, over the pilot seeds.
+
+    The change of each cell is ``(end - start) / |start|`` (the frozen clone's score on the
+    held-out segment before PPO, the policy's after; higher reward is better). With ``n`` seeds
+    the interval is Student's t at ``level`` (``n - 1`` degrees of freedom): a bootstrap over
+    three seeds cannot reach past the observed extremes, so it would understate the doubt.
+    ``keeps`` is True when the interval's lower end lies above ``-margin``.
+    """
+    from scipy import stats
+
+    cells = metrics[is_candidate(metrics["variant"])]
+    change = (cells["heldout_mean_reward_end"] - cells["heldout_mean_reward_start"]) / cells[
+        "heldout_mean_reward_start"].abs()
+    rows = []
+    for variant, x in change.groupby(cells["variant"]):
+        x = x.to_numpy(float)
+        mean = float(x.mean())
+        half = (float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+                if len(x) > 1 else float("inf"))
+        rows.append({"variant": variant, "seeds": len(x), "change": mean, "change_low": mean - half,
+                     "change_high": mean + half, "keeps": mean - half > -margin})
+    return pd.DataFrame(rows, columns=["variant", "seeds", "change", "change_low", "change_high", "keeps"])
+
+
+def select_round_two(metrics: pd.DataFrame, theta: float, expected: int, candidates: int,
+                     margin: float = KEEP_MARGIN) -> pd.DataFrame:
+    """Round 2's rule, written before its cells ran: one row per candidate of both rounds.
+
+    Among the complete candidates that keep their clone (:func:`clone_kept`), the lowest mean
+    J leads; the leader is ``chosen`` once all ``candidates`` are complete. With no candidate
+    that keeps its clone nothing leads, and the per-server learners keep ``rs-00``'s settings.
+    """
+    learners = metrics[is_candidate(metrics["variant"])]
+    table = _scores(metrics, theta, is_candidate(metrics["variant"]))
+    table["round"] = table["variant"].str[:3].map(ROUNDS)
+    table["complete"] = table["cells"] >= expected
+    table = table.merge(clone_kept(learners, margin), on="variant", how="left")
+    table["keeps"] = table["keeps"].fillna(False).astype(bool)
+    table["leading"] = False
+    eligible = table[table["complete"] & table["keeps"]]
+    if len(eligible):
+        table.loc[eligible["mean_J"].idxmin(), "leading"] = True
+    table["chosen"] = table["leading"] & (int(table["complete"].sum()) >= candidates)
     return table
 
 
@@ -297,7 +362,12 @@ class JointReport:
 
 
 def joint_report(folder, profile: Profile | None = None) -> JointReport:
-    """The per-server pilot's results in ``folder`` (a grid or shipped folder)."""
+    """The per-server pilot's results in ``folder`` (a grid or shipped folder), both rounds.
+
+    The table has one row per candidate: its settings, J, held-out scores, the held-out change
+    with its interval (:func:`clone_kept`), round 1's choice (:func:`select_joint`) and the
+    final choice (:func:`select_round_two`).
+    """
     from pathlib import Path
 
     from ilets.study.profiles import load_profile
@@ -307,24 +377,50 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
     profile = profile or load_profile("pilot-per-server")
     settings = {v.name: ", ".join(f"{SHORT.get(f'{a}.{b}', f'{a}.{b}')} {x:g}" for a, inner in v.run.items()
                                   for b, x in inner.items()) or "methods.yaml's PPO, no aid" for v in profile.variants}
+    first = [name for name in settings if name.startswith("rs-")]
     expected = len(profile.seeds) * len(profile.servers)
     if not (folder / "store" / "metrics.parquet").is_file():
         return JointReport(pd.DataFrame(), None, "The per-server pilot has no results in this checkout yet: "
                                                  "the per-server learners keep methods.yaml's PPO settings.")
     metrics = load_metrics(folder, variant=None)
-    table = select_joint(metrics, profile.run.reward.theta, expected=expected, candidates=len(settings))
-    held = metrics[metrics["variant"].str.startswith("rs-")].groupby("variant")[
+    one = select_joint(metrics, profile.run.reward.theta, expected=expected, candidates=len(first))
+    table = select_round_two(metrics, profile.run.reward.theta, expected, candidates=len(settings))
+    table = table.merge(one[["variant", "chosen"]].rename(columns={"chosen": "round_one_choice"}), on="variant",
+                        how="left")
+    table["round_one_choice"] = table["round_one_choice"].fillna(False).astype(bool)
+    held = metrics[is_candidate(metrics["variant"])].groupby("variant")[
         [c for c in ("heldout_mean_reward_start", "heldout_mean_reward_end") if c in metrics]].mean()
     table = table.join(held, on="variant")
     table.insert(1, "settings", table["variant"].map(settings))
+    done = int(table["complete"].sum())
+    first_done = int(table.loc[table["round"] == 1, "complete"].sum())
+    pick_one = table.loc[table["round_one_choice"], "variant"]
     leading = table.loc[table["leading"], "variant"]
     pick = str(leading.iloc[0]) if len(leading) else None
-    done = int(table["complete"].sum())
     text = (f"{done} of {len(settings)} candidates have all {expected} of their cells "
-            f"({int(table['cells'].sum())} of {expected * len(settings)} learner cells finished). "
-            + ((f"The rule chooses {pick} ({settings[pick]})." if done == len(settings) else
-                f"Among the complete candidates only, the rule would choose {pick} ({settings[pick]}): provisional "
-                f"until every candidate has its cells, and not yet the per-server learners' setting.") if pick else
-               f"The rule cannot choose yet: the baseline {JOINT_BASELINE} is unfinished, so the per-server "
-               f"learners keep methods.yaml's PPO settings."))
+            f"({int(table['cells'].sum())} of {expected * len(settings)} learner cells finished). ")
+    if len(pick_one):
+        one_row = table.set_index("variant").loc[str(pick_one.iloc[0])]
+        text += (f"Round 1's rule (lowest J) chose {pick_one.iloc[0]} ({settings[str(pick_one.iloc[0])]}), which ends "
+                 f"its pass {_change(one_row)} from its frozen clone on the held-out segment. ")
+    elif first_done < len(first):
+        text += f"Round 1 is unfinished ({first_done} of {len(first)} candidates complete). "
+    kept = table[table["complete"] & table["keeps"]]["variant"].tolist()
+    text += (f"Round 2's rule admits only candidates that keep their clone (95 % interval of the held-out "
+             f"change above -{KEEP_MARGIN:.0%}): {', '.join(kept) if kept else 'none of the complete ones'}. ")
+    if pick and done == len(settings):
+        row = table.set_index("variant").loc[pick]
+        text += (f"It chooses {pick} ({settings[pick]}), which ends its pass {_change(row)} from its frozen "
+                 f"clone: the per-server learners' settings.")
+    elif pick:
+        text += (f"Among the complete candidates it would choose {pick} ({settings[pick]}): provisional until "
+                 f"every candidate has its cells.")
+    else:
+        text += "It chooses nothing, so the per-server learners keep methods.yaml's PPO settings (rs-00)."
     return JointReport(table, pick if done == len(settings) else None, text)
+
+
+def _change(row: pd.Series) -> str:
+    """A candidate's held-out change as a phrase: mean and 95 % interval, in percent."""
+    return (f"{100 * row['change']:+.2f} % (95 % interval {100 * row['change_low']:+.2f} to "
+            f"{100 * row['change_high']:+.2f} %, {int(row['seeds'])} pilot seeds)")

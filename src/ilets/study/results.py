@@ -30,6 +30,8 @@ COMPUTE_STATUSES = (STATUS_DONE, STATUS_FAILED)
 RESULTS_SEARCH = ("results/paper", "shipped/paper", "results/quick", "shipped/quick")
 #: Where the book looks for the reduced-scale results it shows beside the main ones.
 SCALE_SEARCH = ("results/quick", "shipped/quick")
+#: Where the book looks for the per-server learners' grid (profile ``per-server``).
+PER_SERVER_SEARCH = ("results/per-server", "shipped/per-server")
 
 
 def _repo_root() -> Path:
@@ -62,6 +64,12 @@ def scale_dir() -> Path:
     conclusions depend on scale: ``$ILETS_SCALE_RESULTS``, else the first folder of
     :data:`SCALE_SEARCH` with a store."""
     return _first_store("ILETS_SCALE_RESULTS", SCALE_SEARCH)
+
+
+def per_server_dir() -> Path:
+    """The per-server learners' grid the book shows beside the faithful one:
+    ``$ILETS_PER_SERVER_RESULTS``, else the first folder of :data:`PER_SERVER_SEARCH` with a store."""
+    return _first_store("ILETS_PER_SERVER_RESULTS", PER_SERVER_SEARCH)
 
 
 def _cells(out: Path) -> list[Path]:

@@ -1,0 +1,97 @@
+"""Does any learner beat the best heuristic? The gap per fleet size, for one learner family.
+
+The study's plainest question, asked of each learner family (the authors' flat policy, the
+per-server policy): at each fleet size, take the learner with the best seed mean on a measure
+and the heuristic with the best seed mean on it, and compare them paired by seed with the
+book's resampler (:func:`ilets.report.verdicts.component_effects`). Both picks are made on the
+data they are compared on: the learner's favours the learners, the heuristic's the heuristics,
+so neither side is handicapped. A learner *beats* the best heuristic at a fleet size when the
+95 % interval of its improvement lies above zero.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from ilets.config import HEURISTICS
+from ilets.method_table import LEARNERS, METHOD_LABELS
+from ilets.report import stats as S
+from ilets.report.verdicts import BEST_HEURISTIC, best_heuristic_rows, component_effects
+
+#: the measures of the question: what schedules feel (response time) and what the learners are
+#: trained on (the mean reward)
+MEASURES = ("avg_response_s", "mean_reward")
+MEASURE_NAMES = {"avg_response_s": "response time", "mean_reward": "mean reward"}
+COLUMNS = ["measure", "servers", "learner", "heuristic", "learner_mean", "heuristic_mean", "effect_pct",
+           "ci_low_pct", "ci_high_pct", "seeds", "beats"]
+
+
+def gap_table(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heuristics: Sequence[str] = HEURISTICS,
+              learners: Sequence[str] = LEARNERS, reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """One row per (measure, fleet size): the best learner against the best heuristic.
+
+    ``metrics`` holds the learner cells of one family and the heuristic cells on the same
+    seeds and fleets. ``effect_pct`` is the learner's improvement over the heuristic (positive:
+    the learner is better), with its 95 % interval; ``beats`` is True when the interval lies
+    above zero. Fleet sizes without a learner or a heuristic are left out.
+    """
+    rows = []
+    for measure in measures:
+        if measure not in metrics:
+            continue
+        higher = S.HIGHER_IS_BETTER[measure]
+        best_h, chosen = best_heuristic_rows(metrics, measure, heuristics)
+        for servers, heuristic in sorted(chosen.items()):
+            at = metrics[(metrics["servers"] == servers) & metrics["method"].isin(learners)]
+            means = at.groupby("method")[measure].mean().dropna()
+            if means.empty:
+                continue
+            learner = means.idxmax() if higher else means.idxmin()
+            pair = pd.concat([at[at["method"] == learner], best_h[best_h["servers"] == servers]])
+            e = component_effects(pair, learner, BEST_HEURISTIC, measure, higher, reps=reps, seed=seed)
+            r = e[e["servers"].astype(str) == str(servers)]
+            if r.empty:
+                continue
+            r = r.iloc[0]
+            rows.append({"measure": measure, "servers": int(servers), "learner": learner, "heuristic": heuristic,
+                         "learner_mean": r["mean_a"], "heuristic_mean": r["mean_b"], "effect_pct": r["effect_pct"],
+                         "ci_low_pct": r["ci_low_pct"], "ci_high_pct": r["ci_high_pct"],
+                         "seeds": int(min(r["n_a"], r["n_b"])), "beats": bool(r["ci_low_pct"] > 0)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def gap_sentence(table: pd.DataFrame, family: str) -> str:
+    """The answer in one or two sentences for ``family`` (e.g. "the authors' flat policy")."""
+    if table.empty:
+        return f"With {family} there are no learner and heuristic cells on the same fleets to compare."
+    wins = table[table["beats"]]
+    parts = []
+    for measure, g in table.groupby("measure", sort=False):
+        sizes = ", ".join(f"{r.effect_pct:+.1f} % at {r.servers} servers ({METHOD_LABELS.get(r.learner, r.learner)} "
+                          f"vs {METHOD_LABELS.get(r.heuristic, r.heuristic)})" for r in g.itertuples())
+        parts.append(f"on {MEASURE_NAMES.get(measure, measure)} {sizes}")
+    detail = "; ".join(parts)
+    if wins.empty:
+        head = f"With {family}, no learner beats the best heuristic at any fleet size tested"
+    else:
+        where = ", ".join(f"{MEASURE_NAMES.get(r.measure, r.measure)} at {r.servers} servers "
+                          f"({METHOD_LABELS.get(r.learner, r.learner)}, {r.effect_pct:+.1f} %, 95 % interval "
+                          f"{r.ci_low_pct:+.1f} to {r.ci_high_pct:+.1f} %)" for r in wins.itertuples())
+        head = f"With {family}, a learner beats the best heuristic on {where}"
+    seeds = int(table["seeds"].min())
+    return (f"{head}. The best learner's improvement over the best heuristic (positive: the learner is better; "
+            f"at least {seeds} paired seeds per fleet size): {detail}.")
+
+
+def family_metrics(learner_metrics: pd.DataFrame, reference: pd.DataFrame,
+                   heuristics: Sequence[str] = HEURISTICS, learners: Sequence[str] = LEARNERS) -> pd.DataFrame:
+    """A family's learner cells (main grid) with the heuristic cells of ``reference`` on the same
+    fleet sizes and seeds: heuristics do not depend on the learner's policy or observation, so
+    the per-server family is compared with the heuristic cells of the faithful grid."""
+    mine = learner_metrics[learner_metrics["method"].isin(learners) & (learner_metrics.get("variant", "") == "")]
+    keys = set(zip(mine["servers"], mine["seed"]))
+    ref = reference[reference["method"].isin(heuristics) & (reference.get("variant", "") == "")]
+    ref = ref[[k in keys for k in zip(ref["servers"], ref["seed"])]]
+    return pd.concat([mine, ref], ignore_index=True)

@@ -1,0 +1,40 @@
+"""The best learner against the best heuristic, per fleet size (ilets.report.heuristic_gap)."""
+
+import numpy as np
+import pandas as pd
+
+from ilets.report.heuristic_gap import gap_sentence, gap_table
+
+
+def _cells(method, servers, response, reward, seeds=range(5)):
+    rng = np.random.default_rng(abs(int(1000 * response)) + servers)
+    return [{"method": method, "servers": servers, "seed": s, "avg_response_s": response * (1 + 0.001 * rng.normal()),
+             "mean_reward": reward} for s in seeds]
+
+
+def _metrics():
+    rows = []
+    # 50 servers: DRL+ clearly faster than every heuristic; 200: every learner slower
+    rows += _cells("drl+", 50, 1.0, -0.30) + _cells("drl", 50, 1.5, -0.40)
+    rows += _cells("earliest-finish", 50, 1.2, -0.32) + _cells("greedy-cost", 50, 1.3, -0.31)
+    rows += _cells("drl+", 200, 2.0, -0.50) + _cells("earliest-finish", 200, 1.0, -0.20)
+    return pd.DataFrame(rows)
+
+
+def test_the_gap_picks_the_best_of_each_side_per_fleet_size():
+    t = gap_table(_metrics(), reps=200).set_index(["measure", "servers"])
+    r = t.loc[("avg_response_s", 50)]
+    assert (r["learner"], r["heuristic"]) == ("drl+", "earliest-finish")
+    assert r["beats"] and abs(r["effect_pct"] - 100 * (1.2 - 1.0) / 1.2) < 0.5
+    assert t.loc[("mean_reward", 50), "heuristic"] == "greedy-cost"
+    assert not t.loc[("avg_response_s", 200), "beats"] and t.loc[("avg_response_s", 200), "effect_pct"] < -90
+
+
+def test_the_sentence_names_where_a_learner_wins_and_says_so_when_none_does():
+    t = gap_table(_metrics(), reps=200)
+    text = gap_sentence(t, "the test family")
+    assert text.startswith("With the test family, a learner beats the best heuristic on response time at 50 servers")
+    losing = t[t["servers"] == 200]
+    assert gap_sentence(losing, "the test family").startswith(
+        "With the test family, no learner beats the best heuristic at any fleet size tested")
+    assert "no learner and heuristic" in gap_sentence(t.iloc[0:0], "x")
