@@ -226,3 +226,29 @@ def test_round_two_chooses_the_lowest_j_among_candidates_that_keep_their_clone()
     # nobody keeps the clone: nothing leads, nothing is chosen
     none = select_round_two(pd.DataFrame(base + drifting), 0.3, expected=3, candidates=1)
     assert not none["leading"].any() and not none["chosen"].any()
+
+
+def test_the_per_server_grid_runs_the_per_server_pilots_choice():
+    """per-server.yaml's learner settings are those of the candidate the shipped pilot chose, and
+    its cells are the faithful grid's (same methods, fleets, seeds, workload)."""
+    from pathlib import Path
+
+    from ilets.config import to_dict
+    from ilets.study.pilot import joint_report
+
+    grid, pilot, paper = load_profile("per-server"), load_profile("pilot-per-server"), load_profile("paper")
+    assert (grid.run.policy, grid.run.observation) == ("per-server", "per-server")
+    assert set(grid.methods) == {"drl", "drl+", "ilets-", "ilets"}
+    assert (grid.servers, grid.seeds, grid.run.workload) == (paper.servers, paper.seeds, paper.run.workload)
+    assert grid.run.fleet == paper.run.fleet
+    assert grid.run.oinpt == pilot.run.oinpt
+    folder = Path(__file__).resolve().parents[1] / "shipped" / "pilot-per-server"
+    if not (folder / "store" / "metrics.parquet").is_file():
+        pytest.skip("no shipped per-server pilot in this checkout")
+    chosen = joint_report(folder).chosen
+    assert chosen is not None, "the shipped per-server pilot chose nothing"
+    settings = {v.name: v.run for v in pilot.variants}[chosen]
+    mine = to_dict(grid.run)
+    for section, values in settings.items():
+        for key, value in values.items():
+            assert mine[section][key] == value, f"{section}.{key}"

@@ -228,7 +228,7 @@ SEARCH_SPACE: dict[str, tuple] = {
 }
 #: short names of the searched settings, for the pilot chapter's table
 SHORT = {"ppo.gamma": "gamma", "ppo.gae_lambda": "lambda", "ppo.learning_rate": "lr", "ppo.ent_coef": "entropy",
-         "finetune.kl_coef": "KL", "finetune.critic_warmup_rollouts": "warm-up"}
+         "finetune.kl_coef": "KL", "finetune.kl_decay": "KL decay", "finetune.critic_warmup_rollouts": "warm-up"}
 #: the candidate of the joint pilot that keeps methods.yaml's PPO and no fine-tuning aid
 JOINT_BASELINE = "rs-00"
 
@@ -327,7 +327,7 @@ def select_round_two(metrics: pd.DataFrame, theta: float, expected: int, candida
     table["round"] = table["variant"].str[:3].map(ROUNDS)
     table["complete"] = table["cells"] >= expected
     table = table.merge(clone_kept(learners, margin), on="variant", how="left")
-    table["keeps"] = table["keeps"].fillna(False).astype(bool)
+    table["keeps"] = table["keeps"].eq(True)  # a candidate without held-out scores keeps nothing
     table["leading"] = False
     eligible = table[table["complete"] & table["keeps"]]
     if len(eligible):
@@ -387,7 +387,7 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
     table = select_round_two(metrics, profile.run.reward.theta, expected, candidates=len(settings))
     table = table.merge(one[["variant", "chosen"]].rename(columns={"chosen": "round_one_choice"}), on="variant",
                         how="left")
-    table["round_one_choice"] = table["round_one_choice"].fillna(False).astype(bool)
+    table["round_one_choice"] = table["round_one_choice"].eq(True)  # candidates of round 2 had no round-1 choice
     held = metrics[is_candidate(metrics["variant"])].groupby("variant")[
         [c for c in ("heldout_mean_reward_start", "heldout_mean_reward_end") if c in metrics]].mean()
     table = table.join(held, on="variant")
