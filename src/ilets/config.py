@@ -85,6 +85,12 @@ def _type_problem(value: Any, tp: Any) -> str | None:
 SYNTHETIC_TASKS = {"offline": 330_632, "online": 259_368}
 
 
+#: the largest event jitter, s: under half the smallest gap (310 s) between the synthetic
+#: window's designed knots and bursts (ilets.workloads.workload.RATE_SHAPE), so that events
+#: keep their order whatever the draw (a test checks the gap)
+MAX_EVENT_JITTER_S = 150.0
+
+
 @dataclass(frozen=True)
 class WorkloadConfig(_Typed):
     """Where tasks come from and the parameters the trace lacks."""
@@ -96,6 +102,10 @@ class WorkloadConfig(_Typed):
     trace_dir: str = ""  #: folder with task_events shards (google only)
     window_start_s: float = -1.0  #: trace time of the window start; -1: day 10 start [ours]
     window_s: float = 3000.0  #: window length, s (paper: 50 minutes)
+    #: the synthetic window's designed events (bursts, trend knots) each move by a uniform draw
+    #: in [-event_jitter_s, +event_jitter_s] seconds, drawn from the run seed, so that the event
+    #: schedule changes with the seed ("worlds as replicates"); 0: the designed schedule [ours]
+    event_jitter_s: float = 0.0
 
     def validate(self, where: str) -> None:
         if self.kind not in ("synthetic", "google"):
@@ -114,6 +124,12 @@ class WorkloadConfig(_Typed):
                 raise ConfigError(f"{where}.{key}: expected 0 < low <= high, got {(lo, hi)}")
         if self.window_s <= 0:
             raise ConfigError(f"{where}.window_s: expected > 0, got {self.window_s}")
+        if not 0 <= self.event_jitter_s <= MAX_EVENT_JITTER_S:
+            raise ConfigError(f"{where}.event_jitter_s: expected a number of seconds in [0, {MAX_EVENT_JITTER_S:g}] "
+                              f"(events must keep their order in the window), got {self.event_jitter_s}")
+        if self.event_jitter_s and self.kind != "synthetic":
+            raise ConfigError(f"{where}.event_jitter_s: only the synthetic window has designed events; "
+                              f"expected 0 with kind {self.kind!r}")
         if self.window_start_s < 0 and self.window_start_s != -1:
             raise ConfigError(f"{where}.window_start_s: expected -1 (day 10) or a time >= 0 s, "
                               f"got {self.window_start_s}")
@@ -474,7 +490,7 @@ class RunConfig(_Typed):
 #: Fields added to :class:`RunConfig` after results were shipped, with their defaults: at the
 #: default a field is left out of the digest, so every cell computed before it existed keeps
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
-ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s")
+ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s")
 
 
 def digest_of(plain: dict) -> str:

@@ -115,6 +115,7 @@ def _write_manifest(profile: Profile, out: Path, cells: list[RunConfig]) -> None
     atomic_text(out / "profile.yaml", yaml.safe_dump(
         {"name": profile.name, "description": profile.description, "methods": list(profile.methods),
          "servers": list(profile.servers), "seeds": list(profile.seeds), "workers": profile.workers,
+         **({"worlds": True} if profile.worlds else {}),
          "run": to_dict(profile.run)}, sort_keys=False))
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, from_dict, merge, read_yaml
 
-BUILTIN = ("smoke", "quick", "paper", "pilot", "pilot-per-server", "per-server")
+BUILTIN = ("smoke", "quick", "paper", "pilot", "pilot-per-server", "per-server", "worlds")
 #: profile and variant names become folder names (results/<profile>, cells/<method>@<variant>-...):
 #: no path separators, no leading dot, nothing a shell or a file system treats specially
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
@@ -33,6 +33,8 @@ class Variant:
     servers: tuple[int, ...] = ()
     seeds: tuple[int, ...] = ()
     run: dict = field(default_factory=dict)
+    #: worlds as replicates: each cell's fleet is drawn with its run seed (None: the main grid's)
+    worlds: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ class Profile:
     #: ablations and sensitivity checks: name -> {methods, servers, seeds, run overrides};
     #: omitted grid keys default to the main grid's
     variants: tuple[Variant, ...] = ()
+    #: worlds as replicates [ours]: each cell's fleet is drawn with its run seed instead of
+    #: ``run.fleet.seed`` (one data centre for every seed), so the fleet changes with the seed
+    #: as the workload does; with ``run.workload.event_jitter_s`` the event schedule does too
+    worlds: bool = False
 
     def cells(self, where: str | None = None) -> list[RunConfig]:
         """One validated RunConfig per (method, servers, seed), in a stable order; an invalid
@@ -58,19 +64,23 @@ class Profile:
         for servers in self.servers:
             for seed in self.seeds:
                 for method in self.methods:
-                    cfg = dataclasses.replace(self.run, method=method, seed=seed,
-                                              fleet=dataclasses.replace(self.run.fleet, servers=servers))
-                    out.append(cfg.validate(f"{where_}.run"))
+                    out.append(_cell(self.run, method, servers, seed, self.worlds).validate(f"{where_}.run"))
         for v in self.variants:
             where = f"{where_}.variants.{v.name}"
             base = dataclasses.replace(merge(self.run, v.run, f"{where}.run"), variant=v.name)
+            worlds = self.worlds if v.worlds is None else v.worlds
             for servers in v.servers or self.servers:
                 for seed in v.seeds or self.seeds:
                     for method in v.methods or self.methods:
-                        cfg = dataclasses.replace(base, method=method, seed=seed,
-                                                  fleet=dataclasses.replace(base.fleet, servers=servers))
-                        out.append(cfg.validate(f"{where}.run"))
+                        out.append(_cell(base, method, servers, seed, worlds).validate(f"{where}.run"))
         return out
+
+
+def _cell(run: RunConfig, method: str, servers: int, seed: int, worlds: bool) -> RunConfig:
+    """One cell of a grid: ``run`` for ``method`` on ``servers`` servers with ``seed``; with
+    ``worlds`` its fleet is drawn with the run seed too."""
+    fleet = dataclasses.replace(run.fleet, servers=servers, **({"seed": seed} if worlds else {}))
+    return dataclasses.replace(run, method=method, seed=seed, fleet=fleet)
 
 
 def config_path(name: str) -> Path:

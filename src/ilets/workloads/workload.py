@@ -154,16 +154,40 @@ RATE_SHAPE = {
 }
 
 
-def rate_shape(t: np.ndarray) -> np.ndarray:
-    """Relative arrival rate at times ``t`` (s) of the 3000 s window (unnormalised)."""
-    tt, lv = zip(*RATE_SHAPE["trend"])
+def rate_shape(t: np.ndarray, shape: dict | None = None) -> np.ndarray:
+    """Relative arrival rate at times ``t`` (s) of the 3000 s window (unnormalised), of
+    ``shape`` (default :data:`RATE_SHAPE`)."""
+    shape = RATE_SHAPE if shape is None else shape
+    tt, lv = zip(*shape["trend"])
     rate = np.interp(t, tt, lv)
-    for start, dur, mult in RATE_SHAPE["bursts"]:
+    for start, dur, mult in shape["bursts"]:
         rate = np.where((t >= start) & (t < start + dur), rate * mult, rate)
     return rate
 
 
-def _arrivals(rng: np.random.Generator, n: int, t0: float, t1: float, scale: float) -> np.ndarray:
+#: the stream of the run seed that draws the event jitter, apart from the tasks' own draws
+EVENT_STREAM = 0xE7E
+
+
+def jittered_shape(jitter_s: float, seed: int) -> dict:
+    """:data:`RATE_SHAPE` with each burst, each interior trend knot and the trend change moved
+    by a uniform draw in ``[-jitter_s, +jitter_s]`` from ``default_rng([seed, EVENT_STREAM])``
+    (the window's ends stay put); the shape itself when ``jitter_s`` is 0. The trend change
+    moves with the knot it marks."""
+    if not jitter_s:
+        return RATE_SHAPE
+    rng = np.random.default_rng([seed, EVENT_STREAM])
+    trend = list(RATE_SHAPE["trend"])
+    shifts = rng.uniform(-jitter_s, jitter_s, len(trend) - 2)
+    moved = {t: t + d for (t, _), d in zip(trend[1:-1], shifts)}
+    trend = [trend[0]] + [(moved[t], lv) for t, lv in trend[1:-1]] + [trend[-1]]
+    bursts = [(s + d, dur, m) for (s, dur, m), d in
+              zip(RATE_SHAPE["bursts"], rng.uniform(-jitter_s, jitter_s, len(RATE_SHAPE["bursts"])))]
+    return {"trend": trend, "bursts": bursts, "trend_change": moved[RATE_SHAPE["trend_change"]]}
+
+
+def _arrivals(rng: np.random.Generator, n: int, t0: float, t1: float, scale: float,
+              shape: dict | None = None) -> np.ndarray:
     """``n`` sorted arrival times on [t0, t1) (window seconds) with density ∝ rate_shape.
 
     Given the count, a non-homogeneous Poisson process's points are i.i.d. draws from the
@@ -172,7 +196,7 @@ def _arrivals(rng: np.random.Generator, n: int, t0: float, t1: float, scale: flo
     """
     grid = np.linspace(t0, t1, 6001)
     mid = 0.5 * (grid[1:] + grid[:-1])
-    cum = np.concatenate([[0.0], np.cumsum(rate_shape(mid))])
+    cum = np.concatenate([[0.0], np.cumsum(rate_shape(mid, shape))])
     cum /= cum[-1]
     t = np.sort(np.interp(rng.random(n), cum, grid))
     return t * scale
@@ -188,19 +212,20 @@ def synthetic_workload(cfg: WorkloadConfig, seed: int) -> Workload:
     if not 0 < cfg.scale <= 1:
         raise ValueError(f"workload.scale must be in (0, 1], got {cfg.scale}")
     rng = np.random.default_rng(seed)
+    shape = jittered_shape(cfg.event_jitter_s, seed)
     n_off = max(1, round(PAPER_OFFLINE_TASKS * cfg.scale))
     n_on = max(1, round(PAPER_ONLINE_TASKS * cfg.scale))
     half = PAPER_WINDOW_S / 2
-    arrival = np.concatenate([_arrivals(rng, n_off, 0.0, half, cfg.scale),
-                              _arrivals(rng, n_on, half, PAPER_WINDOW_S, cfg.scale)])
+    arrival = np.concatenate([_arrivals(rng, n_off, 0.0, half, cfg.scale, shape),
+                              _arrivals(rng, n_on, half, PAPER_WINDOW_S, cfg.scale, shape)])
     n = n_off + n_on
     cpu = sample_cpu(rng, n)
     length, deadline = draw_length_and_deadline(rng, n, cfg)
-    events = {f"burst_{i}": s * cfg.scale for i, (s, _, _) in enumerate(RATE_SHAPE["bursts"])}
-    events["trend_change"] = RATE_SHAPE["trend_change"] * cfg.scale
+    events = {f"burst_{i}": s * cfg.scale for i, (s, _, _) in enumerate(shape["bursts"])}
+    events["trend_change"] = shape["trend_change"] * cfg.scale
     table = TaskTable(arrival, cpu, length, deadline, source=f"synthetic(scale={cfg.scale}, seed={seed})",
                       meta={"events": events, "bursts": [(s * cfg.scale, d * cfg.scale, m)
-                                                         for s, d, m in RATE_SHAPE["bursts"]]})
+                                                         for s, d, m in shape["bursts"]]})
     split = half * cfg.scale
     off, on = table.split_at(split)
     return Workload(offline=off, online=on, split_time=split, config=cfg)
