@@ -609,6 +609,31 @@ def make_expert(name: str, cfg: ExpertConfig | None = None, reward: RewardConfig
     raise ValueError(f"unknown expert {name!r}; expected one of {EXPERTS}")
 
 
+_WARM = False  #: whether :func:`warm_up` has run in this process (a fork inherits it)
+
+
+def warm_up() -> None:
+    """Load the experts' compiled kernels into this process, once (later calls return at once).
+
+    The numba kernels of :mod:`ilets.agents.expert_kernels` are loaded lazily, on their first
+    call: from numba's on-disk cache (about 0.5 s on the project's 2-core machine) or, when
+    that cache is missing or stale, compiled (3-6 s). OAIL calls this before it forks its
+    emulators (:meth:`ilets.agents.oail.OAILCallback._new_pool`), so that they inherit loaded
+    kernels instead of paying the load in their first request, where it was counted as the
+    experts' CPU (``oail_expert_cpu_s``). It plans a tiny case with every expert and a fresh
+    seeded generator of its own, so no caller's state, random stream or result changes; the
+    kernels' signatures depend only on dtypes (float64 and int64), which the tiny case shares
+    with real windows.
+    """
+    global _WARM
+    if _WARM:
+        return
+    cloud, window = small_case(0, servers=3, window=4, background=6)
+    cfg = ExpertConfig(ga_population=4, ga_generations=1, pso_particles=4, pso_iterations=1)
+    plan_window([make_expert(name, cfg) for name in EXPERTS], cloud, window, np.random.default_rng(0))
+    _WARM = True
+
+
 # --- ground truth for small windows ---------------------------------------------------------
 
 def exact_optimum(cloud: Cloud, window: list[Task], reward: RewardConfig, miss_penalty: float,
