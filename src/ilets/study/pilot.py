@@ -290,28 +290,14 @@ def is_candidate(variant: pd.Series) -> pd.Series:
 
 
 def clone_kept(metrics: pd.DataFrame, margin: float = KEEP_MARGIN, level: float = 0.95) -> pd.DataFrame:
-    """Per candidate, how its held-out greedy reward moved over the pass, over the pilot seeds.
+    """Per candidate, how its held-out greedy reward moved over the pass, over the pilot seeds
+    (:func:`ilets.study.heldout.heldout_change`); ``keeps`` is True when the interval's lower
+    end lies above ``-margin``."""
+    from ilets.study.heldout import heldout_change
 
-    The change of each cell is ``(end - start) / |start|`` (the frozen clone's score on the
-    held-out segment before PPO, the policy's after; higher reward is better). With ``n`` seeds
-    the interval is Student's t at ``level`` (``n - 1`` degrees of freedom): a bootstrap over
-    three seeds cannot reach past the observed extremes, so it would understate the doubt.
-    ``keeps`` is True when the interval's lower end lies above ``-margin``.
-    """
-    from scipy import stats
-
-    cells = metrics[is_candidate(metrics["variant"])]
-    change = (cells["heldout_mean_reward_end"] - cells["heldout_mean_reward_start"]) / cells[
-        "heldout_mean_reward_start"].abs()
-    rows = []
-    for variant, x in change.groupby(cells["variant"]):
-        x = x.to_numpy(float)
-        mean = float(x.mean())
-        half = (float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-                if len(x) > 1 else float("inf"))
-        rows.append({"variant": variant, "seeds": len(x), "change": mean, "change_low": mean - half,
-                     "change_high": mean + half, "keeps": mean - half > -margin})
-    return pd.DataFrame(rows, columns=["variant", "seeds", "change", "change_low", "change_high", "keeps"])
+    table = heldout_change(metrics[is_candidate(metrics["variant"])], ("variant",), level)
+    table["keeps"] = table["change_low"] > -margin
+    return table[["variant", "seeds", "change", "change_low", "change_high", "keeps"]]
 
 
 def select_round_two(metrics: pd.DataFrame, theta: float, expected: int, candidates: int,
