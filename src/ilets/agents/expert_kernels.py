@@ -4,8 +4,8 @@
 plan and task in arrival order, the task's exact FCFS start on its server (the snapshot's
 unfinished tasks plus the window tasks the plan put there before it), then the fleet power
 at its arrival. The numpy version (``WindowFitness.reference_costs``) vectorises over plans
-but must walk the W tasks in Python, sorting a padded (P, K + W) array per task; a GA or PSO
-call makes ~30 such passes, which cost 60-180 ms per call on paper-scale states. Here the
+but must walk the W tasks in Python, sorting a padded (P, K + W) array per task, and a GA or
+PSO call makes ~30 such passes (``benchmarks/bench_experts.py`` times both paths). Here the
 same arithmetic runs as one compiled loop per population: each task looks only at the few
 tasks that are still in the way on its server, so a pass costs microseconds.
 

@@ -12,9 +12,9 @@ plus ``ExpertConfig.miss_penalty`` per task whose response exceeds its deadline.
 reward itself has no deadline term by default [code]; the penalty makes the experts respect
 deadlines, which the paper's success rate measures.
 
-Fitness of a population: the exact replay takes about 0.4 ms per 30-task window, so the
-~950 plans a GA or PSO call scores would take ~0.4 s one by one; :class:`WindowFitness`
-replays a whole population at once with numpy instead (about 1-1.5 ms per 32 plans). It is **exact**, not a surrogate: it reproduces the simulator's FCFS,
+Fitness of a population: the ~950 plans a GA or PSO call scores would each need an exact
+replay of the window; :class:`WindowFitness` replays a whole population at once instead
+(``benchmarks/bench_experts.py`` times it). It is **exact**, not a surrogate: it reproduces the simulator's FCFS,
 head-of-line start rule (``Cloud.earliest_start``) and the power term of ``cost_of`` (fleet
 power at the task's arrival, which depends on which earlier window tasks are running then),
 differing from the replay only by floating-point summation order (tests check 1e-9).

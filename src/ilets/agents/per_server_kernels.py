@@ -1,9 +1,9 @@
 """Compiled kernels of the per-server path (numba): the table observation and the scorer.
 
-Why compiled: at 200 servers each numpy call on a (200 x 14) array costs 3-16 us here
-(dispatch, strided reductions), and the per-server observation plus the scorer took a dozen
-such calls, ~230 us a decision. One loop over the servers does the same arithmetic at a
-fraction of that (``benchmarks/bench_per_server.py`` measures both).
+Why compiled: the per-server observation plus the scorer took a dozen numpy calls on a
+(M x 14) array, each paying dispatch and strided reductions, so a decision cost several
+times its arithmetic. One loop over the servers does the same arithmetic in one call
+(``benchmarks/bench_per_server.py`` measures the decision against the flat path).
 
 Portability: no ``fastmath``, so LLVM keeps every sum in the order written and contracts no
 multiply-add; the results are the same bits on any x86-64 CPU. The scorer's inner loop runs

@@ -174,14 +174,11 @@ class FastMaskablePPO(MaskablePPO):
 
     Why a hand-written loop: SB3 has no faster built-in path for one environment. Its loop
     runs the torch policy (``forward`` plus the masked distribution) at every step and steps
-    the env through ``DummyVecEnv`` and ``Monitor``; with our ~20 us env step it ran ~1,340
-    steps/s on a quiet core, ~50 % of the time in torch's per-call overhead on a 128-unit
-    network and ~18 % in the wrappers. Measured by ``benchmarks/bench_rollout.py`` (learning
-    steps/s, PPO updates included, on 2 cores shared with other jobs, load 4-6): stock 755 ->
-    fast 2,457 at 50 servers (3.3x), 545 -> 1,585 at 200 servers (2.9x); an earlier, less
-    loaded run gave 4.2x and 3.7x. Collection fell from 1.1-1.4 ms to 0.16-0.22 ms a step
-    (6.5-6.9x); SB3's update (0.25 / 0.41 ms a step, the same in both) is now 61-65 % of the
-    time and bounds what any rollout loop can gain (``benchmarks/results/rollout.json``).
+    the env through ``DummyVecEnv`` and ``Monitor``; on a 128-unit network most of a step is
+    torch's per-call overhead and the wrappers, not arithmetic. What this loop gains, and
+    SB3's update, which it leaves as it is and which bounds what any rollout loop can gain,
+    are measured by ``benchmarks/bench_rollout.py`` (README quotes its latest run, with the
+    host; measurements are kept there, not here, so they cannot go stale in a docstring).
 
     This loop, at the start of every rollout (after ``callback.on_rollout_start()``, so
     OAIL's imitation steps are in), copies actor and critic into numpy (:class:`NumpyActorCritic`),
