@@ -583,3 +583,45 @@ def test_the_bootstrap_intervals_equal_rliables_functions():
         for k in gp:
             np.testing.assert_array_equal(gp[k], wp[k])
             np.testing.assert_array_equal(gi[k], wi[k])
+
+
+# --- curve measures on the gap to a non-learning reference ---------------------------------
+
+def _load_driven(n: int = 30) -> np.ndarray:
+    """A reward the load moves: a trend down, bursts, then swings after a trend change."""
+    w = np.arange(n)
+    return -0.3 - 0.1 * np.minimum(w, 12) / 12 - 0.05 * (w % 7 == 3) + np.where(w >= 20, 0.02 * (-1.0) ** w, 0)
+
+
+def test_a_heuristic_scores_zero_gap_no_oscillation_and_settles_at_once():
+    load = _load_driven()
+    cells = [curve(load, method="greedy-cost", seed=s) for s in range(2)]
+    cells += [curve(load + 0.07, method="earliest-finish", seed=s) for s in range(2)]  # a fixed rule, tracking the load
+    cells += [curve(load - 0.2 * np.exp(-np.arange(30) / 3.0), method="drl", seed=s) for s in range(2)]  # learning
+    curves = pd.concat(cells, ignore_index=True)
+    gap = S.relative_curves(curves, "greedy-cost", keep_reference=True)
+    assert (gap.loc[gap["method"] == "greedy-cost", "reward"] == 0).all()
+    events = {"trend_change": (2000, 3000)}
+    osc = S.gap_oscillation_table(curves, events).groupby("method")["mad"].max()
+    assert osc["greedy-cost"] == 0 and osc["earliest-finish"] == pytest.approx(0, abs=1e-12) and osc["drl"] > 0
+    raw = S.oscillation_table(curves, events).groupby("method")["mad"].max()
+    assert raw["earliest-finish"] > 0.01  # on the raw reward the heuristic "oscillates" with the load
+    conv = S.gap_convergence_table(curves, tol=0.05, smooth=1).set_index(["method", "seed"])
+    assert (conv.loc["greedy-cost", "convergence_decisions"] == 0).all()
+    assert (conv.loc["earliest-finish", "convergence_decisions"] == 0).all()
+    assert (conv.loc["drl", "convergence_decisions"] > 0).all() and conv["testable"].all()
+    assert S.gap_convergence_table(curves[curves["method"] != "greedy-cost"]).empty
+
+
+def test_gap_convergence_is_not_testable_where_the_reference_never_settles():
+    zigzag = -0.3 + 0.1 * (-1.0) ** np.arange(30)
+    curves = pd.concat([curve(zigzag, method="greedy-cost"), curve(zigzag + 0.01, method="drl")], ignore_index=True)
+    conv = S.gap_convergence_table(curves, smooth=1)
+    assert not conv["reference_settled"].any() and not conv["testable"].any()
+    assert (conv.loc[conv["method"] == "drl", "convergence_decisions"] == 0).all()  # its gap is constant all the same
+
+
+def test_convergence_with_an_absolute_band():
+    c = curve(np.r_[np.full(5, 0.1), 0.001 * (-1.0) ** np.arange(16)])  # settles around 0 from window 5
+    assert np.isnan(S.convergence_decisions(c))  # a relative band around 0 is empty
+    assert S.convergence_decisions(c, band=0.01) == 500

@@ -650,7 +650,7 @@ def first_n(curves: pd.DataFrame, n_decisions: int) -> pd.DataFrame:
 
 
 def convergence_decisions(curve: pd.DataFrame, tol: float = 0.05, final_frac: float = 0.2, smooth: int = 1,
-                          column: str = "reward") -> float:
+                          column: str = "reward", band: float | None = None) -> float:
     """Decisions until one cell's windowed reward enters its final band and never leaves.
 
     ``curve``: one cell's curve rows. Let ``r_w`` be the windowed mean reward (optionally a
@@ -661,6 +661,9 @@ def convergence_decisions(curve: pd.DataFrame, tol: float = 0.05, final_frac: fl
     (``decision_end[k] - decisions[k]``; 0 if in the band from the first window). NaN if the
     last window is outside the band (never settles) or the curve is empty. Note: with a
     noisy reward and a small ``tol`` many runs never settle; report the fraction settled.
+
+    ``band``: an absolute half-width instead of ``tol * |final|`` (for a gap to a reference,
+    whose final level may be near 0, :func:`gap_convergence_table`).
     """
     c = curve.sort_values("window")
     r = c[column].to_numpy(dtype=float)
@@ -670,7 +673,8 @@ def convergence_decisions(curve: pd.DataFrame, tol: float = 0.05, final_frac: fl
         r = pd.Series(r).rolling(smooth, min_periods=1).mean().to_numpy()
     k_final = max(1, int(np.ceil(final_frac * len(r))))
     final = float(np.mean(r[-k_final:]))
-    inside = np.abs(r - final) <= tol * abs(final)
+    half = tol * abs(final) if band is None else float(band)
+    inside = np.abs(r - final) <= half + 1e-12 * max(1.0, abs(final))  # a constant curve is inside its own band
     if not inside[-1]:
         return np.nan
     outside = np.flatnonzero(~inside)
@@ -956,7 +960,8 @@ def ci_table(summary: pd.DataFrame, index: Sequence[str] = ("servers", "method")
 
 
 def relative_curves(curves: pd.DataFrame, reference: str = "greedy-cost",
-                    cols: Sequence[str] = ("reward", "response", "success")) -> pd.DataFrame:
+                    cols: Sequence[str] = ("reward", "response", "success"), keep_reference: bool = False
+                    ) -> pd.DataFrame:
     """Learning curves minus a reference method's curve on the same tasks.
 
     Every method of one fleet size and seed schedules the same online tasks in the same
@@ -964,15 +969,16 @@ def relative_curves(curves: pd.DataFrame, reference: str = "greedy-cost",
     the trend move all of them together. Subtracting the ``reference`` cell's value of the
     same (servers, seed, window) from ``cols`` removes that shared, workload-driven part and
     leaves the method's own gap (same sign convention: for reward, > 0 means better than the
-    reference). Cells without a reference cell (or the reference's own rows) are dropped;
-    other columns are kept, so every curve function applies to the result.
+    reference). Cells without a reference cell are dropped, and so are the reference's own
+    rows unless ``keep_reference`` (then its gap is 0 in every window); other columns are
+    kept, so every curve function applies to the result.
     """
     if len(curves) == 0 or reference not in set(curves["method"]):
         return curves.iloc[0:0].copy()
     keys = ["servers", "seed", "window"]
     ref = curves[curves["method"] == reference][keys + list(cols)].drop_duplicates(keys)
     ref = ref.rename(columns={c: f"_ref_{c}" for c in cols})
-    out = curves[curves["method"] != reference].merge(ref, on=keys, how="inner")
+    out = (curves if keep_reference else curves[curves["method"] != reference]).merge(ref, on=keys, how="inner")
     for c in cols:
         out[c] = out[c] - out.pop(f"_ref_{c}")
     return out.reset_index(drop=True)
@@ -1058,3 +1064,58 @@ def range_text(values, spec: str = ".3g") -> str:
         return "n/a"
     lo, hi = f"{v.min():{spec}}", f"{v.max():{spec}}"
     return lo if lo == hi else f"{lo} to {hi}"
+
+
+# --- 7. curve measures on the gap to a non-learning reference ----------------------------
+
+#: The non-learning reference of the curve measures: a heuristic whose windowed reward over the
+#: same tasks carries the workload's own swings (bursts, trend), which the gap removes.
+GAP_REFERENCE = "greedy-cost"
+
+
+def gap_convergence_table(curves: pd.DataFrame, reference: str = GAP_REFERENCE, tol: float = 0.05,
+                          final_frac: float = 0.2, smooth: int = 3) -> pd.DataFrame:
+    """Convergence measured on the gap to ``reference``'s windowed reward over the same tasks.
+
+    Per (servers, seed), the reference's own windowed reward is first asked to settle
+    (:func:`convergence_decisions` with ``tol``, ``final_frac`` and ``smooth``):
+    ``reference_settled``. Then every cell's gap to it (:func:`relative_curves`, the reference
+    kept, its gap 0) is asked to settle within the same absolute band, ``tol`` times the
+    reference's final level: a gap that is constant, as a non-learning policy's is where it
+    tracks the load like the reference, settles at decision 0. ``testable`` is
+    ``reference_settled``: where the reference itself does not settle, the load never
+    settles within the band either, and the decisions a learner needs cannot be told from
+    the load's shape. Columns: cell keys, ``convergence_decisions`` (NaN: the gap never
+    settles), ``settled``, ``decisions``, ``reference_settled``, ``testable``. Empty without
+    the reference.
+    """
+    cols = [*_CELL_KEYS, "convergence_decisions", "settled", "decisions", "reference_settled", "testable"]
+    if len(curves) == 0 or reference not in set(curves["method"]):
+        return pd.DataFrame(columns=cols)
+    ref = curves[curves["method"] == reference]
+    level = {}
+    for keys, c in _cells_of(ref):
+        r = c["reward"].to_numpy(dtype=float)
+        if smooth > 1:
+            r = pd.Series(r).rolling(smooth, min_periods=1).mean().to_numpy()
+        final = float(np.mean(r[-max(1, int(np.ceil(final_frac * len(r)))):]))
+        settled = bool(np.isfinite(convergence_decisions(c, tol, final_frac, smooth)))
+        level[(keys["servers"], keys["seed"])] = (tol * abs(final), settled)
+    rows = []
+    for keys, c in _cells_of(relative_curves(curves, reference, keep_reference=True)):
+        band, ref_settled = level[(keys["servers"], keys["seed"])]
+        v = convergence_decisions(c, tol, final_frac, smooth, band=band)
+        rows.append({**keys, "convergence_decisions": v, "settled": bool(np.isfinite(v)),
+                     "decisions": int(c["decision_end"].max()), "reference_settled": ref_settled,
+                     "testable": ref_settled})
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=cols)
+
+
+def gap_oscillation_table(curves: pd.DataFrame, events, reference: str = GAP_REFERENCE, span: int | None = None
+                          ) -> pd.DataFrame:
+    """:func:`oscillation_table` of the gap to ``reference`` (:func:`relative_curves`, the
+    reference kept): the swings the workload drives in every policy's reward cancel, so a
+    policy whose reward moves with the load like the reference's (any fixed rule, the
+    reference itself) scores ``mad == 0``. Empty without the reference."""
+    gap = relative_curves(curves, reference, keep_reference=True)
+    return oscillation_table(gap, events, span) if len(gap) else pd.DataFrame()

@@ -19,48 +19,76 @@ interval and per-scale verdict.
 
 The rule
 --------
-A component **holds** if, at *every* scale with results, its effect is positive *and* the
-lower end of its 95 % CI is above zero, with at least two seeds for each method there (one
-seed gives no interval, so it can never establish a component). It is **supported pooled**
-if the lower end of the CI of its pooled effect is above zero (the claimed direction,
-pooled over scales, but perhaps not at every scale), again with at least two seeds per
-method at every scale. A claim is
+At one scale a component is **resolved for** the claim if its effect and the lower end of
+its 95 % CI are above zero, **resolved against** it (a significant reversal) if the upper
+end is below zero; either needs at least two seeds for each method there (one seed gives no
+interval). A component
+
+* **reverses** if it is resolved against the claim at any scale, whatever the others say;
+* otherwise **holds** if it is resolved for the claim at every scale, **holds pooled** if
+  not, but every scale's effect is positive and the CI of the pooled effect is above zero,
+  and **holds at some sizes** if neither, but it is resolved for the claim at some scale;
+* otherwise points the claimed way at every scale (**direction only**) or not (**fails**).
+
+A claim is
 
 * ``"reproduced"``: every component holds;
-* ``"partly"``: not every component holds, but at least one component holds or is
-  supported pooled;
-* ``"not reproduced"``: no component holds or is supported pooled (every effect is either
-  in the wrong direction or indistinguishable from no effect);
-* ``"not testable"``: no component could be computed (a method, the curves or the workload
-  event the claim needs is missing).
+* ``"partly"``: not that, at least one component holds or holds pooled, **and no component
+  of the claim reverses at any scale** (a "partly" never rests on one measure while a
+  sibling measure goes significantly the other way). "Holds at some sizes" does not count:
+  one interval above zero among unresolved ones is what noise alone gives often enough;
+* ``"not reproduced"``: otherwise (a component reverses, or none is resolved for the claim);
+* ``"not testable"``: no component could be computed (a method, the curves, the reference
+  heuristic or the workload event the claim needs is missing, or the reference itself does
+  not settle, for claim 5).
 
-This is stricter than "the direction matches": a component whose point estimate is
-positive but whose CIs include zero (per scale and pooled) does not count towards
-"partly". With few seeds an effect of +0.1 % is as likely as -0.1 %, and calling it part
-of a reproduction would be reading noise.
+A component whose point estimate is positive but whose CIs include zero (per scale and
+pooled) does not count towards "partly": with few seeds an effect of +0.1 % is as likely as
+-0.1 %, and calling it part of a reproduction would be reading noise.
 
-The **magnitude** is not part of the verdict: where the paper gives numbers (claims 1 and 2)
-the evidence states our pooled effect and CI next to the paper's figure and whether the
-figure lies inside our CI. With 2-5 seeds the bootstrap CIs under-cover (see
-:mod:`ilets.report.stats`), so "holds" is a descriptive threshold, not a test at the 5 % level.
+**Pooling.** The pooled effect is reported only when the effects at every scale have the
+same sign; effects of opposite sign are reported per scale, never averaged into one number
+(an average of +14.6 % and -36.4 % describes no fleet). "Holds pooled" needs the same sign.
+
+The **magnitude** is not part of the verdict: where the paper gives numbers (claims 1 and 2,
+:func:`paper_figure`) the evidence and the chapters' component tables set the paper's figure
+beside our effect and say whether it lies inside our CI (the pooled one, or each scale's).
+With 2-10 seeds the bootstrap CIs under-cover (see :mod:`ilets.report.stats`) and every cell
+shares one fleet draw and one event schedule, so "resolved" is a descriptive threshold, not a
+test at the 5 % level.
+
+Families
+--------
+Every claim function takes a metrics or curves table; :func:`all_verdicts` records which
+learner family's cells it was given (``family``, :data:`FAMILY_LABELS`), so the authors'
+flat learner and the per-server learner are judged by the same code.
 
 How the curve-based claims are measured (defaults; every one is a keyword argument)
 --------------------------------------------------------------------------------------
 * Claim 4 (from the very start): the mean reward over the first ``first_frac`` (10 %) of the
   online decisions (:func:`ilets.report.stats.cold_start_decisions`, whole curve windows, at least
   one; :func:`ilets.report.stats.first_n`), DRL+ and ILETS each against DRL and ILETS-: four
-  components.
-* Claim 5 (converges faster): decisions until the windowed reward, smoothed over
-  ``smooth`` (3) windows, enters a band of ``tol`` (5 %) around its own final level (mean of
-  the last 20 % of windows) and stays (:func:`ilets.report.stats.convergence_decisions`). A run that
-  never settles is censored at its total number of decisions (it settled, at best, at the
-  end). Fewer decisions is better.
+  components. The verdict depends on the window, so :func:`cold_start_windows` also judges
+  it over the first :data:`COLD_START_WINDOWS` decisions.
+* Claim 5 (converges faster): measured on the **gap** to a non-learning reference's windowed
+  reward over the same tasks (:data:`ilets.report.stats.GAP_REFERENCE`, greedy-cost): the load's
+  bursts and trend move every policy's reward, and a measure on the raw reward times the
+  load, not the learning (heuristics would "converge" no better than learners). Decisions
+  until the gap, smoothed over ``smooth`` (3) windows, enters a band of ``tol`` (5 %) of the
+  reference's final reward around its own final level (the last 20 % of windows) and stays
+  (:func:`ilets.report.stats.gap_convergence_table`): a heuristic whose reward tracks the load
+  like the reference's settles at decision 0. Judged only on the fleet sizes and seeds where
+  the reference itself settles within the same band (elsewhere the load never settles, and
+  the claim is not testable there). A gap that never settles is censored at the run's total
+  decisions. Fewer decisions is better.
 * Claim 6 (highest cumulative reward fastest, every scale): the cumulative reward
   (:func:`ilets.report.stats.cumulative_reward`) at ``checkpoints`` (half-way and the end of the
   online pass) of ILETS against each other learner: six components. Higher is better
   (rewards are negative costs, the highest is the least negative).
 * Claim 7 (oscillates least under the trend change): the mean absolute first difference of
-  the windowed reward (``mad`` of :func:`ilets.report.stats.oscillation`) over the decisions from
+  the gap to the reference's windowed reward (``mad`` of :func:`ilets.report.stats.oscillation`
+  on :func:`ilets.report.stats.gap_oscillation_table`, so a policy whose reward moves with the
+  load like the reference's scores 0, and the reward's level does not enter) over the decisions from
   the workload's trend change for the span of :func:`ilets.report.stats.online_event_ranges` (the
   shortest gap between online events, so the next burst is not included), ILETS against
   each other learner. Lower is better. Needs the workload's ``trend_change`` event
@@ -74,7 +102,7 @@ How the curve-based claims are measured (defaults; every one is a keyword argume
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -123,14 +151,16 @@ def _label(method: str) -> str:
 @dataclass(frozen=True)
 class Verdict:
     """One claim's verdict: ``claim`` number, ``statement``, ``verdict`` (one of
-    :data:`VERDICTS`), ``evidence`` (one line of text) and ``effects``: the component
-    effects behind it (the output of :func:`component_effects`, concatenated)."""
+    :data:`VERDICTS`), ``evidence`` (one line of text), ``effects``: the component
+    effects behind it (the output of :func:`component_effects`, concatenated), and the
+    learner ``family`` whose cells were judged."""
 
     claim: int
     statement: str
     verdict: str
     evidence: str
     effects: pd.DataFrame = field(repr=False, compare=False, default_factory=pd.DataFrame)
+    family: str = "flat"  #: the learner family judged (a key of :data:`FAMILY_LABELS`)
 
 
 # --- components -------------------------------------------------------------------------
@@ -167,87 +197,157 @@ def component_effects(table: pd.DataFrame, a: str, b: str, column: str, higher_i
 
 
 #: Status of one component (one vocabulary for the summary and every chapter).
-HOLDS, HOLDS_POOLED, DIRECTION_ONLY, FAILS, NO_DATA = "holds", "holds pooled", "direction only", "fails", "no data"
-COMPONENT_STATUSES = (HOLDS, HOLDS_POOLED, DIRECTION_ONLY, FAILS, NO_DATA)
+HOLDS, HOLDS_POOLED, HOLDS_SOME = "holds", "holds pooled", "holds at some sizes"
+DIRECTION_ONLY, FAILS, REVERSES, NO_DATA = "direction only", "fails", "reverses", "no data"
+COMPONENT_STATUSES = (HOLDS, HOLDS_POOLED, HOLDS_SOME, DIRECTION_ONLY, FAILS, REVERSES, NO_DATA)
+#: The statuses a "partly" may rest on (when no component of the claim :data:`REVERSES`). Not
+#: :data:`HOLDS_SOME`: with three fleet sizes per component and several components per claim, one
+#: interval above 0 among unresolved ones is what noise alone gives often enough.
+SUPPORTING = (HOLDS, HOLDS_POOLED)
 
 #: The statuses in words, for the chapters' sentences.
-STATUS_WORDS = {HOLDS: "holds at every fleet size", HOLDS_POOLED: "holds pooled over fleet sizes only",
-                DIRECTION_ONLY: "in the claimed direction, not resolved", FAILS: "not in the claimed direction",
-                NO_DATA: "not measured"}
+STATUS_WORDS = {HOLDS: "holds at every fleet size",
+                HOLDS_POOLED: "holds pooled over fleet sizes only (same sign at every size)",
+                HOLDS_SOME: "resolved in the claimed direction at some fleet sizes only, against it at none",
+                DIRECTION_ONLY: "in the claimed direction at every fleet size, not resolved",
+                FAILS: "not shown: resolved at no fleet size, not in the claimed direction at every one",
+                REVERSES: "reverses: resolved against the claim at some fleet size", NO_DATA: "not measured"}
+
+#: The learner families a claim can be judged on (item 3 of the issue judges every claim with both).
+FAMILY_LABELS = {"flat": "the authors' flat policy (faithful)", "per-server": "the per-server policy (competent)"}
+
+
+def paper_figure(a: str, b: str, measure: str) -> float | None:
+    """The paper's reported improvement of ``a`` over ``b`` on ``measure`` in percent
+    (:data:`ilets.report.stats.PAPER_IMPROVEMENTS`: DRL+ and ILETS- over DRL), None where the
+    paper gives no number."""
+    return S.PAPER_IMPROVEMENTS.get(a, {}).get(measure) if b == "drl" else None
 
 
 def component_status(effects: pd.DataFrame) -> dict:
-    """Status of one component from its :func:`component_effects` rows.
+    """Status of one component from its :func:`component_effects` rows (the module's rule).
 
-    ``status`` is one of :data:`COMPONENT_STATUSES`: :data:`HOLDS` (effect > 0 and CI low > 0
-    at every scale, >= 2 seeds per method there), :data:`HOLDS_POOLED` (not that, but the
-    pooled CI low > 0 with >= 2 seeds per method at every scale), :data:`DIRECTION_ONLY`
-    (neither, but the pooled effect > 0), :data:`FAILS` (pooled effect <= 0) or
-    :data:`NO_DATA`. Also ``holds``, ``supported`` (pooled CI low > 0, enough seeds),
-    ``points`` (pooled effect > 0), ``scales``, ``scales_ok`` (scales with effect and CI
-    above 0), ``scales_positive``, ``pooled``, ``pooled_low``, ``pooled_high`` (percent).
+    A fleet size is *resolved for* the claim when the effect and the lower end of its 95 %
+    CI are above 0, *resolved against* it (a significant reversal) when the upper end is
+    below 0; both need >= 2 seeds per method there. ``status`` is one of
+    :data:`COMPONENT_STATUSES`, in this order of precedence: :data:`NO_DATA` (no scale),
+    :data:`REVERSES` (resolved against at some scale, whatever the others say),
+    :data:`HOLDS` (resolved for at every scale), :data:`HOLDS_POOLED` (not that, but every
+    scale's effect is positive and the pooled CI is above 0), :data:`HOLDS_SOME` (neither,
+    but resolved for at some scale), :data:`DIRECTION_ONLY` (every scale's effect positive,
+    nothing resolved), :data:`FAILS` (otherwise). ``same_sign``: every scale's effect has one sign, the only
+    case in which a pooled number is reported (opposite signs are reported per size).
+
+    Also ``holds``, ``reverses``, ``points`` (every scale positive), ``supported`` (the
+    pooled CI above 0 with the same sign everywhere and enough seeds), ``scales``,
+    ``scales_ok`` (resolved for), ``scales_worse`` (resolved against), ``scales_positive``,
+    ``worse_at`` (the fleet sizes resolved against), ``pooled``, ``pooled_low``,
+    ``pooled_high`` (percent) and ``per`` (the per-scale rows).
     """
     per = effects[effects["servers"].astype(str) != "all"]
     pooled = effects[effects["servers"].astype(str) == "all"]
     seeds_ok = (per["n_a"] >= 2) & (per["n_b"] >= 2)
     ok = (per["effect_pct"] > 0) & (per["ci_low_pct"] > 0) & seeds_ok
+    worse = (per["ci_high_pct"] < 0) & seeds_ok
     p = pooled.iloc[0] if len(pooled) else None
+    signs = np.sign(per["effect_pct"].to_numpy(dtype=float))
+    same_sign = bool(len(per) > 0 and np.all(np.isfinite(signs)) and len(set(signs)) == 1 and signs[0] != 0)
+    points = bool(len(per) > 0 and (per["effect_pct"] > 0).all())
     holds = bool(len(per) > 0 and ok.all())
-    points = bool(p is not None and p["effect_pct"] > 0)
-    supported = bool(p is not None and p["ci_low_pct"] > 0 and seeds_ok.all())
-    status = NO_DATA if p is None else HOLDS if holds else HOLDS_POOLED if supported else \
-        DIRECTION_ONLY if points else FAILS
-    return {"status": status, "holds": holds, "points": points, "supported": supported,
-            "scales": int(len(per)), "scales_ok": int(ok.sum()), "scales_positive": int((per["effect_pct"] > 0).sum()),
+    supported = bool(p is not None and points and p["ci_low_pct"] > 0 and seeds_ok.all())
+    if len(per) == 0:
+        status = NO_DATA
+    elif worse.any():
+        status = REVERSES
+    elif holds:
+        status = HOLDS
+    elif supported:
+        status = HOLDS_POOLED
+    elif ok.any():
+        status = HOLDS_SOME
+    else:
+        status = DIRECTION_ONLY if points else FAILS
+    return {"status": status, "holds": holds, "reverses": bool(worse.any()), "points": points,
+            "supported": supported, "same_sign": same_sign, "scales": int(len(per)), "scales_ok": int(ok.sum()),
+            "scales_worse": int(worse.sum()), "scales_positive": int((per["effect_pct"] > 0).sum()),
+            "worse_at": [int(s) for s in per.loc[worse, "servers"]],
             "pooled": float(p["effect_pct"]) if p is not None else np.nan,
             "pooled_low": float(p["ci_low_pct"]) if p is not None else np.nan,
-            "pooled_high": float(p["ci_high_pct"]) if p is not None else np.nan}
+            "pooled_high": float(p["ci_high_pct"]) if p is not None else np.nan,
+            "per": per}
+
+
+def effect_text(st: Mapping, paper: float | None = None) -> str:
+    """A component's effect as the book prints it, from :func:`component_status`: the pooled
+    effect and 95 % CI when every fleet size points the same way, else the effect at each
+    fleet size (opposite signs are never pooled into one number); then where the CI is
+    above and below 0, and the paper's figure beside ours where it gives one."""
+    per = st["per"]
+    if st["scales"] == 0:
+        return "not measured"
+    if st["same_sign"]:
+        s = f"{st['pooled']:+.1f} % [{st['pooled_low']:+.1f}, {st['pooled_high']:+.1f}] pooled"
+    else:
+        s = "; ".join(f"{r.effect_pct:+.1f} % [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}] at {r.servers}"
+                      for r in per.itertuples()) + " servers (opposite signs: not pooled)"
+    s += f", CI above 0 at {st['scales_ok']}/{st['scales']} sizes"
+    if st["scales_worse"]:
+        s += f", below 0 at {_and([str(x) for x in st['worse_at']])} servers"
+    if paper is not None:
+        if st["same_sign"]:
+            inside = st["pooled_low"] <= paper <= st["pooled_high"]
+            s += f" (paper {paper:+.2f} %, {'inside' if inside else 'outside'} our CI)"
+        else:
+            n_in = int(((per["ci_low_pct"] <= paper) & (paper <= per["ci_high_pct"])).sum())
+            s += f" (paper {paper:+.2f} %, inside our CI at {n_in}/{len(per)} sizes)"
+    return s
 
 
 def component_table(effects: pd.DataFrame) -> pd.DataFrame:
-    """One row per component of a claim's effects: ``component``, ``a``, ``b``, ``measure``
-    and the :func:`component_status` fields. What the chapters show next to the summary's
-    verdict, so both state the same status for the same comparison."""
-    cols = ["component", "a", "b", "measure", "status", "scales", "scales_ok", "scales_positive", "pooled",
-            "pooled_low", "pooled_high"]
+    """One row per component of a claim's effects: ``component``, ``a``, ``b``, ``measure``,
+    the :func:`component_status` fields, ``paper_pct`` (:func:`paper_figure`, NaN where the
+    paper gives none) and ``effect_text`` (:func:`effect_text`). What the chapters show next
+    to the summary's verdict, so both state the same status for the same comparison."""
+    cols = ["component", "a", "b", "measure", "status", "scales", "scales_ok", "scales_worse", "scales_positive",
+            "same_sign", "pooled", "pooled_low", "pooled_high", "paper_pct", "effect_text"]
     if effects is None or effects.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     for name, g in effects.groupby("component", sort=False):
         st = component_status(g)
+        paper = paper_figure(g["a"].iloc[0], g["b"].iloc[0], g["measure"].iloc[0])
         rows.append({"component": name, "a": g["a"].iloc[0], "b": g["b"].iloc[0], "measure": g["measure"].iloc[0],
-                     **{k: st[k] for k in cols[4:]}})
+                     **{k: st[k] for k in cols[4:13]}, "paper_pct": np.nan if paper is None else paper,
+                     "effect_text": effect_text(st, paper)})
     return pd.DataFrame(rows, columns=cols)
 
 
 def judge(effects: pd.DataFrame) -> str:
-    """The verdict on a claim from the effects of all its components (module docstring)."""
+    """The verdict on a claim from the effects of all its components (module docstring):
+    a "partly" needs a supporting component (:data:`SUPPORTING`) and no component that
+    :data:`REVERSES` at any fleet size."""
     if effects is None or effects.empty:
         return NOT_TESTABLE
     status = [component_status(g)["status"] for _, g in effects.groupby("component", sort=False)]
     if all(s == HOLDS for s in status):
         return REPRODUCED
-    if any(s in (HOLDS, HOLDS_POOLED) for s in status):
+    if any(s == REVERSES for s in status):
+        return NOT_REPRODUCED
+    if any(s in SUPPORTING for s in status):
         return PARTLY
     return NOT_REPRODUCED
 
 
-def _fmt_component(name: str, st: dict, paper: float | None = None) -> str:
-    s = (f"{name} {st['pooled']:+.1f} % [{st['pooled_low']:+.1f}, {st['pooled_high']:+.1f}] pooled, "
-         f"CI above 0 at {st['scales_ok']}/{st['scales']} scales")
-    if paper is not None:
-        inside = st["pooled_low"] <= paper <= st["pooled_high"]
-        s += f" (paper {paper:+.2f} %, {'inside' if inside else 'outside'} our CI)"
-    return s
-
-
 def _evidence(effects: pd.DataFrame, paper: Mapping[str, float] | None = None, short: Callable | None = None) -> str:
-    """Evidence line: every component's pooled effect and CI, and how many scales hold."""
+    """Evidence line: every component's effect (:func:`effect_text`) with the paper's figure."""
     parts = []
     for name, g in effects.groupby("component", sort=False):
         st = component_status(g)
         label = short(g.iloc[0]) if short else name
-        parts.append(_fmt_component(label, st, (paper or {}).get(g["measure"].iloc[0])))
+        figure = (paper or {}).get(g["measure"].iloc[0])
+        if figure is None:
+            figure = paper_figure(g["a"].iloc[0], g["b"].iloc[0], g["measure"].iloc[0])
+        parts.append(f"{label} {effect_text(st, figure)}")
     return "; ".join(parts)
 
 
@@ -274,23 +374,50 @@ def claim_improves(metrics: pd.DataFrame, claim: int, a: str, b: str,
                                                                                                r["measure"])))
 
 
+#: The cold-start windows the book shows (decisions from the start of the online pass): the
+#: claim's verdict depends on the window, so every one is shown beside the verdict's own.
+COLD_START_WINDOWS = (2_500, 10_000, 25_000)
+
+
 def claim_cold_start(curves: pd.DataFrame, first_frac: float = 0.1, reps: int = S.DEFAULT_REPS,
-                     seed: int = 0) -> Verdict:
-    """Claim 4: DRL+ and ILETS beat DRL and ILETS- in mean reward over the first decisions."""
+                     seed: int = 0, n_decisions: int | None = None) -> Verdict:
+    """Claim 4: DRL+ and ILETS beat DRL and ILETS- in mean reward over the first decisions:
+    ``n_decisions`` of them if given, else ``first_frac`` of the pass
+    (:func:`ilets.report.stats.cold_start_decisions`)."""
     if curves is None or curves.empty:
         return _verdict(4, [], str, "no learning curves in the results")
-    n = S.cold_start_decisions(curves[curves["method"].isin(LEARNERS)], frac=first_frac)
-    fn = S.first_n(curves[curves["method"].isin(LEARNERS)], n)
+    learn = curves[curves["method"].isin(LEARNERS)]
+    n = S.cold_start_decisions(learn, frac=first_frac) if n_decisions is None else int(n_decisions)
+    fn = S.first_n(learn, n)
     effects = [component_effects(fn, a, b, "reward", True, reps=reps, seed=seed)
                for a in learners_with(oinpt=True) for b in learners_with(oinpt=False)]
     return _verdict(4, effects, lambda e: f"mean reward over the first {n:,} decisions: " + _evidence(e))
 
 
-def convergence_cells(curves: pd.DataFrame, tol: float = 0.05, final_frac: float = 0.2, smooth: int = 3
-                      ) -> pd.DataFrame:
-    """:func:`ilets.report.stats.convergence_table` with never-settled runs censored at their total
-    decisions (column ``convergence_decisions``; ``settled`` keeps the raw flag)."""
-    conv = S.convergence_table(curves, tol=tol, final_frac=final_frac, smooth=smooth)
+def cold_start_windows(curves: pd.DataFrame, windows: Sequence[int] = COLD_START_WINDOWS,
+                       reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """Claim 4 judged over each of ``windows`` first decisions (:func:`claim_cold_start`).
+
+    One row per window: ``decisions``, ``verdict``, ``holds`` (components that hold at
+    every fleet size), ``reverses`` (components resolved against the claim at some fleet
+    size), ``components`` and ``evidence``."""
+    rows = []
+    for n in windows:
+        v = claim_cold_start(curves, reps=reps, seed=seed, n_decisions=n)
+        comp = component_table(v.effects)
+        rows.append({"decisions": int(n), "verdict": v.verdict, "holds": int((comp["status"] == HOLDS).sum()),
+                     "reverses": int((comp["status"] == REVERSES).sum()), "components": len(comp),
+                     "evidence": v.evidence})
+    return pd.DataFrame(rows, columns=["decisions", "verdict", "holds", "reverses", "components", "evidence"])
+
+
+def convergence_cells(curves: pd.DataFrame, tol: float = 0.05, final_frac: float = 0.2, smooth: int = 3,
+                      reference: str = S.GAP_REFERENCE) -> pd.DataFrame:
+    """:func:`ilets.report.stats.gap_convergence_table` (the gap to ``reference``, which is kept)
+    with never-settled gaps censored at the cell's total decisions (column
+    ``convergence_decisions``; ``settled`` keeps the raw flag, ``testable`` says whether the
+    reference settled on that fleet size and seed)."""
+    conv = S.gap_convergence_table(curves, reference, tol=tol, final_frac=final_frac, smooth=smooth)
     if conv.empty:
         return conv
     conv["convergence_decisions"] = conv["convergence_decisions"].fillna(conv["decisions"].astype(float))
@@ -298,20 +425,31 @@ def convergence_cells(curves: pd.DataFrame, tol: float = 0.05, final_frac: float
 
 
 def claim_convergence(curves: pd.DataFrame, tol: float = 0.05, final_frac: float = 0.2, smooth: int = 3,
-                      reps: int = S.DEFAULT_REPS, seed: int = 0) -> Verdict:
-    """Claim 5: ILETS- needs fewer decisions than DRL to settle (see the module docstring)."""
+                      reps: int = S.DEFAULT_REPS, seed: int = 0, reference: str = S.GAP_REFERENCE) -> Verdict:
+    """Claim 5: ILETS- needs fewer decisions than DRL for its gap to ``reference`` to settle,
+    judged on the fleet sizes and seeds where the reference itself settles (module docstring)."""
     if curves is None or curves.empty:
         return _verdict(5, [], str, "no learning curves in the results")
-    conv = convergence_cells(curves[curves["method"].isin(["drl", "ilets-"])], tol, final_frac, smooth)
-    eff = component_effects(conv, "ilets-", "drl", "convergence_decisions", False, reps=reps, seed=seed) \
-        if len(conv) else pd.DataFrame()
+    if reference not in set(curves["method"]):
+        return _verdict(5, [], str, f"no {reference} curve to measure the gap against")
+    conv = convergence_cells(curves[curves["method"].isin(["drl", "ilets-", reference])], tol, final_frac, smooth,
+                             reference)
+    ref = conv[conv["method"] == reference].groupby("servers")["reference_settled"].agg(["sum", "size"])
+    where = "; ".join(f"{int(r['sum'])}/{int(r['size'])} seeds at {s}" for s, r in ref.iterrows())
+    judged = conv[conv["testable"] & conv["method"].isin(["drl", "ilets-"])]
+    if judged.empty:
+        return _verdict(5, [], str, f"not testable: {reference} itself never settles within {tol:.0%} of its final "
+                        f"reward ({where} servers), so the load never settles")
+    eff = component_effects(judged, "ilets-", "drl", "convergence_decisions", False, reps=reps, seed=seed)
 
     def evidence(e):
-        settled = conv.groupby("method")["settled"].agg(["sum", "size"])
-        means = conv.groupby("method")["convergence_decisions"].mean()
-        return (f"decisions to settle within {tol:.0%} of the final reward: ILETS- {means.get('ilets-', np.nan):,.0f}"
-                f" vs DRL {means.get('drl', np.nan):,.0f} on average (settled: ILETS- "
-                f"{int(settled.loc['ilets-', 'sum'])}/{int(settled.loc['ilets-', 'size'])}, DRL "
+        settled = judged.groupby("method")["settled"].agg(["sum", "size"])
+        means = judged.groupby("method")["convergence_decisions"].mean()
+        sizes = _and([str(int(x)) for x in sorted(judged["servers"].unique())])
+        return (f"decisions until the gap to {reference}'s reward settles within {tol:.0%} of {reference}'s final "
+                f"reward, judged where {reference} itself settles ({where} servers), so at {sizes} servers: ILETS- "
+                f"{means.get('ilets-', np.nan):,.0f} vs DRL {means.get('drl', np.nan):,.0f} on average (settled: "
+                f"ILETS- {int(settled.loc['ilets-', 'sum'])}/{int(settled.loc['ilets-', 'size'])}, DRL "
                 f"{int(settled.loc['drl', 'sum'])}/{int(settled.loc['drl', 'size'])} runs); " + _evidence(e))
     return _verdict(5, [eff], evidence)
 
@@ -375,23 +513,27 @@ def trend_change_ranges(profile: Mapping, out=None) -> Callable[[int], dict] | N
 
 
 def claim_oscillation(curves: pd.DataFrame, events: Callable[[int], dict] | Mapping | None,
-                      reps: int = S.DEFAULT_REPS, seed: int = 0) -> Verdict:
-    """Claim 7: ILETS's windowed reward swings least (``mad``) after the trend change.
+                      reps: int = S.DEFAULT_REPS, seed: int = 0, reference: str = S.GAP_REFERENCE) -> Verdict:
+    """Claim 7: ILETS's gap to ``reference``'s windowed reward swings least (``mad``) after
+    the trend change (:func:`ilets.report.stats.gap_oscillation_table`).
 
     ``events``: a mapping ``{"trend_change": (d, d_end)}`` or a callable ``seed -> mapping``
-    (:func:`trend_change_ranges`); None makes the claim not testable.
+    (:func:`trend_change_ranges`); None makes the claim not testable, and so does a missing
+    reference.
     """
     if curves is None or curves.empty or events is None:
         return _verdict(7, [], str, "no learning curves or no trend-change event in this workload")
-    osc = S.oscillation_table(curves[curves["method"].isin(LEARNERS)], events)
+    if reference not in set(curves["method"]):
+        return _verdict(7, [], str, f"no {reference} curve to measure the gap against")
+    osc = S.gap_oscillation_table(curves[curves["method"].isin([*LEARNERS, reference])], events, reference)
     osc = osc[osc["event"] == "trend_change"] if len(osc) else osc
     if osc.empty or osc["mad"].notna().sum() == 0:
         return _verdict(7, [], str, "fewer than two curve windows after the trend change")
     effects = [component_effects(osc, "ilets", b, "mad", False, reps=reps, seed=seed)
                for b in ("drl", "drl+", "ilets-")]
     windows = int(osc["windows"].median())
-    return _verdict(7, effects, lambda e: f"mean absolute change of the windowed reward over the {windows} windows "
-                    "after the trend change (lower is better): " + _evidence(e))
+    return _verdict(7, effects, lambda e: f"mean absolute change of the gap to {reference}'s windowed reward over "
+                    f"the {windows} windows after the trend change (lower is better): " + _evidence(e))
 
 
 BEST_HEURISTIC = "best-heuristic"
@@ -444,10 +586,8 @@ def claim_beats_heuristics(metrics: pd.DataFrame, heuristics: Sequence[str] = HE
                                                          seed=seed)) for h in present}
             beaten = sum(s["holds"] for s in each)
             better = [h for h, s in rev.items() if s["holds"]]
-            lines.append(f"{_MEASURE_LABELS[c]}: vs the best heuristic ({_and(names)}) {st_best['pooled']:+.1f} % "
-                         f"[{st_best['pooled_low']:+.1f}, {st_best['pooled_high']:+.1f}] pooled, CI above 0 at "
-                         f"{st_best['scales_ok']}/{st_best['scales']} scales; ILETS beats {beaten}/{len(present)} "
-                         "heuristics at every scale"
+            lines.append(f"{_MEASURE_LABELS[c]}: vs the best heuristic ({_and(names)}) {effect_text(st_best)}; "
+                         f"ILETS beats {beaten}/{len(present)} heuristics at every scale"
                          + (f", and {_and(better)} beat{'s' if len(better) == 1 else ''} ILETS at every scale"
                             if better else ""))
         return "; ".join(lines)
@@ -456,14 +596,17 @@ def claim_beats_heuristics(metrics: pd.DataFrame, heuristics: Sequence[str] = HE
 
 
 def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, profile: Mapping | None = None,
-                 reps: int = 1000, seed: int = 0, out=None, claims: Sequence[int] | None = None) -> list[Verdict]:
+                 reps: int = 1000, seed: int = 0, out=None, claims: Sequence[int] | None = None,
+                 family: str = "flat") -> list[Verdict]:
     """The verdict on each claim of :data:`CLAIMS` (or on ``claims`` only), in order.
 
     ``metrics``/``curves``: the main study's tables (:func:`ilets.study.results.load_metrics`,
     :func:`ilets.study.results.load_curves`); ``profile``: the results' profile (for claim 7's
     trend-change event; None makes claim 7 not testable); ``out``: the results folder, whose
     recorded events (``events.json``) spare rebuilding the workload (:func:`trend_change_ranges`).
-    ``reps`` bootstrap resamples.
+    ``reps`` bootstrap resamples. ``family``: the learner family whose learner cells ``metrics``
+    and ``curves`` hold (a key of :data:`FAMILY_LABELS`; the heuristic cells are the same for
+    every family), recorded in each verdict, so one function judges either family.
     """
     judges = {
         1: lambda: claim_improves(metrics, 1, "drl+", "drl", reps=reps, seed=seed),
@@ -476,7 +619,7 @@ def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, prof
                                      reps=reps, seed=seed),
         8: lambda: claim_beats_heuristics(metrics, reps=reps, seed=seed),
     }
-    return [judges[c]() for c in (CLAIMS if claims is None else claims)]
+    return [replace(judges[c](), family=family) for c in (CLAIMS if claims is None else claims)]
 
 
 #: Verdicts from best to worst (a variant "improves" a verdict when it moves it left).
@@ -528,9 +671,10 @@ def variant_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None, variant
 
 
 def verdict_table(verdicts: Sequence[Verdict]) -> pd.DataFrame:
-    """One row per claim: ``claim``, ``statement``, ``verdict``, ``evidence``."""
-    return pd.DataFrame([{"claim": v.claim, "statement": v.statement, "verdict": v.verdict, "evidence": v.evidence}
-                         for v in verdicts], columns=["claim", "statement", "verdict", "evidence"])
+    """One row per claim: ``claim``, ``statement``, ``verdict``, ``evidence``, ``family``."""
+    return pd.DataFrame([{"claim": v.claim, "statement": v.statement, "verdict": v.verdict, "evidence": v.evidence,
+                          "family": v.family} for v in verdicts],
+                        columns=["claim", "statement", "verdict", "evidence", "family"])
 
 
 # --- plain-language helpers for the results chapters --------------------------------------
