@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from ilets import MOVED
-
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "ilets"
 
@@ -33,9 +31,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("study", ("ilets.study",)),
     ("report", ("ilets.report",)),
 )
-#: Old top-level names, now aliases of the moved modules (``ilets.MOVED``); a file under such
-#: a name is a forwarding stub for processes started before the move, not a layer member.
-OLD_NAMES = frozenset(f"ilets.{name}" for name in MOVED)
 
 
 def module_name(path: Path) -> str:
@@ -45,8 +40,8 @@ def module_name(path: Path) -> str:
 
 
 def modules() -> dict[str, Path]:
-    """Every module of the package by dotted name (forwarding stubs of old names left out)."""
-    return {name: p for p in sorted(PACKAGE.rglob("*.py")) if (name := module_name(p)) not in OLD_NAMES}
+    """Every module of the package by dotted name."""
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def raw_imports(name: str, path: Path, known: set[str]) -> set[str]:
@@ -64,7 +59,7 @@ def raw_imports(name: str, path: Path, known: set[str]) -> set[str]:
                 base = ".".join(anchor + ([base] if base else []))
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                found.add(sub if sub in known or sub in OLD_NAMES else base)
+                found.add(sub if sub in known else base)
     return found
 
 
@@ -164,15 +159,6 @@ def graph() -> dict[str, set[str]]:
 def test_the_import_graph_has_no_cycle(graph):
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
-
-
-def test_the_package_imports_moved_modules_by_their_new_names():
-    """Inside the package an old name would hide the real dependency (and its layer)."""
-    mods = modules()
-    old = {name: sorted(d for d in raw_imports(name, path, set(mods)) if d in OLD_NAMES or
-                        any(d.startswith(o + ".") for o in OLD_NAMES))
-           for name, path in mods.items()}
-    assert not {k: v for k, v in old.items() if v}
 
 
 @pytest.mark.parametrize("module", sorted(modules()))
