@@ -25,7 +25,7 @@ def test_defaults_validate_and_round_trip():
 
 
 def test_methods_yaml_agrees_with_the_dataclass_defaults():
-    # methods.yaml is the one place hyperparameters are set; the defaults must not drift from it
+    # methods.yaml restates the defaults with their reasons; the two must not drift apart
     assert method_defaults() == RunConfig()
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ilets.agents.policies import (HEURISTICS, EarliestFinish, GreedyCost, LeastLoaded, MinEnergy, RandomPolicy,
+from ilets.agents.policies import (EarliestFinish, GreedyCost, LeastLoaded, MinEnergy, RandomPolicy,
                             RoundRobin, make_heuristic, schedule)
-from ilets.config import FleetConfig, RewardConfig, WorkloadConfig
+from ilets.config import HEURISTICS, FleetConfig, RewardConfig, WorkloadConfig
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet
 from ilets.simulator.objective import Task, cost_of
 from ilets.workloads.workload import synthetic_workload

@@ -1,6 +1,8 @@
 """Typed configuration: every knob of a run in one tree of frozen dataclasses.
 
-Defaults live here and nowhere else. YAML files (``configs/*.yaml``) override them; loading
+Defaults live here. ``configs/methods.yaml`` restates the methods' hyperparameters with the
+reason and source of each value (a test keeps the two equal); profiles and run files
+(``configs/*.yaml``) override them; loading
 is strict: an unknown key, a wrong type or an impossible value raises :class:`ConfigError`
 naming the file and the dotted key, before anything runs. Choices the paper does not state
 are marked ``[ours]`` and listed in the book's deviations table.

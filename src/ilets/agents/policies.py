@@ -12,7 +12,7 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from ilets.config import RewardConfig
+from ilets.config import HEURISTICS, RewardConfig
 from ilets.simulator.cloud import Cloud, Fleet
 from ilets.simulator.objective import Task, costs, exec_time
 from ilets.workloads.workload import TaskTable
@@ -136,7 +136,8 @@ class GreedyCost:
         return int(np.argmin(np.where(mask, c, np.inf)))
 
 
-HEURISTICS: dict[str, Callable[..., Policy]] = {
+#: How each heuristic of :data:`ilets.config.HEURISTICS` (the names configs accept) is built.
+FACTORIES: dict[str, Callable[..., Policy]] = {
     "random": lambda seed=None, reward=None: RandomPolicy(seed),
     "round-robin": lambda seed=None, reward=None: RoundRobin(),
     "least-loaded": lambda seed=None, reward=None: LeastLoaded(),
@@ -144,14 +145,17 @@ HEURISTICS: dict[str, Callable[..., Policy]] = {
     "min-energy": lambda seed=None, reward=None: MinEnergy(),
     "greedy-cost": lambda seed=None, reward=None: GreedyCost(reward),
 }
+# one list of names: a heuristic a config accepts but nothing builds would fail mid-grid
+if tuple(FACTORIES) != HEURISTICS:
+    raise ImportError(f"ilets.agents.policies.FACTORIES {tuple(FACTORIES)} != ilets.config.HEURISTICS {HEURISTICS}")
 
 
 def make_heuristic(name: str, seed: int | None = None, reward: RewardConfig | None = None) -> Policy:
-    """A heuristic policy by name (one of :data:`HEURISTICS`)."""
+    """A heuristic policy by name (one of :data:`ilets.config.HEURISTICS`)."""
     try:
-        return HEURISTICS[name](seed=seed, reward=reward)
+        return FACTORIES[name](seed=seed, reward=reward)
     except KeyError:
-        raise ValueError(f"unknown heuristic {name!r}; expected one of {sorted(HEURISTICS)}") from None
+        raise ValueError(f"unknown heuristic {name!r}; expected one of {list(HEURISTICS)}") from None
 
 
 def schedule(tasks: TaskTable, fleet: Fleet | Cloud, policy: Policy,
