@@ -152,7 +152,7 @@ glue("control_summary", f"{PC.verdict(PC.summary(_same)).text} {PC.transfer_sent
 # The question a reader building on this pipeline asks first, for each learner family: at each
 # fleet size, the best learner there against the best heuristic there, each picked by its seed
 # mean on the measure, paired by seed (`ilets.report.heuristic_gap`). {glue:text}`gap_flat`
-# {glue:text}`gap_per_server`
+# {glue:md}`gap_per_server`
 
 # %% tags=["remove-cell"]
 from ilets.report import heuristic_gap as G
@@ -164,13 +164,14 @@ _ps = per_server_dir()
 if (_ps / "store" / "metrics.parquet").is_file():
     _ps_metrics = load_metrics(_ps)
     _ps_gap = G.gap_table(G.family_metrics(_ps_metrics, ctx.metrics), reps=ctx.reps)
-    glue("gap_per_server", f"{G.gap_sentence(_ps_gap, 'the per-server policy')} (The per-server grid: "
+    glue("gap_per_server", Markdown(f"{G.gap_sentence(_ps_gap, 'the per-server policy')} (The per-server grid: "
          f"{len(_ps_metrics)} of {planned_cells(_ps)} cells finished, read from `{_ps.parent.name}/{_ps.name}`; "
-         f"the heuristics are the faithful grid's cells on the same seeds.)", display=False)
+         f"the heuristics are the faithful grid's cells on the same seeds.)"), display=False)
 else:
-    glue("gap_per_server", "The per-server learners' grid is not in this checkout yet, so the per-server "
-         "family is judged only by its positive control above: frozen and greedy, its clones match their "
-         "experts, which is matching the best heuristic, not beating it.", display=False)
+    glue("gap_per_server", Markdown("The per-server learners' grid is not in this checkout yet, so the per-server "
+                                    "family is judged only by its positive control above: frozen and greedy, its "
+                                    "clones match their experts, which is matching the best heuristic, not beating "
+                                    "it."), display=False)
 
 # %% [markdown]
 # ## Which conclusions depend on the scale

@@ -22,13 +22,14 @@
 # expert, learn online with PPO, correct online with the expert); this page reads the
 # shipped results of its grid (`shipped/gridcommand`). Nothing is re-run when the book builds.
 #
-# {glue:text}`gc_status`
+# {glue:md}`gc_status`
 #
 # Provenance: {glue:text}`gc_provenance`
 
 # %% tags=["remove-cell"]
 from pathlib import Path
 
+from IPython.display import Markdown, display
 from myst_nb import glue
 
 from ilets.gridcommand.config import load_gridcommand_config
@@ -40,7 +41,7 @@ from ilets.workloads.workload import load_workload
 
 root = Path.cwd().parent  # chapters execute in notebooks/
 results = R.load_results(root / R.SHIPPED)
-glue("gc_status", R.status_sentence(results, root / R.SHIPPED), display=False)
+glue("gc_status", Markdown(R.status_sentence(results, root / R.SHIPPED)), display=False)
 glue("gc_provenance", R.provenance_sentence(results), display=False)
 for key, text in R.calibration_numbers().items():
     glue(f"gc_{key}", text, display=False)
@@ -115,8 +116,10 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # {glue:text}`gc_said_ladder`
 
 # %% tags=["remove-input"]
-plots.markdown_table(R.ladder_display(R.ladder_table(table, "train")), {},
-                     empty="No seed has every rung of the ladder in these results.")
+ladder = R.ladder_table(table, "train")
+display(plots.markdown_table(R.ladder_display(ladder, "scores"), {},
+                             empty="No seed has every rung of the ladder in these results."))
+display(plots.markdown_table(R.ladder_display(ladder, "gaps"), {}, empty=""))
 
 # %% [markdown]
 # ## The pipeline comparison

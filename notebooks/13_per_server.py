@@ -41,7 +41,7 @@ has_grid = (folder / "store" / "metrics.parquet").is_file()
 learners = load_metrics(folder) if has_grid else ctx.metrics.iloc[0:0]
 metrics = G.family_metrics(learners, ctx.metrics)
 planned = planned_cells(folder) if has_grid else None
-glue("coverage", (f"{len(learners)} of {planned} cells of the per-server grid have finished "
+glue("coverage", Markdown(f"{len(learners)} of {planned} cells of the per-server grid have finished "
                   f"(read from `{folder.parent.name}/{folder.name}`; {', '.join(f'{s} servers: {n} cells' for s, n in learners.groupby('servers').size().items())})."
                   if has_grid else "The per-server grid has no results in this checkout yet."), display=False)
 gap = G.gap_table(metrics, reps=ctx.reps)
@@ -51,7 +51,7 @@ METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("e
            "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
 
 # %% [markdown]
-# {glue:text}`coverage` A partial grid is read as it stands: every table names its seeds, and
+# {glue:md}`coverage` A partial grid is read as it stands: every table names its seeds, and
 # a claim is judged only where both sides have cells.
 #
 # ## The metrics at each fleet size

@@ -46,6 +46,24 @@ pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(BUILD_TIME
 #: such as "ValueError: ..." / "Error: ..." (prose like "Error bars" does not match)
 ERROR_TEXT = re.compile(r"Traceback|^\s*[\w.]*(Error|Exception)(:|\s*$)", re.M)
 OUTPUT_SELECTOR = "div.cell_output, div.output"
+#: Markdown a reader should never see as text: bold or italic markers, or a pair of backticks
+#: (a string glued with {glue:text} is not parsed, so its Markdown shows literally)
+LITERAL_MARKDOWN = re.compile(r"\*\*\S[^*]*?\*\*|(?<![\w*])\*[^\s*][^*\n]*?\*(?![\w*])|`[^`\n]+`")
+#: the elements whose text a reader reads as prose or table cells (code and math excluded)
+PROSE = "p, li, td, th, caption, h1, h2, h3, h4, dt, dd, figcaption"
+#: measures, once the page has loaded, how far each table reaches past the article's right edge
+#: (a table wider than the page is cut or hides columns behind a scroll bar); the result is an
+#: attribute of <html> that ``--dump-dom`` returns with the DOM
+MEASURE = """<script>
+window.addEventListener("load", () => {
+  const box = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
+  const right = box.getBoundingClientRect().right;
+  const wide = [...document.querySelectorAll("table")].map((t, i) => [i, t.getBoundingClientRect().right - right])
+    .filter(([, over]) => over > 2).map(([i, over]) => `table ${i + 1} by ${Math.round(over)} px`);
+  document.documentElement.setAttribute("data-wide-tables", wide.join("; ") || "none");
+});
+</script>"""
+PAGE_WIDTH = 1280  #: the browser window's width, px (a laptop)
 
 
 def _ci() -> bool:
@@ -164,6 +182,20 @@ def _page_problems(page: str, html_file: Path, dom: str) -> list[str]:
     h1 = soup.find("h1")
     if not title or h1 is None or not h1.get_text(strip=True):
         problems.append(f"{page}: no title or no <h1> (title={title!r})")
+    wide = soup.html.get("data-wide-tables") if soup.html else None
+    if wide is None:
+        problems.append(f"{page}: the table-width measurement did not run")
+    elif wide != "none":
+        problems.append(f"{page}: wider than the page at {PAGE_WIDTH} px: {wide}")
+    literal = []
+    for el in soup.select(PROSE):
+        if el.find(PROSE.split(", ")):  # nested prose: read at the innermost level
+            continue
+        for skip in el.select("code, pre, .math, mjx-container, script, style"):
+            skip.decompose()
+        literal += [m.group(0) for m in LITERAL_MARKDOWN.finditer(el.get_text(" "))]
+    if literal:
+        problems.append(f"{page}: Markdown left as text: {list(dict.fromkeys(literal))[:5]}")
     for out in soup.select(OUTPUT_SELECTOR):
         classes = set(out.get("class", []))
         text = out.get_text("\n")
@@ -210,7 +242,12 @@ def test_every_page_renders_in_a_headless_browser(book):
         if not html_file.is_file():
             problems.append(f"{page}: {html_file} missing")
             continue
-        res = _run_chromium(chromium, tmp / f"chromium-profile-{i}", "--dump-dom", html_file.as_uri())
+        # a copy beside the page (its relative links still resolve) that also measures its tables
+        measured = html_file.with_name(f"{html_file.stem}.measure.html")
+        measured.write_text(html_file.read_text().replace("</body>", MEASURE + "</body>", 1))
+        res = _run_chromium(chromium, tmp / f"chromium-profile-{i}", "--dump-dom", f"--window-size={PAGE_WIDTH},900",
+                            measured.as_uri())
+        measured.unlink()
         if res.returncode != 0 or "<html" not in res.stdout.lower():
             problems.append(f"{page}: chromium --dump-dom failed (exit {res.returncode}): {res.stderr[-1000:]}")
             continue

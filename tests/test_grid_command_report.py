@@ -218,3 +218,13 @@ def test_shipped_results_carry_their_scale_and_provenance():
     assert res.provenance["cells"] == len(res.table[["method", "servers", "seed"]].drop_duplicates())
     assert all(c.split("+")[0] != "unrecorded" for c in res.provenance["commits"])
     assert f"**{res.scale}-scale**" in R.status_sentence(res, root / R.SHIPPED)
+
+
+def test_the_ladder_shows_in_two_parts_that_each_fit_a_page(table):
+    lad = R.ladder_table(table, "train")
+    scores, gaps = R.ladder_display(lad, "scores"), R.ladder_display(lad, "gaps")
+    assert "seeds" in scores and not any("gap" in c for c in scores.columns)
+    assert list(gaps.columns[:2]) == ["servers", "metric"] and all("gap" in c for c in gaps.columns[2:])
+    assert len(scores.columns) + len(gaps.columns) - 2 == len(R.ladder_display(lad).columns)
+    with pytest.raises(ValueError, match="part"):
+        R.ladder_display(lad, "everything")

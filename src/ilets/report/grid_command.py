@@ -243,17 +243,28 @@ def ladder_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str
     return pd.DataFrame(rows, columns=cols)
 
 
-def ladder_display(ladder: pd.DataFrame) -> pd.DataFrame:
-    """:func:`ladder_table` for display: the rungs' scores and the gaps, three significant digits."""
+#: the ladder's display in two parts that each fit the page: the rungs' scores, then the gaps
+LADDER_PARTS = ("scores", "gaps")
+_GAP_NAMES = {"horizon_gap": "horizon gap", "forecast_gap": "forecast gap", "rule_gap": "rule gap",
+              "total_gap": "total gap"}
+
+
+def ladder_display(ladder: pd.DataFrame, part: str | None = None) -> pd.DataFrame:
+    """:func:`ladder_table` for display: the rungs' scores and the gaps, three significant
+    digits; only the rungs' scores (with the seeds) or only the gaps with ``part`` (one of
+    :data:`LADDER_PARTS`): the whole table is wider than a page."""
+    if part is not None and part not in LADDER_PARTS:
+        raise ValueError(f"part: expected one of {LADDER_PARTS} or None, got {part!r}")
     if len(ladder) == 0:
         return pd.DataFrame()
     names = {f"score[{r}]": LABELS.get(r, r) for r in LADDER}
-    shown = ladder.rename(columns={**names, "horizon_gap": "horizon gap", "forecast_gap": "forecast gap",
-                                   "rule_gap": "rule gap", "total_gap": "total gap"})
+    shown = ladder.rename(columns={**names, **_GAP_NAMES})
     shown["metric"] = shown["metric"].map(lambda m: METRICS[m][0])
-    for col in [*names.values(), "horizon gap", "forecast gap", "rule gap", "total gap"]:
+    for col in [*names.values(), *_GAP_NAMES.values()]:
         shown[col] = shown[col].map(lambda v: f"{v:+.3g}" if "gap" in col else f"{v:.3g}")
-    return shown
+    keep = {"scores": ["servers", "metric", "seeds", *names.values()],
+            "gaps": ["servers", "metric", *_GAP_NAMES.values()]}.get(part, list(shown.columns))
+    return shown[keep]
 
 
 def drift_table(table: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
