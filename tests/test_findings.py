@@ -316,9 +316,11 @@ def test_the_resamplers_are_known():
 
 
 def test_status_counts_sentence():
-    comp = pd.DataFrame({"status": [V.HOLDS, V.FAILS, V.DIRECTION_ONLY, V.DIRECTION_ONLY]})
-    assert F._status_counts(comp) == ("1 of 4 comparisons holds at every fleet size, 0 hold pooled over fleet sizes "
-                                      "only, 2 point the claimed way without being resolved and 1 points the other way")
+    comp = pd.DataFrame({"status": [V.HOLDS, V.FAILS, V.DIRECTION_ONLY, V.DIRECTION_ONLY, V.REVERSES]})
+    assert F._status_counts(comp) == (
+        "1 of 5 comparisons holds at every fleet size, 0 hold pooled over fleet sizes only, 0 are resolved the "
+        "claimed way at some fleet sizes only, 2 point the claimed way without being resolved, 1 is resolved nowhere "
+        "and not the claimed way everywhere, and 1 reverses (resolved against the claim at some fleet size)")
     assert F._status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"
 
 
@@ -331,7 +333,8 @@ def test_cloning_sentence_states_the_numbers_and_the_limit():
                         "bc_top5_heldout": [0.48, 0.39], "bc_regret_rel_train": [0.02, 0.03],
                         "bc_regret_rel_heldout": [0.025, 0.035]}, index=[50, 200])
     text = cloning_sentence(per)
-    assert "11.0%" in text and "13.0%" in text and "not simply memorised" in text
+    assert "11.0%" in text and "13.0%" in text and "not memorised" in text
+    assert "positive control is not in these results" in text
     worse = per.assign(bc_top1_heldout=[0.02, 0.01])
     assert "more demonstrations would help" in cloning_sentence(worse)
     assert "not in these results" in cloning_sentence(pd.DataFrame())
@@ -551,12 +554,20 @@ def test_store_latency_without_heuristics_says_so():
 
 
 def test_component_display_formats_the_pooled_effect_and_the_scales():
+    per = ((50, 10.0, 1.0, 20.0), (100, 12.0, -1.0, 25.0), (200, 15.0, -2.0, 30.0))
     comp = pd.DataFrame({"component": ["DRL+ vs DRL: response time"], "status": [V.HOLDS_POOLED], "pooled": [12.345],
-                         "pooled_low": [-0.04], "pooled_high": [20.0], "scales_ok": [1], "scales": [3]})
+                         "pooled_low": [-0.04], "pooled_high": [20.0], "scales_ok": [1], "scales_worse": [0],
+                         "scales": [3], "same_sign": [True], "paper_pct": [36.73], "per_scale": [per]})
     shown = F.component_display(comp)
     assert shown.to_dict("records") == [{"comparison": "DRL+ vs DRL: response time", "status": V.HOLDS_POOLED,
-                                         "pooled effect (95 % CI)": "+12.3 % [-0.0, +20.0]",
-                                         "fleet sizes with CI above 0": "1/3"}]
+                                         "effect (95 % CI)": "+12.3 % [-0.0, +20.0] pooled", "paper": "+36.73 %",
+                                         "fleet sizes with CI above 0": "1/3", "below 0": "0/3"}]
+    mixed = comp.assign(same_sign=[False], paper_pct=[np.nan],
+                        per_scale=[((50, 10.0, 1.0, 20.0), (200, -5.0, -8.0, -2.0))], scales_worse=[1])
+    row = F.component_display(mixed).iloc[0]
+    assert row["effect (95 % CI)"] == ("+10.0 % [+1.0, +20.0] at 50; -5.0 % [-8.0, -2.0] at 200 servers "
+                                       "(opposite signs: not pooled)")
+    assert row["paper"] == "" and row["below 0"] == "1/3"
     stacked = F.claims_display({1: comp, 2: comp.iloc[0:0]}, (1, 2))
     assert list(stacked["claim"]) == [1] and stacked.columns[0] == "claim"
 
@@ -722,3 +733,97 @@ def test_oail_throughput_says_whether_the_emulators_keep_up(completed, dropped, 
 def test_heavy_load_purpose_depends_on_the_scale():
     assert "beyond our calibration" in F.heavy_purpose(True)
     assert "back towards the full window" in F.heavy_purpose(False)
+
+
+# --- issue 22: sentences generated from the data --------------------------------------------
+
+def _control(flat_exact=0.12, flat_tie=0.14, rich_exact=0.10, per_exact=0.8, per_matches=True,
+             one_step=0.12, planner=0.11) -> pd.DataFrame:
+    rows = []
+    for expert in ("earliest-finish", "greedy-cost", "ga+pso"):
+        flat = one_step if expert != "ga+pso" else planner
+        rows += [{"expert": expert, "servers": 50, "policy": "flat", "layout": "paper", "agreement_exact": flat,
+                  "agreement_tie": flat + (flat_tie - flat_exact), "regret_rel": 0.08, "matches": False},
+                 {"expert": expert, "servers": 50, "policy": "flat", "layout": "rich", "agreement_exact": rich_exact,
+                  "agreement_tie": rich_exact, "regret_rel": 0.09, "matches": False},
+                 {"expert": expert, "servers": 50, "policy": "per-server", "layout": "per-server",
+                  "agreement_exact": per_exact, "agreement_tie": per_exact, "regret_rel": 0.0,
+                  "matches": per_matches}]
+    return pd.DataFrame(rows)
+
+
+def test_cloning_limit_is_the_flat_policy_only_when_the_control_says_so():
+    text = F.cloning_limit_sentence(_control())
+    assert "what the state shows is not the limit" in text and "the limit is the flat policy" in text
+    assert "planning beyond one step is not the limit either" in text
+    helped = F.cloning_limit_sentence(_control(rich_exact=0.4))
+    assert "the state limits it" in helped and "the limit is the flat policy" not in helped
+    plans = F.cloning_limit_sentence(_control(one_step=0.3, planner=0.1))
+    assert "planning beyond one step is part of the limit" in plans and "the limit is the flat policy" not in plans
+    unmatched = F.cloning_limit_sentence(_control(per_matches=False))
+    assert "matches its expert in 0 of 3" in unmatched and "the limit is the flat policy" not in unmatched
+    assert "not tested here" in F.cloning_limit_sentence(pd.DataFrame())
+
+
+def test_exact_agreement_is_strict_only_when_disagreements_are_near_ties():
+    # 12 % exact, 14 % with ties: 2 of the 88 % disagreements are ties: not strict
+    loose = F.exact_agreement_sentence(_control(flat_exact=0.12, flat_tie=0.14, one_step=0.12, planner=0.12))
+    assert "not too strict" in loose and "from 12.0% to 14.0%" in loose and "2% of its disagreements" in loose
+    strict = F.exact_agreement_sentence(_control(flat_exact=0.12, flat_tie=0.9, one_step=0.12, planner=0.12))
+    assert "a strict score here" in strict and "not too strict" not in strict
+    assert "not measured here" in F.exact_agreement_sentence(None)
+
+
+def test_learner_settings_text_quotes_the_run_not_a_typed_rate():
+    from dataclasses import replace
+
+    from ilets.config import RunConfig
+    from ilets.report.deviations import AUTHORS_LEARNING_RATE
+
+    run = RunConfig()
+    text = F.learner_settings_text(run)
+    assert f"PPO learns at {F.sci(run.ppo.learning_rate)} here" in text and "2.5e-6" in text
+    assert f"{run.reward.theta:g}/{1 - run.reward.theta:g}" in text
+    same = replace(run, ppo=replace(run.ppo, learning_rate=AUTHORS_LEARNING_RATE))
+    assert "which we keep" in F.learner_settings_text(same)
+    assert F.sci(3e-4) == "3e-4" and F.sci(2.5e-6) == "2.5e-6"
+
+
+def test_energy_room_and_which_paper_gains_fit():
+    m = pd.DataFrame([{"method": meth, "servers": s, "seed": k, "energy_kwh": e * (1 + s / 1000)}
+                      for s in (50, 200) for k in range(2)
+                      for meth, e in (("drl", 10.0), ("min-energy", 9.0), ("least-loaded", 11.0), ("random", 20.0))])
+    room = F.energy_room(m)
+    assert room["ceiling"].tolist() == ["least-loaded", "least-loaded"]
+    assert room["room_pct"].tolist() == pytest.approx([10.0, 10.0])
+    assert room["range_pct"].tolist() == pytest.approx([100 * 2 / 11] * 2)
+    text = F.energy_room_sentence(room, paper={"drl+": {"energy_kwh": 20.92}, "ilets-": {"energy_kwh": 5.0}})
+    assert "+20.92 % for DRL+ exceed that room at every fleet size" in text
+    assert "+5.00 % for ILETS- fits within the room" in text and "10.0 % at 50 and 10.0 % at 200" in text
+    assert F.energy_room(m[m["method"] != "min-energy"]).empty
+
+
+def test_learners_lose_sentence():
+    gap = pd.DataFrame({"measure": ["avg_response_s", "avg_response_s"], "servers": [50, 200],
+                        "ci_high_pct": [-5.0, -1.0]})
+    assert F.learners_lose_sentence(gap).startswith("**Every learner loses to the best heuristic at each fleet size "
+                                                    "(50 and 200 servers) on response time")
+    gap.loc[1, "ci_high_pct"] = 2.0
+    assert "does not lose" in F.learners_lose_sentence(gap) and "response time at 200 servers" in \
+        F.learners_lose_sentence(gap)
+
+
+def test_heavy_load_sentence_names_the_fleet_size(ctx):
+    res = F.results_findings(ctx)
+    text = res.texts["heavy_text"]
+    assert "In the main grid, DRL+ is" in text and "In the heavier load, DRL+ is" in text
+    assert text.count(" at 50 servers") >= 3  # every comparison names its fleet size
+
+
+def test_curve_measures_give_the_reference_zero_and_the_windows_their_verdicts(ctx):
+    found = F.adaptation_findings(ctx)
+    ref = found.measures[found.measures["method"] == F.REFERENCE]
+    assert len(ref) and (ref["convergence_decisions"] == 0).all() and (ref["settled"] == 1).all()
+    assert ref["mad_gap"].fillna(0).eq(0).all()
+    assert list(found.cold_windows["decisions"]) == list(V.COLD_START_WINDOWS)
+    assert found.texts["cold_windows_text"].startswith("The verdict")

@@ -22,6 +22,8 @@ from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 #: the table states the values the code runs with instead of copies of them.
 _D = method_defaults()
 _W, _F, _P, _E, _O = _D.workload, _D.fleet, _D.ppo, _D.experts, _D.oail
+#: The learning rate of the authors' actor-critic [code] (we do not use it: PPO's is in ``methods.yaml``).
+AUTHORS_LEARNING_RATE = 2.5e-6
 
 
 def _span(pair, spec: str = ",g") -> str:
@@ -72,7 +74,7 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "ilets.agents.env", variant="rich-state"),
     Deviation("Infeasible actions", "silent", "masked (MaskablePPO); if taken anyway, redirected and penalised",
               "ilets.agents.env"),
-    Deviation("Learner", "actor-critic, 128 units, Adam, lr 2.5e-6, replay 10,000 [code]",
+    Deviation("Learner", f"actor-critic, 128 units, Adam, lr {AUTHORS_LEARNING_RATE:g}, replay 10,000 [code]",
               f"SB3 MaskablePPO, one {_P.hidden}-unit tanh layer each, lr {_P.learning_rate:g}, n_steps {_P.n_steps}, "
               f"{_P.n_epochs} epochs (one pass)",
               "ilets/configs/methods.yaml"),

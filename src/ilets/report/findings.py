@@ -22,6 +22,7 @@ import pandas as pd
 from ilets.config import FleetConfig
 from ilets.method_table import METHOD_LABELS, learners_with
 from ilets.report import stats as S
+from ilets.report import heuristic_gap as G
 from ilets.report import verdicts as V
 from ilets.report.report_context import ReportContext, and_join
 
@@ -32,8 +33,8 @@ FIRST = ("reward", "response", "success")
 #: Directions of the measures that :data:`ilets.report.stats.HIGHER_IS_BETTER` does not know.
 DIRECTIONS = {"mad": False, "var": False, "convergence_decisions": False, "cum_reward": True,
               "bc_agreement_after": True, "oail_applied": True}
-#: The heuristic whose curve removes the workload's own swings (chapter 6).
-REFERENCE = "greedy-cost"
+#: The heuristic whose curve removes the workload's own swings (chapter 6; the claims' curve measures).
+REFERENCE = S.GAP_REFERENCE
 #: Workload descriptions for the summary's scope.
 WORKLOADS = {
     "synthetic": "the embedded synthetic window calibrated to the paper's (same counts, arrival rate, bursts "
@@ -194,6 +195,8 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
     return ScaleFindings(table, small.name if small else "", sentence, read, rerun_findings(ctx, small_out))
 
 
+#: The faithful learner family, as the sentences name it.
+FLAT_FAMILY = "the authors' flat policy"
 #: The paper's three metrics, as the improvement table names them.
 PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
 #: README's headline table sits between these markers (written by :mod:`ilets.report.headline`).
@@ -206,9 +209,75 @@ def headline_markdown(ctx: ReportContext) -> str:
     from ilets.report import plots
 
     table = plots.comparison_display(paper_tables(ctx)[1], PAPER_LABELS).reset_index()
-    return (f"Improvement over DRL (%), the paper's and ours with 95 % bootstrap CIs over seeds "
+    gap = G.gap_table(ctx.metrics, reps=ctx.reps)
+    return (f"{learners_lose_sentence(gap)} {G.gap_sentence(gap, FLAT_FAMILY)}\n\n"
+            f"Improvement over DRL (%), the paper's and ours with 95 % bootstrap CIs over seeds "
             f"(paired; `ilets.report.stats.improvement_table`).\n\n{table.to_markdown(index=False)}\n\n"
             f"{ctx.banner}\n")
+
+
+def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
+    """The summary's "Does any learner beat the best heuristic?" for each learner family:
+    ``gap_flat`` (``ctx``'s own learners, :func:`ilets.report.heuristic_gap.gap_sentence`) and
+    ``gap_per_server`` (Markdown: the per-server grid, :func:`ilets.study.results.per_server_dir`
+    unless ``per_server``, against the faithful grid's heuristic cells on the same seeds; a
+    sentence saying it is not here yet when it has no store)."""
+    from pathlib import Path
+
+    from ilets.study.grid import planned_cells
+    from ilets.study.results import load_metrics, per_server_dir
+
+    texts = {"gap_flat": G.gap_sentence(G.gap_table(ctx.metrics, reps=ctx.reps), FLAT_FAMILY)}
+    folder = Path(per_server) if per_server is not None else per_server_dir()
+    if (folder / "store" / "metrics.parquet").is_file():
+        metrics = load_metrics(folder)
+        gap = G.gap_table(G.family_metrics(metrics, ctx.metrics), reps=ctx.reps)
+        texts["gap_per_server"] = (f"{G.gap_sentence(gap, 'the per-server policy')} (The per-server grid: "
+                                   f"{len(metrics)} of {planned_cells(folder)} cells finished, read from "
+                                   f"`{folder.parent.name}/{folder.name}`; the heuristics are the faithful grid's "
+                                   "cells on the same seeds.)")
+    else:
+        texts["gap_per_server"] = ("The per-server learners' grid is not in this checkout yet, so the per-server "
+                                   "family is judged only by its positive control above: frozen and greedy, its "
+                                   "clones match their experts, which is matching the best heuristic, not beating it.")
+    return texts
+
+
+def learners_lose_sentence(gap: pd.DataFrame) -> str:
+    """README's lead, from :func:`ilets.report.heuristic_gap.gap_table`: whether every learner loses
+    to the best heuristic at each fleet size (the best learner's 95 % interval below 0 on every
+    measure there: the other learners' means are worse still), or where one does not."""
+    if gap.empty:
+        return "**No learner and heuristic cells share a fleet size here.**"
+    lose = gap["ci_high_pct"] < 0
+    sizes = and_join(str(int(x)) for x in sorted(gap["servers"].unique()))
+    measures = and_join(G.MEASURE_NAMES.get(m, m) for m in dict.fromkeys(gap["measure"]))
+    if lose.all():
+        return (f"**Every learner loses to the best heuristic at each fleet size ({sizes} servers) on {measures}:** "
+                "even the best learner there is worse, resolved.")
+    not_lost = gap[~lose]
+    where = and_join(f"{G.MEASURE_NAMES.get(r.measure, r.measure)} at {r.servers} servers" for r in not_lost.itertuples())
+    return f"**The best learner does not lose to the best heuristic (resolved) on {where}.**"
+
+
+def sci(x: float) -> str:
+    """A rate as the book writes it: ``2.5e-6``, ``3e-4`` (no padded exponent)."""
+    mantissa, exponent = f"{x:e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
+def learner_settings_text(run) -> str:
+    """What the authors' code fixes of the learner and what we changed (the summary's "What
+    was easy"), from the results' run configuration (:class:`ilets.config.RunConfig`) and the
+    authors' learning rate (:data:`ilets.report.deviations.AUTHORS_LEARNING_RATE`)."""
+    from ilets.report.deviations import AUTHORS_LEARNING_RATE
+
+    theta = run.reward.theta
+    ours = run.ppo.learning_rate
+    lr = (f"its learning rate ({sci(AUTHORS_LEARNING_RATE)}) we did not keep: PPO learns at {sci(ours)} here"
+          if not np.isclose(ours, AUTHORS_LEARNING_RATE) else f"so does its learning rate ({sci(ours)}), which we keep")
+    return (f"the authors' code fixes the reward's weights (power and wait weighted {theta:g}/{1 - theta:g}; their "
+            f"scales are ours) and the state layout; {lr}")
 
 
 # --- chapter 5: OINPT and the cold start --------------------------------------------------
@@ -300,11 +369,66 @@ CLONE_COLS = ("bc_top1_train", "bc_top5_train", "bc_top1_heldout", "bc_top5_held
               "bc_regret_rel_heldout")
 
 
-def cloning_sentence(per: pd.DataFrame) -> str:
-    """What limits cloning, in numbers, from per-fleet-size means of :data:`CLONE_COLS`.
+#: Held-out agreement within this of the cloned one: the demonstrations are not memorised.
+MEMORISED_GAP = 0.05
+#: A richer state "helps" the flat clone when it raises its held-out agreement by more than this.
+STATE_HELPS = 0.05
+#: Exact agreement is "strict" when more than this share of the clone's disagreements are near-ties.
+STRICT_SHARE = 0.5
+#: The positive control's design keys: the authors' flat policy on their state, on the rich state, per-server.
+FLAT_PAPER, FLAT_RICH, PER_SERVER = ("flat", "paper"), ("flat", "rich"), ("per-server", "per-server")
+#: Experts that plan one step ahead (the others plan a window).
+ONE_STEP_EXPERTS = ("earliest-finish", "greedy-cost")
 
-    ``per`` is indexed by fleet size; an empty frame (or missing columns: results made
-    before the cloning report existed) gives a sentence saying so.
+
+def _design(control: pd.DataFrame, key: tuple[str, str]) -> pd.DataFrame:
+    return control[(control["policy"] == key[0]) & (control["layout"] == key[1])]
+
+
+def cloning_limit_sentence(control: pd.DataFrame | None) -> str:
+    """What limits cloning, from the positive control's per-(expert, fleet size, design) summary
+    (:func:`ilets.report.positive_control.summary`): the state (a richer state helps the flat
+    clone by more than :data:`STATE_HELPS`), the planning horizon (the flat clone of a one-step
+    expert agrees more than that of GA+PSO), or the flat policy itself (neither, while the
+    per-server policy on a table of the servers' features matches its experts)."""
+    if control is None or control.empty:
+        return "The positive control is not in these results, so what limits cloning is not tested here."
+    paper, rich, per = (_design(control, k) for k in (FLAT_PAPER, FLAT_RICH, PER_SERVER))
+    if paper.empty:
+        return "The positive control has no clone of the authors' flat design, so what limits cloning is not tested."
+    a_paper = float(paper["agreement_exact"].mean())
+    parts, helps, plans = [], None, None
+    if len(rich):
+        a_rich = float(rich["agreement_exact"].mean())
+        helps = a_rich - a_paper > STATE_HELPS
+        parts.append(f"Given every server's features (the rich state), the flat clone's held-out agreement is "
+                     f"{a_rich:.1%} against {a_paper:.1%} on the paper's state (positive control, mean over "
+                     f"experts and fleet sizes): "
+                     + ("the state limits it." if helps else "what the state shows is not the limit."))
+    one, plan = paper[paper["expert"].isin(ONE_STEP_EXPERTS)], paper[~paper["expert"].isin(ONE_STEP_EXPERTS)]
+    if len(one) and len(plan):
+        a_one, a_plan = float(one["agreement_exact"].mean()), float(plan["agreement_exact"].mean())
+        plans = a_one - a_plan > STATE_HELPS
+        parts.append(f"The flat clone of a one-step expert agrees on {a_one:.1%}, of GA+PSO on {a_plan:.1%}: "
+                     + ("the expert's planning beyond one step is part of the limit." if plans else
+                        "the expert's planning beyond one step is not the limit either."))
+    if len(per):
+        matched = int(per["matches"].sum())
+        parts.append(f"The per-server policy, scoring each server from its row of the same features, agrees on "
+                     f"{per['agreement_exact'].mean():.1%} and matches its expert in {matched} of {len(per)} "
+                     "(expert, fleet size) cases"
+                     + (": the limit is the flat policy, which must learn one output per server position from one "
+                        "flat vector." if matched == len(per) and helps is False and plans is False else "."))
+    return " ".join(parts)
+
+
+def cloning_sentence(per: pd.DataFrame, control: pd.DataFrame | None = None) -> str:
+    """What cloning achieved and what limits it, in numbers: per-fleet-size means of
+    :data:`CLONE_COLS` (``per``, indexed by fleet size) and the positive control's summary
+    (``control``, :func:`cloning_limit_sentence`).
+
+    An empty ``per`` (or missing columns: results made before the cloning report existed)
+    gives a sentence saying so.
     """
     if per is None or len(per) == 0 or not set(CLONE_COLS) <= set(per.columns) or per[list(CLONE_COLS)].isna().all().all():
         return "The cloning report (top-k agreement and regret) is not in these results."
@@ -315,10 +439,44 @@ def cloning_sentence(per: pd.DataFrame) -> str:
             f"expert states {r(per['bc_top1_heldout'], '.1%')} and {r(per['bc_top5_heldout'], '.1%')}. Its first "
             f"choice costs {r(per['bc_regret_rel_heldout'], '.1%')} more than the expert's, one step at a time, "
             f"on held-out states ({r(per['bc_regret_rel_train'], '.1%')} on cloned ones). "
-            + ("Held-out agreement is close to the cloned one, so the demonstrations are not simply memorised: "
-               "the limit is what the state shows and what the expert plans beyond one step."
-               if float(gap.abs().max()) < 0.05 else
-               "Agreement drops on held-out states: more demonstrations would help the clone."))
+            + ("Held-out agreement is close to the cloned one, so the demonstrations are not memorised: the clone "
+               "fits even the states it was cloned on poorly. "
+               if float(gap.abs().max()) < MEMORISED_GAP else
+               "Agreement drops on held-out states: more demonstrations would help the clone. ")
+            + cloning_limit_sentence(control))
+
+
+def exact_agreement_sentence(control: pd.DataFrame | None) -> str:
+    """Is exact agreement too strict a score? From the positive control's held-out agreement,
+    exact and tie-aware (a server whose criterion is within :data:`ilets.agents.cloning.TIE_TOL`
+    of the expert's counts as agreeing): it is strict when more than :data:`STRICT_SHARE` of
+    the flat clone's disagreements are near-ties, i.e. near-equivalent servers."""
+    from ilets.agents.cloning import TIE_TOL
+
+    paper = _design(control, FLAT_PAPER) if control is not None and len(control) else pd.DataFrame()
+    if paper.empty:
+        return ("The positive control is not in these results, so whether the clone's disagreements are "
+                "near-equivalent servers is not measured here.")
+    exact, tie = float(paper["agreement_exact"].mean()), float(paper["agreement_tie"].mean())
+    share = (tie - exact) / (1 - exact) if exact < 1 else 0.0
+    regret = float(paper["regret_rel_heldout" if "regret_rel_heldout" in paper else "regret_rel"].mean())
+    head = (f"Counting as agreement any server within a relative {TIE_TOL:g} of the expert's criterion raises the "
+            f"flat clone's held-out agreement only from {exact:.1%} to {tie:.1%} (positive control): {share:.0%} of "
+            f"its disagreements are near-ties, and its first choice costs {regret:.1%} more than the expert's. ")
+    if share > STRICT_SHARE:
+        return head + ("Most disagreements are near-equivalent servers, so exact agreement is a strict score here "
+                       "and the curves, not the agreement, are the test of OINPT.")
+    return head + ("Its disagreements are not near-equivalent servers, so exact agreement is not too strict a "
+                   "score here: the clone picks worse servers.")
+
+
+def _control_summary() -> pd.DataFrame:
+    """The positive control's summary on the fleet size each clone was trained on (empty when
+    its results are not in this checkout)."""
+    from ilets.report import positive_control as PC
+
+    same, _ = PC.split(PC.load(PC.control_dir())[0])
+    return PC.summary(same)
 
 
 def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
@@ -350,7 +508,10 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
         texts.update(agree_before="not measured", agree_after="not measured",
                      agree_verdict=agreement_sentence(pd.Series(dtype=float)))
     clone_cols = [c for c in CLONE_COLS if c in drlp]
-    texts["cloning"] = cloning_sentence(drlp.groupby("servers")[clone_cols].mean() if clone_cols else pd.DataFrame())
+    control = _control_summary()
+    texts["cloning"] = cloning_sentence(drlp.groupby("servers")[clone_cols].mean() if clone_cols else pd.DataFrame(),
+                                        control)
+    texts["exact_agreement"] = exact_agreement_sentence(control)
     if len(drlp) and "critic_mse_after" in drlp and drlp["critic_mse_after"].notna().any():
         mse = drlp.groupby("servers")[["critic_mse_before", "critic_mse_after"]].mean()
         texts["critic_drop"] = S.range_text(1 - mse["critic_mse_after"] / mse["critic_mse_before"], ".0%")
@@ -456,6 +617,10 @@ class AdaptationFindings:
     oail_effect: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     upcoming: VariantFindings | None = None
     texts: dict = field(default_factory=dict)
+    #: :func:`curve_measures`: every method's convergence and oscillation on the gap to the reference
+    measures: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: :func:`ilets.report.verdicts.cold_start_windows`: claim 4 over each window of first decisions
+    cold_windows: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 def _event_names() -> dict[str, str]:
@@ -506,6 +671,94 @@ OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", 
              "oail_lag_p50")
 
 
+def curve_measures(curves: pd.DataFrame, events, reference: str = REFERENCE, tol: float = 0.05,
+                   final_frac: float = 0.2, smooth: int = 3) -> pd.DataFrame:
+    """Every method's curve measures per fleet size, heuristics included, so the reader sees
+    what a policy that does not learn scores on them.
+
+    Per (servers, method), means over seeds: ``settled`` (share of runs whose gap to
+    ``reference`` settles, :func:`ilets.report.stats.gap_convergence_table`),
+    ``reference_settled`` (share of seeds on which the reference itself settles: where it is
+    0 the convergence claim is not testable), ``convergence_decisions`` (censored at the run's
+    length, :func:`ilets.report.verdicts.convergence_cells`), ``raw_settled`` (the same measure on
+    the raw reward, :func:`ilets.report.stats.convergence_table`), ``mad_gap`` and ``mad_raw``
+    (oscillation after the trend change on the gap and on the raw reward). ``events``: as
+    :func:`ilets.report.stats.oscillation_table` takes them (None: no oscillation columns)."""
+    cols = ["servers", "method", "settled", "reference_settled", "convergence_decisions", "raw_settled", "mad_gap",
+            "mad_raw"]
+    if curves is None or curves.empty or reference not in set(curves["method"]):
+        return pd.DataFrame(columns=cols)
+    keys = ["servers", "method"]
+    conv = V.convergence_cells(curves, tol, final_frac, smooth, reference)
+    out = conv.groupby(keys)[["settled", "reference_settled", "convergence_decisions"]].mean()
+    raw = S.convergence_table(curves, tol=tol, final_frac=final_frac, smooth=smooth)
+    out["raw_settled"] = raw.groupby(keys)["settled"].mean()
+    if events is not None:
+        for name, table in (("mad_gap", S.gap_oscillation_table(curves, events, reference)),
+                            ("mad_raw", S.oscillation_table(curves, events))):
+            trend = table[table["event"] == "trend_change"] if len(table) else table
+            out[name] = trend.groupby(keys)["mad"].mean() if len(trend) else np.nan
+    out = out.reindex(columns=cols[2:]).reset_index()
+    order = {m: i for i, m in enumerate(S.method_order(out["method"].unique()))}
+    return out.sort_values(["servers", "method"], key=lambda c: c.map(order) if c.name == "method" else c) \
+        .reset_index(drop=True)[cols]
+
+
+def curve_measures_sentence(measures: pd.DataFrame, reference: str = REFERENCE) -> str:
+    """What the curve measures give a policy that does not learn, against the learners, from
+    :func:`curve_measures`: the heuristics' and the learners' oscillation after the trend change
+    on the raw reward and on the gap, and the fleet sizes where the reference settles."""
+    from ilets.config import HEURISTICS
+    from ilets.method_table import LEARNERS
+
+    if measures.empty:
+        return f"The {reference} heuristic is not in these results, so the curve measures cannot be taken."
+    h = measures[measures["method"].isin(HEURISTICS) & ~measures["method"].isin(["random", "round-robin"])]
+    learners = measures[measures["method"].isin(LEARNERS)]
+    ref = measures[measures["method"] == reference].set_index("servers")["reference_settled"]
+    testable = [int(s) for s, v in ref.items() if v > 0]
+    parts = []
+    if "mad_gap" in measures and measures["mad_gap"].notna().any():
+        def per(t, col):
+            return "/".join(f"{v:.4f}" for v in t.groupby("servers")[col].mean())
+        sizes = "/".join(str(int(x)) for x in sorted(measures["servers"].unique()))
+        parts.append(f"After the trend change the heuristics that look at the fleet oscillate by {per(h, 'mad_raw')} "
+                     f"on the raw reward (mean absolute change between windows at {sizes} servers) against the "
+                     f"learners' {per(learners, 'mad_raw')}: the raw measure follows the load. On the gap to "
+                     f"{reference} they oscillate by {per(h, 'mad_gap')} and the learners by "
+                     f"{per(learners, 'mad_gap')}.")
+    settle = h.groupby("servers")["settled"].mean()
+    parts.append(f"On the gap those heuristics settle in {S.range_text(settle, '.0%')} of their runs, against "
+                 f"{S.range_text(h.groupby('servers')['raw_settled'].mean(), '.0%')} on the raw reward. "
+                 + (f"{reference} itself settles on the raw reward at "
+                    f"{and_join(f'{s} servers ({ref[s]:.0%} of seeds)' for s in testable)} only, so convergence is "
+                    f"judged there and is not testable at the other fleet sizes."
+                    if testable and len(testable) < len(ref) else
+                    f"{reference} settles at every fleet size, so convergence is judged at all of them."
+                    if testable else f"{reference} itself never settles, so convergence is not testable here."))
+    return " ".join(parts)
+
+
+def cold_windows_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.report.verdicts.cold_start_windows` as the chapter shows it."""
+    return pd.DataFrame({"first decisions": [f"{n:,}" for n in table["decisions"]], "verdict": table["verdict"],
+                         "comparisons holding at every fleet size": [f"{a}/{n}" for a, n in
+                                                                     zip(table["holds"], table["components"])],
+                         "comparisons reversed at some fleet size": [f"{a}/{n}" for a, n in
+                                                                     zip(table["reverses"], table["components"])]})
+
+
+def cold_windows_sentence(table: pd.DataFrame) -> str:
+    """Whether claim 4's verdict depends on the window of first decisions it is judged over."""
+    if table.empty:
+        return "No learner curves are in these results, so the cold start is not judged."
+    verdicts = dict(zip(table["decisions"], table["verdict"]))
+    listed = and_join(f"{v} over the first {n:,}" for n, v in verdicts.items())
+    if len(set(verdicts.values())) == 1:
+        return f"The verdict is the same over every window: {listed} decisions."
+    return f"The verdict depends on the window: {listed} decisions."
+
+
 def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     """Everything chapter 6 states (see :class:`AdaptationFindings`)."""
     learn, lm, reps = ctx.learner_curves, ctx.learner_metrics, ctx.reps
@@ -533,29 +786,38 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
         ignore_index=True) if len(osc_reward) else pd.DataFrame()
     claims = {5: V.claim_convergence(ctx.curves, reps=reps, **CONVERGENCE), 6: V.claim_cumulative(ctx.curves, reps=reps),
               7: V.claim_oscillation(ctx.curves, V.trend_change_ranges(ctx.profile, ctx.out), reps=reps)}
+    texts["claim5_evidence"] = claims[5].evidence
     components = {k: V.component_table(v.effects) for k, v in claims.items()}
     texts["osc_bursts"] = burst_sentence(oscillation_pairs(osc_reward, reps))
     texts["osc_gap_bursts"] = burst_sentence(oscillation_pairs(osc_gap, reps)) if len(osc_gap) else \
         "nothing is measured."
-    if len(osc_gap):
-        gap_trend = osc_gap[osc_gap["event"] == "trend_change"]
-        gap_eff = pd.concat([V.component_effects(gap_trend, "ilets", b, "mad", False, reps=reps)
+    if len(osc_reward):  # the raw reward's oscillation, for contrast with the claim's measure (the gap)
+        raw_trend = osc_reward[osc_reward["event"] == "trend_change"]
+        raw_eff = pd.concat([V.component_effects(raw_trend, "ilets", b, "mad", False, reps=reps)
                              for b in ("drl", "drl+", "ilets-")], ignore_index=True)
-        gap_comp = V.component_table(gap_eff)
-        texts["osc_gap_trend"] = _status_counts(gap_comp)
+        texts["osc_raw_trend"] = _status_counts(V.component_table(raw_eff))
     else:
-        texts["osc_gap_trend"] = "nothing is measured"
+        texts["osc_raw_trend"] = "nothing is measured"
     texts["osc_trend"] = _status_counts(components[7])
     texts["verdict_7"] = claims[7].verdict
 
-    # convergence: the censored measure of the claim-5 verdict
-    conv = V.convergence_cells(learn, **CONVERGENCE) if len(learn) else pd.DataFrame()
+    # convergence: the censored measure of the claim-5 verdict, on the gap to the reference
+    with_ref = ctx.curves[ctx.curves["method"].isin([*learn["method"].unique(), REFERENCE])]
+    conv = V.convergence_cells(with_ref, **CONVERGENCE) if len(learn) else pd.DataFrame()
+    conv = conv[conv["method"] != REFERENCE] if len(conv) else conv
     conv_summary = S.summary_table(conv, metrics_cols=("convergence_decisions",), reps=reps) if len(conv) \
         else pd.DataFrame()
     if len(conv):
         unsettled = conv.assign(unsettled=~conv["settled"]).groupby(["servers", "method"])["unsettled"].sum()
-        conv_summary = conv_summary.merge(unsettled.reset_index(), on=["servers", "method"], how="left")
+        testable = conv.groupby(["servers", "method"])["testable"].all().map({True: "yes", False: "no"})
+        conv_summary = conv_summary.merge(unsettled.reset_index(), on=["servers", "method"], how="left") \
+            .merge(testable.reset_index(), on=["servers", "method"], how="left")
     texts["conv_settled"] = f"{conv['settled'].mean():.0%}" if len(conv) else "n/a"
+    trend_events = V.trend_change_ranges(ctx.profile, ctx.out)
+    measures = curve_measures(ctx.curves, trend_events, REFERENCE, **CONVERGENCE)
+    texts["measures_text"] = curve_measures_sentence(measures)
+    cold_windows = V.cold_start_windows(ctx.curves, reps=reps)
+    texts["cold_windows_text"] = cold_windows_sentence(cold_windows)
     texts["conv_text"] = _status_counts(components[5])
     texts["verdict_5"] = claims[5].verdict
 
@@ -623,25 +885,29 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
                    "a result the paper's setting can reach.")
     return AdaptationFindings(markers, event_order, int(first_range[1] - first_range[0]), gap, osc_reward, osc_gap,
                               osc_summary, claims, components, conv, conv_summary, cum, leaders, lead_table,
-                              oail_summary, effect, VariantFindings("upcoming", up, up_text), texts)
+                              oail_summary, effect, VariantFindings("upcoming", up, up_text), texts, measures,
+                              cold_windows)
 
 
 def component_display(components: pd.DataFrame) -> pd.DataFrame:
     """A claim's :func:`ilets.report.verdicts.component_table` as a display table: the comparison,
-    its status (the summary's), the pooled effect with its 95 % CI, and at how many fleet
-    sizes the CI is above zero."""
+    its status (the summary's), its effect with the 95 % CI (pooled when every fleet size points
+    the same way, else per fleet size: :func:`ilets.report.verdicts.effect_numbers`), the paper's
+    figure where it gives one, and at how many fleet sizes the CI is above and below zero."""
     return pd.DataFrame({
         "comparison": components["component"],
         "status": components["status"],
-        "pooled effect (95 % CI)": [f"{r.pooled:+.1f} % [{r.pooled_low:+.1f}, {r.pooled_high:+.1f}]"
-                                    for r in components.itertuples()],
-        "fleet sizes with CI above 0": [f"{r.scales_ok}/{r.scales}" for r in components.itertuples()]})
+        "effect (95 % CI)": [V.effect_numbers(r.same_sign, r.pooled, r.pooled_low, r.pooled_high, r.per_scale)
+                             for r in components.itertuples()],
+        "paper": ["" if not np.isfinite(p) else f"{p:+.2f} %" for p in components["paper_pct"]],
+        "fleet sizes with CI above 0": [f"{r.scales_ok}/{r.scales}" for r in components.itertuples()],
+        "below 0": [f"{r.scales_worse}/{r.scales}" for r in components.itertuples()]})
 
 
 def claims_display(components: Mapping[int, pd.DataFrame], claims: Sequence[int]) -> pd.DataFrame:
     """:func:`component_display` of several claims stacked, with a ``claim`` column first."""
     parts = [component_display(components[c]).assign(claim=c) for c in claims if len(components.get(c, ()))]
-    cols = ["claim", "comparison", "status", "pooled effect (95 % CI)", "fleet sizes with CI above 0"]
+    cols = ["claim", "comparison", "status", "effect (95 % CI)", "paper", "fleet sizes with CI above 0", "below 0"]
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 
@@ -658,11 +924,91 @@ def _status_counts(components: pd.DataFrame) -> str:
     held = int(c.get(V.HOLDS, 0))
     return (f"{held} of {len(components)} comparisons {'holds' if held == 1 else 'hold'} at every fleet size, "
             f"{n(V.HOLDS_POOLED, 'holds', 'hold')} pooled over fleet sizes only, "
-            f"{n(V.DIRECTION_ONLY, 'points', 'point')} the claimed way without being resolved and "
-            f"{n(V.FAILS, 'points', 'point')} the other way")
+            f"{n(V.HOLDS_SOME, 'is', 'are')} resolved the claimed way at some fleet sizes only, "
+            f"{n(V.DIRECTION_ONLY, 'points', 'point')} the claimed way without being resolved, "
+            f"{n(V.FAILS, 'is', 'are')} resolved nowhere and not the claimed way everywhere, and "
+            f"{n(V.REVERSES, 'reverses', 'reverse')} (resolved against the claim at some fleet size)")
 
 
 # --- chapter 7: main results --------------------------------------------------------------
+
+#: Policies that ignore the servers' state: they spread tasks over slow, power-hungry servers
+#: as readily as over good ones, so their energy is no bound a scheduler would meet.
+STATE_BLIND = ("random", "round-robin")
+#: The heuristic that spends the least energy (its greedy rule picks the least energy per task).
+ENERGY_FLOOR = "min-energy"
+
+
+def energy_room(metrics: pd.DataFrame, baseline: str = "drl", floor: str = ENERGY_FLOOR,
+                blind: Sequence[str] = STATE_BLIND) -> pd.DataFrame:
+    """The energy the model lets a policy spend, per fleet size, from seed means.
+
+    ``floor_kwh``: the ``floor`` heuristic's (the least any policy here spends);
+    ``ceiling_kwh``/``ceiling``: the most any sensible policy spends (every method but the
+    state-blind ``blind`` ones); ``range_pct``: ``100 (ceiling - floor) / ceiling``, the room
+    scheduling has at all; ``baseline_kwh`` and ``room_pct``: ``100 (baseline - floor) /
+    baseline``, the largest energy improvement over ``baseline`` any policy can make here;
+    ``blind_kwh``: the state-blind policies' mean, for scale. Empty without the floor or the
+    baseline."""
+    cols = ["servers", "floor_kwh", "ceiling", "ceiling_kwh", "range_pct", "baseline_kwh", "room_pct", "blind_kwh"]
+    present = set(metrics["method"]) if len(metrics) else set()
+    if floor not in present or baseline not in present:
+        return pd.DataFrame(columns=cols)
+    means = metrics.groupby(["servers", "method"])["energy_kwh"].mean().unstack("method")
+    sensible = means[[m for m in means.columns if m not in blind]]
+    out = pd.DataFrame({"floor_kwh": means[floor], "ceiling": sensible.idxmax(axis=1),
+                        "ceiling_kwh": sensible.max(axis=1), "baseline_kwh": means[baseline]})
+    out["range_pct"] = 100 * (out["ceiling_kwh"] - out["floor_kwh"]) / out["ceiling_kwh"]
+    out["room_pct"] = 100 * (out["baseline_kwh"] - out["floor_kwh"]) / out["baseline_kwh"]
+    out["blind_kwh"] = means[[m for m in blind if m in means]].mean(axis=1) if any(m in means for m in blind) \
+        else np.nan
+    return out.reset_index()[cols]
+
+
+def energy_room_display(room: pd.DataFrame) -> pd.DataFrame:
+    """:func:`energy_room` as the results chapter shows it."""
+    return pd.DataFrame({
+        "servers": room["servers"], f"{ENERGY_FLOOR} (kWh)": room["floor_kwh"].map("{:.3f}".format),
+        "costliest sensible policy": [_label(c) for c in room["ceiling"]],
+        "its energy (kWh)": room["ceiling_kwh"].map("{:.3f}".format),
+        "range (% of it)": room["range_pct"].map("{:.1f}".format),
+        "DRL (kWh)": room["baseline_kwh"].map("{:.3f}".format),
+        "room below DRL (%)": room["room_pct"].map("{:.1f}".format),
+        "state-blind policies (kWh)": room["blind_kwh"].map("{:.3f}".format)})
+
+
+def energy_room_sentence(room: pd.DataFrame, paper: Mapping[str, Mapping[str, float]] = S.PAPER_IMPROVEMENTS,
+                         baseline: str = "drl") -> str:
+    """Which energy effects over ``baseline`` the model can show at all, from :func:`energy_room`:
+    the room at each fleet size beside the paper's reported energy gains."""
+    if room.empty:
+        return f"The {ENERGY_FLOOR} heuristic or {_label(baseline)} is missing, so the energy room is not measured."
+    sizes = and_join(f"{r.room_pct:.1f} % at {int(r.servers)}" for r in room.itertuples())
+    span = S.range_text(room["range_pct"], ".0f")
+    ceilings = and_join(sorted({_label(c) for c in room["ceiling"]}))
+    parts = [f"No policy here spends less energy than {ENERGY_FLOOR}, which spends {span} % less than the costliest "
+             f"policy that looks at the fleet ({ceilings}); the state-blind policies ({and_join(STATE_BLIND)}) "
+             f"spend more still. The {ENERGY_FLOOR} heuristic spends only {sizes} servers less than "
+             f"{_label(baseline)}, so no method can improve on {_label(baseline)}'s energy by more than that."]
+    gains = {m: v["energy_kwh"] for m, v in paper.items() if "energy_kwh" in v}
+    over = {m: int((room["room_pct"] < g).sum()) for m, g in gains.items()}
+
+    def named(methods: Sequence[str]) -> str:
+        return and_join(f"{gains[m]:+.2f} % for {_label(m)}" for m in methods)
+
+    everywhere = [m for m, k in over.items() if k == len(room)]
+    some = [m for m, k in over.items() if 0 < k < len(room)]
+    fits = [m for m, k in over.items() if k == 0]
+    if everywhere:
+        parts.append(f"The paper's energy gains over {_label(baseline)} of {named(everywhere)} exceed that room at "
+                     "every fleet size: effects of that size cannot occur in this model, so they cannot be tested "
+                     "here; only effects within the room can.")
+    for m in some:
+        parts.append(f"The paper's {named([m])} exceeds the room at {over[m]} of {len(room)} fleet sizes.")
+    if fits:
+        parts.append(f"The paper's {named(fits)} fit{'s' if len(fits) == 1 else ''} within the room.")
+    return " ".join(parts)
+
 
 _FRACTION_WORDS = {Fraction(1, 2): "half", Fraction(1, 3): "one third", Fraction(1, 4): "one quarter",
                    Fraction(1, 5): "one fifth", Fraction(1, 6): "one sixth", Fraction(1, 8): "one eighth",
@@ -720,6 +1066,8 @@ class ResultsFindings:
     #: :func:`ilets.report.verdicts.heuristics_per_fleet`: each heuristic against the best
     #: learner at each fleet size, with 95 % CIs
     heuristics_fleet: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: :func:`energy_room`: the energy range the model allows, per fleet size
+    energy_room: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 HEAVY = "heavy-load"
@@ -738,12 +1086,47 @@ def heavy_purpose(paper_scale: bool) -> str:
             "the same fleet less; the slower servers bring its queues back towards the full window's size")
 
 
+def unpool_opposite_signs(comparison: pd.DataFrame) -> pd.DataFrame:
+    """:func:`ilets.report.stats.paper_comparison` rows (``servers=None``) with the pooled
+    numbers of each (method, metric) blanked (NaN) where the effects at the fleet sizes differ
+    in sign: such effects are reported per fleet size, never averaged into one number."""
+    out = comparison.copy()
+    per = out[out["servers"].astype(str) != "all"]
+    mixed = {k for k, g in per.groupby(["method", "metric"]) if len(set(np.sign(g["ours_pct"]))) > 1}
+    rows = (out["servers"].astype(str) == "all") & np.array([k in mixed for k in zip(out["method"], out["metric"])],
+                                                            dtype=bool)
+    out.loc[rows, ["ours_pct", "ci_low_pct", "ci_high_pct", "ours_minus_paper"]] = np.nan
+    out.loc[rows, "paper_in_ci"] = False
+    return out
+
+
+def paper_effect_texts(comparison: pd.DataFrame) -> tuple[dict[str, str], int]:
+    """Our effect over DRL for each (method, metric) of :func:`unpool_opposite_signs`' table, as
+    :func:`ilets.report.verdicts.effect_numbers` prints it (pooled where every fleet size has one
+    sign, else per fleet size), keyed ``ours_drlp_<metric>``/``ours_iletsm_<metric>``; and the
+    number of them whose paper figure lies inside one of our intervals (the pooled one, or,
+    where it is not pooled, a fleet size's)."""
+    texts, inside = {}, 0
+    for (method, metric), g in comparison.groupby(["method", "metric"], sort=False):
+        per = g[g["servers"].astype(str) != "all"]
+        pooled = g[g["servers"].astype(str) == "all"]
+        same = len(pooled) > 0 and bool(np.isfinite(pooled["ours_pct"]).all())
+        p = pooled.iloc[0] if len(pooled) else None
+        per_scale = tuple((int(r.servers), r.ours_pct, r.ci_low_pct, r.ci_high_pct) for r in per.itertuples())
+        texts[f"ours_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = V.effect_numbers(
+            same or len(per) == 1, p["ours_pct"] if same else np.nan, p["ci_low_pct"] if same else np.nan,
+            p["ci_high_pct"] if same else np.nan, per_scale)
+        inside += bool(p["paper_in_ci"]) if same else bool(per["paper_in_ci"].any())
+    return texts, inside
+
+
 def paper_tables(ctx: ReportContext) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """``(improvements, comparison per fleet size, pooled comparison)``: the paper's
-    improvement table and ours (:func:`ilets.report.stats.improvement_table`, paired, over DRL)."""
+    improvement table and ours (:func:`ilets.report.stats.improvement_table`, paired, over DRL),
+    the pooled numbers blanked where the fleet sizes differ in sign (:func:`unpool_opposite_signs`)."""
     improvements = S.improvement_table(ctx.metrics, baseline="drl", paired=True, reps=ctx.reps)
-    return (improvements, S.paper_comparison(improvements, servers=None),
-            S.paper_comparison(improvements, servers="all"))
+    comparison = unpool_opposite_signs(S.paper_comparison(improvements, servers=None))
+    return improvements, comparison, comparison[comparison["servers"].astype(str) == "all"].reset_index(drop=True)
 
 
 def across_scales(metrics: pd.DataFrame, reps: int, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -777,13 +1160,12 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     verdicts = {1: V.claim_improves(m, 1, "drl+", "drl", reps=reps), 2: V.claim_improves(m, 2, "ilets-", "drl", reps=reps),
                 3: V.claim_improves(m, 3, "drl+", "ilets-", reps=reps), 8: V.claim_beats_heuristics(m, reps=reps)}
     components = {k: V.component_table(v.effects) for k, v in verdicts.items()}
-    texts = {"paper_in_ci": f"{int(pooled['paper_in_ci'].sum())} of {len(pooled)}",
-             "drlp_vs_iletsm": V.describe_effect(V.component_effects(m, "drl+", "ilets-", "avg_response_s", False,
-                                                                     reps=reps))}
-    for _, r in pooled.iterrows():  # the pooled numbers the prose quotes, keyed drlp_/iletsm_<metric>
-        key = f"{r['method'].replace('+', 'p').replace('-', 'm')}_{r['metric']}"
-        texts[f"ours_{key}"] = f"{r['ours_pct']:+.1f} %"
-        texts[f"ci_{key}"] = f"{r['ci_low_pct']:+.1f} to {r['ci_high_pct']:+.1f} %"
+    effect_texts, inside = paper_effect_texts(comparison)
+    drlp_iletsm = V.component_effects(m, "drl+", "ilets-", "avg_response_s", False, reps=reps)
+    texts = {"paper_in_ci": f"{inside} of {len(pooled)}", **effect_texts,
+             # per fleet size: the effects differ in sign across sizes
+             "drlp_vs_iletsm": "; ".join(f"{V.describe_effect(drlp_iletsm, s)} at {s} servers"
+                                         for s in sorted(m["servers"].unique()))}
     for method, vals in S.PAPER_IMPROVEMENTS.items():
         for metric, val in vals.items():
             texts[f"paper_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = f"+{val:.2f} %"
@@ -791,6 +1173,8 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     heuristics = V.heuristics_vs_learners(m, reps=reps, effects=effects)
     per_fleet = V.heuristics_per_fleet(m, reps=reps, effects=effects)
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
+    room = energy_room(m)
+    texts["energy_room"] = energy_room_sentence(room)
     heavy = ctx.variant_metrics(HEAVY)
     vrun = ctx.variant_run(HEAVY)
     texts["heavy_purpose"] = heavy_purpose(ctx.paper_scale)
@@ -798,7 +1182,7 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
         texts["heavy_text"] = f"{ctx.variant_missing_text(HEAVY)}, so this check is not shown on this page."
         texts["heavy_caption"] = NO_HEAVY
         return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
-                               pd.DataFrame(), "", texts, summary, iqm, poi, per_fleet)
+                               pd.DataFrame(), "", texts, summary, iqm, poi, per_fleet, room)
     caption = speed_change(ctx.run.fleet, vrun.fleet)
     texts["heavy_caption"] = caption
     main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
@@ -808,16 +1192,18 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     if {"drl", "drl+"} <= set(heavy["method"]):
         for setting, table in (("main grid", main), ("heavier load", heavy)):
             e = V.component_effects(table, "drl+", "drl", "avg_response_s", False, reps=reps)
-            parts.append(f"In the {setting}, DRL+ is {V.describe_effect(e, table['servers'].iloc[0])} on response "
-                         "time.")
+            parts.append(f"In the {setting}, DRL+ is " + "; ".join(
+                f"{V.describe_effect(e, at)} at {at} servers" for at in sorted(int(x) for x in table["servers"].unique()))
+                + " on response time.")
     if {"greedy-cost", "drl+"} <= set(heavy["method"]):
         e = V.component_effects(heavy, "greedy-cost", "drl+", "avg_response_s", False, reps=reps)
-        parts.append(f"Under the heavier load greedy-cost is {V.describe_effect(e, heavy['servers'].iloc[0])} on "
-                     "response time.")
+        parts.append("Under the heavier load greedy-cost is " + "; ".join(
+            f"{V.describe_effect(e, at)} at {at} servers" for at in sorted(int(x) for x in heavy["servers"].unique()))
+            + " on response time.")
     texts["heavy_text"] = " ".join(parts)
     heavy_summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
     return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, heavy_summary,
-                           caption, texts, summary, iqm, poi, per_fleet)
+                           caption, texts, summary, iqm, poi, per_fleet, room)
 
 
 # --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------

@@ -425,13 +425,15 @@ def heuristic_fleet_display(table: pd.DataFrame, metric_labels: dict[str, str]) 
 def comparison_display(comparison: pd.DataFrame, metric_labels: dict[str, str]) -> pd.DataFrame:
     """A display table from :func:`ilets.report.stats.paper_comparison` (``servers=None``): one row
     per (method, metric), the paper's figure, then ours with its 95 % CI per scale and pooled
-    (when there are several scales)."""
+    (when there are several scales; a NaN pooled effect, where the fleet sizes differ in sign
+    (:func:`ilets.report.findings.unpool_opposite_signs`), reads "not pooled: signs differ")."""
     rows = {}
     for _, r in comparison.iterrows():
         key = (METHOD_LABELS.get(r["method"], r["method"]), metric_labels.get(r["metric"], r["metric"]))
         row = rows.setdefault(key, {"paper (%)": f"{r['paper_pct']:.2f}"})
         where = "pooled" if str(r["servers"]) == "all" else f"{r['servers']} servers"
-        row[where] = f"{r['ours_pct']:+.1f} [{r['ci_low_pct']:+.1f}, {r['ci_high_pct']:+.1f}]"
+        row[where] = (f"{r['ours_pct']:+.1f} [{r['ci_low_pct']:+.1f}, {r['ci_high_pct']:+.1f}]"
+                      if np.isfinite(r["ours_pct"]) else "not pooled: signs differ")
     df = pd.DataFrame.from_dict(rows, orient="index")
     sizes = sorted([c for c in df.columns if c.endswith("servers")], key=lambda c: int(c.split()[0]))
     # pooled over one fleet size is that fleet size again: shown only when it pools several

@@ -277,6 +277,25 @@ def component_status(effects: pd.DataFrame) -> dict:
             "per": per}
 
 
+def effect_numbers(same_sign: bool, pooled: float, low: float, high: float,
+                   per_scale: Sequence[tuple[int, float, float, float]]) -> str:
+    """A component's effect with its 95 % CI: ``"+1.0 % [+0.8, +1.1] pooled"`` when every fleet
+    size points the same way (``same_sign``), else each fleet size's ``(servers, effect, low,
+    high)`` of ``per_scale``: ``"+14.6 % [+11.0, +18.0] at 50; ... at 200 servers (opposite
+    signs: not pooled)"``. "not measured" without a fleet size."""
+    if not per_scale:
+        return "not measured"
+    if same_sign:
+        return f"{pooled:+.1f} % [{low:+.1f}, {high:+.1f}] pooled"
+    return "; ".join(f"{e:+.1f} % [{lo:+.1f}, {hi:+.1f}] at {m}" for m, e, lo, hi in per_scale) \
+        + " servers (opposite signs: not pooled)"
+
+
+def _per_scale(per: pd.DataFrame) -> tuple[tuple[int, float, float, float], ...]:
+    return tuple((int(r.servers), float(r.effect_pct), float(r.ci_low_pct), float(r.ci_high_pct))
+                 for r in per.itertuples())
+
+
 def effect_text(st: Mapping, paper: float | None = None) -> str:
     """A component's effect as the book prints it, from :func:`component_status`: the pooled
     effect and 95 % CI when every fleet size points the same way, else the effect at each
@@ -285,11 +304,7 @@ def effect_text(st: Mapping, paper: float | None = None) -> str:
     per = st["per"]
     if st["scales"] == 0:
         return "not measured"
-    if st["same_sign"]:
-        s = f"{st['pooled']:+.1f} % [{st['pooled_low']:+.1f}, {st['pooled_high']:+.1f}] pooled"
-    else:
-        s = "; ".join(f"{r.effect_pct:+.1f} % [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}] at {r.servers}"
-                      for r in per.itertuples()) + " servers (opposite signs: not pooled)"
+    s = effect_numbers(st["same_sign"], st["pooled"], st["pooled_low"], st["pooled_high"], _per_scale(per))
     s += f", CI above 0 at {st['scales_ok']}/{st['scales']} sizes"
     if st["scales_worse"]:
         s += f", below 0 at {_and([str(x) for x in st['worse_at']])} servers"
@@ -306,10 +321,11 @@ def effect_text(st: Mapping, paper: float | None = None) -> str:
 def component_table(effects: pd.DataFrame) -> pd.DataFrame:
     """One row per component of a claim's effects: ``component``, ``a``, ``b``, ``measure``,
     the :func:`component_status` fields, ``paper_pct`` (:func:`paper_figure`, NaN where the
-    paper gives none) and ``effect_text`` (:func:`effect_text`). What the chapters show next
+    paper gives none), ``per_scale`` (``(servers, effect, low, high)`` per fleet size) and
+    ``effect_text`` (:func:`effect_text`). What the chapters show next
     to the summary's verdict, so both state the same status for the same comparison."""
     cols = ["component", "a", "b", "measure", "status", "scales", "scales_ok", "scales_worse", "scales_positive",
-            "same_sign", "pooled", "pooled_low", "pooled_high", "paper_pct", "effect_text"]
+            "same_sign", "pooled", "pooled_low", "pooled_high", "paper_pct", "per_scale", "effect_text"]
     if effects is None or effects.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -318,7 +334,7 @@ def component_table(effects: pd.DataFrame) -> pd.DataFrame:
         paper = paper_figure(g["a"].iloc[0], g["b"].iloc[0], g["measure"].iloc[0])
         rows.append({"component": name, "a": g["a"].iloc[0], "b": g["b"].iloc[0], "measure": g["measure"].iloc[0],
                      **{k: st[k] for k in cols[4:13]}, "paper_pct": np.nan if paper is None else paper,
-                     "effect_text": effect_text(st, paper)})
+                     "per_scale": _per_scale(st["per"]), "effect_text": effect_text(st, paper)})
     return pd.DataFrame(rows, columns=cols)
 
 
