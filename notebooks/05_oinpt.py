@@ -172,11 +172,10 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.bc_summary), index
 
 # %% [markdown]
 # Across fleet sizes the agreement of DRL+ rises from {glue:text}`agree_before` (random
-# weights) to {glue:text}`agree_after` after cloning: {glue:text}`agree_verdict`. Exact
-# agreement is a strict score: on a large fleet several servers often cost almost the
-# same, and a policy that picks a near-equivalent server disagrees without scheduling
-# worse, which is why the curves above, not the agreement, are the test of OINPT. Critic
-# pre-training cuts the critic's error on the expert returns by {glue:text}`critic_drop`.
+# weights) to {glue:text}`agree_after` after cloning: {glue:text}`agree_verdict`. Is exact
+# agreement too strict, counting a near-equivalent server as a miss?
+# {glue:text}`exact_agreement` Critic pre-training cuts the critic's error on the expert
+# returns by {glue:text}`critic_drop`.
 #
 # What limits cloning: the table's top-k columns ask whether the expert's server is among the
 # clone's k most likely, and its regret columns what the clone's first choice costs more than
