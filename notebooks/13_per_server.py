@@ -28,10 +28,10 @@ from IPython.display import Markdown, display
 from myst_nb import glue
 
 from ilets.report import heuristic_gap as G
+from ilets.report import per_server as P
 from ilets.report import plots
 from ilets.report import stats as S
 from ilets.report.report_context import ReportContext
-from ilets.study.grid import planned_cells
 from ilets.study.heldout import heldout_change
 from ilets.study.results import METHOD_LABELS, load_metrics, per_server_dir
 
@@ -40,10 +40,8 @@ folder = per_server_dir()
 has_grid = (folder / "store" / "metrics.parquet").is_file()
 learners = load_metrics(folder) if has_grid else ctx.metrics.iloc[0:0]
 metrics = G.family_metrics(learners, ctx.metrics)
-planned = planned_cells(folder) if has_grid else None
-glue("coverage", Markdown(f"{len(learners)} of {planned} cells of the per-server grid have finished "
-                  f"(read from `{folder.parent.name}/{folder.name}`; {', '.join(f'{s} servers: {n} cells' for s, n in learners.groupby('servers').size().items())})."
-                  if has_grid else "The per-server grid has no results in this checkout yet."), display=False)
+glue("coverage", Markdown(P.coverage_sentence(folder, learners) if has_grid else
+                          "The per-server grid has no results in this checkout yet."), display=False)
 gap = G.gap_table(metrics, reps=ctx.reps)
 glue("gap_sentence", G.gap_sentence(gap, "the per-server policy"), display=False)
 held = heldout_change(learners, ("method", "servers"))

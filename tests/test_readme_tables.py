@@ -192,3 +192,14 @@ def test_benchmark_targets_are_judged_from_the_numbers(tmp_path):
     assert "in at most 15 s: met (9.0 s)" in text and "**they differ**" in text
     with pytest.raises(SystemExit, match="benchmarks:start"):
         tables.replace_block("no markers here", "x", "README.md")
+
+
+def test_readme_per_server_paragraph_is_generated_from_the_shipped_folders():
+    # after shipping: `python -m ilets.report.per_server --write README.md`
+    from ilets.report import per_server as P
+
+    readme = (ROOT / "README.md").read_text()
+    start, end = P.README_MARKERS
+    assert start in readme and end in readme, "README lacks the per-server markers"
+    block = readme.split(start, 1)[1].split(end, 1)[0]
+    assert block.strip("\n") == P.readme_block(ROOT / "shipped").strip("\n")

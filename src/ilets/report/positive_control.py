@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from ilets.files import atomic_write
+    from ilets.report.headline import HeadlineError, replace_block
 
     ap = argparse.ArgumentParser(prog="python -m ilets.report.positive_control", description=main.__doc__)
     ap.add_argument("--results", type=Path, default=None, help="a positive-control folder (default: the book's)")
@@ -234,13 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.write is None:
         print(text, end="")
         return 0
-    doc = args.write.read_text() if args.write.is_file() else ""
-    start, end = README_MARKERS
-    if start not in doc or end not in doc:
-        print(f"error: {args.write}: expected the markers {start} and {end}", file=sys.stderr)
+    try:
+        doc = replace_block(args.write.read_text() if args.write.is_file() else "", README_MARKERS, text, args.write)
+    except HeadlineError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
-    head, rest = doc.split(start, 1)
-    atomic_write(args.write, lambda tmp: tmp.write_text(f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"))
+    atomic_write(args.write, lambda tmp: tmp.write_text(doc))
     print(f"wrote the positive-control paragraph into {args.write}")
     return 0
 
