@@ -13,14 +13,16 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ilets.agents.cloning import TIE_TOL
+from ilets.config import MAX_EVENT_JITTER_S
 from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES
 from ilets.study.pilot import KEEP_MARGIN as _KEEP
-from ilets.study.profiles import method_defaults
+from ilets.study.profiles import load_profile, method_defaults
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 
 #: The method defaults the rows quote (``ilets/configs/methods.yaml`` on ``RunConfig``), so
 #: the table states the values the code runs with instead of copies of them.
 _D = method_defaults()
+_WORLDS = load_profile("worlds")
 _W, _F, _P, _E, _O = _D.workload, _D.fleet, _D.ppo, _D.experts, _D.oail
 #: The learning rate of the authors' actor-critic [code] (we do not use it: PPO's is in ``methods.yaml``).
 AUTHORS_LEARNING_RATE = 2.5e-6
@@ -142,6 +144,12 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "constant KL toward the clone) was declared after round 1 was read, with a rule committed before its "
               f"cells ran: keep the clone (95 % t-interval of the held-out change above -{_KEEP:.0%}), then lowest J "
               "(the pilot chapter)", "ilets.study.pilot.select_round_two, configs/pilot-per-server.yaml"),
+    Deviation("Worlds as replicates", "one data centre and one window; replicates unreported",
+              "the faithful grid keeps one fleet (seed 0) and the designed events for every seed; the worlds "
+              "profile draws each seed's fleet with its run seed and moves every burst and trend knot by up to "
+              f"{_WORLDS.run.workload.event_jitter_s:g} s (at most {MAX_EVENT_JITTER_S:g} s, so events keep their order), so "
+              "its intervals cover worlds and policies together",
+              "Profile.worlds, WorkloadConfig.event_jitter_s, configs/worlds.yaml"),
 )
 
 
