@@ -1,12 +1,10 @@
-"""The grid-command pipeline (demonstrate, clone, fine-tune, correct) and its resumable grid, on
-tiny fleets and the smoke workload (~520 tasks a segment, a few hundred PPO steps)."""
+"""The grid-command pipeline (demonstrate, clone, fine-tune, correct) and its grid profiles, on
+tiny fleets and the smoke workload (~520 tasks a segment, a few hundred PPO steps). The grid
+itself runs through the study's runner: tests/test_scenario.py."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
-import pandas as pd
 import pytest
 import yaml
 
@@ -160,66 +158,6 @@ def test_oracle_runs_on_its_seeds_only(tmp_path, scenario):
 def test_the_oracle_budget_is_checked(tmp_path, scenario, limits, match):
     with pytest.raises(ConfigError, match=match):
         G.load_grid_profile(grid_profile(tmp_path, scenario, **limits))
-
-
-def test_grid_writes_cells_resumes_and_skips_done_ones(tmp_path, scenario):
-    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule", "lyapunov"]))
-    out = tmp_path / "out"
-    first = G.run_grid(p, out, max_cells=3, log=lambda s: None)
-    assert first == {"cells": 4, "skipped": 0, "done": 3, "failed": 0}
-    table = pd.read_parquet(out / G.STORE)
-    assert len(table) == 3 * 2 and set(table["role"]) == {"train", "eval"}
-    assert set(table["regime"]) == {"shallow-long", "deep-short"} and (table["scale"] == "smoke").all()
-    done = sorted((out / "cells").glob("*.json"))
-    stamps = {q.name: q.stat().st_mtime_ns for q in done}
-    second = G.run_grid(p, out, log=lambda s: None)
-    assert second == {"cells": 4, "skipped": 3, "done": 1, "failed": 0}
-    assert all(q.stat().st_mtime_ns == stamps[q.name] for q in done)  # done cells untouched
-    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
-    assert rec["status"] == "done" and rec["cpu_s"] > 0 and rec["machine"]["cores"] >= 1
-    assert "commit" in rec and rec["started_utc"].endswith("+00:00")
-    prov = json.loads((out / G.PROVENANCE).read_text())
-    assert prov["cells"] == 4 and prov["scale"] == "smoke" and prov["cpu_hours"] > 0
-    assert not list((out / "cells").glob(".*.tmp"))  # no temporary file left behind
-    assert G.run_grid(p, out, log=lambda s: None)["done"] == 0
-
-
-def test_a_failed_or_damaged_cell_is_recorded_and_retried(tmp_path, scenario, monkeypatch):
-    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0]))
-    out = tmp_path / "out"
-
-    def boom(*args, **kwargs):
-        raise RuntimeError("solver exploded")
-
-    monkeypatch.setattr(G, "run_method", boom)
-    assert G.run_grid(p, out, log=lambda s: None)["failed"] == 1
-    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
-    assert rec["status"] == "failed" and "solver exploded" in rec["error"]
-    assert len(pd.read_parquet(out / G.STORE)) == 0
-    monkeypatch.undo()
-    assert G.run_grid(p, out, log=lambda s: None)["done"] == 1
-    (out / "cells" / "rule-M6-s0.json").write_text("{truncated")  # a damaged file is recomputed
-    assert G.run_grid(p, out, log=lambda s: None)["done"] == 1
-
-
-def test_ship_copies_the_compact_results(tmp_path, scenario):
-    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0]))
-    out, dest = tmp_path / "out", tmp_path / "shipped" / "gridcommand"
-    G.run_grid(p, out, log=lambda s: None)
-    info = G.ship(out, dest, note="test")
-    assert info["cells"] == 1 and info["note"] == "test" and info["size_mb"] < 1
-    assert (dest / G.STORE).is_file() and (dest / G.PROVENANCE).is_file() and (dest / "profile.json").is_file()
-    assert [q.name for q in (dest / "cells").iterdir()] == ["rule-M6-s0.json"]
-
-
-def test_command_line_runs_and_names_a_bad_profile(tmp_path, scenario, capsys):
-    out = tmp_path / "out"
-    path = grid_profile(tmp_path, scenario, methods=["rule"], seeds=[0])
-    assert G.main(["--profile", str(path), "--out", str(out)]) == 0
-    assert (out / "cells" / "rule-M6-s0.json").is_file()
-    bad = grid_profile(tmp_path, scenario, servers=[-3])
-    assert G.main(["--profile", str(bad), "--out", str(out)]) == 2
-    assert "servers" in capsys.readouterr().err
 
 
 def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):

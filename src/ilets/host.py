@@ -8,7 +8,10 @@ import json
 import os
 import platform
 import subprocess
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 
 @functools.lru_cache(maxsize=1)
@@ -107,3 +110,54 @@ def write_benchmark(out: Path | None, result: dict) -> dict:
     if out is not None:
         atomic_write(Path(out), lambda tmp: tmp.write_text(json.dumps(result, indent=2, default=float) + "\n"))
     return result
+
+
+def machine_record(packages) -> dict:
+    """The machine a result is computed on, as a record keeps it: CPU model, identity and
+    cores, host name, platform, Python, the floating-point kernels in effect
+    (:func:`ilets.numerics.record`) and the versions of ``packages``."""
+    import sys
+
+    from ilets.numerics import record
+
+    return {"cpu_model": cpu_model(), "cpu_id": cpu_id(), "cores": os.cpu_count(), "host": platform.node(),
+            "platform": platform.platform(), "python": sys.version.split()[0], "numerics": record(),
+            "packages": package_versions(packages)}
+
+
+@dataclass(frozen=True)
+class ComputeRecord:
+    """What provenance needs of one finished unit of work (a grid cell, a pilot episode)."""
+
+    commit: str | None  #: the commit it ran at (None: not recorded)
+    dirty: bool | None  #: whether the code differed from that commit
+    cpu_model: str
+    cores: int | str
+    cpu_id: str  #: "" in records that predate it
+    numerics: str  #: the effective kernels (:func:`ilets.numerics.recorded_mode`)
+    started_utc: str | None
+    cpu_s: float
+    wall_s: float
+
+
+def provenance_of(records: Iterable[ComputeRecord]) -> dict:
+    """The one provenance schema of every results folder: how many units, the distinct
+    commits (``+dirty`` when the code differed), the machines (:func:`machine_label`), the
+    floating-point kernels, the first and last start (UTC) and the summed CPU- and
+    wall-hours. A unit that predates a record counts as ``"unrecorded"``."""
+    commits: Counter = Counter()
+    machines: Counter = Counter()
+    numerics: Counter = Counter()
+    starts, cpu, wall, n = [], 0.0, 0.0, 0
+    for r in records:
+        n += 1
+        commits[(r.commit or "unrecorded") + ("+dirty" if r.dirty else "")] += 1
+        machines[machine_label(r.cpu_model, r.cores, r.cpu_id)] += 1
+        numerics[r.numerics] += 1
+        if r.started_utc:
+            starts.append(r.started_utc)
+        cpu += r.cpu_s
+        wall += r.wall_s
+    return {"cells": n, "commits": dict(commits), "machines": dict(machines), "numerics": dict(numerics),
+            "first_start_utc": min(starts) if starts else None, "last_start_utc": max(starts) if starts else None,
+            "cpu_hours": cpu / 3600, "wall_hours_summed": wall / 3600}

@@ -44,16 +44,17 @@ import numpy as np
 from ilets.config import ConfigError
 from ilets.files import atomic_write, publish_folder
 from ilets.gridcommand.experts import make_expert
-from ilets.gridcommand.grid import (GridProfile, add_ship_arguments, load_grid_profile, machine, scenario_of,
-                                    shipped_by)
+from ilets.gridcommand.grid import GridProfile, load_grid_profile, scenario_of
 from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.pipeline import evaluation_config
-from ilets.host import source_version
+from ilets.host import machine_record, source_version
 
 PILOT_SEEDS = (100, 101)
 NODE_LIMITS = (50, 200, 1000)
 NODE_TOLERANCE = 0.005
 TRACK_GAINS = (50.0, 100.0, 200.0, 400.0, 800.0)
+#: Packages whose versions the pilot records.
+PACKAGES = ("numpy", "scipy", "torch", "stable-baselines3", "sb3-contrib", "imitation", "gymnasium", "pandas")
 
 
 def stages(profile: GridProfile) -> list[dict[str, Any]]:
@@ -160,7 +161,7 @@ def run_pilot(profile: GridProfile, out: Path, seeds: tuple[int, ...] = PILOT_SE
                                  "scores": {json.dumps(k): v for k, v in means.items()}, "chosen": chosen})
     result["cpu_hours"] = sum(r["cpu_s"] for r in rows) / 3600
     result["commits"] = sorted({str(r.get("commit")) + ("+dirty" if r.get("dirty") else "") for r in rows})
-    result["machine"] = machine()
+    result["machine"] = machine_record(PACKAGES)
     result["finished_utc"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     atomic_write(out / "pilot.json", lambda tmp: tmp.write_text(json.dumps(result, indent=1)))
     return result
@@ -196,6 +197,31 @@ def ship(src: Path, dest: Path, note: str = "") -> dict:
             "finished_utc": pilot["finished_utc"],
             "chosen": {f"{s['expert']}.{s['option']}": s["chosen"] for s in pilot["stages"]}}
     return publish_folder(tmp, dest, info, note, indent=1)
+
+
+def add_ship_arguments(ap: argparse.ArgumentParser) -> None:
+    """``--ship SRC --to DEST [--note TEXT]``: the pilot command's shipping flags."""
+    ap.add_argument("--ship", type=Path, help="copy this finished folder's compact results to --to")
+    ap.add_argument("--to", type=Path, help="destination of --ship (replaced)")
+    ap.add_argument("--note", default="", help="a note stored with the shipped provenance")
+
+
+def shipped_by(ap: argparse.ArgumentParser, args: argparse.Namespace, ship_folder: Callable[..., dict]) -> int | None:
+    """Ship with ``ship_folder(src, dest, note)`` when ``--ship`` was given, printing the
+    provenance: the exit code (2, with a one-line message, for a folder it cannot ship);
+    None when ``--ship`` was not given."""
+    if not args.ship:
+        return None
+    if not args.to:
+        ap.error("--ship needs --to")
+    if not Path(args.ship).is_dir():
+        ap.error(f"--ship {args.ship}: expected a finished results folder, found none")
+    try:
+        print(json.dumps(ship_folder(args.ship, args.to, args.note), indent=1))
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

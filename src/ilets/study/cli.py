@@ -5,6 +5,8 @@ Examples::
     ilets run --method ilets --servers 100 --seed 3 --profile quick   # -> results/quick
     ilets grid --profile quick                                        # resumable
     ilets grid --profile paper --executor slurm --out /scratch/ilets
+    ilets grid --scenario gridcommand --profile gridcommand-quick     # -> results/gridcommand-grid-quick
+    ilets ship --results results/quick --to shipped/quick --note "..."
     ilets trace find-window --trace-dir DIR
     ilets trace download --shards 0-5 --dest DIR
 """
@@ -61,17 +63,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _cmd_grid(args: argparse.Namespace) -> int:
     from ilets.study.grid import FolderInUse, run_grid
-    from ilets.study.profiles import load_profile
+    from ilets.study.scenario import get_scenario
 
-    profile = load_profile(args.profile)
+    scenario = get_scenario(args.scenario)
+    profile = scenario.load_profile(args.profile)
     out = _out_folder("--out", args.out or f"results/{profile.name}")
     try:
         summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
-                           progress=not args.quiet, slurm_partition=args.partition)
+                           progress=not args.quiet, slurm_partition=args.partition, scenario=scenario,
+                           max_cells=args.max_cells)
     except FolderInUse as err:
         raise UsageError(f"--out {err}") from None
     print(json.dumps(summary, indent=2))
     return 0 if summary["failed"] == 0 else 1
+
+
+def _cmd_ship(args: argparse.Namespace) -> int:
+    from ilets.study.shipping import ship
+
+    src = Path(args.results)
+    if not (src / "cells").is_dir():
+        raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder "
+                         f"(run the grid first)")
+    if Path(args.to).resolve() == src.resolve():
+        raise UsageError(f"--to {args.to}: is the results folder itself; ship to another folder")
+    print(json.dumps(ship(src, Path(args.to), note=args.note, scenario=args.scenario), indent=1))
+    return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
@@ -177,14 +194,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
+    from ilets.study.scenario import DEFAULT_SCENARIO, SCENARIOS
+
     grid = sub.add_parser("grid", help="run every cell of a profile (skips cells already done)")
-    grid.add_argument("--profile", default="quick")
+    grid.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO,
+                      help=f"the study's scenario (default: {DEFAULT_SCENARIO})")
+    grid.add_argument("--profile", default="quick", help="a profile of the scenario: a shipped name or a YAML path")
     grid.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     grid.add_argument("--executor", choices=["local", "slurm", "submitit-local"], default="local")
     grid.add_argument("--workers", type=_int_in(1), default=None, help="cells at once (default: the profile's)")
     grid.add_argument("--partition", default=None, help="SLURM partition")
+    grid.add_argument("--max-cells", type=_int_in(1), default=None,
+                      help="compute at most this many cells not yet done (the rest on the next start)")
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(func=_cmd_grid)
+
+    shp = sub.add_parser("ship", help="copy a grid's compact results (store, cells, provenance) to a committed folder")
+    shp.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO)
+    shp.add_argument("--results", required=True, help="the grid's results folder")
+    shp.add_argument("--to", required=True, help="the shipped folder (replaced)")
+    shp.add_argument("--note", default="", help="a note stored with the shipped provenance")
+    shp.set_defaults(func=_cmd_ship)
 
     ver = sub.add_parser("verify", help="re-run shipped cells and check their metrics reproduce exactly")
     ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")

@@ -11,6 +11,7 @@ import json
 import os
 import warnings
 from pathlib import Path
+from typing import Iterable, Mapping
 
 import pandas as pd
 import yaml
@@ -19,7 +20,9 @@ from ilets.method_table import LEARNERS, METHOD_LABELS  # re-exported: the names
 
 
 #: ``status`` values of :func:`compute_table`: a finished cell, and the compute a failed
-#: attempt burnt (a cell that failed and later succeeded has one row of each).
+#: attempt burnt (a cell that failed and later succeeded has one row of each). The one status
+#: vocabulary of every scenario (:mod:`ilets.study.scenario`): a grid-command cell's file says
+#: ``"status": "done"`` too, and its failed attempts are ``OUT/failed`` records like the study's.
 STATUS_DONE = "done"
 STATUS_FAILED = "failed attempt"
 COMPUTE_STATUSES = (STATUS_DONE, STATUS_FAILED)
@@ -164,17 +167,25 @@ def load_profile_info(out: Path | None = None) -> dict:
     return yaml.safe_load(path.read_text())
 
 
-def compute_table(out: Path | None = None) -> pd.DataFrame:
+def compute_table(out: Path | None = None, done: Iterable[Mapping] | None = None) -> pd.DataFrame:
     """Wall and CPU seconds of every finished cell and of every failed attempt.
 
     A cell that failed and later succeeded appears twice: once as :data:`STATUS_FAILED` (the
-    compute it burnt) and once as :data:`STATUS_DONE`.
+    compute it burnt) and once as :data:`STATUS_DONE`. ``done``: the finished cells' rows
+    (cell, method, variant, servers, seed, wall_s, cpu_s) for a scenario whose cells are not
+    the study's folders (:meth:`ilets.study.scenario.Scenario.compute_rows`); default: the
+    cell folders of ``out``. Failed attempts are every scenario's ``OUT/failed/*.json``
+    (:func:`ilets.study.run.record_failure`).
     """
     out = Path(out) if out else results_dir()
     rows = []
-    for cell in _cells(out):
-        m = json.loads((cell / "metrics.json").read_text())
-        rows.append({"cell": cell.name, "method": m["method"], "variant": m.get("variant", ""),
+    if done is None:
+        done = []
+        for cell in _cells(out):
+            m = json.loads((cell / "metrics.json").read_text())
+            done.append({**m, "cell": cell.name})
+    for m in done:
+        rows.append({"cell": m["cell"], "method": m["method"], "variant": m.get("variant", ""),
                      "servers": m["servers"], "seed": m["seed"], "status": STATUS_DONE,
                      "wall_s": m["wall_s"], "cpu_s": m["cpu_s"]})
     failed = Path(out) / "failed"

@@ -21,8 +21,10 @@ interrupted run never leaves a folder that looks finished. A cell is done only w
 folder holds every file and they are complete and valid (:func:`cell_problem`); a damaged
 folder is reported, set aside and recomputed. A cell is claimed with a lock file
 (``locks/<name>.lock``) while it runs, so two grids, or a grid and a SLURM array, on one
-``OUT`` share the cells instead of computing each twice. A failing cell leaves
-``OUT/failed/<name>.json`` with the error and the compute it used.
+``OUT`` share the cells instead of computing each twice (:func:`run_claimed`, the locking
+every scenario's cells share). A failing cell leaves ``OUT/failed/<name>.<ms>.json`` with the
+error and the compute it used (:func:`record_failure`, also every scenario's). What of a cell
+folder is shipped, and how, is here too (:func:`ship_cell_folder`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import yaml
@@ -298,29 +301,59 @@ def run_cell_status(cfg: RunConfig, out: Path, command: str = "", progress: bool
     The status is :data:`RAN` (computed here), :data:`DONE` (already complete, nothing run)
     or, only with ``wait=False``, :data:`BUSY` (another process holds the cell's lock).
     """
-    from filelock import FileLock, Timeout
-
     cfg = cfg.validate()
     final = cell_dir(cfg, out)
-    if is_done(cfg, out):
-        return final, DONE
-    final.parent.mkdir(parents=True, exist_ok=True)
-    # flock-based: the kernel releases it when the holder dies, even by SIGKILL
-    lock = FileLock(str(lock_path(out, final.name)), timeout=-1 if wait else 0)
-    try:
-        lock.acquire()
-    except Timeout:
-        return final, BUSY
-    try:
-        if is_done(cfg, out):  # finished by the process that held the lock
-            return final, DONE
+
+    def compute() -> None:
         for p in final.parent.glob(f".{final.name}.tmp-*"):  # ours now: nobody writes them
             shutil.rmtree(p, ignore_errors=True)
         if final.exists():
             _set_aside(final, cell_problem(final) or f"{final}: damaged")
-        return _compute(cfg, out, final, command, progress, save_model), RAN
+        _compute(cfg, out, final, command, progress, save_model)
+
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return final, run_claimed(out, final.name, lambda: is_done(cfg, out), compute, wait)
+
+
+def run_claimed(out: Path, name: str, done: Callable[[], bool], compute: Callable[[], object],
+                wait: bool = True) -> str:
+    """Compute cell ``name`` of ``out`` with ``compute()`` while holding its lock, unless
+    ``done()`` says it is finished; the one locking discipline of every scenario's cells.
+
+    Returns :data:`RAN`, :data:`DONE` or, only with ``wait=False``, :data:`BUSY` (another
+    process holds the lock). ``done()`` is asked again once the lock is held: the holder
+    before may have finished the cell.
+    """
+    from filelock import FileLock, Timeout
+
+    if done():
+        return DONE
+    # flock-based: the kernel releases it when the holder dies, even by SIGKILL
+    lock = FileLock(str(lock_path(out, name)), timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except Timeout:
+        return BUSY
+    try:
+        if done():  # finished by the process that held the lock
+            return DONE
+        compute()
+        return RAN
     finally:
         lock.release()
+
+
+def record_failure(out: Path, name: str, identity: dict, err: BaseException, wall_s: float, cpu_s: float) -> Path:
+    """Write ``OUT/failed/<name>.<ms>.json``: a failed attempt of cell ``name`` (its
+    ``identity``: method, variant, servers, seed), the error and the compute it burnt. One
+    file per attempt, read by :func:`ilets.study.results.compute_table` (status
+    :data:`ilets.study.results.STATUS_FAILED`); the cell itself stays undone and is retried."""
+    failed = Path(out) / "failed"
+    failed.mkdir(parents=True, exist_ok=True)
+    path = failed / f"{name}.{int(time.time() * 1000)}.json"
+    atomic_json(path, {"cell": name, **identity, "error": f"{type(err).__name__}: {err}",
+                       "traceback": traceback.format_exc(), "wall_s": wall_s, "cpu_s": cpu_s, "time": time.time()})
+    return path
 
 
 def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: bool, save_model: bool) -> Path:
@@ -386,11 +419,50 @@ def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: boo
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(err, (KeyboardInterrupt, SystemExit)):
             raise  # interrupted, not failed: nothing to record, the cell reruns on resume
-        failed = Path(out) / "failed"
-        failed.mkdir(parents=True, exist_ok=True)
-        atomic_json(failed / f"{final.name}.{int(time.time() * 1000)}.json", {
-            "cell": final.name, "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
-            "seed": cfg.seed, "error": f"{type(err).__name__}: {err}", "traceback": traceback.format_exc(),
-            "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0, "time": time.time()})
+        record_failure(out, final.name, {"method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers,
+                                         "seed": cfg.seed}, err, time.perf_counter() - wall0, cpu_seconds() - cpu0)
         raise
     return final
+
+
+# --- shipping a cell ------------------------------------------------------------------------
+
+#: Files of a cell folder that are shipped (everything but the model).
+SHIPPED_CELL_FILES = ("config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz")
+#: What a cell has only with some settings, shipped when present: the fine-tuning log, the
+#: held-out checkpoints, and a per-server cell's final policy and clone (weights + JSON, a
+#: few kB, loaded without unpickling: ilets.agents.policy_io).
+OPTIONAL_CELL_FILES = ("finetune.csv", "checkpoints.csv")
+OPTIONAL_CELL_FOLDERS = ("policy", "clone")
+#: At most this many latency samples per shipped cell (learners record about 2,000 already).
+LATENCY_SAMPLES = 2000
+
+
+def ship_cell_folder(cell: Path, target: Path) -> None:
+    """Copy the shipped part of cell folder ``cell`` to the new folder ``target``: every file
+    but the model, the latency samples thinned (:func:`thin_latency_samples`)."""
+    cell, target = Path(cell), Path(target)
+    target.mkdir()
+    for name in SHIPPED_CELL_FILES:
+        if name == "decisions.npz" and (cell / name).is_file():
+            thin_latency_samples(cell / name, target / name)
+        elif (cell / name).is_file():
+            shutil.copy2(cell / name, target / name)
+    for name in OPTIONAL_CELL_FILES:
+        if (cell / name).is_file():
+            shutil.copy2(cell / name, target / name)
+    for name in OPTIONAL_CELL_FOLDERS:
+        if (cell / name).is_dir():
+            shutil.copytree(cell / name, target / name)
+
+
+def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) -> None:
+    """Copy a cell's ``decisions.npz``, keeping every k-th sample so at most ``limit`` remain.
+
+    Evenly spaced (not random) so the thinned file is the same on every machine; ``every``
+    records k (1 when nothing was dropped).
+    """
+    with np.load(src, allow_pickle=False) as z:
+        seconds = z["seconds"]
+    every = max(1, -(-len(seconds) // limit))  # ceil division
+    np.savez_compressed(dest, seconds=seconds[::every], every=np.int64(every))

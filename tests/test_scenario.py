@@ -1,0 +1,161 @@
+"""The study's scenarios (ilets.study.scenario): the grid-command grid runs, resumes, records
+failures, stores and ships through the study's one runner, with the cell names the shipped
+grid has and the scores its pipeline computes (tiny fleets, the smoke workload)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from ilets.config import ConfigError
+from ilets.gridcommand import grid as G
+from ilets.gridcommand import pipeline as P
+from ilets.study.cli import main
+from ilets.study.grid import run_grid
+from ilets.study.results import STATUS_DONE, STATUS_FAILED, compute_table
+from ilets.study.scenario import COMMAND_STORE, SCENARIOS, CloudScenario, GridCommandScenario, get_scenario
+from ilets.study.shipping import PROVENANCE, provenance, ship
+
+SHIPPED = Path(__file__).resolve().parents[1] / "shipped" / "gridcommand"
+#: the smoke scenario with a small, fast learner (results mean nothing; mechanics do)
+SCENARIO = {"regime": "none", "slot_s": 0.1, "defer_s": 0.3,
+            "run": {"workload": {"scale": 0.002}, "fleet": {"servers": 6},
+                    "ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1, "hidden": 16},
+                    "oinpt": {"bc_epochs": 2, "critic_epochs": 2}}}
+#: the keys of the one provenance schema (ilets.host.provenance_of), before ship adds its own
+SCHEMA = {"cells", "commits", "machines", "numerics", "first_start_utc", "last_start_utc", "cpu_hours",
+          "wall_hours_summed"}
+
+
+@pytest.fixture
+def tiny(tmp_path) -> Path:
+    """A grid-command grid profile of two experts on 6 servers, seeds 0 and 1 (4 cells)."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "tiny", "scale": "smoke", "scenario": str(scenario), "methods": ["rule", "lyapunov"],
+        "servers": [6], "seeds": [0, 1], "train_regime": "shallow-long", "eval_regime": "deep-short",
+        "pipeline": {"every": 40, "window": 20}}))
+    return path
+
+
+def test_the_registry_names_both_scenarios_and_refuses_others():
+    assert set(SCENARIOS) == {"cloud", "gridcommand"} and get_scenario().name == "cloud"
+    assert isinstance(get_scenario("gridcommand"), GridCommandScenario) and isinstance(get_scenario(), CloudScenario)
+    with pytest.raises(ConfigError, match=r"unknown 'power'.*\['cloud', 'gridcommand'\]"):
+        get_scenario("power")
+
+
+def test_the_quick_profile_names_its_cells_as_the_shipped_grid_does():
+    sc = get_scenario("gridcommand")
+    for name in ("gridcommand-quick", "quick", "gridcommand-grid-quick"):  # every spelling of the profile
+        assert sc.load_profile(name).name == "gridcommand-grid-quick"
+    names = [sc.cell_name(c) for c in sc.cells(sc.load_profile("gridcommand-quick"))]
+    assert len(names) == len(set(names)) == 90 and "bc+ppo+oail-M200-s4" in names
+    if SHIPPED.is_dir():  # the names the old runner wrote, and the book reads
+        assert sorted(names) == sorted(p.stem for p in (SHIPPED / "cells").glob("*.json"))
+
+
+def test_ilets_grid_runs_a_gridcommand_profile_and_resumes(tmp_path, tiny, capsys):
+    out = tmp_path / "out"
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(out), "--quiet",
+                 "--max-cells", "3"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert (first["scenario"], first["cells"], first["ran"], first["skipped_done"]) == ("gridcommand", 4, 3, 0)
+    table = pd.read_parquet(out / COMMAND_STORE)
+    assert len(table) == 3 * 2 and set(table["role"]) == {"train", "eval"}
+    assert set(table["regime"]) == {"shallow-long", "deep-short"} and (table["scale"] == "smoke").all()
+    done = sorted((out / "cells").glob("*.json"))
+    stamps = {q.name: q.stat().st_mtime_ns for q in done}
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(out), "--quiet"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert (second["ran"], second["skipped_done"], second["failed"]) == (1, 3, 0)
+    assert all(q.stat().st_mtime_ns == stamps[q.name] for q in done)  # done cells untouched
+    assert sorted(q.stem for q in (out / "cells").glob("*.json")) == [
+        "lyapunov-M6-s0", "lyapunov-M6-s1", "rule-M6-s0", "rule-M6-s1"]
+    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
+    assert rec["status"] == STATUS_DONE and rec["cpu_s"] > 0 and rec["machine"]["cores"] >= 1
+    assert "commit" in rec and rec["started_utc"].endswith("+00:00")
+    assert json.loads((out / "profile.json").read_text())["name"] == "tiny"
+    assert json.loads((out / "grid.json").read_text())["cells"] == [
+        "rule-M6-s0", "lyapunov-M6-s0", "rule-M6-s1", "lyapunov-M6-s1"]
+    assert not list((out / "cells").glob(".*"))  # no temporary file left behind
+    compute = compute_table(out, get_scenario("gridcommand").compute_rows(out))
+    assert len(compute) == 4 and (compute["status"] == STATUS_DONE).all()
+
+
+def test_a_cell_scores_what_the_pipeline_computes(tmp_path, tiny):
+    # the old runner wrote run_method's scores per regime role; the study's runner must too, bit for bit
+    profile = G.load_grid_profile(tiny)
+    run_grid(profile, tmp_path / "out", progress=False, scenario="gridcommand")
+    rec = json.loads((tmp_path / "out" / "cells" / "lyapunov-M6-s1.json").read_text())
+    direct = P.run_method("lyapunov", G.scenario_of(profile), 6, 1, profile.train_regime,
+                          ("shallow-long", "deep-short"), profile.pipeline, profile.expert_options("lyapunov"))
+    timing = {"eval_cpu_s"}  # CPU seconds differ from run to run
+    for role, regime in profile.regimes.items():
+        want = json.loads(json.dumps(direct["scores"][regime], default=float))
+        got = rec["scores"][role]
+        assert {k: v for k, v in got.items() if k not in timing} == {k: v for k, v in want.items() if k not in timing}
+
+
+def test_a_failed_or_damaged_cell_is_recorded_and_retried(tmp_path, tiny, monkeypatch):
+    profile = G.load_grid_profile(tiny)
+    out = tmp_path / "out"
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(P, "run_method", boom)
+    summary = run_grid(profile, out, progress=False, scenario="gridcommand")
+    assert summary["failed"] == 4 and summary["ran"] == 0
+    assert not list((out / "cells").glob("*.json"))  # a failure leaves no cell: it is retried
+    failed = [json.loads(p.read_text()) for p in (out / "failed").glob("rule-M6-s0.*.json")]
+    assert len(failed) == 1 and "solver exploded" in failed[0]["error"]
+    compute = compute_table(out, get_scenario("gridcommand").compute_rows(out))
+    assert set(compute["status"]) == {STATUS_FAILED} and len(compute) == 4  # one status vocabulary
+    assert len(pd.read_parquet(out / COMMAND_STORE)) == 0
+    monkeypatch.undo()
+    assert run_grid(profile, out, progress=False, scenario="gridcommand")["ran"] == 4
+    (out / "cells" / "rule-M6-s0.json").write_text("{truncated")  # a damaged file is recomputed
+    assert run_grid(profile, out, progress=False, scenario="gridcommand")["ran"] == 1
+
+
+def test_ilets_ship_copies_the_compact_results_with_the_one_provenance_schema(tmp_path, tiny, capsys):
+    out, dest = tmp_path / "out", tmp_path / "shipped" / "gridcommand"
+    run_grid(G.load_grid_profile(tiny), out, progress=False, scenario="gridcommand")
+    (out / "cells" / "stale.json").write_text("{}")  # not a finished cell of this grid: not shipped
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest),
+                 "--note", "test"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["cells"] == 4 and info["note"] == "test" and info["size_mb"] < 1
+    assert set(info) == SCHEMA | {"note", "size_mb"} and info["cpu_hours"] > 0
+    assert json.loads((dest / PROVENANCE).read_text()) == info
+    assert (dest / COMMAND_STORE).is_file() and (dest / "profile.json").is_file() and (dest / "grid.json").is_file()
+    assert sorted(q.name for q in (dest / "cells").iterdir()) == sorted(q.name for q in (out / "cells").glob("*-s*.json"))
+    pd.testing.assert_frame_equal(pd.read_parquet(dest / COMMAND_STORE), pd.read_parquet(out / COMMAND_STORE))
+    assert set(provenance(dest, "gridcommand")) == SCHEMA
+    assert ship(out, tmp_path / "again", scenario="gridcommand")["cells"] == 4  # the function the command calls
+
+
+def test_shipping_or_running_what_cannot_be_is_a_one_line_error(tmp_path, tiny, capsys):
+    (tmp_path / "unfinished").mkdir()
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(tmp_path / "unfinished"),
+                 "--to", str(tmp_path / "dest")]) == 2
+    err = capsys.readouterr().err
+    assert "cells/" in err and "Traceback" not in err and not (tmp_path / "dest").exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(tiny.read_text().replace("servers:\n- 6", "servers:\n- -3"))
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "servers" in capsys.readouterr().err
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "empty profile" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--max-cells", "-1"])
+    assert "--max-cells" in capsys.readouterr().err
