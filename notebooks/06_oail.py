@@ -183,18 +183,18 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.conv_summary), ind
 # %% [markdown]
 # Of all learner runs, {glue:text}`conv_settled` settled. The curve measures of every
 # method, heuristics included (means over seeds; *settled*: share of runs whose gap settles;
-# *reference settled*: share of seeds on which `greedy-cost` itself settles; *raw settled*:
-# the same measure on the raw reward; oscillation after the trend change on the gap and on the
-# raw reward):
+# *ref. settled*: share of seeds on which `greedy-cost` itself settles; *decisions*: decisions
+# to converge; *raw settled*: the same measure on the raw reward; *osc. gap* and *osc. raw*:
+# oscillation after the trend change on the gap and on the raw reward):
 
 # %% tags=["remove-input"]
 plots.markdown_table(plots.label_methods(found.measures)[["servers", "Method", "settled", "reference_settled",
                                                          "convergence_decisions", "raw_settled", "mad_gap", "mad_raw"]]
                      .round({"settled": 2, "reference_settled": 2, "raw_settled": 2, "convergence_decisions": 0,
                              "mad_gap": 4, "mad_raw": 4}),
-                     {"reference_settled": "reference settled", "raw_settled": "raw settled",
-                      "convergence_decisions": "decisions to converge", "mad_gap": "oscillation (gap)",
-                      "mad_raw": "oscillation (raw)"}, empty="(no greedy-cost curves in these results)")
+                     {"reference_settled": "ref. settled", "raw_settled": "raw settled",
+                      "convergence_decisions": "decisions", "mad_gap": "osc. gap", "mad_raw": "osc. raw"},
+                     empty="(no greedy-cost curves in these results)")
 
 # %% [markdown]
 # {glue:text}`measures_text`

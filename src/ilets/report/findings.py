@@ -770,8 +770,8 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     gap = S.relative_curves(ctx.curves, REFERENCE)
     gap = gap[gap["method"].isin(learn["method"].unique())] if len(gap) else gap
     texts: dict[str, str] = {"event_list": event_list_text(event_order)}
-    texts["gap_text"] = (f"the same curve minus the `{REFERENCE}` heuristic's curve on the same tasks" if len(gap)
-                         else f"(the `{REFERENCE}` heuristic is not in this results store, so the workload's own "
+    texts["gap_text"] = (f"the same curve minus the {REFERENCE} heuristic's curve on the same tasks" if len(gap)
+                         else f"(the {REFERENCE} heuristic is not in this results store, so the workload's own "
                               "swings cannot be removed here)")
 
     # oscillation after every event (claim 7 is the trend change; the bursts are the paper's other claim)
