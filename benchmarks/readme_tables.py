@@ -309,15 +309,6 @@ def render(results: Path = RESULTS) -> str:
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 
-def replace_block(doc: str, text: str, where: str) -> str:
-    """``doc`` with the text between :data:`MARKERS` replaced by ``text``."""
-    start, end = MARKERS
-    if doc.count(start) != 1 or doc.count(end) != 1 or doc.index(start) > doc.index(end):
-        raise SystemExit(f"{where}: expected one {start} followed by one {end}")
-    head, rest = doc.split(start, 1)
-    return head + start + "\n" + text + end + rest.split(end, 1)[1]
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=RESULTS, help="the benchmarks' JSON folder")
@@ -329,7 +320,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if not args.write.is_file():
         raise SystemExit(f"{args.write}: no such file")
-    args.write.write_text(replace_block(args.write.read_text(), text, str(args.write)))
+    from ilets.files import MarkerError, replace_marked
+
+    try:
+        args.write.write_text(replace_marked(args.write.read_text(), MARKERS, text, args.write))
+    except MarkerError as err:
+        raise SystemExit(str(err)) from None
     print(f"wrote the benchmark tables into {args.write}")
     return 0
 

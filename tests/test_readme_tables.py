@@ -38,7 +38,7 @@ def test_write_needs_both_marker_pairs_and_changes_nothing_without(tmp_path):
     target = tmp_path / "README.md"
     original = "x\n<!-- headline:start -->\n<!-- headline:end -->\n"
     target.write_text(original)
-    with pytest.raises(H.HeadlineError, match="shipped:start"):
+    with pytest.raises(ValueError, match="shipped:start"):
         H.write_headline(ROOT / "shipped" / "paper", target)
     assert target.read_text() == original
 
@@ -190,8 +190,15 @@ def test_benchmark_targets_are_judged_from_the_numbers(tmp_path):
     text = "\n".join(tables.simulator({"scale": 1.0, "twin_scale": 0.5, "tasks": 10,
                                        "rows": [{**row, "main_s": 9.0, "assignments_agree": False}]}))
     assert "in at most 15 s: met (9.0 s)" in text and "**they differ**" in text
-    with pytest.raises(SystemExit, match="benchmarks:start"):
-        tables.replace_block("no markers here", "x", "README.md")
+    from ilets.files import MarkerError, replace_marked
+
+    with pytest.raises(MarkerError, match="README.md: expected one <!-- benchmarks:start -->"):
+        replace_marked("no markers here", tables.MARKERS, "x", "README.md")
+    doubled = f"{tables.MARKERS[0]} a {tables.MARKERS[1]} {tables.MARKERS[0]} b {tables.MARKERS[1]}"
+    with pytest.raises(MarkerError):
+        replace_marked(doubled, tables.MARKERS, "x", "README.md")
+    assert replace_marked(f"<{tables.MARKERS[0]}old{tables.MARKERS[1]}>", tables.MARKERS, "new\n", "R") == \
+        f"<{tables.MARKERS[0]}\nnew\n{tables.MARKERS[1]}>"
 
 
 def test_readme_per_server_paragraph_is_generated_from_the_shipped_folders():

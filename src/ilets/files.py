@@ -49,3 +49,18 @@ def publish_folder(tmp: Path, dest: Path, info: dict, note: str, indent: int = 2
     shutil.rmtree(dest, ignore_errors=True)
     tmp.replace(dest)
     return info
+
+
+class MarkerError(ValueError):
+    """A file lacks the markers of the block a generator writes into it."""
+
+
+def replace_marked(doc: str, markers: tuple[str, str], text: str, where: object) -> str:
+    """``doc`` with what sits between ``markers`` (one start, then one end) replaced by ``text``;
+    :class:`MarkerError` naming ``where`` and the markers otherwise. Every generated README
+    paragraph and table is written through this."""
+    start, end = markers
+    if doc.count(start) != 1 or doc.count(end) != 1 or doc.index(start) > doc.index(end):
+        raise MarkerError(f"{where}: expected one {start} followed by one {end}")
+    head, rest = doc.split(start, 1)
+    return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"

@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from ilets.files import PROVENANCE, atomic_write
+from ilets.files import PROVENANCE, MarkerError, atomic_write, replace_marked
 from ilets.report.findings import HEADLINE_MARKERS, headline_markdown
 from ilets.report.report_context import ReportContext
 
@@ -139,15 +139,6 @@ def shipped_block(shipped: Path) -> str:
     return shipped_markdown(shipped) + "".join("\n" + text for text in extra if text)
 
 
-def replace_block(doc: str, markers: tuple[str, str], text: str, target: Path) -> str:
-    """``doc`` with what sits between ``markers`` replaced by ``text`` (``target`` names it)."""
-    start, end = markers
-    if start not in doc or end not in doc:
-        raise HeadlineError(f"--write {target}: expected the markers {start} and {end}")
-    head, rest = doc.split(start, 1)
-    return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
-
-
 def write_headline(results: Path, target: Path | None = None) -> str:
     """The headline table of ``results``; written between the markers of ``target`` if given."""
     results = Path(results)
@@ -159,13 +150,13 @@ def write_headline(results: Path, target: Path | None = None) -> str:
     target = Path(target)
     if not target.is_file():
         raise HeadlineError(f"--write {target}: no such file")
-    doc = replace_block(target.read_text(), HEADLINE_MARKERS, text, target)
-    doc = replace_block(doc, SHIPPED_MARKERS, "", target)  # both marker pairs are there
+    doc = replace_marked(target.read_text(), HEADLINE_MARKERS, text, f"--write {target}")
+    doc = replace_marked(doc, SHIPPED_MARKERS, "", f"--write {target}")  # both marker pairs are there
     # the repository's shipped folders (beside the file written), whatever --results is
     shipped = target.parent / "shipped"
     if not shipped.is_dir():
         raise HeadlineError(f"--write {target}: expected the shipped folders in {shipped}")
-    doc = replace_block(doc, SHIPPED_MARKERS, shipped_block(shipped), target)
+    doc = replace_marked(doc, SHIPPED_MARKERS, shipped_block(shipped), f"--write {target}")
     atomic_write(target, lambda tmp: tmp.write_text(doc))  # both blocks or neither
     return text
 
@@ -178,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         text = write_headline(Path(args.results), Path(args.write) if args.write else None)
-    except HeadlineError as err:
+    except (HeadlineError, MarkerError) as err:
         print(f"headline: {err}", file=sys.stderr)
         return 2
     print(f"wrote the headline and shipped tables into {args.write}" if args.write else text, end="\n" if args.write else "")

@@ -66,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    from ilets.files import atomic_write
-    from ilets.report.headline import HeadlineError, replace_block
+    from ilets.files import MarkerError, atomic_write, replace_marked
 
     ap = argparse.ArgumentParser(prog="python -m ilets.report.per_server", description=main.__doc__)
     ap.add_argument("--shipped", type=Path, default=Path("shipped"), help="the shipped folders' root")
@@ -78,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
         print(text, end="")
         return 0
     try:
-        doc = replace_block(args.write.read_text() if args.write.is_file() else "", README_MARKERS, text, args.write)
-    except HeadlineError as err:
+        doc = replace_marked(args.write.read_text() if args.write.is_file() else "", README_MARKERS, text, args.write)
+    except MarkerError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     atomic_write(args.write, lambda tmp: tmp.write_text(doc))
