@@ -7,6 +7,7 @@ it equal) and chapter 13's coverage sentence come from here, so both say the sam
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -27,6 +28,50 @@ def coverage_sentence(folder: Path, learners: pd.DataFrame) -> str:
     of = f" of {planned}" if planned else ""
     return (f"{len(learners)}{of} cells of the per-server grid have finished ({per_size}; methods "
             f"{', '.join(sorted(learners['method'].unique()))}), read from `{folder.parent.name}/{folder.name}`.")
+
+
+#: the metrics chapter 13 tabulates: header, decimals (None: four significant figures), multiplier
+METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("energy (kWh)", None, 1.0),
+           "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
+
+
+@dataclass(frozen=True)
+class ChapterFindings:
+    """What chapter 13 shows, computed with the book's resamples (``ctx.reps``)."""
+
+    coverage: str  #: Markdown: how much of the per-server grid has finished, or that none has
+    summaries: dict[int, pd.DataFrame] = field(repr=False)  #: fleet size -> summary display table
+    gap: pd.DataFrame = field(repr=False)  #: :func:`ilets.report.heuristic_gap.gap_table`, for display
+    gap_sentence: str
+    heldout: pd.DataFrame = field(repr=False)  #: held-out change per method and fleet size, in percent
+
+
+def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
+    """Chapter 13 from the per-server grid (``folder``, default
+    :func:`ilets.study.results.per_server_dir`) and the faithful grid's heuristics (``ctx``)."""
+    from ilets.method_table import METHOD_LABELS
+    from ilets.report import heuristic_gap as G
+    from ilets.report import plots
+    from ilets.report import stats as S
+    from ilets.study.heldout import heldout_change
+    from ilets.study.results import load_metrics, per_server_dir
+
+    folder = Path(folder) if folder is not None else per_server_dir()
+    has_grid = (folder / "store" / "metrics.parquet").is_file()
+    learners = load_metrics(folder) if has_grid else ctx.metrics.iloc[0:0]
+    metrics = G.family_metrics(learners, ctx.metrics)
+    summary = S.summary_table(metrics, tuple(METRICS), reps=ctx.reps) if len(learners) else pd.DataFrame()
+    summaries = {int(s): plots.summary_display(summary[summary["servers"] == s], METRICS)
+                 for s in (sorted(summary["servers"].unique()) if len(summary) else [])}
+    gap = G.gap_table(metrics, reps=ctx.reps)
+    shown_gap = gap.assign(learner=gap["learner"].replace(METHOD_LABELS),
+                           heuristic=gap["heuristic"].replace(METHOD_LABELS), measure=gap["measure"].map(G.MEASURE_NAMES))
+    held = heldout_change(learners, ("method", "servers"))
+    held = held.assign(method=held["method"].replace(METHOD_LABELS),
+                       **{c: 100 * held[c].astype(float) for c in ("change", "change_low", "change_high")})
+    coverage = (coverage_sentence(folder, learners) if has_grid
+                else "The per-server grid has no results in this checkout yet.")
+    return ChapterFindings(coverage, summaries, shown_gap, G.gap_sentence(gap, "the per-server policy"), held)
 
 
 def pilot_sentence(folder: Path) -> str:
