@@ -1,7 +1,7 @@
 """The grid-command chapter's numbers: the pipeline comparison, the expert ladder's gaps, drift.
 
 Everything here is a pure function of the grid-command store (``store/results.parquet`` of
-:mod:`ilets.gridcommand.grid`: one row per (method, servers, seed) cell and regime role,
+the study's grid run with ``--scenario gridcommand``: one row per (method, servers, seed) cell and regime role,
 ``role`` ``"train"`` for the regime the clones were made under, ``"eval"`` for the other)
 or of a hand-built table with the same columns. Intervals are the study's: means with the
 percentile bootstrap over seeds (:func:`ilets.report.stats.summary_table`), differences
@@ -103,8 +103,8 @@ def status_sentence(results: GridResults | None, folder: Path) -> str:
     if results is None:
         where = "/".join(Path(folder).parts[-2:])
         return (f"No grid-command results are in `{where}/` of this checkout, so the tables below are "
-                f"empty; run `python -m ilets.gridcommand.grid --profile gridcommand-grid-quick --out <dir>` and ship "
-                f"it there.")
+                f"empty; run `ilets grid --scenario gridcommand --profile gridcommand-grid-quick --out <dir>`, then "
+                f"`ilets ship --scenario gridcommand --results <dir> --to {where}`.")
     t = results.table
     workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
     reg = results.regimes
@@ -126,7 +126,7 @@ def scale_note(results: GridResults | None) -> str:
         return "These results cover the full online window."
     shown = f"{results.scale}-scale" if results is not None else "no"
     return (f"The chapter shows {shown} results, a short window of the workload; the full-window grid is "
-            "`gridcommand-grid-paper` (`python -m ilets.gridcommand.grid --profile paper --out <dir>`), not run "
+            "`gridcommand-grid-paper` (`ilets grid --scenario gridcommand --profile gridcommand-grid-paper`), not run "
             "in this repository, so no claim here is made at the full window's scale.")
 
 
