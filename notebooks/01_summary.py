@@ -152,14 +152,14 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # Every verdict above is about the authors' design: a flat policy over their state. Before a
 # method built on a learner is judged, the learner must be shown able to do the job, so the
 # study clones each expert into each policy design and lets the clone schedule frozen and
-# greedy ({doc}`05_oinpt`, the positive control). {glue:text}`control_summary`
+# greedy ({doc}`05_oinpt`, the positive control). {glue:md}`control_summary`
 
 # %% tags=["remove-cell"]
 _control_folder = PC.control_dir()
 _control, _control_prov = PC.load(_control_folder)
 _same, _moved = PC.split(_control)
-glue("control_summary", f"{PC.verdict(PC.summary(_same)).text} {PC.transfer_sentence(_moved)} "
-     f"({PC.banner(_control_folder, _control_prov, PC.summary(_same))})", display=False)
+glue("control_summary", Markdown(f"{PC.verdict(PC.summary(_same)).text} {PC.transfer_sentence(_moved)} "
+                                 f"({PC.banner(_control_folder, _control_prov, PC.summary(_same))})"), display=False)
 
 # %% [markdown]
 # ## Does any learner beat the best heuristic?

@@ -287,7 +287,7 @@ control, control_prov = PC.load(control_folder)
 same_fleet, moved = PC.split(control)
 control_summary = PC.summary(same_fleet)
 glue("control_verdict", PC.verdict(control_summary).text, display=False)
-glue("control_prefix", PC.prefix_sentence(control_summary), display=False)
+glue("control_prefix", Markdown(PC.prefix_sentence(control_summary)), display=False)
 
 # %% tags=["remove-input"]
 Markdown(f"> {PC.banner(control_folder, control_prov, control_summary)}")
@@ -297,7 +297,7 @@ plots.markdown_table(PC.display(control_summary), {}, empty="No positive-control
 
 # %% [markdown]
 # {glue:text}`control_verdict` The gaps are relative to the expert (positive: the clone is
-# worse). {glue:text}`control_prefix`
+# worse). {glue:md}`control_prefix`
 #
 # ### One policy, any fleet size
 #

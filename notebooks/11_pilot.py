@@ -34,7 +34,7 @@ root = Path.cwd().parent  # chapters execute in notebooks/
 profile = load_profile("pilot")
 rep = pilot.report(root / pilot.SHIPPED, profile)
 glue("pilot_provenance", rep.provenance, display=False)
-glue("pilot_summary", rep.summary, display=False)
+glue("pilot_summary", Markdown(rep.summary), display=False)
 glue("pilot_seeds", ", ".join(map(str, profile.seeds)), display=False)
 glue("pilot_servers", " and ".join(map(str, profile.servers)), display=False)
 glue("pilot_gain", f"{100 * pilot.MIN_GAIN:.0f} %", display=False)
@@ -59,7 +59,7 @@ glue("pilot_online_tasks", f"{PAPER_ONLINE_TASKS:,}", display=False)
 #
 # ## Result
 #
-# {glue:text}`pilot_summary`
+# {glue:md}`pilot_summary`
 #
 # Provenance: {glue:text}`pilot_provenance`
 

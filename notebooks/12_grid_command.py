@@ -52,7 +52,7 @@ glue("gc_quick_scale", f"{quick.run.workload.scale:g}", display=False)
 glue("gc_defer_s", f"{quick.defer_s:g} s", display=False)
 glue("gc_max_deferrals", f"{quick.max_deferrals}", display=False)
 glue("gc_experts", ", ".join(EXPERTS), display=False)
-glue("gc_scale_note", R.scale_note(results), display=False)
+glue("gc_scale_note", Markdown(R.scale_note(results)), display=False)
 pipe = PipelineConfig()
 glue("gc_teacher", pipe.teacher, display=False)
 glue("gc_every", f"{pipe.every}", display=False)
@@ -183,7 +183,7 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 # %% [markdown]
 # ## Limits of these results
 #
-# * **Scale.** {glue:text}`gc_scale_note`
+# * **Scale.** {glue:md}`gc_scale_note`
 # * **Deadlines.** {glue:text}`gc_said_misses` The clone acts by sampling from the
 #   paper-architecture policy, which matches its teacher on few decisions (the study's
 #   cloning bottleneck, chapter 5), so its placements cost deadlines the experts do not; PPO
