@@ -359,6 +359,24 @@ def test_a_variant_is_judged_against_the_main_cells_it_replaces():
     assert V.variant_verdicts(main, None, var.iloc[0:0], None, kept=["drl"], reps=REPS).empty
 
 
+def test_a_claim_is_judged_whole_never_on_the_comparisons_a_partial_grid_holds():
+    # a partial grid: DRL and DRL+ only (the per-server grid's first stage)
+    warm = np.full(W, -0.2)
+    c = curves_table({"drl": RISING, "drl+": warm, "ilets-": RISING, "ilets": warm})
+    part = c[c["method"].isin(["drl", "drl+"])]
+    assert V.claim_cold_start(part, reps=REPS).verdict == V.REPRODUCED  # one of four comparisons
+    v = V.all_verdicts(None, part, reps=REPS, claims=[4])[0]
+    assert (v.verdict, v.components, v.measured) == (V.NOT_TESTABLE, 4, 1)
+    assert v.evidence.startswith("3 of its 4 comparisons cannot be measured here") and "it would be reproduced" in v.evidence
+    assert V.all_verdicts(None, part, reps=REPS, claims=[4], partial=True)[0].verdict == V.REPRODUCED
+    whole = V.all_verdicts(None, c, reps=REPS, claims=[4])[0]
+    assert (whole.verdict, whole.components, whole.measured) == (V.REPRODUCED, 4, 4)
+    # nothing measured: the claim's own reason, not the count
+    m = metrics_table({"drl": {}, "drl+": GOOD})
+    v2 = V.all_verdicts(m, None, reps=REPS, claims=[2])[0]
+    assert v2.verdict == V.NOT_TESTABLE and v2.evidence == "the methods it compares are not in the results"
+
+
 def test_all_verdicts_can_judge_a_few_claims():
     m = metrics_table({"drl": {}, "drl+": GOOD})
     assert [v.claim for v in V.all_verdicts(m, None, reps=REPS, claims=[3, 1])] == [3, 1]

@@ -40,7 +40,11 @@ A claim is
 * ``"not reproduced"``: otherwise (a component reverses, or none is resolved for the claim);
 * ``"not testable"``: no component could be computed (a method, the curves, the reference
   heuristic or the workload event the claim needs is missing, or the reference itself does
-  not settle, for claim 5).
+  not settle, for claim 5), **or some could not**: a claim is judged whole, never on the
+  comparisons a partial grid happens to hold (a per-server grid with DRL and DRL+ only would
+  otherwise "reproduce" the cold-start claim on one of its four comparisons). The evidence
+  names how many comparisons are missing and shows the measured ones.
+  :func:`variant_verdicts` judges on the comparisons both of its sides hold, by design.
 
 A component whose point estimate is positive but whose CIs include zero (per scale and
 pooled) does not count towards "partly": with few seeds an effect of +0.1 % is as likely as
@@ -161,6 +165,8 @@ class Verdict:
     evidence: str
     effects: pd.DataFrame = field(repr=False, compare=False, default_factory=pd.DataFrame)
     family: str = "flat"  #: the learner family judged (a key of :data:`FAMILY_LABELS`)
+    components: int = 0  #: comparisons the claim makes
+    measured: int = 0  #: of them, those the results could measure
 
 
 # --- components -------------------------------------------------------------------------
@@ -372,7 +378,21 @@ def _verdict(claim: int, effects: list[pd.DataFrame], evidence: Callable[[pd.Dat
     eff = pd.concat([e for e in effects if len(e)], ignore_index=True) if any(len(e) for e in effects) \
         else pd.DataFrame()
     v = judge(eff)
-    return Verdict(claim, CLAIMS[claim], v, missing if v == NOT_TESTABLE else evidence(eff), eff)
+    return Verdict(claim, CLAIMS[claim], v, missing if v == NOT_TESTABLE else evidence(eff), eff,
+                   components=len(effects), measured=sum(bool(len(e)) for e in effects))
+
+
+def whole(v: Verdict) -> Verdict:
+    """``v`` if every comparison of its claim was measured (or none was); else not testable,
+    with evidence naming how many comparisons are missing and showing the measured ones (the
+    module's rule: a claim is judged whole)."""
+    if v.verdict == NOT_TESTABLE or v.measured >= v.components:
+        return v
+    missing = v.components - v.measured
+    return replace(v, verdict=NOT_TESTABLE,
+                   evidence=f"{missing} of its {v.components} comparisons cannot be measured here (a method they "
+                            f"need is not in the results); on the {v.measured} measured, it would be {v.verdict}: "
+                            f"{v.evidence}")
 
 
 # --- the claims ---------------------------------------------------------------------------
@@ -613,7 +633,7 @@ def claim_beats_heuristics(metrics: pd.DataFrame, heuristics: Sequence[str] = HE
 
 def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, profile: Mapping | None = None,
                  reps: int = 1000, seed: int = 0, out=None, claims: Sequence[int] | None = None,
-                 family: str = "flat") -> list[Verdict]:
+                 family: str = "flat", partial: bool = False) -> list[Verdict]:
     """The verdict on each claim of :data:`CLAIMS` (or on ``claims`` only), in order.
 
     ``metrics``/``curves``: the main study's tables (:func:`ilets.study.results.load_metrics`,
@@ -623,6 +643,8 @@ def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, prof
     ``reps`` bootstrap resamples. ``family``: the learner family whose learner cells ``metrics``
     and ``curves`` hold (a key of :data:`FAMILY_LABELS`; the heuristic cells are the same for
     every family), recorded in each verdict, so one function judges either family.
+    A claim with a comparison the tables cannot measure is not testable (:func:`whole`);
+    ``partial`` judges it on the comparisons measured instead (:func:`variant_verdicts`).
     """
     judges = {
         1: lambda: claim_improves(metrics, 1, "drl+", "drl", reps=reps, seed=seed),
@@ -635,7 +657,8 @@ def all_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None = None, prof
                                      reps=reps, seed=seed),
         8: lambda: claim_beats_heuristics(metrics, reps=reps, seed=seed),
     }
-    return [replace(judges[c](), family=family) for c in (CLAIMS if claims is None else claims)]
+    return [replace(v if partial else whole(v), family=family)
+            for v in (judges[c]() for c in (CLAIMS if claims is None else claims))]
 
 
 #: Verdicts from best to worst (a variant "improves" a verdict when it moves it left).
@@ -674,9 +697,9 @@ def variant_verdicts(metrics: pd.DataFrame, curves: pd.DataFrame | None, variant
         return pd.concat([variant_table, at_variant(main_table, set(kept) - ran)], ignore_index=True)
 
     main = all_verdicts(at_variant(metrics, ran | set(kept)), at_variant(curves, ran | set(kept)), profile,
-                        reps=reps, seed=seed, out=out, claims=claims)
+                        reps=reps, seed=seed, out=out, claims=claims, partial=True)
     var = all_verdicts(with_kept(variant_metrics, metrics), with_kept(variant_curves, curves), profile, reps=reps,
-                       seed=seed, out=out, claims=claims)
+                       seed=seed, out=out, claims=claims, partial=True)
 
     def touches(v: Verdict) -> bool:  # a claim judged on kept main cells alone is no test of the variant
         return bool(len(v.effects)) and bool((v.effects["a"].isin(ran) | v.effects["b"].isin(ran)).any())
