@@ -827,3 +827,107 @@ def test_curve_measures_give_the_reference_zero_and_the_windows_their_verdicts(c
     assert ref["mad_gap"].fillna(0).eq(0).all()
     assert list(found.cold_windows["decisions"]) == list(V.COLD_START_WINDOWS)
     assert found.texts["cold_windows_text"].startswith("The verdict")
+
+
+# --- every claim judged twice: the flat and the per-server learner ---------------------------
+
+def _verdicts(pairs):
+    return pd.DataFrame([{"claim": c, "statement": f"claim {c}", "verdict": v, "evidence": f"e{c}"}
+                         for c, v in pairs])
+
+
+def test_families_table_marks_the_claims_whose_verdict_depends_on_the_learner():
+    from ilets.report import families as FM
+
+    flat = _verdicts([(1, V.NOT_REPRODUCED), (2, V.NOT_REPRODUCED), (3, V.PARTLY), (4, V.NOT_REPRODUCED),
+                      (5, V.NOT_TESTABLE)])
+    per = _verdicts([(1, V.REPRODUCED), (2, V.NOT_REPRODUCED), (3, V.PARTLY), (4, V.NOT_TESTABLE),
+                     (5, V.REPRODUCED)])
+    t = FM.families_table(flat, per)
+    assert list(t[FM.DEPENDS]) == [FM.YES, FM.NO, FM.NO, FM.CANNOT_TELL, FM.CANNOT_TELL]
+    assert list(t[FM.COMPETENT]) == list(per["verdict"]) and list(t["evidence, competent"])[0] == "e1"
+    text = FM.dependence_sentence(t)
+    assert text.startswith("The verdict depends on the learner for claim 1 (not reproduced with the flat learner, "
+                           "reproduced with the per-server one)")
+    assert "the same with either learner: claim 2 not reproduced; claim 3 partly" in text
+    assert ("claims 4 and 5 cannot be compared yet (claim 5 not testable with the flat learner; "
+            "claim 4 not testable with the per-server learner)") in text
+    same = FM.families_table(flat.iloc[1:3], per.iloc[1:3])
+    assert FM.dependence_sentence(same).startswith("No verdict tested with both learners depends on the learner")
+    absent = FM.families_table(flat, None)
+    assert set(absent[FM.COMPETENT]) == {FM.NO_RESULTS} and set(absent[FM.DEPENDS]) == {FM.CANNOT_TELL}
+    assert "no results here yet" in FM.dependence_sentence(absent)
+    only_per = FM.dependence_sentence(FM.families_table(flat.iloc[3:4], per.iloc[3:4]))
+    assert only_per == "Claim 4 cannot be compared yet: not testable with the per-server learner."
+
+
+@pytest.fixture(scope="module")
+def per_server_store(tmp_path_factory) -> Path:
+    """A partial per-server grid: DRL and DRL+ learner cells only, no heuristic cells."""
+    out = tmp_path_factory.mktemp("repo") / "shipped" / "per-server"
+    for method, gain in (("drl", 0.0), ("drl+", 0.15)):
+        for servers in (50, 100):
+            for seed in range(3):
+                _cell(out, method, servers, seed, gain)
+    run = to_dict(RunConfig(workload=WorkloadConfig(scale=SCALE)))
+    (out / "profile.yaml").write_text(yaml.safe_dump({"name": "per-server", "description": "synthetic", "run": run}))
+    build_store(out)
+    return out
+
+
+def test_every_claim_is_judged_on_a_partial_per_server_grid_without_crashing(ctx, per_server_store):
+    from ilets.report import families as FM
+
+    ps = FM.per_server_context(ctx, per_server_store)
+    assert ps.family == "per-server" and ps.reps == ctx.reps
+    # the faithful grid's heuristic cells on the per-server cells' fleet sizes and seeds
+    assert {"greedy-cost", "random"} <= set(ps.metrics["method"]) and "ilets" not in set(ps.metrics["method"])
+    assert set(ps.curves["method"]) >= {"drl", "drl+", "greedy-cost"}
+    found = FM.families_findings(ctx, folder=per_server_store)
+    got = dict(zip(found.table["claim"], found.table[FM.COMPETENT]))
+    assert got[1] != V.NOT_TESTABLE  # DRL+ against DRL: both there
+    assert all(got[c] == V.NOT_TESTABLE for c in (2, 3, 4, 5, 6, 7, 8))  # each needs ILETS- or ILETS
+    assert "3 of its 4 comparisons cannot be measured" in found.table.set_index("claim").loc[4, "evidence, competent"]
+    assert set(found.per_server.table["family"]) == {"per-server"}
+    assert found.source.startswith("The per-server verdicts are judged on `") and "12 of 12 planned cells" in found.source
+    assert found.sentence == FM.dependence_sentence(found.table)
+    assert list(found.display.columns[:2]) == ["#", "the paper says"]
+    none = FM.families_findings(ctx, folder=per_server_store.parent / "absent")
+    assert none.per_server is None and "not in this checkout yet" in none.source
+
+
+def test_headline_compares_every_learner_of_both_families_with_the_best_heuristic(ctx, per_server_store):
+    from ilets.report import heuristic_gap as G
+
+    assert F.shipped_per_server(ctx) is None  # the test store is no shipped folder
+    flat_only = F.headline_gap_markdown(ctx)
+    assert "is not shipped yet (`shipped/per-server`)" in flat_only and "competent (per-server)" not in flat_only
+    both = F.headline_gap_markdown(ctx, per_server_store)
+    assert "With the per-server policy" in both and "| competent (per-server) | DRL+" in both
+    gaps = G.learner_gaps(ctx.metrics, reps=ctx.reps)
+    assert set(gaps["learner"]) == {"drl", "drl+", "ilets-", "ilets"} and set(gaps["servers"]) == {50, 100}
+    assert G.every_learner_sentence(gaps, F.FLAT_FAMILY) in both
+    # a shipped folder finds the per-server grid shipped beside it, and only there
+    import shutil
+
+    shipped = per_server_store.parent
+    shutil.copytree(ctx.out, shipped / "paper")
+    paper = ReportContext.load(shipped / "paper", reps=REPS)
+    assert F.shipped_per_server(paper) == per_server_store
+    assert F.headline_markdown(paper).startswith(both)
+
+
+def test_every_learner_sentence_says_who_does_not_lose():
+    from ilets.report import heuristic_gap as G
+
+    t = pd.DataFrame({"measure": ["avg_response_s"] * 3, "servers": [50, 100, 50], "learner": ["drl", "drl", "ilets"],
+                      "heuristic": "greedy-cost", "effect_pct": [-10.0, -5.0, 3.0], "ci_low_pct": [-12.0, -8.0, 1.0],
+                      "ci_high_pct": [-8.0, 0.5, 5.0]})
+    text = G.every_learner_sentence(t, "the test family")
+    assert "loses to the best heuristic (95 % interval below zero) in 1 of 3 comparisons" in text
+    assert "it beats it on ILETS on response time at 50 servers (+3.0 %, +1.0 to +5.0)" in text
+    assert "unresolved: DRL on response time at 100 servers" in text
+    t["ci_high_pct"] = -1.0
+    assert G.every_learner_sentence(t, "f").startswith("With f, every learner (DRL and ILETS) loses to the best "
+                                                       "heuristic at every fleet size tested (50 and 100 servers)")
+    assert G.best_heuristics_text(t) == "on response time greedy-cost at 50 and 100 servers"

@@ -95,3 +95,76 @@ def family_metrics(learner_metrics: pd.DataFrame, reference: pd.DataFrame,
     ref = reference[reference["method"].isin(heuristics) & (reference.get("variant", "") == "")]
     ref = ref[[k in keys for k in zip(ref["servers"], ref["seed"])]]
     return pd.concat([mine, ref], ignore_index=True)
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def learner_gaps(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heuristics: Sequence[str] = HEURISTICS,
+                 learners: Sequence[str] = LEARNERS, reps: int = S.DEFAULT_REPS, seed: int = 0) -> pd.DataFrame:
+    """Every learner of ``metrics`` against the best heuristic: :func:`gap_table` of each learner
+    alone (the same resampler and the same best heuristic per measure and fleet size), one row
+    per (learner, measure, fleet size), learners in ``learners``' order."""
+    present = set(metrics["method"]) if "method" in metrics else set()
+    parts = [gap_table(metrics, measures, heuristics, (m,), reps, seed) for m in learners if m in present]
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+
+
+def every_learner_sentence(table: pd.DataFrame, family: str) -> str:
+    """Whether every learner of ``family`` loses to the best heuristic (95 % interval below zero)
+    on every measure at every fleet size of :func:`learner_gaps`' ``table``; else which learners,
+    measures and fleet sizes do not lose, and where one beats it (interval above zero)."""
+    if table.empty:
+        return f"With {family} there are no learner and heuristic cells on the same fleets to compare."
+    names = _and([METHOD_LABELS.get(m, m) for m in dict.fromkeys(table["learner"])])
+    sizes = _and([str(int(s)) for s in sorted(table["servers"].unique())])
+    measures = " and ".join(MEASURE_NAMES.get(m, m) for m in dict.fromkeys(table["measure"]))
+    lose = table["ci_high_pct"] < 0
+    if lose.all():
+        return (f"With {family}, every learner ({names}) loses to the best heuristic at every fleet size tested "
+                f"({sizes} servers) on {measures}: each one's 95 % interval lies below zero.")
+
+    def where(rows: pd.DataFrame) -> str:
+        return "; ".join(f"{METHOD_LABELS.get(r.learner, r.learner)} on {MEASURE_NAMES.get(r.measure, r.measure)} at "
+                         f"{r.servers} servers ({r.effect_pct:+.1f} %, {r.ci_low_pct:+.1f} to {r.ci_high_pct:+.1f})"
+                         for r in rows.itertuples())
+
+    beats = table[table["ci_low_pct"] > 0]
+    unresolved = table[~lose & ~(table["ci_low_pct"] > 0)]
+    text = (f"With {family} ({names}; {sizes} servers; {measures}), a learner loses to the best heuristic (95 % "
+            f"interval below zero) in {int(lose.sum())} of {len(table)} comparisons")
+    if len(beats):
+        text += f"; it beats it on {where(beats)}"
+    if len(unresolved):
+        text += f"; unresolved: {where(unresolved)}"
+    return text + "."
+
+
+def learner_gaps_markdown(tables: dict[str, pd.DataFrame]) -> str:
+    """A Markdown table of :func:`learner_gaps` for each family (``{family label: table}``): one
+    row per family, learner and measure, one column per fleet size with the improvement over
+    the best heuristic and its 95 % interval (``-`` where the family has no judged cells)."""
+    rows = [t.assign(family=f) for f, t in tables.items() if len(t)]
+    if not rows:
+        return ""
+    t = pd.concat(rows, ignore_index=True)
+    t["cell"] = [f"{r.effect_pct:+.1f} [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}]" for r in t.itertuples()]
+    wide = t.pivot_table(index=["family", "learner", "measure"], columns="servers", values="cell", aggfunc="first",
+                         sort=False).reset_index()
+    wide.columns = [f"{c} servers" if isinstance(c, (int, float)) else c for c in wide.columns]
+    wide["learner"] = wide["learner"].map(lambda m: METHOD_LABELS.get(m, m))
+    wide["measure"] = wide["measure"].map(lambda m: MEASURE_NAMES.get(m, m))
+    return wide.fillna("-").to_markdown(index=False)
+
+
+def best_heuristics_text(table: pd.DataFrame) -> str:
+    """The best heuristic of :func:`learner_gaps`' ``table`` per measure and fleet size, in words:
+    ``"on response time min-energy at 50 servers and greedy-cost at 100 and 200 servers; on ..."``."""
+    parts = []
+    for measure, g in table.drop_duplicates(["measure", "servers"]).groupby("measure", sort=False):
+        by = g.groupby("heuristic", sort=False)["servers"].apply(lambda s: _and([str(int(x)) for x in sorted(s)]))
+        parts.append(f"on {MEASURE_NAMES.get(measure, measure)} " + _and(
+            [f"{METHOD_LABELS.get(h, h)} at {s} servers" for h, s in by.items()]))
+    return "; ".join(parts)

@@ -56,6 +56,10 @@ class ReportContext:
     #: What the grid planned and finished; the tables hold only its judged fleet sizes
     #: (:mod:`ilets.study.coverage`). None: the tables are taken as they are.
     coverage: Coverage | None = field(default=None, repr=False)
+    #: The learner family whose learner cells the tables hold (a key of
+    #: :data:`ilets.report.verdicts.FAMILY_LABELS`): ``"flat"``, the authors' policy, for a
+    #: grid's own folder; see :meth:`load_family` for another family's.
+    family: str = "flat"
 
     @classmethod
     def load(cls, out: Path | str | None = None, reps: int = BOOK_REPS) -> "ReportContext":
@@ -71,6 +75,28 @@ class ReportContext:
         cov = Coverage.of(out, done=set(every["cell"]) if "cell" in every else set())
         return cls(out, load_profile_info(out), _judged(every[every["variant"] == ""].reset_index(drop=True), cov, ""),
                    _judged(load_curves(out), cov, ""), reps, cov)
+
+    @classmethod
+    def load_family(cls, out: Path | str, reference: "ReportContext", family: str = "per-server") -> "ReportContext":
+        """The context of another learner family's grid in ``out`` (learner cells only, e.g. the
+        per-server policy's), judged beside ``reference``'s heuristic cells.
+
+        The metrics and curves are ``out``'s learner cells at the fleet sizes its coverage rule
+        judges (the same rule as :meth:`load`: a fleet size enters once every planned method has
+        its seeds there) plus ``reference``'s heuristic cells on the same (fleet size, seed)
+        pairs (:func:`ilets.report.heuristic_gap.family_metrics`: a heuristic does not depend on
+        the learner); ``reference``'s resamples. A grid with no judged fleet size gives empty
+        tables, on which every claim is not testable."""
+        from ilets.report.heuristic_gap import family_metrics
+
+        out = Path(out)
+        every = load_metrics(out, None)
+        cov = Coverage.of(out, done=set(every["cell"]) if "cell" in every else set())
+        learners = _judged(every[every["variant"] == ""].reset_index(drop=True), cov, "") if len(every) else every
+        curves = load_curves(out)
+        curves = _judged(curves, cov, "") if len(curves) else curves
+        return cls(out, load_profile_info(out), family_metrics(learners, reference.metrics),
+                   family_metrics(curves, reference.curves), reference.reps, cov, family)
 
     # --- the profile --------------------------------------------------------------------
     @property
