@@ -10,7 +10,7 @@ WHERE = $(BIN)/python -c "from ilets.study.results import results_dir, scale_dir
 # ilets, such as the book's notebook kernels: the variables as KEY=value words.
 NUMERICS = $(BIN)/python -c "from ilets.numerics import env_words; print(env_words())"
 
-.PHONY: book book-only grid test env clean-book force-book bench
+.PHONY: book book-only grid test test-fast lint env clean-book force-book bench
 
 # The virtual environment, installed from the exact lock (CPU torch) plus this package.
 $(BIN)/.installed: requirements.lock pyproject.toml
@@ -48,9 +48,18 @@ force-book: env
 	rm -rf _build/.jupyter_cache _build/jupyter_execute _build/.results-stamp
 	$(MAKE) --no-print-directory book-only
 
-test: env
+# The linter (pyproject.toml's [tool.ruff]) runs before the tests: a finding fails `make test`.
+lint: env
+	$(BIN)/ruff check src tests benchmarks notebooks
+
+test: lint
 	bash tests/setup_browser.sh
 	env $$($(NUMERICS)) $(BIN)/python -m pytest
+
+# Everything but the tests marked slow (the book build in a browser, end-to-end runs): the loop
+# to run while editing.
+test-fast: lint
+	env $$($(NUMERICS)) $(BIN)/python -m pytest -m "not slow"
 
 # Every benchmark README quotes, on an idle machine (benchmarks/run_all.sh), then README's tables.
 bench: env

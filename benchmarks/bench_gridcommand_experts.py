@@ -7,7 +7,8 @@ on its own (wall and CPU); the oracle's MILP windows and the MPC's LP solves are
 reported per solve, with HiGHS's status counts. The oracle runs with the window and limits
 of the paper grid profile (``gridcommand-grid-paper``: 30-task windows, 50 branch-and-bound
 nodes) unless ``--oracle-*`` options override them. Last, the oracle's MILP alone on synthetic
-windows of 20x12 .. 200x48 tasks x slots (the sizes at which HiGHS was first timed for this scenario). The episode's tracking metrics
+windows of 20x12 .. 200x48 tasks x slots (the sizes at which HiGHS was first timed for this scenario).
+The episode's tracking metrics
 (:func:`ilets.gridcommand.metrics.tracking_metrics`) are recorded beside, to read the
 times against what they buy; they are not the ladder's evaluation.
 

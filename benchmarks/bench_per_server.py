@@ -25,7 +25,7 @@ import numpy as np
 import torch as th
 
 from ilets.agents.env import CloudSchedulingEnv
-from ilets.agents.observation import StateSpec, build_observation
+from ilets.agents.observation import StateSpec
 from ilets.agents.policies import EarliestFinish
 from ilets.agents.ppo import PPOPolicy, make_ppo
 from ilets.config import FleetConfig, WorkloadConfig

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> dict:
     for m in sizes:
         fleet = make_fleet(FleetConfig(servers=m), args.fleet_seed)
         cloud, wall, cpu_s = timed(main_replay, tasks, fleet)
-        row = {"servers": m, "tasks": n, "main_policy": "ilets.agents.policies.EarliestFinish + schedule", "main_s": wall, "main_cpu_s": cpu_s,
+        row = {"servers": m, "tasks": n, "main_policy": "ilets.agents.policies.EarliestFinish + schedule", "main_s": wall,
+               "main_cpu_s": cpu_s,
                "main_tasks_per_s": n / wall,
                "main_summary": {k: float(v) for k, v in cloud.summary().items()}}
         print(f"[{m:>4} servers] main: {n:,} tasks in {wall:.2f} s = {n / wall:,.0f} tasks/s "

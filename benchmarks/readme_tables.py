@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -299,7 +298,8 @@ def render(results: Path = RESULTS) -> str:
                "Regenerate everything on an idle machine with `make bench` (`bash benchmarks/run_all.sh`, then "
                "`python benchmarks/readme_tables.py --write README.md`)."]]
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
-                     ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics), ("report_stats.json", report_stats)):
+                     ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics),
+                     ("report_stats.json", report_stats)):
         d = _load(name, results)
         if d and name == "per_server.json":
             blocks.append(per_server(d, _load("decision_time.json", results)))

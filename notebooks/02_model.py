@@ -88,7 +88,8 @@ rows = [
     ("wait scale tau (s)", f"{run.reward.wait_scale_s:g}", "ours"),
     ("deadline penalty lambda", f"{run.reward.deadline_penalty:g}", "ours"),
     ("actor / critic", f"one hidden layer of {run.ppo.hidden} tanh units each", "paper"),
-    ("PPO n_steps, batch, epochs, lr", f"{run.ppo.n_steps}, {run.ppo.batch_size}, {run.ppo.n_epochs}, {run.ppo.learning_rate:g}", "ours / code"),
+    ("PPO n_steps, batch, epochs, lr",
+     f"{run.ppo.n_steps}, {run.ppo.batch_size}, {run.ppo.n_epochs}, {run.ppo.learning_rate:g}", "ours / code"),
     ("gamma", f"{run.ppo.gamma:g}", "code"),
 ]
 Markdown(pd.DataFrame(rows, columns=["parameter", "value", "source"]).to_markdown(index=False))

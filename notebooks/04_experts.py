@@ -55,7 +55,6 @@ glue("pso_evals", f"{evaluations['pso']:,}", display=False)
 glue("budget_note", F.budget_note(cfg, RunConfig().experts), display=False)
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
 
 Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
 

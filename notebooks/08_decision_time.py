@@ -49,7 +49,6 @@ for m in SCALES:
     glue(f"paper_overhead_{m}", f"{100 * (ilets / drl - 1):.0f}%", display=False)
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
 
 Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
 

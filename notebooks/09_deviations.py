@@ -34,7 +34,6 @@ glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), disp
 glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
 
 Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
 

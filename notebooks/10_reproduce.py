@@ -56,7 +56,6 @@ ctx = ReportContext.load()
 glue("profile_name", ctx.name, display=False)
 
 # %% tags=["remove-input"]
-from IPython.display import Markdown
 
 Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
 

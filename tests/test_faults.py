@@ -13,14 +13,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from filelock import FileLock
 
 from ilets.study.grid import run_grid
@@ -31,7 +29,7 @@ from ilets.study.verify import HOST_KEYS
 
 #: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
 TIMING = tuple(sorted(HOST_KEYS))
-from tiny_profiles import TINY_RUN, write_profile  # noqa: E402 (tests/ is on the path)
+from tiny_profiles import write_profile  # noqa: E402 (tests/ is on the path)
 
 
 def comparable(out: Path) -> pd.DataFrame:

@@ -30,7 +30,7 @@ from ilets.study.verify import HOST_KEYS
 #: metrics that measure the host, not the result (wall/CPU seconds, latencies, phase timings)
 TIMING = tuple(sorted(HOST_KEYS))
 CELL_FILES = {"config.yaml", "command.txt", "system.json", "metrics.json", "curve.csv", "decisions.npz"}
-from tiny_profiles import TINY_RUN, write_profile  # noqa: E402 (tests/ is on the path)
+from tiny_profiles import write_profile  # noqa: E402 (tests/ is on the path)
 
 
 def cli(*args: str, **kw) -> subprocess.Popen:

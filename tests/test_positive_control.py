@@ -46,7 +46,8 @@ def test_a_clone_better_than_its_expert_by_more_than_the_tolerance_does_not_matc
     """The rule asks whether the clone *is* its expert; beating it is a different finding."""
     agg = P.summary(frame({("per-server", "per-server"): -0.05}))
     assert not agg["matches"].any()
-    assert "matches Earliest-Finish at 50/200 servers (every fleet size tested)" in P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
+    text = P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
+    assert "matches Earliest-Finish at 50/200 servers (every fleet size tested)" in text
 
 
 def test_no_results_say_so():

@@ -23,7 +23,7 @@ import psutil
 import pytest
 import yaml
 
-from tiny_profiles import TINY_RUN, write_profile  # noqa: E402 (tests/ is on the path)
+from tiny_profiles import write_profile  # noqa: E402 (tests/ is on the path)
 
 
 def _as_from_a_terminal() -> None:

@@ -31,8 +31,6 @@ from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import Task, cost_of
 from ilets.workloads.workload import TaskTable, load_workload
 
-from ilets import ENV_ID
-
 __all__ = ["CloudSchedulingEnv", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
 
 
@@ -154,7 +152,7 @@ class CloudSchedulingEnv(gym.Env):
 
 
 def register() -> None:
-    """Register :data:`ENV_ID` with Gymnasium (idempotent; ``import ilets`` already does it)."""
+    """Register :data:`ilets.ENV_ID` with Gymnasium (idempotent; ``import ilets`` already does it)."""
     from ilets import register_env
 
     register_env()

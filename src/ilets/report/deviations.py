@@ -53,9 +53,11 @@ DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("CPU requests", "from the trace", "inverse-CDF draws from a 201-quantile table of a real 33,302-task "
               "sample (zeros dropped; the trace loader keeps 0 and skips empty requests, as the authors did)",
               "ilets/data/google_cpu_quantiles.csv"),
-    Deviation("Task length", "drawn from a range (unpublished)", f"uniform {_span(_W.length_mi)} MI (the group's earlier simulators)",
+    Deviation("Task length", "drawn from a range (unpublished)",
+              f"uniform {_span(_W.length_mi)} MI (the group's earlier simulators)",
               "WorkloadConfig.length_mi"),
-    Deviation("Deadline", "unpublished", f"uniform {_span(_W.deadline_s, 'g')} s relative to arrival", "WorkloadConfig.deadline_s"),
+    Deviation("Deadline", "unpublished", f"uniform {_span(_W.deadline_s, 'g')} s relative to arrival",
+              "WorkloadConfig.deadline_s"),
     Deviation("Server speed", "drawn from a range (unpublished)",
               f"{_span(_F.mips)} MIPS in steps of 50, chosen so that over the paper's full online window "
               "50 servers are loaded but not swamped (the workload chapter's load table)",
@@ -208,7 +210,7 @@ _NO_PAPER = "silent: the paper has no grid command (a scenario this study adds)"
 def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
-    from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
+    from ilets.gridcommand.command import DAY_S, PAPER_ONLINE_WINDOW_S, REGIMES
     from ilets.gridcommand.config import GridCommandConfig
     from ilets.gridcommand.grid import load_grid_profile
     from ilets.gridcommand import pilot as PL
@@ -288,7 +290,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"{_seeds(PL.TRACK_GAINS)}"
                   + (" (the largest candidate: the range was not widened after the run)"
                      if LyapunovExpert().track_gain == max(PL.TRACK_GAINS) else "")
-                  + "; the Lyapunov rung is also the learners' teacher", "ilets.gridcommand.experts.LyapunovExpert, ilets.gridcommand.pilot",
+                  + "; the Lyapunov rung is also the learners' teacher",
+                  "ilets.gridcommand.experts.LyapunovExpert, ilets.gridcommand.pilot",
                   kind=EXTENSION),
         Deviation("Regulation signal", "PJM RegD data may not be redistributed",
                   "a synthetic band-limited, bounded, zero-mean signal; no PJM data", "ilets.gridcommand.command."

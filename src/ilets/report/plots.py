@@ -121,7 +121,8 @@ def bars(frame: pd.DataFrame, x: str, y: str, hue: str | None, ylabel: str, xlab
 def latency(frame: pd.DataFrame, paper: pd.DataFrame | None = None) -> plt.Figure:
     """Decision latency (ms, log scale) per method and fleet size, with the paper's figures."""
     fig, ax = plt.subplots(figsize=(7, 3.4))
-    sns.pointplot(data=frame, x="servers", y="ms", hue="path", dodge=dodge(0.3, frame["path"]), linestyle="none", ax=ax, errorbar=None)
+    sns.pointplot(data=frame, x="servers", y="ms", hue="path", dodge=dodge(0.3, frame["path"]), linestyle="none", ax=ax,
+                  errorbar=None)
     if paper is not None:
         sns.pointplot(data=paper, x="servers", y="ms", hue="path", markers="x", linestyle="--", ax=ax,
                       errorbar=None, palette="dark:gray")

@@ -60,7 +60,7 @@ def gaps(df: pd.DataFrame) -> pd.DataFrame:
     out = df.copy()
     out["response_gap"] = out["clone_avg_response_s"] / out["expert_avg_response_s"] - 1
     out["reward_gap"] = (out["expert_mean_reward"] - out["clone_mean_reward"]) / out["expert_mean_reward"].abs()
-    out["design"] = [DESIGN_LABELS.get((p, l), f"{p}, {l}") for p, l in zip(out["policy"], out["layout"])]
+    out["design"] = [DESIGN_LABELS.get((p, lay), f"{p}, {lay}") for p, lay in zip(out["policy"], out["layout"])]
     return out
 
 

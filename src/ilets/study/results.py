@@ -16,7 +16,7 @@ from typing import Iterable, Mapping
 import pandas as pd
 import yaml
 
-from ilets.method_table import LEARNERS, METHOD_LABELS  # re-exported: the names the store's readers use
+from ilets.method_table import LEARNERS, METHOD_LABELS  # noqa: F401 - re-exported: the names the store's readers use
 
 
 #: ``status`` values of :func:`compute_table`: a finished cell, and the compute a failed
