@@ -64,3 +64,21 @@ def replace_marked(doc: str, markers: tuple[str, str], text: str, where: object)
         raise MarkerError(f"{where}: expected one {start} followed by one {end}")
     head, rest = doc.split(start, 1)
     return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
+
+
+def print_or_write_marked(text: str, target: Path | None, markers: tuple[str, str], what: str) -> int:
+    """A README generator's output: ``text`` printed, or with ``target`` written between its
+    ``markers`` (atomically); 0, or 2 with a one-line error when the markers are missing."""
+    import sys
+
+    if target is None:
+        print(text, end="")
+        return 0
+    try:
+        doc = replace_marked(target.read_text() if target.is_file() else "", markers, text, target)
+    except MarkerError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    atomic_write(target, lambda tmp: tmp.write_text(doc))
+    print(f"wrote {what} into {target}")
+    return 0

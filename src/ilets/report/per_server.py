@@ -109,26 +109,14 @@ def readme_block(shipped: Path, reps: int = 2000) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Print README's per-server paragraph, or write it between :data:`README_MARKERS`."""
     import argparse
-    import sys
 
-    from ilets.files import MarkerError, atomic_write, replace_marked
+    from ilets.files import print_or_write_marked
 
     ap = argparse.ArgumentParser(prog="python -m ilets.report.per_server", description=main.__doc__)
     ap.add_argument("--shipped", type=Path, default=Path("shipped"), help="the shipped folders' root")
     ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
     args = ap.parse_args(argv)
-    text = readme_block(args.shipped)
-    if args.write is None:
-        print(text, end="")
-        return 0
-    try:
-        doc = replace_marked(args.write.read_text() if args.write.is_file() else "", README_MARKERS, text, args.write)
-    except MarkerError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    atomic_write(args.write, lambda tmp: tmp.write_text(doc))
-    print(f"wrote the per-server paragraph into {args.write}")
-    return 0
+    return print_or_write_marked(readme_block(args.shipped), args.write, README_MARKERS, "the per-server paragraph")
 
 
 if __name__ == "__main__":

@@ -222,26 +222,15 @@ def readme_block(folder: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Print README's positive-control paragraph, or write it between :data:`README_MARKERS`."""
     import argparse
-    import sys
 
-    from ilets.files import MarkerError, atomic_write, replace_marked
+    from ilets.files import print_or_write_marked
 
     ap = argparse.ArgumentParser(prog="python -m ilets.report.positive_control", description=main.__doc__)
     ap.add_argument("--results", type=Path, default=None, help="a positive-control folder (default: the book's)")
     ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
     args = ap.parse_args(argv)
-    text = readme_block(args.results or control_dir())
-    if args.write is None:
-        print(text, end="")
-        return 0
-    try:
-        doc = replace_marked(args.write.read_text() if args.write.is_file() else "", README_MARKERS, text, args.write)
-    except MarkerError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    atomic_write(args.write, lambda tmp: tmp.write_text(doc))
-    print(f"wrote the positive-control paragraph into {args.write}")
-    return 0
+    return print_or_write_marked(readme_block(args.results or control_dir()), args.write, README_MARKERS,
+                                 "the positive-control paragraph")
 
 
 if __name__ == "__main__":
