@@ -271,7 +271,7 @@ def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
     sentence saying it is not here yet when it has no store)."""
     from pathlib import Path
 
-    from ilets.study.grid import planned_cells
+    from ilets.report.per_server import coverage_sentence
     from ilets.study.results import load_metrics, per_server_dir
 
     texts = {"gap_flat": G.gap_sentence(G.gap_table(ctx.metrics, reps=ctx.reps), FLAT_FAMILY)}
@@ -279,10 +279,9 @@ def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
     if (folder / "store" / "metrics.parquet").is_file():
         metrics = load_metrics(folder)
         gap = G.gap_table(G.family_metrics(metrics, ctx.metrics), reps=ctx.reps)
-        texts["gap_per_server"] = (f"{G.gap_sentence(gap, 'the per-server policy')} (The per-server grid: "
-                                   f"{len(metrics)} of {planned_cells(folder)} cells finished, read from "
-                                   f"`{folder.parent.name}/{folder.name}`; the heuristics are the faithful grid's "
-                                   "cells on the same seeds.)")
+        texts["gap_per_server"] = (f"{G.gap_sentence(gap, 'the per-server policy')} "
+                                   f"{coverage_sentence(folder, metrics)} The heuristics are the faithful grid's "
+                                   "cells on the same seeds.")
     else:
         texts["gap_per_server"] = ("The per-server learners' grid is not in this checkout yet, so the per-server "
                                    "family is judged only by its positive control above: frozen and greedy, its "
