@@ -39,12 +39,12 @@ from myst_nb import glue
 from ilets.agents.oinpt import HELDOUT_TASKS
 from ilets.report import findings as F
 from ilets.report import plots, stats
+from ilets.metric_table import formats
 from ilets.report.report_context import ReportContext
 
 # %matplotlib inline
 
-FORMATS = {"reward": ".3f", "response": ".2f", "success": ".1%", "mean_reward": ".3f", "avg_response_s": ".2f",
-           "success_rate": ".1%", "energy_kwh": ".3g", "bc_agreement_before": ".1%", "bc_agreement_after": ".1%",
+FORMATS = {**formats(), "bc_agreement_before": ".1%", "bc_agreement_after": ".1%",
            "critic_mse_before": ".3g", "critic_mse_after": ".3g", "demo_tasks": ",.0f", "demo_seconds": ".1f",
            "oinpt_seconds": ".1f", "bc_top1_train": ".1%", "bc_top5_train": ".1%", "bc_top1_heldout": ".1%",
            "bc_top5_heldout": ".1%", "bc_regret_rel_train": "+.1%", "bc_regret_rel_heldout": "+.1%"}

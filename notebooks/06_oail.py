@@ -37,11 +37,11 @@ from myst_nb import glue
 
 from ilets.report import findings as F
 from ilets.report import plots, stats
+from ilets.metric_table import formats
 from ilets.report.report_context import ReportContext
 
 # %matplotlib inline
-FORMATS = {"mad": ".3g", "convergence_decisions": ",.0f", "cum_reward": ",.1f", "mean_reward": ".3f",
-           "avg_response_s": ".2f", "success_rate": ".1%", "energy_kwh": ".3g", "oail_lag_p50": ",.0f",
+FORMATS = {**formats(), "oail_lag_p50": ",.0f",
            **{c: ",.1f" for c in F.OAIL_COLS if c != "oail_lag_p50"}}
 NAMES = {"mean_reward": "mean reward", "avg_response_s": "response (s)", "success_rate": "success rate",
          "energy_kwh": "energy (kWh)", "convergence_decisions": "decisions to converge",

@@ -30,6 +30,7 @@
 from IPython.display import display
 from myst_nb import glue
 
+from ilets.metric_table import summary_columns
 from ilets.report import findings as F
 from ilets.report import plots
 from ilets.report import stats as S
@@ -54,8 +55,7 @@ for key, text in found.texts.items():
 for claim, verdict in found.verdicts.items():
     glue(f"verdict_{claim}", verdict.verdict, display=False)
 
-METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("energy (kWh)", None, 1.0),
-           "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
+METRICS = summary_columns()  # header, decimals, multiplier of each measure (ilets.metric_table)
 AXES = {"avg_response_s": "response time (s)", "energy_kwh": "energy (kWh)", "success_rate": "success rate",
         "mean_reward": "mean reward"}
 PAPER_LABELS = F.PAPER_LABELS

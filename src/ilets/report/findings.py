@@ -22,6 +22,7 @@ import pandas as pd
 
 from ilets.config import FleetConfig
 from ilets.method_table import METHOD_LABELS, learners_with
+from ilets.metric_table import names as metric_names
 from ilets.report import stats as S
 from ilets.report import heuristic_gap as G
 from ilets.report import verdicts as V
@@ -32,8 +33,7 @@ FINAL = ("mean_reward", "avg_response_s", "success_rate", "energy_kwh")
 #: Curve columns compared over the first decisions.
 FIRST = ("reward", "response", "success")
 #: Directions of the measures that :data:`ilets.report.stats.HIGHER_IS_BETTER` does not know.
-DIRECTIONS = {"mad": False, "var": False, "convergence_decisions": False, "cum_reward": True,
-              "bc_agreement_after": True, "oail_applied": True}
+DIRECTIONS = {"var": False, "bc_agreement_after": True, "oail_applied": True}
 #: The heuristic whose curve removes the workload's own swings (chapter 6; the claims' curve measures).
 REFERENCE = S.GAP_REFERENCE
 #: Workload descriptions for the summary's scope.
@@ -199,7 +199,7 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
 #: The faithful learner family, as the sentences name it.
 FLAT_FAMILY = "the authors' flat policy"
 #: The paper's three metrics, as the improvement table names them.
-PAPER_LABELS = {"avg_response_s": "response time", "energy_kwh": "energy", "success_rate": "success rate"}
+PAPER_LABELS = metric_names("label", S.PAPER_METRICS)
 #: README's headline table sits between these markers (written by :mod:`ilets.report.headline`).
 HEADLINE_MARKERS = ("<!-- headline:start -->", "<!-- headline:end -->")
 

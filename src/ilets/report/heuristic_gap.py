@@ -17,13 +17,14 @@ import pandas as pd
 
 from ilets.config import HEURISTICS
 from ilets.method_table import LEARNERS, METHOD_LABELS
+from ilets.metric_table import names as metric_names
 from ilets.report import stats as S
 from ilets.report.verdicts import BEST_HEURISTIC, best_heuristic_rows, component_effects
 
 #: the measures of the question: what schedules feel (response time) and what the learners are
 #: trained on (the mean reward)
 MEASURES = ("avg_response_s", "mean_reward")
-MEASURE_NAMES = {"avg_response_s": "response time", "mean_reward": "mean reward"}
+MEASURE_NAMES = metric_names("label", MEASURES)
 COLUMNS = ["measure", "servers", "learner", "heuristic", "learner_mean", "heuristic_mean", "effect_pct",
            "ci_low_pct", "ci_high_pct", "seeds", "beats"]
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ilets.metric_table import summary_columns
+
 README_MARKERS = ("<!-- per-server:start -->", "<!-- per-server:end -->")
 #: the shipped folders the paragraph reads, relative to a ``shipped/`` root
 PILOT, GRID, FAITHFUL = "pilot-per-server", "per-server", "paper"
@@ -31,8 +33,7 @@ def coverage_sentence(folder: Path, learners: pd.DataFrame) -> str:
 
 
 #: the metrics chapter 13 tabulates: header, decimals (None: four significant figures), multiplier
-METRICS = {"avg_response_s": ("response time (s)", None, 1.0), "energy_kwh": ("energy (kWh)", None, 1.0),
-           "success_rate": ("success rate (%)", 1, 100.0), "mean_reward": ("mean reward", None, 1.0)}
+METRICS = summary_columns()
 
 
 @dataclass(frozen=True)

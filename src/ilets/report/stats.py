@@ -64,20 +64,12 @@ import scipy.stats
 
 from ilets.config import HEURISTICS
 from ilets.method_table import LEARNERS
+from ilets.metric_table import directions
 # where the workload's events strike: recorded by the grid (OUT/events.json), re-exported here
 from ilets.study.grid import event_decisions, online_event_ranges  # noqa: F401
 
 #: Direction of each metric of the metrics and curves tables (True: higher is better).
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "avg_response_s": False,
-    "energy_kwh": False,
-    "success_rate": True,
-    "mean_reward": True,
-    # curves-table columns
-    "reward": True,
-    "response": False,
-    "success": True,
-}
+HIGHER_IS_BETTER: dict[str, bool] = directions()  # from ilets.metric_table, the one table of measures
 
 #: The metrics of the paper's improvement table, in its order.
 PAPER_METRICS = ("avg_response_s", "energy_kwh", "success_rate")

@@ -114,6 +114,7 @@ import pandas as pd
 
 from ilets.config import HEURISTICS
 from ilets.method_table import LEARNERS, METHOD_LABELS, learners_with
+from ilets.metric_table import names as metric_names
 from ilets.report import stats as S
 
 REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE = "reproduced", "partly", "not reproduced", "not testable"
@@ -134,13 +135,10 @@ CLAIMS: dict[int, str] = {
     8: "ILETS beats all heuristic baselines on response time, energy and success rate",
 }
 
-_MEASURE_LABELS = {"avg_response_s": "response", "energy_kwh": "energy", "success_rate": "success",
-                   "mean_reward": "reward", "reward": "reward", "cum_reward": "cumulative reward",
-                   "convergence_decisions": "convergence", "mad": "oscillation"}
+_MEASURE_LABELS = metric_names("short")  # ilets.metric_table
 
 
-_LONG_NAMES = {"avg_response_s": "average response time", "energy_kwh": "energy", "success_rate": "success rate",
-               "mean_reward": "mean reward"}
+_LONG_NAMES = metric_names("long")
 
 
 def _and(items: Sequence[str]) -> str:

@@ -1,0 +1,86 @@
+"""The measures the study reports, as one table: how each is named, printed and read.
+
+Modelled on :mod:`ilets.method_table`: the report's label maps, formats and directions are
+read from :data:`METRIC_SPECS` instead of being typed again in each module and chapter, so a
+new measure is one row here.
+
+=========================  ==============  =====================  =====  ==========
+name                       short           label                  unit   better
+=========================  ==============  =====================  =====  ==========
+``avg_response_s``         response        response time          s      lower
+``energy_kwh``             energy          energy                 kWh    lower
+``success_rate``           success         success rate           %      higher
+``mean_reward``            reward          mean reward                   higher
+``reward``                 reward          reward                        higher
+``response``               response        response                s     lower
+``success``                success         success                       higher
+``cum_reward``             cum. reward     cumulative reward             higher
+``convergence_decisions``  convergence     decisions to converge         lower
+``mad``                    oscillation     oscillation                   lower
+=========================  ==============  =====================  =====  ==========
+
+``reward``, ``response`` and ``success`` are the learning curves' windowed columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How one measure is named, printed and compared."""
+
+    short: str  #: in a comparison's name ("DRL+ vs DRL: response")
+    label: str  #: in prose and table headers without a unit ("response time")
+    long: str  #: in a sentence that names it once ("average response time")
+    higher_is_better: bool | None  #: the direction of "better"; None: the measure has none
+    header: str  #: a table header with its unit ("response time (s)")
+    fmt: str  #: format spec of one value in a table
+    decimals: int | None = None  #: decimals of a summary table (None: four significant figures)
+    multiplier: float = 1.0  #: factor for display (100 for a share shown in percent)
+
+
+#: The measures by the name of their column in the results store or curves table.
+METRIC_SPECS: MappingProxyType[str, MetricSpec] = MappingProxyType({
+    "avg_response_s": MetricSpec("response", "response time", "average response time", False, "response time (s)",
+                                 ".2f"),
+    "energy_kwh": MetricSpec("energy", "energy", "energy", False, "energy (kWh)", ".3g"),
+    "success_rate": MetricSpec("success", "success rate", "success rate", True, "success rate (%)", ".1%",
+                               decimals=1, multiplier=100.0),
+    "mean_reward": MetricSpec("reward", "mean reward", "mean reward", True, "mean reward", ".3f"),
+    "reward": MetricSpec("reward", "reward", "reward", True, "reward", ".3f"),
+    "response": MetricSpec("response", "response", "response", False, "response (s)", ".2f"),
+    "success": MetricSpec("success", "success", "success", True, "success", ".1%"),
+    "cum_reward": MetricSpec("cumulative reward", "cumulative reward", "cumulative reward", True,
+                             "cumulative reward", ",.1f"),
+    "convergence_decisions": MetricSpec("convergence", "decisions to converge", "decisions to converge", False,
+                                        "decisions to converge", ",.0f"),
+    "mad": MetricSpec("oscillation", "oscillation", "oscillation", False, "oscillation", ".3g"),
+})
+
+#: The per-cell measures of the results store that summary tables show, in the book's order.
+SUMMARY_METRICS = ("avg_response_s", "energy_kwh", "success_rate", "mean_reward")
+
+
+def directions() -> dict[str, bool]:
+    """``name -> higher is better`` of every measure with a direction."""
+    return {k: m.higher_is_better for k, m in METRIC_SPECS.items() if m.higher_is_better is not None}
+
+
+def names(field: str, metrics=None) -> dict[str, str]:
+    """``name -> `` one naming field (``short``, ``label``, ``long`` or ``header``) of ``metrics``
+    (default: every measure)."""
+    return {k: getattr(METRIC_SPECS[k], field) for k in (metrics or METRIC_SPECS)}
+
+
+def summary_columns(metrics=SUMMARY_METRICS) -> dict[str, tuple[str, int | None, float]]:
+    """``name -> (header, decimals, multiplier)``, the columns of
+    :func:`ilets.report.plots.summary_display`."""
+    return {k: (METRIC_SPECS[k].header, METRIC_SPECS[k].decimals, METRIC_SPECS[k].multiplier) for k in metrics}
+
+
+def formats(metrics=None) -> dict[str, str]:
+    """``name -> format spec`` of ``metrics`` (default: every measure)."""
+    return {k: METRIC_SPECS[k].fmt for k in (metrics or METRIC_SPECS)}
