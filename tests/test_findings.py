@@ -431,11 +431,11 @@ def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
 
 
 def test_scale_comparison_marks_verdicts_that_depend_on_scale():
-    main = F.SummaryFindings(0, 0, 0.0, "", {}, pd.DataFrame(
-        {"claim": [1, 2], "statement": ["a", "b"], "verdict": ["reproduced", "partly"], "evidence": ["", ""]}), {})
-    small = F.SummaryFindings(0, 0, 0.0, "", {}, pd.DataFrame(
-        {"claim": [1, 2], "statement": ["a", "b"], "verdict": ["reproduced", "not reproduced"], "evidence": ["", ""]}),
-        {})
+    def findings(verdicts):
+        return F.SummaryFindings(n_done=0, n_failed=0, cpu_hours=0.0, workload_text="", verdicts={}, table=pd.DataFrame(
+            {"claim": [1, 2], "statement": ["a", "b"], "verdict": verdicts, "evidence": ["", ""]}))
+
+    main, small = findings(["reproduced", "partly"]), findings(["reproduced", "not reproduced"])
     table = F.scale_comparison(main, small, "paper", "quick")
     assert list(table["same at both scales"]) == ["yes", "no"] and list(table["quick"]) == ["reproduced",
                                                                                            "not reproduced"]

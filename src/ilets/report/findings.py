@@ -60,7 +60,7 @@ def says(row: Mapping | None) -> str:
 
 # --- summary chapter ----------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SummaryFindings:
     """The summary chapter: the scope of the results and the verdict on every claim."""
 
@@ -79,7 +79,8 @@ def summary_findings(ctx: ReportContext) -> SummaryFindings:
     table = V.verdict_table(verdicts)
     counts = {v: int((table["verdict"] == v).sum()) for v in V.VERDICTS}
     kind = ctx.run.workload.kind
-    return SummaryFindings(ctx.n_done, ctx.n_failed, ctx.cpu_hours, WORKLOADS.get(kind, kind), verdicts, table, counts)
+    return SummaryFindings(n_done=ctx.n_done, n_failed=ctx.n_failed, cpu_hours=ctx.cpu_hours,
+                           workload_text=WORKLOADS.get(kind, kind), verdicts=verdicts, table=table, counts=counts)
 
 
 def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_label: str,
@@ -153,7 +154,7 @@ def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
     return Rerun(cells, source if cells else None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ScaleFindings:
     """The main verdicts beside a reduced-scale run's, and what the build read and re-ran."""
 
@@ -193,7 +194,8 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
     read = f"`{ctx._shown_path}` ({ctx.name} profile)"
     if small is not None:
         read += f" and `{small._shown_path}` ({small.name} profile)"
-    return ScaleFindings(table, small.name if small else "", sentence, read, rerun_findings(ctx, small_out))
+    return ScaleFindings(table=table, small_name=small.name if small else "", sentence=sentence, read_text=read,
+                         rerun=rerun_findings(ctx, small_out))
 
 
 #: The faithful learner family, as the sentences name it.
@@ -383,7 +385,7 @@ def _pick(comp: pd.DataFrame, metric: str, method: str = "drl+", over: str = "wh
     return S.comparison_row(comp, metric=metric, method=method, over=over)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ColdStartFindings:
     """Chapter 5: the cold start (claim 4), what cloning achieved, and three variants."""
 
@@ -611,10 +613,12 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                    f"changes by {says(_pick(rs, 'reward', method='drl', over='first N'))} and the whole-pass mean "
                    f"reward by {says(_pick(rs, 'mean_reward', method='drl'))}.")
         texts["rs_verdict"] = bottleneck_sentence(agree, warm)
-    return ColdStartFindings(n, online, int(learn["decisions"].max()) if len(learn) else 0, first, first_summary,
-                             claim, components, pairs, bc_summary, texts,
-                             VariantFindings("no-critic", nc, nc_text), VariantFindings("greedy-expert", ge, ge_text),
-                             floor, VariantFindings("rich-state", rs, rs_text))
+    return ColdStartFindings(n_first=n, n_online=online, curve_every=int(learn["decisions"].max()) if len(learn) else 0,
+                             first=first, first_summary=first_summary, claim=claim, components=components,
+                             first_pairs=pairs, bc_summary=bc_summary, texts=texts,
+                             no_critic=VariantFindings("no-critic", nc, nc_text),
+                             greedy_expert=VariantFindings("greedy-expert", ge, ge_text), floor=floor,
+                             rich_state=VariantFindings("rich-state", rs, rs_text))
 
 
 # --- chapter 6: OAIL and adaptation -------------------------------------------------------
@@ -640,7 +644,7 @@ def oscillation_pairs(osc: pd.DataFrame, reps: int) -> pd.DataFrame:
                                     directions=DIRECTIONS, reps=reps))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AdaptationFindings:
     """Chapter 6: events, oscillation (claim 7), convergence (claim 5), cumulative reward
     (claim 6), the OAIL counters and effect, and the upcoming-window variant."""
@@ -929,10 +933,13 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
                    + " (positive = the upcoming window is better). Peeking at future tasks is not available to a "
                    "real scheduler, so a gain here is an upper bound on what a better-informed OAIL could add, not "
                    "a result the paper's setting can reach.")
-    return AdaptationFindings(markers, event_order, int(first_range[1] - first_range[0]), gap, osc_reward, osc_gap,
-                              osc_summary, claims, components, conv, conv_summary, cum, leaders, lead_table,
-                              oail_summary, effect, VariantFindings("upcoming", up, up_text), texts, measures,
-                              cold_windows)
+    return AdaptationFindings(markers=markers, event_order=event_order,
+                              span_decisions=int(first_range[1] - first_range[0]), gap=gap, osc_reward=osc_reward,
+                              osc_gap=osc_gap, osc_summary=osc_summary, claims=claims, components=components, conv=conv,
+                              conv_summary=conv_summary, cum=cum, leaders=leaders, lead_table=lead_table,
+                              oail_summary=oail_summary, oail_effect=effect,
+                              upcoming=VariantFindings("upcoming", up, up_text), texts=texts, measures=measures,
+                              cold_windows=cold_windows)
 
 
 def component_display(components: pd.DataFrame) -> pd.DataFrame:
@@ -1085,7 +1092,7 @@ def speed_change(main: FleetConfig, variant: FleetConfig) -> str:
     return f"servers {word} {ranges}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ResultsFindings:
     """Chapter 7: the metrics per fleet size, the improvement table against the paper's, the
     claim verdicts 1-3 and 8, the aggregates across fleet sizes (IQM and probability of
@@ -1227,8 +1234,10 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     if heavy.empty or vrun is None:
         texts["heavy_text"] = f"{ctx.variant_missing_text(HEAVY)}, so this check is not shown on this page."
         texts["heavy_caption"] = NO_HEAVY
-        return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, None,
-                               pd.DataFrame(), "", texts, summary, iqm, poi, per_fleet, room)
+        return ResultsFindings(improvements=improvements, comparison=comparison, pooled=pooled, verdicts=verdicts,
+                               components=components, heuristics=heuristics, heavy=None, heavy_summary=pd.DataFrame(),
+                               heavy_caption="", texts=texts, summary=summary, iqm=iqm, poi=poi,
+                               heuristics_fleet=per_fleet, energy_room=room)
     caption = speed_change(ctx.run.fleet, vrun.fleet)
     texts["heavy_caption"] = caption
     main = m[m["servers"].isin(heavy["servers"].unique()) & m["method"].isin(heavy["method"])]
@@ -1248,8 +1257,10 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
             + " on response time.")
     texts["heavy_text"] = " ".join(parts)
     heavy_summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
-    return ResultsFindings(improvements, comparison, pooled, verdicts, components, heuristics, both, heavy_summary,
-                           caption, texts, summary, iqm, poi, per_fleet, room)
+    return ResultsFindings(improvements=improvements, comparison=comparison, pooled=pooled, verdicts=verdicts,
+                           components=components, heuristics=heuristics, heavy=both, heavy_summary=heavy_summary,
+                           heavy_caption=caption, texts=texts, summary=summary, iqm=iqm, poi=poi,
+                           heuristics_fleet=per_fleet, energy_room=room)
 
 
 # --- chapters 3, 4, 8 and 9: sentences and display tables -------------------------------
@@ -1403,7 +1414,7 @@ def hardware_table(info: Mapping) -> pd.DataFrame:
 
 # --- where we differ from the paper, and the variant that tests an explanation -------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class DifferenceFindings:
     """The summary's "where we differ" section: for each claim the main results do not
     reproduce, every variant that can test a reconstruction choice behind it, with the claim's
@@ -1459,7 +1470,7 @@ def difference_findings(ctx: ReportContext, small_out=None, summary: SummaryFind
                          "choice it tests": dev.topic, "results": where, "verdict, our choice": r.main,
                          "verdict, the variant's": r.variant})
     table = pd.DataFrame(rows, columns=cols).sort_values(["claim", "variant"], kind="stable").reset_index(drop=True)
-    return DifferenceFindings(table, difference_sentence(table, failing), "; ".join(untested))
+    return DifferenceFindings(table=table, sentence=difference_sentence(table, failing), untested="; ".join(untested))
 
 
 def difference_sentence(table: pd.DataFrame, failing: Sequence[int]) -> str:
