@@ -51,6 +51,18 @@ for servers, table in found.summaries.items():
     display(table.style.set_caption(f"{servers} servers"))
 
 # %% [markdown]
+# ## The paper's improvement table, with the per-server learners
+#
+# Each method's improvement over per-server DRL on the same seeds, paired by seed, at each fleet
+# size, beside the paper's figure (the same table as {doc}`07_results` shows for the authors'
+# flat learners; a pooled effect only where every fleet size has one sign). Fleet sizes where a
+# method has no cells yet are absent.
+
+# %% tags=["remove-input"]
+plots.markdown_table(found.comparison.reset_index(), {},
+                     empty="The per-server grid does not yet have DRL and DRL+ cells to compare.")
+
+# %% [markdown]
 # ## Does a per-server learner beat the best heuristic?
 #
 # {glue:text}`gap_sentence`

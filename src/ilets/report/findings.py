@@ -214,9 +214,9 @@ def shipped_per_server(ctx: ReportContext):
     """The per-server grid shipped beside ``ctx``'s folder (``shipped/per-server`` beside
     ``shipped/paper``), None when ``ctx`` is not a shipped folder or nothing is shipped there:
     README is written from shipped folders only, never from a local ``results/`` grid."""
-    from ilets.report.per_server import GRID
+    from ilets.study.results import PER_SERVER_SEARCH
 
-    folder = Path(ctx.out).parent / GRID
+    folder = Path(ctx.out).parent / Path(PER_SERVER_SEARCH[-1]).name
     shipped = Path(ctx.out).parent.name == "shipped"
     return folder if shipped and (folder / "store" / "metrics.parquet").is_file() else None
 
@@ -273,7 +273,7 @@ def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
     sentence saying it is not here yet when it has no store)."""
     from pathlib import Path
 
-    from ilets.report.per_server import coverage_sentence
+    from ilets.report.report_context import coverage_sentence
     from ilets.study.results import load_metrics, per_server_dir
 
     texts = {"gap_flat": G.gap_sentence(G.gap_table(ctx.metrics, reps=ctx.reps), FLAT_FAMILY)}

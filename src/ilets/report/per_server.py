@@ -13,30 +13,18 @@ from pathlib import Path
 import pandas as pd
 
 from ilets.metric_table import summary_columns
+from ilets.report.report_context import ReportContext, coverage_sentence
 
 README_MARKERS = ("<!-- per-server:start -->", "<!-- per-server:end -->")
 #: the shipped folders the paragraph reads, relative to a ``shipped/`` root
 PILOT, GRID, FAITHFUL = "pilot-per-server", "per-server", "paper"
 
 
-def coverage_sentence(folder: Path, learners: pd.DataFrame) -> str:
-    """How much of the per-server grid in ``folder`` has finished, per fleet size (Markdown)."""
-    from ilets.study.grid import planned_cells
-
-    if learners.empty:
-        return f"The per-server grid has no finished cell in `{folder.parent.name}/{folder.name}` yet."
-    per_size = ", ".join(f"{s} servers: {n}" for s, n in learners.groupby("servers").size().items())
-    planned = planned_cells(folder)
-    of = f" of {planned}" if planned else ""
-    return (f"{len(learners)}{of} cells of the per-server grid have finished ({per_size}; methods "
-            f"{', '.join(sorted(learners['method'].unique()))}), read from `{folder.parent.name}/{folder.name}`.")
-
-
 #: the metrics chapter 13 tabulates: header, decimals (None: four significant figures), multiplier
 METRICS = summary_columns()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ChapterFindings:
     """What chapter 13 shows, computed with the book's resamples (``ctx.reps``)."""
 
@@ -45,12 +33,16 @@ class ChapterFindings:
     gap: pd.DataFrame = field(repr=False)  #: :func:`ilets.report.heuristic_gap.gap_table`, for display
     gap_sentence: str
     heldout: pd.DataFrame = field(repr=False)  #: held-out change per method and fleet size, in percent
+    #: the paper's improvement table with the per-server learners (ours over per-server DRL,
+    #: :func:`ilets.report.findings.paper_tables` on the family's context), for display
+    comparison: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
 
 
 def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
     """Chapter 13 from the per-server grid (``folder``, default
     :func:`ilets.study.results.per_server_dir`) and the faithful grid's heuristics (``ctx``)."""
     from ilets.method_table import METHOD_LABELS
+    from ilets.report import findings as F
     from ilets.report import heuristic_gap as G
     from ilets.report import plots
     from ilets.report import stats as S
@@ -72,7 +64,11 @@ def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
                        **{c: 100 * held[c].astype(float) for c in ("change", "change_low", "change_high")})
     coverage = (coverage_sentence(folder, learners) if has_grid
                 else "The per-server grid has no results in this checkout yet.")
-    return ChapterFindings(coverage, summaries, shown_gap, G.gap_sentence(gap, "the per-server policy"), held)
+    family = ReportContext.load_family(folder, ctx, "per-server") if has_grid else None
+    comparison = (plots.comparison_display(F.paper_tables(family)[1], F.PAPER_LABELS)
+                  if family is not None and {"drl", "drl+"} <= set(family.metrics["method"]) else pd.DataFrame())
+    return ChapterFindings(coverage=coverage, summaries=summaries, gap=shown_gap,
+                           gap_sentence=G.gap_sentence(gap, "the per-server policy"), heldout=held, comparison=comparison)
 
 
 def pilot_sentence(folder: Path) -> str:

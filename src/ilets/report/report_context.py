@@ -336,3 +336,16 @@ def build_stamp() -> str:
             f"({platform.system()} {platform.release()}, Python {platform.python_version()}), "
             f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC")
 
+
+def coverage_sentence(folder: Path, learners: pd.DataFrame) -> str:
+    """How much of the per-server grid in ``folder`` has finished, per fleet size (Markdown): the
+    one sentence chapters 1 and 13 and README use."""
+    from ilets.study.grid import planned_cells
+
+    if learners.empty:
+        return f"The per-server grid has no finished cell in `{folder.parent.name}/{folder.name}` yet."
+    per_size = ", ".join(f"{s} servers: {n}" for s, n in learners.groupby("servers").size().items())
+    planned = planned_cells(folder)
+    of = f" of {planned}" if planned else ""
+    return (f"{len(learners)}{of} cells of the per-server grid have finished ({per_size}; methods "
+            f"{', '.join(sorted(learners['method'].unique()))}), read from `{folder.parent.name}/{folder.name}`.")
