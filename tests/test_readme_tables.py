@@ -210,3 +210,19 @@ def test_readme_per_server_paragraph_is_generated_from_the_shipped_folders():
     assert start in readme and end in readme, "README lacks the per-server markers"
     block = readme.split(start, 1)[1].split(end, 1)[0]
     assert block.strip("\n") == P.readme_block(ROOT / "shipped").strip("\n")
+
+
+def test_a_generator_writes_between_its_markers_or_names_them_and_leaves_the_file(tmp_path, capsys):
+    from ilets.files import print_or_write_marked
+
+    markers = ("<!-- x:start -->", "<!-- x:end -->")
+    target = tmp_path / "README.md"
+    target.write_text(f"head\n{markers[0]}\nold\n{markers[1]}\ntail\n")
+    assert print_or_write_marked("new\n", target, markers, "the x paragraph") == 0
+    assert target.read_text() == f"head\n{markers[0]}\nnew\n{markers[1]}\ntail\n"
+    bare = tmp_path / "BARE.md"
+    bare.write_text("no markers\n")
+    assert print_or_write_marked("new\n", bare, markers, "the x paragraph") == 2
+    assert bare.read_text() == "no markers\n" and "x:start" in capsys.readouterr().err
+    assert print_or_write_marked("printed\n", None, markers, "the x paragraph") == 0
+    assert capsys.readouterr().out == "printed\n"
