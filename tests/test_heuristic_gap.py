@@ -38,3 +38,14 @@ def test_the_sentence_names_where_a_learner_wins_and_says_so_when_none_does():
     assert gap_sentence(losing, "the test family").startswith(
         "With the test family, no learner beats the best heuristic at any fleet size tested")
     assert "no learner and heuristic" in gap_sentence(t.iloc[0:0], "x")
+
+
+def test_the_per_server_cost_sentence_reads_the_cells_records():
+    from ilets.report.per_server import cost_sentence
+
+    cells = pd.DataFrame({"method": ["drl", "ilets", "ilets", "ilets-"], "servers": [50, 50, 50, 200],
+                          "cpu_s": [100.0, 400.0, 600.0, 900.0]})
+    text = cost_sentence(cells)
+    assert text.startswith("The finished cells took 0.56 CPU-hours")
+    assert "ILETS 50 servers 500 s" in text and "ILETS- 200 servers 900 s" in text and "DRL 50" not in text
+    assert cost_sentence(pd.DataFrame()) == ""

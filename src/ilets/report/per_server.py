@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ilets.method_table import METHOD_LABELS, METHOD_SPECS
 from ilets.metric_table import summary_columns
 from ilets.report.report_context import ReportContext, coverage_sentence
 
@@ -41,7 +42,6 @@ class ChapterFindings:
 def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
     """Chapter 13 from the per-server grid (``folder``, default
     :func:`ilets.study.results.per_server_dir`) and the faithful grid's heuristics (``ctx``)."""
-    from ilets.method_table import METHOD_LABELS
     from ilets.report import findings as F
     from ilets.report import heuristic_gap as G
     from ilets.report import plots
@@ -85,6 +85,20 @@ def pilot_sentence(folder: Path) -> str:
             f"{100 * row['change_high']:+.2f} %) from where it started on a held-out segment, frozen and greedy.")
 
 
+def cost_sentence(learners: pd.DataFrame) -> str:
+    """What the per-server cells cost, from their own records: CPU-hours in all, and the mean
+    CPU seconds of a cell per method and fleet size for the methods that run OAIL's experts."""
+    if learners.empty or "cpu_s" not in learners:
+        return ""
+    per = learners.groupby(["method", "servers"])["cpu_s"].mean()
+    oail = [f"{METHOD_LABELS.get(m, m)} {int(s)} servers {per[(m, s)]:,.0f} s"
+            for m, s in per.index if METHOD_SPECS.get(m) is not None and METHOD_SPECS[m].oail]
+    text = f"The finished cells took {learners['cpu_s'].sum() / 3600:.2f} CPU-hours"
+    if oail:
+        text += f"; a cell with OAIL's experts took, in CPU seconds per cell: {', '.join(oail)}"
+    return text + " (the cells' own records)."
+
+
 def readme_block(shipped: Path, reps: int = 2000) -> str:
     """README's paragraph from the shipped folders under ``shipped``."""
     from ilets.report import heuristic_gap as G
@@ -96,11 +110,11 @@ def readme_block(shipped: Path, reps: int = 2000) -> str:
         learners = load_metrics(grid)
         metrics = G.family_metrics(learners, load_metrics(shipped / FAITHFUL))
         parts += [coverage_sentence(grid, learners),
-                  G.gap_sentence(G.gap_table(metrics, reps=reps), "the per-server policy")]
+                  G.gap_sentence(G.gap_table(metrics, reps=reps), "the per-server policy"), cost_sentence(learners)]
     else:
         parts.append("The per-server grid is not shipped yet.")
     parts.append("Chapter 13 of the book (*The per-server learners*) has the tables.")
-    return " ".join(parts) + "\n"
+    return " ".join(p for p in parts if p) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
