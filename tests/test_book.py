@@ -111,6 +111,10 @@ def book(tmp_path_factory):
     # summary's scale table and chapter 10's live re-runs read it)
     shutil.copytree(results, tmp / "scale")
     env["ILETS_SCALE_RESULTS"] = str(tmp / "scale")
+    # the per-server chapters read a grid of the same (smoke) scale, never the repository's
+    # paper-scale results/per-server: the smoke grid's learners stand in for the family, so its
+    # tables and sentences are built from data, not from the "no results yet" branch
+    env["ILETS_PER_SERVER_RESULTS"] = str(tmp / "scale")
     t0 = time.perf_counter()
     build = subprocess.run([_bin("jupyter-book"), "build", str(ROOT), "-W", "--keep-going", "--path-output", str(out)],
                            cwd=tmp, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
