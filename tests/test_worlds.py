@@ -55,7 +55,11 @@ def test_an_impossible_jitter_is_named(bad):
 
 
 def test_jitter_is_left_out_of_the_digest_at_its_default():
-    assert RunConfig().digest() == dataclasses.replace(RunConfig(), workload=WorkloadConfig(event_jitter_s=0.0)).digest()
+    from ilets.config import digest_of, to_dict
+
+    plain = to_dict(RunConfig())
+    before = {**plain, "workload": {k: v for k, v in plain["workload"].items() if k != "event_jitter_s"}}
+    assert RunConfig().digest() == digest_of(before)  # a config written before the field existed
     assert RunConfig().digest() != dataclasses.replace(RunConfig(),
                                                        workload=WorkloadConfig(event_jitter_s=10.0)).digest()
 
@@ -73,3 +77,23 @@ def test_the_worlds_profile_varies_worlds_and_runs_the_per_server_grids_settings
     for section in ("oinpt", "ppo", "finetune"):
         assert mine[section] == to_dict(grid.run)[section], section
     assert (per_server[0].policy, per_server[0].observation) == (grid.run.policy, grid.run.observation)
+
+
+def test_shipped_event_records_keep_their_keys():
+    """events.json of the shipped grids is keyed by the workload as it was shipped: the new
+    jitter field at its default must not change the key (or every chapter rebuilds workloads)."""
+    import json
+    from pathlib import Path
+
+    from ilets.study.profiles import load_profile
+    from ilets.study.workload_events import workload_key
+
+    root = Path(__file__).resolve().parents[1] / "shipped"
+    for name in ("paper", "pilot"):
+        events = root / name / "events.json"
+        if not events.is_file():
+            pytest.skip(f"no shipped/{name}/events.json in this checkout")
+        keys = set(json.loads(events.read_text()).get("workloads", json.loads(events.read_text())))
+        assert workload_key(load_profile(name).run.workload) in keys, name
+    jittered = dataclasses.replace(load_profile("paper").run.workload, event_jitter_s=50.0)
+    assert workload_key(jittered) != workload_key(load_profile("paper").run.workload)

@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from ilets.config import RunConfig, WorkloadConfig, digest_of, from_dict, to_dict
+from ilets.config import ADDED_FIELDS, RunConfig, WorkloadConfig, digest_of, from_dict, to_dict
 from ilets.study.run import atomic_text
 
 #: The file of a results folder that records where each workload's events strike.
@@ -72,8 +72,15 @@ def online_event_ranges(events: Mapping[str, float], arrival: np.ndarray,
 
 def workload_key(workload: WorkloadConfig) -> str:
     """The key of a workload configuration in ``events.json``: a short hash of every field
-    (:func:`ilets.config.digest_of`, the hash that names the cells)."""
-    return digest_of(to_dict(workload))
+    (:func:`ilets.config.digest_of`, the hash that names the cells). A workload field added
+    after results were shipped (:data:`ilets.config.ADDED_FIELDS`) is left out at its default,
+    as in a cell's digest, so the shipped records keep their keys."""
+    plain, default = to_dict(workload), to_dict(WorkloadConfig())
+    for dotted in ADDED_FIELDS:
+        section, _, leaf = dotted.partition(".")
+        if section == "workload" and leaf in plain and plain[leaf] == default[leaf]:
+            del plain[leaf]
+    return digest_of(plain)
 
 
 def workload_event_record(workload: WorkloadConfig, seed: int) -> dict:
