@@ -49,3 +49,16 @@ def test_the_per_server_cost_sentence_reads_the_cells_records():
     assert text.startswith("The finished cells took 0.56 CPU-hours")
     assert "ILETS 50 servers 500 s" in text and "ILETS- 200 servers 900 s" in text and "DRL 50" not in text
     assert cost_sentence(pd.DataFrame()) == ""
+
+
+def test_one_seed_never_beats_or_loses():
+    rows = _cells("drl+", 50, 1.0, -0.30, seeds=[0]) + _cells("earliest-finish", 50, 1.2, -0.32, seeds=[0])
+    t = gap_table(pd.DataFrame(rows), reps=200)
+    assert (t["seeds"] == 1).all() and not t["beats"].any() and (t["verdict"] != "worse").all()
+
+
+def test_a_store_without_cells_gives_no_family_rows():
+    from ilets.report.heuristic_gap import family_metrics
+
+    assert family_metrics(pd.DataFrame({"variant": []}), pd.DataFrame(_metrics())).empty
+

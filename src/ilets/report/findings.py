@@ -291,23 +291,6 @@ def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
     return texts
 
 
-def learners_lose_sentence(gap: pd.DataFrame) -> str:
-    """README's lead, from :func:`ilets.report.heuristic_gap.gap_table`: whether every learner loses
-    to the best heuristic at each fleet size (the best learner's 95 % interval below 0 on every
-    measure there: the other learners' means are worse still), or where one does not."""
-    if gap.empty:
-        return "**No learner and heuristic cells share a fleet size here.**"
-    lose = gap["ci_high_pct"] < 0
-    sizes = and_join(str(int(x)) for x in sorted(gap["servers"].unique()))
-    measures = and_join(G.MEASURE_NAMES.get(m, m) for m in dict.fromkeys(gap["measure"]))
-    if lose.all():
-        return (f"**Every learner loses to the best heuristic at each fleet size ({sizes} servers) on {measures}:** "
-                "even the best learner there is worse, resolved.")
-    not_lost = gap[~lose]
-    where = and_join(f"{G.MEASURE_NAMES.get(r.measure, r.measure)} at {r.servers} servers" for r in not_lost.itertuples())
-    return f"**The best learner does not lose to the best heuristic (resolved) on {where}.**"
-
-
 def sci(x: float) -> str:
     """A rate as the book writes it: ``2.5e-6``, ``3e-4`` (no padded exponent)."""
     mantissa, exponent = f"{x:e}".split("e")

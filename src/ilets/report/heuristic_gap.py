@@ -6,7 +6,9 @@ and the heuristic with the best seed mean on it, and compare them paired by seed
 book's resampler (:func:`ilets.report.verdicts.component_effects`). Both picks are made on the
 data they are compared on: the learner's favours the learners, the heuristic's the heuristics,
 so neither side is handicapped. A learner *beats* the best heuristic at a fleet size when the
-95 % interval of its improvement lies above zero.
+book's rule calls its improvement resolved (``verdict`` "better": the 95 % interval above zero,
+with at least two seeds on each side, :func:`ilets.report.stats.effect_verdict`), and *loses*
+when it calls it "worse".
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ilets.report.verdicts import BEST_HEURISTIC, best_heuristic_rows, component
 MEASURES = ("avg_response_s", "mean_reward")
 MEASURE_NAMES = metric_names("label", MEASURES)
 COLUMNS = ["measure", "servers", "learner", "heuristic", "learner_mean", "heuristic_mean", "effect_pct",
-           "ci_low_pct", "ci_high_pct", "seeds", "beats"]
+           "ci_low_pct", "ci_high_pct", "seeds", "verdict", "beats"]
 
 
 def gap_table(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heuristics: Sequence[str] = HEURISTICS,
@@ -35,8 +37,8 @@ def gap_table(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heurist
 
     ``metrics`` holds the learner cells of one family and the heuristic cells on the same
     seeds and fleets. ``effect_pct`` is the learner's improvement over the heuristic (positive:
-    the learner is better), with its 95 % interval; ``beats`` is True when the interval lies
-    above zero. Fleet sizes without a learner or a heuristic are left out.
+    the learner is better), with its 95 % interval and the book's ``verdict`` of it; ``beats``
+    is True when that verdict is "better" (never from one seed). Fleet sizes without a learner or a heuristic are left out.
     """
     rows = []
     for measure in measures:
@@ -59,7 +61,8 @@ def gap_table(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heurist
             rows.append({"measure": measure, "servers": int(servers), "learner": learner, "heuristic": heuristic,
                          "learner_mean": r["mean_a"], "heuristic_mean": r["mean_b"], "effect_pct": r["effect_pct"],
                          "ci_low_pct": r["ci_low_pct"], "ci_high_pct": r["ci_high_pct"],
-                         "seeds": int(min(r["n_a"], r["n_b"])), "beats": bool(r["ci_low_pct"] > 0)})
+                         "seeds": int(min(r["n_a"], r["n_b"])), "verdict": r["verdict"],
+                         "beats": r["verdict"] == "better"})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -91,6 +94,8 @@ def family_metrics(learner_metrics: pd.DataFrame, reference: pd.DataFrame,
     """A family's learner cells (main grid) with the heuristic cells of ``reference`` on the same
     fleet sizes and seeds: heuristics do not depend on the learner's policy or observation, so
     the per-server family is compared with the heuristic cells of the faithful grid."""
+    if "method" not in learner_metrics:  # a store built before any cell finished
+        return reference.iloc[0:0]
     mine = learner_metrics[learner_metrics["method"].isin(learners) & (learner_metrics.get("variant", "") == "")]
     keys = set(zip(mine["servers"], mine["seed"]))
     ref = reference[reference["method"].isin(heuristics) & (reference.get("variant", "") == "")]
@@ -114,15 +119,15 @@ def learner_gaps(metrics: pd.DataFrame, measures: Sequence[str] = MEASURES, heur
 
 
 def every_learner_sentence(table: pd.DataFrame, family: str) -> str:
-    """Whether every learner of ``family`` loses to the best heuristic (95 % interval below zero)
-    on every measure at every fleet size of :func:`learner_gaps`' ``table``; else which learners,
-    measures and fleet sizes do not lose, and where one beats it (interval above zero)."""
+    """Whether every learner of ``family`` loses to the best heuristic (verdict "worse": the 95 %
+    interval below zero, two seeds or more) on every measure at every fleet size of
+    :func:`learner_gaps`' ``table``; else which do not lose, and where one beats it ("better")."""
     if table.empty:
         return f"With {family} there are no learner and heuristic cells on the same fleets to compare."
     names = _and([METHOD_LABELS.get(m, m) for m in dict.fromkeys(table["learner"])])
     sizes = _and([str(int(s)) for s in sorted(table["servers"].unique())])
     measures = " and ".join(MEASURE_NAMES.get(m, m) for m in dict.fromkeys(table["measure"]))
-    lose = table["ci_high_pct"] < 0
+    lose, wins = table["verdict"] == "worse", table["verdict"] == "better"
     if lose.all():
         return (f"With {family}, every learner ({names}) loses to the best heuristic at every fleet size tested "
                 f"({sizes} servers) on {measures}: each one's 95 % interval lies below zero.")
@@ -132,8 +137,8 @@ def every_learner_sentence(table: pd.DataFrame, family: str) -> str:
                          f"{r.servers} servers ({r.effect_pct:+.1f} %, {r.ci_low_pct:+.1f} to {r.ci_high_pct:+.1f})"
                          for r in rows.itertuples())
 
-    beats = table[table["ci_low_pct"] > 0]
-    unresolved = table[~lose & ~(table["ci_low_pct"] > 0)]
+    beats = table[wins]
+    unresolved = table[~lose & ~wins]
     text = (f"With {family} ({names}; {sizes} servers; {measures}), a learner loses to the best heuristic (95 % "
             f"interval below zero) in {int(lose.sum())} of {len(table)} comparisons")
     if len(beats):
