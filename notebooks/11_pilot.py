@@ -91,8 +91,8 @@ plots.markdown_table(rep.table, {"setting": "setting", "value": "value", "varian
 # held-out segment greedily before the pass (the frozen clone) and after it (mean reward there,
 # higher is better), the test of whether PPO keeps what imitation taught.
 #
-# **Round 2, declared after round 1 was read.** Every round-1 candidate ended its pass below its
-# frozen clone on the held-out segment, the round-1 choice included. Round 2 adds three candidates
+# **Round 2, declared after round 1 was read,** for what its held-out scores showed (the summary
+# below counts the round-1 candidates that end below their frozen clone). Round 2 adds three candidates
 # (`r2-*`) that hold the KL toward the clone constant, and a rule for both rounds, committed
 # before any round-2 cell ran: a candidate *keeps its clone* when the 95 % Student-t interval
 # over the pilot seeds of its held-out change (after PPO minus the clone, relative to the clone)

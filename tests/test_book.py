@@ -195,6 +195,7 @@ def _page_problems(page: str, html_file: Path, dom: str) -> list[str]:
     for el in soup.select(PROSE):
         if el.find(PROSE.split(", ")):  # nested prose: read at the innermost level
             continue
+        el = BeautifulSoup(str(el), "html.parser")  # a copy: the output checks below read the page whole
         for skip in el.select("code, pre, .math, mjx-container, script, style"):
             skip.decompose()
         literal += [m.group(0) for m in LITERAL_MARKDOWN.finditer(el.get_text(" "))]

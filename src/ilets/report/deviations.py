@@ -23,9 +23,16 @@ from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 #: the table states the values the code runs with instead of copies of them.
 _D = method_defaults()
 _WORLDS = load_profile("worlds")
+_PS_PILOT = load_profile("pilot-per-server")
 _W, _F, _P, _E, _O = _D.workload, _D.fleet, _D.ppo, _D.experts, _D.oail
 #: The learning rate of the authors' actor-critic [code] (we do not use it: PPO's is in ``methods.yaml``).
 AUTHORS_LEARNING_RATE = 2.5e-6
+
+
+def _servers(profile) -> str:
+    """A profile's fleet sizes as prose ("50" or "50 and 200")."""
+    sizes = [str(s) for s in profile.servers]
+    return sizes[0] if len(sizes) == 1 else ", ".join(sizes[:-1]) + " and " + sizes[-1]
 
 
 def _span(pair, spec: str = ",g") -> str:
@@ -141,8 +148,9 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "steps after each PPO update, DAgger-style OAIL targets (the learner's own states, the expert's "
               "choices), held-out greedy checkpoints", "FinetuneConfig, ilets.agents.ppo, ilets.agents.checkpoints"),
     Deviation("Per-server tuning", "the paper's settings are unpublished",
-              "a joint random search for per-server DRL+ on the pilot seeds at 50 servers; round 1 chose by mean J "
-              "alone, and every candidate ended below its frozen clone, so a round 2 (three candidates with a "
+              f"a joint random search for per-server DRL+ on the pilot seeds at {_servers(_PS_PILOT)} servers; "
+              "round 1 chose by mean J "
+              "alone, and its held-out scores showed the clones eroding, so a round 2 (three candidates with a "
               "constant KL toward the clone) was declared after round 1 was read, with a rule committed before its "
               f"cells ran: keep the clone (95 % t-interval of the held-out change above -{_KEEP:.0%}), then lowest J "
               "(the pilot chapter)", "ilets.study.pilot.select_round_two, configs/pilot-per-server.yaml"),

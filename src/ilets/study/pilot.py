@@ -387,8 +387,11 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
             f"({int(table['cells'].sum())} of {expected * len(settings)} learner cells finished). ")
     if len(pick_one):
         one_row = table.set_index("variant").loc[str(pick_one.iloc[0])]
-        text += (f"Round 1's rule (lowest J) chose {pick_one.iloc[0]} ({settings[str(pick_one.iloc[0])]}), which ends "
-                 f"its pass {_change(one_row)} from its frozen clone on the held-out segment. ")
+        r1 = table[table["round"] == 1]
+        below = int((r1["change"] < 0).sum())
+        text += (f"Round 1's rule chose {pick_one.iloc[0]} ({settings[str(pick_one.iloc[0])]}), which ends "
+                 f"its pass {_change(one_row)} from its frozen clone on the held-out segment; {below} of {len(r1)} "
+                 f"round-1 candidates end below their clone (mean over the pilot seeds). ")
     elif first_done < len(first):
         text += f"Round 1 is unfinished ({first_done} of {len(first)} candidates complete). "
     kept = table[table["complete"] & table["keeps"]]["variant"].tolist()
@@ -408,5 +411,7 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
 
 def _change(row: pd.Series) -> str:
     """A candidate's held-out change as a phrase: mean and 95 % interval, in percent."""
+    if not np.isfinite(row["change"]):
+        return "by an unmeasured amount (no held-out scores)"
     return (f"{100 * row['change']:+.2f} % (95 % interval {100 * row['change_low']:+.2f} to "
             f"{100 * row['change_high']:+.2f} %, {int(row['seeds'])} pilot seeds)")
