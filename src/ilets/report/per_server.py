@@ -37,6 +37,8 @@ class ChapterFindings:
     #: the paper's improvement table with the per-server learners (ours over per-server DRL,
     #: :func:`ilets.report.findings.paper_tables` on the family's context), for display
     comparison: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
+    #: which fleet sizes the improvement table judges (the family's coverage rule), or why none
+    judged: str = ""
 
 
 def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
@@ -67,8 +69,10 @@ def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
     family = ReportContext.load_family(folder, ctx, "per-server") if has_grid else None
     comparison = (plots.comparison_display(F.paper_tables(family)[1], F.PAPER_LABELS)
                   if family is not None and {"drl", "drl+"} <= set(family.metrics["method"]) else pd.DataFrame())
+    judged = family.coverage_text if family is not None else "The per-server grid has no results in this checkout yet."
     return ChapterFindings(coverage=coverage, summaries=summaries, gap=shown_gap,
-                           gap_sentence=G.gap_sentence(gap, "the per-server policy"), heldout=held, comparison=comparison)
+                           gap_sentence=G.gap_sentence(gap, "the per-server policy"), heldout=held, comparison=comparison,
+                           judged=judged)
 
 
 def pilot_sentence(folder: Path) -> str:
