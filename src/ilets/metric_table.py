@@ -4,21 +4,9 @@ Modelled on :mod:`ilets.method_table`: the report's label maps, formats and dire
 read from :data:`METRIC_SPECS` instead of being typed again in each module and chapter, so a
 new measure is one row here.
 
-=========================  ==============  =====================  =====  ==========
-name                       short           label                  unit   better
-=========================  ==============  =====================  =====  ==========
-``avg_response_s``         response        response time          s      lower
-``energy_kwh``             energy          energy                 kWh    lower
-``success_rate``           success         success rate           %      higher
-``mean_reward``            reward          mean reward                   higher
-``reward``                 reward          reward                        higher
-``response``               response        response                s     lower
-``success``                success         success                       higher
-``cum_reward``             cum. reward     cumulative reward             higher
-``convergence_decisions``  convergence     decisions to converge         lower
-``mad``                    oscillation     oscillation                   lower
-=========================  ==============  =====================  =====  ==========
-
+The rows: the per-cell measures ``avg_response_s`` (lower is better), ``energy_kwh`` (lower),
+``success_rate`` (higher) and ``mean_reward`` (higher); the curve measures ``cum_reward``
+(higher), ``convergence_decisions`` and ``mad`` (oscillation; both lower).
 ``reward``, ``response`` and ``success`` are the learning curves' windowed columns.
 """
 

@@ -2,7 +2,8 @@
 
 README's paragraph on the per-server learners (between :data:`README_MARKERS`, written by
 ``python -m ilets.report.per_server --write README.md`` from the shipped folders, a test keeps
-it equal) and chapter 13's coverage sentence come from here, so both say the same.
+it equal) and chapter 13's findings come from here; the grid's coverage sentence, which chapter 1
+shares, is :func:`ilets.report.report_context.coverage_sentence`.
 """
 
 from __future__ import annotations
