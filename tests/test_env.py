@@ -10,7 +10,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from ilets.agents.env import ENV_ID, CloudSchedulingEnv
+from ilets import ENV_ID
+from ilets.agents.env import CloudSchedulingEnv
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
 from ilets.simulator.cloud import Fleet
 from ilets.simulator.objective import cost_of
