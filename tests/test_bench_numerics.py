@@ -12,6 +12,7 @@ from ilets.numerics import can_pin
 PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_numerics.py"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not can_pin(), reason="this CPU cannot run the portable (AVX2) kernels")
 def test_each_mode_runs_in_its_own_process_and_repeats_are_identical(tmp_path):
     spec = importlib.util.spec_from_file_location("bench_numerics", PATH)

@@ -350,6 +350,7 @@ def test_the_synthetic_task_counts_are_the_papers():
     assert SYNTHETIC_TASKS == {"offline": PAPER_OFFLINE_TASKS, "online": PAPER_ONLINE_TASKS}
 
 
+@pytest.mark.slow
 def test_every_shipped_cell_keeps_its_digest():
     # fields added since (ADDED_FIELDS, nested ones included) leave every shipped name valid
     from pathlib import Path

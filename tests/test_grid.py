@@ -166,6 +166,7 @@ def _pgroup_alive(pgid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_killed_grid_resumes_to_the_same_numbers(tmp_path):
     # 8 cells: 4 DRL (a few seconds each) and 4 random (a fraction of a second)
     path = write_profile(tmp_path / "resume.yaml", methods=["drl", "random"], servers=[5, 10], seeds=[0, 1],
@@ -246,6 +247,7 @@ def test_hidden_temporary_cell_folders_are_not_results(tmp_path):
     assert list(compute_table(out)["cell"]) == [cell_name(cfg)]
 
 
+@pytest.mark.slow
 def test_submitit_local_executor_matches_local(tmp_path):
     path = write_profile(tmp_path / "sub.yaml", methods=["random", "drl"], servers=[5], seeds=[0])
     profile = load_profile(path)

@@ -362,6 +362,7 @@ def test_the_benchmark_script_runs_quick(capsys):
         bench.main(["--quick", "--write"])
 
 
+@pytest.mark.slow
 def test_under_a_cut_every_rung_beats_doing_nothing_and_a_forecast_never_beats_the_truth():
     """On the tiny episode (a 30% cut for 3 s), measured by the scenario's own metric: every
     expert's tracking error is well below Earliest-Finish's (which ignores the command), and

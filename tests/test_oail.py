@@ -189,6 +189,7 @@ def test_past_window_uses_only_placed_tasks_and_upcoming_peeks_ahead(tiny_config
     assert submitted and all(idx[0] == i for i, idx, _ in submitted)  # the next tasks, not yet arrived
 
 
+@pytest.mark.slow
 def test_a_process_that_ran_oail_exits_cleanly(tmp_path):
     # A pool torn down mid-result once left the executor's manager thread blocked, which
     # hung the interpreter at exit (and a grid worker with it). Run a whole ILETS- pass in a

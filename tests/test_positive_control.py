@@ -54,6 +54,7 @@ def test_no_results_say_so():
     assert P.verdict(P.summary(pd.DataFrame())).text.startswith("No positive-control results")
 
 
+@pytest.mark.slow
 def test_the_smoke_control_runs_resumes_and_is_strict(tmp_path):
     profile = S.load_profile("positive-control-smoke")
     out = tmp_path / "pc"
@@ -99,6 +100,7 @@ def test_the_transfer_table_reads_transfer_rows():
     assert shown["response gap"].iloc[0] == "+0.20%"
 
 
+@pytest.mark.slow
 def test_shipping_copies_finished_units_with_their_provenance(tmp_path):
     profile = S.load_profile("positive-control-smoke")
     out = tmp_path / "pc"

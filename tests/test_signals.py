@@ -25,6 +25,9 @@ import yaml
 
 from tiny_profiles import write_profile  # noqa: E402 (tests/ is on the path)
 
+# end-to-end: real grids in child processes, killed and resumed (make test runs them; test-fast not)
+pytestmark = pytest.mark.slow
+
 
 def _as_from_a_terminal() -> None:
     # a test suite started as a background job (`make test &`) inherits SIGINT ignored, as
