@@ -150,10 +150,11 @@ class ReportContext:
         pending = self.pending_text
         if not pending:
             return "Every fleet size the profile plans is in the tables."
-        return (f"The tables judge {self.scales_text} servers only; {pending} "
-                f"{'are' if ' and ' in pending else 'is'} left out of every table until each method has "
-                f"{MIN_JUDGED_SEEDS} seeds there (`ilets.study.coverage`), so a verdict on every fleet size is "
-                "provisional.")
+        left = (f"{pending} {'are' if ' and ' in pending else 'is'} left out of every table until each method has "
+                f"{MIN_JUDGED_SEEDS} seeds there (`ilets.study.coverage`)")
+        if not self.scales_text:
+            return f"No fleet size is judged yet: {left}."
+        return f"The tables judge {self.scales_text} servers only; {left}, so a verdict on every fleet size is provisional."
 
     def variant_missing_text(self, variant: str) -> str:
         """Why ``variant`` has no results shown, in words (no final full stop): not in the
