@@ -65,12 +65,12 @@ def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
     held = heldout_change(learners, ("method", "servers"))
     held = held.assign(method=held["method"].replace(METHOD_LABELS),
                        **{c: 100 * held[c].astype(float) for c in ("change", "change_low", "change_high")})
-    coverage = (coverage_sentence(folder, learners) if has_grid
-                else "The per-server grid has no results in this checkout yet.")
+    absent = "The per-server grid has no results in this checkout yet."
+    coverage = coverage_sentence(folder, learners) if has_grid else absent
     family = ReportContext.load_family(folder, ctx, "per-server") if has_grid else None
     comparison = (plots.comparison_display(F.paper_tables(family)[1], F.PAPER_LABELS)
                   if family is not None and {"drl", "drl+"} <= set(family.metrics["method"]) else pd.DataFrame())
-    judged = family.coverage_text if family is not None else "The per-server grid has no results in this checkout yet."
+    judged = family.coverage_text if family is not None else absent
     return ChapterFindings(coverage=coverage, summaries=summaries, gap=shown_gap,
                            gap_sentence=G.gap_sentence(gap, "the per-server policy"), heldout=held, comparison=comparison,
                            judged=judged)
@@ -78,7 +78,7 @@ def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
 
 def pilot_sentence(folder: Path) -> str:
     """The per-server pilot's choice and what the chosen fine-tuning did to the clone."""
-    from ilets.study.pilot import joint_report
+    from ilets.study.pilot import change_text, joint_report
 
     rep = joint_report(folder)
     if rep.chosen is None:
@@ -86,8 +86,7 @@ def pilot_sentence(folder: Path) -> str:
     row = rep.table.set_index("variant").loc[rep.chosen]
     return (f"The per-server pilot ({int(rep.table['cells'].sum())} DRL+ cells on pilot seeds, paper scale, two "
             f"declared rounds) chose {rep.chosen} ({row['settings']}): fine-tuned online, the clone ends its pass "
-            f"{100 * row['change']:+.2f} % (95 % t-interval {100 * row['change_low']:+.2f} to "
-            f"{100 * row['change_high']:+.2f} %) from where it started on a held-out segment, frozen and greedy.")
+            f"{change_text(row)} from where it started on a held-out segment, frozen and greedy.")
 
 
 def cost_sentence(learners: pd.DataFrame) -> str:

@@ -390,7 +390,7 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
         r1 = table[table["round"] == 1]
         below = int((r1["change"] < 0).sum())
         text += (f"Round 1's rule chose {pick_one.iloc[0]} ({settings[str(pick_one.iloc[0])]}), which ends "
-                 f"its pass {_change(one_row)} from its frozen clone on the held-out segment; {below} of {len(r1)} "
+                 f"its pass {change_text(one_row)} from its frozen clone on the held-out segment; {below} of {len(r1)} "
                  f"round-1 candidates end below their clone (mean over the pilot seeds). ")
     elif first_done < len(first):
         text += f"Round 1 is unfinished ({first_done} of {len(first)} candidates complete). "
@@ -399,7 +399,7 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
              f"change above -{KEEP_MARGIN:.0%}): {', '.join(kept) if kept else 'none of the complete ones'}. ")
     if pick and done == len(settings):
         row = table.set_index("variant").loc[pick]
-        text += (f"It chooses {pick} ({settings[pick]}), which ends its pass {_change(row)} from its frozen "
+        text += (f"It chooses {pick} ({settings[pick]}), which ends its pass {change_text(row)} from its frozen "
                  f"clone: the per-server learners' settings.")
     elif pick:
         text += (f"Among the complete candidates it would choose {pick} ({settings[pick]}): provisional until "
@@ -409,9 +409,9 @@ def joint_report(folder, profile: Profile | None = None) -> JointReport:
     return JointReport(table, pick if done == len(settings) else None, text)
 
 
-def _change(row: pd.Series) -> str:
+def change_text(row: pd.Series) -> str:
     """A candidate's held-out change as a phrase: mean and 95 % interval, in percent."""
     if not np.isfinite(row["change"]):
         return "by an unmeasured amount (no held-out scores)"
-    return (f"{100 * row['change']:+.2f} % (95 % interval {100 * row['change_low']:+.2f} to "
+    return (f"{100 * row['change']:+.2f} % (95 % t-interval {100 * row['change_low']:+.2f} to "
             f"{100 * row['change_high']:+.2f} %, {int(row['seeds'])} pilot seeds)")
