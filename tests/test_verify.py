@@ -49,6 +49,25 @@ def test_a_tampered_metric_is_reported(shipped, tmp_path, capsys):
         metrics.write_text(original)
 
 
+def test_a_metric_the_record_predates_is_noted_not_compared(shipped, tmp_path, capsys):
+    (cell,) = [c for c in pick(shipped, sample=3) if c.startswith("earliest-finish")]
+    metrics = shipped / "cells" / cell / "metrics.json"
+    original = metrics.read_text()
+    try:
+        m = json.loads(original)
+        del m["avg_response_s"]  # as if the cell was computed before this metric existed
+        metrics.write_text(json.dumps(m))
+        code = main(["verify", "--results", str(shipped), "--cell", cell, "--scratch", str(tmp_path), "--quiet"])
+        out = capsys.readouterr().out
+        assert code == 0 and "1 of 1 cells reproduced exactly" in out
+        assert "recorded before these metrics existed (not compared): avg_response_s" in out
+        # the other way round, a metric the re-run no longer writes, is a difference
+        assert compare(tmp_path / "cells" / cell, shipped / "cells" / cell) == [
+            f"metrics.json avg_response_s: {json.loads(original)['avg_response_s']!r} -> None"]
+    finally:
+        metrics.write_text(original)
+
+
 def test_verify_user_errors_are_one_line(tmp_path, capsys):
     assert main(["verify", "--results", str(tmp_path), "--sample", "1"]) == 2
     assert "expected a results folder" in capsys.readouterr().err

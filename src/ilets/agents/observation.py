@@ -216,12 +216,7 @@ class ServerTable:
         write_table(out.reshape(len(fleet), self.width), cloud.earliest_starts(task.cpu), cloud.now, fleet.mips,
                     fleet.capacity, cloud.used, cloud.n_tasks, cloud.drain, fleet.speed_share, fleet.power_share,
                     cloud.act_per_cpu, task.cpu, task.length, task.deadline, spec.wait_scale_s,
-                    _largest_server_power(fleet), DEADLINE_TOL)
-
-
-def _largest_server_power(fleet: Fleet) -> float:
-    """The largest full-load power of one server, W (the per-server table's power unit)."""
-    return float((fleet.p_idle + fleet.p_act).max())
+                    fleet.largest_server_power, DEADLINE_TOL)
 
 
 _PAPER: tuple[FeatureBlock, ...] = (TaskCPU(), TaskLength(), FreeCPU(), QueueLength())

@@ -39,7 +39,7 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from torch import nn
 
 from ilets.agents.masked import act_masked
-from ilets.agents.per_server_kernels import context, forward, sample, scores
+from ilets.agents.per_server_kernels import context, forward, greedy, sample, scores
 
 
 class PerServerNet(nn.Module):
@@ -179,8 +179,16 @@ class PerServerNumpy:
         return self._value(self._split(obs)[1])
 
     def act(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator | None = None) -> int:
-        """The greedy masked action, or a sample from the masked softmax when ``rng`` is given."""
-        return act_masked(self.logits(obs), mask, rng)
+        """The greedy masked action, or a sample from the masked softmax when ``rng`` is given.
+
+        Greedy, one compiled pass (:func:`ilets.agents.per_server_kernels.greedy`) scores the
+        allowed servers and keeps the first best: what ``act_masked(logits, mask)`` returns."""
+        if rng is not None:
+            return act_masked(self.logits(obs), mask, rng)
+        ctx = self._split(obs)[1]
+        best = greedy(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
+                      self.b_score, mask)
+        return best if best >= 0 else 0  # nothing allowed: argmax of all -inf, as act_masked
 
     def step(self, obs: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> tuple[int, np.float32, float]:
         """Sample a server; return it, the value and its log-probability (as the flat path does).

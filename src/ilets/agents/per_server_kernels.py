@@ -150,3 +150,33 @@ def sample(z: np.ndarray, mask: np.ndarray, u: float) -> tuple[int, float]:
             if acc > target:
                 return i, z[i] - top - math.log(total)
     return last, z[last] - top - math.log(total)  # the draw rounded up to the total
+
+
+@njit(cache=True, nogil=True)
+def greedy(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
+           b_score: float, mask: np.ndarray) -> int:
+    """The first allowed server of highest score (:func:`scores`), or -1 if none is allowed.
+
+    What ``act_masked(scores, mask)`` returns, without writing the scores out: the same
+    float32 score of every server, then the first maximum among the allowed ones."""
+    hidden = bias.shape[0]
+    h = np.empty(hidden, np.float32)
+    best, top = -1, np.float32(0.0)
+    for i in range(mask.shape[0]):
+        if not mask[i]:
+            continue
+        base = n_task + i * width
+        for k in range(hidden):
+            h[k] = bias[k]
+        for f in range(width):
+            x = obs[base + f]
+            for k in range(hidden):
+                h[k] += x * w_row[f, k]
+        s = np.float32(0.0)
+        for k in range(hidden):
+            if h[k] > 0.0:
+                s += h[k] * w_score[k]
+        s = s + b_score
+        if best < 0 or s > top:
+            best, top = i, s
+    return best

@@ -32,6 +32,7 @@ from functools import cached_property
 import numpy as np
 
 from ilets.config import FleetConfig
+from ilets.simulator.start_kernels import earliest_starts as start_kernel
 
 #: Tolerance when comparing summed CPU requests with a capacity (float sums of trace values).
 CPU_EPS = 1e-9
@@ -89,10 +90,15 @@ class Fleet:
         w = self.p_act / self.capacity
         return w / w.max() if w.max() > 0 else np.zeros_like(w)
 
-    @property
+    @cached_property
     def max_power(self) -> float:
         """Total power with every server fully used, W."""
         return float(self.p_idle.sum() + self.p_act.sum())
+
+    @cached_property
+    def largest_server_power(self) -> float:
+        """The largest full-load power of one server, W."""
+        return float((self.p_idle + self.p_act).max())
 
 
 def make_fleet(cfg: FleetConfig, seed: int) -> Fleet:
@@ -148,8 +154,7 @@ class Cloud:
         # the last call are stale and rebuilt lazily. An empty server's row (no held CPU,
         # level 0 from time -inf) needs no rebuild.
         self._rows = np.arange(m)
-        self._room_col = (fleet.capacity + CPU_EPS)[:, None]
-        self._room_min = float(self._room_col.min())
+        self._room = fleet.capacity + CPU_EPS
         self._prof_level = np.zeros((m, 8))
         self._prof_time = np.full((m, 8), float(t0))  # time[0] = last_start = t0
         self._stale: set[int] = set()
@@ -253,13 +258,10 @@ class Cloud:
         """
         if self._stale:
             self._rebuild_profiles()
-        room = self._room_col - cpu  # (M, 1)
         # first k whose held level leaves room; level[n] = 0 fits any feasible request
-        k = (self._prof_level <= room).argmax(axis=1)
-        start = self._prof_time[self._rows, k]
-        np.maximum(start, self.now if t is None else t, out=start)
-        if cpu > self._room_min:  # some server can never hold it
-            start[room[:, 0] < 0] = np.inf
+        start = np.empty(len(self._rows))
+        start_kernel(self._prof_level, self._prof_time, self._room, float(cpu), self.now if t is None else float(t),
+                     start)
         return start
 
     def _rebuild_profiles(self) -> None:
@@ -372,7 +374,7 @@ class Cloud:
         c.active_energy = self.active_energy
         c.record = record
         c.records = {k: [] for k in self.records}
-        c._rows, c._room_col, c._room_min = self._rows, self._room_col, self._room_min
+        c._rows, c._room = self._rows, self._room
         c._prof_level = self._prof_level.copy()
         c._prof_time = self._prof_time.copy()
         c._stale = set(self._stale)

@@ -114,6 +114,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     now = numerics_record()["effective"]
     for v in verdicts:
         print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
+        if v.added:
+            print(f"    recorded before these metrics existed (not compared): {', '.join(v.added)}")
         for line in v.differences[:5]:
             print(f"    {line}")
         if not v.reproduced:

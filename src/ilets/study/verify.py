@@ -48,6 +48,7 @@ class Verdict:
     reproduced: bool
     differences: tuple[str, ...]  #: "key: recorded -> re-run" lines
     wall_s: float
+    added: tuple[str, ...] = ()  #: metrics the re-run has and the record predates (not differences)
 
 
 class VerifyError(ValueError):
@@ -94,12 +95,23 @@ def book_sample(folder: Path, methods: tuple[str, ...] = BOOK_METHODS) -> list[s
     return list(m.sort_values("method", key=lambda s: s.map(order))["cell"])
 
 
+def added_metrics(recorded: Path, rerun: Path) -> list[str]:
+    """Metrics the re-run writes that the recorded cell does not have: added to the code after
+    the cell was computed, so there is nothing to compare them with (:func:`compare` skips
+    them; a metric the record has and the re-run lacks is a difference)."""
+    a = json.loads((recorded / "metrics.json").read_text())
+    b = json.loads((rerun / "metrics.json").read_text())
+    return sorted(set(b) - set(a) - HOST_KEYS)
+
+
 def compare(recorded: Path, rerun: Path) -> list[str]:
-    """The differences between two cell folders' results (empty when they reproduce)."""
+    """The differences between two cell folders' results (empty when they reproduce).
+
+    A metric only the re-run has is not a difference (:func:`added_metrics`)."""
     out = []
     a = json.loads((recorded / "metrics.json").read_text())
     b = json.loads((rerun / "metrics.json").read_text())
-    for key in sorted(set(a) | set(b)):
+    for key in sorted(set(a)):
         if key in HOST_KEYS:
             continue
         va, vb = a.get(key), b.get(key)
@@ -230,7 +242,7 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
             raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
         diffs = compare(recorded, rerun)
         wall = json.loads((rerun / "metrics.json").read_text()).get("wall_s", float("nan"))
-        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall))
+        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall, tuple(added_metrics(recorded, rerun))))
     return verdicts
 
 
