@@ -23,7 +23,7 @@ ROOT = "ilets"
 #: Each entry is a module or a subpackage (its modules and subpackages); :data:`ROOT` is only itself.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", (ROOT, "ilets.config", "ilets.files", "ilets.host", "ilets.numerics", "ilets.lifecycle", "ilets.method_table",
-              "ilets.metric_table", "ilets.configs", "ilets.data")),
+              "ilets.expert_table", "ilets.metric_table", "ilets.configs", "ilets.data")),
     ("workloads", ("ilets.workloads",)),
     ("simulator", ("ilets.simulator",)),
     ("agents", ("ilets.agents",)),

@@ -1,6 +1,6 @@
 """OAIL's emulators start with the experts' kernels loaded, and that changes no plan.
 
-:meth:`OAILCallback._new_pool` loads the compiled kernels (:func:`ilets.agents.experts.warm_up`)
+:meth:`OAILCallback._new_pool` loads the compiled kernels (:func:`ilets.agents.experts.registry.warm_up`)
 before it forks its workers, so that a worker's first request no longer pays for loading them.
 These tests pin that the plans an emulator returns are, bit for bit, the plans a direct call
 computes on the same snapshot, window and seed, and that warming up touches no caller's state.
@@ -13,7 +13,7 @@ import pickle
 
 import numpy as np
 
-import ilets.agents.experts as experts
+import ilets.agents.experts.registry as experts
 from ilets.agents.experts import make_expert, plan_window, small_case, window_from_table
 from ilets.agents.oail import EmulatorRequest, OAILCallback, run_emulator
 from ilets.agents.observation import StateSpec
