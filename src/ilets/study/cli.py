@@ -7,6 +7,7 @@ Examples::
     ilets grid --profile paper --executor slurm --out /scratch/ilets
     ilets grid --scenario gridcommand --profile gridcommand-quick     # -> results/gridcommand-grid-quick
     ilets ship --results results/quick --to shipped/quick --note "..."
+    ilets evaluate --policy shipped/per-server/cells/CELL --workload tasks.csv --servers 200 --out eval/
     ilets trace find-window --trace-dir DIR
     ilets trace download --shards 0-5 --dest DIR
 """
@@ -148,6 +149,23 @@ def _parse_shards(text: str) -> list[int]:
     return out
 
 
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from ilets.study.evaluate import evaluate, write_evaluation
+    from ilets.workloads.task_file import read_task_file
+
+    tasks = read_task_file(args.workload)
+    out = _out_folder("--out", args.out)
+    if (out / "metrics.json").exists():  # refuse before computing, not after
+        raise UsageError(f"--out {out}: already holds an evaluation (metrics.json); choose another folder")
+    result = evaluate(args.policy, tasks, args.servers, fleet_seed=args.fleet_seed, seed=args.seed,
+                      weights=args.weights)
+    write_evaluation(result, out, shlex.join(["ilets", *sys.argv[1:]]))
+    print(out)
+    for key in ("tasks", "avg_response_s", "success_rate", "energy_kwh", "mean_reward"):
+        print(f"  {key:16s} {result.metrics.get(key)}")
+    return 0
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
     from ilets.workloads import download, trace
 
@@ -231,6 +249,17 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
 
+    ev = sub.add_parser("evaluate", help="schedule your own task table with a shipped policy (frozen) or a heuristic")
+    ev.add_argument("--policy", required=True, help=f"a cell folder, or a heuristic: {', '.join(HEURISTICS)}")
+    ev.add_argument("--weights", default="policy", choices=("policy", "clone"),
+                    help="a cell's final policy or its clone after imitation")
+    ev.add_argument("--workload", required=True, help="a CSV or parquet file: arrival, cpu, length, deadline")
+    ev.add_argument("--servers", type=_int_in(1), required=True)
+    ev.add_argument("--fleet-seed", type=_int_in(0, SEED_MAX), default=0)
+    ev.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seeds a random heuristic")
+    ev.add_argument("--out", required=True, help="a new folder for metrics.json, curve.csv, config.yaml")
+    ev.set_defaults(func=_cmd_evaluate)
+
     tr = sub.add_parser("trace", help="Google 2011 trace shards")
     tsub = tr.add_subparsers(dest="trace_cmd", required=True)
     dl = tsub.add_parser("download", help="download task_events shards (sha256-checked, resumable)")
@@ -250,6 +279,7 @@ def _terminate(signum: int, frame) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ilets`` command."""
     from ilets.numerics import check_switch
+    from ilets.workloads.task_file import TaskFileError
     from ilets.workloads.trace import TraceError
 
     args = build_parser().parse_args(argv)
@@ -269,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(f"ilets: configuration error: {err}", file=sys.stderr)
         return 2
-    except (TraceError, UsageError) as err:
+    except (TraceError, TaskFileError, UsageError) as err:
         print(f"ilets: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # a file or folder the user named (or the disk) is not usable

@@ -356,6 +356,22 @@ def record_failure(out: Path, name: str, identity: dict, err: BaseException, wal
     return path
 
 
+def metrics_record(cfg: RunConfig, final: dict, decision_s: np.ndarray, extra: dict, wall_s: float,
+                   cpu_s: float) -> dict:
+    """A cell's ``metrics.json``: who ran, the pass's final metrics (``info["final"]``), the
+    decision latency, the method's own numbers and the cost (``ilets evaluate`` writes the same)."""
+    d = decision_s
+    return {
+        "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers, "seed": cfg.seed,
+        "digest": cfg.digest(),
+        **final,
+        "decision_p50_ms": float(np.median(d) * 1e3) if len(d) else float("nan"),
+        "decision_p95_ms": float(np.quantile(d, 0.95) * 1e3) if len(d) else float("nan"),
+        **extra,
+        "wall_s": wall_s, "cpu_s": cpu_s,
+    }
+
+
 def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: bool, save_model: bool) -> Path:
     from ilets.agents.methods import run_method
     from ilets.simulator.cloud import make_fleet
@@ -397,15 +413,8 @@ def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: boo
             if result.clone is not None:
                 save_policy(result.model, tmp / "clone", cfg.policy, cfg.observation, cfg.fleet.servers,
                             state=result.clone)
-        metrics = {
-            "method": cfg.method, "variant": cfg.variant, "servers": cfg.fleet.servers, "seed": cfg.seed,
-            "digest": cfg.digest(),
-            **{k: v for k, v in result.log.final.items()},
-            "decision_p50_ms": float(np.median(d) * 1e3) if len(d) else float("nan"),
-            "decision_p95_ms": float(np.quantile(d, 0.95) * 1e3) if len(d) else float("nan"),
-            **result.extra,
-            "wall_s": time.perf_counter() - wall0, "cpu_s": cpu_seconds() - cpu0,
-        }
+        metrics = metrics_record(cfg, result.log.final, d, result.extra, time.perf_counter() - wall0,
+                                 cpu_seconds() - cpu0)
         atomic_json(tmp / "metrics.json", metrics)
         problem = cell_problem(tmp, final.name)
         if problem is not None:  # never publish a folder that would not count as done
