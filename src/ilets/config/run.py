@@ -1,0 +1,124 @@
+"""The whole configuration of one cell (:class:`RunConfig`), what a run may name, and its digest."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ilets.config.learning import ExpertConfig, FinetuneConfig, OAILConfig, OINPTConfig, PPOConfig
+from ilets.config.strict import ConfigError, _Typed, check_finite, merge, read_yaml, to_dict
+from ilets.config.world import SEED_MAX, SYNTHETIC_TASKS, FleetConfig, RewardConfig, WorkloadConfig
+from ilets.method_table import LEARNERS, METHOD_SPECS
+
+#: The learning methods (their table, with what each adds to PPO, is ilets.method_table).
+METHODS = LEARNERS
+#: Observation layouts a run may name; each is a tuple of feature blocks in ilets.agents.observation.LAYOUTS.
+OBSERVATIONS = ("paper", "rich", "per-server")
+#: Policy networks a run may name (ilets.agents.per_server, ilets.agents.ppo): "flat", the
+#: authors' MLP over the concatenated observation, and "per-server", one shared network that
+#: scores each server from its own row (it reads the "per-server" layout only) [ours].
+POLICIES = ("flat", "per-server")
+#: which observation layouts each policy can read
+POLICY_LAYOUTS = {"flat": OBSERVATIONS, "per-server": ("per-server",)}
+HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
+
+
+@dataclass(frozen=True)
+class RunConfig(_Typed):
+    """Everything that determines one cell (method x fleet size x seed)."""
+
+    method: str = "drl"
+    seed: int = 0
+    variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
+    observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors'), "rich" (5M+2) or "per-server" [ours]
+    policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
+    server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
+    curve_every: int = 500  #: decisions per learning-curve point
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    experts: ExpertConfig = field(default_factory=ExpertConfig)
+    oinpt: OINPTConfig = field(default_factory=OINPTConfig)
+    oail: OAILConfig = field(default_factory=OAILConfig)
+    finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
+
+    def validate(self, where: str = "run") -> "RunConfig":
+        if self.method not in METHODS + HEURISTICS:
+            raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
+        if self.observation not in OBSERVATIONS:
+            raise ConfigError(f"{where}.observation: expected one of {OBSERVATIONS}, got {self.observation!r}")
+        if self.server_hidden <= 0:
+            raise ConfigError(f"{where}.server_hidden: expected > 0, got {self.server_hidden}")
+        if self.finetune.oail_targets == "dagger" and self.oail.window_mode != "past":
+            raise ConfigError(f"{where}.finetune.oail_targets: 'dagger' relabels decisions the learner made, "
+                              f"which needs oail.window_mode 'past', got {self.oail.window_mode!r}")
+        if self.policy not in POLICIES:
+            raise ConfigError(f"{where}.policy: expected one of {POLICIES}, got {self.policy!r}")
+        if self.observation not in POLICY_LAYOUTS[self.policy]:
+            raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
+                              f"{POLICY_LAYOUTS[self.policy]}, got {self.observation!r}")
+        if self.curve_every <= 0:
+            raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
+        spec = METHOD_SPECS.get(self.method)
+        if spec is not None and spec.oinpt and self.workload.kind == "synthetic":
+            # behaviour cloning draws batches of oinpt.batch_size from the demonstrated offline tasks
+            demos = min(self.oinpt.max_demo_tasks, round(SYNTHETIC_TASKS["offline"] * self.workload.scale))
+            if demos < self.oinpt.batch_size:
+                raise ConfigError(f"{where}.oinpt.batch_size: {self.oinpt.batch_size} exceeds the {demos} offline "
+                                  f"task(s) {self.method} demonstrates (workload.scale {self.workload.scale}, "
+                                  f"oinpt.max_demo_tasks {self.oinpt.max_demo_tasks}); expected at most {demos}")
+        # NaN fails every comparison, so the range checks below would let it through
+        check_finite(self, where)
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if dataclasses.is_dataclass(value):
+                value.validate(f"{where}.{f.name}")
+        return self
+
+    def digest(self) -> str:
+        """A short hash of every field: results are keyed by it."""
+        return digest_of(to_dict(self))
+
+
+#: Fields added to :class:`RunConfig` after results were shipped, with their defaults: at the
+#: default a field is left out of the digest, so every cell computed before it existed keeps
+#: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
+ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s")
+
+
+def digest_of(plain: dict) -> str:
+    """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
+    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON.
+
+    :data:`ADDED_FIELDS` at their defaults are left out (see there); a dotted name is a
+    field of a section (``oail.request_timeout_s``)."""
+    defaults = to_dict(RunConfig())
+    kept = dict(plain)
+    for dotted in ADDED_FIELDS:
+        *sections, leaf = dotted.split(".")
+        holder, default = kept, defaults
+        for section in sections:
+            if not isinstance(holder.get(section), dict):
+                break
+            holder[section] = dict(holder[section])  # a copy: ``plain`` is left as it was
+            holder, default = holder[section], default[section]
+        else:
+            if leaf in holder and holder[leaf] == default[leaf]:
+                del holder[leaf]
+    return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def load_run_config(path: str | Path | None = None, **overrides: Any) -> RunConfig:
+    """A validated :class:`RunConfig` from an optional YAML file plus keyword overrides."""
+    data = read_yaml(path) if path else {}
+    where = str(path) if path else "run"
+    cfg = merge(RunConfig(), data, where)
+    cfg = merge(cfg, overrides, where)
+    return cfg.validate(where)
