@@ -33,12 +33,13 @@ from pathlib import Path
 import numpy as np
 
 from ilets.host import write_benchmark
-from ilets.report import stats as S
+from ilets.report.stats import aggregates as S
 
 
 @contextmanager
 def rliable_statistics():
-    """Swap rliable's own statistics into :mod:`ilets.report.stats` (the reference)."""
+    """Swap rliable's own statistics into :mod:`ilets.report.stats.aggregates` (the reference), the
+    module whose bootstraps call them."""
     from rliable import metrics as rm
 
     saved = S.improvement_probability, S.aggregate_iqm

@@ -186,12 +186,14 @@ def test_paired_interval_is_the_hand_computed_quantile_range():
     # law of the resampled means P(mean == 1) = P(mean == 6) = 1/27 > 2.5 %: the extremes
     import scipy.stats
 
+    from ilets.report.stats.resampling import _key_seed
+
     x, zero = np.array([1.0, 2.0, 6.0]), np.zeros(3)
     e = S.seed_effect(pd.Series(x), pd.Series(zero), higher=True, reps=4000, key=(0, "hand"))
     assert S.percentile_interval(e.diff_reps) == pytest.approx((1.0, 6.0))
     ref = scipy.stats.bootstrap((x, zero), lambda a, b, axis=-1: a.mean(axis=axis) - b.mean(axis=axis),
                                 paired=True, n_resamples=4000, method="percentile",
-                                rng=np.random.default_rng(np.random.SeedSequence(S._key_seed(0, "hand", "paired"))))
+                                rng=np.random.default_rng(np.random.SeedSequence(_key_seed(0, "hand", "paired"))))
     assert S.percentile_interval(e.diff_reps) == pytest.approx(
         (ref.confidence_interval.low, ref.confidence_interval.high))
 
