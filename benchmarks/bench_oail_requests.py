@@ -45,9 +45,6 @@ from ilets.lifecycle import die_with_parent
 from ilets.study.expert_tables import paper_snapshots
 from ilets.study.profiles import method_defaults
 
-EXPERTS = ("ga", "pso")
-
-
 def make_requests(sizes: list[int], repeats: int) -> list[tuple[int, str, EmulatorRequest]]:
     """``(servers, snapshot, request)`` for every size, snapshot and repeat (seed ``1000 * m + r``)."""
     cfg = method_defaults()
@@ -57,7 +54,7 @@ def make_requests(sizes: list[int], repeats: int) -> list[tuple[int, str, Emulat
         for name, (cloud, window) in paper_snapshots(m, cfg.experts.window).items():
             for r in range(repeats):
                 rid += 1
-                out.append((m, name, EmulatorRequest(rid, 0, cloud, window, EXPERTS, cfg.experts, cfg.reward,
+                out.append((m, name, EmulatorRequest(rid, 0, cloud, window, cfg.oail.experts, cfg.experts, cfg.reward,
                                                      state, 1000 * m + r)))
     return out
 

@@ -33,6 +33,7 @@ from ilets.report import plots
 from ilets.config import RunConfig
 from ilets.study.expert_tables import gap_cases, gap_table, loaded_snapshots, timing_table
 from ilets.agents.experts import make_expert
+from ilets.expert_table import EXPERT_SPECS, SEARCH_EXPERTS, setting_meanings
 from ilets.report.report_context import ReportContext, build_stamp
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
 
@@ -47,16 +48,24 @@ glue("build_stamp", build_stamp(), display=False)
 
 # the number of plans one call scores, read off real calls (not recomputed here)
 snapshot = loaded_snapshots(50, [1000], cfg.window)[0]
-evaluations = {n: make_expert(n, cfg, reward).plan(*snapshot, np.random.default_rng(0)).evaluations
-               for n in ("ga", "pso")}
-glue("ga_evals", f"{evaluations['ga']:,}", display=False)
-glue("pso_evals", f"{evaluations['pso']:,}", display=False)
+for n in SEARCH_EXPERTS:
+    evaluations = make_expert(n, cfg, reward).plan(*snapshot, np.random.default_rng(0)).evaluations
+    glue(f"{n}_evals", f"{evaluations:,}", display=False)
 
 glue("budget_note", F.budget_note(cfg, RunConfig().experts), display=False)
 
 # %% tags=["remove-input"]
 
 Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+
+# %% tags=["remove-input"]
+Markdown(pd.DataFrame([(s.label, f"`{n}`", s.meaning) for n, s in EXPERT_SPECS.items()],
+                      columns=["expert", "name", "what it does"]).to_markdown(index=False))
+
+# %% [markdown]
+# *Table: the experts as the package registers them (`ilets.expert_table`); the names are
+# those `oail.experts` and `oinpt.expert` accept (OINPT's may join several with `+`: the
+# paper's `ga+pso` keeps the cheaper of the two plans per window).*
 
 # %% [markdown]
 # ## What the experts optimise
@@ -110,23 +119,7 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # were produced with; {glue:text}`budget_note`.
 
 # %% tags=["remove-input"]
-meaning = {
-    "window": "tasks per expert call [code]",
-    "candidates": "candidate servers per task (0: all feasible)",
-    "miss_penalty": "plan cost per missed deadline",
-    "ga_population": "GA individuals",
-    "ga_generations": "GA generations",
-    "ga_elite": "GA elites kept per generation",
-    "ga_crossover": "probability a child mixes two parents",
-    "ga_mutation": "per-gene mutation probability (at least 1/W)",
-    "pso_particles": "PSO particles",
-    "pso_iterations": "PSO iterations",
-    "pso_inertia": "PSO inertia weight",
-    "pso_c1": "PSO pull to the particle's best",
-    "pso_c2": "PSO pull to the swarm's best",
-    "pso_vmax": "PSO velocity clip (score units)",
-    "pso_turbulence": "per-task score redraw probability (at least 1/W)",
-}
+meaning = setting_meanings()  # the expert table's lines (ilets.expert_table)
 Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", f"{getattr(RunConfig().experts, k):g}", v) for k, v in meaning.items()],
                       columns=["setting", f"{profile['name']} profile", "method default", "meaning"])
          .to_markdown(index=False))
@@ -149,7 +142,7 @@ for name, row in summary.iterrows():
     glue(f"{name}_mean_gap", f"{100 * row['mean_gap']:.2f}%", display=False)
     glue(f"{name}_max_gap", f"{100 * row['max_gap']:.1f}%", display=False)
     glue(f"{name}_optimal", f"{100 * row['optimal_share']:.0f}%", display=False)
-glue("search_verdict", F.search_sentence(summary.loc[["ga", "pso"], "mean_gap"]), display=False)
+glue("search_verdict", F.search_sentence(summary.loc[list(SEARCH_EXPERTS), "mean_gap"]), display=False)
 
 # %%
 fig = plots.optimality_gaps(gaps)
@@ -310,4 +303,4 @@ Markdown(plots.label_methods(oail).groupby(["Method", "servers"])[
 # (OINPT chapter) measures what DRL+ loses when it clones greedy instead of GA/PSO. A better
 # expert for this problem (a longer horizon, a cost that prices the queues left behind, an
 # exact solver on small fleets) would raise the cap; the package takes any object with
-# `plan(cloud, window, rng)`.
+# `plan(cloud, window, rng)` and one row of `ilets.expert_table`.

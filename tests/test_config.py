@@ -144,6 +144,10 @@ NAN, INF = float("nan"), float("inf")
     ({"oail": {"experts": ["ga", "slow:x:ga"]}}, "oail.experts: unknown expert(s) ['slow:x:ga']"),
     ({"oail": {"experts": ["slow:1:gaa", "ga"]}}, "oail.experts"),
     ({"oail": {"experts": [], "weights": []}}, "oail.experts: expected at least one"),
+    # OINPT's expert: a registered one or a team of them joined by "+" (ilets.expert_table)
+    ({"oinpt": {"expert": "ga+psoo"}}, "oinpt.expert: unknown expert(s) ['psoo']"),
+    ({"oinpt": {"expert": "ga+ga"}}, "oinpt.expert: 'ga+ga' names an expert twice"),
+    ({"oinpt": {"expert": ""}}, "oinpt.expert: unknown expert(s) ['']"),
     # NaN and inf, which every range comparison lets through
     ({"fleet": {"capacity_levels": [0.25, NAN, 1.0]}}, "fleet.capacity_levels[1]: expected a finite number"),
     ({"reward": {"deadline_penalty": NAN}}, "reward.deadline_penalty: expected a finite number"),

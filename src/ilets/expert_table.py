@@ -1,13 +1,5 @@
 """The window-planning experts as one table: how each is built, printed and explained.
 
-==========  ======  ==================================================================
-name        label   meaning
-==========  ======  ==================================================================
-``ga``      GA      genetic algorithm over each task's candidate servers
-``pso``     PSO     particle swarm over scores per (task, candidate server)
-``greedy``  greedy  one-step greedy cost, task by task (the searches' floor)
-==========  ======  ==================================================================
-
 Everything that names the experts derives from :data:`EXPERT_SPECS`: configuration
 validation (``oail.experts``, ``oinpt.expert``), :func:`ilets.agents.experts.make_expert`,
 the expert tables of :mod:`ilets.study.expert_tables`, the labels of figures and tables,

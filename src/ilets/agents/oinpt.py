@@ -35,6 +35,7 @@ from filelock import FileLock
 from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
+from ilets.expert_table import team
 from ilets.simulator.cloud import Cloud, Fleet
 from ilets.workloads.workload import TaskTable
 
@@ -139,7 +140,8 @@ def collect_demonstrations(tasks: TaskTable, fleet: Fleet, expert: str, experts_
                            reward: RewardConfig, max_tasks: int, seed: int, state: StateSpec,
                            cache_dir: Path | None = None, progress=None,
                            heldout: int = HELDOUT_TASKS) -> Demonstrations:
-    """Demonstrations of ``expert`` ("ga+pso" or "greedy") on the first ``max_tasks`` tasks.
+    """Demonstrations of ``expert`` (a team such as "ga+pso", or "greedy": :func:`ilets.expert_table.team`)
+    on the first ``max_tasks`` tasks; per window the team's cheapest plan is kept.
 
     The expert then goes on for ``heldout`` more tasks; those decisions are attached as
     ``.heldout`` (never cloned: the held-out states of :func:`cloning_report`). The training
@@ -186,7 +188,7 @@ def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: Exper
     from ilets.agents.experts import evaluate_plan, make_expert, window_from_table
 
     t0 = time.perf_counter()
-    names = ["ga", "pso"] if expert == "ga+pso" else ["greedy"]
+    names = team(expert)
     planners = [make_expert(n, experts_cfg, reward, state) for n in names]
     rng = np.random.default_rng(seed)
     n = min(len(tasks), max_tasks)

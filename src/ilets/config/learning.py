@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 
 from ilets.config.strict import ConfigError, _Typed
+from ilets.expert_table import EXPERT_SPECS, team
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,9 @@ class ExpertConfig(_Typed):
 class OINPTConfig(_Typed):
     """Offline behaviour cloning into PPO's policy [code: lr 1e-3, batch 64]."""
 
-    expert: str = "ga+pso"  #: "ga+pso" (the paper's) or "greedy"
+    #: an expert of ilets.expert_table, or a team joined by "+" whose cheaper plan per window is
+    #: kept: "ga+pso" (the paper's) or "greedy"
+    expert: str = "ga+pso"
     max_demo_tasks: int = 5_000  #: cap on offline tasks demonstrated (GA/PSO cost; the pilot's choice) [ours]
     bc_epochs: int = 10  #: the pilot's choice [ours]
     batch_size: int = 64
@@ -94,16 +97,18 @@ class OINPTConfig(_Typed):
     critic_epochs: int = 20
 
     def validate(self, where: str) -> None:
-        if self.expert not in ("ga+pso", "greedy"):
-            raise ConfigError(f"{where}.expert: expected 'ga+pso' or 'greedy', got {self.expert!r}")
+        try:
+            team(self.expert)
+        except ValueError as err:
+            raise ConfigError(f"{where}.expert: {err} (e.g. 'ga+pso' or 'greedy'), got {self.expert!r}") from None
         for key in ("max_demo_tasks", "bc_epochs", "batch_size", "critic_epochs", "learning_rate"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
 
 
 OAIL_CLOCKS = ("simulated", "wall", "sync")
-#: the experts OAIL can call (``ilets.agents.experts``); kept here so that config needs no import
-EXPERT_NAMES = ("ga", "pso", "greedy")
+#: the experts OAIL can call: the rows of :data:`ilets.expert_table.EXPERT_SPECS`
+EXPERT_NAMES = tuple(EXPERT_SPECS)
 #: fault-injection experts of the tests (``ilets.agents.oail``): ``slow:<seconds>:<expert>`` delays
 #: a real expert, ``crash`` raises, ``exit`` kills its worker process
 _FAULT = re.compile(r"slow:(?P<s>[^:]+):(?P<name>[^:]+)|crash|exit")

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from ilets.expert_table import EXPERT_LABELS
 from ilets.method_table import METHOD_LABELS
 
 METHOD_ORDER = list(METHOD_LABELS.values())
@@ -128,9 +129,6 @@ def latency(frame: pd.DataFrame, paper: pd.DataFrame | None = None) -> plt.Figur
                       errorbar=None, palette="dark:gray")
     ax.set(yscale="log", xlabel="servers", ylabel="decision time (ms, log)")
     return fig
-
-
-EXPERT_LABELS = {"ga": "GA", "pso": "PSO", "greedy": "greedy"}
 
 
 def optimality_gaps(cases: pd.DataFrame) -> plt.Figure:

@@ -19,13 +19,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ilets.expert_table import expert_label
+
 #: the largest seed-mean gap (relative to the expert) at which a clone matches its expert
 TOLERANCE = {"earliest-finish": 0.01, "greedy-cost": 0.01, "ga+pso": 0.02}
 #: where the book looks for the control's results, first found wins
 SEARCH = ("results/positive-control", "shipped/positive-control")
 DESIGN_LABELS = {("flat", "paper"): "flat MLP, paper state (the authors')", ("flat", "rich"): "flat MLP, rich state",
                  ("per-server", "per-server"): "per-server policy, server table"}
-EXPERT_LABELS = {"earliest-finish": "Earliest-Finish", "greedy-cost": "Greedy-Cost", "ga+pso": "GA+PSO"}
+EXPERT_LABELS = {"earliest-finish": "Earliest-Finish", "greedy-cost": "Greedy-Cost", "ga+pso": expert_label("ga+pso")}
 
 
 def control_dir() -> Path:

@@ -1,7 +1,7 @@
 """Measurement tables of the experts: time per call, saving over greedy, optimality gap.
 
 Shared by ``benchmarks/bench_experts.py`` and the experts chapter; kept out of
-:mod:`ilets.agents.experts` so that the algorithm module holds algorithms only.
+:mod:`ilets.agents.experts` so that the algorithm package holds algorithms only.
 
 Snapshots [ours]: the online segment of the synthetic window is scheduled by earliest-finish
 (a good heuristic, so the queues are those a decent scheduler leaves) and the cloud is copied
@@ -18,6 +18,7 @@ import numpy as np
 
 from ilets.agents.experts import EXPERTS, exact_optimum, make_expert, plan_window, small_case, window_from_table
 from ilets.config import ExpertConfig, RewardConfig
+from ilets.expert_table import REFERENCE_EXPERT, SEARCH_EXPERTS
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
 
@@ -62,9 +63,10 @@ def timing_table(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int], stop
     greedy expert's in the same run (greedy is always timed), the mean and max relative
     cost saving over greedy's plan (exact costs), the number of calls, and the snapshots'
     mean CPU utilisation. Each expert is called ``repeats`` times per snapshot with seeds
-    ``1000 * snapshot + repeat``, after one untimed warm-up call.
+    ``1000 * snapshot + repeat``, after one untimed warm-up call. Greedy is the expert table's
+    reference (:data:`ilets.expert_table.REFERENCE_EXPERT`).
     """
-    names = tuple(dict.fromkeys((*experts, "greedy")))
+    names = tuple(dict.fromkeys((*experts, REFERENCE_EXPERT)))
     rows = []
     for m in sizes:
         snaps = loaded_snapshots(m, stops, cfg.window)
@@ -82,8 +84,8 @@ def timing_table(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int], stop
                     wall[n].append(time.perf_counter() - t0)
                     cpu[n].append(time.process_time() - c0)
                     costs[n].append(plan.cost)
-        greedy_ms = 1e3 * float(np.median(wall["greedy"]))
-        greedy_cost = np.array(costs["greedy"])
+        greedy_ms = 1e3 * float(np.median(wall[REFERENCE_EXPERT]))
+        greedy_cost = np.array(costs[REFERENCE_EXPERT])
         for n in experts:
             ms = 1e3 * float(np.median(wall[n]))
             saving = (greedy_cost - np.array(costs[n])) / greedy_cost
@@ -172,7 +174,7 @@ def paper_snapshots(servers: int, window: int = 30, seed: int = 0, light_at: int
 
 
 def paper_timing_table(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int], repeats: int,
-                       experts: tuple[str, ...] = ("ga", "pso")) -> list[dict]:
+                       experts: tuple[str, ...] = SEARCH_EXPERTS) -> list[dict]:
     """Time per call of each expert, and of one OAIL request (all experts, shared
     preparation), on :func:`paper_snapshots` at each fleet size.
 
