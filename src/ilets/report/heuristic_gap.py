@@ -21,7 +21,8 @@ from ilets.config import HEURISTICS
 from ilets.method_table import LEARNERS, METHOD_LABELS
 from ilets.metric_table import names as metric_names
 from ilets.report import stats as S
-from ilets.report.verdicts import BEST_HEURISTIC, best_heuristic_rows, component_effects
+from ilets.report.verdicts.heuristics import BEST_HEURISTIC, best_heuristic_rows
+from ilets.report.verdicts.rule import component_effects
 
 #: the measures of the question: what schedules feel (response time) and what the learners are
 #: trained on (the mean reward)
