@@ -13,8 +13,9 @@ from ilets.config import FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.config import CommandSpec, GridCommandConfig
 from ilets.gridcommand.experts import (EXPERTS, LyapunovExpert, MPCExpert, OracleExpert, committed_cpu, ladder_gaps,
                                        make_expert)
-from ilets.gridcommand.milp import (FluidProblem, PlanTask, ServerClass, TrackingProblem, Weights, _options,
-                                    deferral_starts, make_classes, slot_starts, solve_fluid, solve_window)
+from ilets.gridcommand.fluid import FluidProblem, solve_fluid
+from ilets.gridcommand.milp import (PlanTask, ServerClass, TrackingProblem, Weights, _options, deferral_starts,
+                                    make_classes, slot_starts, solve_window)
 from ilets.simulator.cloud import Cloud, Fleet
 from ilets.workloads.workload import TaskTable, load_workload
 

@@ -21,7 +21,7 @@ The rungs, from the most to the least informed (the CityLearn MPC study's ladder
     chosen by the tracking error now (:func:`_best_in_class`).
 ``mpc-perfect`` / ``mpc-forecast``
     :class:`MPCExpert`: every ``dt`` (default ``defer_s``) it solves the fluid LP of
-    :func:`ilets.gridcommand.milp.solve_fluid` over the next ``horizon`` slots and applies
+    :func:`ilets.gridcommand.fluid.solve_fluid` over the next ``horizon`` slots and applies
     only the first slot's admissions, as per-class work budgets; a task is placed on the
     cheapest class with budget left (a member chosen as for the oracle), else deferred.
     The forecast of arrivals is either the true future (``perfect``) or, declared [ours],
@@ -49,9 +49,9 @@ from typing import Any, Callable, Mapping, Protocol
 
 import numpy as np
 
-from ilets.gridcommand.milp import (FluidPlan, FluidProblem, PlanTask, ServerClass, TrackingProblem, Weights,
-                                    WindowPlan, deferral_starts, make_classes, overlap_fraction, solve_fluid,
-                                    solve_window)
+from ilets.gridcommand.fluid import FluidPlan, FluidProblem, solve_fluid
+from ilets.gridcommand.milp import (PlanTask, ServerClass, TrackingProblem, Weights, WindowPlan, deferral_starts,
+                                    make_classes, overlap_fraction, solve_window)
 from ilets.gridcommand.power import committed_profile, interval_energy
 from ilets.simulator.cloud import Cloud, meets_deadline
 from ilets.simulator.objective import Task
