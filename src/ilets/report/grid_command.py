@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
-from ilets.gridcommand.experts import LADDER, ladder_gaps
-from ilets.gridcommand.experts import EXPERTS
+from ilets.gridcommand.experts import EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps
 from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
 
@@ -35,10 +34,9 @@ METRICS: dict[str, tuple[str, bool, str]] = {
     "misses_caused": ("deadline misses caused (vs baseline)", False, ".0f"),
     "energy_kwh": ("energy (kWh)", False, ".4f"),
 }
-#: Method names for display.
-LABELS = {"rule": "rule", "oracle": "oracle (hindsight MILP)", "mpc-perfect": "MPC, perfect forecast",
-          "mpc-forecast": "MPC, realistic forecast", "lyapunov": "Lyapunov", "bc": "BC (clone alone)",
-          "ppo": "PPO (from scratch)", "bc+ppo": "BC + PPO", "bc+ppo+oail": "BC + PPO + OAIL"}
+#: Method names for display: the experts' from their table, then the learned methods'.
+LABELS = {**EXPERT_LABELS, "bc": "BC (clone alone)", "ppo": "PPO (from scratch)", "bc+ppo": "BC + PPO",
+          "bc+ppo+oail": "BC + PPO + OAIL"}
 #: The public field trials the regimes are calibrated on (:mod:`ilets.gridcommand.command`'s
 #: docstring; EPRI DCFlex, arXiv 2507.00909): the cut, how long it was held (h), how fast
 #: it was reached (s; None where not reported).

@@ -1,0 +1,60 @@
+"""The grid-command expert ladder: hindsight oracle, MPC (perfect and realistic forecast),
+Lyapunov drift-plus-penalty, and a simple rule, behind one interface.
+
+Every expert is a policy ``act(env) -> int`` on :class:`ilets.gridcommand.env.GridCommandEnv`:
+an action valid under ``env.action_masks()`` (``0..M-1`` place the current task on that
+server, ``env.defer_action`` defers it by ``env.config.defer_s``), plus ``reset(seed)``. They
+read the environment through these attributes of the env (``cloud``, ``current_task``,
+``now``, ``schedule``, ``target_at``, ``baseline_at``, ``slot_edges``, ``defer_action``,
+``deferrals_of_current``, ``config``) and never change it. :func:`make_expert` builds one
+by name (:data:`EXPERTS`).
+
+The rungs, from the most to the least informed (the CityLearn MPC study's ladder):
+
+``oracle``
+    :class:`OracleExpert`: the exact hindsight MILP of :func:`ilets.gridcommand.milp.solve_window`
+    over a window of the next ``window`` arrivals (known in hindsight from the episode's task
+    table) and the tasks it has deferred and not yet placed. Start candidates are the task's
+    re-arrival times (``release + i * defer_s``, ``i`` up to its remaining deferrals), so a
+    plan is exactly executable; classes from :func:`ilets.gridcommand.milp.make_classes`.
+    Execution: defer until the planned start, then place on a member of the planned class
+    chosen by the tracking error now (:func:`_best_in_class`).
+``mpc-perfect`` / ``mpc-forecast``
+    :class:`MPCExpert`: every ``dt`` (default ``defer_s``) it solves the fluid LP of
+    :func:`ilets.gridcommand.fluid.solve_fluid` over the next ``horizon`` slots and applies
+    only the first slot's admissions, as per-class work budgets; a task is placed on the
+    cheapest class with budget left (a member chosen as for the oracle), else deferred.
+    The forecast of arrivals is either the true future (``perfect``) or, declared [ours],
+    an exponential moving average (weight ``alpha`` of the newest slot) of the work
+    observed per slot and deadline cohort, persisted flat over the horizon (``forecast``).
+``lyapunov``
+    :class:`LyapunovExpert`: virtual queues for tracking debt and deadline misses; per task
+    the action minimising ``V * cost + Q_track * drift + Q_deadline * risk``. No solver.
+``rule``
+    :class:`RuleExpert`: during a down event defer what has slack and place the rest on the
+    least-energy server that meets its deadline; otherwise earliest-finish.
+
+:func:`ladder_gaps` splits the gap between rungs into horizon and forecast error.
+
+Units of the experts' internal prices are those of :class:`ilets.gridcommand.milp.Weights`
+(fleet-full-power-seconds, tasks, task-seconds); they are the experts' own objective
+[ours], not the environment's reward.
+
+The package's modules: :mod:`~ilets.gridcommand.experts.reading` (the interface and what the
+experts read from the environment), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
+:mod:`~ilets.gridcommand.experts.mpc`, :mod:`~ilets.gridcommand.experts.lyapunov`,
+:mod:`~ilets.gridcommand.experts.rule`) and :mod:`~ilets.gridcommand.experts.ladder` (the
+experts by name, :func:`ladder_gaps`). Their public names are importable from here.
+"""
+
+from ilets.gridcommand.experts.ladder import (EXPERT_LABELS, EXPERT_SPECS, EXPERTS, LADDER, GridExpertSpec, ladder_gaps,
+                                              make_expert)
+from ilets.gridcommand.experts.lyapunov import LyapunovExpert
+from ilets.gridcommand.experts.mpc import MPCExpert
+from ilets.gridcommand.experts.oracle import OracleExpert
+from ilets.gridcommand.experts.reading import TARGET_SAMPLES, GridExpert, committed_cpu, future_tasks, slot_inputs
+from ilets.gridcommand.experts.rule import RuleExpert
+
+__all__ = ["EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES", "GridExpert", "GridExpertSpec",
+           "LyapunovExpert", "MPCExpert", "OracleExpert", "RuleExpert", "committed_cpu", "future_tasks",
+           "ladder_gaps", "make_expert", "slot_inputs"]
