@@ -316,12 +316,14 @@ def test_the_resamplers_are_known():
 
 
 def test_status_counts_sentence():
+    from ilets.report.findings.base import _status_counts
+
     comp = pd.DataFrame({"status": [V.HOLDS, V.FAILS, V.DIRECTION_ONLY, V.DIRECTION_ONLY, V.REVERSES]})
-    assert F._status_counts(comp) == (
+    assert _status_counts(comp) == (
         "1 of 5 comparisons holds at every fleet size, 0 hold pooled over fleet sizes only, 0 are resolved the "
         "claimed way at some fleet sizes only, 2 point the claimed way without being resolved, 1 is resolved nowhere "
         "and not the claimed way everywhere, and 1 reverses (resolved against the claim at some fleet size)")
-    assert F._status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"
+    assert _status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"
 
 
 def test_cloning_sentence_states_the_numbers_and_the_limit():

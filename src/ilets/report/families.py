@@ -19,7 +19,7 @@ import pandas as pd
 
 from ilets.method_table import LEARNERS
 from ilets.report import verdicts as V
-from ilets.report.findings import SummaryFindings, summary_findings
+from ilets.report.findings.summary import SummaryFindings, summary_findings
 from ilets.report.report_context import ReportContext, and_join
 
 #: The two families as the claims table heads their columns.

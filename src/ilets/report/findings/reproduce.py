@@ -1,0 +1,31 @@
+"""Chapter 10, reproducing the study: the built-in profiles and the hardware a cell ran on.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+
+def profiles_table(names: Sequence[str] | None = None) -> pd.DataFrame:
+    """One row per profile (default: the built-in ones, :data:`ilets.study.profiles.BUILTIN`):
+    description, methods, fleet sizes, seeds, workload scale, variants (``"-"`` for none), cells."""
+    from ilets.study.profiles import BUILTIN, load_profile
+
+    rows = []
+    for name in BUILTIN if names is None else names:
+        p = load_profile(name)
+        rows.append({"profile": name, "description": p.description,
+                     "methods": len(p.methods), "servers": ", ".join(map(str, p.servers)), "seeds": len(p.seeds),
+                     "workload scale": p.run.workload.scale,
+                     "variants": ", ".join(v.name for v in p.variants) or "-", "cells": len(p.cells())})
+    return pd.DataFrame(rows)
+
+
+def hardware_table(info: Mapping) -> pd.DataFrame:
+    """A cell's ``system.json`` (:func:`ilets.study.results.system_info`) as ``item``/``value``
+    rows: CPU, cores, RAM, Python, platform, then every recorded package version."""
+    hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
+          "Python": info.get("python"), "platform": info.get("platform"), **dict(info.get("packages") or {})}
+    return pd.DataFrame(list(hw.items()), columns=["item", "value"])

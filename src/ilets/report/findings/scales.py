@@ -1,0 +1,128 @@
+"""The main results' verdicts beside a reduced-scale run's (chapter 1), and what a book build
+reads and re-runs (chapters 1 and 10).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+from ilets.report.findings.summary import SummaryFindings, summary_findings
+from ilets.report.report_context import ReportContext, and_join
+
+
+def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_label: str,
+                     small_label: str) -> pd.DataFrame:
+    """The verdicts of the main results beside those of a reduced-scale run of the same claims,
+    one row per claim, with a column that says whether the verdict depends on the scale.
+
+    ``small`` None (no reduced-scale results at hand) gives the main verdicts alone.
+    """
+    table = main.table[["claim", "statement", "verdict"]].rename(columns={"verdict": main_label})
+    if small is None:
+        return table
+    other = small.table[["claim", "verdict"]].rename(columns={"verdict": small_label})
+    table = table.merge(other, on="claim", how="left")
+    table["same at both scales"] = np.where(table[main_label] == table[small_label], "yes", "no")
+    return table
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """The cells a book build re-runs live (chapter 10) and the folder they come from."""
+
+    cells: tuple[str, ...]
+    out: object = None  #: the folder they are re-run from (None: nothing is re-run)
+
+    @property
+    def from_md(self) -> str:
+        """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
+        if self.out is None:
+            return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[4]
+        out = Path(self.out).resolve()
+        return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
+
+    @property
+    def md(self) -> str:
+        """The re-run cells as Markdown (code-formatted names), or "no cell"."""
+        return and_join(f"`{c}`" for c in self.cells) or "no cell"
+
+
+def _small_results(ctx: ReportContext, small_out=None):
+    """The reduced-scale results folder shown beside ``ctx`` (:func:`ilets.study.results.scale_dir`
+    unless ``small_out``), or None when it has no store or is ``ctx``'s own folder."""
+    from pathlib import Path
+
+    from ilets.study.results import scale_dir
+
+    small_out = Path(small_out) if small_out else scale_dir()
+    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
+    return small_out if has_small else None
+
+
+def _small_context(ctx: ReportContext, small_out=None) -> ReportContext | None:
+    """The context of :func:`_small_results` (with ``ctx``'s resamples), or None."""
+    small_dir = _small_results(ctx, small_out)
+    return ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
+
+
+def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
+    """What a build re-runs: a sample of the reduced-scale results (:func:`ilets.study.verify.book_sample`;
+    :func:`ilets.study.results.scale_dir` unless ``small_out``), or of the main results when
+    they are themselves reduced and nothing else is at hand. A paper-scale cell takes minutes,
+    so a build re-runs none of those."""
+    from ilets.study.verify import book_sample
+
+    small = _small_results(ctx, small_out)
+    source = small if small is not None else (None if ctx.paper_scale else ctx.out)
+    cells = tuple(book_sample(source)) if source is not None else ()
+    return Rerun(cells, source if cells else None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScaleFindings:
+    """The main verdicts beside a reduced-scale run's, and what the build read and re-ran."""
+
+    table: pd.DataFrame
+    small_name: str  #: profile of the reduced-scale results ("" when there are none)
+    sentence: str  #: how many verdicts depend on the scale
+    read_text: str  #: the folders this build read
+    rerun: Rerun  #: the cells the build re-runs live (chapter 10)
+
+
+def _at_servers(table: pd.DataFrame, servers) -> pd.DataFrame:
+    return table[table["servers"].isin(list(servers))].reset_index(drop=True)
+
+
+def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings | None = None) -> ScaleFindings:
+    """Verdicts at the main results' scale beside those of the reduced-scale results
+    (:func:`ilets.study.results.scale_dir` unless ``small_out``), judged on the main results'
+    fleet sizes only; the reduced results are left out when they are the main results
+    themselves or have no store. ``summary``: :func:`summary_findings` of ``ctx``, if already
+    computed."""
+    small = _small_context(ctx, small_out)
+    if small is not None and set(small.scales) - set(ctx.scales):
+        # the same fleet sizes at both scales, so a difference is one of scale, not of coverage
+        small = replace(small, metrics=_at_servers(small.metrics, ctx.scales),
+                                    curves=_at_servers(small.curves, ctx.scales))
+    main_label = f"verdict ({ctx.name}, {ctx.scale_pct} scale, {ctx.scales_text} servers, {ctx.seeds_text} seeds)"
+    small_label = (f"verdict at the reduced scale ({small.name}, {small.scale_pct}, {small.scales_text} servers, "
+                   f"{small.seeds_text} seeds)" if small else "")
+    table = scale_comparison(summary or summary_findings(ctx), summary_findings(small) if small else None, main_label,
+                             small_label)
+    if small is None:
+        sentence = "No reduced-scale results are at hand, so no verdict here can be set beside another scale's."
+    else:
+        differ = int((table["same at both scales"] == "no").sum())
+        sentence = (f"{differ} of {len(table)} verdicts differ between the two scales"
+                    + (": those conclusions depend on the scale they are judged at." if differ else "."))
+    read = f"`{ctx._shown_path}` ({ctx.name} profile)"
+    if small is not None:
+        read += f" and `{small._shown_path}` ({small.name} profile)"
+    return ScaleFindings(table=table, small_name=small.name if small else "", sentence=sentence, read_text=read,
+                         rerun=rerun_findings(ctx, small_out))
