@@ -34,6 +34,7 @@ import numpy as np
 
 from ilets.agents.experts import EXPERTS
 from ilets.config import ExpertConfig, RewardConfig, to_dict
+from ilets.expert_table import EXPERT_LABELS, SEARCH_EXPERTS
 from ilets.host import write_benchmark
 from ilets.study.expert_tables import gap_cases, gap_table, paper_timing_table, timing_table
 
@@ -47,15 +48,16 @@ def bench_gap(cfg: ExpertConfig, reward: RewardConfig, cases: int) -> tuple[list
 
 def markdown(timing: list[dict], gap: list[dict], paper: list[dict]) -> str:
     """The three tables as markdown."""
-    lines = ["| servers | snapshot | queued tasks | snapshot KB | GA CPU ms | PSO CPU ms | request CPU ms (p90) |",
-             "|---:|---|---:|---:|---:|---:|---:|"]
+    lines = ["| servers | snapshot | queued tasks | snapshot KB | "
+             + "".join(f"{EXPERT_LABELS[n]} CPU ms | " for n in SEARCH_EXPERTS) + "request CPU ms (p90) |",
+             "|---:|---|---:|---:|" + "---:|" * len(SEARCH_EXPERTS) + "---:|"]
     by = {(r["servers"], r["snapshot"], r["expert"]): r for r in paper}
     for (m, snap, e), r in by.items():
         if e != "request":
             continue
-        ga, pso = by.get((m, snap, "ga")), by.get((m, snap, "pso"))
-        lines.append(f"| {m} | {snap} | {r['queued']} | {r['snapshot_kb']:.1f} | {ga['cpu_ms']:.1f} | "
-                     f"{pso['cpu_ms']:.1f} | {r['cpu_ms']:.1f} ({r['cpu_ms_p90']:.1f}) |")
+        lines.append(f"| {m} | {snap} | {r['queued']} | {r['snapshot_kb']:.1f} | "
+                     + "".join(f"{by[(m, snap, n)]['cpu_ms']:.1f} | " for n in SEARCH_EXPERTS)
+                     + f"{r['cpu_ms']:.1f} ({r['cpu_ms_p90']:.1f}) |")
     lines += ["", "| servers | expert | ms/call (median) | p90 ms | CPU ms/call | x greedy | mean saving vs greedy "
               "| max saving |",
              "|---:|---|---:|---:|---:|---:|---:|---:|"]
