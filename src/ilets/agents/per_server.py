@@ -75,7 +75,10 @@ class PerServerNet(nn.Module):
         """(rows (B, M, width), pooled context (B, n_task + 2 width)) of a batch of observations."""
         m = self.servers(obs)
         rows = obs[:, self.n_task:].reshape(obs.shape[0], m, self.width)
-        return rows, th.cat([obs[:, :self.n_task], rows.mean(dim=1), rows.amax(dim=1)], dim=1)
+        # the max over servers on a (B, width, M) copy: the same values (and the same gradient,
+        # ties shared alike), but a reduction over the last dimension runs ~5x faster on CPU
+        top = rows.transpose(1, 2).contiguous().amax(dim=-1)
+        return rows, th.cat([obs[:, :self.n_task], rows.mean(dim=1), top], dim=1)
 
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
