@@ -74,27 +74,33 @@ def context(obs: np.ndarray, n_task: int, width: int, ctx: np.ndarray) -> None:
 
 
 @njit(cache=True, nogil=True)
+def _row_score(obs: np.ndarray, base: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
+               h: np.ndarray) -> np.float32:
+    """``w_score . relu(W_row row + bias)`` of the row starting at ``obs[base]`` (float32;
+    ``h`` is scratch of the hidden size). The one scorer of :func:`scores` and :func:`greedy`."""
+    hidden = bias.shape[0]
+    for k in range(hidden):
+        h[k] = bias[k]
+    for f in range(width):
+        x = obs[base + f]
+        for k in range(hidden):
+            h[k] += x * w_row[f, k]
+    s = np.float32(0.0)
+    for k in range(hidden):
+        if h[k] > 0.0:
+            s += h[k] * w_score[k]
+    return s
+
+
+@njit(cache=True, nogil=True)
 def scores(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
            b_score: float, out: np.ndarray) -> None:
     """``out[i] = w_score . relu(W_row row_i + bias) + b_score`` for every server ``i``.
 
     ``bias`` is the context term ``W_c ctx + b`` (the same for every server)."""
-    hidden = bias.shape[0]
-    h = np.empty(hidden, np.float32)
-    m = out.shape[0]
-    for i in range(m):
-        base = n_task + i * width
-        for k in range(hidden):
-            h[k] = bias[k]
-        for f in range(width):
-            x = obs[base + f]
-            for k in range(hidden):
-                h[k] += x * w_row[f, k]
-        s = np.float32(0.0)
-        for k in range(hidden):
-            if h[k] > 0.0:
-                s += h[k] * w_score[k]
-        out[i] = s + b_score
+    h = np.empty(bias.shape[0], np.float32)
+    for i in range(out.shape[0]):
+        out[i] = _row_score(obs, n_task + i * width, width, w_row, bias, w_score, h) + b_score
 
 
 @njit(cache=True, nogil=True)
@@ -159,24 +165,12 @@ def greedy(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np
 
     What ``act_masked(scores, mask)`` returns, without writing the scores out: the same
     float32 score of every server, then the first maximum among the allowed ones."""
-    hidden = bias.shape[0]
-    h = np.empty(hidden, np.float32)
+    h = np.empty(bias.shape[0], np.float32)
     best, top = -1, np.float32(0.0)
     for i in range(mask.shape[0]):
         if not mask[i]:
             continue
-        base = n_task + i * width
-        for k in range(hidden):
-            h[k] = bias[k]
-        for f in range(width):
-            x = obs[base + f]
-            for k in range(hidden):
-                h[k] += x * w_row[f, k]
-        s = np.float32(0.0)
-        for k in range(hidden):
-            if h[k] > 0.0:
-                s += h[k] * w_score[k]
-        s = s + b_score
+        s = _row_score(obs, n_task + i * width, width, w_row, bias, w_score, h) + b_score
         if best < 0 or s > top:
             best, top = i, s
     return best
