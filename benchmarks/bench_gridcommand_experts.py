@@ -35,10 +35,10 @@ import numpy as np
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import EXPERTS, make_expert
-from ilets.gridcommand.grid import load_grid_profile
 from ilets.gridcommand.metrics import tracking_metrics
 from ilets.gridcommand.milp import PlanTask, ServerClass, TrackingProblem, slot_starts, solve_window
 from ilets.host import write_benchmark
+from ilets.study.command_scenario import load_profile as load_grid_profile
 
 OUT = Path(__file__).resolve().parent / "results" / "gridcommand_experts.json"
 

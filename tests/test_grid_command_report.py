@@ -162,9 +162,9 @@ def test_a_bad_role_is_named(table):
 
 def test_extension_rows_are_marked_and_quote_the_code():
     from ilets.gridcommand.command import DAY_TO_WINDOW
-    from ilets.gridcommand.grid import load_grid_profile
     from ilets.gridcommand.pipeline import PipelineConfig
     from ilets.report import deviations
+    from ilets.study.command_scenario import load_profile as load_grid_profile
 
     ext = deviations.extensions_table()
     assert len(ext) >= 10 and (ext["kind"] == deviations.EXTENSION).all()

@@ -1,4 +1,5 @@
-"""The grid-command pilot: its rules, its seeds, resuming, and the defaults it chose."""
+"""The grid-command pilot: its rules, its seeds, resuming, shipping, and the defaults it chose.
+Its faults (interrupts, damaged rows, unwritable folders) are in tests/test_faults.py."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from ilets.gridcommand import grid as G
 from ilets.gridcommand import pilot as PL
+from ilets.gridcommand.experiment import ExperimentProfile
 from ilets.gridcommand.experts import LyapunovExpert
+from ilets.study import command_pilot as CP
+from ilets.study import command_scenario as G
+from ilets.study.cli import main
 
 SHIPPED = Path(__file__).resolve().parents[1] / "shipped" / "gridcommand-pilot" / "pilot.json"
 
@@ -33,14 +37,14 @@ def test_pilot_seeds_are_never_evaluated_by_a_grid():
              if p.name.startswith("gridcommand-grid-") and p.name.endswith(".yaml")]
     assert names
     for name in names:
-        assert not set(PL.PILOT_SEEDS) & set(G.load_grid_profile(name).seeds), name
+        assert not set(PL.PILOT_SEEDS) & set(G.load_profile(name).seeds), name
 
 
 def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
-    profile = G.load_grid_profile("smoke")
+    profile = G.load_profile("smoke")
     plan = [{"expert": "lyapunov", "option": "track_gain", "candidates": [1.0, 200.0], "servers": [5],
              "rule": "best", "tolerance": 0.0, "fixed": {}}]
-    first = PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    first = CP.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 2 * len(set(profile.regimes.values()))
     stage = first["stages"][0]
@@ -50,7 +54,7 @@ def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
         raise AssertionError("a finished episode was recomputed")
 
     monkeypatch.setattr(PL, "episode", no_episode)
-    again = PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    again = CP.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
     assert again["stages"][0]["scores"] == stage["scores"]
     assert json.loads((tmp_path / "pilot.json").read_text())["stages"][0]["chosen"] == stage["chosen"]
 
@@ -59,27 +63,59 @@ def test_the_defaults_are_the_shipped_pilots_choices():
     shipped = json.loads(SHIPPED.read_text())
     assert LyapunovExpert().track_gain == PL.chosen(shipped, "lyapunov", "track_gain")
     node_limit = PL.chosen(shipped, "oracle", "node_limit")
-    assert G.GridProfile().oracle_node_limit == node_limit
+    assert ExperimentProfile().oracle_node_limit == node_limit
     for name in ("quick", "smoke"):
-        p = G.load_grid_profile(name)
+        p = G.load_profile(name)
         assert p.oracle_time_limit is None, name  # host-independent: the node limit only
-    assert G.load_grid_profile("quick").oracle_node_limit == node_limit
+    assert G.load_profile("quick").oracle_node_limit == node_limit
 
 
 def test_shipping_a_missing_or_unfinished_folder_is_a_one_line_error(tmp_path, capsys):
-    with pytest.raises(SystemExit) as code:
-        PL.main(["--ship", str(tmp_path / "absent"), "--to", str(tmp_path / "dest")])
-    assert code.value.code == 2 and "expected a finished results folder" in capsys.readouterr().err
+    ship = ["ship", "--scenario", "gridcommand", "--to", str(tmp_path / "dest"), "--results"]
+    assert main([*ship, str(tmp_path / "absent")]) == 2
+    assert "pilot.json" in capsys.readouterr().err
     (tmp_path / "unfinished").mkdir()
-    assert PL.main(["--ship", str(tmp_path / "unfinished"), "--to", str(tmp_path / "dest")]) == 2
+    assert main([*ship, str(tmp_path / "unfinished")]) == 2
     err = capsys.readouterr().err
     assert "pilot.json" in err and "Traceback" not in err and not (tmp_path / "dest").exists()
     assert list((tmp_path / "unfinished").iterdir()) == []
-    # the grid's own shipping is the study's (`ilets ship --scenario gridcommand`): tests/test_scenario.py
+    # the grid's own shipping: tests/test_scenario.py
+
+
+def test_ilets_pilot_runs_resumes_and_ships_with_the_one_provenance_schema(tmp_path, capsys, monkeypatch):
+    from ilets.study.scenario import get_scenario
+
+    def fake_episode(profile, expert, options, servers, seed, regime):
+        value = options["track_gain"] if expert == "lyapunov" else options["node_limit"]
+        return {"mean_reward": -1.0 / value, "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0,
+                "cpu_s": 0.5}
+
+    monkeypatch.setattr(PL, "episode", fake_episode)
+    out, dest = tmp_path / "pilot", tmp_path / "shipped"
+    assert main(["pilot", "--scenario", "gridcommand", "--profile", "smoke", "--out", str(out), "--quiet"]) == 0
+    # the best gain, and the smallest node limit within 0.5 % of the best: the largest, here
+    assert json.loads(capsys.readouterr().out) == {"lyapunov.track_gain": max(PL.TRACK_GAINS),
+                                                   "oracle.node_limit": max(PL.NODE_LIMITS)}
+    rows = (out / "episodes.jsonl").read_text().splitlines()
+    assert all({"wall_s", "started_utc", "commit"} <= set(json.loads(r)) for r in rows)
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest), "--note", "n"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    schema = set(provenance_keys(get_scenario("gridcommand"), tmp_path))
+    assert set(info) == schema | {"finished_utc", "chosen", "note", "size_mb"}
+    assert info["cells"] == len(rows) and info["chosen"]["oracle.node_limit"] == max(PL.NODE_LIMITS)
+    assert abs(info["cpu_hours"] - 0.5 * len(rows) / 3600) < 1e-12
+    assert sorted(p.name for p in dest.iterdir()) == ["PROVENANCE.json", "episodes.jsonl", "pilot.json"]
+
+
+def provenance_keys(scenario, tmp_path) -> dict:
+    """The study's one provenance schema (of an empty folder)."""
+    from ilets.study.shipping import provenance
+
+    return provenance(tmp_path, scenario)
 
 
 def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path, monkeypatch):
-    profile = G.load_grid_profile("smoke")
+    profile = G.load_profile("smoke")
     plan = [{"expert": "rule", "option": "unused", "candidates": [1], "servers": [5],
              "rule": "best", "tolerance": 0.0, "fixed": {}}]
     calls = []
@@ -89,14 +125,14 @@ def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path, monkeypatch):
         return {"mean_reward": -1.0, "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
 
     monkeypatch.setattr(PL, "episode", fake_episode)
-    PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+    CP.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     n = len(lines)
     assert n == len(calls) == len(set(profile.regimes.values()))
     (tmp_path / "episodes.jsonl").write_text("\n".join(lines[:-1]) + "\n" + lines[-1][: len(lines[-1]) // 2])
     calls.clear()
     with pytest.warns(UserWarning, match="cut short"):
-        PL.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
+        CP.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)
     assert len(calls) == 1  # only the torn episode ran again
     again = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(again) == n and all(json.loads(line) for line in again)

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from ilets.config import ConfigError
-from ilets.gridcommand import grid as G
 from ilets.gridcommand import pipeline as P
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
+from ilets.study import command_scenario as G
 
 #: the smoke scenario with a small, fast learner (results mean nothing; mechanics do)
 SCENARIO = {"regime": "none", "slot_s": 0.1, "defer_s": 0.3,
@@ -112,10 +112,10 @@ def test_bad_method_and_pipeline_values_are_named():
 # --- the grid ------------------------------------------------------------------------------
 
 def test_shipped_grid_profiles_load():
-    quick = G.load_grid_profile("quick")
+    quick = G.load_profile("quick")
     assert quick.scale == "quick" and set(quick.servers) == {50, 200} and len(quick.seeds) >= 5
     assert quick.train_regime != quick.eval_regime and set(quick.methods) == set(P.METHODS)
-    assert G.load_grid_profile("gridcommand-grid-smoke").scale == "smoke"
+    assert G.load_profile("gridcommand-grid-smoke").scale == "smoke"
 
 
 @pytest.mark.parametrize("fields, match", [
@@ -132,20 +132,20 @@ def test_shipped_grid_profiles_load():
 def test_bad_grid_profile_keys_are_named(tmp_path, scenario, fields, match):
     path = grid_profile(tmp_path, scenario, **fields)
     with pytest.raises(ConfigError, match=match):
-        G.load_grid_profile(path)
+        G.load_profile(path)
 
 
 def test_a_bad_scenario_profile_fails_before_any_cell(tmp_path):
     bad = tmp_path / "scenario.yaml"
     bad.write_text(yaml.safe_dump({"slot_s": -1.0}))
     with pytest.raises(ConfigError, match="slot_s"):
-        G.load_grid_profile(grid_profile(tmp_path, bad))
+        G.load_profile(grid_profile(tmp_path, bad))
 
 
 def test_oracle_runs_on_its_seeds_only(tmp_path, scenario):
-    p = G.load_grid_profile(grid_profile(tmp_path, scenario, methods=["rule", "oracle"], seeds=[0, 1, 2],
+    p = G.load_profile(grid_profile(tmp_path, scenario, methods=["rule", "oracle"], seeds=[0, 1, 2],
                                          oracle_seeds=[1]))
-    assert [c.name for c in G.cells(p)] == ["rule-M6-s0", "rule-M6-s1", "oracle-M6-s1", "rule-M6-s2"]
+    assert [G.cell_name(c) for c in p.cells()] == ["rule-M6-s0", "rule-M6-s1", "oracle-M6-s1", "rule-M6-s2"]
     assert p.expert_options("oracle") == {"window": p.oracle_window, "time_limit": None,
                                           "node_limit": p.oracle_node_limit}
 
@@ -157,7 +157,7 @@ def test_oracle_runs_on_its_seeds_only(tmp_path, scenario):
 ])
 def test_the_oracle_budget_is_checked(tmp_path, scenario, limits, match):
     with pytest.raises(ConfigError, match=match):
-        G.load_grid_profile(grid_profile(tmp_path, scenario, **limits))
+        G.load_profile(grid_profile(tmp_path, scenario, **limits))
 
 
 def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):

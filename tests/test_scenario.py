@@ -1,6 +1,7 @@
 """The study's scenarios (ilets.study.scenario): the grid-command grid runs, resumes, records
-failures, stores and ships through the study's one runner, with the cell names the shipped
-grid has and the scores its pipeline computes (tiny fleets, the smoke workload)."""
+failures, stores, ships and re-runs (ilets verify) through the study's one runner and verifier,
+with the cell names the shipped grid has and the scores its pipeline computes (tiny fleets,
+the smoke workload). Its faults: tests/test_faults.py."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import pytest
 import yaml
 
 from ilets.config import ConfigError
-from ilets.gridcommand import grid as G
 from ilets.gridcommand import pipeline as P
+from ilets.study import command_scenario as G
 from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.results import STATUS_DONE, STATUS_FAILED, compute_table
@@ -91,10 +92,10 @@ def test_ilets_grid_runs_a_gridcommand_profile_and_resumes(tmp_path, tiny, capsy
 
 def test_a_cell_scores_what_the_pipeline_computes(tmp_path, tiny):
     # the old runner wrote run_method's scores per regime role; the study's runner must too, bit for bit
-    profile = G.load_grid_profile(tiny)
+    profile = G.load_profile(tiny)
     run_grid(profile, tmp_path / "out", progress=False, scenario="gridcommand")
     rec = json.loads((tmp_path / "out" / "cells" / "lyapunov-M6-s1.json").read_text())
-    direct = P.run_method("lyapunov", G.scenario_of(profile), 6, 1, profile.train_regime,
+    direct = P.run_method("lyapunov", profile.scenario_config(), 6, 1, profile.train_regime,
                           ("shallow-long", "deep-short"), profile.pipeline, profile.expert_options("lyapunov"))
     timing = {"eval_cpu_s"}  # CPU seconds differ from run to run
     for role, regime in profile.regimes.items():
@@ -104,7 +105,7 @@ def test_a_cell_scores_what_the_pipeline_computes(tmp_path, tiny):
 
 
 def test_a_failed_or_damaged_cell_is_recorded_and_retried(tmp_path, tiny, monkeypatch):
-    profile = G.load_grid_profile(tiny)
+    profile = G.load_profile(tiny)
     out = tmp_path / "out"
 
     def boom(*args, **kwargs):
@@ -127,7 +128,7 @@ def test_a_failed_or_damaged_cell_is_recorded_and_retried(tmp_path, tiny, monkey
 
 def test_ilets_ship_copies_the_compact_results_with_the_one_provenance_schema(tmp_path, tiny, capsys):
     out, dest = tmp_path / "out", tmp_path / "shipped" / "gridcommand"
-    run_grid(G.load_grid_profile(tiny), out, progress=False, scenario="gridcommand")
+    run_grid(G.load_profile(tiny), out, progress=False, scenario="gridcommand")
     (out / "cells" / "stale.json").write_text("{}")  # not a finished cell of this grid: not shipped
     assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest),
                  "--note", "test"]) == 0
@@ -159,3 +160,82 @@ def test_shipping_or_running_what_cannot_be_is_a_one_line_error(tmp_path, tiny, 
     with pytest.raises(SystemExit):
         main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--max-cells", "-1"])
     assert "--max-cells" in capsys.readouterr().err
+
+
+# --- ilets verify --scenario gridcommand: the study's one verifier ---------------------------
+
+@pytest.fixture(scope="module")
+def shipped_command(tmp_path_factory) -> Path:
+    """A shipped tiny grid-command grid: an expert, the clone and the clone fine-tuned (3 cells)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_profiles import write_command_profile
+
+    root = tmp_path_factory.mktemp("verify-command")
+    path = write_command_profile(root / "tiny.yaml", methods=["rule", "bc", "bc+ppo"], seeds=[0])
+    assert run_grid(G.load_profile(path), root / "results", progress=False, scenario="gridcommand")["ran"] == 3
+    ship(root / "results", root / "shipped", scenario="gridcommand")
+    return root / "shipped"
+
+
+def _copy(folder: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    shutil.copytree(folder, tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def test_ilets_verify_reruns_sampled_command_cells_exactly(shipped_command, tmp_path, capsys):
+    report = tmp_path / "VERIFY.json"
+    code = main(["verify", "--scenario", "gridcommand", "--results", str(shipped_command), "--sample", "3",
+                 "--scratch", str(tmp_path / "scratch"), "--quiet", "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "3 of 3 cells reproduced exactly" in out and out.count("reproduced  ") == 3
+    assert sorted(q.name for q in (tmp_path / "scratch" / "cells").glob("*.json")) == [
+        "bc+ppo-M6-s0.json", "bc-M6-s0.json", "rule-M6-s0.json"]  # every cell re-run, none copied
+    checks = json.loads(report.read_text())["cells"]
+    assert sorted(c["cell"] for c in checks) == ["bc+ppo-M6-s0", "bc-M6-s0", "rule-M6-s0"]
+    assert all(c["reproduced"] and not c["differences"] for c in checks)
+    # a sample among one method, as the cloud's
+    assert main(["verify", "--scenario", "gridcommand", "--results", str(shipped_command), "--sample", "1",
+                 "--methods", "bc", "--scratch", str(tmp_path / "scratch"), "--quiet"]) == 0
+    assert "reproduced  bc-M6-s0" in capsys.readouterr().out
+
+
+def test_a_tampered_command_score_is_reported(shipped_command, tmp_path, capsys):
+    results = _copy(shipped_command, tmp_path)
+    cell = results / "cells" / "rule-M6-s0.json"
+    rec = json.loads(cell.read_text())
+    rec["scores"]["eval"]["mean_reward"] += 1e-9
+    rec["scores"]["eval"]["eval_cpu_s"] *= 3  # host timing: not a difference
+    cell.write_text(json.dumps(rec))
+    code = main(["verify", "--scenario", "gridcommand", "--results", str(results), "--cell", "rule-M6-s0",
+                 "--scratch", str(tmp_path / "scratch"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1 and "DIFFERS" in out and "rule-M6-s0.json scores.eval.mean_reward" in out, out
+    assert "eval_cpu_s" not in out
+
+
+def test_command_verification_refusals_are_one_line(shipped_command, tmp_path, capsys):
+    results = _copy(shipped_command, tmp_path)
+    base = ["verify", "--scenario", "gridcommand", "--results", str(results), "--scratch", str(tmp_path / "s"),
+            "--quiet"]
+    profile = json.loads((results / "profile.json").read_text())
+    (results / "profile.json").write_text(json.dumps({**profile, "train_regime": "deep-short"}))
+    assert main([*base, "--cell", "rule-M6-s0"]) == 2  # the record is not the profile's
+    err = capsys.readouterr().err
+    assert str(results / "cells" / "rule-M6-s0.json") in err and "train_regime" in err and len(err.splitlines()) == 1
+    (results / "profile.json").unlink()
+    assert main([*base, "--cell", "rule-M6-s0"]) == 2
+    assert str(results / "profile.json") in capsys.readouterr().err
+    assert not (tmp_path / "s" / "cells").exists()  # nothing was re-run
+    assert main([*base, "--sample", "1", "--methods", "drl"]) == 2
+    assert "not methods of scenario 'gridcommand'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--sample", "1", "--methods", "dqn"])
+    assert "invalid choice: 'dqn'" in capsys.readouterr().err
+    # a grid-command folder verified as the paper study's: told which scenario it is
+    assert main(["verify", "--results", str(results), "--sample", "1"]) == 2
+    assert "--scenario gridcommand" in capsys.readouterr().err

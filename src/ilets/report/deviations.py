@@ -220,8 +220,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
     from ilets.gridcommand.command import DAY_S, PAPER_ONLINE_WINDOW_S, REGIMES
     from ilets.gridcommand.config import GridCommandConfig
-    from ilets.gridcommand.grid import load_grid_profile
     from ilets.gridcommand import pilot as PL
+    from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.pipeline import TRAIN_COMMAND_OFFSET, PipelineConfig
 

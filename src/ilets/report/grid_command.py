@@ -128,9 +128,9 @@ def scale_note(results: GridResults | None) -> str:
 
 
 def planned_cells(results: GridResults) -> int | None:
-    """How many cells the shipped profile plans (:func:`ilets.gridcommand.grid.cells`), None
-    when no profile was shipped."""
-    from ilets.gridcommand.grid import planned_cells as planned
+    """How many cells the shipped profile plans (:func:`ilets.study.command_scenario.planned_cells`),
+    None when no profile was shipped."""
+    from ilets.study.command_scenario import planned_cells as planned
 
     return planned(results.profile) if results.profile else None
 

@@ -32,7 +32,7 @@ SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 def planned_cells(folder: Path) -> int | None:
     """How many cells the grid that made ``folder`` planned: the study's ``grid.json``
     manifest, or the grid-command grid's ``profile.json``; None when neither is there."""
-    from ilets.gridcommand import grid as gridcommand
+    from ilets.study import command_scenario as gridcommand
     from ilets.study import grid as study
 
     folder = Path(folder)

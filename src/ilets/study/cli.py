@@ -7,6 +7,8 @@ Examples::
     ilets grid --profile paper --executor slurm --out /scratch/ilets
     ilets grid --scenario gridcommand --profile gridcommand-quick     # -> results/gridcommand-grid-quick
     ilets ship --results results/quick --to shipped/quick --note "..."
+    ilets verify --scenario gridcommand --results shipped/gridcommand --sample 2
+    ilets pilot --scenario gridcommand --out results/gridcommand-pilot  # the grid-command pilot
     ilets evaluate --policy shipped/per-server/cells/CELL --workload tasks.csv --servers 200 --out eval/
     ilets trace find-window --trace-dir DIR
     ilets trace download --shards 0-5 --dest DIR
@@ -80,36 +82,62 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_ship(args: argparse.Namespace) -> int:
+    from ilets.study.command_pilot import PILOT_FILE, PilotError
     from ilets.study.shipping import ship
 
     src = Path(args.results)
-    if not (src / "cells").is_dir():
-        raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder "
+    pilot = args.scenario == "gridcommand" and (src / PILOT_FILE).is_file()
+    if not (src / "cells").is_dir() and not pilot:
+        also = f", or a finished pilot folder with {PILOT_FILE}" if args.scenario == "gridcommand" else ""
+        raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder{also} "
                          f"(run the grid first)")
     if Path(args.to).resolve() == src.resolve():
         raise UsageError(f"--to {args.to}: is the results folder itself; ship to another folder")
-    print(json.dumps(ship(src, Path(args.to), note=args.note, scenario=args.scenario), indent=1))
+    try:
+        info = ship(src, Path(args.to), note=args.note, scenario=args.scenario)
+    except PilotError as err:
+        raise UsageError(str(err)) from None
+    print(json.dumps(info, indent=1))
+    return 0
+
+
+def _cmd_pilot(args: argparse.Namespace) -> int:
+    from ilets.study.command_pilot import PilotError, run_pilot
+    from ilets.study.scenario import get_scenario
+
+    profile = get_scenario(args.scenario).load_profile(args.profile)
+    out = _out_folder("--out", args.out or "results/gridcommand-pilot")
+    # progress to stderr: stdout carries the choices alone
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        result = run_pilot(profile, out, log=log)
+    except PilotError as err:
+        raise UsageError(str(err)) from None
+    print(json.dumps({s["expert"] + "." + s["option"]: s["chosen"] for s in result["stages"]}))
     return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from ilets.numerics import record as numerics_record
+    from ilets.study.scenario import SCENARIOS, get_scenario
     from ilets.study.verify import VerifyError, check_recorded, check_report, kernels_hint, pick, verify
 
-    folder = Path(args.results)
+    folder, sc = Path(args.results), get_scenario(args.scenario)
     if not (folder / "cells").is_dir():
         raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder")
     # Everything that can be refused is refused before a cell runs (a re-run takes minutes).
     try:
         if args.report:
             check_report(Path(args.report))
-        cells = pick(folder, args.cell, args.sample, args.seed, args.methods)
+        cells = pick(folder, args.cell, args.sample, args.seed, args.methods, sc)
         if not cells:
             among = f" among the cells of method(s) {args.methods}" if args.methods and args.sample else ""
-            raise UsageError(f"nothing to verify{among}: name cells with --cell or ask for --sample N")
-        check_recorded(folder, cells)  # verify checks them too; here before a temporary folder is made
+            other = [o for o in sorted(SCENARIOS) if o != sc.name and get_scenario(o).recorded_cells(folder)]
+            hint = f" (its cells are scenario {other[0]!r}'s: add --scenario {other[0]})" if other else ""
+            raise UsageError(f"nothing to verify{among}{hint}: name cells with --cell or ask for --sample N")
+        check_recorded(folder, cells, sc)  # verify checks them too; here before a temporary folder is made
         scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
-        verdicts = verify(folder, cells, scratch, progress=not args.quiet)
+        verdicts = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc)
     except VerifyError as err:
         raise UsageError(str(err)) from None
     now = numerics_record()["effective"]
@@ -120,7 +148,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         for line in v.differences[:5]:
             print(f"    {line}")
         if not v.reproduced:
-            print(f"    {kernels_hint(folder, v.cell, now)}")
+            print(f"    {kernels_hint(folder, v.cell, now, sc)}")
     ok = sum(v.reproduced for v in verdicts)
     print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
     if args.report:
@@ -128,6 +156,20 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
         write_report(Path(args.report), folder, verdicts)
     return 0 if ok == len(verdicts) else 1
+
+
+def _method_name(text: str) -> str:
+    """An argparse type: a method of some scenario (``ilets verify --methods``; whether it is
+    the chosen scenario's is checked with the cells). The paper study's names answer at once;
+    any other loads the grid-command scenario's names."""
+    if text in METHODS + HEURISTICS:
+        return text
+    from ilets.study.scenario import SCENARIOS
+
+    known = list(dict.fromkeys(m for sc in SCENARIOS.values() for m in sc.method_names()))
+    if text not in known:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, known))})")
+    return text
 
 
 def _parse_shards(text: str) -> list[int]:
@@ -237,10 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     shp.set_defaults(func=_cmd_ship)
 
     ver = sub.add_parser("verify", help="re-run shipped cells and check their metrics reproduce exactly")
+    ver.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO,
+                     help=f"the scenario whose cells these are (default: {DEFAULT_SCENARIO})")
     ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")
-    ver.add_argument("--cell", action="append", default=None, help="a cell folder name (repeatable)")
+    ver.add_argument("--cell", action="append", default=None,
+                     help="a cell's name: its folder's, or its file's without .json (repeatable)")
     ver.add_argument("--sample", type=_int_in(0), default=0, help="verify this many random cells")
-    ver.add_argument("--methods", nargs="+", default=None, choices=METHODS + HEURISTICS, metavar="METHOD",
+    ver.add_argument("--methods", nargs="+", default=None, type=_method_name, metavar="METHOD",
                      help="sample only among these methods")
     ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
     ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
@@ -248,6 +293,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the verdicts as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
+
+    pil = sub.add_parser("pilot", help="run (or resume) the grid-command pilot: expert settings chosen on pilot seeds")
+    pil.add_argument("--scenario", choices=["gridcommand"], required=True,
+                     help="gridcommand (the paper study's pilot is a grid profile: ilets grid --profile pilot)")
+    pil.add_argument("--profile", default="quick", help="the grid profile whose scenario and fleets the pilot uses")
+    pil.add_argument("--out", default=None, help="pilot folder, resumed if it exists (default: results/gridcommand-pilot)")
+    pil.add_argument("--quiet", action="store_true", help="no line per episode")
+    pil.set_defaults(func=_cmd_pilot)
 
     ev = sub.add_parser("evaluate", help="schedule your own task table with a shipped policy (frozen) or a heuristic")
     ev.add_argument("--policy", required=True, help=f"a cell folder, or a heuristic: {', '.join(HEURISTICS)}")

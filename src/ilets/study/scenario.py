@@ -8,7 +8,9 @@ cell runs and when it counts as done, and how the finished cells become the resu
 (:func:`ilets.study.grid.run_grid`), failed attempts (``OUT/failed``,
 :func:`ilets.study.run.record_failure`, status :data:`STATUS_FAILED`), the compute table
 (:func:`ilets.study.results.compute_table`), the provenance schema
-(:func:`ilets.host.provenance_of`) and shipping (:func:`ilets.study.shipping.ship`).
+(:func:`ilets.host.provenance_of`), shipping (:func:`ilets.study.shipping.ship`) and the
+re-run of recorded cells (:func:`ilets.study.verify.verify`), which asks the scenario how a
+recorded cell is read back, re-run and compared.
 
 Registered (:data:`SCENARIOS`, by the name ``ilets grid --scenario`` takes):
 
@@ -17,34 +19,26 @@ Registered (:data:`SCENARIOS`, by the name ``ilets grid --scenario`` takes):
   ``cells/<method>[@<variant>]-M<servers>-s<seed>-<digest>/`` (:mod:`ilets.study.run`); store
   ``store/metrics.parquet`` and ``store/curves.parquet`` (:mod:`ilets.study.results`).
 * ``gridcommand``: a data centre following a power-grid operator's command
-  (:mod:`ilets.gridcommand`). Profiles ``gridcommand-grid-*``
-  (:class:`ilets.gridcommand.grid.GridProfile`); a cell is a method trained under the
-  profile's ``train_regime`` and scored under it and under ``eval_regime``
-  (:func:`ilets.gridcommand.pipeline.run_method`), written as the one JSON file
+  (:mod:`ilets.gridcommand`), on the study's stack in :mod:`ilets.study.command_scenario`.
+  Profiles ``gridcommand-grid-*`` (:class:`ilets.gridcommand.experiment.ExperimentProfile`); a
+  cell is a method trained under the profile's ``train_regime`` and scored under it and under
+  ``eval_regime`` (:func:`ilets.gridcommand.pipeline.run_method`), written as the one JSON file
   ``cells/<method>-M<servers>-s<seed>.json``; store ``store/results.parquet``, one row per cell
   and regime role (read by :mod:`ilets.report.grid_command`).
 """
 
 from __future__ import annotations
 
-import datetime
 import json
-import math
-import shutil
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ilets.config import ConfigError, to_dict
-from ilets.files import atomic_write
-from ilets.host import ComputeRecord, machine_record, source_version
-from ilets.numerics import NOT_RECORDED, recorded_mode
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from ilets.gridcommand.grid import Cell, GridProfile
+from ilets.host import ComputeRecord
+from ilets.numerics import recorded_mode
+# the grid-command scenario, on the study's stack (re-exported: its names were defined here)
+from ilets.study.command_scenario import (COMMAND_METRICS, COMMAND_PACKAGES, COMMAND_STORE,  # noqa: F401
+                                          CommandCell, GridCommandScenario, cell_record, command_store_rows)
 
 # The scenarios' own modules are imported where they are used: the ``ilets`` command lists
 # the registered names when it parses its arguments, and torch (through the grid-command
@@ -125,6 +119,44 @@ class Scenario(Protocol[ProfileT, CellT]):
 
     def ship_extras(self, src: Path, dest: Path, finished: list[Path]) -> None:
         """Whatever else a shipped copy ``dest`` of ``src`` needs beside its cells and store."""
+        ...
+
+    # what ``ilets verify`` needs to re-run a recorded cell and compare (ilets.study.verify)
+
+    def recorded_cells(self, folder: Path) -> list[str]:
+        """The names of the recorded cells of ``folder/cells`` (hidden entries left out), sorted."""
+        ...
+
+    def method_of(self, name: str) -> str:
+        """The method of the cell named ``name`` (``ValueError`` for a name that is no cell's)."""
+        ...
+
+    def method_names(self) -> tuple[str, ...]:
+        """Every method a cell of this scenario may run."""
+        ...
+
+    def cell_path(self, folder: Path, name: str) -> Path:
+        """Where the cell ``name`` of results folder ``folder`` is recorded (folder or file)."""
+        ...
+
+    def recorded_cell(self, path: Path) -> CellT:
+        """The cell a recorded cell ran, after checking every file the comparison reads;
+        ``ValueError`` (or :class:`ConfigError`) naming the file otherwise."""
+        ...
+
+    def rerun_cell(self, cell: CellT, scratch: Path, progress: bool = False) -> tuple[Path, str]:
+        """Compute ``cell`` into the results folder ``scratch``: where it is recorded there, and
+        the status of :meth:`run_cell` (:data:`ilets.study.run.RAN` when computed now)."""
+        ...
+
+    def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
+        """``(differences, added, wall_s)``: every difference between two records of one cell
+        (``what: recorded -> re-run`` lines; empty when they reproduce), what only the re-run
+        has (recorded before it existed: not a difference), and the re-run's wall seconds."""
+        ...
+
+    def cell_numerics(self, path: Path) -> str:
+        """The floating-point kernels a recorded cell ran with (:func:`ilets.numerics.recorded_mode`)."""
         ...
 
 
@@ -233,213 +265,107 @@ class CloudScenario:
 
         ship_events(src, dest, finished)
 
+    # --- ilets verify ---
 
-# --- gridcommand: a data centre following the grid operator's power command ---------------
+    def recorded_cells(self, folder: Path) -> list[str]:
+        """The cell folders of ``folder/cells`` (hidden ones left out)."""
+        root = Path(folder) / "cells"
+        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) \
+            if root.is_dir() else []
 
-#: Packages whose versions a grid-command cell records.
-COMMAND_PACKAGES = ("numpy", "scipy", "torch", "stable-baselines3", "sb3-contrib", "imitation", "gymnasium",
-                    "pandas")
-#: The grid-command store: one row per finished cell and regime role.
-COMMAND_STORE = "store/results.parquet"
-#: Scalar metrics of :func:`ilets.gridcommand.metrics.evaluate` kept in the store (per_event
-#: stays in the cell's JSON).
-COMMAND_METRICS = ("tracking_mae_rel", "tracking_mae_w", "in_band_fraction", "time_to_band_s", "misses_caused",
-                   "misses_caused_in_events", "success_rate", "baseline_success_rate", "energy_kwh",
-                   "baseline_energy_kwh", "energy_shift_j", "energy_after_j", "avg_response_s", "deferrals",
-                   "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s")
+    def method_of(self, name: str) -> str:
+        """:func:`ilets.study.run.parse_cell_name`'s method."""
+        from ilets.study.run import parse_cell_name
 
+        return parse_cell_name(name)["method"]
 
-@dataclass(frozen=True)
-class CommandCell:
-    """One grid-command cell with the profile it belongs to (so a worker needs nothing else)."""
+    def method_names(self) -> tuple[str, ...]:
+        """The learners and the heuristics (:data:`ilets.config.METHODS`, :data:`ilets.config.HEURISTICS`)."""
+        from ilets.config import HEURISTICS, METHODS
 
-    profile: GridProfile
-    cell: Cell
+        return tuple(METHODS) + tuple(HEURISTICS)
 
-    @property
-    def name(self) -> str:
-        """``<method>-M<servers>-s<seed>``: the cell's file name, without ``.json``."""
-        return self.cell.name
+    def cell_path(self, folder: Path, name: str) -> Path:
+        """``folder/cells/<name>``."""
+        return Path(folder) / "cells" / name
 
+    def recorded_cell(self, path: Path) -> Any:
+        """The :class:`ilets.config.RunConfig` a recorded cell folder ran with, after checking
+        every file :func:`compare_folders` reads (:func:`ilets.study.run.cell_problem`: present,
+        complete, the config's digest the cell's)."""
+        from ilets.config import RunConfig, from_dict, read_yaml
+        from ilets.study.run import cell_problem
 
-def _read_json(path: Path) -> dict | None:
-    """A JSON object from ``path``, or None when absent, damaged or not an object."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+        path = Path(path)
+        problem = cell_problem(path)
+        if problem is not None:
+            raise ValueError(problem)
+        config = path / "config.yaml"
+        return from_dict(RunConfig, read_yaml(config), str(config)).validate(str(config))
 
-
-def _done_record(path: Path) -> dict | None:
-    """The record of a finished cell file, or None (absent, damaged, not done, or a record
-    of another cell copied under this name)."""
-    from ilets.study.results import STATUS_DONE
-
-    rec = _read_json(path)
-    ok = rec is not None and rec.get("status") == STATUS_DONE and rec.get("cell") == Path(path).stem
-    return rec if ok else None
-
-
-class GridCommandScenario:
-    """The grid-command scenario: one JSON file per cell, its metrics per regime role."""
-
-    name = "gridcommand"
-    profile_file = "profile.json"
-
-    def load_profile(self, name_or_path: str | Path) -> GridProfile:
-        """:func:`ilets.gridcommand.grid.load_grid_profile` (``quick``, ``gridcommand-quick``,
-        ``gridcommand-grid-quick`` or a YAML path)."""
-        from ilets.gridcommand.grid import load_grid_profile
-
-        return load_grid_profile(name_or_path)
-
-    def cells(self, profile: GridProfile) -> list[CommandCell]:
-        """:func:`ilets.gridcommand.grid.cells`, seed by seed."""
-        from ilets.gridcommand.grid import cells
-
-        return [CommandCell(profile, c) for c in cells(profile)]
-
-    def workers(self, profile: GridProfile) -> int:
-        """One: the grid-command grids ran their cells one after another."""
-        return 1
-
-    def cell_name(self, cell: CommandCell) -> str:
-        """``<method>-M<servers>-s<seed>`` (no digest: the profile is ``OUT/profile.json``)."""
-        return cell.name
-
-    def _path(self, out: Path, name: str) -> Path:
-        return Path(out) / "cells" / f"{name}.json"
-
-    def is_done(self, cell: CommandCell, out: Path) -> bool:
-        """Whether the cell's file is readable and says ``done``."""
-        return _done_record(self._path(out, cell.name)) is not None
-
-    def write_profile(self, profile: GridProfile, out: Path) -> None:
-        """``OUT/profile.json``: the profile as data (the book reads it)."""
-        atomic_write(Path(out) / self.profile_file,
-                     lambda tmp: tmp.write_text(json.dumps(to_dict(profile), indent=1, default=float)))
-
-    def prepare(self, out: Path, cells: list[CommandCell]) -> None:
-        """Nothing: a cell reads its scenario profile when it runs."""
-
-    def run_cell(self, cell: CommandCell, out: Path, wait: bool) -> str:
-        """Compute the cell (:func:`cell_record`) and write its file in one rename."""
+    def rerun_cell(self, cell: Any, scratch: Path, progress: bool = False) -> tuple[Path, str]:
+        """:func:`ilets.study.run.run_cell_status` without the model (a re-run keeps only what is compared)."""
         from ilets.study import run
 
-        def compute() -> None:
-            c0, w0 = time.process_time(), time.perf_counter()
-            try:
-                rec = cell_record(cell, Path(out) / "cache")
-            except Exception as err:  # recorded as a failed attempt; the cell stays undone and is retried
-                run.record_failure(out, cell.name, {"method": cell.cell.method, "variant": "",
-                                                    "servers": cell.cell.servers, "seed": cell.cell.seed},
-                                   err, time.perf_counter() - w0, time.process_time() - c0)
-                raise
-            atomic_write(self._path(out, cell.name),
-                         lambda tmp: tmp.write_text(json.dumps(rec, indent=1, default=float)))
+        return run.run_cell_status(cell, scratch, command=f"ilets verify {run.cell_name(cell)}", progress=progress,
+                                   save_model=False)
 
-        self._path(out, cell.name).parent.mkdir(parents=True, exist_ok=True)
-        return run.run_claimed(out, cell.name, lambda: self.is_done(cell, out), compute, wait)
+    def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
+        """:func:`compare_folders`, :func:`added_metrics` and the re-run's ``wall_s``."""
+        wall = json.loads((Path(rerun) / "metrics.json").read_text()).get("wall_s", float("nan"))
+        return compare_folders(recorded, rerun), added_metrics(recorded, rerun), wall
 
-    def _finished_records(self, out: Path) -> list[tuple[Path, dict]]:
-        folder = Path(out) / "cells"
-        if not folder.is_dir():
-            return []
-        # like the study's store: only the cells of the grid last run here (grid.json), when known
-        manifest = _read_json(Path(out) / "grid.json")
-        wanted = set(manifest["cells"]) if manifest and isinstance(manifest.get("cells"), list) else None
-        found = []
-        for p in sorted(folder.glob("*.json")):
-            if p.name.startswith(".") or (wanted is not None and p.stem not in wanted):
-                continue
-            rec = _done_record(p)
-            if rec is not None:
-                found.append((p, rec))
-        return found
-
-    def build_store(self, out: Path) -> dict[str, Path]:
-        """``OUT/store/results.parquet`` (:func:`command_store_rows`)."""
-        table = command_store_rows(rec for _, rec in self._finished_records(out))
-        path = Path(out) / COMMAND_STORE
-        atomic_write(path, lambda tmp: table.to_parquet(tmp, index=False))
-        return {"results": path}
-
-    def finished(self, out: Path) -> list[Path]:
-        """The files of the finished cells of ``out``'s current grid."""
-        return [p for p, _ in self._finished_records(out)]
-
-    def compute_rows(self, out: Path) -> list[dict] | None:
-        """One row per finished cell: name, method, servers, seed, wall and CPU seconds."""
-        return [{"cell": p.stem, "method": r["method"], "variant": "", "servers": r["servers"], "seed": r["seed"],
-                 "wall_s": r["wall_s"], "cpu_s": r["cpu_s"]} for p, r in self._finished_records(out)]
-
-    def records(self, folder: Path) -> list[ComputeRecord]:
-        """Every finished cell file of ``folder``, from its own record."""
-        out = []
-        for _, r in self._finished_records(folder):
-            m = r.get("machine", {})
-            out.append(ComputeRecord(
-                commit=r.get("commit"), dirty=r.get("dirty"), cpu_model=m.get("cpu_model", "unknown CPU"),
-                cores=m.get("cores", "?"), cpu_id=m.get("cpu_id", ""), numerics=recorded_mode(m) if m else NOT_RECORDED,
-                started_utc=r.get("started_utc"), cpu_s=float(r["cpu_s"]), wall_s=float(r["wall_s"])))
-        return out
-
-    def ship_cell(self, cell: Path, dest: Path) -> None:
-        """The cell's file, as it is."""
-        shutil.copy2(cell, Path(dest) / Path(cell).name)
-
-    def ship_extras(self, src: Path, dest: Path, finished: list[Path]) -> None:
-        """Nothing beside the cells, the store and the profile."""
+    def cell_numerics(self, path: Path) -> str:
+        """From the cell's ``system.json`` (:data:`ilets.numerics.NOT_RECORDED` when absent or unreadable)."""
+        try:
+            system = json.loads((Path(path) / "system.json").read_text())
+        except (OSError, ValueError):
+            system = {}
+        return recorded_mode(system if isinstance(system, dict) else {})
 
 
-def cell_record(cell: CommandCell, cache_dir: Path | None = None) -> dict:
-    """Compute one grid-command cell's record: its identity, the profile's scale and regimes,
-    provenance (start, commit, machine), what training recorded, the scores per regime role
-    (``train``, ``eval``) and the CPU and wall seconds (of this process: the pipeline runs
-    in it). ``cache_dir`` holds the clones the ``bc`` methods of one seed and fleet share."""
-    from ilets.gridcommand import pipeline
-    from ilets.gridcommand.grid import scenario_of
-
-    profile, c = cell.profile, cell.cell
-    base = scenario_of(profile)
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    c0, w0 = time.process_time(), time.perf_counter()
-    rec: dict[str, Any] = {"cell": c.name, "method": c.method, "servers": c.servers, "seed": c.seed,
-                           "profile": profile.name, "scale": profile.scale,
-                           "workload_scale": base.run.workload.scale, "regimes": profile.regimes,
-                           "started_utc": started, **source_version(), "machine": machine_record(COMMAND_PACKAGES)}
-    from ilets.study.results import STATUS_DONE
-
-    regimes = tuple(dict.fromkeys(profile.regimes.values()))
-    result = pipeline.run_method(c.method, base, c.servers, c.seed, profile.train_regime, regimes,
-                                 profile.pipeline, profile.expert_options(c.method), cache_dir)
-    rec.update(status=STATUS_DONE, train=result["train"],
-               scores={role: result["scores"][r] for role, r in profile.regimes.items()})
-    rec.update(cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - w0)
-    return rec
+#: metrics that describe the machine's speed, not the result
+HOST_KEYS = frozenset({"wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms", "demo_seconds", "oinpt_seconds",
+                       "cpu_demos_s", "cpu_bc_s", "cpu_rollout_s", "cpu_update_s", "oail_expert_cpu_s",
+                       "oail_imitation_cpu_s"})
 
 
-def command_store_rows(records: Iterable[dict]) -> pd.DataFrame:
-    """One row per finished grid-command cell and regime role: keys, regime, scalar metrics,
-    CPU seconds (the columns :mod:`ilets.report.grid_command` reads)."""
+def added_metrics(recorded: Path, rerun: Path) -> list[str]:
+    """Metrics the re-run writes that the recorded cell does not have: added to the code after
+    the cell was computed, so there is nothing to compare them with (:func:`compare_folders`
+    skips them; a metric the record has and the re-run lacks is a difference)."""
+    a = json.loads((Path(recorded) / "metrics.json").read_text())
+    b = json.loads((Path(rerun) / "metrics.json").read_text())
+    return sorted(set(b) - set(a) - HOST_KEYS)
+
+
+def compare_folders(recorded: Path, rerun: Path) -> list[str]:
+    """The differences between two cell folders' results (empty when they reproduce):
+    ``metrics.json`` except :data:`HOST_KEYS`, and ``curve.csv`` value for value.
+
+    A metric only the re-run has is not a difference (:func:`added_metrics`)."""
     import pandas as pd
 
-    from ilets.study.results import STATUS_DONE
-
-    rows = []
-    for rec in records:
-        if rec.get("status") != STATUS_DONE:
+    recorded, rerun = Path(recorded), Path(rerun)
+    out = []
+    a = json.loads((recorded / "metrics.json").read_text())
+    b = json.loads((rerun / "metrics.json").read_text())
+    for key in sorted(set(a)):
+        if key in HOST_KEYS:
             continue
-        for role, regime in rec["regimes"].items():
-            s = rec["scores"][role]
-            rows.append({"method": rec["method"], "servers": rec["servers"], "seed": rec["seed"], "role": role,
-                         "regime": regime, "scale": rec["scale"], "workload_scale": rec["workload_scale"],
-                         **{k: float(s.get(k, math.nan)) for k in COMMAND_METRICS},
-                         "clone_cpu_s": float(rec["train"].get("clone_cpu_s", 0.0)), "cell_cpu_s": rec["cpu_s"]})
-    cols = ["method", "servers", "seed", "role", "regime", "scale", "workload_scale", *COMMAND_METRICS,
-            "clone_cpu_s", "cell_cpu_s"]
-    return pd.DataFrame(rows, columns=cols)
+        va, vb = a.get(key), b.get(key)
+        if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
+            out.append(f"metrics.json {key}: {va!r} -> {vb!r}")
+    ca, cb = pd.read_csv(recorded / "curve.csv"), pd.read_csv(rerun / "curve.csv")
+    if ca.shape != cb.shape or list(ca.columns) != list(cb.columns):
+        out.append(f"curve.csv: shape {ca.shape} -> {cb.shape}")
+    else:
+        diff = (ca != cb) & ~(ca.isna() & cb.isna())
+        if diff.to_numpy().any():
+            row, col = next(zip(*diff.to_numpy().nonzero()))
+            out.append(f"curve.csv: {int(diff.to_numpy().sum())} values differ, first at row {row} "
+                       f"{ca.columns[col]}: {ca.iat[row, col]!r} -> {cb.iat[row, col]!r}")
+    return out
 
 
 # --- the registry ---------------------------------------------------------------------------

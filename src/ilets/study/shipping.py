@@ -26,7 +26,8 @@ for the paper's study (``cloud``):
   the floating-point kernels and the CPU-hours, all read from the cells' own records.
 
 A grid-command folder (scenario ``gridcommand``) ships its store, ``profile.json``,
-``grid.json`` and each finished cell's JSON file as it is.
+``grid.json`` and each finished cell's JSON file as it is; a grid-command pilot's folder
+(``pilot.json``, no ``cells/``) ships through :func:`ilets.study.command_pilot.ship_pilot`.
 
 The book prints the provenance on every results page; ``ilets verify`` re-runs shipped cells
 and compares their metrics.
@@ -78,9 +79,15 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
     """Copy the compact part of grid folder ``src`` of ``scenario`` into ``dest`` (replaced)
     and write its provenance; returns the provenance (with ``note`` and the shipped size in MB).
 
-    :class:`ConfigError` when ``src`` holds no cells (no grid ran there)."""
+    :class:`ConfigError` when ``src`` holds no cells (no grid ran there). A grid-command
+    pilot's folder ships as a pilot (:func:`ilets.study.command_pilot.ship_pilot`)."""
     sc = get_scenario(scenario)
     src, dest = Path(src), Path(dest)
+    if sc.name == "gridcommand" and not (src / "cells").is_dir():
+        from ilets.study.command_pilot import PILOT_FILE, ship_pilot
+
+        if (src / PILOT_FILE).is_file():
+            return ship_pilot(src, dest, note)
     if not (src / "cells").is_dir():
         raise ConfigError(f"{src}: expected a grid's results folder with cells/ and {sc.profile_file} "
                           f"(run the grid first)")

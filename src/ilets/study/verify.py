@@ -1,16 +1,21 @@
 """Re-run shipped cells and check that their results reproduce exactly.
 
 A shipped result is a claim anyone can check: :func:`verify` takes cells of a results folder
-(named, or a seeded random sample), re-runs each from its own ``config.yaml`` into a scratch
-folder, and compares the outcome with the recorded one:
+(named, or a seeded random sample), re-runs each into a scratch folder, and compares the
+outcome with the recorded one. How a cell is read back, re-run and compared is its
+scenario's (:class:`ilets.study.scenario.Scenario`; everything else here is shared):
 
-* ``metrics.json``: every key except those that measure the host rather than the result
-  (:data:`HOST_KEYS`: wall and CPU seconds, decision latencies, phase timings);
-* ``curve.csv``: the whole learning curve, value for value.
+* ``cloud``, the paper's study: each cell re-runs from its own ``config.yaml``; compared are
+  ``metrics.json``, every key except those that measure the host rather than the result
+  (:data:`HOST_KEYS`: wall and CPU seconds, decision latencies, phase timings), and
+  ``curve.csv``, the whole learning curve, value for value;
+* ``gridcommand``: each cell re-runs from the folder's ``profile.json``; compared are the
+  training record and the scores of both regime roles, except CPU and wall seconds
+  (:func:`ilets.study.command_scenario.compare_records`).
 
 A verification certifies only what it re-ran itself: before anything runs, every recorded
 file it will compare is checked (:func:`check_recorded`: a damaged or missing file, or a
-``config.yaml`` whose digest is not its cell's, is named), and the re-runs go to a scratch
+record that is not its cell's, is named), and the re-runs go to a scratch
 folder it owns (:func:`prepare_scratch`: never inside the results, an earlier
 verification's re-runs cleared, any other non-empty folder refused), so it never compares
 two stored files.
@@ -29,15 +34,18 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import Any
+
 import pandas as pd
 
 from ilets.numerics import NOT_RECORDED, recorded_mode
-from ilets.study.coverage import parse_cell_name
+# re-exported: the paper study's comparison of two cell folders lives with its scenario
+from ilets.study.scenario import HOST_KEYS, added_metrics  # noqa: F401
+from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, compare_folders, get_scenario
 
-#: metrics that describe the machine's speed, not the result
-HOST_KEYS = frozenset({"wall_s", "cpu_s", "decision_p50_ms", "decision_p95_ms", "demo_seconds", "oinpt_seconds",
-                       "cpu_demos_s", "cpu_bc_s", "cpu_rollout_s", "cpu_update_s", "oail_expert_cpu_s",
-                       "oail_imitation_cpu_s"})
+#: :func:`ilets.study.scenario.compare_folders`: the differences between two cell folders of the
+#: paper's study (empty when they reproduce)
+compare = compare_folders
 
 
 @dataclass(frozen=True)
@@ -55,22 +63,27 @@ class VerifyError(ValueError):
     """A verification that cannot start or cannot be trusted; the message names the file or folder."""
 
 
-def _cells(folder: Path) -> list[str]:
-    return sorted(p.name for p in (folder / "cells").iterdir() if p.is_dir() and not p.name.startswith("."))
+def _cells(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[str]:
+    return get_scenario(scenario).recorded_cells(Path(folder))
 
 
 def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: int = 0,
-         methods: list[str] | None = None) -> list[str]:
-    """The cells to verify: ``names`` (checked to exist), else ``sample`` random ones (of
-    ``methods`` if given, one per method first), drawn with ``seed``."""
-    folder = Path(folder)
-    every = _cells(folder)
+         methods: list[str] | None = None, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[str]:
+    """The cells of ``scenario`` to verify: ``names`` (checked to exist), else ``sample`` random
+    ones (of ``methods`` if given), drawn with ``seed``. A method the scenario does not have
+    raises :class:`VerifyError`."""
+    folder, sc = Path(folder), get_scenario(scenario)
+    every = _cells(folder, sc)
     if names:
         missing = [n for n in names if n not in every]
         if missing:
             raise FileNotFoundError(f"{folder / 'cells'}: no cell(s) {missing}")
         return list(names)
-    pool = [c for c in every if methods is None or parse_cell_name(c)["method"] in methods]
+    unknown = [m for m in methods or () if m not in sc.method_names()]
+    if unknown:
+        raise VerifyError(f"--methods: {unknown} are not methods of scenario {sc.name!r}; expected some of "
+                          f"{list(sc.method_names())}")
+    pool = [c for c in every if methods is None or sc.method_of(c) in methods]
     rng = random.Random(seed)
     rng.shuffle(pool)
     return sorted(pool[:sample])
@@ -95,65 +108,31 @@ def book_sample(folder: Path, methods: tuple[str, ...] = BOOK_METHODS) -> list[s
     return list(m.sort_values("method", key=lambda s: s.map(order))["cell"])
 
 
-def added_metrics(recorded: Path, rerun: Path) -> list[str]:
-    """Metrics the re-run writes that the recorded cell does not have: added to the code after
-    the cell was computed, so there is nothing to compare them with (:func:`compare` skips
-    them; a metric the record has and the re-run lacks is a difference)."""
-    a = json.loads((recorded / "metrics.json").read_text())
-    b = json.loads((rerun / "metrics.json").read_text())
-    return sorted(set(b) - set(a) - HOST_KEYS)
-
-
-def compare(recorded: Path, rerun: Path) -> list[str]:
-    """The differences between two cell folders' results (empty when they reproduce).
-
-    A metric only the re-run has is not a difference (:func:`added_metrics`)."""
-    out = []
-    a = json.loads((recorded / "metrics.json").read_text())
-    b = json.loads((rerun / "metrics.json").read_text())
-    for key in sorted(set(a)):
-        if key in HOST_KEYS:
-            continue
-        va, vb = a.get(key), b.get(key)
-        if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
-            out.append(f"metrics.json {key}: {va!r} -> {vb!r}")
-    ca, cb = pd.read_csv(recorded / "curve.csv"), pd.read_csv(rerun / "curve.csv")
-    if ca.shape != cb.shape or list(ca.columns) != list(cb.columns):
-        out.append(f"curve.csv: shape {ca.shape} -> {cb.shape}")
-    else:
-        diff = (ca != cb) & ~(ca.isna() & cb.isna())
-        if diff.to_numpy().any():
-            row, col = next(zip(*diff.to_numpy().nonzero()))
-            out.append(f"curve.csv: {int(diff.to_numpy().sum())} values differ, first at row {row} "
-                       f"{ca.columns[col]}: {ca.iat[row, col]!r} -> {cb.iat[row, col]!r}")
-    return out
-
-
-def recorded_config(cell: Path):
-    """The :class:`ilets.config.RunConfig` a recorded cell folder ran with, after checking
-    every file :func:`compare` reads (:func:`ilets.study.run.cell_problem`: present, complete,
-    the config's digest the cell's). Raises :class:`VerifyError` naming the file."""
-    from ilets.config import ConfigError, RunConfig, from_dict, read_yaml
-    from ilets.study.run import cell_problem
-
-    cell = Path(cell)
-    problem = cell_problem(cell)
-    if problem is not None:
-        raise VerifyError(problem)
-    path = cell / "config.yaml"
+def recorded_cell(path: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> Any:
+    """The cell a recorded cell of ``scenario`` ran, after checking every file the comparison
+    reads (:meth:`ilets.study.scenario.Scenario.recorded_cell`). Raises :class:`VerifyError`
+    naming the file."""
     try:
-        return from_dict(RunConfig, read_yaml(path), str(path)).validate(str(path))
-    except ConfigError as err:  # e.g. a key this version no longer has
+        return get_scenario(scenario).recorded_cell(Path(path))
+    except ValueError as err:  # ConfigError too: e.g. a key this version no longer has
         raise VerifyError(str(err)) from None
 
 
-def check_recorded(folder: Path, cells: list[str]) -> list:
-    """:func:`recorded_config` of every cell of ``cells`` in ``folder``, in order; the first
+def recorded_config(cell: Path):
+    """The :class:`ilets.config.RunConfig` a recorded cell folder of the paper's study ran with
+    (:func:`recorded_cell`: present, complete, the config's digest the cell's). Raises
+    :class:`VerifyError` naming the file."""
+    return recorded_cell(cell, "cloud")
+
+
+def check_recorded(folder: Path, cells: list[str], scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list:
+    """:func:`recorded_cell` of every cell of ``cells`` in ``folder``, in order; the first
     damaged file raises :class:`VerifyError` before any cell is re-run."""
+    sc = get_scenario(scenario)
     configs, problems = [], []
     for name in cells:
         try:
-            configs.append(recorded_config(Path(folder) / "cells" / name))
+            configs.append(recorded_cell(sc.cell_path(Path(folder), name), sc))
         except VerifyError as err:
             problems.append(str(err))
     if problems:
@@ -222,27 +201,26 @@ def check_report(path: Path) -> None:
         raise VerifyError(f"report {path}: its folder is not writable ({err.strerror or err})") from None
 
 
-def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False) -> list[Verdict]:
-    """Re-run ``cells`` of ``folder`` into ``scratch`` and compare (see the module docstring).
+def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False,
+           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[Verdict]:
+    """Re-run ``cells`` of ``folder`` (of ``scenario``) into ``scratch`` and compare (see the
+    module docstring).
 
     Checks every recorded cell first (:func:`check_recorded`) and makes ``scratch`` a folder
     of its own (:func:`prepare_scratch`); raises :class:`VerifyError` before any re-run when
     either fails, and if a cell was not computed by this call."""
-    from ilets.study.run import RAN, run_cell_status
+    from ilets.study.run import RAN
 
-    folder, scratch = Path(folder), Path(scratch)
-    configs = check_recorded(folder, cells)
+    folder, scratch, sc = Path(folder), Path(scratch), get_scenario(scenario)
+    recorded_cells = check_recorded(folder, cells, sc)
     prepare_scratch(folder, scratch)
     verdicts = []
-    for name, cfg in zip(cells, configs):
-        recorded = folder / "cells" / name
-        rerun, status = run_cell_status(cfg, scratch, command=f"ilets verify {name}", progress=progress,
-                                        save_model=False)
+    for name, cell in zip(cells, recorded_cells):
+        rerun, status = sc.rerun_cell(cell, scratch, progress)
         if status != RAN:  # cannot happen in a folder of our own; never certify a stored file
             raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
-        diffs = compare(recorded, rerun)
-        wall = json.loads((rerun / "metrics.json").read_text()).get("wall_s", float("nan"))
-        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall, tuple(added_metrics(recorded, rerun))))
+        diffs, added, wall = sc.compare_cells(sc.cell_path(folder, name), rerun)
+        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall, tuple(added)))
     return verdicts
 
 
@@ -348,10 +326,11 @@ def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
                    f"cells by the commit that computed them: {cover or 'none'}.")
 
 
-def kernels_hint(folder: Path, cell: str, now: str) -> str:
+def kernels_hint(folder: Path, cell: str, now: str, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> str:
     """Why a re-run in ``now`` kernels (:func:`ilets.numerics.record`'s ``effective``) may
-    differ from ``cell`` of ``folder``, judged from the kernels the cell recorded."""
-    made = _cell_numerics(folder, cell)
+    differ from ``cell`` of ``folder`` (of ``scenario``), judged from the kernels the cell recorded."""
+    sc = get_scenario(scenario)
+    made = sc.cell_numerics(sc.cell_path(Path(folder), cell))
     if made == now:
         return f"computed and re-run with {now} kernels: the difference is not the CPU's kernels"
     if made == NOT_RECORDED:

@@ -1,0 +1,130 @@
+"""The grid-command experiment: what one grid of the scenario runs (:class:`ExperimentProfile`).
+
+A profile names the methods, the fleet sizes and the seeds, the command regime every
+method is trained under (``train_regime``) and the two it is scored under (``train_regime``
+in distribution, ``eval_regime`` drift), the oracle's budget and the pipeline's settings;
+its YAML files are ``ilets/configs/gridcommand-grid-*.yaml``. One *cell* (:class:`Cell`) is
+(method, servers, seed): the method is trained (or, for an expert, used as it is) under
+``train_regime`` and scored by :func:`ilets.gridcommand.metrics.evaluate` on the online
+segment under both regimes, on the same workload draw
+(:func:`ilets.gridcommand.pipeline.run_method`).
+
+The study loads these profiles strictly, names the cells on disk, runs, stores, verifies and
+ships them like its own (:mod:`ilets.study.command_scenario`, scenario ``gridcommand``)::
+
+    ilets grid --scenario gridcommand --profile gridcommand-quick --out results/gridcommand-quick
+    ilets verify --scenario gridcommand --results shipped/gridcommand --sample 2
+    ilets ship --scenario gridcommand --results results/gridcommand-quick --to shipped/gridcommand
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ilets.config import SEED_MAX, ConfigError
+from ilets.gridcommand.command import REGIMES
+from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
+from ilets.gridcommand.pipeline import METHODS, PipelineConfig
+
+#: The regime labels of a cell's two scores.
+ROLES = ("train", "eval")
+#: The grid's labels of its scale: every table and sentence carries one.
+SCALES = ("smoke", "quick", "paper")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One cell of a grid-command grid: a method on a fleet size with a seed."""
+
+    method: str
+    servers: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class ExperimentProfile:
+    """What a grid-command grid runs (one YAML file)."""
+
+    name: str = "gridcommand-grid"
+    description: str = ""
+    scale: str = "quick"  #: the label every table and sentence carries (:data:`SCALES`)
+    scenario: str = "gridcommand-quick"  #: the scenario profile (a gridcommand-* name or a path)
+    methods: tuple[str, ...] = METHODS
+    servers: tuple[int, ...] = (50, 200)
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    train_regime: str = "shallow-long"
+    eval_regime: str = "deep-short"
+    #: seeds the oracle runs on (empty: every seed); its MILP is the grid's slowest cell [ours]
+    oracle_seeds: tuple[int, ...] = ()
+    oracle_window: int = 60  #: tasks per oracle MILP window
+    #: branch-and-bound nodes per oracle solve: the same cut on any host (chosen on pilot
+    #: seeds by :mod:`ilets.gridcommand.pilot`) [ours]
+    oracle_node_limit: int | None = 50
+    #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
+    #: point that depends on the host's speed and load, so the grids use the node limit
+    oracle_time_limit: float | None = None
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+    def validate(self, where: str = "grid") -> "ExperimentProfile":
+        """Named :class:`ConfigError` for every impossible value; returns self."""
+        if self.scale not in SCALES:
+            raise ConfigError(f"{where}.scale: expected 'smoke', 'quick' or 'paper', got {self.scale!r}")
+        if not self.methods:
+            raise ConfigError(f"{where}.methods: expected at least one method of {METHODS}")
+        for i, m in enumerate(self.methods):
+            if m not in METHODS:
+                raise ConfigError(f"{where}.methods[{i}]: unknown method {m!r}; expected one of {METHODS}")
+        for key in ("methods", "servers", "seeds"):
+            values = getattr(self, key)
+            if len(set(values)) != len(values):
+                raise ConfigError(f"{where}.{key}: repeated entries in {list(values)}")
+        if not self.servers or any(s < 1 for s in self.servers):
+            raise ConfigError(f"{where}.servers: expected fleet sizes >= 1, got {list(self.servers)}")
+        # a seed the run's configuration refuses would fail every cell, one after another
+        if not self.seeds or any(not 0 <= s <= SEED_MAX for s in self.seeds):
+            raise ConfigError(f"{where}.seeds: expected seeds in [0, {SEED_MAX}], got {list(self.seeds)}")
+        for key in ("train_regime", "eval_regime"):
+            if getattr(self, key) not in REGIMES:
+                raise ConfigError(f"{where}.{key}: expected one of {tuple(REGIMES)}, got {getattr(self, key)!r}")
+        missing = sorted(set(self.oracle_seeds) - set(self.seeds))
+        if missing:
+            raise ConfigError(f"{where}.oracle_seeds: {missing} are not among the grid's seeds {list(self.seeds)}")
+        if self.oracle_window < 1:
+            raise ConfigError(f"{where}.oracle_window: expected >= 1 task, got {self.oracle_window}")
+        if self.oracle_time_limit is not None and not self.oracle_time_limit > 0:
+            raise ConfigError(f"{where}.oracle_time_limit: expected > 0 s or null, got {self.oracle_time_limit}")
+        if self.oracle_node_limit is not None and self.oracle_node_limit < 1:
+            raise ConfigError(f"{where}.oracle_node_limit: expected >= 1 node or null, got {self.oracle_node_limit}")
+        if self.oracle_node_limit is None and self.oracle_time_limit is None:
+            raise ConfigError(f"{where}: oracle_node_limit and oracle_time_limit are both null; a hard "
+                              "window could then run for hours: set one (the node limit is host-independent)")
+        self.pipeline.validate(f"{where}.pipeline")
+        return self
+
+    @property
+    def regimes(self) -> dict[str, str]:
+        """``{"train": regime, "eval": regime}``."""
+        return {"train": self.train_regime, "eval": self.eval_regime}
+
+    def expert_options(self, method: str) -> dict:
+        """Keyword options of :func:`ilets.gridcommand.experts.make_expert` for ``method``."""
+        if method == "oracle":
+            return {"window": self.oracle_window, "time_limit": self.oracle_time_limit,
+                    "node_limit": self.oracle_node_limit}
+        return {}
+
+    def scenario_config(self) -> GridCommandConfig:
+        """The profile's scenario configuration (workload scale, reward, learners)."""
+        return load_gridcommand_config(self.scenario)
+
+    def cells(self) -> list[Cell]:
+        """The grid's cells, seed by seed (each seed's methods finish together, so a partial
+        grid already holds paired comparisons), the oracle on ``oracle_seeds`` only when given."""
+        out = []
+        for seed in self.seeds:
+            for servers in self.servers:
+                for method in self.methods:
+                    if method == "oracle" and self.oracle_seeds and seed not in self.oracle_seeds:
+                        continue
+                    out.append(Cell(method, servers, seed))
+        return out
