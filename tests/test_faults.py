@@ -255,3 +255,232 @@ def test_an_edited_or_foreign_demonstration_cache_is_set_aside_and_recomputed(tm
     np.testing.assert_array_equal(again.acts, first.acts)
     np.testing.assert_array_equal(again.obs, first.obs)
     assert len(list(tmp_path.glob("demos-*.damaged-*.npz"))) == 1  # kept for inspection, not reused
+
+
+# --- the grid-command scenario on the study's stack (issue 21) --------------------------------
+# Faults a hostile sweep found in the grid-command scenario's own runner, checked on the study's
+# one runner (`ilets grid|pilot|ship|verify --scenario gridcommand`): every refusal is one line
+# naming the file and the field, exit code 2. Cells are the smallest workload on 6 servers.
+
+from ilets.study.cli import main  # noqa: E402
+from tiny_profiles import write_command_profile  # noqa: E402
+
+COMMAND = ["--scenario", "gridcommand"]
+
+
+def _grid(profile: Path, out: Path, *extra: str) -> int:
+    return main(["grid", *COMMAND, "--profile", str(profile), "--out", str(out), "--quiet", *extra])
+
+
+def _one_line(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_command_cells_of_a_changed_profile_are_recomputed_not_reused(tmp_path, capsys):
+    # before: "4 already done" under the new train_regime, the old regime's scores reported as the new one's
+    out = tmp_path / "out"
+    path = write_command_profile(tmp_path / "tiny.yaml")
+    assert _grid(path, out) == 0
+    assert json.loads(capsys.readouterr().out)["ran"] == 4
+    write_command_profile(tmp_path / "tiny.yaml", train_regime="deep-short", eval_regime="shallow-long")
+    assert _grid(path, out) == 0
+    cap = capsys.readouterr()
+    summary = json.loads(cap.out)
+    assert (summary["ran"], summary["skipped_done"]) == (4, 0), summary
+    assert "train_regime 'shallow-long' -> 'deep-short'" in cap.err and str(out / "cells" / "rule-M6-s0.json") in cap.err
+    rec = json.loads((out / "cells" / "rule-M6-s0.json").read_text())
+    assert rec["regimes"] == {"train": "deep-short", "eval": "shallow-long"}
+    assert len(list((out / "cells").glob(".rule-M6-s0.json.stale-*"))) == 1  # the old record kept aside
+    store = pd.read_parquet(out / "store" / "results.parquet")
+    assert set(zip(store["role"], store["regime"])) == {("train", "deep-short"), ("eval", "shallow-long")}
+    # a change of the scenario behind the profile (same regimes) makes the cells stale too
+    write_command_profile(tmp_path / "tiny.yaml", scenario={"defer_s": 0.6}, train_regime="deep-short",
+                          eval_regime="shallow-long")
+    assert _grid(path, out) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["ran"] == 4 and "computed under other settings" in cap.err
+    assert _grid(path, out) == 0
+    assert json.loads(capsys.readouterr().out)["skipped_done"] == 4  # and then they are done
+
+
+def test_command_seeds_beyond_the_seed_range_are_a_one_line_config_error(tmp_path, capsys):
+    # before: accepted, then every cell failed ("gridcommand.run.seed: expected an integer in [0, 4294967295]")
+    path = write_command_profile(tmp_path / "big.yaml", seeds=[0, 2**32])
+    assert _grid(path, tmp_path / "out") == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{path}.seeds" in line and "4294967295" in line
+    assert not (tmp_path / "out" / "cells").exists() and not (tmp_path / "out" / "failed").exists()
+
+
+def test_command_profile_without_its_grid_keys_is_refused(tmp_path, capsys):
+    # before: a profile naming only itself became the default grid: every method, 90 cells at quick scale
+    named = tmp_path / "named.yaml"
+    named.write_text("name: named\ndescription: nothing else\n")
+    assert _grid(named, tmp_path / "out", "--max-cells", "1") == 2
+    line = _one_line(capsys.readouterr().err)
+    assert str(named) in line and "['methods', 'servers', 'seeds', 'scenario']" in line
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    assert _grid(empty, tmp_path / "out") == 2
+    assert "empty profile" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "out" / "cells").exists()
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_command_max_cells_below_one_is_refused(tmp_path, capsys, value):
+    path = write_command_profile(tmp_path / "tiny.yaml")
+    with pytest.raises(SystemExit) as code:
+        _grid(path, tmp_path / "out", "--max-cells", value)
+    assert code.value.code == 2 and "--max-cells" in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
+
+
+def test_command_numerics_switch_of_garbage_is_refused(tmp_path, capsys, monkeypatch):
+    path = write_command_profile(tmp_path / "tiny.yaml")
+    monkeypatch.setenv("ILETS_NUMERICS", "garbage")
+    for args in (["grid", *COMMAND, "--profile", str(path), "--out", str(tmp_path / "out")],
+                 ["pilot", *COMMAND, "--profile", str(path), "--out", str(tmp_path / "pilot")],
+                 ["verify", *COMMAND, "--results", str(tmp_path), "--sample", "1"]):
+        assert main(args) == 2, args
+        line = _one_line(capsys.readouterr().err)
+        assert "ILETS_NUMERICS" in line and "'portable' or 'native'" in line and "'garbage'" in line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "pilot").exists()
+
+
+def test_command_unwritable_out_is_a_one_line_error(tmp_path, capsys):
+    path = write_command_profile(tmp_path / "tiny.yaml")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for cmd in ("grid", "pilot"):
+        assert main([cmd, *COMMAND, "--profile", str(path), "--out", str(blocker / "out"), "--quiet"]) == 2
+        line = _one_line(capsys.readouterr().err)
+        assert f"--out {blocker / 'out'}" in line and "writable folder" in line
+
+
+COMMAND_DAMAGE = {
+    "truncated": lambda f: f.write_text(f.read_text()[:50]),
+    "not-an-object": lambda f: f.write_text("[1, 2]"),
+    # valid JSON saying "done", the store's fields missing: a KeyError traceback before
+    "fields-missing": lambda f: f.write_text(json.dumps({"cell": f.stem, "status": "done"})),
+    "scores-not-objects": lambda f: f.write_text(json.dumps({**json.loads(f.read_text()), "scores": [1, 2]})),
+    "another-cell-copied-here": lambda f: f.write_text((f.parent / "lyapunov-M6-s1.json").read_text()),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(COMMAND_DAMAGE))
+def test_a_damaged_command_cell_is_named_set_aside_and_recomputed(tmp_path, capsys, damage):
+    out = tmp_path / "out"
+    path = write_command_profile(tmp_path / "tiny.yaml")
+    assert _grid(path, out) == 0
+    capsys.readouterr()
+    victim = out / "cells" / "rule-M6-s0.json"
+    COMMAND_DAMAGE[damage](victim)
+    # shipping and the store leave it out, without a traceback
+    assert main(["ship", *COMMAND, "--results", str(out), "--to", str(tmp_path / "shipped")]) == 0
+    assert json.loads(capsys.readouterr().out)["cells"] == 3
+    assert not (tmp_path / "shipped" / "cells" / victim.name).exists()
+    # verifying it is refused before anything runs, naming the file
+    assert main(["verify", *COMMAND, "--results", str(out), "--cell", victim.stem, "--scratch",
+                 str(tmp_path / "scratch"), "--quiet"]) == 2
+    assert str(victim) in _one_line(capsys.readouterr().err)
+    assert not (tmp_path / "scratch" / "cells").exists()
+    # the grid names it, sets it aside and computes it again
+    assert _grid(path, out) == 0
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["ran"] == 1 and str(victim) in cap.err and "Traceback" not in cap.err
+    assert json.loads(victim.read_text())["cell"] == victim.stem
+    assert len(pd.read_parquet(out / "store" / "results.parquet")) == 4 * 2
+
+
+def test_an_interrupt_of_a_command_grid_is_one_line_and_keeps_finished_cells(tmp_path, capsys, monkeypatch):
+    # before (the scenario's own runner): a 47-line traceback on Ctrl-C
+    from ilets.gridcommand import pipeline
+
+    real, calls = pipeline.run_method, []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # what SIGINT raises in the main thread
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_method", interrupted)
+    out = tmp_path / "out"
+    assert _grid(write_command_profile(tmp_path / "tiny.yaml"), out) == 130
+    assert "interrupted" in _one_line(capsys.readouterr().err)
+    assert [p.name for p in (out / "cells").iterdir()] == ["rule-M6-s0.json"]  # kept; nothing half-written
+    assert len(pd.read_parquet(out / "store" / "results.parquet")) == 2  # the store lists it
+    assert not (out / "failed").exists()  # an interrupt is not a failure
+
+
+def _pilot(profile: Path, out: Path) -> int:
+    return main(["pilot", *COMMAND, "--profile", str(profile), "--out", str(out), "--quiet"])
+
+
+def _fake_episode(profile, expert, options, servers, seed, regime):
+    return {"mean_reward": -1.0 / (1 + sum(v for v in options.values() if isinstance(v, (int, float)))),
+            "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.01}
+
+
+def test_an_interrupt_of_the_command_pilot_is_one_line_and_keeps_finished_episodes(tmp_path, capsys, monkeypatch):
+    # before (python -m ilets.gridcommand.pilot): the whole traceback on Ctrl-C
+    from ilets.gridcommand import pilot as rules
+
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(args)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return _fake_episode(*args, **kwargs)
+
+    monkeypatch.setattr(rules, "episode", interrupted)
+    out = tmp_path / "pilot"
+    assert _pilot(write_command_profile(tmp_path / "tiny.yaml"), out) == 130
+    assert "interrupted" in _one_line(capsys.readouterr().err)
+    assert len((out / "episodes.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("row", ['{"expert": "lyapunov"}', "[1, 2]", '{"expert": "lyap'])
+def test_a_damaged_pilot_row_is_a_one_line_error_naming_the_file(tmp_path, capsys, monkeypatch, row):
+    from ilets.gridcommand import pilot as rules
+
+    monkeypatch.setattr(rules, "episode", _fake_episode)
+    path, out = write_command_profile(tmp_path / "tiny.yaml"), tmp_path / "pilot"
+    assert _pilot(path, out) == 0
+    capsys.readouterr()
+    episodes = out / "episodes.jsonl"
+    lines = episodes.read_text().splitlines()
+    episodes.write_text("\n".join([lines[0], row, *lines[1:]]) + "\n")  # a damaged line amid finished ones
+    before = episodes.read_text()
+    assert _pilot(path, out) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert f"{episodes}: line 2" in line
+    assert episodes.read_text() == before  # nothing dropped or rewritten
+    # shipping it is refused the same way, and a missing or damaged pilot.json too
+    dest = tmp_path / "shipped"
+    assert main(["ship", *COMMAND, "--results", str(out), "--to", str(dest)]) == 2
+    assert f"{episodes}: line 2" in _one_line(capsys.readouterr().err) and not dest.exists()
+    episodes.write_text("\n".join(lines) + "\n")
+    (out / "pilot.json").write_text('{"stages": ')
+    assert main(["ship", *COMMAND, "--results", str(out), "--to", str(dest)]) == 2
+    assert str(out / "pilot.json") in _one_line(capsys.readouterr().err) and not dest.exists()
+
+
+def test_two_command_grids_on_one_folder_share_the_cells(tmp_path):
+    # 8 cells, two grids started together: a lock makes each skip (then wait for) the other's cells
+    path = write_command_profile(tmp_path / "shared.yaml", methods=["rule", "lyapunov"], seeds=[0, 1, 2, 3])
+    out = tmp_path / "out"
+    procs = [_cli("grid", *COMMAND, "--profile", str(path), "--out", str(out), "--quiet") for _ in range(2)]
+    summaries = []
+    for p in procs:
+        stdout, stderr = p.communicate(timeout=300)
+        assert p.returncode == 0, stderr
+        summaries.append(json.loads(stdout[stdout.find("{"):]))
+    ran = [s["ran"] for s in summaries]
+    assert sum(ran) == 8, f"cells computed twice (or not at all): ran {ran}"
+    for s in summaries:
+        assert s["ran"] + s["done_elsewhere"] + s["skipped_done"] == 8 and s["failed"] == 0
+    assert len(pd.read_parquet(out / "store" / "results.parquet")) == 8 * 2
