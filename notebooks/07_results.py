@@ -225,3 +225,31 @@ fig = plots.variant_points(found.heavy, AXES, order=order)  # None (no figure) w
 #
 # *Figure (when the variant exists): each metric per method at the variant's fleet size, in
 # the main grid and with {glue:text}`heavy_caption`; means and 95 % CIs over seeds.*
+
+# %% [markdown]
+# ## Worlds as replicates
+#
+# Every cell above schedules one world: the fleet drawn with seed 0 and the one designed
+# event schedule, so its intervals cover the learners' own randomness only. The `worlds`
+# profile (`src/ilets/configs/worlds.yaml`) draws a world per seed as well: the fleet with
+# the run seed and every burst and trend knot moved by up to 100 s [ours]. Each comparison
+# below is judged in one world and over worlds, with the same paired resampler (over the
+# worlds grid it resamples worlds, each with its learner's draw: a two-level bootstrap with
+# one policy seed per world; `ilets.report.worlds`).
+
+# %% tags=["remove-cell"]
+from ilets.report import worlds as W  # noqa: E402
+
+worlds_found = W.chapter_findings(ctx)
+for family, sentence in worlds_found.sentences.items():
+    glue(f"worlds_{family}", sentence, display=False)
+
+# %% [markdown]
+# **Flat learners.** {glue:text}`worlds_flat`
+#
+# **Per-server learners.** {glue:text}`worlds_per-server`
+
+# %% tags=["remove-input"]
+for family, table in worlds_found.tables.items():
+    if len(table):
+        display(plots.markdown_table(W.display_table(table), {}))

@@ -61,3 +61,21 @@ def test_family_cells_relabels_the_per_server_variant_and_keeps_the_heuristics()
     flat = family_cells(grid, "flat")
     assert flat[flat["method"] == "drl"]["avg_response_s"].max() < 1.4
     assert set(flat["method"]) == set(ps["method"]) == {"drl", "earliest-finish"}
+
+
+def test_the_chapter_reads_both_families_and_says_when_no_worlds_grid_exists(tmp_path):
+    from types import SimpleNamespace
+
+    from ilets.report.worlds import chapter_findings, display_table
+
+    main = _cells(0.0, {"drl": 0.01, "drl+": 0.0, "earliest-finish": 0.0, "greedy-cost": 0.1})
+    ctx = SimpleNamespace(metrics=main, reps=200)
+    found = chapter_findings(ctx, per_server=tmp_path / "none", worlds=tmp_path / "none")
+    assert set(found.sentences) == {"flat", "per-server"}
+    assert all("No worlds results" in s for s in found.sentences.values())
+    t = worlds_table(main, _cells(0.05, {"drl": 0.01, "drl+": 0.0}), comparisons=(("drl+", "drl"),),
+                     measures=("avg_response_s",), reps=200)
+    shown = display_table(t)
+    assert list(shown.columns) == ["comparison", "servers", "measure", "one world (%)", "over worlds (%)",
+                                   "width ratio"]
+    assert shown["comparison"].iloc[0] == "DRL+ vs DRL" and "(n=8)" in shown["over worlds (%)"].iloc[0]

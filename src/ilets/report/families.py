@@ -111,10 +111,10 @@ class FamiliesFindings:
 def per_server_context(ctx: ReportContext, folder: Path | str | None = None) -> ReportContext | None:
     """The per-server family's context beside ``ctx`` (the faithful one): the grid in ``folder``
     (default :func:`ilets.study.results.per_server_dir`); None when it has no store."""
-    from ilets.study.results import per_server_dir
+    from ilets.study.results import has_store, per_server_dir
 
     folder = Path(folder) if folder is not None else per_server_dir()
-    if not (folder / "store" / "metrics.parquet").is_file():
+    if not has_store(folder):
         return None
     return ReportContext.load_family(folder, ctx, "per-server")
 

@@ -50,10 +50,10 @@ def chapter_findings(ctx, folder: Path | None = None) -> ChapterFindings:
     from ilets.report import plots
     from ilets.report import stats as S
     from ilets.study.heldout import heldout_change
-    from ilets.study.results import load_metrics, per_server_dir
+    from ilets.study.results import has_store, load_metrics, per_server_dir
 
     folder = Path(folder) if folder is not None else per_server_dir()
-    has_grid = (folder / "store" / "metrics.parquet").is_file()
+    has_grid = has_store(folder)
     learners = load_metrics(folder) if has_grid else ctx.metrics.iloc[0:0]
     metrics = G.family_metrics(learners, ctx.metrics)
     summary = S.summary_table(metrics, tuple(METRICS), reps=ctx.reps) if len(learners) else pd.DataFrame()
@@ -106,11 +106,11 @@ def cost_sentence(learners: pd.DataFrame) -> str:
 def readme_block(shipped: Path, reps: int = 2000) -> str:
     """README's paragraph from the shipped folders under ``shipped``."""
     from ilets.report import heuristic_gap as G
-    from ilets.study.results import load_metrics
+    from ilets.study.results import has_store, load_metrics
 
     parts = [pilot_sentence(shipped / PILOT)]
     grid = shipped / GRID
-    if (grid / "store" / "metrics.parquet").is_file():
+    if has_store(grid):
         learners = load_metrics(grid)
         metrics = G.family_metrics(learners, load_metrics(shipped / FAITHFUL))
         parts += [coverage_sentence(grid, learners),

@@ -16,6 +16,8 @@ columns: intervals over policy seeds in one world, and over worlds and policy se
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -85,6 +87,20 @@ def worlds_table(one_world: pd.DataFrame, worlds: pd.DataFrame, comparisons: Seq
     return out[both][COLUMNS].reset_index(drop=True)
 
 
+def display_table(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`worlds_table` as the chapter shows it: one column per design, each cell the
+    improvement in percent with its 95 % interval and verdict."""
+    def cell(r: pd.Series, d: str) -> str:
+        return (f"{r[f'rel_pct_{d}']:+.1f} [{r[f'ci_low_{d}']:+.1f}, {r[f'ci_high_{d}']:+.1f}] "
+                f"{r[f'verdict_{d}']} (n={r[f'seeds_{d}']})")
+
+    rows = [{"comparison": f"{METHOD_LABELS.get(r['x'], r['x'])} vs {METHOD_LABELS.get(r['y'], r['y'])}",
+             "servers": r["servers"], "measure": METRIC_SPECS[r["metric"]].label,
+             "one world (%)": cell(r, "one_world"), "over worlds (%)": cell(r, "worlds"),
+             "width ratio": f"{r['width_ratio']:.1f}x"} for _, r in table.iterrows()]
+    return pd.DataFrame(rows)
+
+
 def _name(row: pd.Series) -> str:
     return (f"{METHOD_LABELS.get(row['x'], row['x'])} vs {METHOD_LABELS.get(row['y'], row['y'])} on "
             f"{METRIC_SPECS[row['metric']].label} at {row['servers']} servers")
@@ -107,3 +123,27 @@ def worlds_sentence(table: pd.DataFrame, family: str) -> str:
         shown = [f"{_name(r)} ({r['verdict_one_world']} -> {r['verdict_worlds']})" for _, r in changed.iterrows()]
         text += ". Changed: " + "; ".join(shown)
     return text + "."
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorldsFindings:
+    """The worlds section of the results chapter: per learner family, its table and sentence."""
+
+    tables: dict[str, pd.DataFrame]  #: family -> :func:`worlds_table`
+    sentences: dict[str, str]  #: family -> :func:`worlds_sentence`
+
+
+def chapter_findings(ctx, per_server: Path | None = None, worlds: Path | None = None) -> WorldsFindings:
+    """Both families judged in one world (the faithful grid ``ctx`` and the per-server grid
+    ``per_server``, default :func:`ilets.study.results.per_server_dir`) and over worlds (the
+    worlds grid ``worlds``, default :func:`ilets.study.results.worlds_dir`)."""
+    from ilets.report.heuristic_gap import family_metrics
+    from ilets.study.results import has_store, load_metrics, per_server_dir, worlds_dir
+
+    per_server = Path(per_server) if per_server is not None else per_server_dir()
+    worlds = Path(worlds) if worlds is not None else worlds_dir()
+    grid = load_metrics(worlds) if has_store(worlds) else pd.DataFrame()
+    ps = load_metrics(per_server) if has_store(per_server) else ctx.metrics.iloc[0:0]
+    one_world = {"flat": ctx.metrics, "per-server": family_metrics(ps, ctx.metrics)}
+    tables = {f: worlds_table(one_world[f], family_cells(grid, f), reps=ctx.reps) for f in one_world}
+    return WorldsFindings(tables=tables, sentences={f: worlds_sentence(t, f) for f, t in tables.items()})

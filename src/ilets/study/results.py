@@ -35,10 +35,18 @@ RESULTS_SEARCH = ("results/paper", "shipped/paper", "results/quick", "shipped/qu
 SCALE_SEARCH = ("results/quick", "shipped/quick")
 #: Where the book looks for the per-server learners' grid (profile ``per-server``).
 PER_SERVER_SEARCH = ("results/per-server", "shipped/per-server")
+#: Where the worlds grid (profile ``worlds``: fleet and events drawn with the seed) is looked for.
+WORLDS_SEARCH = ("results/worlds", "shipped/worlds")
 
 
 def _repo_root() -> Path:
     return Path(__file__).resolve().parents[3]
+
+
+def has_store(folder: Path | str) -> bool:
+    """Whether ``folder`` holds a results store (``store/metrics.parquet``): a grid with
+    finished cells, or a shipped copy of one."""
+    return (Path(folder) / "store" / "metrics.parquet").is_file()
 
 
 def _first_store(env_var: str, search: tuple[str, ...]) -> Path:
@@ -47,7 +55,7 @@ def _first_store(env_var: str, search: tuple[str, ...]) -> Path:
         return Path(env)
     root = _repo_root()
     for rel in search:
-        if (root / rel / "store" / "metrics.parquet").is_file():
+        if has_store(root / rel):
             return root / rel
     return root / search[-1]
 
@@ -73,6 +81,12 @@ def per_server_dir() -> Path:
     """The per-server learners' grid the book shows beside the faithful one:
     ``$ILETS_PER_SERVER_RESULTS``, else the first folder of :data:`PER_SERVER_SEARCH` with a store."""
     return _first_store("ILETS_PER_SERVER_RESULTS", PER_SERVER_SEARCH)
+
+
+def worlds_dir() -> Path:
+    """The worlds grid the book shows: ``$ILETS_WORLDS_RESULTS``, else the first folder of
+    :data:`WORLDS_SEARCH` with a store."""
+    return _first_store("ILETS_WORLDS_RESULTS", WORLDS_SEARCH)
 
 
 def _cells(out: Path) -> list[Path]:

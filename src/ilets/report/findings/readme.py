@@ -23,11 +23,11 @@ def shipped_per_server(ctx: ReportContext):
     """The per-server grid shipped beside ``ctx``'s folder (``shipped/per-server`` beside
     ``shipped/paper``), None when ``ctx`` is not a shipped folder or nothing is shipped there:
     README is written from shipped folders only, never from a local ``results/`` grid."""
-    from ilets.study.results import PER_SERVER_SEARCH
+    from ilets.study.results import PER_SERVER_SEARCH, has_store
 
     folder = Path(ctx.out).parent / Path(PER_SERVER_SEARCH[-1]).name
     shipped = Path(ctx.out).parent.name == "shipped"
-    return folder if shipped and (folder / "store" / "metrics.parquet").is_file() else None
+    return folder if shipped and has_store(folder) else None
 
 
 def headline_gap_markdown(ctx: ReportContext, per_server=None) -> str:

@@ -58,10 +58,10 @@ def _small_results(ctx: ReportContext, small_out=None):
     unless ``small_out``), or None when it has no store or is ``ctx``'s own folder."""
     from pathlib import Path
 
-    from ilets.study.results import scale_dir
+    from ilets.study.results import has_store, scale_dir
 
     small_out = Path(small_out) if small_out else scale_dir()
-    has_small = (small_out / "store" / "metrics.parquet").is_file() and small_out.resolve() != ctx.out.resolve()
+    has_small = has_store(small_out) and small_out.resolve() != ctx.out.resolve()
     return small_out if has_small else None
 
 

@@ -55,11 +55,11 @@ def gap_texts(ctx: ReportContext, per_server=None) -> dict[str, str]:
     from pathlib import Path
 
     from ilets.report.report_context import coverage_sentence
-    from ilets.study.results import load_metrics, per_server_dir
+    from ilets.study.results import has_store, load_metrics, per_server_dir
 
     texts = {"gap_flat": G.gap_sentence(G.gap_table(ctx.metrics, reps=ctx.reps), FLAT_FAMILY)}
     folder = Path(per_server) if per_server is not None else per_server_dir()
-    if (folder / "store" / "metrics.parquet").is_file():
+    if has_store(folder):
         metrics = load_metrics(folder)
         gap = G.gap_table(G.family_metrics(metrics, ctx.metrics), reps=ctx.reps)
         texts["gap_per_server"] = (f"{G.gap_sentence(gap, 'the per-server policy')} "
