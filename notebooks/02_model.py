@@ -65,34 +65,21 @@
 #
 # ## Parameters
 #
-# The table is generated from the configuration the results were produced with.
+# The table is generated from the configuration the results were produced with: each value
+# from the results' settings, its meaning and source (paper, the authors' code, the group's
+# earlier simulators, or ours) from the documentation of its field in `ilets.config`.
 
 # %% tags=["remove-input"]
 import pandas as pd
 from IPython.display import Markdown
 
 from ilets.simulator.cloud import make_fleet
+from ilets.report.parameters import parameter_table
 from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()
 profile, run = ctx.profile, ctx.run
-rows = [
-    ("fleet sizes M", ", ".join(map(str, profile["servers"])), "paper"),
-    ("capacity levels (shares)", f"{run.fleet.capacity_levels} ({run.fleet.capacity_probs})", "ours, trace-like"),
-    ("service rate (MIPS)", f"{run.fleet.mips[0]:g}-{run.fleet.mips[1]:g}, steps of 50", "ours"),
-    ("idle power per 0.5 capacity (W)", f"{run.fleet.idle_w[0]:g}-{run.fleet.idle_w[1]:g}", "ours"),
-    ("active power per 0.5 capacity (W)", f"{run.fleet.active_w[0]:g}-{run.fleet.active_w[1]:g}", "ours"),
-    ("task length (MI)", f"{run.workload.length_mi[0]:g}-{run.workload.length_mi[1]:g}", "lineage"),
-    ("relative deadline (s)", f"{run.workload.deadline_s[0]:g}-{run.workload.deadline_s[1]:g}", "ours"),
-    ("theta", f"{run.reward.theta:g}", "code"),
-    ("wait scale tau (s)", f"{run.reward.wait_scale_s:g}", "ours"),
-    ("deadline penalty lambda", f"{run.reward.deadline_penalty:g}", "ours"),
-    ("actor / critic", f"one hidden layer of {run.ppo.hidden} tanh units each", "paper"),
-    ("PPO n_steps, batch, epochs, lr",
-     f"{run.ppo.n_steps}, {run.ppo.batch_size}, {run.ppo.n_epochs}, {run.ppo.learning_rate:g}", "ours / code"),
-    ("gamma", f"{run.ppo.gamma:g}", "code"),
-]
-Markdown(pd.DataFrame(rows, columns=["parameter", "value", "source"]).to_markdown(index=False))
+Markdown(parameter_table(run, profile["servers"]).to_markdown(index=False))
 
 # %% [markdown]
 # A sample fleet of 50 servers (fleet seed 0) shows the heterogeneity that makes

@@ -14,11 +14,11 @@ from ilets.expert_table import EXPERT_SPECS, team
 class PPOConfig(_Typed):
     """PPO for one online pass; see ``configs/methods.yaml`` for why these values."""
 
-    learning_rate: float = 3e-4
-    n_steps: int = 256
-    batch_size: int = 64
-    n_epochs: int = 2  #: the pilot's choice
-    gamma: float = 0.98  #: [code]
+    learning_rate: float = 3e-4  #: Adam's step size (SB3's default) [ours]
+    n_steps: int = 256  #: decisions per rollout, between two updates [ours]
+    batch_size: int = 64  #: samples per gradient step [code]
+    n_epochs: int = 2  #: passes over each rollout, the pilot's choice [ours]
+    gamma: float = 0.98  #: discount factor [code]
     gae_lambda: float = 0.95
     clip_range: float = 0.2
     ent_coef: float = 0.01  #: the pilot's choice

@@ -69,17 +69,17 @@ class WorkloadConfig(_Typed):
 class FleetConfig(_Typed):
     """A heterogeneous fleet; ranges are [ours] (the paper does not publish them)."""
 
-    servers: int = 50
+    servers: int = 50  #: servers M (the paper runs 50, 100 and 200) [paper]
     seed: int = 0  #: the fleet is a fixed data centre: run seeds vary workload and learning
-    #: CPU capacities in trace units and their shares (the 2011 trace: mostly 0.5, some 1.0,
-    #: a few 0.25).
+    #: CPU capacities in trace units (the 2011 trace: mostly 0.5, some 1.0, a few 0.25)
+    #: [ours, trace-like]
     capacity_levels: tuple[float, ...] = (0.25, 0.5, 1.0)
-    capacity_probs: tuple[float, ...] = (0.1, 0.7, 0.2)
+    capacity_probs: tuple[float, ...] = (0.1, 0.7, 0.2)  #: each capacity level's share of the servers [ours, trace-like]
     #: service rate range, MIPS, steps of 50; chosen so that in the paper's full online
-    #: window 50 servers are loaded but not swamped (see the workload chapter's load table)
+    #: window 50 servers are loaded but not swamped (see the workload chapter's load table) [ours]
     mips: tuple[float, float] = (600.0, 1800.0)
-    idle_w: tuple[float, float] = (50.0, 100.0)  #: idle power per 0.5 capacity, W
-    active_w: tuple[float, float] = (70.0, 300.0)  #: extra power at full use per 0.5 cap., W
+    idle_w: tuple[float, float] = (50.0, 100.0)  #: idle power per 0.5 capacity, W [ours]
+    active_w: tuple[float, float] = (70.0, 300.0)  #: extra power at full use per 0.5 cap., W [ours]
 
     def validate(self, where: str) -> None:
         if not 1 <= self.servers <= 100_000:
@@ -114,7 +114,7 @@ class RewardConfig(_Typed):
     #: "capped" min(1, x), "linear" x, "log" log(1 + x)
     wait_form: str = "log"
     include_execution: bool = True  #: count the task's own execution time in the wait [ours]
-    deadline_penalty: float = 0.0  #: added to the cost when the estimate misses the deadline
+    deadline_penalty: float = 0.0  #: added to the cost when the estimate misses the deadline [ours]
     infeasible_penalty: float = 1.0  #: added when an action names a server too small
 
     def validate(self, where: str) -> None:
