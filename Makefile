@@ -10,7 +10,7 @@ WHERE = $(BIN)/python -c "from ilets.study.results import results_dir, scale_dir
 # ilets, such as the book's notebook kernels: the variables as KEY=value words.
 NUMERICS = $(BIN)/python -c "from ilets.numerics import env_words; print(env_words())"
 
-.PHONY: book book-only grid test test-fast lint env clean-book force-book bench
+.PHONY: book book-only grid test test-fast lint env clean-book force-book bench artifacts
 
 # The virtual environment, installed from the exact lock (CPU torch) plus this package.
 $(BIN)/.installed: requirements.lock pyproject.toml
@@ -65,6 +65,14 @@ test-fast: lint
 bench: env
 	bash benchmarks/run_all.sh $(BIN)/python
 	$(BIN)/python benchmarks/readme_tables.py --write README.md
+
+# The measurements chapters 3, 4 and 8 quote (the fleet-load table, the experts' optimality gaps
+# and call costs, the decision latency), measured once with the settings of the results the book
+# shows and recorded with their machine, date and commit in shipped/book/<profile>/
+# (ilets.study.book_measurements; a few minutes on 2 cores); the book only reads them. Rerun it
+# when those settings change (the chapters then refuse the old records).
+artifacts: env
+	$(BIN)/python -m ilets.study.book_measurements
 
 clean-book:
 	rm -rf _build

@@ -30,8 +30,8 @@ from myst_nb import glue
 from ilets.report import plots
 from ilets.config import WorkloadConfig
 from ilets.report import findings as F
-from ilets.report.calibration import load_table
-from ilets.report.report_context import ReportContext, build_stamp
+from ilets.report import measurements as MS
+from ilets.report.report_context import ReportContext
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S, RATE_SHAPE, real_cpu_sample, \
     synthetic_workload
 
@@ -124,12 +124,12 @@ fig = plots.task_parameters(full.online.to_frame())
 # window's size, on the full window it loads the fleet beyond the calibration.
 
 # %% tags=["remove-input"]
-run_cfg = ctx.run
-scales = tuple(sorted({1.0, float(run_cfg.workload.scale)}))
-load = load_table(run_cfg.workload, run_cfg.fleet, (50, 100, 200), scales, seed=0)
-glue("load_stamp", build_stamp(), display=False)
+recorded = MS.of_context(ctx, "workload")  # the replay, recorded by `make artifacts`
+load = MS.load_frame(recorded)
+glue("load_seed", f"{recorded['seed']}", display=False)
+glue("load_stamp", recorded.stamp, display=False)
 F.load_display(load)
 
 # %% [markdown]
-# *Table: Earliest-Finish on the online segment, workload and fleet seed 0; a replay
-# {glue:text}`load_stamp` (not a recorded result of the grid).*
+# *Table: Earliest-Finish on the online segment, workload and fleet seed
+# {glue:text}`load_seed`; a replay {glue:text}`load_stamp` (not a result of the grid).*

@@ -23,7 +23,6 @@
 # says what they do, how close to optimal they are, and what they cost.
 
 # %% tags=["remove-cell"]
-import numpy as np
 import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
@@ -31,26 +30,24 @@ from myst_nb import glue
 from ilets.report import findings as F
 from ilets.report import plots
 from ilets.config import RunConfig
-from ilets.study.expert_tables import gap_cases, gap_table, loaded_snapshots, timing_table
-from ilets.agents.experts import make_expert
 from ilets.expert_table import EXPERT_SPECS, SEARCH_EXPERTS, setting_meanings
-from ilets.report.report_context import ReportContext, build_stamp
+from ilets.report import measurements as MS
+from ilets.report.report_context import ReportContext
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS, PAPER_ONLINE_TASKS, PAPER_WINDOW_S
 
 plots.use_style()
 ctx = ReportContext.load()
 profile, run = ctx.profile, ctx.run
-cfg, reward = run.experts, run.reward
+cfg = run.experts
 glue("profile_name", profile["name"], display=False)
 for key, text in F.config_texts(cfg).items():
     glue(key, text, display=False)
-glue("build_stamp", build_stamp(), display=False)
+recorded = MS.of_context(ctx, "experts")  # measured with these settings by `make artifacts`
+glue("measured_stamp", recorded.stamp, display=False)
 
-# the number of plans one call scores, read off real calls (not recomputed here)
-snapshot = loaded_snapshots(50, [1000], cfg.window)[0]
+# the number of plans one call scores, read off real calls (recorded, not recomputed here)
 for n in SEARCH_EXPERTS:
-    evaluations = make_expert(n, cfg, reward).plan(*snapshot, np.random.default_rng(0)).evaluations
-    glue(f"{n}_evals", f"{evaluations:,}", display=False)
+    glue(f"{n}_evals", f"{recorded['evaluations'][n]:,}", display=False)
 
 glue("budget_note", F.budget_note(cfg, RunConfig().experts), display=False)
 
@@ -134,8 +131,8 @@ Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", f"{getattr(RunConfig().expert
 # with the enumerated optimum.
 
 # %% tags=["remove-cell"]
-gaps = pd.DataFrame(gap_cases(cfg, reward, 80))
-summary = pd.DataFrame(gap_table(gaps.to_dict("records"))).set_index("expert")
+gaps = MS.gap_frame(recorded)
+summary = MS.gap_summary(recorded)
 glue("n_cases", f"{int(summary['cases'].iloc[0])}", display=False)
 glue("opt_ms", f"{gaps['optimum_ms'].mean():.0f}", display=False)
 for name, row in summary.iterrows():
@@ -148,7 +145,7 @@ glue("search_verdict", F.search_sentence(summary.loc[list(SEARCH_EXPERTS), "mean
 fig = plots.optimality_gaps(gaps)
 
 # %% [markdown]
-# *Figure ({glue:text}`build_stamp`): relative gap to the enumerated optimum on
+# *Figure ({glue:text}`measured_stamp`): relative gap to the enumerated optimum on
 # {glue:text}`n_cases` small cases
 # (3-5 servers, 4-6 tasks), one point per case; the bar is the mean. Symlog axis: points on
 # zero are optimal plans.*
@@ -173,7 +170,7 @@ Markdown(F.gap_display(summary).to_markdown(index=False))
 # {glue:text}`cfg_window` tasks a few times with different seeds.
 
 # %% tags=["remove-cell"]
-timing = pd.DataFrame(timing_table(cfg, reward, [50, 100, 200], [1000, 2000], 2))
+timing = MS.timing_frame(recorded)
 t = timing.set_index(["servers", "expert"])
 for (m, name), row in t.iterrows():
     glue(f"{name}_ms_{m}", F.ms_text(row["ms_per_call"]), display=False)
@@ -188,7 +185,7 @@ glue("calls_per_cell", f"{int(t['calls'].iloc[0])}", display=False)
 fig = plots.expert_cost(timing)
 
 # %% [markdown]
-# *Figure ({glue:text}`build_stamp`): wall time per call on a {glue:text}`cfg_window`-task
+# *Figure ({glue:text}`measured_stamp`): wall time per call on a {glue:text}`cfg_window`-task
 # window against fleet size,
 # log scales: median of {glue:text}`calls_per_cell` calls (filled) and 90th percentile
 # (hollow).*
@@ -211,11 +208,11 @@ fig = plots.expert_cost(timing)
 Markdown(F.timing_display(timing).to_markdown(index=False, disable_numparse=True))
 
 # %% [markdown]
-# The gaps and the times above were measured while this page was built, not recorded by the
-# grid: {glue:text}`build_stamp`. Wall times are of that machine, and may be inflated by other work
-# running on it; CPU times and the ratio to greedy are the more portable figures.
-# `benchmarks/bench_experts.py` runs the same tables (`ilets.study.expert_tables.timing_table`,
-# `gap_cases`) with more calls and cases.
+# The gaps and the times above are not results of the grid: they were measured once with this
+# profile's settings by `make artifacts`, {glue:text}`measured_stamp`. Wall times are of that machine,
+# and may be inflated by other work running on it; CPU times and the ratio to greedy are the
+# more portable figures. `benchmarks/bench_experts.py` runs the same tables
+# (`ilets.study.expert_tables.timing_table`, `gap_cases`) with more calls and cases.
 #
 # ## Expert cost in the study
 #

@@ -20,25 +20,25 @@
 # {glue:text}`paper_ilets_100` and {glue:text}`paper_ilets_200` ms, i.e. OAIL adds
 # {glue:text}`paper_overhead_50`, {glue:text}`paper_overhead_100` and
 # {glue:text}`paper_overhead_200` to DRL's time, a share that grows with the fleet. This
-# chapter measures the same quantity in our implementation, on this machine, while the
-# chapter runs.
+# chapter reports the same quantity in our implementation, measured once on the machine named
+# below (`make artifacts` records it; the book reads the record).
 
 # %% tags=["remove-cell"]
-import os
-
 from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets.report import findings as F
+from ilets.report import measurements as MS
 from ilets.report import plots
-from ilets.study.latency import PAPER_DECISION_MS, summarise
-from ilets.report.report_context import ReportContext, build_stamp
+from ilets.study.latency import PAPER_DECISION_MS
+from ilets.report.report_context import ReportContext
 
 plots.use_style()
 ctx = ReportContext.load()
 profile, run = ctx.profile, ctx.run
 glue("profile_name", profile["name"], display=False)
-SCALES, N, PREDICT_EVERY = (50, 100, 200), 600, 5
+recorded = MS.of_context(ctx, "decision_time")  # measured with these settings by `make artifacts`
+SCALES, N, PREDICT_EVERY = tuple(recorded["servers"]), recorded["decisions"], recorded["predict_every"]
 glue("n_decisions", f"{N:,}", display=False)
 glue("n_predict", f"{N // PREDICT_EVERY:,}", display=False)
 glue("predict_every", f"{PREDICT_EVERY}", display=False)
@@ -74,9 +74,9 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # not part of the decision time (chapter 6).
 
 # %% tags=["remove-cell"]
-timings, counters = F.measured_latency(run, SCALES, N, PREDICT_EVERY)
-glue("build_stamp", build_stamp(), display=False)
-summary = summarise(timings)
+glue("measured_stamp", recorded.stamp, display=False)
+summary = MS.latency_summary(recorded)
+counters = MS.oail_counters(recorded)
 p = summary.set_index(["method", "servers", "path"])
 for m in SCALES:
     ours_drl, ours_ilets = p.loc[("DRL", m, "our decision")], p.loc[("ILETS", m, "our decision")]
@@ -90,11 +90,10 @@ for m in SCALES:
     glue(f"overhead_p50_{m}", f"{100 * (ours_ilets['p50_ms'] / ours_drl['p50_ms'] - 1):+.0f}%", display=False)
     glue(f"overhead_p95_{m}", f"{100 * (ours_ilets['p95_ms'] / ours_drl['p95_ms'] - 1):+.0f}%", display=False)
 
-oail_path = timings[timings["path"] == "oail"]
-glue("oail_mean_us", f"{1e6 * oail_path['seconds'].mean():.1f}", display=False)
-glue("oail_max_ms", f"{1e3 * oail_path['seconds'].max():.1f}", display=False)
+glue("oail_mean_us", f"{1e6 * recorded['oail_seconds']['mean']:.1f}", display=False)
+glue("oail_max_ms", f"{1e3 * recorded['oail_seconds']['max']:.1f}", display=False)
 glue("oail_every", f"{run.oail.every}", display=False)
-glue("n_cpus", f"{os.cpu_count()}", display=False)
+glue("n_cpus", f"{recorded.host['cpus']}", display=False)
 glue("oail_requests", f"{int(counters['oail_requests'].sum()):,}", display=False)
 glue("oail_completed", f"{int(counters['oail_completed'].sum()):,}", display=False)
 
@@ -105,7 +104,7 @@ glue("oail_completed", f"{int(counters['oail_completed'].sum()):,}", display=Fal
 fig = plots.decision_times(summary)
 
 # %% [markdown]
-# *Figure ({glue:text}`build_stamp`): per-task decision time (log scale) against fleet size, DRL (left) and ILETS
+# *Figure ({glue:text}`measured_stamp`): per-task decision time (log scale) against fleet size, DRL (left) and ILETS
 # (right). Filled markers: medians, hollow: 95th percentiles, dashed: the paper's reported
 # figures ({glue:text}`n_decisions` decisions per method and size).*
 
@@ -114,7 +113,7 @@ Markdown(F.latency_wide(summary, SCALES).to_markdown(index=False, floatfmt=".3g"
 
 # %% [markdown]
 # *Table: p50 and p95 decision time in milliseconds (the paper reports one figure per method
-# and size, shown as p50); {glue:text}`build_stamp`.*
+# and size, shown as p50); {glue:text}`measured_stamp`.*
 #
 # A DRL decision takes a median {glue:text}`drl_us_50`, {glue:text}`drl_us_100` and
 # {glue:text}`drl_us_200` µs at 50, 100 and 200 servers, about
@@ -141,7 +140,7 @@ Markdown(F.latency_wide(summary, SCALES).to_markdown(index=False, floatfmt=".3g"
 # {glue:text}`oail_mean_us` µs per decision (a median DRL decision at 50 servers takes
 # {glue:text}`drl_us_50` µs), and the slowest single decision paid
 # {glue:text}`oail_max_ms` ms. The emulator process also competes with the scheduler for
-# this machine's {glue:text}`n_cpus` CPUs (other jobs may run on it too), which is what
+# the measuring machine's {glue:text}`n_cpus` CPUs (other jobs may run on it too), which is what
 # lifts the 95th percentile of ordinary decisions. Over the three runs
 # {glue:text}`oail_requests` windows were submitted and {glue:text}`oail_completed` came
 # back; the rest were still running or had been dropped from the backlog when a run ended,

@@ -11,7 +11,8 @@ Then headless Chromium opens every page of ``_toc.yml`` and the test checks titl
 cells and images. Without ``/usr/bin/chromium`` (installed by ``tests/setup_browser.sh``)
 the browser test skips, except under ``CI=true`` where it fails.
 
-Minutes on 2 cores (the smoke grid takes 0.5-1.5 min; the rest is executing the chapters).
+Minutes on 2 cores (the smoke grid takes 0.5-1.5 min, then the measurements chapters 3, 4 and 8
+quote are recorded for it, ``ilets.study.book_measurements``; the rest is executing the chapters).
 The build log, the rendered book and a screenshot stay in pytest's temporary folder.
 Deselect with ``-m "not book"``.
 """
@@ -107,6 +108,13 @@ def book(tmp_path_factory):
                            "--quiet"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
     assert grid.returncode == 0, f"smoke grid failed:\n{grid.stdout[-3000:]}\n{grid.stderr[-3000:]}"
     grid_s = time.perf_counter() - t0
+    # the measurements chapters 3, 4 and 8 quote are recorded, not run at book time: record them
+    # for the smoke grid's settings into the temporary folder (the shipped ones are the paper's)
+    env["ILETS_BOOK_MEASUREMENTS"] = str(tmp / "measurements")
+    measured = subprocess.run([sys.executable, "-m", "ilets.study.book_measurements", "--results", str(results)],
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
+    assert measured.returncode == 0, f"recording the book's measurements failed:\n{measured.stderr[-3000:]}"
+    measured_s = time.perf_counter() - t0 - grid_s
     # a second copy stands for the reduced-scale results shown beside the main ones (the
     # summary's scale table and chapter 10's live re-runs read it)
     shutil.copytree(results, tmp / "scale")
@@ -120,7 +128,8 @@ def book(tmp_path_factory):
                            cwd=tmp, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     log = build.stdout + "\n" + build.stderr
     (tmp / "build.log").write_text(log)
-    print(f"smoke grid {grid_s:.0f} s, book build {time.perf_counter() - t0:.0f} s; log: {tmp / 'build.log'}")
+    print(f"smoke grid {grid_s:.0f} s, measurements {measured_s:.0f} s, book build {time.perf_counter() - t0:.0f} s; "
+          f"log: {tmp / 'build.log'}")
     return {"tmp": tmp, "results": results, "html": out / "_build" / "html", "rc": build.returncode, "log": log}
 
 

@@ -635,25 +635,6 @@ def test_latency_wide_one_row_per_method_and_path():
     assert rows.loc[("ILETS", "sb3 predict"), "p95 ms, 100 servers"] == 0.45
 
 
-def test_measured_latency_times_both_paths_at_every_fleet_size(monkeypatch):
-    import ilets.study.latency as L
-
-    calls = []
-
-    def fake_measure(servers, n, cfg, with_oail, predict_every=5, seed=0):
-        calls.append((servers, n, with_oail, predict_every))
-        t = pd.DataFrame({"method": ["ILETS" if with_oail else "DRL"], "servers": [servers], "seconds": [1e-4]})
-        if with_oail:
-            t.attrs["oail"] = {"requests": servers // 10, "applied": servers // 20}
-        return t
-
-    monkeypatch.setattr(L, "measure", fake_measure)
-    timings, counters = F.measured_latency(RunConfig(), (50, 100), n=200, predict_every=4)
-    assert calls == [(50, 200, False, 4), (50, 200, True, 4), (100, 200, False, 4), (100, 200, True, 4)]
-    assert list(timings["method"]) == ["DRL", "ILETS", "DRL", "ILETS"] and list(timings["servers"]) == [50, 50, 100, 100]
-    assert counters.to_dict("index") == {50: {"requests": 5, "applied": 2}, 100: {"requests": 10, "applied": 5}}
-
-
 def test_event_list_profiles_and_hardware_texts():
     assert F.event_list_text([]) == "none"
     assert F.event_list_text(["trend_change", "burst_1"]) == "trend change (2250 s), burst (1100 s)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,20 @@ def measure(servers: int, n: int, cfg: RunConfig, with_oail: bool, predict_every
     if callback is not None:
         out.attrs["oail"] = counters
     return out
+
+
+def measured_latency(run: RunConfig, scales: Sequence[int], n: int,
+                     predict_every: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`measure` for DRL and ILETS at each fleet size in ``scales``: ``(timings, OAIL
+    counters per fleet size)``. What the decision-time chapter quotes
+    (:mod:`ilets.study.book_measurements` records it)."""
+    frames, counters = [], {}
+    for m in scales:
+        frames.append(measure(m, n, run, with_oail=False, predict_every=predict_every))
+        with_oail = measure(m, n, run, with_oail=True, predict_every=predict_every)
+        frames.append(with_oail)
+        counters[m] = with_oail.attrs.get("oail", {})
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(counters).T
 
 
 def summarise(timings: pd.DataFrame) -> pd.DataFrame:

@@ -41,7 +41,7 @@ from ilets.report.findings.readme import (HEADLINE_MARKERS, HEADLINE_FAMILIES, s
 from ilets.report.findings.workload import ks_sentence, load_display
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
                                            timing_display)
-from ilets.report.findings.decision_time import latency_wide, measured_latency, store_latency
+from ilets.report.findings.decision_time import latency_wide, store_latency
 from ilets.report.findings.reproduce import profiles_table, hardware_table
 
 __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings",
@@ -57,5 +57,5 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "ResultsFindings", "HEAVY", "NO_HEAVY", "heavy_purpose", "unpool_opposite_signs", "paper_effect_texts",
            "paper_tables", "across_scales", "results_findings", "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
            "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "budget_note", "config_texts",
-           "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide", "measured_latency",
+           "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide",
            "store_latency", "profiles_table", "hardware_table"]

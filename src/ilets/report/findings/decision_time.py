@@ -1,4 +1,5 @@
-"""Chapter 8, decision time: the latency measured now and the decision times recorded in the cells.
+"""Chapter 8, decision time: the recorded latency measurement (:mod:`ilets.report.measurements`) and the
+decision times recorded in the cells.
 """
 
 from __future__ import annotations
@@ -19,20 +20,6 @@ def latency_wide(summary: pd.DataFrame, scales: Sequence[int]) -> pd.DataFrame:
     order = [(meth, path) for meth in ("DRL", "ILETS") for path in ("our decision", "sb3 predict", "paper")]
     out = wide.reindex(order).reset_index().astype(object)
     return out.where(out.notna(), "-")
-
-
-def measured_latency(run, scales: Sequence[int], n: int, predict_every: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Decision times measured now (:func:`ilets.study.latency.measure`, DRL and ILETS at each
-    fleet size): ``(timings, oail counters per fleet size)``."""
-    from ilets.study.latency import measure
-
-    frames, counters = [], {}
-    for m in scales:
-        frames.append(measure(m, n, run, with_oail=False, predict_every=predict_every))
-        with_oail = measure(m, n, run, with_oail=True, predict_every=predict_every)
-        frames.append(with_oail)
-        counters[m] = with_oail.attrs.get("oail", {})
-    return pd.concat(frames, ignore_index=True), pd.DataFrame(counters).T
 
 
 def store_latency(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
