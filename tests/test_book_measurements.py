@@ -113,6 +113,23 @@ def test_measured_latency_times_both_paths_at_every_fleet_size(monkeypatch):
     assert counters.to_dict("index") == {50: {"requests": 5, "applied": 2}, 100: {"requests": 10, "applied": 5}}
 
 
+def test_the_latency_record_keeps_the_summary_the_oail_times_and_the_counters(monkeypatch):
+    import ilets.study.latency as L
+
+    timings = pd.DataFrame({"decision": [0, 0, 0, 1, 0, 1, 1], "servers": 50,
+                            "path": ["numpy actor", "sb3 predict", "numpy actor", "numpy actor", "oail", "numpy actor", "oail"],
+                            "method": ["DRL", "DRL", "ILETS", "DRL", "ILETS", "ILETS", "ILETS"],
+                            "seconds": [1e-5, 5e-4, 1e-5, 3e-5, 2e-6, 1e-5, 4e-6]})
+    counters = pd.DataFrame({50: {"oail_requests": 3.0, "oail_served_share": 0.5}}).T
+    monkeypatch.setattr(L, "measured_latency", lambda run, scales, n, every: (timings, counters))
+    rec = BM.decision_time_record(RunConfig())
+    assert rec["oail_seconds"] == {"mean": pytest.approx(3e-6), "max": 4e-6, "decisions": 2}
+    assert rec["oail_counters"] == {"50": {"oail_requests": 3, "oail_served_share": 0.5}}  # counts whole, shares kept
+    summary = pd.DataFrame(rec["summary"]).set_index(["method", "servers", "path"])
+    assert summary.loc[("DRL", 50, "our decision"), "p50_ms"] == pytest.approx(2e-2)
+    assert summary.loc[("ILETS", 50, "our decision"), "p50_ms"] == pytest.approx(1.3e-2)  # numpy actor + oail
+
+
 @pytest.mark.parametrize("name", sorted(BM.RECORDS))
 def test_the_shipped_paper_results_have_their_records(name):
     # the book shows shipped/paper on a fresh clone: its chapters read these without measuring

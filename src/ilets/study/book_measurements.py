@@ -158,7 +158,8 @@ def decision_time_record(run: RunConfig) -> dict:
     return {"servers": list(LATENCY_SERVERS), "decisions": LATENCY_DECISIONS, "predict_every": PREDICT_EVERY,
             "summary": summarise(timings).to_dict("records"),
             "oail_seconds": {"mean": float(oail.mean()), "max": float(oail.max()), "decisions": int(len(oail))},
-            "oail_counters": {str(m): {k: int(v) for k, v in row.items()} for m, row in counters.iterrows()}}
+            "oail_counters": {str(m): {k: int(v) if float(v).is_integer() else float(v) for k, v in row.items()}
+                              for m, row in counters.iterrows()}}
 
 
 #: Each record's name and the function that measures it.
