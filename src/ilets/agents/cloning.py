@@ -144,6 +144,7 @@ def clone_scores(policy, demos: Demonstrations, criterion: np.ndarray) -> dict[s
     theirs = criterion[rows, demos.acts]
     mine = criterion[rows, pred]
     tie = mine <= theirs + TIE_TOL * np.maximum(np.abs(theirs), 1.0)
+    assert demos.action_costs is not None, "demonstrations recorded without action_costs"
     c_mine, c_theirs = demos.action_costs[rows, pred], demos.action_costs[rows, demos.acts]
     return {"agreement_exact": float(np.mean(pred == demos.acts)), "agreement_tie": float(np.mean(tie)),
             "regret": float(np.mean(c_mine - c_theirs)),

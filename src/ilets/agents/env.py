@@ -90,6 +90,7 @@ class CloudSchedulingEnv(gym.Env):
 
     def observe(self) -> np.ndarray:
         """The observation for the current task (a fresh array)."""
+        assert self.cloud is not None, "reset() first"
         return build_observation(self.cloud, self._current, self.state, self._obs).copy()
 
     def action_masks(self) -> np.ndarray:
@@ -114,6 +115,7 @@ class CloudSchedulingEnv(gym.Env):
 
     def _set_current(self, j: int) -> None:
         self._current = self._task(j)
+        assert self.cloud is not None, "reset() first"
         self.cloud.advance(self._current.arrival)
         self._mask = self.cloud.feasible(self._current.cpu)
 

@@ -69,6 +69,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as ResultTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import numpy as np
 import torch as th
@@ -248,7 +249,7 @@ class _Pending:
 
     req: EmulatorRequest
     due: float
-    future: Future | None = None
+    future: Future[EmulatorResult] | None = None
     tries: int = 0  #: times sent to the pool
     lost: bool = False  #: its worker died twice: given up
 
@@ -288,7 +289,8 @@ class OAILCallback(BaseCallback):
     def _on_training_start(self) -> None:
         from imitation.algorithms.bc import BehaviorCloningLossCalculator
 
-        self.env = self.training_env.envs[0].unwrapped
+        # attr-defined: SB3 types training_env as a VecEnv; it is a DummyVecEnv (or a wrapper forwarding to one)
+        self.env = self.training_env.envs[0].unwrapped  # type: ignore[attr-defined]
         # past windows start W decisions before a submission: snapshot at that phase
         self._snapshot_phase = (-self.experts_cfg.window) % self.cfg.every if self.cfg.window_mode == "past" else 0
         self.pool = self._new_pool()
@@ -407,11 +409,13 @@ class OAILCallback(BaseCallback):
 
     def _send(self, pending: _Pending) -> None:
         pending.tries += 1
+        assert self.pool is not None, "the pool starts with training"
         try:
             pending.future = self.pool.submit(run_emulator, pending.req)
         except BrokenProcessPool:  # broke since the last look: replace it, then submit
             pending.future = None
             self._restart_pool()
+            assert self.pool is not None
             pending.future = self.pool.submit(run_emulator, pending.req)
 
     def _fill_wall(self) -> None:
@@ -425,10 +429,17 @@ class OAILCallback(BaseCallback):
                 busy += 1
 
     # --- results ----------------------------------------------------------------------
-    def _result(self, pending: _Pending, block: bool) -> EmulatorResult | None | bool:
+    @overload
+    def _result(self, pending: _Pending, block: Literal[True]) -> EmulatorResult | None: ...
+
+    @overload
+    def _result(self, pending: _Pending, block: bool) -> EmulatorResult | None | Literal[False]: ...
+
+    def _result(self, pending: _Pending, block: bool) -> EmulatorResult | None | Literal[False]:
         """The request's result; ``None`` if it failed for good; ``False`` if not back (no block)."""
         while not pending.lost:
             fut = pending.future
+            assert fut is not None, "a request not lost has been sent"
             if not block and not fut.done():
                 return False
             try:
@@ -463,6 +474,7 @@ class OAILCallback(BaseCallback):
         send it every other request the old pool had not finished. Those results do not depend
         on which process computes them, so nothing else changes."""
         old, self.pool = self.pool, None
+        assert old is not None, "a request timed out in the pool"
         processes = list((getattr(old, "_processes", None) or {}).values())
         self._stop.set()
         old.shutdown(wait=False, cancel_futures=True)
@@ -514,7 +526,7 @@ class OAILCallback(BaseCallback):
 
     def _collect_due(self, now: float) -> list[EmulatorResult]:
         """Simulated clock: every result due by ``now``, in order, waiting for late workers."""
-        out = []
+        out: list[EmulatorResult] = []
         while self._pending and self._pending[0].due <= now:
             result = self._result(self._pending[0], block=True)
             self._pending.popleft()
@@ -526,8 +538,10 @@ class OAILCallback(BaseCallback):
 
     def _collect_wall(self) -> list[EmulatorResult]:
         """Wall clock: whatever the workers have finished by now."""
-        out, keep = [], deque()
+        out: list[EmulatorResult] = []
+        keep: deque[_Pending] = deque()
         for pending in list(self._pending):
+            result: EmulatorResult | None | Literal[False]
             result = False if pending.future is None and not pending.lost else self._result(pending, block=False)
             if result is False:
                 keep.append(pending)  # not sent yet, or still running
@@ -563,12 +577,15 @@ class OAILCallback(BaseCallback):
         policy = self.model.policy
         policy.set_training_mode(True)
         for _ in range(self.cfg.bc_steps):
-            loss = 0.0
+            loss: float | th.Tensor = 0.0
             for weight, plan in zip(self.cfg.weights, plans):
                 obs, acts = self._targets(result, plan)
                 if len(acts) == 0:
                     continue
-                loss = loss + weight * self.loss_fn(policy, th.as_tensor(obs), th.as_tensor(acts)).loss
+                # arg-type: SB3 types model.policy as a BasePolicy and imitation wants an ActorCriticPolicy; it is
+                # a (Maskable)ActorCriticPolicy, whose evaluate_actions is all the loss calls
+                bc = self.loss_fn(policy, th.as_tensor(obs), th.as_tensor(acts))  # type: ignore[arg-type]
+                loss = loss + weight * bc.loss
             if not isinstance(loss, th.Tensor):  # dagger: none of the window's decisions was seen
                 break
             self.optimizer.zero_grad()

@@ -25,6 +25,7 @@ import json
 import os
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ class Demonstrations:
         return Demonstrations(self.obs[cut], self.acts[cut], self.masks[cut], self.rewards[cut], self.experts[cut],
                               self.seconds, None if self.action_costs is None else self.action_costs[cut])
 
-    def arrays(self) -> dict[str, np.ndarray]:
+    def arrays(self) -> dict[str, np.ndarray | None]:
         """The arrays a cache file holds, by name."""
         return {"obs": self.obs, "acts": self.acts, "masks": self.masks, "rewards": self.rewards,
                 "experts": self.experts, "seconds": np.array(self.seconds), "action_costs": self.action_costs}
@@ -81,7 +82,8 @@ class Demonstrations:
         """Write a cache file with a content digest of every array (checked by :meth:`load`)."""
         tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # one per process
         arrays = self.arrays()
-        np.savez_compressed(tmp, **arrays, digest=np.array(content_digest(arrays)))
+        # arg-type: numpy's stub types **kwds alongside allow_pickle: bool, so a dict of arrays never fits
+        np.savez_compressed(tmp, **arrays, digest=np.array(content_digest(arrays)))  # type: ignore[arg-type]
         tmp.replace(path)
 
     @classmethod
@@ -95,14 +97,15 @@ class Demonstrations:
             recorded = str(z["digest"]) if "digest" in z.files else None
         if recorded != content_digest(arrays):
             raise ValueError("its content digest does not match (edited, damaged or written before caches had one)")
+        costs = arrays["action_costs"]
         d = cls(arrays["obs"], arrays["acts"], arrays["masks"], arrays["rewards"], arrays["experts"],
-                float(arrays["seconds"]), arrays["action_costs"])
+                float(arrays["seconds"]), costs)
         n = len(d.acts)
-        if not len(d.obs) == len(d.masks) == len(d.rewards) == len(d.action_costs) == n:
+        if not len(d.obs) == len(d.masks) == len(d.rewards) == len(costs) == n:
             raise ValueError("arrays of different lengths")
-        if d.obs.ndim != 2 or d.masks.ndim != 2 or d.action_costs.shape != d.masks.shape:
+        if d.obs.ndim != 2 or d.masks.ndim != 2 or costs.shape != d.masks.shape:
             raise ValueError(f"unexpected shapes: obs {d.obs.shape}, masks {d.masks.shape}, "
-                             f"action_costs {d.action_costs.shape}")
+                             f"action_costs {costs.shape}")
         if servers is not None and d.masks.shape[1] != servers:
             raise ValueError(f"masks are {d.masks.shape[1]} servers wide, expected {servers}")
         if width is not None and d.obs.shape[1] != width:
@@ -113,7 +116,7 @@ class Demonstrations:
         return d
 
 
-def content_digest(arrays: dict[str, np.ndarray]) -> str:
+def content_digest(arrays: Mapping[str, np.ndarray | None]) -> str:
     """SHA-256 over every array's name, dtype, shape and bytes (a cache file's content digest)."""
     h = hashlib.sha256()
     for name in sorted(arrays):

@@ -105,6 +105,10 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     distributions, ``evaluate_actions`` for PPO and BC, saving, is sb3-contrib's own.
     """
 
+    # SB3 types mlp_extractor as its MlpExtractor; _build_mlp_extractor, SB3's hook for a custom
+    # extractor, sets a PerServerNet (same latent_dim_pi/vf and forward_actor/critic, no subclass)
+    mlp_extractor: PerServerNet  # type: ignore[assignment]
+
     def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, **kwargs: Any) -> None:
         self.n_task, self.width, self.hidden = n_task, width, hidden
         kwargs.setdefault("activation_fn", nn.Tanh)
@@ -127,7 +131,8 @@ class PerServerPolicy(MaskableActorCriticPolicy):
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
-        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+        # call-arg: torch's Optimizer base has no lr; SB3's own _build has the same ignore
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
 
 
 class PerServerNumpy:

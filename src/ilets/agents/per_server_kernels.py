@@ -94,7 +94,7 @@ def _row_score(obs: np.ndarray, base: int, width: int, w_row: np.ndarray, bias: 
 
 @njit(cache=True, nogil=True)
 def scores(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
-           b_score: float, out: np.ndarray) -> None:
+           b_score: np.float32, out: np.ndarray) -> None:
     """``out[i] = w_score . relu(W_row row_i + bias) + b_score`` for every server ``i``.
 
     ``bias`` is the context term ``W_c ctx + b`` (the same for every server)."""
@@ -105,8 +105,8 @@ def scores(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np
 
 @njit(cache=True, nogil=True)
 def forward(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, w_context: np.ndarray,
-            b_context: np.ndarray, w_score: np.ndarray, b_score: float, w_critic: np.ndarray, b_critic: np.ndarray,
-            w_value: np.ndarray, b_value: float, out: np.ndarray) -> float:
+            b_context: np.ndarray, w_score: np.ndarray, b_score: np.float32, w_critic: np.ndarray, b_critic: np.ndarray,
+            w_value: np.ndarray, b_value: np.float32, out: np.ndarray) -> float:
     """Scores of every server into ``out`` and the critic's value, in one pass (see
     :class:`ilets.agents.per_server.PerServerNumpy`)."""
     ctx = np.empty(n_task + 2 * width, np.float32)
@@ -127,7 +127,8 @@ def forward(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, w_conte
         for j in range(ctx.shape[0]):
             a += ctx[j] * w_critic[j, k]
         value += math.tanh(a) * w_value[k]
-    return value + b_value
+    # return-value: numpy's stubs type float + float32 as float32; numba adds to the float64 accumulator
+    return value + b_value  # type: ignore[return-value]
 
 
 @njit(cache=True, nogil=True)
@@ -160,7 +161,7 @@ def sample(z: np.ndarray, mask: np.ndarray, u: float) -> tuple[int, float]:
 
 @njit(cache=True, nogil=True)
 def greedy(obs: np.ndarray, n_task: int, width: int, w_row: np.ndarray, bias: np.ndarray, w_score: np.ndarray,
-           b_score: float, mask: np.ndarray) -> int:
+           b_score: np.float32, mask: np.ndarray) -> int:
     """The first allowed server of highest score (:func:`scores`), or -1 if none is allowed.
 
     What ``act_masked(scores, mask)`` returns, without writing the scores out: the same

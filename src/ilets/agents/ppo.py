@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch as th
@@ -30,6 +31,10 @@ from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
 from ilets.config import FinetuneConfig, PPOConfig
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
+
+if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.buffers import MaskableRolloutBuffer
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 
 # sb3-contrib reads ``action_masks`` through SB3's Monitor wrapper, which Gymnasium 0.29
@@ -200,13 +205,20 @@ class FastMaskablePPO(MaskablePPO):
     deeper network, a non-Discrete action space) falls back to the stock loop.
     """
 
+    # sb3-contrib's MaskablePPO keeps SB3's OnPolicyAlgorithm annotations (ActorCriticPolicy,
+    # RolloutBuffer); its policy is a MaskableActorCriticPolicy, which is no ActorCriticPolicy
+    # subclass (assignment), and its buffer a MaskableRolloutBuffer (the study's observations
+    # are a Box, never a Dict)
+    policy: MaskableActorCriticPolicy  # type: ignore[assignment]
+    rollout_buffer: MaskableRolloutBuffer
+
     def __init__(self, *args, fast_rollout: bool = True, finetune: FinetuneConfig | None = None, **kwargs) -> None:
         self.fast_rollout = fast_rollout
         self.finetune = finetune or FinetuneConfig()
         #: the frozen clone the KL term pulls toward (:meth:`set_reference`), and the record of
         #: every update: entropy and KL to the clone on the rollout's states, the critic's
         #: explained variance, whether the actor was frozen for the critic's warm-up
-        self.reference = None
+        self.reference: MaskableActorCriticPolicy | None = None
         self.finetune_log: list[dict] = []
         self._warm = 0  # rollouts with the critic above the warm-up threshold in a row
         self._kl_updates = 0
@@ -326,11 +338,15 @@ class FastMaskablePPO(MaskablePPO):
         self._kl_updates += 1
         if weight < 1e-6:
             return
+        # train() calls this only with a clone to pull toward; the study's models have a seed and a minibatch size
+        assert self.reference is not None and self.seed is not None and self.batch_size is not None
         if not hasattr(self, "_kl_optimizer"):
+            assert not callable(self.learning_rate), "a constant learning rate (ppo.learning_rate)"
             self._kl_optimizer = th.optim.Adam(actor_parameters(self.policy), lr=self.learning_rate)
         buf = self.rollout_buffer
         obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
-        masks = buf.action_masks.reshape(buf.buffer_size, -1)
+        # attr-defined: sb3-contrib leaves action_masks unannotated, None until reset() fills the array
+        masks = buf.action_masks.reshape(buf.buffer_size, -1)  # type: ignore[attr-defined]
         gen = th.Generator().manual_seed(self.seed * 7919 + self._kl_updates)
         perm = th.randperm(buf.buffer_size, generator=gen)
         self.policy.set_training_mode(True)
@@ -382,6 +398,9 @@ class FastMaskablePPO(MaskablePPO):
         self.policy.set_training_mode(False)
         rollout_buffer.reset()
         callback.on_rollout_start()
+        # set by _fast_env; the fast loop's observations are a Box (an array) with SB3's starts
+        assert self._np_policy is not None and self._last_episode_starts is not None
+        assert isinstance(self._last_obs, np.ndarray)
         if self._np_policy.policy is not self.policy:  # a callback swapped the policy object
             self._np_policy = numpy_actor_critic(self.policy)
         net = self._np_policy

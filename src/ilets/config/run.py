@@ -7,7 +7,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ilets.config.learning import ExpertConfig, FinetuneConfig, OAILConfig, OINPTConfig, PPOConfig
 from ilets.config.strict import ConfigError, _Typed, check_finite, merge, read_yaml, to_dict
@@ -25,6 +25,12 @@ POLICIES = ("flat", "per-server")
 #: which observation layouts each policy can read
 POLICY_LAYOUTS = {"flat": OBSERVATIONS, "per-server": ("per-server",)}
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
+
+
+class _Section(Protocol):
+    """A section of :class:`RunConfig` (WorkloadConfig, PPOConfig, ...): it validates itself."""
+
+    def validate(self, where: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ class RunConfig(_Typed):
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if dataclasses.is_dataclass(value):
-                value.validate(f"{where}.{f.name}")
+                cast(_Section, value).validate(f"{where}.{f.name}")
         return self
 
     def digest(self) -> str:

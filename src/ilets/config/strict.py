@@ -31,14 +31,15 @@ class _Typed:
     field and the type it expects, instead of failing later deep inside numpy or torch."""
 
     def __post_init__(self) -> None:
-        for name, tp in _field_types(type(self)).items():
+        cls: type = type(self)
+        for name, tp in _field_types(cls).items():
             problem = _type_problem(getattr(self, name), tp)
             if problem is not None:
                 raise TypeError(f"{type(self).__name__}.{name}{problem}")
 
 
 @functools.lru_cache(maxsize=None)
-def _field_types(cls: type) -> dict:
+def _field_types(cls: type) -> dict[str, Any]:
     return {f.name: typing.get_type_hints(cls)[f.name] for f in dataclasses.fields(cls)}
 
 
@@ -46,7 +47,8 @@ def _type_problem(value: Any, tp: Any) -> str | None:
     """``": expected ..., got ..."`` (prefixed ``[i]`` for a tuple's item) when ``value`` is
     not of type ``tp``; None when it is. An integer counts as a number; a bool as neither."""
     got = f"got {type(value).__name__} {value!r}"
-    if dataclasses.is_dataclass(tp):
+    # a type hint is a class: isinstance(tp, type) narrows is_dataclass to a dataclass type
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return None if isinstance(value, tp) else f": expected a {tp.__name__}, {got}"
     if typing.get_origin(tp) is tuple:
         if not isinstance(value, (tuple, list)):
@@ -101,7 +103,7 @@ def check_finite(obj: Any, where: str) -> None:
 
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         if not isinstance(value, dict):
             raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
         return from_dict(tp, value, where)
@@ -173,9 +175,9 @@ def merge(base: Any, overrides: dict, where: str = "config") -> Any:
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a mapping with a repeated key (PyYAML keeps the last silently)."""
 
-    def construct_mapping(self, node, deep=False):  # type: ignore[override]
+    def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
         if isinstance(node, yaml.MappingNode):
-            seen: set = set()
+            seen: set[Any] = set()
             for key_node, _ in node.value:
                 key = self.construct_object(key_node, deep=True)
                 try:

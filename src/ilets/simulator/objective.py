@@ -32,7 +32,7 @@ from ilets.simulator.cloud import Cloud, meets_deadline
 class Task(NamedTuple):
     """One task as seen at its arrival."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the task's row: a field that shadows tuple.index on purpose
     arrival: float
     cpu: float
     length: float

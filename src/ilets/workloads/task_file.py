@@ -82,4 +82,5 @@ def read_task_file(path: str | Path) -> TaskTable:
         i = int(back[0]) + 1
         raise TaskFileError(f"{path}: {where(i)}, column 'arrival': expected arrivals in non-decreasing order, "
                             f"got {float(values['arrival'][i])!r} after {float(values['arrival'][i - 1])!r}")
-    return TaskTable(*(values[c] for c in TASK_COLUMNS), source=str(path))
+    arrival, cpu, length, deadline = (values[c] for c in TASK_COLUMNS)
+    return TaskTable(arrival, cpu, length, deadline, source=str(path))

@@ -18,6 +18,7 @@ import csv
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
 
@@ -142,19 +143,27 @@ def draw_length_and_deadline(rng: np.random.Generator, n: int, cfg: WorkloadConf
 
 # --- the embedded default: a calibrated synthetic window --------------------------------
 
+class RateShape(TypedDict):
+    """The shape of the arrival rate (:data:`RATE_SHAPE` or a jittered copy of it)."""
+
+    trend: list[tuple[float, float]]  #: (time s, level) knots of the piecewise-linear baseline
+    bursts: list[tuple[float, float, float]]  #: (start s, duration s, multiplier)
+    trend_change: float  #: time (s) of the trend change, one of the trend's knots
+
+
 #: Shape of the arrival rate over the 3000 s window, relative units [ours].
 #: ``trend``: piecewise-linear baseline (time s, level); ``bursts``: (start s, duration s,
 #: multiplier). The online half has a trend change at 2250 s (the baseline turns from
 #: rising to falling) and two instant bursts; the offline half has its own bursts so that
 #: demonstrations include burst states.
-RATE_SHAPE = {
+RATE_SHAPE: RateShape = {
     "trend": [(0.0, 1.10), (750.0, 1.35), (1500.0, 0.80), (2250.0, 1.25), (3000.0, 0.70)],
     "bursts": [(400.0, 40.0, 2.2), (1100.0, 30.0, 2.0), (1850.0, 40.0, 2.5), (2600.0, 30.0, 2.2)],
     "trend_change": 2250.0,
 }
 
 
-def rate_shape(t: np.ndarray, shape: dict | None = None) -> np.ndarray:
+def rate_shape(t: np.ndarray, shape: RateShape | None = None) -> np.ndarray:
     """Relative arrival rate at times ``t`` (s) of the 3000 s window (unnormalised), of
     ``shape`` (default :data:`RATE_SHAPE`)."""
     shape = RATE_SHAPE if shape is None else shape
@@ -169,7 +178,7 @@ def rate_shape(t: np.ndarray, shape: dict | None = None) -> np.ndarray:
 EVENT_STREAM = 0xE7E
 
 
-def jittered_shape(jitter_s: float, seed: int) -> dict:
+def jittered_shape(jitter_s: float, seed: int) -> RateShape:
     """:data:`RATE_SHAPE` with each burst, each interior trend knot and the trend change moved
     by a uniform draw in ``[-jitter_s, +jitter_s]`` from ``default_rng([seed, EVENT_STREAM])``
     (the window's ends stay put); the shape itself when ``jitter_s`` is 0. The trend change
@@ -187,7 +196,7 @@ def jittered_shape(jitter_s: float, seed: int) -> dict:
 
 
 def _arrivals(rng: np.random.Generator, n: int, t0: float, t1: float, scale: float,
-              shape: dict | None = None) -> np.ndarray:
+              shape: RateShape | None = None) -> np.ndarray:
     """``n`` sorted arrival times on [t0, t1) (window seconds) with density ∝ rate_shape.
 
     Given the count, a non-homogeneous Poisson process's points are i.i.d. draws from the

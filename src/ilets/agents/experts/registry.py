@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -60,7 +60,7 @@ def make_expert(name: str, cfg: ExpertConfig | None = None, reward: RewardConfig
 def factory(path: str) -> Callable[..., Expert]:
     """The callable a factory path names: ``"module:attribute"``, the attribute possibly dotted."""
     module, _, attribute = path.partition(":")
-    found = importlib.import_module(module)
+    found: Any = importlib.import_module(module)  # the module, then its attributes down the dotted path
     for part in attribute.split("."):
         found = getattr(found, part)
     return found
