@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import time
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gym_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
+import ilets
 from ilets import ENV_ID
 from ilets.agents.env import CloudSchedulingEnv
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
@@ -33,6 +36,43 @@ def test_registered_id_makes_the_env():
     env = gym.make(ENV_ID, config=cfg)
     obs, _ = env.reset(seed=0)
     assert obs.shape == (2 * 7 + 2,) and obs.dtype == np.float32
+
+
+def test_masks_are_read_from_a_made_env_without_warnings():
+    """``made.action_masks()``, sb3-contrib's helper and ``info["action_mask"]`` (reset and
+    every step but the last) raise no warning through ``gym.make``'s wrappers."""
+    from sb3_contrib.common.maskable.utils import get_action_masks
+
+    cfg = RunConfig(workload=WorkloadConfig(scale=0.001), fleet=FleetConfig(servers=7))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = gym.make(ENV_ID, config=cfg)
+        assert isinstance(env, ilets.ActionMaskWrapper)
+        _, info = env.reset(seed=0)
+        done, steps = False, 0
+        while not done:
+            mask = env.action_masks()
+            assert mask is info["action_mask"] and get_action_masks(env) is mask
+            _, _, done, _, info = env.step(int(np.flatnonzero(mask)[-1]))
+            steps += 1
+        assert "action_mask" not in info and info["final"]["tasks"] == steps
+
+
+def test_no_argument_make_builds_a_small_declared_episode():
+    """``gym.make(ENV_ID)``: ``RunConfig()`` at workload scale ``DEFAULT_SCALE`` (the env's
+    docstring), not the paper's full window."""
+    from ilets.agents.env import DEFAULT_SCALE
+
+    t0 = time.perf_counter()
+    env = gym.make(ENV_ID)
+    env.reset()
+    seconds = time.perf_counter() - t0
+    base = env.unwrapped
+    assert DEFAULT_SCALE == 0.02
+    assert base.config == dataclasses.replace(RunConfig(), workload=WorkloadConfig(scale=DEFAULT_SCALE))
+    assert len(base.tasks) == 5187 and len(base.fleet) == 50
+    assert seconds < 5.0, f"the no-argument episode took {seconds:.1f} s to build"
+    assert RunConfig().workload.scale == 1.0
 
 
 def test_observation_layout(env):

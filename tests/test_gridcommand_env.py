@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -68,6 +70,51 @@ def test_registered_id_makes_the_env():
     assert base.defer_action == m and isinstance(base.schedule, CommandSchedule)
     assert base.current_task.arrival == base.now and base.deferrals_of_current == 0
     assert len(base.slot_edges) > 2 and base.config.slot_s == 0.1
+
+
+def test_masks_are_read_from_a_made_env_without_warnings():
+    """``made.action_masks()``, sb3-contrib's helpers, ``info["action_mask"]`` and a
+    MaskablePPO on ``ActionMaskWrapper(Monitor(made))`` raise no warning (Gymnasium 0.29's
+    ``Wrapper.__getattr__`` warns on every call)."""
+    from sb3_contrib import MaskablePPO
+    from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
+    from stable_baselines3.common.monitor import Monitor
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        env = gym.make(ilets.GRID_ENV_ID, config=grid(DOWN))
+        assert isinstance(env, ilets.ActionMaskWrapper) and is_masking_supported(env)
+        _, info = env.reset(seed=0)
+        rng, done, steps = np.random.default_rng(0), False, 0
+        while not done:
+            mask = env.action_masks()
+            assert mask is info["action_mask"] and mask is env.unwrapped.action_masks()
+            assert get_action_masks(env) is mask
+            _, _, done, _, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+            steps += 1
+        assert "action_mask" not in info and "final" in info  # no decision after the last step
+        assert steps == info["final"]["decisions"]
+        model = MaskablePPO("MlpPolicy", ilets.ActionMaskWrapper(Monitor(env)), n_steps=32, batch_size=32,
+                            n_epochs=1, seed=0)
+        model.learn(total_timesteps=32)
+        assert model.num_timesteps == 32
+
+
+def test_no_argument_make_builds_the_small_declared_episode():
+    """``gym.make(GRID_ENV_ID)`` builds the :data:`DEFAULT_PROFILE` episode (as the env's
+    docstring says), in seconds; ``GridCommandConfig()`` keeps the paper's full window."""
+    from ilets.gridcommand.env import DEFAULT_PROFILE
+
+    t0 = time.perf_counter()
+    env = gym.make(ilets.GRID_ENV_ID)
+    env.reset()
+    seconds = time.perf_counter() - t0
+    base = env.unwrapped
+    assert DEFAULT_PROFILE == "gridcommand-quick" and base.config == load_gridcommand_config(DEFAULT_PROFILE)
+    assert len(base.tasks) == 5187 and len(base.fleet) == 50 and base.window == (30.0, 60.0)
+    assert base.config.regime == "shallow-long" and len(base.schedule.commands) == 1
+    assert seconds < 5.0, f"the no-argument episode took {seconds:.1f} s to build"
+    assert GridCommandConfig().run.workload.scale == 1.0 and GridCommandConfig().slot_s == 10.0
 
 
 # --- the plain run is the special case -----------------------------------------------------------

@@ -8,14 +8,23 @@ each server's wait bound, speed share and power share). :class:`StateSpec` and
 
 Action: a server index, ``Discrete(M)``. A server whose capacity is below the request can
 never run the task; :meth:`CloudSchedulingEnv.action_masks` (the sb3-contrib convention)
-marks those False. If such an action is taken anyway it is redirected to the least-loaded
-feasible server and ``reward.infeasible_penalty`` is added to the cost, with
-``info["infeasible"] = True``; the task is never dropped, so every method schedules the
-same tasks.
+marks those False, and the same array is ``info["action_mask"]`` (Gymnasium's convention) of
+:meth:`~CloudSchedulingEnv.reset` and of every step but the one that ends the segment (no
+decision follows it); a made env (``gym.make(ENV_ID)``) also answers ``action_masks()``
+without Gymnasium 0.29's deprecation warning (:class:`ilets.ActionMaskWrapper`). If a
+masked action is taken anyway it is redirected to the least-loaded feasible server and
+``reward.infeasible_penalty`` is added to the cost, with ``info["infeasible"] = True``; the
+task is never dropped, so every method schedules the same tasks.
 
 Reward: ``-cost`` of :mod:`ilets.simulator.objective`. An episode is one workload segment (the online
 half by default); at its end every queued task is run to completion and ``info["final"]``
 holds the segment's metrics.
+
+No configuration (``CloudSchedulingEnv()``, ``gym.make(ENV_ID)`` with no arguments): the
+study's settings (``RunConfig()``) with the synthetic workload at scale 0.02
+(:data:`DEFAULT_SCALE`): the online segment is 5,187 tasks in the 30-s window, on 50 servers.
+``RunConfig()`` itself is the paper's full window (259,368 online tasks): pass it to get that
+episode.
 """
 
 from __future__ import annotations
@@ -26,19 +35,24 @@ from gymnasium import spaces
 
 from ilets.agents.observation import StateSpec, build_observation
 from ilets.agents.policies import LeastLoaded
-from ilets.config import OBSERVATIONS, RunConfig
+from ilets.config import OBSERVATIONS, RunConfig, WorkloadConfig
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import Task, cost_of
 from ilets.workloads.workload import TaskTable, load_workload
 
-__all__ = ["CloudSchedulingEnv", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
+__all__ = ["CloudSchedulingEnv", "DEFAULT_SCALE", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
+
+#: The workload scale of an environment made without a configuration (module docstring).
+DEFAULT_SCALE = 0.02
 
 
 class CloudSchedulingEnv(gym.Env):
     """Online task scheduling on a heterogeneous fleet (see the module docstring).
 
     Args:
-        config: the run configuration (workload, fleet, reward). Defaults to ``RunConfig()``.
+        config: the run configuration (workload, fleet, reward). None (the default, and
+            ``gym.make(ENV_ID)`` with no arguments): ``RunConfig()`` at workload scale
+            :data:`DEFAULT_SCALE`, a small episode (module docstring).
         segment: ``"online"`` (the last 25 minutes) or ``"offline"`` (the first 25).
         tasks: use these tasks instead of generating the workload from ``config``.
         fleet: use this fleet instead of ``make_fleet(config.fleet)``.
@@ -52,7 +66,8 @@ class CloudSchedulingEnv(gym.Env):
         if config is not None and not isinstance(config, RunConfig):
             raise TypeError(f"config: expected a RunConfig (ilets.config), got {type(config).__name__}; "
                             f"build one with ilets.config.load_run_config(path, **overrides)")
-        self.config = (config or RunConfig()).validate()
+        self.config = (config if config is not None
+                       else RunConfig(workload=WorkloadConfig(scale=DEFAULT_SCALE))).validate()
         if segment not in ("online", "offline"):
             raise ValueError(f"segment must be 'online' or 'offline', got {segment!r}")
         self.segment = segment
@@ -111,7 +126,7 @@ class CloudSchedulingEnv(gym.Env):
         self._cost_sum = 0.0
         self._infeasible = 0
         self._set_current(0)
-        return self.observe(), {"task": 0}
+        return self.observe(), {"task": 0, "action_mask": self._mask}
 
     def _set_current(self, j: int) -> None:
         self._current = self._task(j)
@@ -148,6 +163,7 @@ class CloudSchedulingEnv(gym.Env):
         else:
             self._set_current(self.t)
             obs = self.observe() if self.observing else self._obs
+            info["action_mask"] = self._mask  # the next decision's (none after the last)
         # energy used up to the next arrival, or to the last finish once the segment is over
         info["energy_kwh"] = cloud.energy / 3.6e6
         return obs, -cost, terminated, False, info

@@ -10,13 +10,18 @@ Actions, ``Discrete(M + 1)``
     deferred task goes first, it has waited longer [ours]). Its response, wait and deadline
     still count from its first arrival (:meth:`ilets.simulator.cloud.Cloud.assign`'s
     ``release``).
-Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention)
-    a server is masked where its capacity cannot hold the task, or, while an admission cap
-    is active (``cap_fraction < 1`` during a down event), where its power with the task
-    counted would exceed ``cap_fraction`` of its maximum; defer is masked once the task has
-    used ``max_deferrals`` or when even the fastest server could not meet the deadline
-    after the deferral. If everything would be masked, the capacity-feasible servers stay
-    allowed (a mask is never all False). A masked action taken anyway is redirected (to the
+Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["action_mask"]``
+    one array, two ways to read it: the method for sb3-contrib, the info entry (Gymnasium's
+    convention) on :meth:`~GridCommandEnv.reset` and on every step but the one that ends the
+    episode (no decision follows it), for code that sees the env through wrappers; a made
+    env (``gym.make(GRID_ENV_ID)``) also answers ``action_masks()`` without Gymnasium 0.29's
+    deprecation warning (:class:`ilets.ActionMaskWrapper`). A server is masked where its
+    capacity cannot hold the task, or, while an admission cap is active (``cap_fraction <
+    1`` during a down event), where its power with the task counted would exceed
+    ``cap_fraction`` of its maximum; defer is masked once the task has used
+    ``max_deferrals`` or when even the fastest server could not meet the deadline after the
+    deferral. If everything would be masked, the capacity-feasible servers stay allowed (a
+    mask is never all False). A masked action taken anyway is redirected (to the
     least-loaded allowed server, else to defer) and costs ``reward.infeasible_penalty``,
     with ``info["infeasible"] = True``, as in the plain environment.
 Reward, ``-cost``
@@ -38,6 +43,14 @@ Baseline and target
 
 With no command, or a command of depth 0, and the reference policy's actions, the episode is
 the plain environment's run bit for bit (same starts, finishes, servers and summary).
+
+No configuration (``GridCommandEnv()``, ``gym.make(GRID_ENV_ID)`` with no arguments)
+    the shipped ``gridcommand-quick`` profile (:data:`DEFAULT_PROFILE`): the synthetic
+    workload at scale 0.02, its online segment (5,187 tasks in the 30-s window 30-60 s), 50
+    servers, the shallow-long regime (with the run seed 0: one down event, about 3 s long),
+    0.5-s slots; it builds in about a second. ``GridCommandConfig()`` itself is the paper's
+    full window (259,368 tasks, ~17 s to build with its counterfactual baseline): pass it
+    to get that episode.
 """
 
 from __future__ import annotations
@@ -53,7 +66,7 @@ from gymnasium import spaces
 from ilets.agents.observation import LAYOUTS, StateSpec, write_blocks
 from ilets.agents.policies import LeastLoaded
 from ilets.gridcommand.command import CommandSchedule
-from ilets.gridcommand.config import GridCommandConfig, check_cap
+from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_high, write_grid_blocks
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
@@ -62,14 +75,19 @@ from ilets.workloads.workload import TaskTable, load_workload
 
 from ilets import GRID_ENV_ID
 
-__all__ = ["GRID_ENV_ID", "GridCommandEnv", "register"]
+__all__ = ["DEFAULT_PROFILE", "GRID_ENV_ID", "GridCommandEnv", "register"]
+
+#: The shipped profile an environment made without a configuration runs (module docstring).
+DEFAULT_PROFILE = "gridcommand-quick"
 
 
 class GridCommandEnv(gym.Env):
     """Online task scheduling under a grid operator's power command (module docstring).
 
     Args:
-        config: the scenario configuration; defaults to ``GridCommandConfig()``.
+        config: the scenario configuration; None (the default, and ``gym.make(GRID_ENV_ID)``
+            with no arguments): the small :data:`DEFAULT_PROFILE` episode (module docstring),
+            not ``GridCommandConfig()``, which is the paper's full window.
         tasks: use these tasks instead of the configured workload segment.
         fleet: use this fleet instead of ``make_fleet(config.run.fleet)``.
         window: ``(start, end)`` of the scored window (s); default: the segment's window
@@ -83,7 +101,7 @@ class GridCommandEnv(gym.Env):
                  fleet: Fleet | None = None, window: tuple[float, float] | None = None,
                  schedule: CommandSchedule | None = None) -> None:
         super().__init__()
-        self.config = (config or GridCommandConfig()).validate()
+        self.config = (config if config is not None else load_gridcommand_config(DEFAULT_PROFILE)).validate()
         run = self.config.run
         self.fleet = fleet if fleet is not None else make_fleet(run.fleet, run.fleet.seed)
         check_cap(self.config.cap_fraction, self.fleet)
@@ -244,7 +262,7 @@ class GridCommandEnv(gym.Env):
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
         self._next_decision()
-        return self.observe(), {"task": self._current.index}
+        return self.observe(), {"task": self._current.index, "action_mask": self._mask}
 
     def _task(self, j: int) -> Task:
         tb = self.tasks
@@ -351,6 +369,7 @@ class GridCommandEnv(gym.Env):
         else:
             self._next_decision()
             obs = self.observe()
+            info["action_mask"] = self._mask  # the next decision's (none after the last)
         info["energy_kwh"] = cloud.energy / 3.6e6
         return obs, -cost, terminated, False, info
 
