@@ -194,6 +194,67 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 #   event commands are tracked.
 
 # %% [markdown]
+# ## Using the environment
+#
+# `gym.make("ilets/GridCommand-v0")` with no arguments builds a small declared episode, the
+# `gridcommand-quick` profile (workload scale {glue:text}`gc_quick_scale`: the online
+# segment's 5,187 tasks in a {glue:text}`gc_quick_window` window, 50 servers, the
+# shallow-long regime), in about a second; `config=` takes any other `GridCommandConfig`
+# (`load_gridcommand_config("paper")` for the full window). The masks are
+# `env.action_masks()` (sb3-contrib's convention; the made environment's outermost wrapper,
+# `ilets.ActionMaskWrapper`, answers it without Gymnasium 0.29's deprecation warning) and
+# `info["action_mask"]` after `reset` and after every step but the last. The experts of the
+# ladder act on the environment itself (its queues, baseline and command), not on the
+# observation, so `imitation.data.rollout` cannot drive them: the package's collector
+# `ilets.gridcommand.pipeline.demonstrate` steps the unwrapped environment and keeps every
+# decision's observation, action, mask and reward, and `ilets.agents.oinpt.behaviour_clone`
+# runs `imitation`'s BC on the PPO policy itself, the pipeline's own path. The example below
+# clones the Lyapunov expert on 300 decisions and fine-tunes the clone with sb3-contrib's
+# `MaskablePPO` for 256 steps, then prints one number, the share of the demonstrated
+# decisions where the fine-tuned policy picks the expert's action (a guess among the about
+# 51 allowed actions is right 2 % of the time; the clone is far from its teacher, as in the
+# pipeline's results above). The book does not run it
+# (a chapter only reads recorded results); `tests/test_gridcommand_example.py` runs it from
+# this page, so it cannot fall out of date. `MaskablePPO` puts a `Monitor` of its own on
+# top of an environment that has none and reads the masks through it, which warns;
+# given the `Monitor` inside the mask wrapper, as here, it reads them silently.
+#
+# <!-- tested example: begin -->
+# ```python
+# import gymnasium as gym
+# import numpy as np
+# from sb3_contrib import MaskablePPO
+# from stable_baselines3.common.monitor import Monitor
+#
+# import ilets
+# from ilets.agents.oinpt import behaviour_clone
+# from ilets.config import OINPTConfig
+# from ilets.gridcommand.pipeline import demonstrate
+#
+# env = gym.make(ilets.GRID_ENV_ID)  # no arguments: the small gridcommand-quick episode
+# # the expert reads the environment itself: the package's collector steps the unwrapped env
+# demos = demonstrate(env.unwrapped, "lyapunov", max_decisions=300)
+# # the Monitor inside the mask wrapper: sb3-contrib reads the masks without a warning
+# model = MaskablePPO("MlpPolicy", ilets.ActionMaskWrapper(Monitor(env)), n_steps=128, batch_size=64, seed=0)
+# behaviour_clone(model, demos, OINPTConfig(bc_epochs=5), seed=0)  # imitation's BC on PPO's own policy
+# model.learn(total_timesteps=256)  # fine-tune online: two rollouts of 128 decisions
+# actions, _ = model.predict(demos.obs, action_masks=demos.masks, deterministic=True)
+# print(f"agreement with the expert after fine-tuning: {np.mean(actions == demos.acts):.2f}")
+# ```
+# <!-- tested example: end -->
+#
+# Expert demonstrations can be exported as a Minari (Farama's offline-RL format) dataset
+# with the pinned Gymnasium: Minari 0.5.4, its newest release, requires `gymnasium>=0.28.1`
+# and `numpy>=2.0`, so it installs beside gymnasium 0.29.1 (it is not a dependency of this
+# package), and, tried outside the project, its `DataCollector` recorded a made
+# `ilets/GridCommand-v0` stepped by the Lyapunov expert reading `collector.unwrapped` into
+# a dataset of observations, actions and rewards (creating one needs Minari's `create`
+# extra, jax). Two limits: the masks stay out (with `record_infos=True` Minari wants every
+# step's `info` to have the keys of the reset's, and this environment's step infos hold
+# more), and `recover_environment()` rebuilds the no-argument episode only, since a `config`
+# given to `gym.make` is stored as a plain dictionary.
+
+# %% [markdown]
 # ## What a researcher would change next
 #
 # The scenario was built to be extended where the code already has a seam:
