@@ -19,7 +19,7 @@ def ks_sentence(generated: np.ndarray, real: np.ndarray | None) -> str:
 
 
 def load_display(load: pd.DataFrame) -> pd.DataFrame:
-    """:func:`ilets.report.calibration.load_table` as the workload chapter shows it."""
+    """:func:`ilets.study.book_measurements.load_table` (as recorded) as the workload chapter shows it."""
     shown = load.assign(**{"success rate (%)": 100 * load["success_rate"]}).rename(columns={
         "avg_response_s": "mean response (s)", "avg_wait_s": "mean wait (s)", "tasks": "online tasks"})
     return shown[["scale", "servers", "online tasks", "mean response (s)", "mean wait (s)", "success rate (%)"]] \
