@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 #: The provenance file of a shipped results folder.
 PROVENANCE = "PROVENANCE.json"
@@ -32,7 +32,7 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def publish_folder(tmp: Path, dest: Path, info: dict, note: str, indent: int = 2) -> dict:
+def publish_folder(tmp: Path, dest: Path, info: dict[str, Any], note: str, indent: int = 2) -> dict[str, Any]:
     """Finish a staged copy ``tmp`` of shipped results and put it in place of ``dest``.
 
     ``info`` (the folder's provenance) gains ``note`` and ``size_mb`` (the staged files' size)

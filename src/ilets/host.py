@@ -11,7 +11,7 @@ import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,7 +70,7 @@ def package_versions(names) -> dict[str, str | None]:
 
 
 @functools.lru_cache(maxsize=1)
-def source_version() -> dict:
+def source_version() -> dict[str, Any]:
     """``{"commit", "dirty", "dirty_files"}`` of the package's git checkout, read once per
     process (a worker runs the code it imported when it started, whatever is committed
     later): ``git rev-parse HEAD``, and the tracked files under ``src`` that differ from it.
@@ -87,7 +87,7 @@ def source_version() -> dict:
     return {"commit": commit, "dirty": bool(files), "dirty_files": files}
 
 
-def host_record() -> dict:
+def host_record() -> dict[str, Any]:
     """What a benchmark's JSON records about where and when it ran: the UTC time, CPU model,
     identity and count, Python, architecture, the floating-point kernels in effect
     (:func:`ilets.numerics.record`) and the package's commit (:func:`source_version`)."""
@@ -100,7 +100,7 @@ def host_record() -> dict:
             "machine": platform.machine(), "numerics": record(), **source_version()}
 
 
-def write_benchmark(out: Path | None, result: dict) -> dict:
+def write_benchmark(out: Path | None, result: dict[str, Any]) -> dict[str, Any]:
     """Add :func:`host_record` to a benchmark's ``result`` and write it as JSON to ``out``
     (through :func:`ilets.files.atomic_write`; nothing written when ``out`` is None); returns
     ``result``."""
@@ -112,7 +112,7 @@ def write_benchmark(out: Path | None, result: dict) -> dict:
     return result
 
 
-def machine_record(packages) -> dict:
+def machine_record(packages: Iterable[str]) -> dict[str, Any]:
     """The machine a result is computed on, as a record keeps it: CPU model, identity and
     cores, host name, platform, Python, the floating-point kernels in effect
     (:func:`ilets.numerics.record`) and the versions of ``packages``."""
@@ -140,15 +140,16 @@ class ComputeRecord:
     wall_s: float
 
 
-def provenance_of(records: Iterable[ComputeRecord]) -> dict:
+def provenance_of(records: Iterable[ComputeRecord]) -> dict[str, Any]:
     """The one provenance schema of every results folder: how many units, the distinct
     commits (``+dirty`` when the code differed), the machines (:func:`machine_label`), the
     floating-point kernels, the first and last start (UTC) and the summed CPU- and
     wall-hours. A unit that predates a record counts as ``"unrecorded"``."""
-    commits: Counter = Counter()
-    machines: Counter = Counter()
-    numerics: Counter = Counter()
-    starts, cpu, wall, n = [], 0.0, 0.0, 0
+    commits: Counter[str] = Counter()
+    machines: Counter[str] = Counter()
+    numerics: Counter[str] = Counter()
+    starts: list[str] = []
+    cpu, wall, n = 0.0, 0.0, 0
     for r in records:
         n += 1
         commits[(r.commit or "unrecorded") + ("+dirty" if r.dirty else "")] += 1

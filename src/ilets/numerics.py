@@ -26,6 +26,7 @@ import platform
 import sys
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 #: The environment switch: ``portable`` (default) or ``native``.
 SWITCH = "ILETS_NUMERICS"
@@ -84,7 +85,7 @@ def pin() -> str:
     return mode
 
 
-def record() -> dict:
+def record() -> dict[str, Any]:
     """What is in effect in this process: the mode asked for, whether numpy dispatches
     AVX-512 kernels, ATen's CPU capability (None before torch is imported), the pinning
     variables as set, and ``effective``: :data:`PORTABLE` only when the mode is portable and
@@ -108,7 +109,7 @@ def record() -> dict:
 NOT_RECORDED = "not recorded"
 
 
-def recorded_mode(system: dict) -> str:
+def recorded_mode(system: dict[str, Any]) -> str:
     """The effective mode a result's system record (a cell's ``system.json``) holds, or
     :data:`NOT_RECORDED` when it predates :func:`record`."""
     return (system.get("numerics") or {}).get("effective") or NOT_RECORDED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -14,13 +15,13 @@ from ilets.agents.env import CloudSchedulingEnv
 class DecisionLog:
     """Per-decision reward, response, success and cumulative energy of one online pass."""
 
-    reward: list = field(default_factory=list)
-    response: list = field(default_factory=list)
-    success: list = field(default_factory=list)
-    energy_j: list = field(default_factory=list)
-    final: dict = field(default_factory=dict)
+    reward: list[float] = field(default_factory=list)
+    response: list[float] = field(default_factory=list)
+    success: list[bool] = field(default_factory=list)
+    energy_j: list[float] = field(default_factory=list)
+    final: dict[str, Any] = field(default_factory=dict)  #: the env's ``info["final"]``: the segment's metrics
 
-    def add(self, reward: float, info: dict) -> None:
+    def add(self, reward: float, info: dict[str, Any]) -> None:
         """Log one env step from its reward and ``info``."""
         self.reward.append(float(reward))
         self.response.append(info["response"])

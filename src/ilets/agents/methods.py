@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
@@ -31,6 +32,10 @@ from ilets.config import HEURISTICS, RunConfig
 from ilets.method_table import METHOD_SPECS
 from ilets.simulator.cloud import Fleet
 from ilets.workloads.workload import Workload
+
+if TYPE_CHECKING:
+    import pandas as pd
+    import torch as th
 
 
 class _Recorder(BaseCallback):
@@ -51,13 +56,13 @@ class _Recorder(BaseCallback):
 @dataclass
 class OnlineResult:
     log: DecisionLog
-    extra: dict  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
+    extra: dict[str, float]  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
     decision_s: np.ndarray  #: per-decision latency samples, s
     model: object | None = None  #: the trained MaskablePPO, for RL methods
     #: tables a cell folder keeps beside its curve: ``finetune`` (one row per PPO update:
     #: entropy, KL to the clone, explained variance) and ``checkpoints`` (held-out greedy scores)
-    tables: dict = field(default_factory=dict)
-    clone: dict | None = None  #: the policy's weights right after OINPT (a state dict)
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    clone: dict[str, th.Tensor] | None = None  #: the policy's weights right after OINPT (a state dict)
 
 
 def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=None) -> OnlineResult:
@@ -83,7 +88,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
 
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
     model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, cfg.finetune)
-    extra: dict = {}
+    extra: dict[str, float] = {}
     spec = METHOD_SPECS[cfg.method]
     if spec.oinpt:
         t0, c0 = time.perf_counter(), time.process_time()

@@ -69,7 +69,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as ResultTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import Literal, overload
+from typing import TYPE_CHECKING, Literal, overload
 
 import numpy as np
 import torch as th
@@ -79,6 +79,9 @@ from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
 from ilets.config import ExpertConfig, OAILConfig, RewardConfig
 from ilets.simulator.cloud import Cloud
+
+if TYPE_CHECKING:
+    from ilets.agents.experts.plans import ExpertPlan
 from ilets.simulator.objective import Task
 
 log = logging.getLogger(__name__)
@@ -119,7 +122,7 @@ class EmulatorRequest:
 class EmulatorResult:
     rid: int
     decision: int
-    plans: list  #: ExpertPlan per expert, in request order
+    plans: list[ExpertPlan]  #: ExpertPlan per expert, in request order
     seconds: float  #: wall time in the worker
     cpu_seconds: float = 0.0  #: CPU time in the worker (the experts' true cost)
 
@@ -196,7 +199,7 @@ def submissions(n_tasks: int, every: int, window: int, window_mode: str) -> np.n
     return np.arange(max(first, every), n_tasks, every)
 
 
-def admission(arrival: np.ndarray, cfg: OAILConfig, window: int) -> dict:
+def admission(arrival: np.ndarray, cfg: OAILConfig, window: int) -> dict[str, float]:
     """Which windows the simulated clock serves, computed from the arrival times alone.
 
     In simulated time, admission depends only on when requests are submitted (task
@@ -231,9 +234,9 @@ class OAILCounters:
     updates: int = 0  #: gradient steps taken
     expert_cpu_s: float = 0.0  #: CPU seconds the emulators spent on the results received
     imitation_cpu_s: float = 0.0  #: CPU seconds of the learner's imitation updates
-    lag_decisions: list = field(default_factory=list)  #: decisions from submit to apply
+    lag_decisions: list[int] = field(default_factory=list)  #: decisions from submit to apply
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, float]:
         lag = np.asarray(self.lag_decisions, float)
         return {"oail_requests": self.requests, "oail_completed": self.completed, "oail_applied": self.applied,
                 "oail_dropped": self.dropped, "oail_failed": self.failed, "oail_unapplied": self.unapplied,

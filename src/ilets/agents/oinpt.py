@@ -239,13 +239,13 @@ def to_transitions(demos: Demonstrations):
     return Transitions(obs=demos.obs, acts=demos.acts, infos=infos, next_obs=next_obs, dones=dones)
 
 
-def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict:
+def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict[str, float]:
     """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after."""
     with unchecked_distributions():
         return _behaviour_clone(model, demos, cfg, seed)
 
 
-def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict:
+def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict[str, float]:
     from imitation.algorithms import bc
     from imitation.util import logger as imit_logger
 
@@ -263,7 +263,7 @@ def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) 
             **cloning_report(model.policy, demos)}
 
 
-def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict:
+def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict[str, float]:
     """How well the (Maskable) policy imitates the expert, on the demonstrations and held out.
 
     For ``demos`` (the cloned states) and ``demos.heldout`` (later expert states, never
@@ -273,7 +273,7 @@ def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict:
     one-step deviation, costed as the expert's plan is: reward cost + miss penalty), also
     relative to the expert's mean cost.
     """
-    out = {}
+    out: dict[str, float] = {}
     for part, d in (("train", demos), ("heldout", demos.heldout)):
         if d is None or len(d) == 0:
             continue
@@ -310,14 +310,14 @@ def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:
     return out
 
 
-def critic_parameters(policy) -> list:
+def critic_parameters(policy) -> list[th.nn.Parameter]:
     """The critic's own parameters of a flat or per-server policy (its branch and value head)."""
     branch = policy.mlp_extractor.critic if hasattr(policy.mlp_extractor, "critic") \
         else policy.mlp_extractor.value_net
     return list(branch.parameters()) + list(policy.value_net.parameters())
 
 
-def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int) -> dict:
+def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int) -> dict[str, float]:
     """Regress PPO's value head on the expert's discounted returns; returns the MSE before/after.
 
     Only the critic's own parameters (its MLP branch and value head) are trained, so the

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch as th
 
@@ -25,7 +26,8 @@ class PolicyLoadError(ConfigError):
     """A policy folder that cannot serve the run it is loaded for (names file and field)."""
 
 
-def save_policy(model, folder: Path, policy: str, layout: str, servers: int, state: dict | None = None) -> None:
+def save_policy(model, folder: Path, policy: str, layout: str, servers: int,
+                state: dict[str, th.Tensor] | None = None) -> None:
     """Write ``model.policy``'s weights (or ``state``, a state dict of the same network) and
     its description into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -38,7 +40,7 @@ def save_policy(model, folder: Path, policy: str, layout: str, servers: int, sta
     (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
 
 
-def read_policy_meta(folder: Path) -> dict:
+def read_policy_meta(folder: Path) -> dict[str, Any]:
     """``policy.json`` of a policy folder, checked field by field."""
     path = Path(folder) / "policy.json"
     if not path.is_file():
@@ -61,7 +63,7 @@ def read_policy_meta(folder: Path) -> dict:
     return meta
 
 
-def load_policy(folder: Path, model) -> dict:
+def load_policy(folder: Path, model) -> dict[str, Any]:
     """Load a policy folder's weights into ``model.policy`` (made for the run it will serve).
 
     Raises :class:`PolicyLoadError` naming the file and field when the folder's policy or

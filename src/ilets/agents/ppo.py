@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch as th
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 warnings.filterwarnings("ignore", message=r".*env\.action_masks to get variables from other wrappers.*")
 
 
-def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict:
+def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict[str, Any]:
     """``MaskablePPO`` keyword arguments for the study's architecture and hyperparameters."""
     return dict(
         learning_rate=cfg.learning_rate, n_steps=cfg.n_steps, batch_size=cfg.batch_size,
@@ -166,7 +166,7 @@ class NumpyActorCritic(NumpyActor):
         return a, out[-1], log_prob
 
 
-def actor_parameters(policy) -> list:
+def actor_parameters(policy) -> list[th.nn.Parameter]:
     """The actor's own parameters of a flat or per-server policy (everything but the critic)."""
     from ilets.agents.oinpt import critic_parameters
 

@@ -99,7 +99,7 @@ class RunConfig(_Typed):
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s")
 
 
-def digest_of(plain: dict) -> str:
+def digest_of(plain: dict[str, Any]) -> str:
     """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
     cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON.
 

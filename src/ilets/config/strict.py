@@ -148,7 +148,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     return value
 
 
-def from_dict(cls: type, data: dict, where: str = "config") -> Any:
+def from_dict(cls: type, data: dict[str, Any], where: str = "config") -> Any:
     """Build dataclass ``cls`` from ``data``; unknown keys and wrong types raise ConfigError."""
     hints = typing.get_type_hints(cls)
     names = {f.name for f in dataclasses.fields(cls)}
@@ -159,11 +159,11 @@ def from_dict(cls: type, data: dict, where: str = "config") -> Any:
     return cls(**kwargs)
 
 
-def merge(base: Any, overrides: dict, where: str = "config") -> Any:
+def merge(base: Any, overrides: dict[str, Any] | None, where: str = "config") -> Any:
     """A copy of dataclass ``base`` with nested ``overrides`` applied (validated)."""
     current = to_dict(base)
 
-    def deep(a: dict, b: dict) -> dict:
+    def deep(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
         out = dict(a)
         for k, v in b.items():
             out[k] = deep(a[k], v) if isinstance(v, dict) and isinstance(a.get(k), dict) else v
@@ -200,7 +200,7 @@ _StrictLoader.add_implicit_resolver(
     list("-+0123456789."))
 
 
-def read_yaml(path: str | Path) -> dict:
+def read_yaml(path: str | Path) -> dict[str, Any]:
     """A YAML mapping from ``path``; a missing file, a folder, a repeated key or a non-mapping
     raises ConfigError."""
     path = Path(path)

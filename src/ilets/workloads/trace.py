@@ -96,7 +96,7 @@ class TraceStats:
     zero_cpu: int = 0
     shards_read: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, int | list[str]]:
         """Plain-dict form, for table metadata and JSON logs."""
         return {"rows_read": self.rows_read, "kept": self.kept, "skipped_no_cpu": self.skipped_no_cpu,
                 "zero_cpu": self.zero_cpu, "shards_read": list(self.shards_read)}

@@ -18,7 +18,7 @@ import csv
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -47,7 +47,7 @@ class TaskTable:
     length: np.ndarray
     deadline: np.ndarray
     source: str = "unknown"
-    meta: dict = field(default_factory=dict, compare=False)
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.arrival)

@@ -23,14 +23,14 @@ from ilets.simulator.objective import Task
 EXPERTS = EXPERT_NAMES
 
 
-def plan_window(experts: list, cloud: Cloud, window: list[Task], rng: np.random.Generator) -> list[ExpertPlan]:
+def plan_window(experts: list[Expert], cloud: Cloud, window: list[Task], rng: np.random.Generator) -> list[ExpertPlan]:
     """Every expert's plan of one window, in order, drawing from one ``rng`` in turn.
 
     GA and PSO with the same reward and candidate settings share one preparation (the greedy
     plan, the fitness tables and the candidate lists), which is a third of a call's cost on
     loaded states; the plans are the same as separate calls (tested).
     """
-    prepared: dict = {}
+    prepared: dict[tuple[Any, ...], Any] = {}  # preparation_key() -> prepare()'s tables
     plans = []
     for expert in experts:
         if isinstance(expert, _WindowSearch):
