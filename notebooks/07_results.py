@@ -250,6 +250,4 @@ for family, sentence in worlds_found.sentences.items():
 # **Per-server learners.** {glue:text}`worlds_per-server`
 
 # %% tags=["remove-input"]
-for family, table in worlds_found.tables.items():
-    if len(table):
-        display(plots.markdown_table(W.display_table(table), {}))
+display(plots.markdown_table(W.findings_table(worlds_found), {}, empty="(no worlds results yet)"))

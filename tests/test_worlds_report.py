@@ -79,3 +79,15 @@ def test_the_chapter_reads_both_families_and_says_when_no_worlds_grid_exists(tmp
     assert list(shown.columns) == ["comparison", "servers", "measure", "one world (%)", "over worlds (%)",
                                    "width ratio"]
     assert shown["comparison"].iloc[0] == "DRL+ vs DRL" and "(n=8)" in shown["over worlds (%)"].iloc[0]
+
+
+def test_the_findings_table_stacks_the_families_that_have_results():
+    from ilets.report.worlds import WorldsFindings, findings_table
+
+    one = _cells(0.0, {"earliest-finish": 0.0, "greedy-cost": 0.1})
+    t = worlds_table(one, _cells(0.05, {"earliest-finish": 0.0, "greedy-cost": 0.1}),
+                     comparisons=(("earliest-finish", "greedy-cost"),), measures=("avg_response_s",), reps=200)
+    found = WorldsFindings(tables={"flat": t, "per-server": t.iloc[0:0]}, sentences={})
+    shown = findings_table(found)
+    assert list(shown.columns[:2]) == ["learners", "comparison"] and list(shown["learners"]) == ["flat"]
+    assert findings_table(WorldsFindings(tables={"flat": t.iloc[0:0]}, sentences={})).empty

@@ -101,6 +101,16 @@ def display_table(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def findings_table(found: "WorldsFindings") -> pd.DataFrame:
+    """Every family's :func:`display_table` in one frame, a ``learners`` column first (empty
+    when no family has worlds results), so the chapter shows one table without a branch."""
+    parts = [display_table(t).assign(learners=family) for family, t in found.tables.items() if len(t)]
+    if not parts:
+        return pd.DataFrame()
+    out = pd.concat(parts, ignore_index=True)
+    return out[["learners", *[c for c in out.columns if c != "learners"]]]
+
+
 def _name(row: pd.Series) -> str:
     return (f"{METHOD_LABELS.get(row['x'], row['x'])} vs {METHOD_LABELS.get(row['y'], row['y'])} on "
             f"{METRIC_SPECS[row['metric']].label} at {row['servers']} servers")
