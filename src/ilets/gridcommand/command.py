@@ -38,9 +38,9 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
@@ -52,6 +52,9 @@ DAY_S = 86400.0
 DAY_TO_WINDOW = PAPER_ONLINE_WINDOW_S / DAY_S
 
 DIRECTIONS = ("down", "up")
+#: A command's direction and depth unit, as types (the values of DIRECTIONS and DEPTH_UNITS).
+Direction = Literal["down", "up"]
+DepthUnit = Literal["fraction", "watts"]
 #: second word of the generator's seed ("grid" in ASCII), so that a run seed gives commands
 #: independent of the workload drawn from the same seed [ours]
 _STREAM = 0x67726964
@@ -78,9 +81,9 @@ class GridCommand:
         band: tolerance, a fraction of the requested change at full depth, in (0, 1) [ours].
     """
 
-    direction: Literal["down", "up"] = "down"
+    direction: Direction = "down"
     depth: float = 0.25
-    depth_unit: Literal["fraction", "watts"] = "fraction"
+    depth_unit: DepthUnit = "fraction"
     start_s: float = 0.0
     duration_s: float = 0.0
     notice_s: float = 0.0
@@ -175,6 +178,10 @@ class CommandSchedule:
     """Commands sorted by start, no two overlapping (an overlap is a :class:`CommandError`)."""
 
     commands: tuple[GridCommand, ...] = ()
+    if TYPE_CHECKING:  # set by __post_init__, not fields (to_dict, repr and == ignore them)
+        _starts: np.ndarray = field(init=False)  #: start of each command (s), sorted
+        _ends: np.ndarray = field(init=False)  #: end of each command (s)
+        _start_list: list[float] = field(init=False)  #: the starts as floats (bisect's path)
 
     def __post_init__(self) -> None:
         cmds = tuple(self.commands)

@@ -21,11 +21,11 @@ import dataclasses
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, check_finite, from_dict, merge, read_yaml, to_dict
-from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, GridCommand,
-                                       generate_schedule)
+from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
+                                       Direction, GridCommand, generate_schedule)
 
 #: Regime names besides the built-in ones: no command at all, or the explicit ``commands`` list.
 NO_COMMAND, EXPLICIT = "none", "explicit"
@@ -52,8 +52,9 @@ class CommandSpec:
 
     def to_command(self, window_start: float) -> GridCommand:
         """The absolute command for a window starting at ``window_start``."""
-        return GridCommand(self.direction, self.depth, self.depth_unit, window_start + self.start_after_s,
-                           self.duration_s, self.notice_s, self.ramp_s, self.band)  # type: ignore[arg-type]
+        # a profile's strings, checked against DIRECTIONS and DEPTH_UNITS by GridCommand.validate
+        return GridCommand(cast(Direction, self.direction), self.depth, cast(DepthUnit, self.depth_unit),
+                           window_start + self.start_after_s, self.duration_s, self.notice_s, self.ramp_s, self.band)
 
 
 @dataclass(frozen=True)

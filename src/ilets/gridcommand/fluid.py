@@ -130,7 +130,11 @@ def solve_fluid(p: FluidProblem, time_limit: float | None = 5.0) -> FluidPlan:
         wait = (h_n - h) * p.dt
         cost[ny + i] = per_task * (w.miss * (h_n - h > d) + w.wait * wait) + 1e-9
     cost[ny + nz:] = w.track * p.dt / p.p_ref
-    rows, cc, vals, lb, ub = [], [], [], [], []
+    rows: list[int] = []
+    cc: list[int] = []
+    vals: list[float] = []
+    lb: list[np.ndarray | list[float]] = []  # bounds per block of rows (an array, or one row's)
+    ub: list[np.ndarray | list[float]] = []
     r = 0
     # conservation: each cohort's work is started once (in the horizon or past it)
     zi = {hd: i for i, hd in enumerate(zs)}
@@ -169,8 +173,8 @@ def solve_fluid(p: FluidProblem, time_limit: float | None = 5.0) -> FluidPlan:
         ub.append([p.spare_cpu[k, t]])
         r += 1
     for sign in (1.0, -1.0):
-        for q, t in enumerate(scored):
-            for i, v in pow_rows.get(t, []):
+        for q, slot in enumerate(scored):
+            for i, v in pow_rows.get(int(slot), []):
                 rows.append(r)
                 cc.append(i)
                 vals.append(sign * v)
@@ -178,10 +182,10 @@ def solve_fluid(p: FluidProblem, time_limit: float | None = 5.0) -> FluidPlan:
             cc.append(ny + nz + q)
             vals.append(-1.0)
             lb.append([-np.inf])
-            ub.append([sign * (p.target[t] - p.base_power[t]) + p.band[t]])
+            ub.append([sign * (p.target[slot] - p.base_power[slot]) + p.band[slot]])
             r += 1
     n_var = ny + nz + ne
-    options = {"disp": False}
+    options: dict[str, bool | float] = {"disp": False}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     if r == 0 or n_var == 0:

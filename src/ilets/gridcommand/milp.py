@@ -299,7 +299,8 @@ class WindowPlan:
     nodes: int = 0  #: HiGHS branch-and-bound nodes explored (``mip_node_count``)
 
 
-def evaluate_window(p: TrackingProblem, cls: Sequence[int], start_no: Sequence[int]) -> tuple[float, np.ndarray]:
+def evaluate_window(p: TrackingProblem, cls: Sequence[int] | np.ndarray,
+                    start_no: Sequence[int] | np.ndarray) -> tuple[float, np.ndarray]:
     """Exact objective and slot power of a plan (``cls[j] = -1``: left out); ``inf`` objective
     if a class's slot-average CPU exceeds its spare capacity."""
     opt = _options(p)
@@ -344,7 +345,11 @@ def solve_window(p: TrackingProblem, time_limit: float | None = 10.0, mip_rel_ga
     lens = np.diff(p.edges)
     # columns: options [0, x), overflow [x, x+n), tracking errors [x+n, x+n+n_e)
     c = np.concatenate([opt.cost, opt.overflow, p.weights.track * lens[scored] / p.p_ref])
-    rows, cols, vals, lb, ub = [], [], [], [], []
+    rows: list[np.ndarray] = []
+    cols: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    lb: list[np.ndarray | list[float]] = []  # bounds per block of rows (an array, or one row's)
+    ub: list[np.ndarray | list[float]] = []
     r = 0
     # each task exactly once (an option or overflow)
     rows += [opt.task, np.arange(n)]

@@ -18,7 +18,7 @@ import bisect
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -129,6 +129,9 @@ class Counterfactual:
     power_w: np.ndarray  #: slot-average power (W), read-only
     summary: dict  #: :meth:`Cloud.summary` of the run
     records: dict = field(repr=False)  #: the run's per-task records (arrays, read-only)
+    if TYPE_CHECKING:  # set by __post_init__, not fields (repr and == ignore them)
+        _edge_list: list[float] = field(init=False)  #: the edges as floats (bisect's path)
+        _power_list: list[float] = field(init=False)  #: the slot powers as floats
 
     def baseline_at(self, t) -> np.ndarray:
         """Baseline power (W) at times ``t``: the slot average of the slot holding ``t``

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 
@@ -78,7 +78,10 @@ def ladder_gaps(scores: Mapping[str, float | Mapping[str, float]], higher_is_bet
     if missing:
         raise ValueError(f"scores: missing rung(s) {missing}; expected all of {LADDER}")
     scalar = not isinstance(scores[LADDER[0]], Mapping)
-    per = {r: ({"score": scores[r]} if scalar else dict(scores[r])) for r in LADDER}
+    # each rung as metric -> score; the loop below checks every rung has the first rung's form
+    per: dict[str, dict[str, float]] = {
+        r: ({"score": cast(float, scores[r])} if scalar else dict(cast(Mapping[str, float], scores[r])))
+        for r in LADDER}
     metrics = list(per[LADDER[0]])
     for r in LADDER:
         if scalar == isinstance(scores[r], Mapping) or set(per[r]) != set(metrics):

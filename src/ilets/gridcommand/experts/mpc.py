@@ -73,6 +73,7 @@ class MPCExpert(_Expert):
         return float(self.dt or _cfg(env, "defer_s"))
 
     def _cohort(self, env: Any, task: Task, slot_start: float, used: int) -> int:
+        assert self._classes is not None, "act() sets the classes before any cohort is asked for"
         fastest = max(c.mips for c in self._classes)
         slack = task.arrival + task.deadline - task.length / fastest - slot_start
         cap = int(math.floor(max(0, int(_cfg(env, "max_deferrals")) - used) * float(_cfg(env, "defer_s"))
@@ -87,6 +88,7 @@ class MPCExpert(_Expert):
         self._n_seen += 1
         self._mean_length += (task.length - self._mean_length) / self._n_seen
         self._work_mean += (task.cpu * task.length - self._work_mean) / self._n_seen
+        assert self._t0 is not None, "act() sets the start time before observing"
         start = self._t0 + slot * self._dt(env)
         self._current[self._cohort(env, task, start, 0)] += task.cpu * task.length
 
@@ -100,6 +102,7 @@ class MPCExpert(_Expert):
     def problem(self, env: Any, slot: int) -> FluidProblem:
         """The fluid LP for the horizon starting at ``slot``."""
         dt, h_n, d_n = self._dt(env), self.horizon, self._cohorts(env)
+        assert self._classes is not None and self._t0 is not None, "act() sets the classes and start time first"
         start = self._t0 + slot * dt
         edges = start + dt * np.arange(h_n + 1)
         demand = np.zeros((h_n, d_n))
@@ -138,6 +141,7 @@ class MPCExpert(_Expert):
             self._order = np.argsort(energy, kind="stable")
             self._t0 = float(env.now)
             self._current = np.zeros(self._cohorts(env))
+        assert self._t0 is not None and self._order is not None, "set above with the classes"
         task, now, dt = env.current_task, float(env.now), self._dt(env)
         slot = int(math.floor((now - self._t0) / dt + 1e-12))
         if slot != self._slot:
@@ -152,6 +156,7 @@ class MPCExpert(_Expert):
             self.solve_times.append(plan.solve_s)
             self.solve_cpu_times.append(plan.solve_cpu_s)
             self.statuses.append(plan.status)
+        assert self._classes is not None and self.last_plan is not None, "set above on the first call"
         servers, defer_ok = _mask(env)
         work = task.cpu * task.length
         self._pending.pop(task.index, None)

@@ -134,7 +134,8 @@ def slot_inputs(env: Any, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
         cmd = env.schedule.active(t) if scored.ravel()[i] else None
         if cmd is not None:
             band[i] = float(cmd.band_w(float(env.baseline_at(t))))
-    return target, band.reshape(pts.shape).mean(axis=1), scored.any(axis=1)
+    # return-value: numpy's stubs type any(axis=...) as np.bool | ndarray; on this 2-D array it is an array
+    return target, band.reshape(pts.shape).mean(axis=1), scored.any(axis=1)  # type: ignore[return-value]
 
 
 def committed_cpu(cloud: Cloud, edges: np.ndarray, classes: tuple[ServerClass, ...]) -> np.ndarray:
