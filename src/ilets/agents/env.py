@@ -29,15 +29,15 @@ episode.
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
 from ilets.agents.observation import StateSpec, build_observation
 from ilets.agents.policies import LeastLoaded
+from ilets.agents.scheduling_env import SchedulingEnv
 from ilets.config import OBSERVATIONS, RunConfig, WorkloadConfig
-from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
-from ilets.simulator.objective import Task, cost_of
+from ilets.simulator.cloud import Fleet, make_fleet, meets_deadline
+from ilets.simulator.objective import cost_of
 from ilets.workloads.workload import TaskTable, load_workload
 
 __all__ = ["CloudSchedulingEnv", "DEFAULT_SCALE", "OBSERVATIONS", "StateSpec", "build_observation", "register"]
@@ -46,7 +46,7 @@ __all__ = ["CloudSchedulingEnv", "DEFAULT_SCALE", "OBSERVATIONS", "StateSpec", "
 DEFAULT_SCALE = 0.02
 
 
-class CloudSchedulingEnv(gym.Env):
+class CloudSchedulingEnv(SchedulingEnv):
     """Online task scheduling on a heterogeneous fleet (see the module docstring).
 
     Args:
@@ -57,8 +57,6 @@ class CloudSchedulingEnv(gym.Env):
         tasks: use these tasks instead of generating the workload from ``config``.
         fleet: use this fleet instead of ``make_fleet(config.fleet)``.
     """
-
-    metadata = {"render_modes": []}
 
     def __init__(self, config: RunConfig | None = None, segment: str = "online",
                  tasks: TaskTable | None = None, fleet: Fleet | None = None) -> None:
@@ -82,35 +80,16 @@ class CloudSchedulingEnv(gym.Env):
         self.action_space = spaces.Discrete(m)
         self._obs = np.zeros(len(high), np.float32)
         self._redirect = LeastLoaded()  # where an infeasible action's task goes instead
-        #: whether :meth:`step` and :meth:`reset` build the observation; a heuristic that reads
-        #: the cloud itself switches it off (the per-server table is most of a step's cost);
-        #: the observation returned is then the last one built (zeros), and nothing else changes
-        self.observing = True
-        self.cloud: Cloud | None = None
-        self.t = 0
 
     # --- helpers ----------------------------------------------------------------------
     def _load_tasks(self, seed: int) -> TaskTable:
         workload = load_workload(self.config.workload, seed)
         return workload.online if self.segment == "online" else workload.offline
 
-    def _task(self, j: int) -> Task:
-        tb = self.tasks
-        return Task(j, float(tb.arrival[j]), float(tb.cpu[j]), float(tb.length[j]), float(tb.deadline[j]))
-
-    @property
-    def current_task(self) -> Task:
-        """The task waiting for a decision."""
-        return self._current
-
     def observe(self) -> np.ndarray:
         """The observation for the current task (a fresh array)."""
         assert self.cloud is not None, "reset() first"
         return build_observation(self.cloud, self._current, self.state, self._obs).copy()
-
-    def action_masks(self) -> np.ndarray:
-        """True where the server's capacity can hold the current task's request."""
-        return self._mask
 
     # --- gymnasium API --------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -121,18 +100,18 @@ class CloudSchedulingEnv(gym.Env):
             self.tasks = self._load_tasks(seed)
         if len(self.tasks) == 0:
             raise ValueError("the workload segment has no tasks")
-        self.cloud = Cloud(self.fleet, t0=float(self.tasks.arrival[0]))
-        self.t = 0
-        self._cost_sum = 0.0
-        self._infeasible = 0
-        self._set_current(0)
-        return self.observe(), {"task": 0, "action_mask": self._mask}
+        return self._start_episode()
 
-    def _set_current(self, j: int) -> None:
-        self._current = self._task(j)
+    def _next_decision(self) -> None:
+        """Hand over task ``t`` (tasks come in arrival order); the mask is True where the
+        server's capacity can hold its request."""
+        self._current = self._task(self.t)
         assert self.cloud is not None, "reset() first"
         self.cloud.advance(self._current.arrival)
         self._mask = self.cloud.feasible(self._current.cpu)
+
+    def _episode_over(self) -> bool:
+        return self.t >= len(self.tasks)
 
     def step(self, action):
         task, cloud, cfg = self._current, self.cloud, self.config.reward
@@ -145,28 +124,10 @@ class CloudSchedulingEnv(gym.Env):
         cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), cfg)
         cost += cfg.infeasible_penalty if infeasible else 0.0
         start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s)
-        self._cost_sum += cost
         response = finish - task.arrival
         info = {"server": s, "response": response, "success": bool(meets_deadline(response, task.deadline)),
-                "cost": cost, "infeasible": infeasible,
-                # running metrics of the segment so far
-                "decisions": self.t + 1, "mean_reward": -self._cost_sum / (self.t + 1)}
-        self.t += 1
-        terminated = self.t >= len(self.tasks)
-        if terminated:
-            cloud.run_to_completion()
-            final = cloud.summary()
-            final["mean_reward"] = -self._cost_sum / self.t
-            final["infeasible_actions"] = self._infeasible
-            info["final"] = final
-            obs = self._obs.copy()
-        else:
-            self._set_current(self.t)
-            obs = self.observe() if self.observing else self._obs
-            info["action_mask"] = self._mask  # the next decision's (none after the last)
-        # energy used up to the next arrival, or to the last finish once the segment is over
-        info["energy_kwh"] = cloud.energy / 3.6e6
-        return obs, -cost, terminated, False, info
+                "cost": cost, "infeasible": infeasible}
+        return self._end_step(cost, info)
 
 
 def register() -> None:

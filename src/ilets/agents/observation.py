@@ -29,7 +29,11 @@ and the arriving task. A layout is a tuple of blocks (:data:`LAYOUTS`), laid end
 
 A new signal (a grid operator's power command, the carbon intensity of the supply) is one
 new block class and one new layout here, plus its name in :data:`ilets.config.OBSERVATIONS`
-so that configurations may name it; nothing that consumes observations changes.
+so that configurations may name it; nothing that consumes observations changes. A scenario
+whose blocks read more than the cloud and the task lays its own blocks after the run's layout
+with the same functions (:func:`layout_size`, :func:`layout_high`, :func:`write_blocks`):
+the grid-command blocks (:mod:`ilets.gridcommand.features`) read the environment they are
+made for.
 
 :class:`StateSpec` names the layout and its two scales; it is a small picklable value (the
 experts record states with it and the demonstration cache hashes its fields).
@@ -37,6 +41,7 @@ experts record states with it and the demonstration cache hashes its fields).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
@@ -257,11 +262,22 @@ class StateSpec:
 
     def size(self, m: int) -> int:
         """Observation length for a fleet of ``m`` servers."""
-        return sum(block.size(m) for block in self.blocks)
+        return layout_size(self.blocks, m)
 
     def high(self, fleet: Fleet) -> np.ndarray:
         """Upper bounds of the observation (lower bounds are 0)."""
-        return np.concatenate([block.high(fleet, self) for block in self.blocks]).astype(np.float32)
+        return layout_high(self.blocks, fleet, self)
+
+
+def layout_size(blocks: Sequence[FeatureBlock], m: int) -> int:
+    """Numbers ``blocks`` take, laid end to end, for a fleet of ``m`` servers."""
+    return sum(block.size(m) for block in blocks)
+
+
+def layout_high(blocks: Sequence[FeatureBlock], fleet: Fleet, spec: StateSpec) -> np.ndarray:
+    """Upper bounds of ``blocks`` laid end to end (float32; lower bounds are 0)."""
+    # concatenated in float64, rounded once to float32
+    return np.concatenate([block.high(fleet, spec) for block in blocks]).astype(np.float32)
 
 
 def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarray | None = None) -> np.ndarray:
@@ -272,7 +288,7 @@ def build_observation(cloud: Cloud, task: Task, state: StateSpec, out: np.ndarra
     return write_blocks(LAYOUTS[state.features], cloud, task, state, out)
 
 
-def write_blocks(blocks: tuple[FeatureBlock, ...], cloud: Cloud, task: Task, spec: StateSpec,
+def write_blocks(blocks: Sequence[FeatureBlock], cloud: Cloud, task: Task, spec: StateSpec,
                  out: np.ndarray) -> np.ndarray:
     """Lay ``blocks`` end to end into ``out`` (float32, exactly their total size); return ``out``."""
     m = len(cloud.fleet)

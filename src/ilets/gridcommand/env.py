@@ -59,18 +59,18 @@ import dataclasses
 import heapq
 import math
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ilets.agents.observation import LAYOUTS, StateSpec, write_blocks
+from ilets.agents.observation import FeatureBlock, StateSpec, layout_high, write_blocks
 from ilets.agents.policies import LeastLoaded
-from ilets.gridcommand.command import CommandSchedule
+from ilets.agents.scheduling_env import SchedulingEnv
+from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
-from ilets.gridcommand.features import grid_high, write_grid_blocks
+from ilets.gridcommand.features import grid_blocks
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
-from ilets.simulator.objective import Task, cost_of, tracking_term
+from ilets.simulator.objective import cost_of, tracking_term
 from ilets.workloads.workload import TaskTable, load_workload
 
 from ilets import GRID_ENV_ID
@@ -81,7 +81,7 @@ __all__ = ["DEFAULT_PROFILE", "GRID_ENV_ID", "GridCommandEnv", "register"]
 DEFAULT_PROFILE = "gridcommand-quick"
 
 
-class GridCommandEnv(gym.Env):
+class GridCommandEnv(SchedulingEnv):
     """Online task scheduling under a grid operator's power command (module docstring).
 
     Args:
@@ -95,8 +95,6 @@ class GridCommandEnv(gym.Env):
         schedule: use these commands instead of the configured regime/commands.
     """
 
-    metadata = {"render_modes": []}
-
     def __init__(self, config: GridCommandConfig | None = None, tasks: TaskTable | None = None,
                  fleet: Fleet | None = None, window: tuple[float, float] | None = None,
                  schedule: CommandSchedule | None = None) -> None:
@@ -109,9 +107,9 @@ class GridCommandEnv(gym.Env):
         m = len(self.fleet)
         self.defer_action = m
         self.state = StateSpec.of(run)
-        self._base_blocks = LAYOUTS[self.state.features]
-        self._base_size = self.state.size(m)
-        high = np.concatenate([self.state.high(self.fleet), grid_high(self.fleet)]).astype(np.float32)
+        #: the run's layout, then the command's blocks (which read this env)
+        self.blocks: tuple[FeatureBlock, ...] = self.state.blocks + grid_blocks(self)
+        high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
         self.action_space = spaces.Discrete(m + 1)
         self._obs = np.zeros(len(high), np.float32)
@@ -120,7 +118,6 @@ class GridCommandEnv(gym.Env):
         self.max_power_w = self.fleet.max_power  # a property that sums arrays: read it once
         self._cap_w = self.config.cap_fraction * (self.fleet.p_idle + self.fleet.p_act)
         self.deadline_top = float(run.workload.deadline_s[1])
-        self.cloud: Cloud | None = None
         self._seed = run.seed
         self._prepare(run.seed)
 
@@ -166,12 +163,8 @@ class GridCommandEnv(gym.Env):
     @property
     def now(self) -> float:
         """The simulated clock (s)."""
+        assert self.cloud is not None, "reset() first"
         return self.cloud.now
-
-    @property
-    def current_task(self) -> Task:
-        """The task waiting for a decision (its ``arrival`` is its first arrival)."""
-        return self._current
 
     @property
     def deferrals_of_current(self) -> int:
@@ -206,12 +199,12 @@ class GridCommandEnv(gym.Env):
         return self.target_at(t) if self.schedule.active(float(t)) is not None else math.nan
 
     @property
-    def active_command(self):
-        """The event scored now (a :class:`GridCommand`), or None."""
+    def active_command(self) -> GridCommand | None:
+        """The event scored now, or None."""
         return self._active_cmd
 
     @property
-    def seen_command(self):
+    def seen_command(self) -> GridCommand | None:
         """The event an observer sees now: the active one, else the next announced one, or None."""
         return self._seen_cmd
 
@@ -229,18 +222,13 @@ class GridCommandEnv(gym.Env):
         """Slot-average power (W) of this episode's assigned tasks over ``edges`` (default
         :attr:`slot_edges`), exact: the past as it was, future slots as committed so far
         (tasks not yet handed over are not in it)."""
+        assert self.cloud is not None, "reset() first"
         return power_profile(self.cloud, self.fleet, self.slot_edges if edges is None else edges, self.tasks.cpu)
-
-    def action_masks(self) -> np.ndarray:
-        """Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
-        return self._mask
 
     def observe(self) -> np.ndarray:
         """The observation for the current task (a fresh array)."""
-        out = self._obs
-        write_blocks(self._base_blocks, self.cloud, self._current, self.state, out[:self._base_size])
-        write_grid_blocks(self, out[self._base_size:])
-        return out.copy()
+        assert self.cloud is not None, "reset() first"
+        return write_blocks(self.blocks, self.cloud, self._current, self.state, self._obs).copy()
 
     # --- gymnasium API -----------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -250,26 +238,20 @@ class GridCommandEnv(gym.Env):
         if seed is not None and seed != self._seed:
             self._seed = seed
             self._prepare(seed)  # with given tasks only the generated commands change
-        self.cloud = Cloud(self.fleet, t0=float(self.tasks.arrival[0]))
-        self.t = 0
         self._next_new = 0
         self._pending: list[tuple[float, int, int, int]] = []  # (release, seq, task, deferrals)
         self._pending_seq = 0
-        self._cost_sum = 0.0
         self._tracking_sum = 0.0
-        self._infeasible = 0
         self._deferrals = 0
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
-        self._next_decision()
-        return self.observe(), {"task": self._current.index, "action_mask": self._mask}
-
-    def _task(self, j: int) -> Task:
-        tb = self.tasks
-        return Task(j, float(tb.arrival[j]), float(tb.cpu[j]), float(tb.length[j]), float(tb.deadline[j]))
+        return self._start_episode()
 
     def _next_decision(self) -> None:
-        """Hand over the next task: the earlier of the next arrival and the next re-arrival."""
+        """Hand over the next task: the earlier of the next arrival and the next re-arrival.
+        Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
+        cloud = self.cloud
+        assert cloud is not None, "reset() first"
         pend = self._pending
         n = len(self.tasks)
         if pend and (self._next_new >= n or pend[0][0] <= self.tasks.arrival[self._next_new]):
@@ -279,15 +261,21 @@ class GridCommandEnv(gym.Env):
             release = float(self.tasks.arrival[j])
             self._next_new += 1
         self._current, self._current_count, self._current_release = self._task(j), count, release
-        self.cloud.advance(release)
+        cloud.advance(release)
         # what every block, mask and cost of this decision reads, computed once
-        now = self.cloud.now
+        now = cloud.now
         self._active_cmd = self.schedule.active(now)
         self._seen_cmd = self._active_cmd if self._active_cmd is not None else self.schedule.upcoming(now)
         self._baseline_now = self.baseline.baseline_scalar(now)
         self._target_now = (self._baseline_now if self._active_cmd is None
                             else self._active_cmd.target_scalar(now, self._baseline_now))
-        self._mask = self._masks()
+        self._mask = self._masks(cloud)
+
+    def _episode_over(self) -> bool:
+        return self._next_new >= len(self.tasks) and not self._pending
+
+    def _final_metrics(self) -> dict[str, float]:
+        return {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum}
 
     def _cap_active(self) -> bool:
         if self.config.cap_fraction >= 1:
@@ -295,8 +283,8 @@ class GridCommandEnv(gym.Env):
         c = self._active_cmd
         return c is not None and c.direction == "down"
 
-    def _masks(self) -> np.ndarray:
-        cloud, task, cfg = self.cloud, self._current, self.config
+    def _masks(self, cloud: Cloud) -> np.ndarray:
+        task, cfg = self._current, self.config
         feasible = cloud.feasible(task.cpu)
         servers = feasible
         if self._cap_active():
@@ -353,25 +341,9 @@ class GridCommandEnv(gym.Env):
         cost += reward.infeasible_penalty if infeasible else 0.0
         err = abs(p_after - target) / self.max_power_w if scored else 0.0
         self.tracking_ema += cfg.tracking_alpha * (err - self.tracking_ema)
-        self._cost_sum += cost
         self._tracking_sum += track
-        self.t += 1
-        info.update(cost=cost, tracking=track, p_after=p_after, decisions=self.t,
-                    mean_reward=-self._cost_sum / self.t)
-        terminated = self._next_new >= len(self.tasks) and not self._pending
-        if terminated:
-            cloud.run_to_completion()
-            final = cloud.summary()
-            final.update(mean_reward=-self._cost_sum / self.t, infeasible_actions=self._infeasible,
-                         deferrals=self._deferrals, decisions=self.t, tracking_cost=self._tracking_sum)
-            info["final"] = final
-            obs = self._obs.copy()
-        else:
-            self._next_decision()
-            obs = self.observe()
-            info["action_mask"] = self._mask  # the next decision's (none after the last)
-        info["energy_kwh"] = cloud.energy / 3.6e6
-        return obs, -cost, terminated, False, info
+        info.update(cost=cost, tracking=track, p_after=p_after)
+        return self._end_step(cost, info)
 
 
 def register() -> None:

@@ -1,10 +1,12 @@
 """Observation blocks of the grid-command scenario, laid after the run's own layout.
 
-The plain scenario's blocks (:mod:`ilets.agents.observation`, layouts ``paper`` and
-``rich``) read only the cloud and the task. The command's blocks also need the operator's
-schedule, the baseline and the episode's tracking history, which live on the environment;
-so a :class:`GridBlock` writes from a :class:`GridView` (what
-:class:`ilets.gridcommand.env.GridCommandEnv` exposes) instead. Every number is in ``[0, high]``
+Each block is a :class:`ilets.agents.observation.FeatureBlock`, as the plain scenario's are
+(layouts ``paper`` and ``rich``), written with them by
+:func:`ilets.agents.observation.write_blocks`. Those read only the cloud and the task; the
+command's blocks also need the operator's schedule, the baseline and the episode's tracking
+history, which live on the environment, so a :class:`GridBlock` is made for a
+:class:`GridView` (what :class:`ilets.gridcommand.env.GridCommandEnv` exposes) and reads it
+besides the cloud and the task (:func:`grid_blocks`). Every number is in ``[0, high]``
 (lower bounds 0, as in the plain layouts).
 
 :data:`GRID_BLOCKS` (12 numbers) [ours]:
@@ -25,11 +27,12 @@ so a :class:`GridBlock` writes from a :class:`GridView` (what
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
 if TYPE_CHECKING:
+    from ilets.agents.observation import StateSpec
     from ilets.gridcommand.command import CommandSchedule, GridCommand
     from ilets.gridcommand.config import GridCommandConfig
     from ilets.simulator.cloud import Cloud, Fleet
@@ -37,18 +40,14 @@ if TYPE_CHECKING:
 
 
 class GridView(Protocol):
-    """What the grid blocks read (the environment provides it)."""
+    """What the grid blocks read beyond the cloud and the task (the environment provides it)."""
 
-    cloud: Cloud
     schedule: CommandSchedule
     config: GridCommandConfig
     window: tuple[float, float]
     tracking_ema: float
     deadline_top: float
     max_power_w: float
-
-    @property
-    def current_task(self) -> Task: ...
 
     @property
     def deferrals_of_current(self) -> int: ...
@@ -63,29 +62,38 @@ class GridView(Protocol):
     def target_now(self) -> float: ...
 
 
-class GridBlock(Protocol):
-    """One block: its size, its upper bounds, its writer (from the environment's view)."""
+class GridBlock:
+    """A feature block of ``width`` numbers (any fleet) about the command, made for a view.
 
-    def size(self) -> int:
-        """Numbers the block takes."""
+    It has the :class:`ilets.agents.observation.FeatureBlock` methods; bounds are 1 unless a
+    block says otherwise.
+    """
 
-    def high(self, fleet: Fleet) -> np.ndarray:
+    width: ClassVar[int]
+
+    def __init__(self, view: GridView) -> None:
+        self.view = view
+
+    def size(self, m: int) -> int:
+        """Numbers this block takes (the same for every fleet)."""
+        return self.width
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
         """Upper bounds (lower bounds are 0)."""
+        return np.ones(self.width)
 
-    def write(self, view: GridView, out: np.ndarray) -> None:
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
         """Write the block into ``out`` (a float32 view of :meth:`size` numbers)."""
+        raise NotImplementedError
 
 
-class CommandShape:
+class CommandShape(GridBlock):
     """Direction (down, up), requested change over max power, band of the event seen now."""
 
-    def size(self) -> int:
-        return 4
+    width = 4
 
-    def high(self, fleet: Fleet) -> np.ndarray:
-        return np.ones(4)
-
-    def write(self, view: GridView, out: np.ndarray) -> None:
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        view = self.view
         c = view.seen_command
         if c is None:
             out[:] = 0.0
@@ -97,17 +105,14 @@ class CommandShape:
         out[3] = c.band
 
 
-class EventTiming:
+class EventTiming(GridBlock):
     """Time to the event's start and end over the window length, capped at 1."""
 
-    def size(self) -> int:
-        return 2
+    width = 2
 
-    def high(self, fleet: Fleet) -> np.ndarray:
-        return np.ones(2)
-
-    def write(self, view: GridView, out: np.ndarray) -> None:
-        now = view.cloud.now
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        view = self.view
+        now = cloud.now
         c = view.seen_command
         if c is None:
             out[:] = 0.0
@@ -117,47 +122,38 @@ class EventTiming:
         out[1] = min(1.0, max(0.0, c.end_s - now) / span)
 
 
-class PowerLevels:
+class PowerLevels(GridBlock):
     """Baseline, fleet power and target now, over the fleet's maximum power."""
 
-    def size(self) -> int:
-        return 3
+    width = 3
 
-    def high(self, fleet: Fleet) -> np.ndarray:
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
         return np.array([1.0, 1.0, 2.0])
 
-    def write(self, view: GridView, out: np.ndarray) -> None:
-        cloud = view.cloud
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        view = self.view
         top = view.max_power_w
         out[0] = min(1.0, view.baseline_now / top)
         out[1] = min(1.0, cloud.power / top)
         out[2] = min(2.0, max(0.0, view.target_now / top))
 
 
-class TrackingError:
+class TrackingError(GridBlock):
     """Exponential average of the tracking error over max power, capped at 1."""
 
-    def size(self) -> int:
-        return 1
+    width = 1
 
-    def high(self, fleet: Fleet) -> np.ndarray:
-        return np.ones(1)
-
-    def write(self, view: GridView, out: np.ndarray) -> None:
-        out[0] = min(1.0, view.tracking_ema)
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[0] = min(1.0, self.view.tracking_ema)
 
 
-class TaskDeferral:
+class TaskDeferral(GridBlock):
     """The task's deferrals over ``max_deferrals`` and its slack over the top deadline."""
 
-    def size(self) -> int:
-        return 2
+    width = 2
 
-    def high(self, fleet: Fleet) -> np.ndarray:
-        return np.ones(2)
-
-    def write(self, view: GridView, out: np.ndarray) -> None:
-        cloud, task = view.cloud, view.current_task
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        view = self.view
         cap = view.config.max_deferrals
         out[0] = min(1.0, view.deferrals_of_current / cap) if cap > 0 else 0.0
         fastest = task.length / float(cloud.fleet.mips.max())
@@ -166,24 +162,14 @@ class TaskDeferral:
 
 
 #: The grid-command blocks, in the order they follow the run's own layout.
-GRID_BLOCKS: tuple[GridBlock, ...] = (CommandShape(), EventTiming(), PowerLevels(), TrackingError(), TaskDeferral())
+GRID_BLOCKS: tuple[type[GridBlock], ...] = (CommandShape, EventTiming, PowerLevels, TrackingError, TaskDeferral)
 
 
-def grid_size(blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> int:
-    """Numbers the grid blocks take."""
-    return sum(b.size() for b in blocks)
+def grid_blocks(view: GridView) -> tuple[GridBlock, ...]:
+    """The :data:`GRID_BLOCKS` made for ``view``, in order."""
+    return tuple(block(view) for block in GRID_BLOCKS)
 
 
-def grid_high(fleet: Fleet, blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> np.ndarray:
-    """Upper bounds of the grid blocks."""
-    return np.concatenate([b.high(fleet) for b in blocks])
-
-
-def write_grid_blocks(view: GridView, out: np.ndarray, blocks: tuple[GridBlock, ...] = GRID_BLOCKS) -> np.ndarray:
-    """Lay the grid blocks end to end into ``out`` (float32, exactly their size); return it."""
-    start = 0
-    for b in blocks:
-        stop = start + b.size()
-        b.write(view, out[start:stop])
-        start = stop
-    return out
+def grid_size() -> int:
+    """Numbers the grid blocks take (the same for every fleet)."""
+    return sum(block.width for block in GRID_BLOCKS)
