@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     import pandas as pd
     import torch as th
 
+    from ilets.agents.ppo import FastMaskablePPO
+
 
 class _Recorder(BaseCallback):
     """Logs every decision PPO makes and stops learning when the segment ends."""
@@ -58,7 +60,7 @@ class OnlineResult:
     log: DecisionLog
     extra: dict[str, float]  #: method-specific numbers (BC agreement, critic MSE, OAIL counters, ...)
     decision_s: np.ndarray  #: per-decision latency samples, s
-    model: object | None = None  #: the trained MaskablePPO, for RL methods
+    model: FastMaskablePPO | None = None  #: the trained MaskablePPO, for RL methods
     #: tables a cell folder keeps beside its curve: ``finetune`` (one row per PPO update:
     #: entropy, KL to the clone, explained variance) and ``checkpoints`` (held-out greedy scores)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)

@@ -25,6 +25,7 @@ import signal
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from ilets.config import HEURISTICS, METHODS, SEED_MAX, ConfigError
 
@@ -239,7 +240,7 @@ def _int_in(lo: int, hi: int | None = None):
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage block): ``ilets run: error: argument --seed: ...``."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 

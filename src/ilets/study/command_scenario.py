@@ -475,6 +475,8 @@ class GridCommandScenario:
             return []
         manifest = _read_json(Path(out) / "grid.json")
         wanted = set(manifest["cells"]) if manifest and isinstance(manifest.get("cells"), list) else None
+        profile: ExperimentProfile | None
+        scenario: GridCommandConfig | None
         try:
             profile = recorded_profile(out)
             scenario = profile.scenario_config()
@@ -579,7 +581,8 @@ def _read_json(path: Path) -> dict | None:
 
 def _compute_record(r: dict) -> ComputeRecord:
     """What provenance counts of a complete record."""
-    m = r.get("machine") if isinstance(r.get("machine"), dict) else {}
+    machine = r.get("machine")
+    m = machine if isinstance(machine, dict) else {}
     return ComputeRecord(
         commit=r.get("commit"), dirty=r.get("dirty"), cpu_model=m.get("cpu_model", "unknown CPU"),
         cores=m.get("cores", "?"), cpu_id=m.get("cpu_id", ""), numerics=recorded_mode(m) if m else NOT_RECORDED,

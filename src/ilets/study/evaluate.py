@@ -19,11 +19,15 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, to_dict
 from ilets.workloads.workload import TaskTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The weight folders a cell may hold: the final policy, and the clone after imitation.
 WEIGHTS = ("policy", "clone")
@@ -38,8 +42,8 @@ class Evaluation:
     """One pass of a frozen policy or a heuristic over a task table."""
 
     config: RunConfig  #: what ran: the cell's config (or the study's defaults) at this fleet
-    metrics: dict  #: what a cell's ``metrics.json`` holds, plus where the policy came from
-    curve: object  #: the learning-curve table (pandas), as a cell's ``curve.csv``
+    metrics: dict[str, Any]  #: what a cell's ``metrics.json`` holds, plus where the policy came from
+    curve: pd.DataFrame  #: the learning-curve table, as a cell's ``curve.csv``
 
 
 def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int) -> tuple[RunConfig, Path | None]:

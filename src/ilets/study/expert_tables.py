@@ -13,10 +13,12 @@ the first ``horizon`` tasks, which hold the window's instant bursts).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 import numpy as np
 
-from ilets.agents.experts import EXPERTS, exact_optimum, make_expert, plan_window, small_case, window_from_table
+from ilets.agents.experts import (EXPERTS, ExpertPlan, exact_optimum, make_expert, plan_window, small_case,
+                                 window_from_table)
 from ilets.config import ExpertConfig, RewardConfig
 from ilets.expert_table import REFERENCE_EXPERT, SEARCH_EXPERTS
 from ilets.simulator.cloud import Cloud
@@ -188,6 +190,7 @@ def paper_timing_table(cfg: ExpertConfig, reward: RewardConfig, sizes: list[int]
     for m in sizes:
         for name, (cloud, win) in paper_snapshots(m, cfg.window).items():
             planners = {n: make_expert(n, cfg, reward) for n in experts}
+            calls: dict[str, Callable[[np.random.Generator], ExpertPlan | list[ExpertPlan]]]
             calls = {n: (lambda e: (lambda rng: e.plan(cloud, win, rng)))(e) for n, e in planners.items()}
             calls["request"] = lambda rng: plan_window(list(planners.values()), cloud, win, rng)
             for n, call in calls.items():

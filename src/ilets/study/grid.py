@@ -280,7 +280,7 @@ def _run_submitit(todo: list[Any], out: Path, executor: str, partition: str | No
     if not todo:
         return []
     ex = submitit.AutoExecutor(folder=out / "submitit", cluster="local" if executor == "submitit-local" else "slurm")
-    params = {"timeout_min": 24 * 60, "cpus_per_task": 2}
+    params: dict[str, int | str] = {"timeout_min": 24 * 60, "cpus_per_task": 2}
     if partition and executor == "slurm":
         params["slurm_partition"] = partition
     ex.update_parameters(**params)

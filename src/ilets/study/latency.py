@@ -22,6 +22,7 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from ilets.agents.env import CloudSchedulingEnv
 from ilets.agents.observation import StateSpec, build_observation
@@ -52,8 +53,12 @@ def measure(servers: int, n: int, cfg: RunConfig, with_oail: bool, predict_every
     fleet = make_fleet(cfg.fleet, cfg.fleet.seed)
     env = CloudSchedulingEnv(cfg, tasks=wl.online.slice(0, n), fleet=fleet)
     model = make_ppo(env, cfg.ppo, seed)
-    raw = model.get_env().envs[0].unwrapped
+    vec_env = model.get_env()
+    assert isinstance(vec_env, DummyVecEnv), "SB3 wraps the env it is given in a DummyVecEnv"
+    raw = vec_env.envs[0].unwrapped
+    assert isinstance(raw, CloudSchedulingEnv), "the env given to make_ppo, under SB3's Monitor"
     raw.reset()
+    assert raw.cloud is not None, "reset() makes the cloud"
     callback = None
     if with_oail:
         callback = OAILCallback(cfg.oail, cfg.experts, cfg.reward, seed, StateSpec.of(cfg))

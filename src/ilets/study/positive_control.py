@@ -116,7 +116,7 @@ def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int, out:
     from ilets.agents.env import CloudSchedulingEnv
     from ilets.agents.methods import DecisionLog, drive, run_heuristic
     from ilets.agents.observation import StateSpec
-    from ilets.agents.oinpt import behaviour_clone, collect_demonstrations
+    from ilets.agents.oinpt import Demonstrations, behaviour_clone, collect_demonstrations
     from ilets.agents.ppo import PPOPolicy, make_ppo
     from ilets.simulator.cloud import make_fleet
     from ilets.workloads.workload import load_workload
@@ -128,17 +128,22 @@ def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int, out:
     layouts = sorted({layout for _, layout in DESIGNS})
     specs = {k: StateSpec.of(dataclasses.replace(base, observation=k)) for k in layouts}
     c0 = time.process_time()
+    by_layout: dict[str, Demonstrations]
     if expert == "ga+pso":
-        by_layout, crit, held_crit = {}, None, None
+        by_layout = {}
         for k in layouts:
             d = collect_demonstrations(workload.offline, fleet, "ga+pso", base.experts, base.reward,
                                        profile.demo_tasks, seed, specs[k], heldout=profile.heldout_tasks)
             by_layout[k] = d
-        crit, held_crit = by_layout[layouts[0]].action_costs, by_layout[layouts[0]].heldout.action_costs
+        first = by_layout[layouts[0]]
+        # collect_demonstrations records every server's cost, and the held-out decisions (heldout > 0)
+        assert first.action_costs is not None and first.heldout is not None and \
+            first.heldout.action_costs is not None, "ga+pso demonstrations without costs or held-out part"
+        crit, held_crit = first.action_costs, first.heldout.action_costs
     else:
-        demos = heuristic_demonstrations(workload.offline, fleet, expert, base.reward, specs, profile.demo_tasks,
-                                         profile.heldout_tasks, base.experts.miss_penalty)
-        by_layout, crit, held_crit = demos.by_layout, demos.criterion, demos.heldout_criterion
+        cloned = heuristic_demonstrations(workload.offline, fleet, expert, base.reward, specs, profile.demo_tasks,
+                                          profile.heldout_tasks, base.experts.miss_penalty)
+        by_layout, crit, held_crit = cloned.by_layout, cloned.criterion, cloned.heldout_criterion
     reference = expert if expert != "ga+pso" else GA_REFERENCE
     references: dict[int, dict] = {}
 
@@ -169,6 +174,7 @@ def run_unit(profile: ControlProfile, expert: str, servers: int, seed: int, out:
         env = CloudSchedulingEnv(cfg, tasks=tasks, fleet=fleet)
         model = make_ppo(env, cfg.ppo, seed, policy, cfg.server_hidden)
         demos = by_layout[layout]
+        assert demos.heldout is not None, "both recordings attach the held-out decisions"
         behaviour_clone(model, demos, cfg.oinpt, seed)
         train = clone_scores(model.policy, demos, crit)
         held = clone_scores(model.policy, demos.heldout, held_crit)

@@ -79,7 +79,8 @@ class Profile:
 def _cell(run: RunConfig, method: str, servers: int, seed: int, worlds: bool) -> RunConfig:
     """One cell of a grid: ``run`` for ``method`` on ``servers`` servers with ``seed``; with
     ``worlds`` its fleet is drawn with the run seed too."""
-    fleet = dataclasses.replace(run.fleet, servers=servers, **({"seed": seed} if worlds else {}))
+    fleet = (dataclasses.replace(run.fleet, servers=servers, seed=seed) if worlds
+             else dataclasses.replace(run.fleet, servers=servers))
     return dataclasses.replace(run, method=method, seed=seed, fleet=fleet)
 
 

@@ -143,7 +143,10 @@ def build_store(out: Path) -> dict[str, Path]:
     frames = {"metrics": pd.DataFrame(rows), "curves": pd.concat(curves, ignore_index=True) if curves else pd.DataFrame()}
     for key, path in paths.items():
         # two grids on one folder build the store at the same moment: one unique temporary each
-        atomic_write(path, lambda tmp, frame=frames[key]: frame.to_parquet(tmp, index=False))
+        def write(tmp: Path, frame: pd.DataFrame = frames[key]) -> None:
+            frame.to_parquet(tmp, index=False)
+
+        atomic_write(path, write)
     return paths
 
 

@@ -10,7 +10,7 @@ import json
 import shutil
 import warnings
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, overload
 
 import numpy as np
 
@@ -21,8 +21,16 @@ from ilets.study.run import atomic_text
 EVENTS_FILE = "events.json"
 
 
+@overload
+def event_decisions(events: Mapping[str, float], arrival: np.ndarray, span_s: None = None) -> dict[str, int]: ...
+
+
+@overload
+def event_decisions(events: Mapping[str, float], arrival: np.ndarray, span_s: float) -> dict[str, tuple[int, int]]: ...
+
+
 def event_decisions(events: Mapping[str, float], arrival: np.ndarray,
-                    span_s: float | None = None) -> dict[str, int | tuple[int, int]]:
+                    span_s: float | None = None) -> dict[str, int] | dict[str, tuple[int, int]]:
     """Map event times (s) to 0-based decision indices of the online pass.
 
     Every online task is one decision, in arrival order, so the decision made when an event
@@ -36,7 +44,7 @@ def event_decisions(events: Mapping[str, float], arrival: np.ndarray,
     :func:`ilets.report.stats.oscillation`.
     """
     arrival = np.asarray(arrival, dtype=float)
-    out: dict = {}
+    out: dict[str, Any] = {}  # decisions (no span_s) or ranges: one kind per call
     if len(arrival) == 0:
         return out
     for name, t in events.items():
@@ -113,8 +121,8 @@ def record_events(out: Path, pairs: Iterable[tuple[WorkloadConfig, int]]) -> Pat
     out = Path(out)
     recorded = read_events(out)
     changed, tried = False, set()
-    for workload, seed in pairs:
-        key, seed = workload_key(workload), str(int(seed))
+    for workload, seed_number in pairs:
+        key, seed = workload_key(workload), str(int(seed_number))
         entry = recorded.setdefault(key, {"workload": to_dict(workload), "seeds": {}})
         if seed in entry["seeds"] or (key, seed) in tried:  # every method's cell names the same pair
             continue
