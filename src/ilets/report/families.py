@@ -40,9 +40,10 @@ def families_table(flat: pd.DataFrame, per_server: pd.DataFrame | None) -> pd.Da
     rows = []
     other = per_server.set_index("claim") if per_server is not None else None
     for r in flat.itertuples(index=False):
-        has = other is not None and r.claim in other.index
-        v2 = other.loc[r.claim, "verdict"] if has else NO_RESULTS
-        e2 = other.loc[r.claim, "evidence"] if has else ""
+        if other is not None and r.claim in other.index:
+            has, v2, e2 = True, other.loc[r.claim, "verdict"], other.loc[r.claim, "evidence"]
+        else:
+            has, v2, e2 = False, NO_RESULTS, ""
         testable = has and V.NOT_TESTABLE not in (r.verdict, v2)
         rows.append({"claim": int(r.claim), "statement": r.statement, FAITHFUL: r.verdict, COMPETENT: v2,
                      DEPENDS: (YES if r.verdict != v2 else NO) if testable else CANNOT_TELL,

@@ -259,8 +259,9 @@ def ladder_display(ladder: pd.DataFrame, part: str | None = None) -> pd.DataFram
     shown["metric"] = shown["metric"].map(lambda m: METRICS[m][0])
     for col in [*names.values(), *_GAP_NAMES.values()]:
         shown[col] = shown[col].map(lambda v: f"{v:+.3g}" if "gap" in col else f"{v:.3g}")
-    keep = {"scores": ["servers", "metric", "seeds", *names.values()],
-            "gaps": ["servers", "metric", *_GAP_NAMES.values()]}.get(part, list(shown.columns))
+    by_part: dict[str | None, list[str]] = {"scores": ["servers", "metric", "seeds", *names.values()],
+                                            "gaps": ["servers", "metric", *_GAP_NAMES.values()]}
+    keep = by_part.get(part, list(shown.columns))
     return shown[keep]
 
 

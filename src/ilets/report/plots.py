@@ -5,6 +5,8 @@ Every function returns the matplotlib Figure; the chapter shows it and writes th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -12,6 +14,9 @@ import seaborn as sns
 
 from ilets.expert_table import EXPERT_LABELS
 from ilets.method_table import METHOD_LABELS
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 METHOD_ORDER = list(METHOD_LABELS.values())
 PALETTE = dict(zip(METHOD_ORDER, sns.color_palette("colorblind", 4)))
@@ -288,7 +293,8 @@ def improvement_vs_paper(comparison: pd.DataFrame, metric_labels: dict[str, str]
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(range(len(methods)), methods)
         ax.set(title=label, ylabel="improvement over DRL (%)" if ax is axes[0][0] else "")
-    handles, labels = [], []
+    handles: list[Artist] = []
+    labels: list[str] = []
     for ax in axes[0]:
         h, lab = ax.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
@@ -357,14 +363,14 @@ def _digits(x: float, sig: int = 4) -> int:
     return 0 if not np.isfinite(x) or x == 0 else max(0, sig - 1 - int(np.floor(np.log10(abs(x)))))
 
 
-def summary_display(summary: pd.DataFrame, columns: dict[str, tuple[str, int, float]],
+def summary_display(summary: pd.DataFrame, columns: Mapping[str, tuple[str, int | None, float]],
                     index: str = "method", split: str | None = None) -> pd.DataFrame:
     """A display table from :func:`ilets.report.stats.summary_table` rows: one row per ``index``
     value (method display names; with ``split``, per (``index``, ``split``) value), one
     column per metric, cells "mean ± std [CI low, CI high]". ``columns``: metric ->
     (header, decimals, multiplier, e.g. 100 for percent); decimals ``None``: four
     significant figures of the mean."""
-    out = {}
+    out: dict[Any, dict[str, str]] = {}  # keyed by method label, or (label, split value)
     for _, r in summary.iterrows():
         if r["metric"] not in columns:
             continue
@@ -388,7 +394,7 @@ def summary_display(summary: pd.DataFrame, columns: dict[str, tuple[str, int, fl
 def heuristic_display(table: pd.DataFrame, metric_labels: dict[str, str]) -> pd.DataFrame:
     """A display table from :func:`ilets.report.verdicts.heuristics_vs_learners`: per heuristic and
     metric, the learners it beats at every fleet size and the pooled effect over the best learner with its CI."""
-    rows = {}
+    rows: dict[str, dict[tuple[str, str], str]] = {}
     for _, r in table.iterrows():
         label = metric_labels.get(r["metric"], r["metric"])
         best = METHOD_LABELS.get(r["best_learner"], r["best_learner"])
@@ -408,7 +414,7 @@ def heuristic_fleet_display(table: pd.DataFrame, metric_labels: dict[str, str]) 
     (the heuristic's effect over the best learner there; positive = the heuristic is better)."""
     if table.empty:
         return pd.DataFrame()
-    rows = {}
+    rows: dict[str, dict[tuple[str, str], str]] = {}
     for r in table.itertuples():
         key = (metric_labels.get(r.metric, r.metric), f"{r.servers} servers")
         rows.setdefault(r.heuristic, {})[key] = (f"{r.effect_pct:+.1f} [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}] "
@@ -426,7 +432,7 @@ def comparison_display(comparison: pd.DataFrame, metric_labels: dict[str, str]) 
     per (method, metric), the paper's figure, then ours with its 95 % CI per scale and pooled
     (when there are several scales; a NaN pooled effect, where the fleet sizes differ in sign
     (:func:`ilets.report.findings.unpool_opposite_signs`), reads "not pooled: signs differ")."""
-    rows = {}
+    rows: dict[tuple[str, str], dict[str, str]] = {}
     for _, r in comparison.iterrows():
         key = (METHOD_LABELS.get(r["method"], r["method"]), metric_labels.get(r["metric"], r["metric"]))
         row = rows.setdefault(key, {"paper (%)": f"{r['paper_pct']:.2f}"})

@@ -6,7 +6,7 @@ and effect, and the upcoming-window variant.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -110,7 +110,15 @@ def oail_throughput_text(oail: pd.DataFrame, clock: str, latency_s: float) -> st
 
 
 #: Convergence settings: those of the claim-5 verdict (:func:`ilets.report.verdicts.claim_convergence`).
-CONVERGENCE = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
+class ConvergenceSettings(TypedDict):
+    """The keyword arguments of the convergence measures (:data:`CONVERGENCE`)."""
+
+    tol: float
+    final_frac: float
+    smooth: int
+
+
+CONVERGENCE: ConvergenceSettings = {"tol": 0.05, "final_frac": 0.2, "smooth": 3}
 
 OAIL_COLS = ("oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_failed", "oail_updates",
              "oail_lag_p50")
@@ -210,7 +218,7 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     seeds = sorted(int(s) for s in ctx.curves["seed"].unique())
     ranges = {s: ctx.event_ranges(s) for s in seeds}
     markers = S.event_markers(ranges)
-    event_order = sorted(markers, key=markers.get)
+    event_order = sorted(markers, key=markers.__getitem__)
     first_range = next(iter(ranges[seeds[0]].values()), (0, 0)) if seeds else (0, 0)
     gap = S.relative_curves(ctx.curves, REFERENCE)
     gap = gap[gap["method"].isin(learn["method"].unique())] if len(gap) else gap

@@ -207,12 +207,12 @@ def paper_effect_texts(comparison: pd.DataFrame) -> tuple[dict[str, str], int]:
         per = g[g["servers"].astype(str) != "all"]
         pooled = g[g["servers"].astype(str) == "all"]
         same = len(pooled) > 0 and bool(np.isfinite(pooled["ours_pct"]).all())
-        p = pooled.iloc[0] if len(pooled) else None
+        p = pooled.iloc[0] if same else None  # the pooled row, where it is shown
         per_scale = tuple((int(r.servers), r.ours_pct, r.ci_low_pct, r.ci_high_pct) for r in per.itertuples())
         texts[f"ours_{method.replace('+', 'p').replace('-', 'm')}_{metric}"] = V.effect_numbers(
-            same or len(per) == 1, p["ours_pct"] if same else np.nan, p["ci_low_pct"] if same else np.nan,
-            p["ci_high_pct"] if same else np.nan, per_scale)
-        inside += bool(p["paper_in_ci"]) if same else bool(per["paper_in_ci"].any())
+            same or len(per) == 1, p["ours_pct"] if p is not None else np.nan,
+            p["ci_low_pct"] if p is not None else np.nan, p["ci_high_pct"] if p is not None else np.nan, per_scale)
+        inside += bool(p["paper_in_ci"]) if p is not None else bool(per["paper_in_ci"].any())
     return texts, inside
 
 

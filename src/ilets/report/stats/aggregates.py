@@ -128,7 +128,7 @@ def improvement_probability(scores_x: np.ndarray, scores_y: np.ndarray) -> float
         else:
             wins = np.count_nonzero(x[:, None] > y[None, :]) + 0.5 * np.count_nonzero(x[:, None] == y[None, :])
             probs.append(np.float64(wins) / (len(x) * len(y)))
-    return np.mean(probs)
+    return np.float64(np.mean(probs))  # np.mean's float64, typed as one (the stubs say floating)
 
 
 def iqm_table(metrics: pd.DataFrame, metric: str, higher_is_better: bool | None = None, baseline: str = "drl",

@@ -5,7 +5,7 @@ measures on the gap to a non-learning reference (one row per cell; aggregate wit
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -194,7 +194,7 @@ def cold_start_decisions(curves: pd.DataFrame, frac: float = 0.1, min_windows: i
     return int(min(max(n, min_windows * every), total))
 
 
-def event_markers(per_seed: Mapping[object, Mapping[str, int | tuple[int, int]]]) -> dict[str, float]:
+def event_markers(per_seed: Mapping[Any, Mapping[str, int | tuple[int, int]]]) -> dict[str, float]:
     """Mean start decision of each event over seeds (for plot markers): ``per_seed`` maps a
     seed to :func:`event_decisions` or :func:`online_event_ranges` output. Events missing
     from some seed are averaged over the seeds that have them."""
