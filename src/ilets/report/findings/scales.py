@@ -5,6 +5,7 @@ reads and re-runs (chapters 1 and 10).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,15 +35,13 @@ class Rerun:
     """The cells a book build re-runs live (chapter 10) and the folder they come from."""
 
     cells: tuple[str, ...]
-    out: object = None  #: the folder they are re-run from (None: nothing is re-run)
+    out: Path | None = None  #: the folder they are re-run from (None: nothing is re-run)
 
     @property
     def from_md(self) -> str:
         """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
         if self.out is None:
             return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
-        from pathlib import Path
-
         root = Path(__file__).resolve().parents[4]
         out = Path(self.out).resolve()
         return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
