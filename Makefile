@@ -54,14 +54,14 @@ lint: env
 	$(BIN)/ruff check src tests benchmarks notebooks
 	$(MAKE) --no-print-directory typecheck
 
-# mypy (pyproject.toml's [tool.mypy]) on the packages and modules that check clean; the rest of
-# src/ilets (report, study, gridcommand) joins this list, and then `mypy` alone, once they do.
-TYPED = src/ilets/agents src/ilets/simulator src/ilets/workloads src/ilets/config \
-	src/ilets/expert_table.py src/ilets/files.py src/ilets/host.py src/ilets/lifecycle.py \
-	src/ilets/numerics.py src/ilets/method_table.py src/ilets/metric_table.py src/ilets/__init__.py
+# mypy (pyproject.toml's [tool.mypy]) on every module of src/ilets but those in UNTYPED, which do
+# not check clean yet; once UNTYPED is empty, `mypy` alone (all of src/ilets) replaces the list.
+UNTYPED = src/ilets/gridcommand/pipeline.py
+TYPED = $(filter-out $(UNTYPED),$(sort $(shell find src/ilets -name '*.py' -not -path '*/__pycache__/*')))
 
 typecheck: env
-	$(BIN)/mypy $(TYPED)
+	@echo "$(BIN)/mypy src/ilets, all but: $(UNTYPED)"
+	@$(BIN)/mypy $(TYPED)
 
 test: lint
 	bash tests/setup_browser.sh
