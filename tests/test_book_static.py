@@ -28,9 +28,8 @@ experts' optimality gaps and call costs, the decision latency) is recorded once 
 ``make artifacts`` (:mod:`ilets.study.book_measurements`) and read through
 :mod:`ilets.report.measurements`.
 
-The one declared exception is :data:`DECLARED`: chapter 10 re-runs the cheapest shipped cell
-of each learner on purpose (``ilets.study.verify.verify_live``), to show on the reader's
-machine that the shipped results reproduce.
+No chapter is exempt: chapter 10 shows the verification recorded with each shipped folder
+(``VERIFY.json``) and the command that repeats it, and re-runs nothing while the book builds.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ READABLE: dict[str, dict[str, str]] = {
     "ilets.study.book_measurements": {"measurements_dir": "where the records are", "DEPENDS": "a constant"},
     "ilets.study.verify": {name: "reads recorded cells or reports, or words them" for name in (
         "verdict_table", "recorded_table", "numerics_sentence", "kernel_effects", "kernel_effects_sentence",
-        "native_kernels_folder", "book_sample", "VERIFY_REPORT")},
+        "native_kernels_folder", "recorded_tables", "VERIFY_REPORT")},
 }
 
 #: Timer functions, by name (``time.perf_counter``, ``timeit.timeit``, ...).
@@ -85,13 +84,8 @@ RUNNING = frozenset({
     "measure", "measured_latency", "load_table", "gap_cases", "timing_table", "paper_timing_table",
     "loaded_snapshots", "paper_snapshots", "workload_record", "experts_record", "decision_time_record",
     # cells, grids, re-runs
-    "run_cell", "run_cell_status", "run_grid", "run_unit", "verify", "verify_live", "evaluate",
+    "run_cell", "run_cell_status", "run_grid", "run_unit", "verify", "evaluate",
 })
-#: Deliberate experiments at book time: (chapter, name) -> why.
-DECLARED: dict[tuple[str, str], str] = {
-    ("10_reproduce.py", "verify_live"): "chapter 10 re-runs the cheapest shipped cell of each learner on purpose, to "
-                                        "show on the reader's machine that the shipped results reproduce",
-}
 
 
 def _is_module(dotted: str) -> bool:
@@ -123,10 +117,10 @@ def _callee_name(func: ast.AST) -> str | None:
     return None
 
 
-def violations(source: str, chapter: str = "chapter.py") -> list[str]:
+def violations(source: str) -> list[str]:
     """What breaks the rule in one chapter's source, as ``"line N: ..."`` (empty when it reads only)."""
     tree = ast.parse(source)
-    found: list[tuple[int, str, str]] = []  # (line, name for DECLARED, message)
+    found: list[tuple[int, str, str]] = []  # (line, name, message)
     aliases: dict[str, str] = {}  # local name -> the module it is bound to
 
     def flag(node: ast.AST, name: str, message: str) -> None:
@@ -174,7 +168,7 @@ def violations(source: str, chapter: str = "chapter.py") -> list[str]:
                 flag(node, name, f"calls the timer {name}")
             elif name in RUNNING:
                 flag(node, name, f"calls {name}, which runs an experiment")
-    out = sorted({(line, message) for line, name, message in found if (chapter, name) not in DECLARED})
+    out = sorted({(line, message) for line, _name, message in found})
     return [f"line {line}: {message}" for line, message in out]
 
 
@@ -206,10 +200,9 @@ def test_the_checker_accepts_reading():
     assert violations(source) == []
 
 
-def test_a_declared_exception_holds_in_its_chapter_only():
-    source = "from ilets.study import verify as VF\nVF.verify_live(out, cells)\n"
-    assert violations(source, "10_reproduce.py") == []
-    assert len(violations(source, "03_workload.py")) == 2  # the use and the call
+def test_a_live_verification_is_flagged_in_every_chapter():
+    source = "from ilets.study import verify as VF\nVF.verify(out, cells, scratch)\n"
+    assert len(violations(source)) == 2  # the use and the call
 
 
 def test_every_readable_name_is_in_an_experiment_module_that_exists():
@@ -224,16 +217,10 @@ def test_there_are_chapters():
 
 @pytest.mark.parametrize("chapter", NOTEBOOKS, ids=lambda p: p.name)
 def test_no_chapter_runs_an_experiment_at_book_time(chapter):
-    found = violations(chapter.read_text(), chapter.name)
+    found = violations(chapter.read_text())
     assert not found, (f"notebooks/{chapter.name} computes while the book builds (record it with `make artifacts`, "
                        f"ilets.study.book_measurements, and read it through ilets.report.measurements):\n  "
                        + "\n  ".join(found))
-
-
-def test_every_declared_exception_is_still_there():
-    # an exception no chapter needs any more is removed from DECLARED
-    for chapter, name in DECLARED:
-        assert name in (ROOT / "notebooks" / chapter).read_text(), (chapter, name)
 
 
 @pytest.mark.parametrize("module", sorted((SRC / "ilets" / "report").rglob("*.py")),

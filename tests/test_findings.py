@@ -418,11 +418,6 @@ def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
     beside = F.scale_findings(ctx, small_out=other)
     assert beside.small_name == "test" and len(beside.table) == len(alone.table)
     assert set(beside.table["same at both scales"]) == {"yes"} and beside.sentence.startswith("0 of ")
-    # the live re-runs: one main-study cell each of DRL, DRL+ and ILETS, smallest fleet, lowest seed
-    d50 = RunConfig(workload=WorkloadConfig(scale=SCALE), fleet=FleetConfig(servers=50)).digest()  # as _cell names them
-    assert beside.rerun.cells == tuple(f"{m}-M50-s0-{d50}" for m in ("drl", "drl+", "ilets"))
-    assert Path(beside.rerun.out) == other and f"`drl-M50-s0-{d50}`" in beside.rerun.md
-    assert F.rerun_findings(ctx, small_out=other) == beside.rerun
     # main results at 50 servers only: the reduced results are judged at 50 servers too, so a
     # difference between the columns is one of scale, not of which fleet sizes ran
     from dataclasses import replace
@@ -449,7 +444,7 @@ def test_the_book_reads_local_grids_first_then_shipped_results(tmp_path, monkeyp
 
     monkeypatch.delenv("ILETS_RESULTS", raising=False)
     monkeypatch.delenv("ILETS_SCALE_RESULTS", raising=False)
-    monkeypatch.setattr(R, "_repo_root", lambda: tmp_path)
+    monkeypatch.setattr(R, "repo_root", lambda: tmp_path)
     assert R.results_dir() == tmp_path / "shipped/quick"  # nothing anywhere: the last resort
     for rel in ("shipped/quick", "shipped/paper"):
         (tmp_path / rel / "store").mkdir(parents=True)

@@ -105,6 +105,26 @@ def test_the_record_grows_cell_by_cell_and_says_which_commits_it_covers(tmp_path
     assert f"{'a' * 12} (2 cells, 2 checked), {'b' * 12} (1 cells, 1 checked)" in sentence
 
 
+def test_records_of_both_scenarios_stack_in_one_table(tmp_path, monkeypatch):
+    from ilets.study import verify as VF
+
+    monkeypatch.setattr("ilets.study.run.source_version", lambda: {"commit": "d" * 40, "dirty": False})
+    cloud, grid, bare = tmp_path / "cloud", tmp_path / "grid", tmp_path / "bare"
+    _fake_cell(cloud, "drl-M50-s0-0", "a" * 40)
+    (grid / "cells").mkdir(parents=True)  # a grid-command cell is one JSON record naming its commit
+    (grid / "cells" / "bc-M50-s0.json").write_text(json.dumps({"commit": "e" * 40}))
+    _fake_cell(bare, "drl-M50-s0-0", "a" * 40)
+    VF.write_report(cloud / VF.VERIFY_REPORT, cloud, [VF.Verdict("drl-M50-s0-0", True, (), 1.0)])
+    VF.write_report(grid / VF.VERIFY_REPORT, grid, [VF.Verdict("bc-M50-s0", False, ("scores: 1 -> 2",), 2.0)])
+    table, text = VF.recorded_tables({"cloud": (cloud, "cloud"), "grid": (grid, "gridcommand"),
+                                      "bare": (bare, "cloud")})
+    assert table["results"].tolist() == ["cloud", "grid"] and table["computed at"].tolist() == ["a" * 12, "e" * 12]
+    assert text.startswith("1 of 2 recorded re-runs, over 2 shipped folders, reproduced") and "first difference" in text
+    assert "No verification is recorded for `bare`" in text
+    empty, none = VF.recorded_tables({"bare": (bare, "cloud")})
+    assert empty.empty and none == "No shipped folder carries a recorded verification."
+
+
 def test_a_malformed_record_is_named(tmp_path):
     from ilets.study import verify as VF
 

@@ -33,6 +33,7 @@ from typing import Callable
 import pandas as pd
 
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig, to_dict
+from ilets.study.results import repo_root
 
 #: The folder of every profile's records, relative to the repository root.
 SHIPPED_BOOK = Path("shipped") / "book"
@@ -66,15 +67,11 @@ DEPENDS: dict[str, tuple[str, ...] | None] = {
 }
 
 
-def _repo_root() -> Path:
-    return Path(__file__).resolve().parents[3]
-
-
 def measurements_dir(profile: str) -> Path:
     """Where the records of ``profile`` are: ``$ILETS_BOOK_MEASUREMENTS/<profile>`` if that
     variable is set, else ``shipped/book/<profile>`` in the repository."""
     env = os.environ.get(ENV_VAR)
-    return (Path(env) if env else _repo_root() / SHIPPED_BOOK) / profile
+    return (Path(env) if env else repo_root() / SHIPPED_BOOK) / profile
 
 
 def settings_of(run: RunConfig, name: str) -> dict:

@@ -39,7 +39,8 @@ PER_SERVER_SEARCH = ("results/per-server", "shipped/per-server")
 WORLDS_SEARCH = ("results/worlds", "shipped/worlds")
 
 
-def _repo_root() -> Path:
+def repo_root() -> Path:
+    """The repository root (relative result folders are resolved against it)."""
     return Path(__file__).resolve().parents[3]
 
 
@@ -53,7 +54,7 @@ def _first_store(env_var: str, search: tuple[str, ...]) -> Path:
     env = os.environ.get(env_var)
     if env:
         return Path(env)
-    root = _repo_root()
+    root = repo_root()
     for rel in search:
         if has_store(root / rel):
             return root / rel

@@ -38,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from ilets.numerics import NOT_RECORDED, recorded_mode
+from ilets.numerics import NOT_RECORDED
 # re-exported: the paper study's comparison of two cell folders lives with its scenario
 from ilets.study.scenario import HOST_KEYS, added_metrics  # noqa: F401
 from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, compare_folders, get_scenario
@@ -87,25 +87,6 @@ def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: in
     rng = random.Random(seed)
     rng.shuffle(pool)
     return sorted(pool[:sample])
-
-
-#: The methods a book build re-runs, one cell each: plain PPO and both imitation stages.
-BOOK_METHODS = ("drl", "drl+", "ilets")
-
-
-def book_sample(folder: Path, methods: tuple[str, ...] = BOOK_METHODS) -> list[str]:
-    """The cells a book build re-runs live: for each of ``methods``, its main-study cell on
-    the smallest fleet with the lowest seed (the cheapest, and the same on every build)."""
-    import pandas as pd
-
-    store = Path(folder) / "store" / "metrics.parquet"
-    if not store.is_file():
-        return []
-    m = pd.read_parquet(store, columns=["cell", "method", "variant", "servers", "seed"])
-    m = m[(m["variant"].fillna("") == "") & m["method"].isin(methods)]
-    m = m.sort_values(["servers", "seed", "cell"]).drop_duplicates("method")
-    order = {name: i for i, name in enumerate(methods)}
-    return list(m.sort_values("method", key=lambda s: s.map(order))["cell"])
 
 
 def recorded_cell(path: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> Any:
@@ -280,50 +261,77 @@ def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
                         columns=["cell", "reproduced", "first difference", "re-run wall s"])
 
 
-def _cell_system(folder: Path, cell: str) -> dict:
+def _cell_record(folder: Path, cell: str, sc: Scenario[Any, Any]) -> dict[str, Any]:
+    """What a recorded cell says of its making: a cloud cell's ``system.json``, a grid-command
+    cell's own record (both name the commit); empty when unreadable."""
+    path = sc.cell_path(Path(folder), cell)
     try:
-        return json.loads((Path(folder) / "cells" / cell / "system.json").read_text())
+        data = json.loads((path / "system.json" if path.is_dir() else path).read_text())
     except (OSError, ValueError):
         return {}
+    return data if isinstance(data, dict) else {}
 
 
-def _cell_commit(folder: Path, cell: str) -> str:
-    return str(_cell_system(folder, cell).get("commit", "unknown"))[:12]
+def _cell_commit(folder: Path, cell: str, sc: Scenario[Any, Any]) -> str:
+    return str(_cell_record(folder, cell, sc).get("commit", "unknown"))[:12]
 
 
-def _cell_numerics(folder: Path, cell: str) -> str:
-    """The floating-point kernels a cell recorded (:func:`ilets.numerics.recorded_mode`)."""
-    return recorded_mode(_cell_system(folder, cell))
+#: The columns of :func:`recorded_table`.
+RECORDED_COLUMNS = ["cell", "computed at", "computed with", "checked at", "checked on", "checked with", "reproduced",
+                    "first difference", "re-run wall s"]
 
 
-def recorded_table(folder: Path) -> tuple[pd.DataFrame, str]:
-    """The recorded verification of a shipped folder (:data:`VERIFY_REPORT`) as a table, and a
-    sentence saying when and where it was made, and which commits of the folder's cells it
-    covers (empty table and a sentence when there is none)."""
+def recorded_table(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> tuple[pd.DataFrame, str]:
+    """The recorded verification of a shipped folder of ``scenario`` (:data:`VERIFY_REPORT`)
+    as a table, and a sentence saying when and where it was made, and which commits of the
+    folder's cells it covers (empty table and a sentence when there is none)."""
     folder = Path(folder)
+    sc = get_scenario(scenario)
     path = folder / VERIFY_REPORT
-    cols = ["cell", "computed at", "computed with", "checked at", "checked on", "checked with", "reproduced",
-            "first difference", "re-run wall s"]
     if not path.is_file():
-        return pd.DataFrame(columns=cols), f"No verification is recorded with these results ({path.name} is absent)."
+        return (pd.DataFrame(columns=RECORDED_COLUMNS),
+                f"No verification is recorded with these results ({path.name} is absent).")
     checks = _recorded_checks(path)
-    table = pd.DataFrame([{"cell": c["cell"], "computed at": _cell_commit(folder, c["cell"]),
-                           "computed with": _cell_numerics(folder, c["cell"]),
+    table = pd.DataFrame([{"cell": c["cell"], "computed at": _cell_commit(folder, c["cell"], sc),
+                           "computed with": sc.cell_numerics(sc.cell_path(folder, c["cell"])),
                            "checked at": str((c.get("code") or {}).get("commit"))[:12],
                            "checked on": f"{c.get('checked_utc')} UTC, {c.get('machine')}",
                            "checked with": c.get("numerics") or NOT_RECORDED,
                            "reproduced": "yes" if c["reproduced"] else "no",
                            "first difference": c["differences"][0] if c["differences"] else "",
-                           "re-run wall s": round(float(c["wall_s"]), 1)} for c in checks], columns=cols)
+                           "re-run wall s": round(float(c["wall_s"]), 1)} for c in checks], columns=RECORDED_COLUMNS)
     ok = int((table["reproduced"] == "yes").sum())
-    commits = pd.Series([_cell_commit(folder, c) for c in _cells(folder)] if (folder / "cells").is_dir() else [],
-                        dtype=object).value_counts()
+    commits = pd.Series([_cell_commit(folder, c, sc) for c in _cells(folder, sc)], dtype=object).value_counts()
     checked = table["computed at"].value_counts()
     cover = ", ".join(f"{commit} ({n:,} cells, {int(checked.get(commit, 0))} checked)"
                       for commit, n in commits.items())
     return table, (f"{ok} of {len(table)} recorded re-runs reproduced their metrics and learning curves exactly"
                    f"{'' if ok == len(table) else ' (the others list their first difference)'}. The folder's "
                    f"cells by the commit that computed them: {cover or 'none'}.")
+
+
+def recorded_tables(folders: dict[str, tuple[Path, str]]) -> tuple[pd.DataFrame, str]:
+    """:func:`recorded_table` of several shipped folders (label -> (folder, scenario)) in one
+    table, a ``results`` column first, and a sentence: how many recorded re-runs reproduced
+    exactly, over which folders, and which folders carry no record. What the book shows
+    instead of re-running anything while it builds."""
+    parts, missing = [], []
+    for label, (folder, scenario) in folders.items():
+        table, _ = recorded_table(folder, scenario)
+        if table.empty:
+            missing.append(f"`{label}`")
+        else:
+            parts.append(table.assign(results=label))
+    if not parts:
+        return pd.DataFrame(columns=["results", *RECORDED_COLUMNS]), "No shipped folder carries a recorded verification."
+    out = pd.concat(parts, ignore_index=True)[["results", *RECORDED_COLUMNS]]
+    ok = int((out["reproduced"] == "yes").sum())
+    text = (f"{ok} of {len(out)} recorded re-runs, over {len(parts)} shipped folder{'s' if len(parts) > 1 else ''}, "
+            f"reproduced their results exactly")
+    text += "." if ok == len(out) else " (the others list their first difference)."
+    if missing:
+        text += f" No verification is recorded for {', '.join(missing)}."
+    return out, text
 
 
 def kernels_hint(folder: Path, cell: str, now: str, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> str:
@@ -406,18 +414,3 @@ def kernel_effects_sentence(table: pd.DataFrame, other: Path) -> str:
     return (f"{int(table['cells'].sum()):,} cells of these results were computed twice, first with an AVX-512 "
             f"host's own kernels (kept in `{Path(other).name}/` beside them), then with the portable ones. Per "
             "method, how many came out bit for bit the same, and how far the portable run moved each metric:")
-
-
-def verify_live(folder: Path | None, cells: list[str] | tuple[str, ...]) -> list[Verdict]:
-    """:func:`verify` into a fresh temporary folder, removed afterwards; ``[]`` when there is
-    nothing to re-run (``folder`` None or no cells). What a book build re-runs live."""
-    import shutil
-    import tempfile
-
-    if folder is None or not cells:
-        return []
-    scratch = Path(tempfile.mkdtemp(prefix="ilets-book-verify-"))
-    try:
-        return verify(Path(folder), list(cells), scratch)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)

@@ -23,7 +23,7 @@ they live.
 from ilets.report.findings.base import (FINAL, FIRST, DIRECTIONS, REFERENCE, FLAT_FAMILY, PAPER_LABELS, says, VariantFindings,
                                         component_display, claims_display)
 from ilets.report.findings.summary import WORKLOADS, SummaryFindings, summary_findings, gap_texts, sci, learner_settings_text
-from ilets.report.findings.scales import scale_comparison, Rerun, rerun_findings, ScaleFindings, scale_findings
+from ilets.report.findings.scales import scale_comparison, ScaleFindings, scale_findings
 from ilets.report.findings.differences import DifferenceFindings, difference_findings, difference_sentence
 from ilets.report.findings.cold_start import (agreement_sentence, bottleneck_sentence, against_main, ColdStartFindings, BC_COLS,
                                               CLONE_COLS, MEMORISED_GAP, STATE_HELPS, STRICT_SHARE, FLAT_PAPER, FLAT_RICH,
@@ -42,11 +42,11 @@ from ilets.report.findings.workload import ks_sentence, load_display
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
                                            timing_display)
 from ilets.report.findings.decision_time import latency_wide, store_latency
-from ilets.report.findings.reproduce import profiles_table, hardware_table
+from ilets.report.findings.reproduce import profiles_table, hardware_table, verified_folders
 
 __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings",
            "component_display", "claims_display", "WORKLOADS", "SummaryFindings", "summary_findings", "gap_texts", "sci",
-           "learner_settings_text", "scale_comparison", "Rerun", "rerun_findings", "ScaleFindings", "scale_findings",
+           "learner_settings_text", "scale_comparison", "ScaleFindings", "scale_findings",
            "DifferenceFindings", "difference_findings", "difference_sentence", "agreement_sentence", "bottleneck_sentence",
            "against_main", "ColdStartFindings", "BC_COLS", "CLONE_COLS", "MEMORISED_GAP", "STATE_HELPS", "STRICT_SHARE",
            "FLAT_PAPER", "FLAT_RICH", "PER_SERVER", "ONE_STEP_EXPERTS", "cloning_limit_sentence", "cloning_sentence",
@@ -58,4 +58,4 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "paper_tables", "across_scales", "results_findings", "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
            "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "budget_note", "config_texts",
            "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide",
-           "store_latency", "profiles_table", "hardware_table"]
+           "store_latency", "profiles_table", "hardware_table", "verified_folders"]

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Mapping, Sequence
 
 import pandas as pd
@@ -29,3 +30,24 @@ def hardware_table(info: Mapping) -> pd.DataFrame:
     hw = {"CPU": info.get("cpu_model"), "cores": info.get("cores"), "RAM (GiB)": info.get("ram_gb"),
           "Python": info.get("python"), "platform": info.get("platform"), **dict(info.get("packages") or {})}
     return pd.DataFrame(list(hw.items()), columns=["item", "value"])
+
+
+def verified_folders(main: Path) -> dict[str, tuple[Path, str]]:
+    """The results folders whose recorded verification chapter 10 shows, label -> (folder,
+    scenario): the main results ``main``, the reduced-scale, per-server and worlds grids the
+    book reads beside them (:mod:`ilets.study.results`) and the shipped grid-command results;
+    a folder that is absent, has no cells, or is one already listed is left out."""
+    from ilets.report.grid_command import SHIPPED
+    from ilets.study.results import repo_root, per_server_dir, scale_dir, worlds_dir
+
+    root = repo_root()
+    found: dict[str, tuple[Path, str]] = {}
+    seen: set[Path] = set()
+    for folder, scenario in ((Path(main), "cloud"), (scale_dir(), "cloud"), (per_server_dir(), "cloud"),
+                             (worlds_dir(), "cloud"), (root / SHIPPED, "gridcommand")):
+        where = folder.resolve()
+        if where in seen or not (where / "cells").is_dir():
+            continue
+        seen.add(where)
+        found[str(where.relative_to(root)) if where.is_relative_to(root) else str(where)] = (folder, scenario)
+    return found

@@ -5,13 +5,12 @@ reads and re-runs (chapters 1 and 10).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ilets.report.findings.summary import SummaryFindings, summary_findings
-from ilets.report.report_context import ReportContext, and_join
+from ilets.report.report_context import ReportContext
 
 
 def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_label: str,
@@ -28,28 +27,6 @@ def scale_comparison(main: SummaryFindings, small: SummaryFindings | None, main_
     table = table.merge(other, on="claim", how="left")
     table["same at both scales"] = np.where(table[main_label] == table[small_label], "yes", "no")
     return table
-
-
-@dataclass(frozen=True)
-class Rerun:
-    """The cells a book build re-runs live (chapter 10) and the folder they come from."""
-
-    cells: tuple[str, ...]
-    out: Path | None = None  #: the folder they are re-run from (None: nothing is re-run)
-
-    @property
-    def from_md(self) -> str:
-        """The folder re-run from, as Markdown (or a note that nothing is re-run)."""
-        if self.out is None:
-            return "no folder (only paper-scale results are at hand, and the build re-runs none of them)"
-        root = Path(__file__).resolve().parents[4]
-        out = Path(self.out).resolve()
-        return f"`{out.relative_to(root) if out.is_relative_to(root) else out}`"
-
-    @property
-    def md(self) -> str:
-        """The re-run cells as Markdown (code-formatted names), or "no cell"."""
-        return and_join(f"`{c}`" for c in self.cells) or "no cell"
 
 
 def _small_results(ctx: ReportContext, small_out=None):
@@ -70,28 +47,14 @@ def _small_context(ctx: ReportContext, small_out=None) -> ReportContext | None:
     return ReportContext.load(small_dir, reps=ctx.reps) if small_dir is not None else None
 
 
-def rerun_findings(ctx: ReportContext, small_out=None) -> Rerun:
-    """What a build re-runs: a sample of the reduced-scale results (:func:`ilets.study.verify.book_sample`;
-    :func:`ilets.study.results.scale_dir` unless ``small_out``), or of the main results when
-    they are themselves reduced and nothing else is at hand. A paper-scale cell takes minutes,
-    so a build re-runs none of those."""
-    from ilets.study.verify import book_sample
-
-    small = _small_results(ctx, small_out)
-    source = small if small is not None else (None if ctx.paper_scale else ctx.out)
-    cells = tuple(book_sample(source)) if source is not None else ()
-    return Rerun(cells, source if cells else None)
-
-
 @dataclass(frozen=True, kw_only=True)
 class ScaleFindings:
-    """The main verdicts beside a reduced-scale run's, and what the build read and re-ran."""
+    """The main verdicts beside a reduced-scale run's, and what the build read."""
 
     table: pd.DataFrame
     small_name: str  #: profile of the reduced-scale results ("" when there are none)
     sentence: str  #: how many verdicts depend on the scale
     read_text: str  #: the folders this build read
-    rerun: Rerun  #: the cells the build re-runs live (chapter 10)
 
 
 def _at_servers(table: pd.DataFrame, servers) -> pd.DataFrame:
@@ -123,5 +86,4 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
     read = f"`{ctx._shown_path}` ({ctx.name} profile)"
     if small is not None:
         read += f" and `{small._shown_path}` ({small.name} profile)"
-    return ScaleFindings(table=table, small_name=small.name if small else "", sentence=sentence, read_text=read,
-                         rerun=rerun_findings(ctx, small_out))
+    return ScaleFindings(table=table, small_name=small.name if small else "", sentence=sentence, read_text=read)
