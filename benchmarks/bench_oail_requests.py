@@ -1,7 +1,7 @@
 """Benchmark one OAIL request through the emulator against the same request called directly.
 
 OAIL's ``oail_expert_cpu_s`` adds up the CPU time each emulator worker spends inside
-:func:`ilets.agents.oail.run_emulator`. This script asks whether that path costs more than
+:func:`ilets.agents.emulator.run_emulator`. This script asks whether that path costs more than
 the experts themselves, as ``bench_experts.py`` times them, on the same states: the
 paper-scale *light* and *loaded* snapshots of ``bench_experts.py``
 (:func:`ilets.study.expert_tables.paper_snapshots`, emulator copies of the full online window)
@@ -38,7 +38,8 @@ from pathlib import Path
 import numpy as np
 
 from ilets.agents.experts import make_expert, plan_window
-from ilets.agents.oail import EmulatorRequest, OAILCallback, run_emulator
+from ilets.agents.emulator import EmulatorRequest, run_emulator
+from ilets.agents.oail import OAILCallback
 from ilets.agents.observation import StateSpec
 from ilets.host import write_benchmark
 from ilets.lifecycle import die_with_parent

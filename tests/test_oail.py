@@ -133,9 +133,9 @@ def test_a_worker_that_dies_once_is_replaced_and_its_request_served(tiny_config,
     # a transient death: the first worker to plan exits, every later one plans with greedy
     import os
 
-    import ilets.agents.oail as oail_module
+    import ilets.agents.emulator as emulator_module
 
-    marker, real = tmp_path / "died", oail_module._expert
+    marker, real = tmp_path / "died", emulator_module._expert
 
     def dies_once(name, cfg, reward, state):
         if name == "exit":
@@ -146,7 +146,7 @@ def test_a_worker_that_dies_once_is_replaced_and_its_request_served(tiny_config,
             os._exit(3)
         return real(name, cfg, reward, state)
 
-    monkeypatch.setattr(oail_module, "_expert", dies_once)  # the workers are forked: they see it
+    monkeypatch.setattr(emulator_module, "_expert", dies_once)  # the workers are forked: they see it
     before = existing()
     oail, steps, _ = learn_with(tiny_config, ["exit"], every=60, max_pending=8, clock=clock, workers=2)
     c = oail.counters

@@ -15,7 +15,8 @@ import numpy as np
 
 import ilets.agents.experts.registry as experts
 from ilets.agents.experts import make_expert, plan_window, small_case, window_from_table
-from ilets.agents.oail import EmulatorRequest, OAILCallback, run_emulator
+from ilets.agents.emulator import EmulatorRequest, run_emulator
+from ilets.agents.oail import OAILCallback
 from ilets.agents.observation import StateSpec
 from ilets.agents.policies import EarliestFinish
 from ilets.simulator.cloud import Cloud, make_fleet

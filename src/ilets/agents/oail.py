@@ -3,10 +3,11 @@
 Every ``cfg.every`` decisions the callback hands a window of tasks and a copy of the cloud
 (an "asynchronous environment") to an emulator: a worker process of a
 ``concurrent.futures.ProcessPoolExecutor`` in which each configured expert (GA and PSO by
-default) plans the window on its own clone. When the plans come back, the callback takes
-behaviour-cloning steps on the live policy with ``imitation``'s BC loss, weighted
-``cfg.weights`` (0.6 for the expert whose plan costs less, 0.4 for the other) and using
-**each expert's own demonstrations** (the authors' code trained twice on GA's data).
+default) plans the window on its own clone (:mod:`ilets.agents.emulator`). When the plans come
+back, the callback takes behaviour-cloning steps on the live policy with ``imitation``'s BC
+loss (:class:`ilets.agents.weighted_bc.WeightedBC`), weighted ``cfg.weights`` (0.6 for the
+expert whose plan costs less, 0.4 for the other) and using **each expert's own
+demonstrations** (the authors' code trained twice on GA's data).
 
 Which window [ours + code]:
 
@@ -62,100 +63,32 @@ from __future__ import annotations
 import heapq
 import logging
 import multiprocessing
-import os
 import time
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import TimeoutError as ResultTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, overload
+from typing import TYPE_CHECKING, Literal, cast, overload
 
 import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback
 
+from ilets.agents.emulator import EmulatorRequest, EmulatorResult, init_worker, run_emulator
 from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
+from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ExpertConfig, OAILConfig, RewardConfig
 from ilets.simulator.cloud import Cloud
-
-if TYPE_CHECKING:
-    from ilets.agents.experts.plans import ExpertPlan
 from ilets.simulator.objective import Task
 
+if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
+    from ilets.agents.experts.plans import ExpertPlan
+
 log = logging.getLogger(__name__)
-
-#: Set in each emulator process by :func:`_init_worker`: the pool's stop event, so that a
-#: long expert can end early when the pool closes. A per-process handle, not shared state.
-_STOP = None
-
-
-def _init_worker(stop) -> None:
-    from ilets.agents.experts import warm_up
-    from ilets.lifecycle import die_with_parent
-
-    global _STOP
-    _STOP = stop
-    die_with_parent()
-    # A forked worker inherits the parent's loaded kernels (nothing to do); one started by
-    # spawn or forkserver loads them here, before its first request is timed.
-    warm_up()
-
-
-@dataclass
-class EmulatorRequest:
-    """Everything an emulator needs; picklable and small (see :meth:`Cloud.emulator_copy`)."""
-
-    rid: int
-    decision: int  #: the decision index at which it was submitted
-    cloud: Cloud
-    window: list[Task]
-    experts: tuple[str, ...]
-    experts_cfg: ExpertConfig
-    reward: RewardConfig
-    state: StateSpec
-    seed: int
-
-
-@dataclass
-class EmulatorResult:
-    rid: int
-    decision: int
-    plans: list[ExpertPlan]  #: ExpertPlan per expert, in request order
-    seconds: float  #: wall time in the worker
-    cpu_seconds: float = 0.0  #: CPU time in the worker (the experts' true cost)
-
-
-def _expert(name: str, cfg: ExpertConfig, reward: RewardConfig, state: StateSpec):
-    """An expert by name, plus fault-injection names used by the tests.
-
-    ``slow:<seconds>:<name>`` sleeps (wall time) before planning; ``crash`` raises; ``exit``
-    kills the worker process (a BrokenProcessPool for the parent).
-    """
-    from ilets.agents.experts import make_expert
-
-    if name == "crash":
-        raise RuntimeError("fault injection: expert crashed")
-    if name == "exit":
-        os._exit(3)
-    if name.startswith("slow:"):
-        _, seconds, base = name.split(":", 2)
-        deadline = time.monotonic() + float(seconds)
-        while time.monotonic() < deadline and not (_STOP is not None and _STOP.is_set()):
-            time.sleep(0.01)
-        return make_expert(base, cfg, reward, state)
-    return make_expert(name, cfg, reward, state)
-
-
-def run_emulator(req: EmulatorRequest) -> EmulatorResult:
-    """Worker entry point: every expert plans the window on its own copy of the cloud."""
-    from ilets.agents.experts import plan_window
-
-    t0, c0 = time.perf_counter(), time.process_time()
-    experts = [_expert(n, req.experts_cfg, req.reward, req.state) for n in req.experts]
-    plans = plan_window(experts, req.cloud, req.window, np.random.default_rng(req.seed))
-    return EmulatorResult(req.rid, req.decision, plans, time.perf_counter() - t0, time.process_time() - c0)
 
 
 class EmulatorSlots:
@@ -290,15 +223,14 @@ class OAILCallback(BaseCallback):
 
     # --- lifecycle --------------------------------------------------------------------
     def _on_training_start(self) -> None:
-        from imitation.algorithms.bc import BehaviorCloningLossCalculator
-
         # attr-defined: SB3 types training_env as a VecEnv; it is a DummyVecEnv (or a wrapper forwarding to one)
         self.env = self.training_env.envs[0].unwrapped  # type: ignore[attr-defined]
         # past windows start W decisions before a submission: snapshot at that phase
         self._snapshot_phase = (-self.experts_cfg.window) % self.cfg.every if self.cfg.window_mode == "past" else 0
         self.pool = self._new_pool()
-        self.optimizer = th.optim.Adam(self.model.policy.parameters(), lr=self.cfg.learning_rate)
-        self.loss_fn = BehaviorCloningLossCalculator(ent_weight=self.ent_weight, l2_weight=0.0)
+        # SB3 types model.policy as a BasePolicy; the study's models are MaskablePPO (make_ppo)
+        policy = cast("MaskableActorCriticPolicy", self.model.policy)
+        self.bc = WeightedBC(policy, self.cfg.learning_rate, self.ent_weight)
         self._maybe_snapshot(self.env.t)
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -317,7 +249,7 @@ class OAILCallback(BaseCallback):
 
             warm_up()
         self._stop = ctx.Event()
-        pool = ProcessPoolExecutor(max_workers=self.cfg.workers, mp_context=ctx, initializer=_init_worker,
+        pool = ProcessPoolExecutor(max_workers=self.cfg.workers, mp_context=ctx, initializer=init_worker,
                                    initargs=(self._stop,))
         for _ in range(self.cfg.workers):  # start the workers now, not at the first request
             pool.submit(int, 0)
@@ -565,7 +497,7 @@ class OAILCallback(BaseCallback):
         finally:
             self.counters.imitation_cpu_s += time.process_time() - c0
 
-    def _targets(self, result: EmulatorResult, plan) -> tuple[np.ndarray, np.ndarray]:
+    def _targets(self, result: EmulatorResult, plan: ExpertPlan) -> tuple[np.ndarray, np.ndarray]:
         """(observations, expert actions) one plan teaches (see ``targets``)."""
         acts = np.asarray(plan.assignment, dtype=np.int64)
         if self.targets == "plans":
@@ -577,26 +509,12 @@ class OAILCallback(BaseCallback):
 
     def _bc_steps(self, result: EmulatorResult) -> None:
         plans = sorted(result.plans, key=lambda p: p.cost)  # better expert first
-        policy = self.model.policy
-        policy.set_training_mode(True)
-        for _ in range(self.cfg.bc_steps):
-            loss: float | th.Tensor = 0.0
-            for weight, plan in zip(self.cfg.weights, plans):
-                obs, acts = self._targets(result, plan)
-                if len(acts) == 0:
-                    continue
-                # arg-type: SB3 types model.policy as a BasePolicy and imitation wants an ActorCriticPolicy; it is
-                # a (Maskable)ActorCriticPolicy, whose evaluate_actions is all the loss calls
-                bc = self.loss_fn(policy, th.as_tensor(obs), th.as_tensor(acts))  # type: ignore[arg-type]
-                loss = loss + weight * bc.loss
-            if not isinstance(loss, th.Tensor):  # dagger: none of the window's decisions was seen
-                break
-            self.optimizer.zero_grad()
-            loss.backward()
-            th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-            self.optimizer.step()
-            self.counters.updates += 1
-        policy.set_training_mode(False)
+        batches = []
+        for weight, plan in zip(self.cfg.weights, plans):
+            obs, acts = self._targets(result, plan)
+            if len(acts):  # dagger: none of the window's decisions may have been seen
+                batches.append(LabelledBatch(weight, th.as_tensor(obs), th.as_tensor(acts)))
+        self.counters.updates += self.bc.train(batches, self.cfg.bc_steps)
         self.counters.applied += 1
         self.counters.lag_decisions.append(self.env.t - result.decision)
 

@@ -109,7 +109,7 @@ class OINPTConfig(_Typed):
 OAIL_CLOCKS = ("simulated", "wall", "sync")
 #: the experts OAIL can call: the rows of :data:`ilets.expert_table.EXPERT_SPECS`
 EXPERT_NAMES = tuple(EXPERT_SPECS)
-#: fault-injection experts of the tests (``ilets.agents.oail``): ``slow:<seconds>:<expert>`` delays
+#: fault-injection experts of the tests (``ilets.agents.emulator``): ``slow:<seconds>:<expert>`` delays
 #: a real expert, ``crash`` raises, ``exit`` kills its worker process
 _FAULT = re.compile(r"slow:(?P<s>[^:]+):(?P<name>[^:]+)|crash|exit")
 

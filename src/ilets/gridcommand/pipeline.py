@@ -53,7 +53,7 @@ import warnings
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import numpy as np
 import torch as th
@@ -61,12 +61,16 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
 from ilets.agents.ppo import NumpyActor, make_ppo
+from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import EXPERTS, make_expert
 from ilets.gridcommand.metrics import evaluate, tracking_metrics
+
+if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 #: The learned methods, in pipeline order.
 LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
@@ -188,13 +192,13 @@ class GridCorrections(BaseCallback):
         self._queued: list[list[tuple[np.ndarray, int, int]]] = []
 
     def _on_training_start(self) -> None:
-        from imitation.algorithms.bc import BehaviorCloningLossCalculator
-
-        self.env: GridCommandEnv = self.training_env.envs[0].unwrapped
+        # attr-defined: SB3 types training_env as a VecEnv; it is a DummyVecEnv (or a wrapper forwarding to one)
+        self.env: GridCommandEnv = self.training_env.envs[0].unwrapped  # type: ignore[attr-defined]
         self.teacher = make_expert(self.teacher_name)
         self.teacher.reset()
-        self.optimizer = th.optim.Adam(self.model.policy.parameters(), lr=self.learning_rate)
-        self.loss_fn = BehaviorCloningLossCalculator(ent_weight=self.ent_weight, l2_weight=0.0)
+        # SB3 types model.policy as a BasePolicy; the pipeline's models are MaskablePPO (make_ppo)
+        self.bc = WeightedBC(cast("MaskableActorCriticPolicy", self.model.policy), self.learning_rate,
+                             self.ent_weight)
         self._obs = self.env.observe()  # the decision the learner faces first
         self._label()
 
@@ -225,20 +229,11 @@ class GridCorrections(BaseCallback):
 
     def _update(self, batch: list[tuple[np.ndarray, int, int]]) -> None:
         c0 = time.process_time()
-        policy = self.model.policy
         obs = th.as_tensor(np.stack([b[0] for b in batch]))
         acts = th.as_tensor(np.array([b[1] for b in batch], dtype=np.int64))
         self.counters["labels"] += len(batch)
         self.counters["agree"] += int(sum(b[1] == b[2] for b in batch))
-        policy.set_training_mode(True)
-        for _ in range(self.bc_steps):
-            loss = self.weight * self.loss_fn(policy, obs, acts).loss
-            self.optimizer.zero_grad()
-            loss.backward()
-            th.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-            self.optimizer.step()
-            self.counters["updates"] += 1
-        policy.set_training_mode(False)
+        self.counters["updates"] += self.bc.train([LabelledBatch(self.weight, obs, acts)], self.bc_steps)
         self.counters["applied"] += 1
         self.counters["update_cpu_s"] += time.process_time() - c0
 
@@ -408,6 +403,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         elif method == "bc":
             env = GridCommandEnv(cfg)
             model = make_ppo(env, cfg.run.ppo, seed)
+            assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed), cfg, seed=seed)
         else:
