@@ -87,17 +87,29 @@ class GridBlock:
         raise NotImplementedError
 
 
-class CommandShape(GridBlock):
+class SeenCommandBlock(GridBlock):
+    """A block about the event seen now (:attr:`GridView.seen_command`): zeros when none is
+    announced, else what :meth:`write_command` writes."""
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        c = self.view.seen_command
+        if c is None:
+            out[:] = 0.0
+        else:
+            self.write_command(c, cloud, out)
+
+    def write_command(self, c: GridCommand, cloud: Cloud, out: np.ndarray) -> None:
+        """Write the block for the announced or active event ``c``."""
+        raise NotImplementedError
+
+
+class CommandShape(SeenCommandBlock):
     """Direction (down, up), requested change over max power, band of the event seen now."""
 
     width = 4
 
-    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+    def write_command(self, c: GridCommand, cloud: Cloud, out: np.ndarray) -> None:
         view = self.view
-        c = view.seen_command
-        if c is None:
-            out[:] = 0.0
-            return
         out[0] = c.direction == "down"
         out[1] = c.direction == "up"
         change = c.depth * view.baseline_now if c.depth_unit == "fraction" else c.depth
@@ -105,19 +117,14 @@ class CommandShape(GridBlock):
         out[3] = c.band
 
 
-class EventTiming(GridBlock):
+class EventTiming(SeenCommandBlock):
     """Time to the event's start and end over the window length, capped at 1."""
 
     width = 2
 
-    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
-        view = self.view
+    def write_command(self, c: GridCommand, cloud: Cloud, out: np.ndarray) -> None:
         now = cloud.now
-        c = view.seen_command
-        if c is None:
-            out[:] = 0.0
-            return
-        span = view.window[1] - view.window[0]
+        span = self.view.window[1] - self.view.window[0]
         out[0] = min(1.0, max(0.0, c.start_s - now) / span)
         out[1] = min(1.0, max(0.0, c.end_s - now) / span)
 
