@@ -90,3 +90,88 @@ def test_task_table_rejects_unsorted_or_ragged_input():
 def test_unknown_workload_kind_is_named():
     with pytest.raises(ValueError, match="workload.kind"):
         load_workload(WorkloadConfig(kind="azure"), 0)
+
+
+# --- shifts of the window (WorkloadConfig's rate_factor ... cpu_source) ---------------------
+
+def _shifted(**kw):
+    import dataclasses
+
+    cfg = dataclasses.replace(WorkloadConfig(scale=0.2), **kw)
+    cfg.validate("workload")
+    return synthetic_workload(cfg, seed=2)
+
+
+def test_shifts_at_their_defaults_draw_the_papers_window_unchanged():
+    base, same = synthetic_workload(WorkloadConfig(scale=0.2), seed=2), _shifted(rate_factor=1.0, burst_factor=1.0,
+                                                                               trend_slope=0.0, cpu_factor=1.0)
+    for half in ("offline", "online"):
+        a, b = getattr(base, half), getattr(same, half)
+        for col in ("arrival", "cpu", "length", "deadline"):
+            assert np.array_equal(getattr(a, col), getattr(b, col)), (half, col)
+
+
+def test_the_rate_factor_scales_the_counts_over_the_same_window():
+    base, fast = _shifted(), _shifted(rate_factor=1.5)
+    assert len(fast.online) == round(PAPER_ONLINE_TASKS * 0.2 * 1.5)
+    assert abs(fast.online.arrival.max() - base.online.arrival.max()) < 1.0  # same window, denser
+
+
+def test_no_bursts_flatten_the_burst_windows_and_doubled_ones_rise():
+    def ratio(wl, start, dur):
+        t = np.concatenate([wl.offline.arrival, wl.online.arrival]) / 0.2
+        counts, _ = np.histogram(t, bins=np.arange(0, 3001, 10))
+        return counts[int(start // 10): int((start + dur) // 10)].mean() / \
+            counts[int((start - 60) // 10): int((start - 10) // 10)].mean()
+
+    start, dur, mult = RATE_SHAPE["bursts"][2]
+    assert ratio(_shifted(burst_factor=0.0), start, dur) < 1.2 < 0.6 * mult < ratio(_shifted(), start, dur)
+    assert ratio(_shifted(burst_factor=2.0), start, dur) > 0.6 * (1 + 2 * (mult - 1))
+
+
+def test_a_rising_trend_moves_tasks_to_the_end_of_each_half():
+    late = lambda wl: float(np.mean(wl.online.arrival > 0.2 * 2250.0))  # noqa: E731
+    assert late(_shifted(trend_slope=1.5)) > late(_shifted()) + 0.03 > late(_shifted(trend_slope=-1.5)) + 0.06
+
+
+def test_the_cpu_factor_scales_requests_and_caps_them_at_a_machine():
+    base, heavy = _shifted(), _shifted(cpu_factor=4.0)
+    assert np.allclose(heavy.online.cpu, np.minimum(4.0 * base.online.cpu, 1.0)) and heavy.online.cpu.max() <= 1.0
+
+
+@pytest.mark.skipif(not GOOGLE_SAMPLE.is_file(), reason="the real Google sample is not beside the repository")
+def test_cpu_from_the_real_sample_takes_its_values():
+    real = set(np.loadtxt(GOOGLE_SAMPLE, delimiter=";", usecols=(8,)).tolist())
+    assert set(_shifted(cpu_source="sample").online.cpu.tolist()) <= real
+
+
+def test_a_missing_real_sample_is_named(monkeypatch):
+    import ilets.workloads.workload as W
+
+    monkeypatch.setattr(W, "default_cpu_sample_path", lambda: W.Path("/nowhere/sample.csv"))
+    with pytest.raises(FileNotFoundError, match=r"/nowhere/sample\.csv: workload.cpu_source 'sample' needs"):
+        _shifted(cpu_source="sample")
+
+
+@pytest.mark.parametrize("key, value, expected", [
+    ("rate_factor", 0.0, "expected a factor in (0, 10]"), ("burst_factor", -1.0, "expected a factor in [0, 10]"),
+    ("trend_slope", 2.0, "expected a number in (-2, 2)"), ("cpu_factor", 11.0, "expected a factor in (0, 10]"),
+    ("cpu_source", "mine", "expected 'table' or 'sample'")])
+def test_an_impossible_shift_is_named(key, value, expected):
+    import dataclasses
+
+    from ilets.config import ConfigError
+
+    import re
+
+    with pytest.raises(ConfigError, match=re.escape(f"workload.{key}: {expected}")):
+        dataclasses.replace(WorkloadConfig(), **{key: value}).validate("workload")
+
+
+def test_only_the_synthetic_window_shifts():
+    import dataclasses
+
+    from ilets.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"workload\.rate_factor: only the synthetic window can be shifted"):
+        dataclasses.replace(WorkloadConfig(kind="google", trace_dir="x"), rate_factor=2.0).validate("workload")

@@ -96,7 +96,9 @@ class RunConfig(_Typed):
 #: Fields added to :class:`RunConfig` after results were shipped, with their defaults: at the
 #: default a field is left out of the digest, so every cell computed before it existed keeps
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
-ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s")
+ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
+                "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
+                "workload.cpu_source")
 
 
 def digest_of(plain: dict[str, Any]) -> str:

@@ -36,6 +36,20 @@ class WorkloadConfig(_Typed):
     #: in [-event_jitter_s, +event_jitter_s] seconds, drawn from the run seed, so that the event
     #: schedule changes with the seed ("worlds as replicates"); 0: the designed schedule [ours]
     event_jitter_s: float = 0.0
+    # --- shifts of the synthetic window (issue "Beyond the paper"), each 1.0/0.0 = the paper's [ours] ---
+    #: arrival rate x this: both halves' task counts multiply by it over the same window
+    rate_factor: float = 1.0
+    #: each burst's rate multiplier m becomes 1 + (m - 1) x this (0: no bursts, 2: bursts twice as high)
+    burst_factor: float = 1.0
+    #: a linear trend on top of the designed one: every trend knot's level at time t is multiplied
+    #: by 1 + trend_slope x (t / window - 1/2), so the rate ends (1 + slope/2)/(1 - slope/2) x
+    #: where it would have been relative to the start; in (-2, 2) so the rate stays positive
+    trend_slope: float = 0.0
+    #: every task's CPU request x this, capped at a whole machine (1.0): a heavier or lighter mix
+    cpu_factor: float = 1.0
+    #: where CPU requests come from: "table" (inverse CDF of the shipped quantile table) or
+    #: "sample" (resampled from the real Google sample beside the repository, which must be there)
+    cpu_source: str = "table"
 
     def validate(self, where: str) -> None:
         if self.kind not in ("synthetic", "google"):
@@ -60,6 +74,21 @@ class WorkloadConfig(_Typed):
         if self.event_jitter_s and self.kind != "synthetic":
             raise ConfigError(f"{where}.event_jitter_s: only the synthetic window has designed events; "
                               f"expected 0 with kind {self.kind!r}")
+        for key in ("rate_factor", "cpu_factor"):
+            if not 0 < getattr(self, key) <= 10:
+                raise ConfigError(f"{where}.{key}: expected a factor in (0, 10], got {getattr(self, key)}")
+        if not 0 <= self.burst_factor <= 10:
+            raise ConfigError(f"{where}.burst_factor: expected a factor in [0, 10], got {self.burst_factor}")
+        if not -2 < self.trend_slope < 2:
+            raise ConfigError(f"{where}.trend_slope: expected a number in (-2, 2) (the rate must stay positive), "
+                              f"got {self.trend_slope}")
+        if self.cpu_source not in ("table", "sample"):
+            raise ConfigError(f"{where}.cpu_source: expected 'table' or 'sample', got {self.cpu_source!r}")
+        shifted = {k: getattr(self, k) for k in ("rate_factor", "burst_factor", "trend_slope", "cpu_factor", "cpu_source")
+                   if getattr(self, k) != WorkloadConfig.__dataclass_fields__[k].default}
+        if shifted and self.kind != "synthetic":
+            raise ConfigError(f"{where}.{next(iter(shifted))}: only the synthetic window can be shifted; "
+                              f"expected the default with kind {self.kind!r}")
         if self.window_start_s < 0 and self.window_start_s != -1:
             raise ConfigError(f"{where}.window_start_s: expected -1 (day 10) or a time >= 0 s, "
                               f"got {self.window_start_s}")

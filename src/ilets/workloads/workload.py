@@ -195,6 +195,36 @@ def jittered_shape(jitter_s: float, seed: int) -> RateShape:
     return {"trend": trend, "bursts": bursts, "trend_change": moved[RATE_SHAPE["trend_change"]]}
 
 
+def shifted_shape(shape: RateShape, burst_factor: float = 1.0, trend_slope: float = 0.0,
+                  window_s: float = PAPER_WINDOW_S) -> RateShape:
+    """``shape`` with its bursts' excess rate scaled by ``burst_factor`` (multiplier m becomes
+    ``1 + (m - 1) * burst_factor``; 0 removes the bursts) and a linear trend laid over its
+    trend knots (a knot at time t has its level multiplied by ``1 + trend_slope * (t / window_s
+    - 1/2)``); ``shape`` itself at the defaults, so the paper's window is drawn unchanged.
+    The workload shifts of :class:`ilets.config.WorkloadConfig` [ours]."""
+    if burst_factor == 1.0 and trend_slope == 0.0:
+        return shape
+    trend = [(t, lv * (1.0 + trend_slope * (t / window_s - 0.5))) for t, lv in shape["trend"]]
+    bursts = [(s, d, 1.0 + (m - 1.0) * burst_factor) for s, d, m in shape["bursts"]]
+    return {"trend": trend, "bursts": bursts, "trend_change": shape["trend_change"]}
+
+
+def draw_cpu(rng: np.random.Generator, n: int, cfg: WorkloadConfig) -> np.ndarray:
+    """CPU requests of ``n`` tasks: from the shipped quantile table (:func:`sample_cpu`) or,
+    with ``cfg.cpu_source == "sample"``, resampled from the real Google sample beside the
+    repository (:func:`real_cpu_sample`; an error names the file when it is absent); then
+    multiplied by ``cfg.cpu_factor`` and capped at a whole machine."""
+    if cfg.cpu_source == "sample":
+        real = real_cpu_sample()
+        if real is None:
+            raise FileNotFoundError(f"{default_cpu_sample_path()}: workload.cpu_source 'sample' needs the real Google "
+                                    "sample there (semicolon-separated task_events rows, CPU request in column 9)")
+        cpu = rng.choice(real, n)
+    else:
+        cpu = sample_cpu(rng, n)
+    return cpu if cfg.cpu_factor == 1.0 else np.minimum(cpu * cfg.cpu_factor, 1.0)
+
+
 def _arrivals(rng: np.random.Generator, n: int, t0: float, t1: float, scale: float,
               shape: RateShape | None = None) -> np.ndarray:
     """``n`` sorted arrival times on [t0, t1) (window seconds) with density ∝ rate_shape.
@@ -221,14 +251,14 @@ def synthetic_workload(cfg: WorkloadConfig, seed: int) -> Workload:
     if not 0 < cfg.scale <= 1:
         raise ValueError(f"workload.scale must be in (0, 1], got {cfg.scale}")
     rng = np.random.default_rng(seed)
-    shape = jittered_shape(cfg.event_jitter_s, seed)
-    n_off = max(1, round(PAPER_OFFLINE_TASKS * cfg.scale))
-    n_on = max(1, round(PAPER_ONLINE_TASKS * cfg.scale))
+    shape = shifted_shape(jittered_shape(cfg.event_jitter_s, seed), cfg.burst_factor, cfg.trend_slope)
+    n_off = max(1, round(PAPER_OFFLINE_TASKS * cfg.scale * cfg.rate_factor))
+    n_on = max(1, round(PAPER_ONLINE_TASKS * cfg.scale * cfg.rate_factor))
     half = PAPER_WINDOW_S / 2
     arrival = np.concatenate([_arrivals(rng, n_off, 0.0, half, cfg.scale, shape),
                               _arrivals(rng, n_on, half, PAPER_WINDOW_S, cfg.scale, shape)])
     n = n_off + n_on
-    cpu = sample_cpu(rng, n)
+    cpu = draw_cpu(rng, n, cfg)
     length, deadline = draw_length_and_deadline(rng, n, cfg)
     events = {f"burst_{i}": s * cfg.scale for i, (s, _, _) in enumerate(shape["bursts"])}
     events["trend_change"] = shape["trend_change"] * cfg.scale
@@ -299,13 +329,18 @@ def load_workload(cfg: WorkloadConfig, seed: int) -> Workload:
     raise ValueError(f"workload.kind must be 'synthetic' or 'google', got {cfg.kind!r}")
 
 
+def default_cpu_sample_path() -> Path:
+    """Where :func:`real_cpu_sample` looks by default: ``shared/data`` beside the repository."""
+    return Path(__file__).resolve().parents[4] / "shared" / "data" / "google2011_task_requests_sample.csv"
+
+
 def real_cpu_sample(path: Path | None = None) -> np.ndarray | None:
     """CPU requests (> 0) of the real Google sample beside the repository, or None if absent.
 
     The sample (``../shared/data/google2011_task_requests_sample.csv``) is not part of the
     project; the book and the tests use it only when it is there.
     """
-    path = Path(path) if path else Path(__file__).resolve().parents[4] / "shared" / "data" / "google2011_task_requests_sample.csv"
+    path = Path(path) if path else default_cpu_sample_path()
     if not path.is_file():
         return None
     cpu = np.loadtxt(path, delimiter=";", usecols=(8,))
