@@ -10,7 +10,7 @@ WHERE = $(BIN)/python -c "from ilets.study.results import results_dir, scale_dir
 # ilets, such as the book's notebook kernels: the variables as KEY=value words.
 NUMERICS = $(BIN)/python -c "from ilets.numerics import env_words; print(env_words())"
 
-.PHONY: book book-only grid test test-fast lint typecheck env clean-book force-book bench artifacts
+.PHONY: book book-only grid test test-fast coverage lint typecheck env clean-book force-book bench artifacts
 
 # The virtual environment, installed from the exact lock (CPU torch) plus this package.
 $(BIN)/.installed: requirements.lock pyproject.toml
@@ -58,14 +58,32 @@ lint: env
 typecheck: env
 	$(BIN)/mypy
 
+# pytest-xdist workers: one a core of the 2-core machines the suite's times are quoted for
+# (`make test TEST_WORKERS=0` runs in one process). pyproject.toml's --dist loadgroup keeps the
+# book's two tests on one worker, so the book is built once.
+TEST_WORKERS ?= 2
+PYTEST = env $$($(NUMERICS)) $(BIN)/python -m pytest -n $(TEST_WORKERS)
+
 test: lint
 	bash tests/setup_browser.sh
-	env $$($(NUMERICS)) $(BIN)/python -m pytest
+	$(PYTEST)
 
-# Everything but the tests marked slow (the book build in a browser, end-to-end runs): the loop
-# to run while editing.
+# Everything but the tests marked slow (the book build in a browser, whole grids in child
+# processes, signals, learning runs): the loop to run while editing. Every module of src/ilets
+# runs in it: tests/test_modules.py imports each one, `make coverage` checks each one runs.
 test-fast: lint
-	env $$($(NUMERICS)) $(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
+
+# The tests test-fast runs, under coverage.py (child processes too: pyproject.toml's
+# [tool.coverage.run]); then tests/module_coverage.py lists each module's statements and
+# functions run and fails, naming it, on a module of src/ilets never imported or none of whose
+# functions ran. Slower than test-fast: coverage traces every line.
+coverage: env
+	rm -f .coverage .coverage.*
+	env $$($(NUMERICS)) COVERAGE_FILE=$(CURDIR)/.coverage $(BIN)/python -m coverage run -m pytest -n $(TEST_WORKERS) \
+		-m "not slow" -q
+	$(BIN)/python -m coverage combine -q
+	$(BIN)/python tests/module_coverage.py .coverage
 
 # Every benchmark README quotes, on an idle machine (benchmarks/run_all.sh), then README's tables.
 bench: env

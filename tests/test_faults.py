@@ -176,6 +176,7 @@ def _cli(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
 
 
+@pytest.mark.slow  # two `ilets grid` processes of 6 DRL cells at once
 def test_two_grids_on_one_folder_share_the_cells(tmp_path):
     # 6 DRL cells of a few seconds each, two grids with one worker each, started together
     path = write_profile(tmp_path / "shared.yaml", methods=["drl"], servers=[5], seeds=[0, 1, 2, 3, 4, 5],
@@ -469,6 +470,7 @@ def test_a_damaged_pilot_row_is_a_one_line_error_naming_the_file(tmp_path, capsy
     assert str(out / "pilot.json") in _one_line(capsys.readouterr().err) and not dest.exists()
 
 
+@pytest.mark.slow  # two `ilets grid` processes at once
 def test_two_command_grids_on_one_folder_share_the_cells(tmp_path):
     # 8 cells, two grids started together: a lock makes each skip (then wait for) the other's cells
     path = write_command_profile(tmp_path / "shared.yaml", methods=["rule", "lyapunov"], seeds=[0, 1, 2, 3])

@@ -65,6 +65,7 @@ def comparable(out: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return metrics, curves
 
 
+@pytest.mark.slow  # a grid of 6 cells (2 of them DRL) in 2 worker processes
 def test_local_grid_writes_store_and_compute_table(tmp_path):
     path = write_profile(tmp_path / "tiny.yaml", methods=["random", "least-loaded", "drl"], servers=[5, 10],
                          seeds=[0], workers=2)
@@ -134,6 +135,7 @@ def test_the_store_follows_a_running_grid(tmp_path, monkeypatch):
     assert seen == [2, 3]  # after the 2nd cell, and once the grid ends
 
 
+@pytest.mark.slow  # `ilets grid` in a child process, stopped by SIGTERM
 def test_an_interrupted_grid_leaves_a_current_store(tmp_path):
     # SIGTERM (kill, timeout, SLURM) stops the grid; the store then lists exactly the
     # finished cells, so nobody has to know to rebuild it before reading results
@@ -264,6 +266,7 @@ def test_submitit_local_executor_matches_local(tmp_path):
         pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
+@pytest.mark.slow  # `ilets grid` in a child process with 2 workers
 def test_failing_cell_is_recorded_and_the_rest_complete(tmp_path):
     # The `broken` variant reads the Google trace from a folder that does not exist.
     path = write_profile(tmp_path / "broken.yaml", methods=["random", "least-loaded"], servers=[5], seeds=[0],

@@ -269,7 +269,11 @@ def env():
     return tiny_env()
 
 
-@pytest.mark.parametrize("name", EXPERTS)
+#: every expert, the oracle (a MILP a window, seconds an episode) only in `make test`
+EXPERTS_ORACLE_SLOW = [pytest.param(n, marks=pytest.mark.slow) if n == "oracle" else n for n in EXPERTS]
+
+
+@pytest.mark.parametrize("name", EXPERTS_ORACLE_SLOW)
 def test_every_expert_plays_valid_masked_actions_to_the_end(env, name):
     kw = {"window": 30, "time_limit": 2.0} if name == "oracle" else {}
     actions, info = episode(env, make_expert(name, **kw))
@@ -286,7 +290,7 @@ def test_experts_are_grid_policies(env):
         assert env.action_masks()[expert(None, env)]  # the (obs, env) -> action form
 
 
-@pytest.mark.parametrize("name", EXPERTS)
+@pytest.mark.parametrize("name", EXPERTS_ORACLE_SLOW)
 def test_experts_are_deterministic(env, name):
     # a node limit, not a time limit: the same plan however busy the machine is
     kw = {"window": 20, "time_limit": None, "node_limit": 200} if name == "oracle" else {}

@@ -99,6 +99,7 @@ def test_per_server_drl_is_deterministic_and_learns_online(tiny_config, tmp_path
     np.testing.assert_array_equal(a.log.reward, b.log.reward)
 
 
+@pytest.mark.slow  # two clones of 30 BC epochs on 2,000 demonstrations
 def test_the_per_server_clone_matches_earliest_finish_and_the_flat_one_does_not(tiny_config):
     """The positive control in miniature: the same demonstrations and BC budget."""
     cfg = dataclasses.replace(tiny_config, workload=WorkloadConfig(scale=0.01), fleet=FleetConfig(servers=20))

@@ -310,6 +310,7 @@ class Rewards(BaseCallback):
         return True
 
 
+@pytest.mark.slow  # six PPO runs of 1,024 steps
 def test_fast_loop_learns_as_well_as_the_stock_loop():
     """Three seeds each: both loops learn (chance is ~0.27) and end within 0.1 of each other."""
     th.set_num_threads(1)
