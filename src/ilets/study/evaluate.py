@@ -19,11 +19,12 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, to_dict
+from ilets.config.strict import merge
 from ilets.workloads.workload import TaskTable
 
 if TYPE_CHECKING:
@@ -46,8 +47,10 @@ class Evaluation:
     curve: pd.DataFrame  #: the learning-curve table, as a cell's ``curve.csv``
 
 
-def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int) -> tuple[RunConfig, Path | None]:
-    """The config to schedule with, and the cell folder (None for a heuristic)."""
+def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int,
+                changes: Mapping[str, Any] | None = None) -> tuple[RunConfig, Path | None]:
+    """The config to schedule with, and the cell folder (None for a heuristic); ``changes``
+    (nested sections, e.g. ``{"reward": {"theta": 0.5}}``) are applied last."""
     from ilets.study.profiles import method_defaults
     from ilets.study.verify import VerifyError, recorded_config
 
@@ -64,7 +67,8 @@ def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int) ->
     if not isinstance(servers, int) or servers < 1:
         raise EvaluateError(f"servers: expected a fleet size >= 1, got {servers!r}")
     fleet = dataclasses.replace(base.fleet, servers=servers, seed=fleet_seed)
-    return dataclasses.replace(base, fleet=fleet, seed=seed).validate(), cell
+    cfg = dataclasses.replace(base, fleet=fleet, seed=seed)
+    return (merge(cfg, dict(changes), "changes") if changes else cfg).validate(), cell
 
 
 def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
@@ -86,19 +90,21 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
 
 
 def evaluate(policy: str | Path, tasks: TaskTable, servers: int, *, fleet_seed: int = 0, seed: int = 0,
-             weights: str = "policy") -> Evaluation:
+             weights: str = "policy", changes: Mapping[str, Any] | None = None) -> Evaluation:
     """Schedule ``tasks`` on ``servers`` servers with a cell's frozen policy or a heuristic.
 
     ``policy`` is a heuristic's name or a cell folder; ``weights`` picks the cell's final
-    policy (``"policy"``) or its clone (``"clone"``); ``seed`` seeds a random heuristic.
-    Deterministic: the same arguments give the same numbers."""
+    policy (``"policy"``) or its clone (``"clone"``); ``seed`` seeds a random heuristic;
+    ``changes`` alter the config the tasks are scheduled under (the reward, the fleet's
+    ranges: a shifted world, :mod:`ilets.study.shifts`). Deterministic: the same arguments give
+    the same numbers."""
     from ilets.agents.env import CloudSchedulingEnv
     from ilets.agents.episode import DecisionLog, drive
     from ilets.agents.policies import make_heuristic
     from ilets.simulator.cloud import make_fleet
     from ilets.study.run import cpu_seconds, metrics_record
 
-    cfg, cell = _run_config(policy, servers, fleet_seed, seed)
+    cfg, cell = _run_config(policy, servers, fleet_seed, seed, changes)
     if len(tasks) == 0:
         raise EvaluateError(f"{tasks.source}: no tasks to schedule")
     fleet = make_fleet(cfg.fleet, cfg.fleet.seed)

@@ -1,0 +1,255 @@
+"""Shifted worlds: the frozen policies of a grid and the heuristics on shifted copies of its world.
+
+A shift family (``src/ilets/configs/shifts.yaml``) names a source grid (the per-server
+learners' cells), the learners and heuristics to compare, and a list of shifts, each moving
+one factor of the world: the arrival rate, the bursts, a trend, the CPU-request mix, task
+lengths, deadlines, the objective weight theta, the fleet's speed or power ranges, or the
+fleet size the policy was trained at. For every shift, fleet size and seed, the final
+policy of each learner cell with that seed schedules the shifted online half frozen and
+greedy (:func:`ilets.study.evaluate.evaluate`), and each heuristic schedules the same tasks:
+every comparison is paired. One JSON row per evaluation, written atomically, so a run
+resumes where it stopped; :func:`collect` gathers them into ``shifts.parquet``.
+
+``python -m ilets.study.shifts --source results/per-server --out results/shifts`` runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ilets.config import HEURISTICS, ConfigError, WorkloadConfig
+from ilets.config.strict import merge, read_yaml
+
+#: The shift family shipped with the package.
+DEFAULT_FAMILY = Path(__file__).resolve().parents[1] / "configs" / "shifts.yaml"
+#: The metrics a row keeps from an evaluation's ``metrics.json``.
+ROW_METRICS = ("avg_response_s", "success_rate", "energy_kwh", "mean_reward", "cpu_s", "wall_s")
+#: The sections of the run config a shift may change.
+SECTIONS = ("workload", "reward", "fleet")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shift:
+    """One shifted world: what moves, and how."""
+
+    name: str
+    factor: str  #: the factor that moves ("none" for the unshifted reference)
+    changes: dict[str, dict[str, Any]]  #: section -> field -> value, over the cell's own config
+    train_servers: int | None = None  #: the fleet size whose policies run here (None: the same)
+    servers: int | None = None  #: run at this fleet size instead of the family's
+
+
+@dataclasses.dataclass(frozen=True)
+class ShiftFamily:
+    """A declared family of shifts and what runs in each (:data:`DEFAULT_FAMILY`)."""
+
+    name: str
+    description: str
+    source: str  #: the profile of the grid whose cells supply the policies
+    learners: tuple[str, ...]
+    heuristics: tuple[str, ...]
+    servers: tuple[int, ...]
+    seeds: tuple[int, ...]
+    shifts: tuple[Shift, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One evaluation: an actor on one shifted world, fleet size and seed."""
+
+    shift: Shift
+    actor: str  #: a learner (its cell's frozen policy) or a heuristic
+    servers: int
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.shift.name}--{self.actor}-M{self.servers}-s{self.seed}"
+
+    @property
+    def train_servers(self) -> int:
+        return self.shift.train_servers or self.servers
+
+
+_FAMILY_KEYS = {"name", "description", "source", "learners", "heuristics", "servers", "seeds", "shifts"}
+_SHIFT_KEYS = {"factor", "changes", "train_servers", "servers"}
+
+
+def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
+    """A validated :class:`ShiftFamily` from YAML; a wrong key or value raises
+    :class:`ilets.config.ConfigError` naming the file and the field."""
+    from ilets.study.profiles import method_defaults
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: shift family not found")
+    data = read_yaml(path)
+    where = str(path)
+    if not isinstance(data, dict) or _FAMILY_KEYS - set(data) or set(data) - _FAMILY_KEYS:
+        have = set(data) if isinstance(data, dict) else set()
+        raise ConfigError(f"{where}: expected exactly the keys {sorted(_FAMILY_KEYS)}; missing "
+                          f"{sorted(_FAMILY_KEYS - have)}, unknown {sorted(have - _FAMILY_KEYS)}")
+    shifts = []
+    for name, spec in (data["shifts"] or {}).items():
+        at = f"{where}: shifts.{name}"
+        if not isinstance(spec, dict) or set(spec) - _SHIFT_KEYS or "factor" not in spec:
+            raise ConfigError(f"{at}: expected a mapping with 'factor' and optionally {sorted(_SHIFT_KEYS - {'factor'})}, "
+                              f"got {spec!r}")
+        changes = spec.get("changes") or {}
+        unknown = set(changes) - set(SECTIONS)
+        if unknown:
+            raise ConfigError(f"{at}.changes: expected sections among {list(SECTIONS)}, got {sorted(unknown)}")
+        # every change must be a field the config has, with a value it accepts
+        merge(WorkloadConfig(), changes.get("workload"), f"{at}.changes.workload").validate(f"{at}.changes.workload")
+        merge(method_defaults(), {k: v for k, v in changes.items() if k != "workload"}, f"{at}.changes").validate(
+            f"{at}.changes")
+        shifts.append(Shift(name=str(name), factor=str(spec["factor"]), changes=changes,
+                            train_servers=spec.get("train_servers"), servers=spec.get("servers")))
+    if not shifts or shifts[0].factor != "none":
+        raise ConfigError(f"{where}: shifts: expected the unshifted reference (factor: none) first")
+    for key in ("learners", "heuristics"):
+        bad = [m for m in data[key] if (m not in HEURISTICS) == (key == "heuristics")]
+        if bad:
+            raise ConfigError(f"{where}: {key}: {bad} are not {key}")
+    return ShiftFamily(name=str(data["name"]), description=str(data["description"]), source=str(data["source"]),
+                       learners=tuple(data["learners"]), heuristics=tuple(data["heuristics"]),
+                       servers=tuple(int(s) for s in data["servers"]), seeds=tuple(int(s) for s in data["seeds"]),
+                       shifts=tuple(shifts))
+
+
+def plan(family: ShiftFamily) -> list[Job]:
+    """Every evaluation of ``family``, in a fixed order: seed by seed, so that a run stopped
+    early leaves whole seeds of every shift rather than every seed of some."""
+    jobs = []
+    for seed in family.seeds:
+        for shift in family.shifts:
+            for servers in ((shift.servers,) if shift.servers else family.servers):
+                jobs += [Job(shift, actor, servers, seed) for actor in family.learners + family.heuristics]
+    return jobs
+
+
+def source_cell(source: Path, method: str, servers: int, seed: int) -> Path:
+    """The main-grid cell of ``method`` at ``servers`` and ``seed`` in the grid ``source``."""
+    from ilets.study.results import finished_cells
+    from ilets.study.run import parse_cell_name
+
+    for name in finished_cells(source):
+        f = parse_cell_name(name)
+        if (f["method"], f["variant"], f["servers"], f["seed"]) == (method, "", servers, seed):
+            return Path(source) / "cells" / name
+    raise FileNotFoundError(f"{source}: no finished {method} cell at {servers} servers, seed {seed}")
+
+
+def run_job(job: Job, source: Path) -> dict[str, Any]:
+    """One evaluation as a row: the job, where its policy came from, and :data:`ROW_METRICS`."""
+    from ilets.study.evaluate import evaluate
+    from ilets.study.verify import recorded_config
+    from ilets.workloads.workload import load_workload
+
+    learner = job.actor not in HEURISTICS
+    reference = source_cell(source, job.actor if learner else source_learner(source), job.train_servers, job.seed)
+    base = recorded_config(reference).workload
+    workload = merge(base, job.shift.changes.get("workload"), f"shift {job.shift.name}")
+    workload.validate(f"shift {job.shift.name}.workload")
+    tasks = load_workload(workload, job.seed).online
+    rest = {k: v for k, v in job.shift.changes.items() if k != "workload"}
+    result = evaluate(reference if learner else job.actor, tasks, job.servers, seed=job.seed, changes=rest)
+    return {"key": job.key, "shift": job.shift.name, "factor": job.shift.factor, "actor": job.actor,
+            "kind": "learner" if learner else "heuristic", "servers": job.servers,
+            "train_servers": job.train_servers if learner else None, "seed": job.seed,
+            "cell": reference.name if learner else None, "tasks": len(tasks),
+            **{m: float(result.metrics[m]) for m in ROW_METRICS}}
+
+
+def source_learner(source: Path) -> str:
+    """A learner with cells in ``source``, whose config supplies the world a heuristic runs in
+    (every learner cell of one grid shares the workload)."""
+    from ilets.study.results import finished_cells
+    from ilets.study.run import parse_cell_name
+
+    methods = sorted({parse_cell_name(n)["method"] for n in finished_cells(source)} - set(HEURISTICS))
+    if not methods:
+        raise FileNotFoundError(f"{source}: no finished learner cell to take the world from")
+    return methods[0]
+
+
+def _run_and_write(job: Job, source: Path, rows: Path) -> str:
+    from ilets.study.run import atomic_json
+
+    atomic_json(rows / f"{job.key}.json", run_job(job, source))
+    return job.key
+
+
+def run_family(family: ShiftFamily, source: Path, out: Path, workers: int = 2, max_jobs: int | None = None,
+               progress: bool = True) -> pd.DataFrame:
+    """Run the evaluations of ``family`` not yet in ``out/rows`` (at most ``max_jobs``), in
+    ``workers`` processes, then :func:`collect`. A killed run resumes where it stopped."""
+    from tqdm import tqdm
+
+    rows = Path(out) / "rows"
+    rows.mkdir(parents=True, exist_ok=True)
+    todo = [j for j in plan(family) if not (rows / f"{j.key}.json").is_file()][:max_jobs]
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_run_and_write, j, Path(source), rows) for j in todo]
+        for f in tqdm(futures, desc=f"shifts {family.name}", unit="eval", disable=not progress, file=sys.stderr):
+            f.result()
+    return collect(out, family, source)
+
+
+def collect(out: Path, family: ShiftFamily | None = None, source: Path | None = None) -> pd.DataFrame:
+    """The rows of ``out/rows`` as one table, written to ``out/shifts.parquet`` with a
+    provenance record (``out/shifts.json``: commit, date, machine, CPU-hours, the family)."""
+    import datetime
+
+    from ilets.host import cpu_model, machine_label
+    from ilets.study.run import atomic_json, source_version
+
+    out = Path(out)
+    files = sorted((out / "rows").glob("*.json"))
+    table = pd.DataFrame([json.loads(p.read_text()) for p in files])
+    if table.empty:
+        return table
+    table = table.sort_values(["shift", "servers", "seed", "kind", "actor"]).reset_index(drop=True)
+    table.to_parquet(out / "shifts.parquet", index=False)
+    record = {"made_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "code": source_version(), "machine": machine_label(cpu_model() or "an unknown CPU", os.cpu_count()),
+              "evaluations": int(len(table)), "cpu_hours": round(float(table["cpu_s"].sum()) / 3600, 3),
+              "source": str(source) if source else None,
+              "family": dataclasses.asdict(family) if family else None}
+    atomic_json(out / "shifts.json", record)
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m ilets.study.shifts", description=__doc__.splitlines()[0])
+    ap.add_argument("--family", default=str(DEFAULT_FAMILY), help="shift family YAML (default: the shipped one)")
+    ap.add_argument("--source", required=True, help="the grid whose learner cells supply the policies")
+    ap.add_argument("--out", required=True, help="folder for the rows and shifts.parquet (resumable)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--max-jobs", type=int, default=None, help="run at most this many evaluations")
+    args = ap.parse_args(argv)
+    try:
+        family = load_family(args.family)
+        if not (Path(args.source) / "cells").is_dir():
+            raise ConfigError(f"{args.source}: --source: expected a grid folder with cells/")
+        if args.workers < 1 or (args.max_jobs is not None and args.max_jobs < 1):
+            raise ConfigError("--workers and --max-jobs: expected >= 1")
+        table = run_family(family, Path(args.source), Path(args.out), args.workers, args.max_jobs)
+    except (ConfigError, FileNotFoundError) as err:
+        print(f"ilets: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(table)} evaluations in {Path(args.out) / 'shifts.parquet'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

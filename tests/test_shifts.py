@@ -1,0 +1,84 @@
+"""Shifted worlds (:mod:`ilets.study.shifts`): the declared family, and frozen shipped
+policies beside a heuristic on tiny shifted windows (paired, resumable, deterministic)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ilets.config import ConfigError
+from ilets.study import shifts as SH
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "shipped" / "per-server"
+TINY = {"scale": 0.001}  # a few hundred online tasks instead of the paper window's 259,368
+
+
+def _family(tmp_path, **shifts):
+    spec = {"name": "tiny", "description": "test", "source": "per-server", "learners": ["drl+"],
+            "heuristics": ["earliest-finish"], "servers": [50], "seeds": [0],
+            "shifts": {"none": {"factor": "none", "changes": {"workload": TINY}}, **shifts}}
+    path = tmp_path / "family.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def test_the_shipped_family_moves_one_factor_per_shift():
+    family = SH.load_family()
+    assert family.shifts[0].name == "none" and family.learners == ("drl", "drl+", "ilets-", "ilets")
+    factors = {s.factor for s in family.shifts}
+    assert {"arrival rate", "bursts", "trend", "CPU-request mix", "task lengths", "deadlines", "objective weight",
+            "fleet speed", "fleet power", "fleet size"} <= factors
+    for s in family.shifts:  # one section, one field each, or a fleet-size transfer with no change
+        fields = [f for section in s.changes.values() for f in section]
+        assert len(fields) == (0 if s.factor in ("none", "fleet size") else 1), s
+    assert len(SH.plan(family)) == len(family.seeds) * 6 * (len(family.shifts))
+
+
+@pytest.mark.parametrize("shift, message", [
+    ({"factor": "x", "changes": {"workload": {"rate_factor": -1}}}, "shifts.bad.changes.workload.rate_factor"),
+    ({"factor": "x", "changes": {"weather": {"rain": 1}}}, "shifts.bad.changes: expected sections among"),
+    ({"factor": "x", "changes": {"reward": {"thetaa": 0.1}}}, "thetaa"),
+    ({"factor": "x", "chnages": {}}, "shifts.bad: expected a mapping with 'factor'"),
+])
+def test_a_wrong_shift_is_named_with_its_file_and_field(tmp_path, shift, message):
+    path = _family(tmp_path, bad=shift)
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")) as err:
+        SH.load_family(path)
+    assert str(path) in str(err.value)
+
+
+def test_frozen_policies_and_heuristics_run_paired_resume_and_repeat(tmp_path):
+    path = _family(tmp_path, **{"rate-x2": {"factor": "arrival rate",
+                                            "changes": {"workload": {**TINY, "rate_factor": 2.0}}},
+                                "theta-0.7": {"factor": "objective weight",
+                                              "changes": {"workload": TINY, "reward": {"theta": 0.7}}}})
+    family = SH.load_family(path)
+    table = SH.run_family(family, SOURCE, tmp_path / "a", workers=1, progress=False)
+    assert len(table) == 6 and set(table["kind"]) == {"learner", "heuristic"}
+    tasks = table.groupby("shift")["tasks"].first()
+    assert tasks["rate-x2"] == pytest.approx(2 * tasks["none"], abs=1) and tasks["theta-0.7"] == tasks["none"]
+    by = table.set_index(["shift", "actor"])
+    # theta changes only the reward's weighting: the heuristic's schedule, hence its response time, stays
+    assert by.loc[("theta-0.7", "earliest-finish"), "avg_response_s"] == by.loc[("none", "earliest-finish"),
+                                                                               "avg_response_s"]
+    assert by.loc[("theta-0.7", "earliest-finish"), "mean_reward"] != by.loc[("none", "earliest-finish"), "mean_reward"]
+    record = json.loads((tmp_path / "a" / "shifts.json").read_text())
+    assert record["evaluations"] == 6 and record["cpu_hours"] > 0 and record["family"]["name"] == "tiny"
+    # resumable: a second run computes nothing; deterministic: another folder gets the same numbers
+    stamps = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "a" / "rows").iterdir()}
+    SH.run_family(family, SOURCE, tmp_path / "a", workers=1, progress=False)
+    assert stamps == {p.name: p.stat().st_mtime_ns for p in (tmp_path / "a" / "rows").iterdir()}
+    again = SH.run_family(family, SOURCE, tmp_path / "b", workers=1, progress=False)
+    cols = ["key", "tasks", "avg_response_s", "success_rate", "energy_kwh", "mean_reward"]
+    assert again[cols].equals(table[cols])
+
+
+def test_the_command_names_a_missing_source_without_a_traceback(tmp_path, capsys):
+    assert SH.main(["--family", str(_family(tmp_path)), "--source", str(tmp_path / "nowhere"),
+                    "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "nowhere: --source: expected a grid folder with cells/" in err and "Traceback" not in err
