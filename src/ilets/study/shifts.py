@@ -33,6 +33,10 @@ from ilets.config.strict import merge, read_yaml
 DEFAULT_FAMILY = Path(__file__).resolve().parents[1] / "configs" / "shifts.yaml"
 #: The metrics a row keeps from an evaluation's ``metrics.json``.
 ROW_METRICS = ("avg_response_s", "success_rate", "energy_kwh", "mean_reward", "cpu_s", "wall_s")
+#: How an actor ran in a shifted world. Only "frozen" (the final policy, greedy, not learning)
+#: and "heuristic" run today; a learner continuing online from its policy, with and without
+#: OAIL, needs a warm start from a cell's weights, which the study does not have yet.
+CONDITIONS = ("frozen", "heuristic")
 #: The sections of the run config a shift may change.
 SECTIONS = ("workload", "reward", "fleet")
 
@@ -164,7 +168,8 @@ def run_job(job: Job, source: Path) -> dict[str, Any]:
     rest = {k: v for k, v in job.shift.changes.items() if k != "workload"}
     result = evaluate(reference if learner else job.actor, tasks, job.servers, seed=job.seed, changes=rest)
     return {"key": job.key, "shift": job.shift.name, "factor": job.shift.factor, "actor": job.actor,
-            "kind": "learner" if learner else "heuristic", "servers": job.servers,
+            "kind": "learner" if learner else "heuristic", "condition": "frozen" if learner else "heuristic",
+            "servers": job.servers,
             "train_servers": job.train_servers if learner else None, "seed": job.seed,
             "cell": reference.name if learner else None, "tasks": len(tasks),
             **{m: float(result.metrics[m]) for m in ROW_METRICS}}
