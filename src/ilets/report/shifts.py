@@ -1,0 +1,182 @@
+"""Chapter "Generalisation and adaptation": frozen policies beside the best heuristic in shifted worlds.
+
+Reads the rows of :mod:`ilets.study.shifts` (``shifts.parquet``). For every shift, fleet
+size and learner, the frozen final policy is compared with the best heuristic on the same
+tasks (the heuristic with the better mean on the measure, in that shifted world), paired
+over seeds with the study's one resampler (:func:`ilets.report.stats.seed_effect`), and with
+itself in the unshifted world (how much of its standing the shift costs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ilets.metric_table import METRIC_SPECS
+from ilets.method_table import METHOD_LABELS
+from ilets.report.stats import DEFAULT_REPS, effect_verdict, percentile_interval, seed_effect
+
+#: Where the book looks for the shifted worlds' rows, first found wins.
+SHIFTS_SEARCH = ("results/shifts", "shipped/shifts")
+#: The measures the chapter compares: the one the learners were trained on, and response time.
+MEASURES = ("mean_reward", "avg_response_s")
+#: The columns of :func:`frozen_table`.
+COLUMNS = ["shift", "factor", "servers", "train_servers", "learner", "measure", "heuristic", "seeds", "rel_pct",
+           "ci_low", "ci_high", "verdict", "unshifted_rel_pct"]
+
+
+def shifts_dir() -> Path:
+    """``results/shifts`` if it holds rows, else ``shipped/shifts`` (resolved at the repository root)."""
+    from ilets.study.results import repo_root
+
+    root = repo_root()
+    for rel in SHIFTS_SEARCH:
+        if (root / rel / "shifts.parquet").is_file():
+            return root / rel
+    return root / SHIFTS_SEARCH[-1]
+
+
+def load_rows(folder: Path | None = None) -> pd.DataFrame:
+    """The rows of ``folder/shifts.parquet`` (default :func:`shifts_dir`); empty when absent."""
+    path = Path(folder if folder is not None else shifts_dir()) / "shifts.parquet"
+    return pd.read_parquet(path) if path.is_file() else pd.DataFrame()
+
+
+def _reference(rows: pd.DataFrame, servers: int) -> str | None:
+    """The unshifted reference at ``servers`` (the shift whose factor is "none")."""
+    names = rows[(rows["factor"] == "none") & (rows["servers"] == servers)]["shift"].unique()
+    return str(names[0]) if len(names) else None
+
+
+def _effect(x: pd.Series, y: pd.Series, metric: str, key: tuple, reps: int) -> tuple[float, float, float, str, int]:
+    higher = bool(METRIC_SPECS[metric].higher_is_better)
+    eff = seed_effect(x, y, higher, paired=True, reps=reps, key=key)
+    if eff is None:
+        return np.nan, np.nan, np.nan, "no data", 0
+    lo, hi = percentile_interval(eff.rel_reps)
+    return 100 * eff.rel, 100 * lo, 100 * hi, effect_verdict(lo, hi, eff.n_x, eff.n_y), eff.n_x
+
+
+def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: int = DEFAULT_REPS) -> pd.DataFrame:
+    """One row per shift, fleet size, learner and measure: the frozen policy's improvement
+    over the best heuristic on the same tasks (percent, signed so that positive is better,
+    95 % interval and verdict over paired seeds), and the same improvement in the unshifted
+    world at that fleet size (``unshifted_rel_pct``: where the learner stood before the shift)."""
+    if rows.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    out = []
+    for (shift, servers), world in rows.groupby(["shift", "servers"], sort=False):
+        ref = _reference(rows, int(servers))
+        heur = world[world["kind"] == "heuristic"]
+        for metric in measures:
+            higher = bool(METRIC_SPECS[metric].higher_is_better)
+            means = heur.groupby("actor")[metric].mean()
+            if means.empty:
+                continue
+            best = str(means.idxmax() if higher else means.idxmin())
+            y = heur[heur["actor"] == best].set_index("seed")[metric]
+            for learner, own in world[world["kind"] == "learner"].groupby("actor", sort=False):
+                x = own.set_index("seed")[metric]
+                rel, lo, hi, verdict, n = _effect(x, y, metric, (str(shift), int(servers), metric, learner, best), reps)
+                before = np.nan
+                if ref is not None:
+                    base = rows[(rows["shift"] == ref) & (rows["servers"] == servers)]
+                    bh = base[base["kind"] == "heuristic"]
+                    bm = bh.groupby("actor")[metric].mean()
+                    if not bm.empty:
+                        bbest = str(bm.idxmax() if higher else bm.idxmin())
+                        bx = base[base["actor"] == learner].set_index("seed")[metric]
+                        by = bh[bh["actor"] == bbest].set_index("seed")[metric]
+                        before = _effect(bx, by, metric, (ref, int(servers), metric, learner, bbest), reps)[0]
+                out.append({"shift": shift, "factor": own["factor"].iloc[0], "servers": int(servers),
+                            "train_servers": int(own["train_servers"].iloc[0]), "learner": learner, "measure": metric,
+                            "heuristic": best, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
+                            "verdict": verdict, "unshifted_rel_pct": before})
+    return pd.DataFrame(out, columns=COLUMNS)
+
+
+def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
+    """:func:`frozen_table` for one measure as the chapter shows it: a row per shift, a column
+    per learner, each cell the improvement over the best heuristic with its interval and
+    verdict, and the change from the unshifted world in brackets."""
+    t = table[table["measure"] == measure]
+    if t.empty:
+        return pd.DataFrame()
+
+    def cell(r: pd.Series) -> str:
+        shown = f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
+        if np.isfinite(r["unshifted_rel_pct"]) and r["factor"] != "none":
+            shown += f" (unshifted {r['unshifted_rel_pct']:+.1f})"
+        return shown
+
+    rows = []
+    for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
+        first = g.iloc[0]
+        row = {"shift": shift, "factor": first["factor"], "servers": int(servers),
+               "trained at": int(first["train_servers"]), "best heuristic": METHOD_LABELS.get(first["heuristic"],
+                                                                                              first["heuristic"])}
+        row.update({METHOD_LABELS.get(r["learner"], r["learner"]): cell(r) for _, r in g.iterrows()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mean_reward") -> str:
+    """What the frozen learners keep under shift, on ``measure``: how many (shift, learner)
+    comparisons with the best heuristic are better, worse or unresolved, and the shifts where
+    the learners fall furthest behind; how many seeds and which conditions ran."""
+    if table.empty:
+        return ("No shifted-world results yet (`python -m ilets.study.shifts` writes them; the book reads "
+                "`results/shifts` or `shipped/shifts`).")
+    t = table[(table["measure"] == measure) & (table["factor"] != "none")]
+    label = METRIC_SPECS[measure].long
+    counts = t["verdict"].value_counts()
+    seeds = int(rows.groupby(["shift", "servers", "actor"])["seed"].nunique().min())
+    text = (f"Frozen, over {len(t['shift'].unique())} shifted worlds and {seeds} seed{'s' if seeds != 1 else ''} each, "
+            f"the per-server learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
+            f"of {len(t)} comparisons, worse in {int(counts.get('worse', 0))} and unresolved in "
+            f"{int(counts.get('unresolved', 0))}")
+    if seeds < 2:
+        text += " (one seed: no interval resolves, so none is a verdict)"
+    worst = t.groupby("shift")["rel_pct"].mean().sort_values().head(3)
+    if len(worst):
+        text += ". Furthest behind, on average over the learners: " + ", ".join(
+            f"{s} ({v:+.1f} %)" for s, v in worst.items())
+    conditions = sorted(set(rows["condition"])) if "condition" in rows else []
+    missing = [c for c in ("online without OAIL", "online with OAIL") if c not in conditions]
+    if missing:
+        text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (a learner continuing online "
+                 "from its shipped policy needs a warm start from a cell's weights), so this chapter cannot yet say "
+                 "whether OAIL helps under shift")
+    return text + "."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShiftFindings:
+    """The chapter's tables and sentences."""
+
+    rows: pd.DataFrame  #: the evaluations (:mod:`ilets.study.shifts`)
+    table: pd.DataFrame  #: :func:`frozen_table`
+    sentence: str  #: :func:`shifts_sentence` on the trained reward
+    response_sentence: str  #: :func:`shifts_sentence` on response time
+    provenance: str  #: where and when the rows were made, and their CPU-hours
+
+
+def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> ShiftFindings:
+    """Everything the chapter shows, from ``folder`` (default :func:`shifts_dir`)."""
+    import json
+
+    folder = Path(folder) if folder is not None else shifts_dir()
+    rows = load_rows(folder)
+    table = frozen_table(rows, reps=reps)
+    prov = "No provenance record (shifts.json) is at hand."
+    record_path = folder / "shifts.json"
+    if record_path.is_file():
+        rec = json.loads(record_path.read_text())
+        commit = str((rec.get("code") or {}).get("commit", "unknown"))[:12]
+        prov = (f"{rec['evaluations']:,} evaluations, {rec['cpu_hours']:.2f} CPU-hours, made {rec['made_utc']} "
+                f"on {rec['machine']} at commit {commit}, from the policies of `{Path(str(rec.get('source'))).name}`.")
+    return ShiftFindings(rows=rows, table=table, sentence=shifts_sentence(table, rows),
+                         response_sentence=shifts_sentence(table, rows, "avg_response_s"), provenance=prov)

@@ -1,0 +1,57 @@
+"""The shifted-worlds chapter's comparisons (:mod:`ilets.report.shifts`) on hand-made rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ilets.report import shifts as R
+
+
+def _rows(shift, factor, learner_reward, heuristics, seeds=4, servers=50, noise=0.001):
+    rng = np.random.default_rng(len(shift))
+    out = []
+    for seed in range(seeds):
+        for actor, kind, reward in ([("drl+", "learner", learner_reward)]
+                                    + [(h, "heuristic", r) for h, r in heuristics.items()]):
+            out.append({"shift": shift, "factor": factor, "actor": actor, "kind": kind,
+                        "condition": "frozen" if kind == "learner" else "heuristic", "servers": servers,
+                        "train_servers": servers if kind == "learner" else None, "seed": seed,
+                        "mean_reward": reward + noise * rng.standard_normal(), "avg_response_s": 1.0 - reward})
+    return out
+
+
+def _table(reps=300):
+    rows = pd.DataFrame(_rows("none", "none", -0.50, {"earliest-finish": -0.55, "greedy-cost": -0.52})
+                        + _rows("rate-x2", "arrival rate", -0.90, {"earliest-finish": -0.80, "greedy-cost": -0.85}))
+    return rows, R.frozen_table(rows, measures=("mean_reward",), reps=reps)
+
+
+def test_the_frozen_policy_is_judged_against_the_best_heuristic_of_each_world():
+    rows, t = _table()
+    by = t.set_index("shift")
+    # unshifted: greedy-cost is the better heuristic and the learner beats it by 0.02/0.52
+    assert by.loc["none", "heuristic"] == "greedy-cost" and by.loc["none", "verdict"] == "better"
+    assert by.loc["none", "rel_pct"] > 0
+    # doubled rate: earliest-finish is best now, and the frozen policy falls behind it
+    assert by.loc["rate-x2", "heuristic"] == "earliest-finish" and by.loc["rate-x2", "verdict"] == "worse"
+    assert by.loc["rate-x2", "unshifted_rel_pct"] == by.loc["none", "rel_pct"]
+
+
+def test_the_sentence_counts_verdicts_and_says_what_did_not_run():
+    rows, t = _table()
+    text = R.shifts_sentence(t, rows)
+    assert "over 1 shifted worlds and 4 seeds each" in text and "worse in 1" in text and "rate-x2" in text
+    assert "not yet run: online without OAIL, online with OAIL" in text
+    one = rows[rows["seed"] == 0]
+    assert "one seed: no interval resolves" in R.shifts_sentence(R.frozen_table(one, measures=("mean_reward",),
+                                                                                 reps=50), one)
+    assert "No shifted-world results yet" in R.shifts_sentence(R.frozen_table(pd.DataFrame()), pd.DataFrame())
+
+
+def test_the_display_has_a_row_per_world_and_a_column_per_learner():
+    rows, t = _table()
+    shown = R.display_table(t, "mean_reward")
+    assert list(shown["shift"]) == ["none", "rate-x2"] and "DRL+" in shown.columns
+    assert "(unshifted" in shown.set_index("shift").loc["rate-x2", "DRL+"]
+    assert R.display_table(t, "avg_response_s").empty
