@@ -150,6 +150,8 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
         text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (a learner continuing online "
                  "from its shipped policy needs a warm start from a cell's weights), so this chapter cannot yet say "
                  "whether OAIL helps under shift")
+    if "expert quality" not in set(rows["factor"]):
+        text += "; the expert-quality shift (cloning a weakened or noisy expert) needs new training and has not run"
     return text + "."
 
 
