@@ -370,11 +370,21 @@ COMMAND_DAMAGE = {
 }
 
 
+@pytest.fixture(scope="module")
+def command_reference(tmp_path_factory):
+    """A finished 4-cell grid-command grid, computed once for the module; tests damage copies."""
+    root = tmp_path_factory.mktemp("command-faults")
+    path = write_command_profile(root / "tiny.yaml")
+    assert _grid(path, root / "reference") == 0
+    return path, root / "reference"
+
+
 @pytest.mark.parametrize("damage", sorted(COMMAND_DAMAGE))
-def test_a_damaged_command_cell_is_named_set_aside_and_recomputed(tmp_path, capsys, damage):
-    out = tmp_path / "out"
-    path = write_command_profile(tmp_path / "tiny.yaml")
-    assert _grid(path, out) == 0
+def test_a_damaged_command_cell_is_named_set_aside_and_recomputed(tmp_path, capsys, damage, command_reference):
+    import shutil
+
+    path, out = command_reference[0], tmp_path / "out"
+    shutil.copytree(command_reference[1], out)
     capsys.readouterr()
     victim = out / "cells" / "rule-M6-s0.json"
     COMMAND_DAMAGE[damage](victim)

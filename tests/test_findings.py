@@ -85,6 +85,28 @@ def ctx(store) -> ReportContext:
     return ReportContext.load(store, reps=REPS)
 
 
+# Each chapter's findings on the synthetic store, computed once for the module (seconds each;
+# the tests only read them). A test that spies on how they are computed calls F itself.
+@pytest.fixture(scope="module")
+def summary_found(ctx):
+    return F.summary_findings(ctx)
+
+
+@pytest.fixture(scope="module")
+def cold_found(ctx):
+    return F.cold_start_findings(ctx)
+
+
+@pytest.fixture(scope="module")
+def adaptation_found(ctx):
+    return F.adaptation_findings(ctx)
+
+
+@pytest.fixture(scope="module")
+def results_found(ctx):
+    return F.results_findings(ctx)
+
+
 # --- the context --------------------------------------------------------------------------
 
 def test_context_facts(ctx):
@@ -95,11 +117,11 @@ def test_context_facts(ctx):
     assert ctx.variant_run("heavy-load").fleet.mips == (500.0, 1500.0) and ctx.variant_run("nope") is None
 
 
-def test_failed_attempts_are_counted(ctx, store):
+def test_failed_attempts_are_counted(ctx, store, summary_found):
     # the summary used to count status == "failed", which compute_table never writes
     assert set(compute_table(store)["status"]) == {STATUS_DONE, STATUS_FAILED}
     assert ctx.n_failed == 1 and ctx.n_done == 6 * 2 * 3 + 9
-    found = F.summary_findings(ctx)
+    found = summary_found
     assert (found.n_failed, found.n_done) == (1, ctx.n_done)
     assert sum(found.counts.values()) == len(V.CLAIMS)
 
@@ -126,21 +148,19 @@ def test_build_stamp_names_machine_and_date(monkeypatch):
 
 # --- chapters state the summary's statuses ------------------------------------------------
 
-def test_chapters_show_the_summary_statuses(ctx):
-    summary = {v.claim: V.component_table(v.effects) for v in F.summary_findings(ctx).verdicts}
-    cold = F.cold_start_findings(ctx)
-    adapt = F.adaptation_findings(ctx)
-    res = F.results_findings(ctx)
+def test_chapters_show_the_summary_statuses(summary_found, cold_found, adaptation_found, results_found):
+    summary = {v.claim: V.component_table(v.effects) for v in summary_found.verdicts}
+    cold, adapt, res = cold_found, adaptation_found, results_found
     chapter = {4: cold.components, **adapt.components, **res.components}
     assert set(chapter) == {1, 2, 3, 4, 5, 6, 7, 8}
     for claim, comp in chapter.items():
         pd.testing.assert_frame_equal(comp.reset_index(drop=True), summary[claim].reset_index(drop=True),
                                       obj=f"claim {claim}")
-    assert cold.claim.verdict == F.summary_findings(ctx).table.set_index("claim").loc[4, "verdict"]
+    assert cold.claim.verdict == summary_found.table.set_index("claim").loc[4, "verdict"]
 
 
-def test_cold_start_findings(ctx):
-    cold = F.cold_start_findings(ctx)
+def test_cold_start_findings(cold_found):
+    cold = cold_found
     assert cold.n_first == 50 and cold.n_online == 519 and cold.share == "10%"
     assert len(cold.components) == 4 and set(cold.components["status"]) <= set(V.COMPONENT_STATUSES)
     assert cold.texts["agree_after"] == "60.0%" and "most demonstrated decisions at all 2" in cold.texts["agree_verdict"]
@@ -150,8 +170,8 @@ def test_cold_start_findings(ctx):
     assert "pair" in cold.first_pairs
 
 
-def test_adaptation_findings(ctx):
-    adapt = F.adaptation_findings(ctx)
+def test_adaptation_findings(adaptation_found):
+    adapt = adaptation_found
     assert "trend_change" in adapt.markers and adapt.span_decisions > 0
     assert set(adapt.texts) >= {"osc_bursts", "osc_trend", "conv_text", "cum_text", "oail_share", "oail_effect"}
     assert adapt.texts["oail_share"] == "80%"
@@ -661,10 +681,9 @@ def test_heuristic_fleet_display_puts_metrics_then_fleet_sizes_in_columns():
     assert plots.heuristic_fleet_display(t.iloc[0:0], F.PAPER_LABELS).empty
 
 
-def test_differences_are_tested_on_the_variants_that_can_explain_them(ctx, store, tmp_path):
+def test_differences_are_tested_on_the_variants_that_can_explain_them(ctx, store, tmp_path, summary_found):
     found = F.difference_findings(ctx, small_out=store)  # the same folder: no quick look beside it
-    failing = [c for c, v in zip(F.summary_findings(ctx).table["claim"], F.summary_findings(ctx).table["verdict"])
-               if v != V.REPRODUCED]
+    failing = [c for c, v in zip(summary_found.table["claim"], summary_found.table["verdict"]) if v != V.REPRODUCED]
     assert set(found.table["claim"]) <= set(failing)
     heavy = found.table[found.table["variant"] == "`heavy-load`"]
     # the store's heavy-load variant ran DRL, DRL+ and greedy-cost: claim 1 at most, at 50 servers
@@ -781,15 +800,15 @@ def test_energy_room_and_which_paper_gains_fit():
     assert F.energy_room(m[m["method"] != "min-energy"]).empty
 
 
-def test_heavy_load_sentence_names_the_fleet_size(ctx):
-    res = F.results_findings(ctx)
+def test_heavy_load_sentence_names_the_fleet_size(results_found):
+    res = results_found
     text = res.texts["heavy_text"]
     assert "In the main grid, DRL+ is" in text and "In the heavier load, DRL+ is" in text
     assert text.count(" at 50 servers") >= 3  # every comparison names its fleet size
 
 
-def test_curve_measures_give_the_reference_zero_and_the_windows_their_verdicts(ctx):
-    found = F.adaptation_findings(ctx)
+def test_curve_measures_give_the_reference_zero_and_the_windows_their_verdicts(adaptation_found):
+    found = adaptation_found
     ref = found.measures[found.measures["method"] == F.REFERENCE]
     assert len(ref) and (ref["convergence_decisions"] == 0).all() and (ref["settled"] == 1).all()
     assert ref["mad_gap"].fillna(0).eq(0).all()

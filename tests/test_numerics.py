@@ -34,6 +34,7 @@ def test_import_ilets_pins_the_kernels_before_numpy_loads():
     assert rec["numpy_avx512"] is False and rec["torch_cpu_capability"].upper() in ("AVX2", "DEFAULT")
 
 
+@pytest.mark.slow  # two fresh interpreters loading torch (test-fast keeps the first test above)
 @pytest.mark.skipif(not N.can_pin(), reason="portable kernels need x86-64 with AVX2 and FMA")
 def test_a_variable_already_set_is_kept_and_native_pins_nothing():
     rec = _python("import ilets; " + RECORD, ATEN_CPU_CAPABILITY="default")
@@ -43,6 +44,7 @@ def test_a_variable_already_set_is_kept_and_native_pins_nothing():
     assert all(v is None for v in native["env"].values())
 
 
+@pytest.mark.slow  # a fresh interpreter loading torch
 def test_numpy_loaded_before_ilets_is_recorded_as_it_is():
     rec = _python("import numpy; import ilets; " + RECORD)
     # numpy chose its kernels before the pin: the record says what numpy really runs

@@ -99,6 +99,27 @@ def test_per_server_drl_is_deterministic_and_learns_online(tiny_config, tmp_path
     np.testing.assert_array_equal(a.log.reward, b.log.reward)
 
 
+def test_recorded_demonstrations_and_clone_scores_in_small(tiny_config):
+    """The mechanics of the control below on a few decisions (test-fast; the learning itself is
+    the slow test's): the stride and held-out split, the expert's own criterion, the scores."""
+    wl, fleet = load_workload(tiny_config.workload, 0), make_fleet(tiny_config.fleet, 0)
+    specs = {k: StateSpec.of(dataclasses.replace(tiny_config, observation=k)) for k in ("paper", "per-server")}
+    demos = heuristic_demonstrations(wl.offline, fleet, "earliest-finish", tiny_config.reward, specs, 60, 20)
+    paper = demos.by_layout["paper"]
+    assert len(paper.acts) == 60 and len(paper.heldout.acts) == 20 and demos.criterion.shape == (60, len(fleet))
+    assert len(demos.by_layout["per-server"].acts) == 60 and demos.heldout_criterion.shape == (20, len(fleet))
+    # Earliest-Finish picks a server of least finish time: its own criterion's minimum, feasible
+    rows = np.arange(60)
+    assert (demos.criterion[rows, paper.acts] == demos.criterion.min(axis=1)).all() and paper.masks[rows, paper.acts].all()
+    model = make_ppo(env_of(tiny_config), tiny_config.ppo, 0)
+    scores = clone_scores(model.policy, paper, demos.criterion)
+    assert set(scores) == {"agreement_exact", "agreement_tie", "regret", "regret_rel"}
+    # the clone picks feasible servers only (greedy under the mask): every cost it is charged is finite
+    assert 0 <= scores["agreement_exact"] <= scores["agreement_tie"] <= 1 and np.isfinite(scores["regret"])
+    with pytest.raises(ValueError, match="demonstrated decisions requested"):
+        heuristic_demonstrations(wl.offline, fleet, "earliest-finish", tiny_config.reward, specs, len(wl.offline), 1)
+
+
 @pytest.mark.slow  # two clones of 30 BC epochs on 2,000 demonstrations
 def test_the_per_server_clone_matches_earliest_finish_and_the_flat_one_does_not(tiny_config):
     """The positive control in miniature: the same demonstrations and BC budget."""
