@@ -37,6 +37,7 @@ found = SH.chapter_findings()
 glue("provenance", found.provenance, display=False)
 glue("sentence", found.sentence, display=False)
 glue("response_sentence", found.response_sentence, display=False)
+glue("oail_sentence", found.oail_sentence, display=False)
 
 # %% [markdown]
 # ## The frozen policies against the best heuristic
@@ -56,3 +57,13 @@ plots.markdown_table(SH.display_table(found.table, "mean_reward"), {}, empty="(n
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty="(no shifted-world results yet)")
+
+# %% [markdown]
+# ## Does online imitation help when the world shifts?
+#
+# The paper argues for OAIL by adaptation. Here each learner continues online from its own
+# final policy in the shifted world (warm-started, `RunConfig.warm_start`), once as plain PPO
+# and once with OAIL, on the same tasks and seeds: {glue:text}`oail_sentence`
+
+# %% tags=["remove-input"]
+plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")

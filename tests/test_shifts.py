@@ -35,7 +35,9 @@ def test_the_shipped_family_moves_one_factor_per_shift():
     for s in family.shifts:  # one section, one field each, or a fleet-size transfer with no change
         fields = [f for section in s.changes.values() for f in section]
         assert len(fields) == (0 if s.factor in ("none", "fleet size") else 1), s
-    assert len(SH.plan(family)) == len(family.seeds) * 6 * (len(family.shifts))
+    assert family.conditions == ("frozen", "online", "online-oail")
+    per_world = len(family.learners) * len(family.conditions) + len(family.heuristics)
+    assert len(SH.plan(family)) == len(family.seeds) * per_world * len(family.shifts)
 
 
 @pytest.mark.parametrize("shift, message", [
@@ -82,3 +84,39 @@ def test_the_command_names_a_missing_source_without_a_traceback(tmp_path, capsys
                     "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "nowhere: --source: expected a grid folder with cells/" in err and "Traceback" not in err
+
+
+def test_a_warm_start_loads_the_cells_policy_and_only_learners_without_oinpt_take_one(tmp_path):
+    import dataclasses
+
+    import torch
+
+    from ilets.study.run import run_cell
+    from ilets.study.verify import recorded_config
+
+    cell = next((SOURCE / "cells").glob("drl+-M50-s0-*"))
+    base = recorded_config(cell)
+    with pytest.raises(ConfigError, match="run.warm_start: a warm start replaces OINPT's clone"):
+        dataclasses.replace(base, warm_start=str(cell)).validate()
+    # a learning rate of 1e-30 (Adam's steps are about that long): the run keeps the weights it
+    # started from, so they must be the cell's
+    ppo = dataclasses.replace(base.ppo, learning_rate=1e-30)
+    cfg = dataclasses.replace(base, method="drl", warm_start=str(cell), ppo=ppo,
+                              workload=dataclasses.replace(base.workload, **TINY)).validate()
+    folder = run_cell(cfg, tmp_path)
+    start, end = (torch.load(p / "policy" / "policy.pt", weights_only=True) for p in (cell, folder))
+    assert start.keys() == end.keys() and all(torch.allclose(start[k], end[k], rtol=0, atol=1e-12) for k in start)
+
+
+def test_a_learner_keeps_learning_in_a_shifted_world_as_a_cell_of_its_own(tmp_path):
+    path = _family(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    spec.update(conditions=["frozen", "online"], heuristics=[])
+    path.write_text(yaml.safe_dump(spec))
+    family = SH.load_family(path)
+    assert [j.key for j in SH.plan(family)] == ["none--drl+-M50-s0", "none--drl+@online-M50-s0"]
+    table = SH.run_family(family, SOURCE, tmp_path / "o", workers=1, progress=False).set_index("condition")
+    assert table.loc["online", "tasks"] == table.loc["frozen", "tasks"] and table.loc["online", "cpu_s"] > 0
+    (online,) = (tmp_path / "o" / "cells").iterdir()
+    assert online.name.startswith("drl@shift-none-drl+-M50-s0-")
+    assert yaml.safe_load((online / "config.yaml").read_text())["warm_start"].endswith(table.loc["online", "cell"])

@@ -55,3 +55,19 @@ def test_the_display_has_a_row_per_world_and_a_column_per_learner():
     assert list(shown["shift"]) == ["none", "rate-x2"] and "DRL+" in shown.columns
     assert "(unshifted" in shown.set_index("shift").loc["rate-x2", "DRL+"]
     assert R.display_table(t, "avg_response_s").empty
+
+
+def test_oail_is_judged_against_the_same_learner_continuing_without_it():
+    rows, _ = _table()
+    assert R.oail_table(rows).empty  # only frozen policies ran
+    online = rows[rows["kind"] == "learner"].assign(condition="online")
+    with_oail = online.assign(condition="online-oail", mean_reward=online["mean_reward"] + 0.05)
+    every = pd.concat([rows, online, with_oail], ignore_index=True)
+    t = R.oail_table(every, measures=("mean_reward",), reps=300).set_index("shift")
+    assert set(t["verdict"]) == {"better"} and (t["rel_pct"] > 0).all()
+    # the frozen table still reads the frozen rows only
+    assert R.frozen_table(every, measures=("mean_reward",), reps=300).equals(_table()[1])
+    assert "not yet run" not in R.shifts_sentence(_table()[1], every)
+    assert "improves the mean reward in 2 of 2" in R.oail_sentence(t.reset_index())
+    assert "DRL+" in R.oail_display(t.reset_index()).columns
+    assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.oail_display(R.oail_table(rows)).empty

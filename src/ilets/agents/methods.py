@@ -107,6 +107,11 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         model.set_reference()  # the clone: what the KL term pulls toward and the log measures
         # CPU by phase (a cached demonstration set costs its loading only)
         extra["cpu_demos_s"], extra["cpu_bc_s"] = c1 - c0, time.process_time() - c1
+    if cfg.warm_start:
+        from ilets.agents.policy_io import load_policy
+
+        load_policy(Path(cfg.warm_start) / "policy", model)
+        model.set_reference()  # the starting policy plays the clone's part in fine-tuning
     log = DecisionLog()
     callbacks: list[BaseCallback] = [_Recorder(log, progress)]
     checkpoints = None

@@ -44,6 +44,11 @@ class RunConfig(_Typed):
     policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
     server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
     curve_every: int = 500  #: decisions per learning-curve point
+    #: a per-server cell folder whose final policy (its ``policy/`` weights) the learner starts
+    #: from instead of a fresh network, and fine-tunes toward as it would a clone: a learner
+    #: that keeps learning in a shifted world (:mod:`ilets.study.shifts`); only for methods
+    #: without OINPT (drl, ilets-); "" = a fresh start [ours]
+    warm_start: str = ""
     workload: WorkloadConfig = field(default_factory=WorkloadConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
@@ -73,6 +78,10 @@ class RunConfig(_Typed):
         if not 0 <= self.seed <= SEED_MAX:
             raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
         spec = METHOD_SPECS.get(self.method)
+        if self.warm_start and (spec is None or spec.oinpt or self.policy != "per-server"):
+            raise ConfigError(f"{where}.warm_start: a warm start replaces OINPT's clone and loads per-server weights; "
+                              f"expected a per-server learner without OINPT (drl, ilets-), got method "
+                              f"{self.method!r} with policy {self.policy!r}")
         if spec is not None and spec.oinpt and self.workload.kind == "synthetic":
             # behaviour cloning draws batches of oinpt.batch_size from the demonstrated offline tasks
             demos = min(self.oinpt.max_demo_tasks, round(SYNTHETIC_TASKS["offline"] * self.workload.scale))
@@ -98,7 +107,7 @@ class RunConfig(_Typed):
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
-                "workload.cpu_source")
+                "workload.cpu_source", "warm_start")
 
 
 def digest_of(plain: dict[str, Any]) -> str:

@@ -78,7 +78,8 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
                 continue
             best = str(means.idxmax() if higher else means.idxmin())
             y = heur[heur["actor"] == best].set_index("seed")[metric]
-            for learner, own in world[world["kind"] == "learner"].groupby("actor", sort=False):
+            frozen = world[(world["kind"] == "learner") & (world["condition"] == "frozen")]
+            for learner, own in frozen.groupby("actor", sort=False):
                 x = own.set_index("seed")[metric]
                 rel, lo, hi, verdict, n = _effect(x, y, metric, (str(shift), int(servers), metric, learner, best), reps)
                 before = np.nan
@@ -88,7 +89,7 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
                     bm = bh.groupby("actor")[metric].mean()
                     if not bm.empty:
                         bbest = str(bm.idxmax() if higher else bm.idxmin())
-                        bx = base[base["actor"] == learner].set_index("seed")[metric]
+                        bx = base[(base["actor"] == learner) & (base["condition"] == "frozen")].set_index("seed")[metric]
                         by = bh[bh["actor"] == bbest].set_index("seed")[metric]
                         before = _effect(bx, by, metric, (ref, int(servers), metric, learner, bbest), reps)[0]
                 out.append({"shift": shift, "factor": own["factor"].iloc[0], "servers": int(servers),
@@ -96,6 +97,30 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
                             "heuristic": best, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
                             "verdict": verdict, "unshifted_rel_pct": before})
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+#: The columns of :func:`oail_table`.
+OAIL_COLUMNS = ["shift", "factor", "servers", "learner", "measure", "seeds", "rel_pct", "ci_low", "ci_high", "verdict"]
+
+
+def oail_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: int = DEFAULT_REPS) -> pd.DataFrame:
+    """Whether OAIL helps under shift: per shift, fleet size, learner and measure, the learner
+    continuing online with OAIL (condition ``online-oail``) against the same learner
+    continuing without it (``online``), from the same policy on the same tasks, paired over
+    seeds (positive: OAIL better). Empty until both conditions have run."""
+    if rows.empty or not {"online", "online-oail"} <= set(rows.get("condition", ())):
+        return pd.DataFrame(columns=OAIL_COLUMNS)
+    out = []
+    for (shift, servers, learner), g in rows[rows["kind"] == "learner"].groupby(["shift", "servers", "actor"],
+                                                                                 sort=False):
+        with_, without = (g[g["condition"] == c].set_index("seed") for c in ("online-oail", "online"))
+        for metric in measures:
+            rel, lo, hi, verdict, n = _effect(with_[metric], without[metric], metric,
+                                              (str(shift), int(servers), metric, learner, "oail"), reps)
+            out.append({"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers), "learner": learner,
+                        "measure": metric, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
+                        "verdict": verdict})
+    return pd.DataFrame(out, columns=OAIL_COLUMNS)
 
 
 def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -145,7 +170,8 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
         text += ". Furthest behind, on average over the learners: " + ", ".join(
             f"{s} ({v:+.1f} %)" for s, v in worst.items())
     conditions = sorted(set(rows["condition"])) if "condition" in rows else []
-    missing = [c for c in ("online without OAIL", "online with OAIL") if c not in conditions]
+    names = {"online": "online without OAIL", "online-oail": "online with OAIL"}
+    missing = [names[c] for c in names if c not in conditions]
     if missing:
         text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (a learner continuing online "
                  "from its shipped policy needs a warm start from a cell's weights), so this chapter cannot yet say "
@@ -155,14 +181,43 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
     return text + "."
 
 
+def oail_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
+    """:func:`oail_table` for one measure as the chapter shows it: a row per shifted world, a
+    column per learner, each cell OAIL's improvement with its interval and verdict."""
+    t = oail[oail["measure"] == measure] if not oail.empty else oail
+    rows = []
+    for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
+        row = {"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers)}
+        row.update({METHOD_LABELS.get(r["learner"], r["learner"]):
+                    f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
+                    for _, r in g.iterrows()})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward") -> str:
+    """The chapter's verdict on OAIL under shift, from :func:`oail_table`."""
+    t = oail[(oail["measure"] == measure)] if not oail.empty else oail
+    if t.empty:
+        return ("Whether OAIL helps under shift is not measured yet: the learners continuing online, with and without "
+                "OAIL, have not run in these shifted worlds.")
+    counts = t["verdict"].value_counts()
+    return (f"Continuing online from the same policy, OAIL's online imitation improves the {METRIC_SPECS[measure].long} "
+            f"in {int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, worsens it in "
+            f"{int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
+            f"(95 % intervals over paired seeds; median {t['rel_pct'].median():+.1f} %).")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ShiftFindings:
     """The chapter's tables and sentences."""
 
     rows: pd.DataFrame  #: the evaluations (:mod:`ilets.study.shifts`)
     table: pd.DataFrame  #: :func:`frozen_table`
+    oail: pd.DataFrame  #: :func:`oail_table`
     sentence: str  #: :func:`shifts_sentence` on the trained reward
     response_sentence: str  #: :func:`shifts_sentence` on response time
+    oail_sentence: str  #: :func:`oail_sentence`
     provenance: str  #: where and when the rows were made, and their CPU-hours
 
 
@@ -180,5 +235,7 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
         commit = str((rec.get("code") or {}).get("commit", "unknown"))[:12]
         prov = (f"{rec['evaluations']:,} evaluations, {rec['cpu_hours']:.2f} CPU-hours, made {rec['made_utc']} "
                 f"on {rec['machine']} at commit {commit}, from the policies of `{Path(str(rec.get('source'))).name}`.")
-    return ShiftFindings(rows=rows, table=table, sentence=shifts_sentence(table, rows),
+    oail = oail_table(rows, reps=reps)
+    return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail),
+                         sentence=shifts_sentence(table, rows),
                          response_sentence=shifts_sentence(table, rows, "avg_response_s"), provenance=prov)

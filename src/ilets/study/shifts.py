@@ -26,17 +26,17 @@ from typing import Any
 
 import pandas as pd
 
-from ilets.config import HEURISTICS, ConfigError, WorkloadConfig
+from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig
 from ilets.config.strict import merge, read_yaml
 
 #: The shift family shipped with the package.
 DEFAULT_FAMILY = Path(__file__).resolve().parents[1] / "configs" / "shifts.yaml"
 #: The metrics a row keeps from an evaluation's ``metrics.json``.
 ROW_METRICS = ("avg_response_s", "success_rate", "energy_kwh", "mean_reward", "cpu_s", "wall_s")
-#: How an actor ran in a shifted world. Only "frozen" (the final policy, greedy, not learning)
-#: and "heuristic" run today; a learner continuing online from its policy, with and without
-#: OAIL, needs a warm start from a cell's weights, which the study does not have yet.
-CONDITIONS = ("frozen", "heuristic")
+#: How a learner runs in a shifted world: its final policy frozen and greedy; continuing to
+#: learn online from that policy (``RunConfig.warm_start``) as plain PPO (method ``drl``); or
+#: the same with OAIL's online imitation (method ``ilets-``). A heuristic's rows say "heuristic".
+CONDITIONS = {"frozen": None, "online": "drl", "online-oail": "ilets-"}
 #: The sections of the run config a shift may change.
 SECTIONS = ("workload", "reward", "fleet")
 
@@ -64,6 +64,7 @@ class ShiftFamily:
     servers: tuple[int, ...]
     seeds: tuple[int, ...]
     shifts: tuple[Shift, ...]
+    conditions: tuple[str, ...] = ("frozen",)  #: of :data:`CONDITIONS`, for every learner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +72,15 @@ class Job:
     """One evaluation: an actor on one shifted world, fleet size and seed."""
 
     shift: Shift
-    actor: str  #: a learner (its cell's frozen policy) or a heuristic
+    actor: str  #: a learner (its cell's policy) or a heuristic
     servers: int
     seed: int
+    condition: str = "heuristic"  #: of :data:`CONDITIONS` for a learner
 
     @property
     def key(self) -> str:
-        return f"{self.shift.name}--{self.actor}-M{self.servers}-s{self.seed}"
+        how = "" if self.condition in ("heuristic", "frozen") else f"@{self.condition}"
+        return f"{self.shift.name}--{self.actor}{how}-M{self.servers}-s{self.seed}"
 
     @property
     def train_servers(self) -> int:
@@ -85,6 +88,7 @@ class Job:
 
 
 _FAMILY_KEYS = {"name", "description", "source", "learners", "heuristics", "servers", "seeds", "shifts"}
+_OPTIONAL_KEYS = {"conditions"}
 _SHIFT_KEYS = {"factor", "changes", "train_servers", "servers"}
 
 
@@ -98,10 +102,14 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
         raise ConfigError(f"{path}: shift family not found")
     data = read_yaml(path)
     where = str(path)
-    if not isinstance(data, dict) or _FAMILY_KEYS - set(data) or set(data) - _FAMILY_KEYS:
+    if not isinstance(data, dict) or _FAMILY_KEYS - set(data) or set(data) - _FAMILY_KEYS - _OPTIONAL_KEYS:
         have = set(data) if isinstance(data, dict) else set()
-        raise ConfigError(f"{where}: expected exactly the keys {sorted(_FAMILY_KEYS)}; missing "
-                          f"{sorted(_FAMILY_KEYS - have)}, unknown {sorted(have - _FAMILY_KEYS)}")
+        raise ConfigError(f"{where}: expected the keys {sorted(_FAMILY_KEYS)} (and optionally "
+                          f"{sorted(_OPTIONAL_KEYS)}); missing {sorted(_FAMILY_KEYS - have)}, unknown "
+                          f"{sorted(have - _FAMILY_KEYS - _OPTIONAL_KEYS)}")
+    conditions = tuple(data.get("conditions") or ("frozen",))
+    if set(conditions) - set(CONDITIONS):
+        raise ConfigError(f"{where}: conditions: expected some of {list(CONDITIONS)}, got {list(conditions)}")
     shifts = []
     for name, spec in (data["shifts"] or {}).items():
         at = f"{where}: shifts.{name}"
@@ -127,7 +135,7 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
     return ShiftFamily(name=str(data["name"]), description=str(data["description"]), source=str(data["source"]),
                        learners=tuple(data["learners"]), heuristics=tuple(data["heuristics"]),
                        servers=tuple(int(s) for s in data["servers"]), seeds=tuple(int(s) for s in data["seeds"]),
-                       shifts=tuple(shifts))
+                       shifts=tuple(shifts), conditions=conditions)
 
 
 def plan(family: ShiftFamily) -> list[Job]:
@@ -137,7 +145,8 @@ def plan(family: ShiftFamily) -> list[Job]:
     for seed in family.seeds:
         for shift in family.shifts:
             for servers in ((shift.servers,) if shift.servers else family.servers):
-                jobs += [Job(shift, actor, servers, seed) for actor in family.learners + family.heuristics]
+                jobs += [Job(shift, actor, servers, seed, how) for how in family.conditions for actor in family.learners]
+                jobs += [Job(shift, actor, servers, seed) for actor in family.heuristics]
     return jobs
 
 
@@ -153,26 +162,49 @@ def source_cell(source: Path, method: str, servers: int, seed: int) -> Path:
     raise FileNotFoundError(f"{source}: no finished {method} cell at {servers} servers, seed {seed}")
 
 
-def run_job(job: Job, source: Path) -> dict[str, Any]:
-    """One evaluation as a row: the job, where its policy came from, and :data:`ROW_METRICS`."""
+def online_config(job: Job, cell: Path) -> RunConfig:
+    """The run of a learner that keeps learning in the shifted world: ``cell``'s own config,
+    the shift's changes, the job's fleet size, and the condition's method warm-started from
+    ``cell``'s final policy (:data:`CONDITIONS`)."""
+    from ilets.study.verify import recorded_config
+
+    base = recorded_config(cell)
+    cfg = dataclasses.replace(base, method=CONDITIONS[job.condition], warm_start=str(cell),
+                              fleet=dataclasses.replace(base.fleet, servers=job.servers),
+                              variant=f"shift-{job.shift.name}-{job.actor}")
+    return merge(cfg, dict(job.shift.changes), f"shift {job.shift.name}").validate(f"shift {job.shift.name}")
+
+
+def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
+    """One evaluation as a row: the job, where its policy came from, and :data:`ROW_METRICS`.
+    A frozen policy or a heuristic schedules the shifted online half once
+    (:func:`ilets.study.evaluate.evaluate`); a learner that keeps learning runs as a cell of
+    its own under ``out/cells`` (:func:`online_config`)."""
     from ilets.study.evaluate import evaluate
+    from ilets.study.run import run_cell
     from ilets.study.verify import recorded_config
     from ilets.workloads.workload import load_workload
 
     learner = job.actor not in HEURISTICS
     reference = source_cell(source, job.actor if learner else source_learner(source), job.train_servers, job.seed)
-    base = recorded_config(reference).workload
-    workload = merge(base, job.shift.changes.get("workload"), f"shift {job.shift.name}")
-    workload.validate(f"shift {job.shift.name}.workload")
-    tasks = load_workload(workload, job.seed).online
-    rest = {k: v for k, v in job.shift.changes.items() if k != "workload"}
-    result = evaluate(reference if learner else job.actor, tasks, job.servers, seed=job.seed, changes=rest)
+    if learner and job.condition != "frozen":
+        folder = run_cell(online_config(job, reference), Path(out))
+        metrics = json.loads((folder / "metrics.json").read_text())
+        tasks = int(metrics["tasks"])
+    else:
+        base = recorded_config(reference).workload
+        workload = merge(base, job.shift.changes.get("workload"), f"shift {job.shift.name}")
+        workload.validate(f"shift {job.shift.name}.workload")
+        online = load_workload(workload, job.seed).online
+        rest = {k: v for k, v in job.shift.changes.items() if k != "workload"}
+        metrics = evaluate(reference if learner else job.actor, online, job.servers, seed=job.seed,
+                           changes=rest).metrics
+        tasks = len(online)
     return {"key": job.key, "shift": job.shift.name, "factor": job.shift.factor, "actor": job.actor,
-            "kind": "learner" if learner else "heuristic", "condition": "frozen" if learner else "heuristic",
-            "servers": job.servers,
+            "kind": "learner" if learner else "heuristic", "condition": job.condition, "servers": job.servers,
             "train_servers": job.train_servers if learner else None, "seed": job.seed,
-            "cell": reference.name if learner else None, "tasks": len(tasks),
-            **{m: float(result.metrics[m]) for m in ROW_METRICS}}
+            "cell": reference.name if learner else None, "tasks": tasks,
+            **{m: float(metrics[m]) for m in ROW_METRICS}}
 
 
 def source_learner(source: Path) -> str:
@@ -190,7 +222,7 @@ def source_learner(source: Path) -> str:
 def _run_and_write(job: Job, source: Path, rows: Path) -> str:
     from ilets.study.run import atomic_json
 
-    atomic_json(rows / f"{job.key}.json", run_job(job, source))
+    atomic_json(rows / f"{job.key}.json", run_job(job, source, rows.parent))
     return job.key
 
 
