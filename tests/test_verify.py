@@ -94,8 +94,8 @@ def test_the_record_grows_cell_by_cell_and_says_which_commits_it_covers(tmp_path
                   {"cell": "drl-M50-s1-0", "reproduced": True, "differences": [], "wall_s": 1.0}]}))
     monkeypatch.setattr("ilets.study.run.source_version", lambda: {"commit": "d" * 40, "dirty": False})
     VF.write_report(tmp_path / VF.VERIFY_REPORT, tmp_path,
-                    [VF.Verdict("drl-M50-s1-0", False, ("avg_response_s: 1 -> 2",), 2.0),
-                     VF.Verdict("drl-M50-s2-0", True, (), 3.0)])
+                    [VF.CellCheck("drl-M50-s1-0", False, ("avg_response_s: 1 -> 2",), 2.0),
+                     VF.CellCheck("drl-M50-s2-0", True, (), 3.0)])
     table, sentence = VF.recorded_table(tmp_path)
     assert table["cell"].tolist() == ["drl-M50-s0-0", "drl-M50-s1-0", "drl-M50-s2-0"]  # s1 re-checked: newest kept
     assert table["checked at"].tolist() == ["c" * 12, "d" * 12, "d" * 12]
@@ -114,8 +114,8 @@ def test_records_of_both_scenarios_stack_in_one_table(tmp_path, monkeypatch):
     (grid / "cells").mkdir(parents=True)  # a grid-command cell is one JSON record naming its commit
     (grid / "cells" / "bc-M50-s0.json").write_text(json.dumps({"commit": "e" * 40}))
     _fake_cell(bare, "drl-M50-s0-0", "a" * 40)
-    VF.write_report(cloud / VF.VERIFY_REPORT, cloud, [VF.Verdict("drl-M50-s0-0", True, (), 1.0)])
-    VF.write_report(grid / VF.VERIFY_REPORT, grid, [VF.Verdict("bc-M50-s0", False, ("scores: 1 -> 2",), 2.0)])
+    VF.write_report(cloud / VF.VERIFY_REPORT, cloud, [VF.CellCheck("drl-M50-s0-0", True, (), 1.0)])
+    VF.write_report(grid / VF.VERIFY_REPORT, grid, [VF.CellCheck("bc-M50-s0", False, ("scores: 1 -> 2",), 2.0)])
     table, text = VF.recorded_tables({"cloud": (cloud, "cloud"), "grid": (grid, "gridcommand"),
                                       "bare": (bare, "cloud")})
     assert table["results"].tolist() == ["cloud", "grid"] and table["computed at"].tolist() == ["a" * 12, "e" * 12]

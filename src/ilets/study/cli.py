@@ -138,11 +138,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             raise UsageError(f"nothing to verify{among}{hint}: name cells with --cell or ask for --sample N")
         check_recorded(folder, cells, sc)  # verify checks them too; here before a temporary folder is made
         scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
-        verdicts = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc)
+        checks = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc)
     except VerifyError as err:
         raise UsageError(str(err)) from None
     now = numerics_record()["effective"]
-    for v in verdicts:
+    for v in checks:
         print(f"{'reproduced' if v.reproduced else 'DIFFERS   '}  {v.cell}  ({v.wall_s:.0f} s)")
         if v.added:
             print(f"    recorded before these metrics existed (not compared): {', '.join(v.added)}")
@@ -150,13 +150,13 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             print(f"    {line}")
         if not v.reproduced:
             print(f"    {kernels_hint(folder, v.cell, now, sc)}")
-    ok = sum(v.reproduced for v in verdicts)
-    print(f"{ok} of {len(verdicts)} cells reproduced exactly (re-runs in {scratch})")
+    ok = sum(v.reproduced for v in checks)
+    print(f"{ok} of {len(checks)} cells reproduced exactly (re-runs in {scratch})")
     if args.report:
         from ilets.study.verify import write_report
 
-        write_report(Path(args.report), folder, verdicts)
-    return 0 if ok == len(verdicts) else 1
+        write_report(Path(args.report), folder, checks)
+    return 0 if ok == len(checks) else 1
 
 
 def _method_name(text: str) -> str:
@@ -291,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--seed", type=_int_in(0, SEED_MAX), default=0, help="seed of the random sample")
     ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
     ver.add_argument("--report", default=None,
-                     help="also write the verdicts as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
+                     help="also write the cell checks as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
 

@@ -49,7 +49,7 @@ compare = compare_folders
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CellCheck:
     """One re-run cell: whether it reproduced, and where it did not."""
 
     cell: str
@@ -183,7 +183,7 @@ def check_report(path: Path) -> None:
 
 
 def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False,
-           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[Verdict]:
+           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[CellCheck]:
     """Re-run ``cells`` of ``folder`` (of ``scenario``) into ``scratch`` and compare (see the
     module docstring).
 
@@ -195,27 +195,27 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
     folder, scratch, sc = Path(folder), Path(scratch), get_scenario(scenario)
     recorded_cells = check_recorded(folder, cells, sc)
     prepare_scratch(folder, scratch)
-    verdicts = []
+    checks = []
     for name, cell in zip(cells, recorded_cells):
         rerun, status = sc.rerun_cell(cell, scratch, progress)
         if status != RAN:  # cannot happen in a folder of our own; never certify a stored file
             raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
         diffs, added, wall = sc.compare_cells(sc.cell_path(folder, name), rerun)
-        verdicts.append(Verdict(name, not diffs, tuple(diffs), wall, tuple(added)))
-    return verdicts
+        checks.append(CellCheck(name, not diffs, tuple(diffs), wall, tuple(added)))
+    return checks
 
 
 #: The file a shipped folder keeps its recorded verification in.
 VERIFY_REPORT = "VERIFY.json"
 
 
-def _check_record(v: Verdict, when: str, machine: str, code: dict, numerics: str | None = None) -> dict:
+def _check_record(v: CellCheck, when: str, machine: str, code: dict, numerics: str | None = None) -> dict:
     return {"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences), "wall_s": v.wall_s,
             "checked_utc": when, "machine": machine, "code": code, "numerics": numerics}
 
 
-def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
-    """Record ``verdicts`` as JSON: where and when each cell was checked.
+def write_report(path: Path, folder: Path, checks: list[CellCheck]) -> None:
+    """Record ``checks`` as JSON: where and when each cell was checked.
 
     Checks of other cells already in the file are kept (each with its own date, machine and
     commit), so verifying a few cells at a time builds up one record; a cell checked again
@@ -231,7 +231,7 @@ def write_report(path: Path, folder: Path, verdicts: list[Verdict]) -> None:
     machine = machine_label(cpu_model() or "an unknown CPU", os.cpu_count(), cpu_id())
     code = source_version()
     numerics = numerics_record()["effective"]
-    new = {v.cell: _check_record(v, when, machine, code, numerics) for v in verdicts}
+    new = {v.cell: _check_record(v, when, machine, code, numerics) for v in checks}
     kept = [c for c in _recorded_checks(path) if c["cell"] not in new] if path.is_file() else []
     atomic_json(path, {"results": str(folder), "checked_utc": when, "machine": machine, "code": code,
                        "cells": kept + list(new.values())})
@@ -253,11 +253,11 @@ def _recorded_checks(path: Path) -> list[dict]:
         raise ValueError(f"{path}: unreadable verification record, field 'cells' ({err!r})") from None
 
 
-def verdict_table(verdicts: list[Verdict]) -> pd.DataFrame:
+def check_table(checks: list[CellCheck]) -> pd.DataFrame:
     """One row per re-run cell: reproduced or not, the first difference, the re-run's wall time."""
     return pd.DataFrame([{"cell": v.cell, "reproduced": "yes" if v.reproduced else "no",
                           "first difference": v.differences[0] if v.differences else "",
-                          "re-run wall s": round(v.wall_s, 1)} for v in verdicts],
+                          "re-run wall s": round(v.wall_s, 1)} for v in checks],
                         columns=["cell", "reproduced", "first difference", "re-run wall s"])
 
 
