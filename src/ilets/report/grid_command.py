@@ -97,6 +97,8 @@ def results_table(results: GridResults | None) -> pd.DataFrame:
 
 def status_sentence(results: GridResults | None, folder: Path) -> str:
     """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
+    from ilets.study.command_scenario import profile_cell_count
+
     if results is None:
         where = "/".join(Path(folder).parts[-2:])
         return (f"No grid-command results are in `{where}/` of this checkout, so the tables below are "
@@ -106,7 +108,7 @@ def status_sentence(results: GridResults | None, folder: Path) -> str:
     workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
     reg = results.regimes
     done = t[["method", "servers", "seed"]].drop_duplicates().shape[0]
-    planned = planned_cells(results)
+    planned = profile_cell_count(results.profile) if results.profile else None  # None: no profile shipped
     of = f" of {planned} planned" if planned else ""
     unfinished = " (the grid had not finished when these were shipped)" if planned and done < planned else ""
     scale = "" if results.scale == "paper" else ", not paper-scale"
@@ -125,14 +127,6 @@ def scale_note(results: GridResults | None) -> str:
     return (f"The chapter shows {shown} results, a short window of the workload; the full-window grid is "
             "`gridcommand-grid-paper` (`ilets grid --scenario gridcommand --profile gridcommand-grid-paper`), not run "
             "in this repository, so no claim here is made at the full window's scale.")
-
-
-def planned_cells(results: GridResults) -> int | None:
-    """How many cells the shipped profile plans (:func:`ilets.study.command_scenario.planned_cells`),
-    None when no profile was shipped."""
-    from ilets.study.command_scenario import planned_cells as planned
-
-    return planned(results.profile) if results.profile else None
 
 
 def provenance_sentence(results: GridResults | None) -> str:

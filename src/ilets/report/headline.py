@@ -29,16 +29,17 @@ class HeadlineError(ValueError):
 SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 
 
-def planned_cells(folder: Path) -> int | None:
-    """How many cells the grid that made ``folder`` planned: the study's ``grid.json``
-    manifest, or the grid-command grid's ``profile.json``; None when neither is there."""
+def planned_cell_count(folder: Path) -> int | None:
+    """How many cells the grid that made ``folder`` planned: its ``grid.json`` manifest
+    (:func:`ilets.study.grid.manifest_cell_count`), else the grid-command grid's ``profile.json``
+    (:func:`ilets.study.command_scenario.profile_cell_count`); None when neither is there."""
     from ilets.study import command_scenario as gridcommand
     from ilets.study import grid as study
 
     folder = Path(folder)
-    planned = study.planned_cells(folder)
+    planned = study.manifest_cell_count(folder)
     if planned is None and (folder / "profile.json").is_file():
-        planned = gridcommand.planned_cells(json.loads((folder / "profile.json").read_text()))
+        planned = gridcommand.profile_cell_count(json.loads((folder / "profile.json").read_text()))
     return planned
 
 
@@ -51,7 +52,7 @@ def shipped_markdown(root: Path) -> str:
     for folder in sorted(p for p in Path(root).iterdir() if (p / PROVENANCE).is_file()):
         prov = json.loads((folder / PROVENANCE).read_text())
         # a positive-control folder counts units (expert x fleet size x seed), not grid cells
-        planned = prov["planned_units"] if "planned_units" in prov else planned_cells(folder)
+        planned = prov["planned_units"] if "planned_units" in prov else planned_cell_count(folder)
         done = int(prov.get("cells", prov.get("units", 0)))
         cells = f"{done:,}" + (f" of {planned:,}" if planned is not None else "")
         size = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) / 2**20

@@ -280,9 +280,9 @@ class ReportContext:
     def planned_cells(self) -> int:
         """Cells of the grid that produced this folder (``grid.json``; the finished count when
         the folder has no manifest)."""
-        from ilets.study.grid import planned_cells
+        from ilets.study.grid import manifest_cell_count
 
-        planned = planned_cells(self.out)
+        planned = manifest_cell_count(self.out)
         return self.n_done if planned is None else planned
 
     @functools.cached_property
@@ -341,12 +341,12 @@ def build_stamp() -> str:
 def coverage_sentence(folder: Path, learners: pd.DataFrame) -> str:
     """How much of the per-server grid in ``folder`` has finished, per fleet size (Markdown): the
     one sentence chapters 1 and 13 and README use."""
-    from ilets.study.grid import planned_cells
+    from ilets.study.grid import manifest_cell_count
 
     if learners.empty:
         return f"The per-server grid has no finished cell in `{folder.parent.name}/{folder.name}` yet."
     per_size = ", ".join(f"{s} servers: {n}" for s, n in learners.groupby("servers").size().items())
-    planned = planned_cells(folder)
+    planned = manifest_cell_count(folder)
     of = f" of {planned}" if planned else ""
     return (f"{len(learners)}{of} cells of the per-server grid have finished ({per_size}; methods "
             f"{', '.join(sorted(learners['method'].unique()))}), read from `{folder.parent.name}/{folder.name}`.")

@@ -122,9 +122,10 @@ def _write_manifest(profile: Any, out: Path, cells: list[Any], scenario: Scenari
     scenario.write_profile(profile, out)
 
 
-def planned_cells(out: Path) -> int | None:
-    """How many cells the grid that wrote ``out`` planned (its ``grid.json`` manifest);
-    None when the folder has no manifest."""
+def manifest_cell_count(out: Path) -> int | None:
+    """How many cells the grid that wrote ``out`` planned, read from its ``grid.json`` manifest;
+    None when the folder has no manifest (a grid-command profile's own count is
+    :func:`ilets.study.command_scenario.profile_cell_count`)."""
     manifest = Path(out) / "grid.json"
     if not manifest.is_file():
         return None
