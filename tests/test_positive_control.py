@@ -106,7 +106,7 @@ def test_shipping_copies_finished_units_with_their_provenance(tmp_path):
     out = tmp_path / "pc"
     S.run(profile, out, "positive-control-smoke")
     (out / "policies" / "in-flight").mkdir()  # weights of a unit without a row: not shipped
-    prov = S.ship(out, tmp_path / "shipped")
+    prov = S.ship_positive_control(out, tmp_path / "shipped")
     assert prov["units"] == prov["planned_units"] == len(profile.units())
     assert not (tmp_path / "shipped" / "policies" / "in-flight").exists()
     df, read = P.load(tmp_path / "shipped")

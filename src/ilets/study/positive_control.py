@@ -307,9 +307,12 @@ def provenance(df: pd.DataFrame, name: str, planned: int) -> dict:
             "started_utc": df["started_utc"].min(), "finished_utc": df["finished_utc"].max()}
 
 
-def ship(src: Path, dest: Path) -> dict:
+def ship_positive_control(src: Path, dest: Path) -> dict:
     """Copy a control folder's finished units (rows, per-server clone weights, profile) into
-    ``dest`` (replaced) with its store and provenance, also while a run is still going."""
+    ``dest`` (replaced) with its store and provenance, also while a run is still going.
+
+    Not :func:`ilets.study.shipping.ship`: a control folder has units, not a grid's cells and
+    store, and its provenance counts units (:func:`provenance`)."""
     import shutil
 
     profile = json.loads((src / "profile.json").read_text())
@@ -342,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.ship is not None:
-            print(json.dumps(ship(args.out, args.ship), default=str))
+            print(json.dumps(ship_positive_control(args.out, args.ship), default=str))
             return 0
         profile = load_profile(args.profile)
         df = run(profile, args.out, args.profile)
