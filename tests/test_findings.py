@@ -19,6 +19,10 @@ from ilets.report import verdicts as V
 from ilets.report.report_context import ReportContext, build_stamp
 from ilets.study.results import STATUS_DONE, STATUS_FAILED, build_store, compute_table
 
+# one pytest-xdist worker runs the whole file, so its module fixtures (the synthetic store, its
+# context and each chapter's findings, seconds each) are computed once, not once a worker
+pytestmark = pytest.mark.xdist_group("findings")
+
 REPS = 200
 SCALE = 0.002  # the smoke profile's window: ~519 online tasks
 METHODS = {"drl": 0.0, "drl+": 0.08, "ilets-": 0.01, "ilets": 0.1, "greedy-cost": 0.2, "random": -0.3}
