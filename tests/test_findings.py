@@ -510,6 +510,7 @@ def test_headline_sets_the_papers_improvements_beside_ours(ctx, store, tmp_path,
     assert "store/metrics.parquet" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # reads every shipped paper cell's records (430 config.yaml files)
 def test_readme_headline_is_the_shipped_results_table():
     # README quotes the shipped paper-scale results; regenerate with
     # `python -m ilets.report.headline --results shipped/paper --write README.md` after shipping

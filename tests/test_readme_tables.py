@@ -12,6 +12,7 @@ from ilets.report import headline as H
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # reads every shipped paper cell's records (430 config.yaml files)
 def test_readme_shipped_table_is_generated_from_the_shipped_folders():
     # after shipping: `python -m ilets.report.headline --results shipped/paper --write README.md`
     readme = (ROOT / "README.md").read_text()
@@ -34,6 +35,7 @@ def test_shipped_table_reads_provenance_and_plans(tmp_path):
     assert lines[2].startswith("| `shipped/a/` | two cells | 2 of 3 | 1.50 | abcdef0, 1234567+dirty | ")
 
 
+@pytest.mark.slow  # reads every shipped paper cell's records (430 config.yaml files) first
 def test_write_needs_both_marker_pairs_and_changes_nothing_without(tmp_path):
     target = tmp_path / "README.md"
     original = "x\n<!-- headline:start -->\n<!-- headline:end -->\n"

@@ -186,6 +186,7 @@ def _copy(folder: Path, tmp_path: Path) -> Path:
     return tmp_path / "copy"
 
 
+@pytest.mark.slow  # `ilets verify` re-runs grid-command cells end to end
 def test_ilets_verify_reruns_sampled_command_cells_exactly(shipped_command, tmp_path, capsys):
     report = tmp_path / "VERIFY.json"
     code = main(["verify", "--scenario", "gridcommand", "--results", str(shipped_command), "--sample", "3",

@@ -100,6 +100,7 @@ def test_policies_earliest_finish_agrees(small_tasks):
     assert energy == pytest.approx(cloud.energy, rel=1e-9)
 
 
+@pytest.mark.slow  # ~2,900 tasks through both simulators and brute-force Earliest-Finish
 def test_heavy_load_with_queues():
     """Three servers for ~2,900 tasks: long queues, head-of-line blocking everywhere."""
     wl = synthetic_workload(WorkloadConfig(scale=0.005), seed=5)
