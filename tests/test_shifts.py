@@ -120,3 +120,14 @@ def test_a_learner_keeps_learning_in_a_shifted_world_as_a_cell_of_its_own(tmp_pa
     (online,) = (tmp_path / "o" / "cells").iterdir()
     assert online.name.startswith("drl@shift-none-drl+-M50-s0-")
     assert yaml.safe_load((online / "config.yaml").read_text())["warm_start"].endswith(table.loc["online", "cell"])
+
+
+def test_shipping_copies_the_gathered_results_with_a_provenance_in_units(tmp_path):
+    path = _family(tmp_path)
+    family = SH.load_family(path)
+    SH.run_family(family, SOURCE, tmp_path / "o", workers=1, progress=False)
+    assert SH.main(["--family", str(path), "--out", str(tmp_path / "o"), "--ship", str(tmp_path / "s"),
+                    "--note", "tiny"]) == 0
+    prov = json.loads((tmp_path / "s" / "PROVENANCE.json").read_text())
+    assert prov["units"] == prov["planned_units"] == 2 and prov["note"] == "tiny" and prov["cpu_hours"] > 0
+    assert {p.name for p in (tmp_path / "s").iterdir()} == {"shifts.parquet", "shifts.json", "PROVENANCE.json"}

@@ -266,17 +266,47 @@ def collect(out: Path, family: ShiftFamily | None = None, source: Path | None = 
     return table
 
 
+def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[str, Any]:
+    """Copy the gathered results of ``src`` (``shifts.parquet``, ``shifts.json`` and the cells
+    of learners that kept learning) to ``dest`` (replaced), with a ``PROVENANCE.json`` that
+    counts evaluations as units of the family's plan (README's shipped-results table reads it)."""
+    import shutil
+
+    from ilets.files import PROVENANCE
+    from ilets.study.run import atomic_json
+
+    src, dest = Path(src), Path(dest)
+    record = json.loads((src / "shifts.json").read_text())
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in ("shifts.parquet", "shifts.json"):
+        shutil.copy2(src / name, dest / name)
+    if (src / "cells").is_dir():
+        shutil.copytree(src / "cells", dest / "cells", ignore=shutil.ignore_patterns(".*", "*.zip"))
+    commit = str((record.get("code") or {}).get("commit"))
+    prov = {"units": record["evaluations"], "planned_units": len(plan(family)),
+            "commits": {commit + ("+dirty" if (record.get("code") or {}).get("dirty") else ""): record["evaluations"]},
+            "machines": {record["machine"]: record["evaluations"]}, "cpu_hours": record["cpu_hours"], "note": note}
+    atomic_json(dest / PROVENANCE, prov)
+    return prov
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ilets.study.shifts", description=__doc__.splitlines()[0])
     ap.add_argument("--family", default=str(DEFAULT_FAMILY), help="shift family YAML (default: the shipped one)")
-    ap.add_argument("--source", required=True, help="the grid whose learner cells supply the policies")
+    ap.add_argument("--source", default="", help="the grid whose learner cells supply the policies")
     ap.add_argument("--out", required=True, help="folder for the rows and shifts.parquet (resumable)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-jobs", type=int, default=None, help="run at most this many evaluations")
+    ap.add_argument("--ship", default=None, help="only copy --out's gathered results to this folder (replaced)")
+    ap.add_argument("--note", default="", help="the note stored with the shipped provenance")
     args = ap.parse_args(argv)
     try:
         family = load_family(args.family)
-        if not (Path(args.source) / "cells").is_dir():
+        if args.ship:  # what the run gathered (shifts.json names the commit that computed it)
+            print(json.dumps(ship_shifts(Path(args.out), Path(args.ship), family, args.note), indent=1))
+            return 0
+        if not args.source or not (Path(args.source) / "cells").is_dir():
             raise ConfigError(f"{args.source}: --source: expected a grid folder with cells/")
         if args.workers < 1 or (args.max_jobs is not None and args.max_jobs < 1):
             raise ConfigError("--workers and --max-jobs: expected >= 1")
