@@ -173,8 +173,8 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
     names = {"online": "online without OAIL", "online-oail": "online with OAIL"}
     missing = [names[c] for c in names if c not in conditions]
     if missing:
-        text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (a learner continuing online "
-                 "from its shipped policy needs a warm start from a cell's weights), so this chapter cannot yet say "
+        text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (each is a learner cell of its "
+                 "own, warm-started from the shipped policy), so this chapter cannot yet say "
                  "whether OAIL helps under shift")
     if "expert quality" not in set(rows["factor"]):
         text += "; the expert-quality shift (cloning a weakened or noisy expert) needs new training and has not run"
