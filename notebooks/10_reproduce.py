@@ -103,13 +103,13 @@ Markdown(per.round(1).to_markdown(index=False))
 # .venv/bin/ilets verify --results shipped/quick --sample 3
 # ```
 #
-# {glue:text}`recorded_text`
+# {glue:md}`recorded_text`
 
 # %% tags=["remove-cell"]
 from ilets.study import verify as VF
 
 recorded, recorded_text = VF.recorded_tables(F.verified_folders(ctx.out))
-glue("recorded_text", recorded_text, display=False)
+glue("recorded_text", Markdown(recorded_text), display=False)
 glue("numerics_text", VF.numerics_sentence(recorded), display=False)
 kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
 glue("kernels_text", Markdown(VF.kernel_effects_sentence(kernels, VF.native_kernels_folder(ctx.out))), display=False)

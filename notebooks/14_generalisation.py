@@ -25,25 +25,26 @@
 # cell ({doc}`13_per_server`) schedules the online half frozen and greedy, and the heuristics
 # schedule the same tasks, so each comparison is paired by seed.
 #
-# {glue:text}`provenance`
+# {glue:md}`provenance`
 
 # %% tags=["remove-cell"]
+from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets.report import plots
 from ilets.report import shifts as SH
 
 found = SH.chapter_findings()
-glue("provenance", found.provenance, display=False)
-glue("sentence", found.sentence, display=False)
-glue("response_sentence", found.response_sentence, display=False)
-glue("oail_sentence", found.oail_sentence, display=False)
+glue("provenance", Markdown(found.provenance), display=False)
+glue("sentence", Markdown(found.sentence), display=False)
+glue("response_sentence", Markdown(found.response_sentence), display=False)
+glue("oail_sentence", Markdown(found.oail_sentence), display=False)
 
 # %% [markdown]
 # ## The frozen policies against the best heuristic
 #
 # On the reward the learners were trained on (theta-weighted power and waiting; under a
-# theta shift, the shifted objective): {glue:text}`sentence`
+# theta shift, the shifted objective): {glue:md}`sentence`
 #
 # Each cell: the frozen policy's improvement over the best heuristic of that world, in
 # percent (positive is better), its 95 % interval over paired seeds and verdict, and in
@@ -53,7 +54,7 @@ glue("oail_sentence", found.oail_sentence, display=False)
 plots.markdown_table(SH.display_table(found.table, "mean_reward"), {}, empty="(no shifted-world results yet)")
 
 # %% [markdown]
-# On response time: {glue:text}`response_sentence`
+# On response time: {glue:md}`response_sentence`
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty="(no shifted-world results yet)")
@@ -63,7 +64,7 @@ plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty=
 #
 # The paper argues for OAIL by adaptation. Here each learner continues online from its own
 # final policy in the shifted world (warm-started, `RunConfig.warm_start`), once as plain PPO
-# and once with OAIL, on the same tasks and seeds: {glue:text}`oail_sentence`
+# and once with OAIL, on the same tasks and seeds: {glue:md}`oail_sentence`
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")

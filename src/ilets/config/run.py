@@ -110,12 +110,11 @@ ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s",
                 "workload.cpu_source", "warm_start")
 
 
-def digest_of(plain: dict[str, Any]) -> str:
-    """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
-    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON.
-
-    :data:`ADDED_FIELDS` at their defaults are left out (see there); a dotted name is a
-    field of a section (``oail.request_timeout_s``)."""
+def drop_added_defaults(plain: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a run configuration as plain data without the :data:`ADDED_FIELDS` that are at
+    their defaults (a dotted name is a field of a section, ``oail.request_timeout_s``); a
+    missing section or field is left as it is. What makes records made before a field existed
+    compare equal to today's (cell digests, event keys, the book's recorded measurements)."""
     defaults = to_dict(RunConfig())
     kept = dict(plain)
     for dotted in ADDED_FIELDS:
@@ -129,6 +128,14 @@ def digest_of(plain: dict[str, Any]) -> str:
         else:
             if leaf in holder and holder[leaf] == default[leaf]:
                 del holder[leaf]
+    return kept
+
+
+def digest_of(plain: dict[str, Any]) -> str:
+    """:meth:`RunConfig.digest` of a configuration as plain data (e.g. read back from a
+    cell's ``config.yaml``): the first 12 hex digits of the SHA-256 of its sorted JSON,
+    :data:`ADDED_FIELDS` at their defaults left out (:func:`drop_added_defaults`)."""
+    kept = drop_added_defaults(plain)
     return hashlib.sha256(json.dumps(kept, sort_keys=True).encode()).hexdigest()[:12]
 
 

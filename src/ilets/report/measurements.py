@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ilets.config import RunConfig
+from ilets.config import RunConfig, drop_added_defaults
 from ilets.host import machine_label
 from ilets.study.book_measurements import DEPENDS, measurements_dir, settings_of
 
@@ -78,6 +78,8 @@ def read(name: str, profile: str, run: RunConfig, folder: Path | None = None) ->
     recorded = data.get("run") or {}
     sections = DEPENDS[name]
     recorded = recorded if sections is None else {s: recorded.get(s) for s in sections}
+    # fields added since the record was made, at their defaults, changed nothing it measured
+    wanted, recorded = drop_added_defaults(wanted), drop_added_defaults(recorded)
     differ = sorted(s for s in set(wanted) | set(recorded) if wanted.get(s) != recorded.get(s))
     if differ:
         raise MeasurementError(f"{path}: measured with other {', '.join(differ)} settings than the {profile} results "

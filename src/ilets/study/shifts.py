@@ -259,7 +259,7 @@ def collect(out: Path, family: ShiftFamily | None = None, source: Path | None = 
     table.to_parquet(out / "shifts.parquet", index=False)
     record = {"made_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "code": source_version(), "machine": machine_label(cpu_model() or "an unknown CPU", os.cpu_count()),
-              "evaluations": int(len(table)), "cpu_hours": round(float(table["cpu_s"].sum()) / 3600, 3),
+              "evaluations": int(len(table)), "cpu_hours": round(float(table["cpu_s"].sum()) / 3600, 6),
               "source": str(source) if source else None,
               "family": dataclasses.asdict(family) if family else None}
     atomic_json(out / "shifts.json", record)

@@ -14,7 +14,7 @@ from typing import Any, Iterable, Mapping, overload
 
 import numpy as np
 
-from ilets.config import ADDED_FIELDS, RunConfig, WorkloadConfig, digest_of, from_dict, to_dict
+from ilets.config import RunConfig, WorkloadConfig, digest_of, drop_added_defaults, from_dict, to_dict
 from ilets.study.run import atomic_text
 
 #: The file of a results folder that records where each workload's events strike.
@@ -83,11 +83,7 @@ def workload_key(workload: WorkloadConfig) -> str:
     (:func:`ilets.config.digest_of`, the hash that names the cells). A workload field added
     after results were shipped (:data:`ilets.config.ADDED_FIELDS`) is left out at its default,
     as in a cell's digest, so the shipped records keep their keys."""
-    plain, default = to_dict(workload), to_dict(WorkloadConfig())
-    for dotted in ADDED_FIELDS:
-        section, _, leaf = dotted.partition(".")
-        if section == "workload" and leaf in plain and plain[leaf] == default[leaf]:
-            del plain[leaf]
+    plain = drop_added_defaults({"workload": to_dict(workload)})["workload"]
     return digest_of(plain)
 
 
