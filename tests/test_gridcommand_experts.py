@@ -350,6 +350,13 @@ def test_ladder_gaps_split_horizon_and_forecast_error_as_citylearn():
         ladder_gaps({"oracle": 1.0})
     with pytest.raises(ValueError, match="finite"):
         ladder_gaps({"oracle": np.nan, "mpc-perfect": 1, "mpc-forecast": 1, "rule": 1})
+    # rungs of mixed forms are named, whichever form comes first (a number after a mapping
+    # used to fail on dict(number) with a TypeError before the check)
+    mixed = {"oracle": {"tracking": 1.0}, "mpc-perfect": 2.0, "mpc-forecast": {"tracking": 3.0}, "rule": {"tracking": 4.0}}
+    with pytest.raises(ValueError, match=r"scores\['mpc-perfect'\]: expected the same metrics"):
+        ladder_gaps(mixed)
+    with pytest.raises(ValueError, match=r"scores\['rule'\]: expected the same metrics"):
+        ladder_gaps({**mixed, "mpc-perfect": {"tracking": 2.0}, "rule": {"sla": 4.0}})
 
 
 def test_the_benchmark_script_runs_quick(capsys):

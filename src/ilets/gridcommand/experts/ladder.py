@@ -78,14 +78,17 @@ def ladder_gaps(scores: Mapping[str, float | Mapping[str, float]], higher_is_bet
     if missing:
         raise ValueError(f"scores: missing rung(s) {missing}; expected all of {LADDER}")
     scalar = not isinstance(scores[LADDER[0]], Mapping)
-    # each rung as metric -> score; the loop below checks every rung has the first rung's form
+    first = ["score"] if scalar else list(cast(Mapping[str, float], scores[LADDER[0]]))
+    # every rung must have the first rung's form (a number, or a mapping of the same metrics)
+    # before any is read as one
+    for r in LADDER:
+        form_differs = scalar == isinstance(scores[r], Mapping)
+        if form_differs or (not scalar and set(cast(Mapping[str, float], scores[r])) != set(first)):
+            raise ValueError(f"scores[{r!r}]: expected the same metrics as scores['oracle'] ({first})")
     per: dict[str, dict[str, float]] = {
         r: ({"score": cast(float, scores[r])} if scalar else dict(cast(Mapping[str, float], scores[r])))
         for r in LADDER}
     metrics = list(per[LADDER[0]])
-    for r in LADDER:
-        if scalar == isinstance(scores[r], Mapping) or set(per[r]) != set(metrics):
-            raise ValueError(f"scores[{r!r}]: expected the same metrics as scores['oracle'] ({metrics})")
     out: dict[str, dict[str, float]] = {}
     sign = -1.0 if higher_is_better else 1.0
     for m in metrics:
