@@ -172,7 +172,13 @@ def merge(base: Any, overrides: dict[str, Any] | None, where: str = "config") ->
     return from_dict(type(base), deep(current, overrides or {}), where)
 
 
-class _StrictLoader(yaml.SafeLoader):
+# libyaml's parser when PyYAML was built with it (faster on the hundreds of shipped
+# configs a report reads), the pure-Python one otherwise; the constructor and resolver are
+# the safe ones either way
+_SafeBase = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_SafeBase):  # type: ignore[valid-type,misc]
     """SafeLoader that refuses a mapping with a repeated key (PyYAML keeps the last silently)."""
 
     def construct_mapping(self, node: yaml.Node, deep: bool = False) -> dict[Any, Any]:
