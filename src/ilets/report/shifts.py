@@ -69,8 +69,8 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
         return pd.DataFrame(columns=COLUMNS)
     out = []
     for (shift, servers), world in rows.groupby(["shift", "servers"], sort=False):
-        ref = _reference(rows, int(servers))
         heur = world[world["kind"] == "heuristic"]
+        frozen = world[(world["kind"] == "learner") & (world["condition"] == "frozen")]
         for metric in measures:
             higher = bool(METRIC_SPECS[metric].higher_is_better)
             means = heur.groupby("actor")[metric].mean()
@@ -78,25 +78,20 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
                 continue
             best = str(means.idxmax() if higher else means.idxmin())
             y = heur[heur["actor"] == best].set_index("seed")[metric]
-            frozen = world[(world["kind"] == "learner") & (world["condition"] == "frozen")]
             for learner, own in frozen.groupby("actor", sort=False):
                 x = own.set_index("seed")[metric]
                 rel, lo, hi, verdict, n = _effect(x, y, metric, (str(shift), int(servers), metric, learner, best), reps)
-                before = np.nan
-                if ref is not None:
-                    base = rows[(rows["shift"] == ref) & (rows["servers"] == servers)]
-                    bh = base[base["kind"] == "heuristic"]
-                    bm = bh.groupby("actor")[metric].mean()
-                    if not bm.empty:
-                        bbest = str(bm.idxmax() if higher else bm.idxmin())
-                        bx = base[(base["actor"] == learner) & (base["condition"] == "frozen")].set_index("seed")[metric]
-                        by = bh[bh["actor"] == bbest].set_index("seed")[metric]
-                        before = _effect(bx, by, metric, (ref, int(servers), metric, learner, bbest), reps)[0]
                 out.append({"shift": shift, "factor": own["factor"].iloc[0], "servers": int(servers),
                             "train_servers": int(own["train_servers"].iloc[0]), "learner": learner, "measure": metric,
                             "heuristic": best, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
-                            "verdict": verdict, "unshifted_rel_pct": before})
-    return pd.DataFrame(out, columns=COLUMNS)
+                            "verdict": verdict})
+    table = pd.DataFrame(out, columns=COLUMNS[:-1])
+    # where each learner stood before the shift: its own row in the unshifted world at that size
+    refs = {int(s): _reference(rows, int(s)) for s in table["servers"].unique()}
+    standing = table.set_index(["shift", "servers", "learner", "measure"])["rel_pct"].to_dict()
+    table["unshifted_rel_pct"] = [standing.get((refs[s], s, learner, m), np.nan) for s, learner, m in
+                                  zip(table["servers"], table["learner"], table["measure"])]
+    return table
 
 
 #: The columns of :func:`oail_table`.
