@@ -130,4 +130,10 @@ def test_shipping_copies_the_gathered_results_with_a_provenance_in_units(tmp_pat
                     "--note", "tiny"]) == 0
     prov = json.loads((tmp_path / "s" / "PROVENANCE.json").read_text())
     assert prov["units"] == prov["planned_units"] == 2 and prov["note"] == "tiny" and prov["cpu_hours"] > 0
+    # the study's one provenance schema, from each row's own record of where it ran
+    from ilets.study.run import source_version
+
+    here = source_version()
+    commit = (here["commit"] or "unrecorded") + ("+dirty" if here["dirty"] else "")
+    assert prov["cells"] == 2 and prov["commits"] == {commit: 2} and sum(prov["machines"].values()) == 2
     assert {p.name for p in (tmp_path / "s").iterdir()} == {"shifts.parquet", "shifts.json", "PROVENANCE.json"}

@@ -228,7 +228,7 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
     if record_path.is_file():
         rec = json.loads(record_path.read_text())
         commit = str((rec.get("code") or {}).get("commit", "unknown"))[:12]
-        prov = (f"{rec['evaluations']:,} evaluations, {rec['cpu_hours']:.2f} CPU-hours, made {rec['made_utc']} "
+        prov = (f"{rec['evaluations']:,} evaluations, {rec['cpu_hours']:.2f} CPU-hours, gathered {rec['made_utc']} "
                 f"on {rec['machine']} at commit {commit}, from the policies of `{Path(str(rec.get('source'))).name}`.")
     oail = oail_table(rows, reps=reps)
     return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail),

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Mapping, Protocol, TypeVar
 
 from ilets.config import ConfigError, to_dict
 from ilets.host import ComputeRecord
@@ -245,12 +245,7 @@ class CloudScenario:
         out = []
         for cell in found:
             system = json.loads((cell / "system.json").read_text()) if (cell / "system.json").is_file() else {}
-            metrics = json.loads((cell / "metrics.json").read_text())
-            out.append(ComputeRecord(
-                commit=system.get("commit"), dirty=system.get("dirty"),
-                cpu_model=system.get("cpu_model", "unknown CPU"), cores=system.get("cores", "?"),
-                cpu_id=system.get("cpu_id", ""), numerics=recorded_mode(system), started_utc=system.get("started_utc"),
-                cpu_s=float(metrics.get("cpu_s", 0.0)), wall_s=float(metrics.get("wall_s", 0.0))))
+            out.append(compute_record(system, json.loads((cell / "metrics.json").read_text())))
         return out
 
     def ship_cell(self, cell: Path, dest: Path) -> None:
@@ -322,6 +317,17 @@ class CloudScenario:
         except (OSError, ValueError):
             system = {}
         return recorded_mode(system if isinstance(system, dict) else {})
+
+
+def compute_record(system: Mapping[str, Any], metrics: Mapping[str, Any]) -> ComputeRecord:
+    """What provenance needs of one unit of work, from its :func:`ilets.study.run.system_info`
+    (empty when it predates that record: counted as unrecorded) and its metrics' CPU and wall
+    seconds."""
+    return ComputeRecord(
+        commit=system.get("commit"), dirty=system.get("dirty"),
+        cpu_model=system.get("cpu_model", "unknown CPU"), cores=system.get("cores", "?"),
+        cpu_id=system.get("cpu_id", ""), numerics=recorded_mode(dict(system)), started_utc=system.get("started_utc"),
+        cpu_s=float(metrics.get("cpu_s", 0.0)), wall_s=float(metrics.get("wall_s", 0.0)))
 
 
 #: metrics that describe the machine's speed, not the result

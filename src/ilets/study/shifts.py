@@ -37,6 +37,8 @@ ROW_METRICS = ("avg_response_s", "success_rate", "energy_kwh", "mean_reward", "c
 #: learn online from that policy (``RunConfig.warm_start``) as plain PPO (method ``drl``); or
 #: the same with OAIL's online imitation (method ``ilets-``). A heuristic's rows say "heuristic".
 CONDITIONS = {"frozen": None, "online": "drl", "online-oail": "ilets-"}
+#: What a row keeps of its :func:`ilets.study.run.system_info` (as JSON): what provenance reads.
+SYSTEM_KEYS = ("commit", "dirty", "cpu_model", "cores", "cpu_id", "numerics", "started_utc")
 #: The sections of the run config a shift may change.
 SECTIONS = ("workload", "reward", "fleet")
 
@@ -181,7 +183,7 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
     (:func:`ilets.study.evaluate.evaluate`); a learner that keeps learning runs as a cell of
     its own under ``out/cells`` (:func:`online_config`)."""
     from ilets.study.evaluate import evaluate
-    from ilets.study.run import run_cell
+    from ilets.study.run import run_cell, system_info
     from ilets.study.verify import recorded_config
     from ilets.workloads.workload import load_workload
 
@@ -190,8 +192,10 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
     if learner and job.condition != "frozen":
         folder = run_cell(online_config(job, reference), Path(out))
         metrics = json.loads((folder / "metrics.json").read_text())
+        system = json.loads((folder / "system.json").read_text())
         tasks = int(metrics["tasks"])
     else:
+        system = system_info()
         base = recorded_config(reference).workload
         workload = merge(base, job.shift.changes.get("workload"), f"shift {job.shift.name}")
         workload.validate(f"shift {job.shift.name}.workload")
@@ -204,7 +208,9 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
             "kind": "learner" if learner else "heuristic", "condition": job.condition, "servers": job.servers,
             "train_servers": job.train_servers if learner else None, "seed": job.seed,
             "cell": reference.name if learner else None, "tasks": tasks,
-            **{m: float(metrics[m]) for m in ROW_METRICS}}
+            **{m: float(metrics[m]) for m in ROW_METRICS},
+            # where and how it ran, for the provenance (ilets.host.provenance_of)
+            "system": json.dumps({k: system.get(k) for k in SYSTEM_KEYS})}
 
 
 def source_learner(source: Path) -> str:
@@ -268,25 +274,29 @@ def collect(out: Path, family: ShiftFamily | None = None, source: Path | None = 
 
 def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[str, Any]:
     """Copy the gathered results of ``src`` (``shifts.parquet``, ``shifts.json`` and the cells
-    of learners that kept learning) to ``dest`` (replaced), with a ``PROVENANCE.json`` that
-    counts evaluations as units of the family's plan (README's shipped-results table reads it)."""
+    of learners that kept learning) to ``dest`` (replaced), with a ``PROVENANCE.json`` in the
+    study's one schema (:func:`ilets.host.provenance_of`, from each row's own record of where
+    it ran: a row without one counts as unrecorded) that also counts evaluations as units of
+    the family's plan (README's shipped-results table reads it)."""
     import shutil
 
     from ilets.files import PROVENANCE
+    from ilets.host import provenance_of
     from ilets.study.run import atomic_json
+    from ilets.study.scenario import compute_record
 
     src, dest = Path(src), Path(dest)
-    record = json.loads((src / "shifts.json").read_text())
+    table = pd.read_parquet(src / "shifts.parquet")
+    systems = table["system"] if "system" in table else pd.Series([None] * len(table))
+    records = [compute_record(json.loads(system) if isinstance(system, str) else {}, row)
+               for system, row in zip(systems, table.to_dict("records"))]
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
     for name in ("shifts.parquet", "shifts.json"):
         shutil.copy2(src / name, dest / name)
     if (src / "cells").is_dir():
         shutil.copytree(src / "cells", dest / "cells", ignore=shutil.ignore_patterns(".*", "*.zip"))
-    commit = str((record.get("code") or {}).get("commit"))
-    prov = {"units": record["evaluations"], "planned_units": len(plan(family)),
-            "commits": {commit + ("+dirty" if (record.get("code") or {}).get("dirty") else ""): record["evaluations"]},
-            "machines": {record["machine"]: record["evaluations"]}, "cpu_hours": record["cpu_hours"], "note": note}
+    prov = {**provenance_of(records), "units": len(table), "planned_units": len(plan(family)), "note": note}
     atomic_json(dest / PROVENANCE, prov)
     return prov
 
