@@ -160,6 +160,13 @@ DEVIATIONS: tuple[Deviation, ...] = (
               f"{_WORLDS.run.workload.event_jitter_s:g} s (at most {MAX_EVENT_JITTER_S:g} s, so events keep their order), so "
               "its intervals cover worlds and policies together",
               "Profile.worlds, WorkloadConfig.event_jitter_s, configs/worlds.yaml"),
+    Deviation("Shifted worlds", "no change of data set, objective weight or constraints is shown",
+              "a declared family of worlds, each moving one factor (arrival rate, bursts, a linear trend over the "
+              "designed knots, CPU requests scaled or resampled from the real sample, lengths, deadlines, theta, the "
+              "fleet's ranges, the fleet size trained at); a learner that keeps learning there starts from a "
+              "per-server cell's final policy (warm_start), which also takes the clone's place as the KL reference",
+              "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, configs/shifts.yaml, "
+              "ilets.study.shifts"),
 )
 
 
