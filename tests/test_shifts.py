@@ -36,8 +36,14 @@ def test_the_shipped_family_moves_one_factor_per_shift():
         fields = [f for section in s.changes.values() for f in section]
         assert len(fields) == (0 if s.factor in ("none", "fleet size") else 1), s
     assert family.conditions == ("frozen", "online", "online-oail")
-    per_world = len(family.learners) * len(family.conditions) + len(family.heuristics)
-    assert len(SH.plan(family)) == len(family.seeds) * per_world * len(family.shifts)
+    assert family.continuing == ("drl+",)
+    per_world = len(family.learners) + len(family.continuing) * (len(family.conditions) - 1) + len(family.heuristics)
+    jobs = SH.plan(family)
+    assert len(jobs) == len(family.seeds) * per_world * len(family.shifts)
+    # within a seed, every one-pass evaluation comes before the first online run
+    first = [j for j in jobs if j.seed == family.seeds[0]]
+    kinds = [j.condition in ("online", "online-oail") for j in first]
+    assert kinds == sorted(kinds) and any(kinds)
 
 
 @pytest.mark.parametrize("shift, message", [
@@ -49,6 +55,15 @@ def test_the_shipped_family_moves_one_factor_per_shift():
 def test_a_wrong_shift_is_named_with_its_file_and_field(tmp_path, shift, message):
     path = _family(tmp_path, bad=shift)
     with pytest.raises(ConfigError, match=message.replace(".", r"\.").replace("(", r"\(")) as err:
+        SH.load_family(path)
+    assert str(path) in str(err.value)
+
+
+def test_online_learners_must_be_among_the_learners(tmp_path):
+    path = _family(tmp_path)
+    spec = yaml.safe_load(path.read_text())
+    path.write_text(yaml.safe_dump({**spec, "online_learners": ["ilets"]}))
+    with pytest.raises(ConfigError, match="online_learners: expected a list among the learners") as err:
         SH.load_family(path)
     assert str(path) in str(err.value)
 

@@ -109,6 +109,8 @@ def oail_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: i
     for (shift, servers, learner), g in rows[rows["kind"] == "learner"].groupby(["shift", "servers", "actor"],
                                                                                  sort=False):
         with_, without = (g[g["condition"] == c].set_index("seed") for c in ("online-oail", "online"))
+        if with_.empty or without.empty:  # a learner that ran frozen only
+            continue
         for metric in measures:
             rel, lo, hi, verdict, n = _effect(with_[metric], without[metric], metric,
                                               (str(shift), int(servers), metric, learner, "oail"), reps)

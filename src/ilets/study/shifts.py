@@ -66,7 +66,16 @@ class ShiftFamily:
     servers: tuple[int, ...]
     seeds: tuple[int, ...]
     shifts: tuple[Shift, ...]
-    conditions: tuple[str, ...] = ("frozen",)  #: of :data:`CONDITIONS`, for every learner
+    conditions: tuple[str, ...] = ("frozen",)  #: of :data:`CONDITIONS`
+    #: the learners that also run the online conditions (default: every learner). Each online
+    #: run is a learner cell of its own, so a family may keep them to the one learner whose
+    #: continuation answers its question.
+    online_learners: tuple[str, ...] | None = None
+
+    @property
+    def continuing(self) -> tuple[str, ...]:
+        """The learners that run the online conditions."""
+        return self.learners if self.online_learners is None else self.online_learners
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +99,7 @@ class Job:
 
 
 _FAMILY_KEYS = {"name", "description", "source", "learners", "heuristics", "servers", "seeds", "shifts"}
-_OPTIONAL_KEYS = {"conditions"}
+_OPTIONAL_KEYS = {"conditions", "online_learners"}
 _SHIFT_KEYS = {"factor", "changes", "train_servers", "servers"}
 
 
@@ -134,21 +143,33 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
         bad = [m for m in data[key] if (m not in HEURISTICS) == (key == "heuristics")]
         if bad:
             raise ConfigError(f"{where}: {key}: {bad} are not {key}")
+    online = data.get("online_learners")
+    if online is not None and (not isinstance(online, list) or set(online) - set(data["learners"])):
+        raise ConfigError(f"{where}: online_learners: expected a list among the learners {list(data['learners'])}, "
+                          f"got {online!r}")
     return ShiftFamily(name=str(data["name"]), description=str(data["description"]), source=str(data["source"]),
                        learners=tuple(data["learners"]), heuristics=tuple(data["heuristics"]),
                        servers=tuple(int(s) for s in data["servers"]), seeds=tuple(int(s) for s in data["seeds"]),
-                       shifts=tuple(shifts), conditions=conditions)
+                       shifts=tuple(shifts), conditions=conditions,
+                       online_learners=None if online is None else tuple(online))
 
 
 def plan(family: ShiftFamily) -> list[Job]:
     """Every evaluation of ``family``, in a fixed order: seed by seed, so that a run stopped
-    early leaves whole seeds of every shift rather than every seed of some."""
-    jobs = []
+    early leaves whole seeds of every shift rather than every seed of some; within a seed the
+    one-pass evaluations (frozen policies, heuristics) of every shift before the online runs,
+    each of which trains a cell."""
+    jobs: list[Job] = []
     for seed in family.seeds:
-        for shift in family.shifts:
-            for servers in ((shift.servers,) if shift.servers else family.servers):
-                jobs += [Job(shift, actor, servers, seed, how) for how in family.conditions for actor in family.learners]
-                jobs += [Job(shift, actor, servers, seed) for actor in family.heuristics]
+        worlds = [(shift, servers) for shift in family.shifts
+                  for servers in ((shift.servers,) if shift.servers else family.servers)]
+        for shift, servers in worlds:
+            if "frozen" in family.conditions:
+                jobs += [Job(shift, actor, servers, seed, "frozen") for actor in family.learners]
+            jobs += [Job(shift, actor, servers, seed) for actor in family.heuristics]
+        online = [how for how in family.conditions if how != "frozen"]
+        jobs += [Job(shift, actor, servers, seed, how) for shift, servers in worlds
+                 for actor in family.continuing for how in online]
     return jobs
 
 
