@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.report.stats.prose import change_text
-from ilets.report.stats.resampling import (DEFAULT_REPS, _direction, _values, bootstrap_ci, effect_verdict,
+from ilets.report.stats.resampling import (DEFAULT_REPS, SeedMeans, _direction, bootstrap_ci, effect_verdict,
                                            method_order, percentile_interval, seed_effect)
 
 
@@ -104,6 +104,7 @@ def improvement_table(metrics: pd.DataFrame, baseline: str = "drl", metrics_cols
     methods = [m for m in method_order(metrics["method"].unique()) if m != baseline] if methods is None \
         else [m for m in methods if m != baseline]
     scales = sorted(metrics.loc[metrics["method"] == baseline, "servers"].unique())
+    values = SeedMeans(metrics)
     rows = []
     for col in metrics_cols:
         higher = _dir_of(col, directions)
@@ -112,7 +113,7 @@ def improvement_table(metrics: pd.DataFrame, baseline: str = "drl", metrics_cols
         for method in methods:
             per_scale = []
             for s in scales:
-                e = seed_effect(_values(metrics, method, s, col), _values(metrics, baseline, s, col), higher, paired,
+                e = seed_effect(values(method, s, col), values(baseline, s, col), higher, paired,
                                 reps, (seed, s, col, method, baseline))
                 if e is not None:
                     per_scale.append((s, e))
