@@ -22,7 +22,7 @@ def _family(tmp_path, **shifts):
             "heuristics": ["earliest-finish"], "servers": [50], "seeds": [0],
             "shifts": {"none": {"factor": "none", "changes": {"workload": TINY}}, **shifts}}
     path = tmp_path / "family.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))  # the reference first, as written
     return path
 
 
@@ -31,15 +31,19 @@ def test_the_shipped_family_moves_one_factor_per_shift():
     assert family.shifts[0].name == "none" and family.learners == ("drl", "drl+", "ilets-", "ilets")
     factors = {s.factor for s in family.shifts}
     assert {"arrival rate", "bursts", "trend", "CPU-request mix", "task lengths", "deadlines", "objective weight",
-            "fleet speed", "fleet power", "fleet size"} <= factors
+            "fleet speed", "fleet power", "fleet size", "expert quality"} <= factors
     for s in family.shifts:  # one section, one field each, or a fleet-size transfer with no change
         fields = [f for section in s.changes.values() for f in section]
-        assert len(fields) == (0 if s.factor in ("none", "fleet size") else 1), s
+        assert len(fields) == (0 if s.factor in ("none", "fleet size", "expert quality") else 1), s
+        # an expert-quality shift changes one thing of the training instead, and not the world
+        assert len([f for section in s.train.values() for f in section]) == (s.factor == "expert quality"), s
     assert family.conditions == ("frozen", "online", "online-oail")
     assert family.continuing == ("drl+",)
-    per_world = len(family.learners) + len(family.continuing) * (len(family.conditions) - 1) + len(family.heuristics)
+    online = len(family.conditions) - 1
+    per_seed = sum(len(family.learners_of(s)) + online * len(set(family.continuing) & set(family.learners_of(s)))
+                   + len(family.heuristics) for s in family.shifts)
     jobs = SH.plan(family)
-    assert len(jobs) == len(family.seeds) * per_world * len(family.shifts)
+    assert len(jobs) == len(family.seeds) * per_seed
     # within a seed, every one-pass evaluation comes before the first online run
     first = [j for j in jobs if j.seed == family.seeds[0]]
     kinds = [j.condition in ("online", "online-oail") for j in first]
@@ -135,6 +139,40 @@ def test_a_learner_keeps_learning_in_a_shifted_world_as_a_cell_of_its_own(tmp_pa
     (online,) = (tmp_path / "o" / "cells").iterdir()
     assert online.name.startswith("drl@shift-none-drl+-M50-s0-")
     assert yaml.safe_load((online / "config.yaml").read_text())["warm_start"].endswith(table.loc["online", "cell"])
+
+
+def test_an_expert_quality_shift_trains_its_learner_anew_and_counts_the_training_once(tmp_path):
+    # the source cell's DRL+ trained again cloning labels half of which are random, on a tiny window
+    train = {"workload": TINY, "oinpt": {"label_noise": 0.5, "max_demo_tasks": 60, "bc_epochs": 1, "batch_size": 32}}
+    path = _family(tmp_path, noisy={"factor": "expert quality", "learners": ["drl+"], "train": train,
+                                    "changes": {"workload": TINY}})
+    spec = yaml.safe_load(path.read_text())
+    spec.update(learners=["drl", "drl+"], conditions=["frozen", "online"], online_learners=["drl+"])
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))  # the reference stays first
+    family = SH.load_family(path)
+    keys = [j.key for j in SH.plan(family)]
+    assert "noisy--drl-M50-s0" not in keys and {"noisy--drl+-M50-s0", "noisy--drl+@online-M50-s0"} <= set(keys)
+    table = SH.run_family(family, SOURCE, tmp_path / "o", workers=1, progress=False)
+    noisy = table[table["shift"] == "noisy"].set_index("condition")
+    trained = tmp_path / "o" / "cells" / noisy.loc["frozen", "cell"]
+    assert trained.name.startswith("drl+@shift-noisy-M50-s0-")
+    metrics = json.loads((trained / "metrics.json").read_text())
+    assert 0.3 < metrics["bc_labels_changed"] < 0.6  # half redrawn, a few redrawn to the expert's own
+    assert noisy.loc["frozen", "train_cpu_s"] == metrics["cpu_s"]
+    assert yaml.safe_load((tmp_path / "o" / "cells").glob("drl@*noisy*").__next__().joinpath(
+        "config.yaml").read_text())["warm_start"].endswith(trained.name)  # continues from the noisy clone
+    assert SH.cpu_seconds(table) == pytest.approx(table["cpu_s"].sum() + metrics["cpu_s"])
+
+
+@pytest.mark.parametrize("shift, message", [
+    ({"factor": "x", "train": {"reward": {"theta": 0.1}}}, "shifts.bad.train: expected sections among"),
+    ({"factor": "x", "train": {"oinpt": {"label_noise": 2}}}, "shifts.bad.train.oinpt.label_noise: expected a share"),
+    ({"factor": "x", "learners": ["ilets"]}, "shifts.bad.learners: expected a list among the learners"),
+])
+def test_a_wrong_training_change_is_named(tmp_path, shift, message):
+    path = _family(tmp_path, bad=shift)
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        SH.load_family(path)
 
 
 def test_shipping_copies_the_gathered_results_with_a_provenance_in_units(tmp_path):

@@ -26,6 +26,7 @@ import os
 import time
 import warnings
 from collections.abc import Mapping
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -245,22 +246,41 @@ def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -
         return _behaviour_clone(model, demos, cfg, seed)
 
 
+def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[Demonstrations, float]:
+    """``demos`` with each label replaced, with probability ``share``, by a uniformly random
+    server the decision's mask allows (possibly the expert's own): a noisy expert whose states
+    are the expert's. Returns the copy and the share of labels that changed. The draws are
+    keyed by ``seed`` alone; ``share == 0`` returns ``demos`` itself, drawing nothing."""
+    if share == 0:
+        return demos, 0.0
+    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6C6E]))  # "ln": label noise
+    acts = demos.acts.copy()
+    for i in np.flatnonzero(rng.random(len(acts)) < share):
+        acts[i] = rng.choice(np.flatnonzero(demos.masks[i]))
+    noisy = dataclasses.replace(demos, acts=acts)
+    return noisy, float(np.mean(acts != demos.acts)) if len(acts) else 0.0
+
+
 def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict[str, float]:
+    """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set); the
+    agreement and the cloning report are measured against the expert's own labels."""
     from imitation.algorithms import bc
     from imitation.util import logger as imit_logger
 
     before = action_agreement(model.policy, demos)
+    taught, changed = with_label_noise(demos, cfg.label_noise, seed)
     trainer = bc.BC(
         observation_space=model.observation_space, action_space=model.action_space,
-        policy=model.policy, demonstrations=to_transitions(demos), rng=np.random.default_rng(seed),
+        policy=model.policy, demonstrations=to_transitions(taught), rng=np.random.default_rng(seed),
         batch_size=cfg.batch_size, optimizer_kwargs={"lr": cfg.learning_rate}, device="cpu",
         custom_logger=imit_logger.configure(format_strs=[]),
     )
     with warnings.catch_warnings():  # imitation's logger converts loss tensors that need grad
         warnings.filterwarnings("ignore", message=".*requires_grad.*")
         trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
+    noise = {"bc_labels_changed": changed} if cfg.label_noise else {}
     return {"bc_agreement_before": before, "bc_agreement_after": action_agreement(model.policy, demos),
-            **cloning_report(model.policy, demos)}
+            **cloning_report(model.policy, demos), **noise}
 
 
 def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict[str, float]:

@@ -95,8 +95,13 @@ class OINPTConfig(_Typed):
     learning_rate: float = 1e-3
     critic_pretrain: bool = True  #: regress V on discounted expert returns [ours]
     critic_epochs: int = 20
+    #: share of the cloned labels replaced by a uniformly random allowed server (a noisy
+    #: expert, for the expert-quality shift of ``configs/shifts.yaml``) [ours]
+    label_noise: float = 0.0
 
     def validate(self, where: str) -> None:
+        if not 0 <= self.label_noise <= 1:
+            raise ConfigError(f"{where}.label_noise: expected a share in [0, 1], got {self.label_noise}")
         try:
             team(self.expert)
         except ValueError as err:

@@ -107,7 +107,7 @@ class RunConfig(_Typed):
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
-                "workload.cpu_source", "warm_start")
+                "workload.cpu_source", "warm_start", "oinpt.label_noise")
 
 
 def drop_added_defaults(plain: dict[str, Any]) -> dict[str, Any]:

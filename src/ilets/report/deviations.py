@@ -164,9 +164,13 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "a declared family of worlds, each moving one factor (arrival rate, bursts, a linear trend over the "
               "designed knots, CPU requests scaled or resampled from the real sample, lengths, deadlines, theta, the "
               "fleet's ranges, the fleet size trained at); a learner that keeps learning there starts from a "
-              "per-server cell's final policy (warm_start), which also takes the clone's place as the KL reference",
-              "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, configs/shifts.yaml, "
-              "ilets.study.shifts"),
+              "per-server cell's final policy (warm_start), which also takes the clone's place as the KL reference; "
+              "the online conditions continue the per-server DRL+ policy (online_learners); the expert-quality "
+              "shift trains DRL+ anew cloning the one-step greedy expert, or GA+PSO with half its labels replaced "
+              "by a random allowed server (oinpt.label_noise), and its online conditions continue that clone with "
+              "the unchanged OAIL experts",
+              "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, OINPTConfig.label_noise, "
+              "configs/shifts.yaml, ilets.study.shifts"),
 )
 
 

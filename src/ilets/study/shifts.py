@@ -52,6 +52,11 @@ class Shift:
     changes: dict[str, dict[str, Any]]  #: section -> field -> value, over the cell's own config
     train_servers: int | None = None  #: the fleet size whose policies run here (None: the same)
     servers: int | None = None  #: run at this fleet size instead of the family's
+    #: section -> field -> value for a learner trained anew (the expert-quality shift): the
+    #: source cell's config with these changes runs as a cell of its own, whose final policy
+    #: then takes the source cell's place. Empty: the source cell's policy runs as it is.
+    train: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    learners: tuple[str, ...] | None = None  #: the learners this shift applies to (None: the family's)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +82,10 @@ class ShiftFamily:
         """The learners that run the online conditions."""
         return self.learners if self.online_learners is None else self.online_learners
 
+    def learners_of(self, shift: Shift) -> tuple[str, ...]:
+        """The learners that run in ``shift`` (frozen)."""
+        return self.learners if shift.learners is None else shift.learners
+
 
 @dataclasses.dataclass(frozen=True)
 class Job:
@@ -100,7 +109,9 @@ class Job:
 
 _FAMILY_KEYS = {"name", "description", "source", "learners", "heuristics", "servers", "seeds", "shifts"}
 _OPTIONAL_KEYS = {"conditions", "online_learners"}
-_SHIFT_KEYS = {"factor", "changes", "train_servers", "servers"}
+_SHIFT_KEYS = {"factor", "changes", "train_servers", "servers", "train", "learners"}
+#: The sections of the run config a learner trained anew may change (:attr:`Shift.train`).
+TRAIN_SECTIONS = ("oinpt", "experts", "ppo", "workload")
 
 
 def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
@@ -135,8 +146,17 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
         merge(WorkloadConfig(), changes.get("workload"), f"{at}.changes.workload").validate(f"{at}.changes.workload")
         merge(method_defaults(), {k: v for k, v in changes.items() if k != "workload"}, f"{at}.changes").validate(
             f"{at}.changes")
+        train = spec.get("train") or {}
+        if not isinstance(train, dict) or set(train) - set(TRAIN_SECTIONS):
+            raise ConfigError(f"{at}.train: expected sections among {list(TRAIN_SECTIONS)}, got {train!r}")
+        merge(method_defaults(), train, f"{at}.train").validate(f"{at}.train")
+        learners = spec.get("learners")
+        if learners is not None and (not isinstance(learners, list) or set(learners) - set(data["learners"])):
+            raise ConfigError(f"{at}.learners: expected a list among the learners {list(data['learners'])}, "
+                              f"got {learners!r}")
         shifts.append(Shift(name=str(name), factor=str(spec["factor"]), changes=changes,
-                            train_servers=spec.get("train_servers"), servers=spec.get("servers")))
+                            train_servers=spec.get("train_servers"), servers=spec.get("servers"), train=train,
+                            learners=None if learners is None else tuple(learners)))
     if not shifts or shifts[0].factor != "none":
         raise ConfigError(f"{where}: shifts: expected the unshifted reference (factor: none) first")
     for key in ("learners", "heuristics"):
@@ -165,11 +185,11 @@ def plan(family: ShiftFamily) -> list[Job]:
                   for servers in ((shift.servers,) if shift.servers else family.servers)]
         for shift, servers in worlds:
             if "frozen" in family.conditions:
-                jobs += [Job(shift, actor, servers, seed, "frozen") for actor in family.learners]
+                jobs += [Job(shift, actor, servers, seed, "frozen") for actor in family.learners_of(shift)]
             jobs += [Job(shift, actor, servers, seed) for actor in family.heuristics]
         online = [how for how in family.conditions if how != "frozen"]
         jobs += [Job(shift, actor, servers, seed, how) for shift, servers in worlds
-                 for actor in family.continuing for how in online]
+                 for actor in family.continuing if actor in family.learners_of(shift) for how in online]
     return jobs
 
 
@@ -210,6 +230,11 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
 
     learner = job.actor not in HEURISTICS
     reference = source_cell(source, job.actor if learner else source_learner(source), job.train_servers, job.seed)
+    trained: dict[str, Any] = {}
+    if learner and job.shift.train:
+        reference = trained_cell(job, reference, Path(out))
+        if job.condition == "frozen":  # the training's cost, counted once (on the frozen row)
+            trained = {"train_cpu_s": float(json.loads((reference / "metrics.json").read_text())["cpu_s"])}
     if learner and job.condition != "frozen":
         folder = run_cell(online_config(job, reference), Path(out))
         metrics = json.loads((folder / "metrics.json").read_text())
@@ -231,7 +256,19 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
             "cell": reference.name if learner else None, "tasks": tasks,
             **{m: float(metrics[m]) for m in ROW_METRICS},
             # where and how it ran, for the provenance (ilets.host.provenance_of)
-            "system": json.dumps({k: system.get(k) for k in SYSTEM_KEYS})}
+            "system": json.dumps({k: system.get(k) for k in SYSTEM_KEYS}), **trained}
+
+
+def trained_cell(job: Job, source: Path, out: Path) -> Path:
+    """The learner of ``job`` trained anew for its shift (:attr:`Shift.train`): the cell
+    ``source``'s config with the shift's training changes, run (once, under the cell's lock,
+    whichever job needs it first) under ``out/cells``."""
+    from ilets.study.run import run_cell
+    from ilets.study.verify import recorded_config
+
+    base = dataclasses.replace(recorded_config(source), variant=f"shift-{job.shift.name}")
+    cfg = merge(base, dict(job.shift.train), f"shift {job.shift.name}.train").validate(f"shift {job.shift.name}.train")
+    return run_cell(cfg, out)
 
 
 def source_learner(source: Path) -> str:
@@ -286,11 +323,23 @@ def collect(out: Path, family: ShiftFamily | None = None, source: Path | None = 
     table.to_parquet(out / "shifts.parquet", index=False)
     record = {"made_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "code": source_version(), "machine": machine_label(cpu_model() or "an unknown CPU", os.cpu_count()),
-              "evaluations": int(len(table)), "cpu_hours": round(float(table["cpu_s"].sum()) / 3600, 6),
+              "evaluations": int(len(table)), "cpu_hours": round(cpu_seconds(table) / 3600, 6),
               "source": str(source) if source else None,
               "family": dataclasses.asdict(family) if family else None}
     atomic_json(out / "shifts.json", record)
     return table
+
+
+def row_cpu_s(row: dict[str, Any]) -> float:
+    """The CPU seconds a row cost: its evaluation or the learner that kept learning
+    (``cpu_s``), plus the learner trained anew for its shift (``train_cpu_s``, on one row each)."""
+    extra = row.get("train_cpu_s")
+    return float(row["cpu_s"]) + (float(extra) if extra is not None and extra == extra else 0.0)  # NaN: none
+
+
+def cpu_seconds(table: pd.DataFrame) -> float:
+    """The CPU seconds of a table of rows (:func:`row_cpu_s` summed)."""
+    return float(sum(row_cpu_s(r) for r in table.to_dict("records")))
 
 
 def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[str, Any]:
@@ -309,7 +358,7 @@ def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[s
     src, dest = Path(src), Path(dest)
     table = pd.read_parquet(src / "shifts.parquet")
     systems = table["system"] if "system" in table else pd.Series([None] * len(table))
-    records = [compute_record(json.loads(system) if isinstance(system, str) else {}, row)
+    records = [compute_record(json.loads(system) if isinstance(system, str) else {}, {**row, "cpu_s": row_cpu_s(row)})
                for system, row in zip(systems, table.to_dict("records"))]
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
