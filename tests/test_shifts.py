@@ -63,6 +63,14 @@ def test_a_wrong_shift_is_named_with_its_file_and_field(tmp_path, shift, message
     assert str(path) in str(err.value)
 
 
+def test_an_unknown_shift_to_run_is_a_one_line_error(tmp_path, capsys):
+    path = _family(tmp_path)
+    assert SH.main(["--family", str(path), "--source", str(SOURCE), "--out", str(tmp_path / "o"),
+                    "--shifts", "none,rate-x9"]) == 2
+    err = capsys.readouterr().err
+    assert "--shifts: ['rate-x9'] are not shifts of the family 'tiny'" in err and "Traceback" not in err
+
+
 def test_online_learners_must_be_among_the_learners(tmp_path):
     path = _family(tmp_path)
     spec = yaml.safe_load(path.read_text())
