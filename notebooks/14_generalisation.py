@@ -21,9 +21,12 @@
 # shift family `src/ilets/configs/shifts.yaml`, run by `python -m ilets.study.shifts`): the
 # arrival rate, the bursts, a trend, the CPU-request mix, task lengths, deadlines, the
 # objective weight theta, the fleet's speed and power ranges, and the fleet size the policy
-# was trained at [ours]. In every shifted world the final policy of each per-server learner
-# cell ({doc}`13_per_server`) schedules the online half frozen and greedy, and the heuristics
-# schedule the same tasks, so each comparison is paired by seed.
+# was trained at [ours]. One more factor moves what a learner was taught instead of the world:
+# the quality of the expert DRL+ clones (trained anew cloning the one-step greedy expert, or
+# GA+PSO with half its labels replaced at random), run in the unshifted world. In every
+# shifted world the final policy of each per-server learner cell ({doc}`13_per_server`)
+# schedules the online half frozen and greedy, and the heuristics schedule the same tasks, so
+# each comparison is paired by seed.
 #
 # {glue:md}`provenance`
 
@@ -62,9 +65,10 @@ plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty=
 # %% [markdown]
 # ## Does online imitation help when the world shifts?
 #
-# The paper argues for OAIL by adaptation. Here each learner continues online from its own
+# The paper argues for OAIL by adaptation. Here a learner continues online from its own
 # final policy in the shifted world (warm-started, `RunConfig.warm_start`), once as plain PPO
-# and once with OAIL, on the same tasks and seeds: {glue:md}`oail_sentence`
+# and once with OAIL, on the same tasks and seeds; the family's `online_learners` names which
+# (each run is a paper-scale cell of its own): {glue:md}`oail_sentence`
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")

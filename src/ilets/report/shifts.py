@@ -199,10 +199,15 @@ def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward") -> str:
         return ("Whether OAIL helps under shift is not measured yet: the learners continuing online, with and without "
                 "OAIL, have not run in these shifted worlds.")
     counts = t["verdict"].value_counts()
-    return (f"Continuing online from the same policy, OAIL's online imitation improves the {METRIC_SPECS[measure].long} "
-            f"in {int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, worsens it in "
-            f"{int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
-            f"(95 % intervals over paired seeds; median {t['rel_pct'].median():+.1f} %).")
+    learners = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(t["learner"]))
+    seeds = int(t["seeds"].min())
+    text = (f"Continuing online from the same policy ({learners}), OAIL's online imitation improves the "
+            f"{METRIC_SPECS[measure].long} in {int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, "
+            f"worsens it in {int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
+            f"(95 % intervals over paired seeds, at least {seeds} per comparison; median {t['rel_pct'].median():+.1f} %)")
+    if seeds < 2:
+        text += "; with one seed no interval resolves, so none of these is a verdict yet"
+    return text + "."
 
 
 @dataclass(frozen=True, kw_only=True)
