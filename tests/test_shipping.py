@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pandas as pd
 
@@ -86,3 +87,18 @@ def test_provenance_tells_machines_of_one_model_name_apart(tmp_path):
     assert (cpu_id() == "") == ("cpu family" not in cpuinfo())
     if cpu_id():
         assert cpu_id().startswith("family ")
+
+
+def test_every_shipped_folder_keeps_provenance_in_the_one_schema():
+    """Every shipped folder's PROVENANCE.json carries what ilets.host.provenance_of writes
+    (a folder whose units are not grid cells adds its own counts beside them)."""
+    from ilets.host import ComputeRecord, provenance_of
+
+    keys = set(provenance_of([ComputeRecord("c", False, "cpu", 2, "", "portable", None, 1.0, 1.0)]))
+    root = Path(__file__).resolve().parents[1] / "shipped"
+    found = sorted(root.glob("*/PROVENANCE.json"))
+    assert len(found) >= 10
+    for path in found:
+        prov = json.loads(path.read_text())
+        assert keys <= set(prov), f"{path}: missing {sorted(keys - set(prov))}"
+        assert all(isinstance(prov[k], dict) for k in ("commits", "machines", "numerics")), path

@@ -138,6 +138,9 @@ class ComputeRecord:
     started_utc: str | None
     cpu_s: float
     wall_s: float
+    #: the machine as :func:`machine_label` names it, for a unit that recorded the label
+    #: itself rather than its parts (then ``cpu_model``, ``cores`` and ``cpu_id`` are unused)
+    machine: str | None = None
 
 
 def provenance_of(records: Iterable[ComputeRecord]) -> dict[str, Any]:
@@ -153,7 +156,7 @@ def provenance_of(records: Iterable[ComputeRecord]) -> dict[str, Any]:
     for r in records:
         n += 1
         commits[(r.commit or "unrecorded") + ("+dirty" if r.dirty else "")] += 1
-        machines[machine_label(r.cpu_model, r.cores, r.cpu_id)] += 1
+        machines[r.machine or machine_label(r.cpu_model, r.cores, r.cpu_id)] += 1
         numerics[r.numerics] += 1
         if r.started_utc:
             starts.append(r.started_utc)

@@ -189,9 +189,10 @@ def banner(folder: Path, prov: dict, agg: pd.DataFrame) -> str:
     scale = "paper scale (the full window)" if profile == "positive-control" else f"the `{profile}` profile (not paper scale)"
     planned = int(prov.get("planned_units") or 0)
     of = f" of {planned} planned" if planned else ""
+    # the study's one provenance schema (ilets.host.provenance_of): machines and commits counted
     return (f"Positive control: {scale}; {int(prov.get('units', 0))}{of} units (expert x fleet size x seed), "
-            f"{float(prov.get('cpu_hours', np.nan)):.2f} CPU-hours, computed on {_list(prov.get('machines') or ['?'])} "
-            f"at commit {_list(prov.get('commits') or ['?'])}, {prov.get('started_utc')} to "
+            f"{float(prov.get('cpu_hours', np.nan)):.2f} CPU-hours, computed on {_list(list(prov.get('machines') or ['?']))} "
+            f"at commit {_list(list(prov.get('commits') or ['?']))}, {prov.get('first_start_utc')} to "
             f"{prov.get('finished_utc')} (UTC), read from `{folder.name}`.")
 
 

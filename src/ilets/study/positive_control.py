@@ -295,16 +295,24 @@ def run(profile: ControlProfile, out: Path, name: str) -> pd.DataFrame:
 
 
 def provenance(df: pd.DataFrame, name: str, planned: int) -> dict:
-    """Where, when and from which code the finished units came, read from their own rows."""
+    """Where, when and from which code the finished units came, read from their own rows, in
+    the study's one schema (:func:`ilets.host.provenance_of`, a unit for a cell), with the
+    profile, a note and the units done of planned."""
+    from ilets.host import ComputeRecord, provenance_of
+
     note = (f"positive control ({name}): each expert cloned into each policy design, then scheduling "
             "frozen and greedy; counted in units (expert x fleet size x seed)")
-    if df.empty:
-        return {"profile": name, "note": note, "units": 0, "planned_units": planned, "cpu_hours": 0.0}
-    return {"profile": name, "note": note, "units": int(df[["expert", "trained_on", "seed"]].drop_duplicates().shape[0]),
-            "planned_units": planned,
-            "cpu_hours": float(df[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()) / 3600,
-            "commits": sorted(df["commit"].unique().tolist()), "machines": sorted(df["machine"].unique().tolist()),
-            "started_utc": df["started_utc"].min(), "finished_utc": df["finished_utc"].max()}
+    records = []
+    for _, unit in (df.groupby(["expert", "trained_on", "seed"], sort=True) if len(df) else ()):
+        first = unit.iloc[0]
+        commit, dirty = str(first["commit"]).removesuffix("+dirty"), str(first["commit"]).endswith("+dirty")
+        began, ended = (pd.Timestamp(unit[k].iloc[0]) for k in ("started_utc", "finished_utc"))
+        records.append(ComputeRecord(commit=commit, dirty=dirty, cpu_model="", cores="", cpu_id="",
+                                     numerics=str(first["numerics"]), started_utc=str(first["started_utc"]),
+                                     cpu_s=float(unit[["cpu_demos_s", "cpu_clone_s", "cpu_eval_s"]].sum().sum()),
+                                     wall_s=float((ended - began).total_seconds()), machine=str(first["machine"])))
+    return {**provenance_of(records), "profile": name, "note": note, "units": len(records), "planned_units": planned,
+            "finished_utc": str(df["finished_utc"].max()) if len(df) else None}
 
 
 def ship_positive_control(src: Path, dest: Path) -> dict:
