@@ -137,6 +137,8 @@ display(plots.markdown_table(R.ladder_display(ladder, "gaps"), {}, empty=""))
 # energy the whole fleet's. Means over seeds with 95 % percentile-bootstrap intervals.
 #
 # {glue:text}`gc_said_best`
+#
+# {glue:text}`gc_said_band`
 
 # %% tags=["remove-input"]
 plots.markdown_table(R.comparison_display(summary), {}, empty="No results to compare.")

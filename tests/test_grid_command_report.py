@@ -228,3 +228,28 @@ def test_the_ladder_shows_in_two_parts_that_each_fit_a_page(table):
     assert len(scores.columns) + len(gaps.columns) - 2 == len(R.ladder_display(lad).columns)
     with pytest.raises(ValueError, match="part"):
         R.ladder_display(lad, "everything")
+
+
+def test_band_sentence_names_the_range_and_the_finite_medians(table):
+    t = table.assign(band_reached_share=table["in_band_fraction"].clip(0, 1),
+                     time_to_band_median_s=np.where(table["in_band_fraction"] > 0.5, 12.0, np.inf))
+    t.loc[(t["role"] == "eval") & (t["servers"] == 200), "band_reached_share"] = 0.0
+    text = R.band_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    # seed means: PPO 0.05 over five seeds, the oracle 0.885 over its two (seeds 0 and 1)
+    assert f"shallow-long at 50 servers from 5% (PPO (from scratch)) to 88% ({R.LABELS['oracle']})" in text
+    assert "deep-short at 200 servers none (no method reaches the band on any event)" in text
+    # finite on the median seed: in band more than half the time there; under training the
+    # oracle, both MPCs and BC + PPO + OAIL (Lyapunov's median seed sits at exactly 0.5), under
+    # the other regime the oracle, MPC-perfect and BC + PPO + OAIL; at both sizes: 2 x (4 + 3)
+    assert "finite (more than half the events reach the band, on the median seed) for 14 of 36" in text
+    assert R.band_sentence(table, {}) == "These results record no per-event band times."
+
+
+def test_band_summary_counts_never_as_infinitely_late():
+    from ilets.gridcommand.metrics import band_summary
+
+    events = [{"time_to_band_s": t} for t in (3.0, np.inf, 5.0)]
+    assert band_summary(events) == {"time_to_band_median_s": 5.0, "band_reached_share": pytest.approx(2 / 3)}
+    events.append({"time_to_band_s": np.inf})
+    assert band_summary(events)["time_to_band_median_s"] == np.inf  # half never reach it
+    assert all(np.isnan(v) for v in band_summary([]).values())

@@ -15,7 +15,8 @@ Per event ``[start, end)`` [ours]:
   ``time_to_band_s``: from the start to the first in-band slot whose midpoint is past the
   ramp (the target at full depth; during the ramp the target is near the baseline and doing
   nothing would count), inf if never: a response time to the full request, so a perfect
-  follower scores about ``ramp_s``;
+  follower scores about ``ramp_s``; over the events of a run, its median and the share of
+  events that reach the band (:func:`band_summary`);
 * ``misses_caused``: deadline misses among the tasks first arriving in the event, run minus
   counterfactual (negative: the run missed fewer); ``deferrals``: deferral decisions taken
   in the event;
@@ -131,6 +132,19 @@ def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndar
     return out
 
 
+def band_summary(per_event: list[dict[str, Any]]) -> dict[str, float]:
+    """How the events reached the band, from their ``time_to_band_s``: the median over events
+    (an event that never reaches it counts as infinitely late, so the median is finite only
+    when more than half reach it) and the share of events that reach it. NaN without events.
+
+    Beside ``time_to_band_s`` (the duration-weighted mean), which one event that never reaches
+    the band makes infinite."""
+    t = np.array([e["time_to_band_s"] for e in per_event], dtype=float)
+    if not len(t):
+        return {"time_to_band_median_s": math.nan, "band_reached_share": math.nan}
+    return {"time_to_band_median_s": float(np.median(t)), "band_reached_share": float(np.isfinite(t).mean())}
+
+
 def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
     """Summary, baseline summary and tracking metrics of a *finished* episode of ``env``."""
     cloud = env.cloud
@@ -165,6 +179,7 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
         energy_after_j=float(sum(e.energy_after_j for e in events)),
         per_event=[asdict(e) for e in events],
     )
+    out.update(band_summary(out["per_event"]))
     return out
 
 

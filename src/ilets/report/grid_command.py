@@ -311,7 +311,7 @@ def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | No
 def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[str, str]:
     """The sentences the chapter glues, computed from the results (never crashes on a
     missing method, rung or folder: the sentence then says what is missing)."""
-    keys = ("best", "oail", "clone", "ladder", "drift", "misses")
+    keys = ("best", "oail", "clone", "ladder", "drift", "misses", "band")
     if results is None:
         return {k: "No results to state." for k in keys}
     t = results.table
@@ -366,7 +366,35 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
     else:
         out["drift"] = "No method had time in band under the training regime, so none can keep any."
     out["misses"] = misses_sentence(t)
+    out["band"] = band_sentence(t, reg)
     return out
+
+
+def band_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
+    """How many events reach the band (``band_reached_share``, seed means) under each regime
+    and fleet size: the fewest and the most among the methods, and for how many (method,
+    fleet size) pairs the median time to band is finite, that is more than half the events
+    reach the band (:func:`ilets.gridcommand.metrics.band_summary`)."""
+    if "band_reached_share" not in table or table["band_reached_share"].isna().all():
+        return "These results record no per-event band times."
+    parts, finite, pairs = [], 0, 0
+    for role in ("train", "eval"):
+        t = _role(table, role)
+        for s, g in t.groupby("servers"):
+            share = g.groupby("method")["band_reached_share"].mean().dropna()
+            if share.empty:
+                continue
+            low, top = share.idxmin(), share.idxmax()
+            where = f"{regimes.get(role, role)} at {s} servers"
+            parts.append(f"{where} none (no method reaches the band on any event)" if share[top] == 0 else
+                         f"{where} from {share[low]:.0%} ({LABELS.get(low, low)}) to {share[top]:.0%} "
+                         f"({LABELS.get(top, top)})")
+            median = g.groupby("method")["time_to_band_median_s"].median()
+            finite, pairs = finite + int(np.isfinite(median).sum()), pairs + len(median)
+    return (f"Share of events that reach the band (seed means): {'; '.join(parts)}. The median time to band is "
+            f"finite (more than half the events reach the band, on the median seed) for {finite} of {pairs} "
+            "(regime, fleet size, method) combinations; a mean over events is infinite as soon as one event "
+            "never reaches it, so the mean is not shown.")
 
 
 def misses_sentence(table: pd.DataFrame, role: str = "train") -> str:

@@ -67,7 +67,8 @@ COMMAND_STORE = "store/results.parquet"
 COMMAND_METRICS = ("tracking_mae_rel", "tracking_mae_w", "in_band_fraction", "time_to_band_s", "misses_caused",
                    "misses_caused_in_events", "success_rate", "baseline_success_rate", "energy_kwh",
                    "baseline_energy_kwh", "energy_shift_j", "energy_after_j", "avg_response_s", "deferrals",
-                   "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s")
+                   "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s",
+                   "time_to_band_median_s", "band_reached_share")
 #: The profile's keys a grid-command profile file must give: without them it would be the
 #: default grid (every method, 50 and 200 servers, seeds 0-4: the 90-cell quick grid).
 REQUIRED_KEYS = ("methods", "servers", "seeds", "scenario")
@@ -322,12 +323,15 @@ def command_store_rows(records: Iterable[dict]) -> pd.DataFrame:
 
     from ilets.study.results import STATUS_DONE
 
+    from ilets.gridcommand.metrics import band_summary
+
     rows = []
     for rec in records:
         if rec.get("status") != STATUS_DONE:
             continue
         for role, regime in rec["regimes"].items():
-            s = rec["scores"][role]
+            # the band summary from the per-event record, also for cells recorded before it existed
+            s = {**rec["scores"][role], **band_summary(rec["scores"][role].get("per_event", []))}
             rows.append({"method": rec["method"], "servers": rec["servers"], "seed": rec["seed"], "role": role,
                          "regime": regime, "scale": rec["scale"], "workload_scale": rec["workload_scale"],
                          **{k: float(s.get(k, math.nan)) for k in COMMAND_METRICS},
