@@ -174,7 +174,8 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
                  "own, warm-started from the shipped policy), so this chapter cannot yet say "
                  "whether OAIL helps under shift")
     if "expert quality" not in set(rows["factor"]):
-        text += "; the expert-quality shift (cloning a weakened or noisy expert) needs new training and has not run"
+        text += ("; the expert-quality shifts (DRL+ trained anew, cloning a weaker or a noisy expert) have not run "
+                 "yet")
     return text + "."
 
 
