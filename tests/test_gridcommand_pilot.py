@@ -59,6 +59,25 @@ def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "pilot.json").read_text())["stages"][0]["chosen"] == stage["chosen"]
 
 
+def test_a_best_choice_at_an_end_of_its_range_widens_it_until_it_is_inside(tmp_path, monkeypatch):
+    import math
+
+    def peaked(profile, expert, options, servers, seed, regime):  # best at 1600: past the range's end
+        return {"mean_reward": 0.0, "episode_reward": -math.log2(options["track_gain"] / 1600) ** 2,
+                "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
+
+    monkeypatch.setattr(PL, "episode", peaked)
+    plan = [{"expert": "lyapunov", "option": "track_gain", "candidates": [200.0, 400.0, 800.0], "servers": [5],
+             "rule": "best", "tolerance": 0.0, "fixed": {}, "widen": 3}]
+    stage = CP.run_pilot(G.load_profile("smoke"), tmp_path, seeds=(100,), plan=plan, log=lambda s: None)["stages"][0]
+    assert stage["chosen"] == 1600.0 and stage["widened"] == [1600.0, 3200.0] and not stage["at_edge"]
+    assert stage["candidates"] == [200.0, 400.0, 800.0, 1600.0, 3200.0]
+    # a budget chosen as the smallest within a tolerance is never widened
+    assert PL.widened([50, 200], 50, {"rule": "smallest-within", "widen": 3}, 0) is None
+    assert PL.widened([1.0, 2.0], 1.0, {"rule": "best", "widen": 3}, 0) == 0.5  # the low end too
+    assert PL.widened([1.0, 2.0], 2.0, {"rule": "best", "widen": 1}, 1) is None  # as often as allowed
+
+
 def test_the_defaults_are_the_shipped_pilots_choices():
     shipped = json.loads(SHIPPED.read_text())
     assert LyapunovExpert().track_gain == PL.chosen(shipped, "lyapunov", "track_gain")
@@ -87,15 +106,18 @@ def test_ilets_pilot_runs_resumes_and_ships_with_the_one_provenance_schema(tmp_p
 
     def fake_episode(profile, expert, options, servers, seed, regime):
         value = options["track_gain"] if expert == "lyapunov" else options["node_limit"]
-        return {"mean_reward": -1.0 / value, "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0,
-                "cpu_s": 0.5}
+        return {"mean_reward": -1.0 / value, "episode_reward": -100.0 / value, "tracking_mae_rel": 0.5,
+                "misses_caused": 0, "deferrals": 0, "cpu_s": 0.5}
 
     monkeypatch.setattr(PL, "episode", fake_episode)
     out, dest = tmp_path / "pilot", tmp_path / "shipped"
     assert main(["pilot", "--scenario", "gridcommand", "--profile", "smoke", "--out", str(out), "--quiet"]) == 0
-    # the best gain, and the smallest node limit within 0.5 % of the best: the largest, here
-    assert json.loads(capsys.readouterr().out) == {"lyapunov.track_gain": max(PL.TRACK_GAINS),
+    # the best gain (always the largest here: the range is widened as far as allowed), and the
+    # smallest node limit within 0.5 % of the best: the largest, here (a budget is never widened)
+    assert json.loads(capsys.readouterr().out) == {"lyapunov.track_gain": max(PL.TRACK_GAINS) * 2 ** PL.MAX_WIDEN,
                                                    "oracle.node_limit": max(PL.NODE_LIMITS)}
+    gain = json.loads((out / "pilot.json").read_text())["stages"][0]
+    assert gain["widened"] == [max(PL.TRACK_GAINS) * 2 ** k for k in range(1, PL.MAX_WIDEN + 1)] and gain["at_edge"]
     rows = (out / "episodes.jsonl").read_text().splitlines()
     assert all({"wall_s", "started_utc", "commit"} <= set(json.loads(r)) for r in rows)
     assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest), "--note", "n"]) == 0
@@ -122,7 +144,8 @@ def test_a_line_cut_short_by_a_kill_is_run_again(tmp_path, monkeypatch):
 
     def fake_episode(profile, expert, options, servers, seed, regime):
         calls.append(regime)
-        return {"mean_reward": -1.0, "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
+        return {"mean_reward": -1.0, "episode_reward": -1.0, "tracking_mae_rel": 0.5, "misses_caused": 0,
+                "deferrals": 0, "cpu_s": 0.0}
 
     monkeypatch.setattr(PL, "episode", fake_episode)
     CP.run_pilot(profile, tmp_path, seeds=(100,), plan=plan, log=lambda s: None)

@@ -214,7 +214,8 @@ def evaluate(policy: Any, config: GridCommandConfig, seed: int | None = None, **
 
     ``seed`` (default: the run's seed) draws the workload and the generated commands;
     ``env_kwargs`` go to :class:`GridCommandEnv` (tasks, fleet, window, schedule). The result
-    also holds ``mean_reward`` and ``infeasible_actions`` of the episode.
+    also holds ``mean_reward``, ``episode_reward`` (:func:`episode_reward`) and
+    ``infeasible_actions`` of the episode.
     """
     act = as_grid_policy(policy)
     env = GridCommandEnv(config, **env_kwargs)
@@ -229,4 +230,12 @@ def evaluate(policy: Any, config: GridCommandConfig, seed: int | None = None, **
     final = info["final"]
     out.update(mean_reward=final["mean_reward"], infeasible_actions=final["infeasible_actions"],
                tracking_cost=final["tracking_cost"], decisions=final["decisions"])
+    out["episode_reward"] = episode_reward(out)
     return out
+
+
+def episode_reward(scores: dict[str, Any]) -> float:
+    """The episode's total reward: the mean reward per decision times the decisions. A
+    deferral is a decision too, so the mean per decision falls as deferrals rise while the
+    total does not; runs on the same tasks compare on the total (the pilot's score)."""
+    return float(scores["mean_reward"]) * float(scores["decisions"])

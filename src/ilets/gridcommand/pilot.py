@@ -6,7 +6,9 @@ episodes that were then reported. This pilot chooses them by rules written befor
 
 1. ``lyapunov.track_gain``: the weight of the tracking queue in the drift-plus-penalty
    score; the Lyapunov rung is also the learners' teacher. Candidates :data:`TRACK_GAINS`,
-   at 50 and 200 servers. Rule: the candidate with the **best** score.
+   at 50 and 200 servers. Rule: the candidate with the **best** score; a best candidate at
+   an end of the range widens it by one more candidate beyond that end (times or divided by
+   :data:`WIDEN_FACTOR`), at most :data:`MAX_WIDEN` times, and the choice is made again.
 2. ``oracle.node_limit``: the hindsight MILP's branch-and-bound budget per window. It
    replaces a wall-clock limit, which cut hard windows at a point that depended on the
    host's speed and load. Candidates :data:`NODE_LIMITS`, at 50 servers only (at 200 every
@@ -14,10 +16,11 @@ episodes that were then reported. This pilot chooses them by rules written befor
    score is within :data:`NODE_TOLERANCE` (of its magnitude) of the best candidate's; a
    larger budget only costs time.
 
-Score of a candidate: the episode's mean reward (the scenario's one cost: tracking, SLA,
-energy and deferrals) averaged over the pilot seeds, the fleets and both regimes of the
-grid profile (training and evaluation regime), each on the online segment as the grid
-scores it. Pilot seeds :data:`PILOT_SEEDS` are outside every grid profile's seeds
+Score of a candidate: the episode's total reward (:data:`SCORE`: the scenario's one cost,
+tracking, SLA, energy and deferrals, summed over the episode; the mean per decision falls
+as deferrals, which are decisions too, rise) averaged over the pilot seeds, the fleets and
+both regimes of the grid profile (training and evaluation regime), each on the online
+segment as the grid scores it. Pilot seeds :data:`PILOT_SEEDS` are outside every grid profile's seeds
 (checked by the tests).
 
 The study runs, resumes and ships the pilot (:mod:`ilets.study.command_pilot`)::
@@ -42,6 +45,11 @@ PILOT_SEEDS = (100, 101)
 NODE_LIMITS = (50, 200, 1000)
 NODE_TOLERANCE = 0.005
 TRACK_GAINS = (50.0, 100.0, 200.0, 400.0, 800.0)
+#: The episode score a candidate is chosen on (:func:`ilets.gridcommand.metrics.episode_reward`).
+SCORE = "episode_reward"
+#: How far past an end of its range a "best" stage's range is widened, and how many times.
+WIDEN_FACTOR = 2.0
+MAX_WIDEN = 3
 
 
 def stages(profile: ExperimentProfile) -> list[dict[str, Any]]:
@@ -49,11 +57,25 @@ def stages(profile: ExperimentProfile) -> list[dict[str, Any]]:
     big = [s for s in profile.servers if s != min(profile.servers)]
     return [
         {"expert": "lyapunov", "option": "track_gain", "candidates": list(TRACK_GAINS),
-         "servers": [min(profile.servers), *big], "rule": "best", "tolerance": 0.0, "fixed": {}},
+         "servers": [min(profile.servers), *big], "rule": "best", "tolerance": 0.0, "fixed": {},
+         "widen": MAX_WIDEN},
         {"expert": "oracle", "option": "node_limit", "candidates": list(NODE_LIMITS),
          "servers": [min(profile.servers)], "rule": "smallest-within", "tolerance": NODE_TOLERANCE,
-         "fixed": {"window": profile.oracle_window, "time_limit": None}},
+         "fixed": {"window": profile.oracle_window, "time_limit": None}, "widen": 0},
     ]
+
+
+def widened(candidates: list, chosen: Any, stage: dict, times: int) -> Any | None:
+    """The candidate that widens a stage's range after ``times`` widenings, or None: only
+    for a ``best`` stage whose choice is its largest or smallest candidate, while fewer than
+    ``stage["widen"]`` widenings were made (:data:`WIDEN_FACTOR` beyond that end)."""
+    if stage["rule"] != "best" or times >= stage.get("widen", 0) or len(candidates) < 2:
+        return None
+    if chosen == max(candidates):
+        return type(chosen)(chosen * WIDEN_FACTOR)
+    if chosen == min(candidates):
+        return type(chosen)(chosen / WIDEN_FACTOR)
+    return None
 
 
 def episode(profile: ExperimentProfile, expert: str, options: dict, servers: int, seed: int, regime: str) -> dict:
@@ -62,7 +84,8 @@ def episode(profile: ExperimentProfile, expert: str, options: dict, servers: int
     policy = make_expert(expert, **options)
     c0 = time.process_time()
     scores = evaluate(lambda obs, env: int(policy.act(env)), cfg, seed=seed)
-    row = {"mean_reward": float(scores["mean_reward"]), "tracking_mae_rel": float(scores["tracking_mae_rel"]),
+    row = {"mean_reward": float(scores["mean_reward"]), SCORE: float(scores[SCORE]),
+           "decisions": int(scores["decisions"]), "tracking_mae_rel": float(scores["tracking_mae_rel"]),
            "misses_caused": int(scores["misses_caused"]), "deferrals": int(scores["deferrals"]),
            "cpu_s": time.process_time() - c0}
     statuses = getattr(policy, "statuses", None)

@@ -38,7 +38,7 @@ PILOT_FILE = "pilot.json"
 #: One finished episode per line.
 EPISODES_FILE = "episodes.jsonl"
 #: What every episode line holds (besides its other scores and provenance).
-EPISODE_KEYS = ("expert", "option", "value", "servers", "seed", "regime", "mean_reward", "cpu_s")
+EPISODE_KEYS = ("expert", "option", "value", "servers", "seed", "regime", "mean_reward", "episode_reward", "cpu_s")
 
 
 class PilotError(ValueError):
@@ -122,34 +122,46 @@ def _run_pilot(profile: ExperimentProfile, out: Path, seeds: tuple[int, ...], pl
     done = {episode_key(r) for r in rows}
     regimes = list(dict.fromkeys(profile.regimes.values()))
     result: dict[str, Any] = {"profile": profile.name, "scale": profile.scale, "seeds": list(seeds),
-                              "regimes": regimes, "score": "mean reward over seeds, fleets and regimes",
+                              "regimes": regimes, "score": "total reward per episode over seeds, fleets and regimes",
                               "stages": []}
+
+    def mean_of(stage: dict, value: Any) -> float:
+        """The candidate's score: its episodes run (those not done yet), their scores averaged."""
+        options = {**stage["fixed"], stage["option"]: value}
+        got = []
+        for servers in stage["servers"]:
+            for seed in seeds:
+                for regime in regimes:
+                    key = (stage["expert"], stage["option"], json.dumps(value), servers, seed, regime)
+                    if key not in done:
+                        started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+                        w0 = time.perf_counter()
+                        scores = rules.episode(profile, stage["expert"], options, servers, seed, regime)
+                        row = {"expert": stage["expert"], "option": stage["option"], "value": value,
+                               "servers": servers, "seed": seed, "regime": regime, **scores,
+                               "wall_s": time.perf_counter() - w0, "started_utc": started, **source_version()}
+                        with lines.open("a") as f:
+                            f.write(json.dumps(row) + "\n")
+                        rows.append(row)
+                        done.add(key)
+                        log(f"{stage['expert']} {stage['option']}={value} M{servers} s{seed} {regime}: "
+                            f"{row[rules.SCORE]:.5f} in {row['cpu_s']:.1f} CPU s")
+                    got += [r[rules.SCORE] for r in rows if episode_key(r) == key]
+        return float(np.mean(got))
+
     for stage in plan or rules.stages(profile):
-        means: dict[Any, float] = {}
-        for value in stage["candidates"]:
-            options = {**stage["fixed"], stage["option"]: value}
-            got = []
-            for servers in stage["servers"]:
-                for seed in seeds:
-                    for regime in regimes:
-                        key = (stage["expert"], stage["option"], json.dumps(value), servers, seed, regime)
-                        if key not in done:
-                            started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-                            w0 = time.perf_counter()
-                            scores = rules.episode(profile, stage["expert"], options, servers, seed, regime)
-                            row = {"expert": stage["expert"], "option": stage["option"], "value": value,
-                                   "servers": servers, "seed": seed, "regime": regime, **scores,
-                                   "wall_s": time.perf_counter() - w0, "started_utc": started, **source_version()}
-                            with lines.open("a") as f:
-                                f.write(json.dumps(row) + "\n")
-                            rows.append(row)
-                            done.add(key)
-                            log(f"{stage['expert']} {stage['option']}={value} M{servers} s{seed} {regime}: "
-                                f"{row['mean_reward']:.5f} in {row['cpu_s']:.1f} CPU s")
-                        got += [r["mean_reward"] for r in rows if episode_key(r) == key]
-            means[value] = float(np.mean(got))
+        candidates = list(stage["candidates"])
+        means = {value: mean_of(stage, value) for value in candidates}
         chosen = rules.choose(means, stage["rule"], stage["tolerance"])
-        result["stages"].append({**{k: v for k, v in stage.items() if k != "fixed"},
+        added: list[Any] = []
+        while (extra := rules.widened(candidates, chosen, stage, len(added))) is not None:
+            candidates.append(extra)
+            added.append(extra)
+            means[extra] = mean_of(stage, extra)
+            chosen = rules.choose(means, stage["rule"], stage["tolerance"])
+        at_edge = stage["rule"] == "best" and chosen in (max(candidates), min(candidates))
+        result["stages"].append({**{k: v for k, v in stage.items() if k != "fixed"}, "candidates": candidates,
+                                 "widened": added, "at_edge": at_edge,
                                  "scores": {json.dumps(k): v for k, v in means.items()}, "chosen": chosen})
     result["cpu_hours"] = sum(r["cpu_s"] for r in rows) / 3600
     result["commits"] = sorted({str(r.get("commit")) + ("+dirty" if r.get("dirty") else "") for r in rows})

@@ -68,7 +68,7 @@ COMMAND_METRICS = ("tracking_mae_rel", "tracking_mae_w", "in_band_fraction", "ti
                    "misses_caused_in_events", "success_rate", "baseline_success_rate", "energy_kwh",
                    "baseline_energy_kwh", "energy_shift_j", "energy_after_j", "avg_response_s", "deferrals",
                    "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s",
-                   "time_to_band_median_s", "band_reached_share")
+                   "time_to_band_median_s", "band_reached_share", "episode_reward")
 #: The profile's keys a grid-command profile file must give: without them it would be the
 #: default grid (every method, 50 and 200 servers, seeds 0-4: the 90-cell quick grid).
 REQUIRED_KEYS = ("methods", "servers", "seeds", "scenario")
@@ -323,15 +323,17 @@ def command_store_rows(records: Iterable[dict]) -> pd.DataFrame:
 
     from ilets.study.results import STATUS_DONE
 
-    from ilets.gridcommand.metrics import band_summary
+    from ilets.gridcommand.metrics import band_summary, episode_reward
 
     rows = []
     for rec in records:
         if rec.get("status") != STATUS_DONE:
             continue
         for role, regime in rec["regimes"].items():
-            # the band summary from the per-event record, also for cells recorded before it existed
-            s = {**rec["scores"][role], **band_summary(rec["scores"][role].get("per_event", []))}
+            # the band summary and the episode total from what every cell records, also for
+            # cells recorded before they existed
+            s = rec["scores"][role]
+            s = {**s, **band_summary(s.get("per_event", [])), "episode_reward": episode_reward(s)}
             rows.append({"method": rec["method"], "servers": rec["servers"], "seed": rec["seed"], "role": role,
                          "regime": regime, "scale": rec["scale"], "workload_scale": rec["workload_scale"],
                          **{k: float(s.get(k, math.nan)) for k in COMMAND_METRICS},
