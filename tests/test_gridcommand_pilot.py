@@ -30,6 +30,8 @@ def test_the_rules_pick_by_hand():
         PL.choose(scores, "median")
     with pytest.raises(ValueError, match="no scores"):
         PL.choose({}, "best")
+    # the score is the tracking error: lower is better, so the choice reads it negated
+    assert PL.SCORE == "tracking_mae_rel" and PL.choose(PL.signed({1: 0.4, 2: 0.3}), "best") == 2
 
 
 def test_pilot_seeds_are_never_evaluated_by_a_grid():
@@ -48,7 +50,7 @@ def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
     lines = (tmp_path / "episodes.jsonl").read_text().splitlines()
     assert len(lines) == 2 * len(set(profile.regimes.values()))
     stage = first["stages"][0]
-    assert stage["chosen"] == PL.choose({json.loads(k): v for k, v in stage["scores"].items()}, "best")
+    assert stage["chosen"] == PL.choose(PL.signed({json.loads(k): v for k, v in stage["scores"].items()}), "best")
 
     def no_episode(*a, **k):
         raise AssertionError("a finished episode was recomputed")
@@ -63,8 +65,8 @@ def test_a_best_choice_at_an_end_of_its_range_widens_it_until_it_is_inside(tmp_p
     import math
 
     def peaked(profile, expert, options, servers, seed, regime):  # best at 1600: past the range's end
-        return {"mean_reward": 0.0, "episode_reward": -math.log2(options["track_gain"] / 1600) ** 2,
-                "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
+        return {"mean_reward": 0.0, "episode_reward": 0.0, "tracking_mae_rel": math.log2(options["track_gain"] / 1600) ** 2,
+                "misses_caused": 0, "deferrals": 0, "cpu_s": 0.0}
 
     monkeypatch.setattr(PL, "episode", peaked)
     plan = [{"expert": "lyapunov", "option": "track_gain", "candidates": [200.0, 400.0, 800.0], "servers": [5],
@@ -106,7 +108,7 @@ def test_ilets_pilot_runs_resumes_and_ships_with_the_one_provenance_schema(tmp_p
 
     def fake_episode(profile, expert, options, servers, seed, regime):
         value = options["track_gain"] if expert == "lyapunov" else options["node_limit"]
-        return {"mean_reward": -1.0 / value, "episode_reward": -100.0 / value, "tracking_mae_rel": 0.5,
+        return {"mean_reward": 0.0, "episode_reward": 0.0, "tracking_mae_rel": 1.0 / value,
                 "misses_caused": 0, "deferrals": 0, "cpu_s": 0.5}
 
     monkeypatch.setattr(PL, "episode", fake_episode)

@@ -301,14 +301,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"{quick.oracle_node_limit} branch-and-bound nodes per solve, no wall-clock limit (a solve cut by "
                   "the limit keeps its best plan: an upper rung, not a proven optimum); the same cut on any host. "
                   f"The limit was chosen on pilot seeds {_seeds(PL.PILOT_SEEDS)} by a rule fixed before the run: the "
-                  f"smallest of {_seeds(PL.NODE_LIMITS)} nodes within {PL.NODE_TOLERANCE:.1%} of the best mean reward",
+                  f"smallest of {_seeds(PL.NODE_LIMITS)} nodes within {PL.NODE_TOLERANCE:.1%} of the best tracking "
+                  "error",
                   "configs/gridcommand-grid-quick.yaml, ilets.gridcommand.pilot", kind=EXTENSION),
         Deviation("Lyapunov gain", _NO_PAPER,
                   f"the tracking queue's weight track_gain = {LyapunovExpert().track_gain:g}, chosen on pilot seeds "
-                  f"{_seeds(PL.PILOT_SEEDS)} (no grid evaluates them) as the best mean reward of "
-                  f"{_seeds(PL.TRACK_GAINS)}"
-                  + (" (the largest candidate: the range was not widened after the run)"
-                     if LyapunovExpert().track_gain == max(PL.TRACK_GAINS) else "")
+                  f"{_seeds(PL.PILOT_SEEDS)} (no grid evaluates them) as the lowest tracking error of "
+                  f"{_seeds(PL.TRACK_GAINS)}, a best candidate at an end of the range widening it "
+                  f"x{PL.WIDEN_FACTOR:g} beyond that end (at most {PL.MAX_WIDEN} times)"
                   + "; the Lyapunov rung is also the learners' teacher",
                   "ilets.gridcommand.experts.LyapunovExpert, ilets.gridcommand.pilot",
                   kind=EXTENSION),

@@ -122,7 +122,8 @@ def _run_pilot(profile: ExperimentProfile, out: Path, seeds: tuple[int, ...], pl
     done = {episode_key(r) for r in rows}
     regimes = list(dict.fromkeys(profile.regimes.values()))
     result: dict[str, Any] = {"profile": profile.name, "scale": profile.scale, "seeds": list(seeds),
-                              "regimes": regimes, "score": "total reward per episode over seeds, fleets and regimes",
+                              "regimes": regimes, "score": f"{rules.SCORE} over seeds, fleets and regimes "
+                              f"({'higher' if rules.HIGHER_IS_BETTER else 'lower'} is better)",
                               "stages": []}
 
     def mean_of(stage: dict, value: Any) -> float:
@@ -152,13 +153,13 @@ def _run_pilot(profile: ExperimentProfile, out: Path, seeds: tuple[int, ...], pl
     for stage in plan or rules.stages(profile):
         candidates = list(stage["candidates"])
         means = {value: mean_of(stage, value) for value in candidates}
-        chosen = rules.choose(means, stage["rule"], stage["tolerance"])
+        chosen = rules.choose(rules.signed(means), stage["rule"], stage["tolerance"])
         added: list[Any] = []
         while (extra := rules.widened(candidates, chosen, stage, len(added))) is not None:
             candidates.append(extra)
             added.append(extra)
             means[extra] = mean_of(stage, extra)
-            chosen = rules.choose(means, stage["rule"], stage["tolerance"])
+            chosen = rules.choose(rules.signed(means), stage["rule"], stage["tolerance"])
         at_edge = stage["rule"] == "best" and chosen in (max(candidates), min(candidates))
         result["stages"].append({**{k: v for k, v in stage.items() if k != "fixed"}, "candidates": candidates,
                                  "widened": added, "at_edge": at_edge,
