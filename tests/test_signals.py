@@ -106,8 +106,8 @@ def cells_started(out: Path):
 
 @pytest.fixture
 def long_grid(tmp_path):
-    # 10 DRL cells of a few seconds each on 2 workers: far longer than the test waits
-    path = write_profile(tmp_path / "long.yaml", methods=["drl"], servers=[5], seeds=list(range(10)), workers=2)
+    # 6 DRL cells of a few seconds each on 2 workers: far longer than the test waits
+    path = write_profile(tmp_path / "long.yaml", methods=["drl"], servers=[5], seeds=list(range(6)), workers=2)
     data = yaml.safe_load(path.read_text())
     data["run"]["workload"] = {"scale": 0.003}  # cells of several seconds: in flight when signalled
     path.write_text(yaml.safe_dump(data))
@@ -148,7 +148,7 @@ def test_interrupt_stops_the_grid_at_once(long_grid, how):
     rerun = cli("grid", "--profile", str(path), "--out", str(out), "--quiet", "--workers", "2")
     _, err = rerun.communicate(timeout=300)
     assert rerun.returncode == 0, err
-    assert finished(out) == 10
+    assert finished(out) == 6
     assert not [p for p in (out / "cells").iterdir() if p.name.startswith(".")]
 
 
