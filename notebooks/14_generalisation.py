@@ -42,6 +42,7 @@ glue("provenance", Markdown(found.provenance), display=False)
 glue("sentence", Markdown(found.sentence), display=False)
 glue("response_sentence", Markdown(found.response_sentence), display=False)
 glue("oail_sentence", Markdown(found.oail_sentence), display=False)
+glue("continuing_sentence", Markdown(found.continuing_sentence), display=False)
 
 # %% [markdown]
 # ## The frozen policies against the best heuristic
@@ -72,3 +73,14 @@ plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty=
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")
+
+# %% [markdown]
+# ## Learning on, or deploying frozen?
+#
+# The same continuation without OAIL set against the policy it started from, deployed frozen
+# and greedy on the same tasks: what a reader gains by letting the learner keep learning in
+# the shifted world (its decisions are PPO's samples while it learns, the frozen policy's
+# its greedy choice): {glue:md}`continuing_sentence`
+
+# %% tags=["remove-input"]
+plots.markdown_table(SH.oail_display(found.continuing), {}, empty="(not run yet)")

@@ -71,3 +71,15 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
     assert "improves the mean reward in 2 of 2" in R.oail_sentence(t.reset_index())
     assert "DRL+" in R.oail_display(t.reset_index()).columns
     assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.oail_display(R.oail_table(rows)).empty
+
+
+def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
+    rows, _ = _table()
+    frozen = rows[rows["kind"] == "learner"]
+    online = frozen.assign(condition="online", mean_reward=frozen["mean_reward"] - 0.05)
+    t = R.continuing_table(pd.concat([rows, online], ignore_index=True), measures=("mean_reward",), reps=300)
+    assert list(t["shift"]) == ["none", "rate-x2"] and (t["rel_pct"] < 0).all() and set(t["verdict"]) == {"worse"}
+    text = R.continuing_sentence(t)
+    assert text.startswith("Learning on online as plain PPO (DRL+)") and "worsens it in 2 of 2" not in text
+    assert "in 0 of 2 (shift, learner) comparisons, worsens it in 2" in text
+    assert "not measured yet" in R.continuing_sentence(R.continuing_table(rows))

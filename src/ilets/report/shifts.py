@@ -98,26 +98,44 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
 OAIL_COLUMNS = ["shift", "factor", "servers", "learner", "measure", "seeds", "rel_pct", "ci_low", "ci_high", "verdict"]
 
 
-def oail_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: int = DEFAULT_REPS) -> pd.DataFrame:
-    """Whether OAIL helps under shift: per shift, fleet size, learner and measure, the learner
-    continuing online with OAIL (condition ``online-oail``) against the same learner
-    continuing without it (``online``), from the same policy on the same tasks, paired over
-    seeds (positive: OAIL better). Empty until both conditions have run."""
-    if rows.empty or not {"online", "online-oail"} <= set(rows.get("condition", ())):
+def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...] = MEASURES,
+                    reps: int = DEFAULT_REPS) -> pd.DataFrame:
+    """A learner under condition ``x`` against the same learner under ``y`` (of
+    :data:`ilets.study.shifts.CONDITIONS`), per shift, fleet size, learner and measure, from
+    the same policy on the same tasks, paired over seeds (positive: ``x`` better). Learners
+    that did not run both are left out; empty until some did."""
+    if rows.empty or not {x, y} <= set(rows.get("condition", ())):
         return pd.DataFrame(columns=OAIL_COLUMNS)
     out = []
     for (shift, servers, learner), g in rows[rows["kind"] == "learner"].groupby(["shift", "servers", "actor"],
                                                                                  sort=False):
-        with_, without = (g[g["condition"] == c].set_index("seed") for c in ("online-oail", "online"))
-        if with_.empty or without.empty:  # a learner that ran frozen only
+        with_, without = (g[g["condition"] == c].set_index("seed") for c in (x, y))
+        if with_.empty or without.empty:
             continue
         for metric in measures:
+            # the resampler's key names the pair as before conditions were general ("oail")
+            tag = "oail" if (x, y) == ("online-oail", "online") else f"{x}-vs-{y}"
             rel, lo, hi, verdict, n = _effect(with_[metric], without[metric], metric,
-                                              (str(shift), int(servers), metric, learner, "oail"), reps)
+                                              (str(shift), int(servers), metric, learner, tag), reps)
             out.append({"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers), "learner": learner,
                         "measure": metric, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
                         "verdict": verdict})
     return pd.DataFrame(out, columns=OAIL_COLUMNS)
+
+
+def oail_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: int = DEFAULT_REPS) -> pd.DataFrame:
+    """Whether OAIL helps under shift: the learner continuing online with OAIL (condition
+    ``online-oail``) against the same learner continuing without it (``online``)
+    (:func:`condition_table`)."""
+    return condition_table(rows, "online-oail", "online", measures, reps)
+
+
+def continuing_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES,
+                     reps: int = DEFAULT_REPS) -> pd.DataFrame:
+    """Whether learning on pays in a shifted world: the learner continuing online as plain PPO
+    (``online``, its sampled decisions while it learns) against its policy deployed frozen
+    and greedy (``frozen``) on the same tasks (:func:`condition_table`)."""
+    return condition_table(rows, "online", "frozen", measures, reps)
 
 
 def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
@@ -180,8 +198,9 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
 
 
 def oail_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
-    """:func:`oail_table` for one measure as the chapter shows it: a row per shifted world, a
-    column per learner, each cell OAIL's improvement with its interval and verdict."""
+    """:func:`condition_table` (:func:`oail_table`, :func:`continuing_table`) for one measure
+    as the chapter shows it: a row per shifted world, a column per learner, each cell the
+    improvement with its interval and verdict."""
     t = oail[oail["measure"] == measure] if not oail.empty else oail
     rows = []
     for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
@@ -195,16 +214,28 @@ def oail_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFra
 
 def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward") -> str:
     """The chapter's verdict on OAIL under shift, from :func:`oail_table`."""
-    t = oail[(oail["measure"] == measure)] if not oail.empty else oail
+    return condition_sentence(oail, "Continuing online from the same policy ({learners}), OAIL's online "
+                              "imitation", "the learners continuing online, with and without OAIL,", measure)
+
+
+def continuing_sentence(table: pd.DataFrame, measure: str = "mean_reward") -> str:
+    """What learning on buys over the frozen policy, from :func:`continuing_table`."""
+    return condition_sentence(table, "Learning on online as plain PPO ({learners}) against deploying the same "
+                              "policy frozen and greedy", "the learners continuing online", measure)
+
+
+def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str = "mean_reward") -> str:
+    """How a :func:`condition_table` comes out on ``measure``: better, worse and unresolved
+    counts over (shift, learner) comparisons, the median effect and the fewest seeds behind one."""
+    t = t[(t["measure"] == measure)] if not t.empty else t
     if t.empty:
-        return ("Whether OAIL helps under shift is not measured yet: the learners continuing online, with and without "
-                "OAIL, have not run in these shifted worlds.")
+        return f"This is not measured yet: {missing} have not run in these shifted worlds."
     counts = t["verdict"].value_counts()
     learners = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(t["learner"]))
     seeds = int(t["seeds"].min())
-    text = (f"Continuing online from the same policy ({learners}), OAIL's online imitation improves the "
-            f"{METRIC_SPECS[measure].long} in {int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, "
-            f"worsens it in {int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
+    text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
+            f"{int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, worsens it in "
+            f"{int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
             f"(95 % intervals over paired seeds, at least {seeds} per comparison; median {t['rel_pct'].median():+.1f} %)")
     if seeds < 2:
         text += "; with one seed no interval resolves, so none of these is a verdict yet"
@@ -218,9 +249,11 @@ class ShiftFindings:
     rows: pd.DataFrame  #: the evaluations (:mod:`ilets.study.shifts`)
     table: pd.DataFrame  #: :func:`frozen_table`
     oail: pd.DataFrame  #: :func:`oail_table`
+    continuing: pd.DataFrame  #: :func:`continuing_table`
     sentence: str  #: :func:`shifts_sentence` on the trained reward
     response_sentence: str  #: :func:`shifts_sentence` on response time
     oail_sentence: str  #: :func:`oail_sentence`
+    continuing_sentence: str  #: :func:`continuing_sentence`
     provenance: str  #: where and when the rows were made, and their CPU-hours
 
 
@@ -239,6 +272,8 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
         prov = (f"{rec['evaluations']:,} evaluations, {rec['cpu_hours']:.2f} CPU-hours, gathered {rec['made_utc']} "
                 f"on {rec['machine']} at commit {commit}, from the policies of `{Path(str(rec.get('source'))).name}`.")
     oail = oail_table(rows, reps=reps)
+    continuing = continuing_table(rows, reps=reps)
     return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail),
+                         continuing=continuing, continuing_sentence=continuing_sentence(continuing),
                          sentence=shifts_sentence(table, rows),
                          response_sentence=shifts_sentence(table, rows, "avg_response_s"), provenance=prov)
