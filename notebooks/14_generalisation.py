@@ -72,7 +72,7 @@ plots.markdown_table(SH.display_table(found.table, "avg_response_s"), {}, empty=
 # (each run is a paper-scale cell of its own): {glue:md}`oail_sentence`
 
 # %% tags=["remove-input"]
-plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")
+plots.markdown_table(SH.condition_display(found.oail), {}, empty="(not run yet)")
 
 # %% [markdown]
 # ## Learning on, or deploying frozen?
@@ -83,4 +83,4 @@ plots.markdown_table(SH.oail_display(found.oail), {}, empty="(not run yet)")
 # its greedy choice): {glue:md}`continuing_sentence`
 
 # %% tags=["remove-input"]
-plots.markdown_table(SH.oail_display(found.continuing), {}, empty="(not run yet)")
+plots.markdown_table(SH.condition_display(found.continuing), {}, empty="(not run yet)")

@@ -69,8 +69,8 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
     assert R.frozen_table(every, measures=("mean_reward",), reps=300).equals(_table()[1])
     assert "not yet run" not in R.shifts_sentence(_table()[1], every)
     assert "improves the mean reward in 2 of 2" in R.oail_sentence(t.reset_index())
-    assert "DRL+" in R.oail_display(t.reset_index()).columns
-    assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.oail_display(R.oail_table(rows)).empty
+    assert "DRL+" in R.condition_display(t.reset_index()).columns
+    assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.condition_display(R.oail_table(rows)).empty
 
 
 def test_learning_on_is_set_against_the_frozen_policy_it_started_from():

@@ -94,8 +94,8 @@ def frozen_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps:
     return table
 
 
-#: The columns of :func:`oail_table`.
-OAIL_COLUMNS = ["shift", "factor", "servers", "learner", "measure", "seeds", "rel_pct", "ci_low", "ci_high", "verdict"]
+#: The columns of :func:`condition_table`.
+CONDITION_COLUMNS = ["shift", "factor", "servers", "learner", "measure", "seeds", "rel_pct", "ci_low", "ci_high", "verdict"]
 
 
 def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...] = MEASURES,
@@ -105,7 +105,7 @@ def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...
     the same policy on the same tasks, paired over seeds (positive: ``x`` better). Learners
     that did not run both are left out; empty until some did."""
     if rows.empty or not {x, y} <= set(rows.get("condition", ())):
-        return pd.DataFrame(columns=OAIL_COLUMNS)
+        return pd.DataFrame(columns=CONDITION_COLUMNS)
     out = []
     for (shift, servers, learner), g in rows[rows["kind"] == "learner"].groupby(["shift", "servers", "actor"],
                                                                                  sort=False):
@@ -120,7 +120,7 @@ def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...
             out.append({"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers), "learner": learner,
                         "measure": metric, "seeds": n, "rel_pct": rel, "ci_low": lo, "ci_high": hi,
                         "verdict": verdict})
-    return pd.DataFrame(out, columns=OAIL_COLUMNS)
+    return pd.DataFrame(out, columns=CONDITION_COLUMNS)
 
 
 def oail_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES, reps: int = DEFAULT_REPS) -> pd.DataFrame:
@@ -197,7 +197,7 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
     return text + "."
 
 
-def oail_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
+def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
     """:func:`condition_table` (:func:`oail_table`, :func:`continuing_table`) for one measure
     as the chapter shows it: a row per shifted world, a column per learner, each cell the
     improvement with its interval and verdict."""
