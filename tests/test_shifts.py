@@ -198,3 +198,44 @@ def test_shipping_copies_the_gathered_results_with_a_provenance_in_units(tmp_pat
     commit = (here["commit"] or "unrecorded") + ("+dirty" if here["dirty"] else "")
     assert prov["cells"] == 2 and prov["commits"] == {commit: 2} and sum(prov["machines"].values()) == 2
     assert {p.name for p in (tmp_path / "s").iterdir()} == {"shifts.parquet", "shifts.json", "PROVENANCE.json"}
+
+
+def test_a_variant_learner_of_a_worlds_like_grid_runs_frozen_in_its_own_world(tmp_path, tiny_config):
+    """``method@variant`` names a variant's cell; a flat cell with only model.zip gets its
+    policy/ written from it (export_policy); the evaluation uses the cell's own fleet."""
+    import dataclasses
+
+    from ilets.report.shifts import learner_label
+    from ilets.study.run import run_cell
+
+    grid = tmp_path / "grid"
+    fleet = dataclasses.replace(tiny_config.fleet, seed=3)  # a world of its own, as the worlds grid draws
+    cell = run_cell(dataclasses.replace(tiny_config, method="drl", variant="v", fleet=fleet).validate(), grid)
+    assert (cell / "model.zip").is_file() and not (cell / "policy").exists()  # flat cells keep model.zip only
+    spec = {"name": "tiny-worlds", "description": "test", "source": "grid", "learners": ["drl@v"],
+            "heuristics": ["earliest-finish"], "servers": [10], "seeds": [0],
+            "shifts": {"none": {"factor": "none", "changes": {}},
+                       "theta-0.7": {"factor": "objective weight", "changes": {"reward": {"theta": 0.7}}}}}
+    path = tmp_path / "family.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    table = SH.run_family(SH.load_family(path), grid, tmp_path / "o", workers=1, progress=False)
+    assert (cell / "policy" / "policy.pt").is_file()
+    learner = table[table["kind"] == "learner"]
+    assert set(learner["actor"]) == {"drl@v"} and set(learner["cell"]) == {cell.name} and len(table) == 4
+    # the heuristic's world is the cell's: its fleet (seed 3), not the main grid's (seed 0)
+    from ilets.study.evaluate import evaluate
+    from ilets.workloads.workload import load_workload
+
+    online = load_workload(tiny_config.workload, 0).online
+    own = evaluate("earliest-finish", online, 10, seed=0, fleet_seed=3).metrics["mean_reward"]
+    row = table[(table["shift"] == "none") & (table["actor"] == "earliest-finish")]
+    assert float(row["mean_reward"].iloc[0]) == own
+    assert own != evaluate("earliest-finish", online, 10, seed=0, fleet_seed=0).metrics["mean_reward"]
+    assert learner_label("drl+@per-server") == "DRL+ (per-server)" and learner_label("drl") == "DRL"
+
+
+def test_the_worlds_family_sets_both_designs_in_ten_worlds():
+    family = SH.load_family(SH.DEFAULT_FAMILY.with_name("shifts-worlds.yaml"))
+    assert family.learners == ("drl", "drl+", "drl@per-server", "drl+@per-server") and len(family.seeds) == 10
+    assert "fleet size" not in {s.factor for s in family.shifts}  # a flat policy reads one fleet size only
+    assert family.conditions == ("frozen",) and family.shifts[0].factor == "none"

@@ -39,6 +39,13 @@ def shifts_dir() -> Path:
     return root / SHIFTS_SEARCH[-1]
 
 
+def learner_label(actor: str) -> str:
+    """A learner as the chapter names it: its method's label, and a variant in brackets
+    (``drl+@per-server`` -> ``DRL+ (per-server)``, where one grid holds both designs)."""
+    method, _, variant = actor.partition("@")
+    return METHOD_LABELS.get(method, method) + (f" ({variant})" if variant else "")
+
+
 def load_rows(folder: Path | None = None) -> pd.DataFrame:
     """The rows of ``folder/shifts.parquet`` (default :func:`shifts_dir`); empty when absent."""
     path = Path(folder if folder is not None else shifts_dir()) / "shifts.parquet"
@@ -158,7 +165,7 @@ def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
         row = {"shift": shift, "factor": first["factor"], "servers": int(servers),
                "trained at": int(first["train_servers"]), "best heuristic": METHOD_LABELS.get(first["heuristic"],
                                                                                               first["heuristic"])}
-        row.update({METHOD_LABELS.get(r["learner"], r["learner"]): cell(r) for _, r in g.iterrows()})
+        row.update({learner_label(r["learner"]): cell(r) for _, r in g.iterrows()})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -205,7 +212,7 @@ def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.Da
     rows = []
     for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
         row = {"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers)}
-        row.update({METHOD_LABELS.get(r["learner"], r["learner"]):
+        row.update({learner_label(r["learner"]):
                     f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
                     for _, r in g.iterrows()})
         rows.append(row)
@@ -231,7 +238,7 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
     if t.empty:
         return f"This is not measured yet: {missing} have not run in these shifted worlds."
     counts = t["verdict"].value_counts()
-    learners = ", ".join(METHOD_LABELS.get(m, m) for m in dict.fromkeys(t["learner"]))
+    learners = ", ".join(learner_label(m) for m in dict.fromkeys(t["learner"]))
     seeds = int(t["seeds"].min())
     text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
             f"{int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, worsens it in "

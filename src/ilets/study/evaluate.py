@@ -17,6 +17,7 @@ server ranges) at ``--servers``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -69,6 +70,38 @@ def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int,
     fleet = dataclasses.replace(base.fleet, servers=servers, seed=fleet_seed)
     cfg = dataclasses.replace(base, fleet=fleet, seed=seed)
     return (merge(cfg, dict(changes), "changes") if changes else cfg).validate(), cell
+
+
+def export_policy(cell: Path) -> Path:
+    """``cell/policy`` written from the cell's ``model.zip`` when it has none: a flat cell
+    computed before flat cells kept their weights this way (only per-server cells write
+    ``policy/`` as they finish). ``model.zip`` is SB3's own format, which unpickles: read only
+    for a cell this project computed, before shipping drops the zip; what it writes is read
+    back without unpickling (:mod:`ilets.agents.policy_io`). Written under a temporary name
+    and renamed, so two processes exporting one cell leave one complete folder."""
+    import shutil
+
+    from sb3_contrib import MaskablePPO
+
+    from ilets.agents.policy_io import save_policy
+    from ilets.study.verify import recorded_config
+
+    cell = Path(cell)
+    folder = cell / "policy"
+    if folder.is_dir():
+        return folder
+    if not (cell / "model.zip").is_file():
+        raise EvaluateError(f"{cell}: no policy/ folder and no model.zip to write one from")
+    cfg = recorded_config(cell)
+    model = MaskablePPO.load(cell / "model.zip", device="cpu")
+    tmp = cell / f".policy.tmp-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    save_policy(model, tmp, cfg.policy, cfg.observation, cfg.fleet.servers)
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process renamed its copy first: the same weights
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
 
 
 def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):

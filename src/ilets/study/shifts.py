@@ -160,7 +160,7 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
     if not shifts or shifts[0].factor != "none":
         raise ConfigError(f"{where}: shifts: expected the unshifted reference (factor: none) first")
     for key in ("learners", "heuristics"):
-        bad = [m for m in data[key] if (m not in HEURISTICS) == (key == "heuristics")]
+        bad = [m for m in data[key] if (str(m).partition("@")[0] not in HEURISTICS) == (key == "heuristics")]
         if bad:
             raise ConfigError(f"{where}: {key}: {bad} are not {key}")
     online = data.get("online_learners")
@@ -193,16 +193,19 @@ def plan(family: ShiftFamily) -> list[Job]:
     return jobs
 
 
-def source_cell(source: Path, method: str, servers: int, seed: int) -> Path:
-    """The main-grid cell of ``method`` at ``servers`` and ``seed`` in the grid ``source``."""
+def source_cell(source: Path, learner: str, servers: int, seed: int) -> Path:
+    """The cell of ``learner`` at ``servers`` and ``seed`` in the grid ``source``: a method
+    (its main-grid cell) or ``method@variant`` (that variant's cell, e.g. ``drl+@per-server``
+    of the worlds grid, where both policy designs share the method names)."""
     from ilets.study.results import finished_cells
     from ilets.study.run import parse_cell_name
 
+    method, _, variant = learner.partition("@")
     for name in finished_cells(source):
         f = parse_cell_name(name)
-        if (f["method"], f["variant"], f["servers"], f["seed"]) == (method, "", servers, seed):
+        if (f["method"], f["variant"], f["servers"], f["seed"]) == (method, variant, servers, seed):
             return Path(source) / "cells" / name
-    raise FileNotFoundError(f"{source}: no finished {method} cell at {servers} servers, seed {seed}")
+    raise FileNotFoundError(f"{source}: no finished {learner} cell at {servers} servers, seed {seed}")
 
 
 def online_config(job: Job, cell: Path) -> RunConfig:
@@ -223,7 +226,7 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
     A frozen policy or a heuristic schedules the shifted online half once
     (:func:`ilets.study.evaluate.evaluate`); a learner that keeps learning runs as a cell of
     its own under ``out/cells`` (:func:`online_config`)."""
-    from ilets.study.evaluate import evaluate
+    from ilets.study.evaluate import evaluate, export_policy
     from ilets.study.run import run_cell, system_info
     from ilets.study.verify import recorded_config
     from ilets.workloads.workload import load_workload
@@ -242,13 +245,16 @@ def run_job(job: Job, source: Path, out: Path) -> dict[str, Any]:
         tasks = int(metrics["tasks"])
     else:
         system = system_info()
-        base = recorded_config(reference).workload
-        workload = merge(base, job.shift.changes.get("workload"), f"shift {job.shift.name}")
+        if learner:
+            export_policy(reference)  # a flat cell keeps only model.zip: write its policy/ once
+        recorded = recorded_config(reference)
+        workload = merge(recorded.workload, job.shift.changes.get("workload"), f"shift {job.shift.name}")
         workload.validate(f"shift {job.shift.name}.workload")
         online = load_workload(workload, job.seed).online
         rest = {k: v for k, v in job.shift.changes.items() if k != "workload"}
+        # the source cell's own fleet: the fixed data centre of a main grid, each seed's of a worlds grid
         metrics = evaluate(reference if learner else job.actor, online, job.servers, seed=job.seed,
-                           changes=rest).metrics
+                           fleet_seed=recorded.fleet.seed, changes=rest).metrics
         tasks = len(online)
     return {"key": job.key, "shift": job.shift.name, "factor": job.shift.factor, "actor": job.actor,
             "kind": "learner" if learner else "heuristic", "condition": job.condition, "servers": job.servers,
@@ -277,10 +283,12 @@ def source_learner(source: Path) -> str:
     from ilets.study.results import finished_cells
     from ilets.study.run import parse_cell_name
 
-    methods = sorted({parse_cell_name(n)["method"] for n in finished_cells(source)} - set(HEURISTICS))
-    if not methods:
+    fields = [parse_cell_name(n) for n in finished_cells(source)]
+    learners = sorted({f["method"] + (f"@{f['variant']}" if f["variant"] else "") for f in fields
+                       if f["method"] not in HEURISTICS})
+    if not learners:
         raise FileNotFoundError(f"{source}: no finished learner cell to take the world from")
-    return methods[0]
+    return learners[0]  # a main-grid cell first (no variant), as source_cell reads it
 
 
 def _run_and_write(job: Job, source: Path, rows: Path) -> str:
