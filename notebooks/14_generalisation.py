@@ -43,6 +43,9 @@ glue("sentence", Markdown(found.sentence), display=False)
 glue("response_sentence", Markdown(found.response_sentence), display=False)
 glue("oail_sentence", Markdown(found.oail_sentence), display=False)
 glue("continuing_sentence", Markdown(found.continuing_sentence), display=False)
+worlds = SH.chapter_findings(SH.shifts_dir("shifts-worlds"))
+glue("worlds_sentence", Markdown(worlds.sentence), display=False)
+glue("worlds_provenance", Markdown(worlds.provenance), display=False)
 
 # %% [markdown]
 # ## The frozen policies against the best heuristic
@@ -84,3 +87,17 @@ plots.markdown_table(SH.condition_display(found.oail), {}, empty="(not run yet)"
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.condition_display(found.continuing), {}, empty="(not run yet)")
+
+# %% [markdown]
+# ## Both designs, over worlds
+#
+# The same shifts for the authors' flat policy and the per-server policy side by side (DRL
+# and DRL+ of the worlds grid, {doc}`07_results`), each seed its own world: its own fleet and
+# moved events, so the intervals cover worlds and policies together (the shift family
+# `src/ilets/configs/shifts-worlds.yaml`; no fleet-size transfer, which a flat policy cannot
+# make). {glue:md}`worlds_provenance`
+#
+# {glue:md}`worlds_sentence`
+
+# %% tags=["remove-input"]
+plots.markdown_table(SH.display_table(worlds.table, "mean_reward"), {}, empty="(not run yet)")

@@ -46,7 +46,13 @@ def test_the_sentence_counts_verdicts_and_says_what_did_not_run():
     one = rows[rows["seed"] == 0]
     assert "one seed: no interval resolves" in R.shifts_sentence(R.frozen_table(one, measures=("mean_reward",),
                                                                                  reps=50), one)
-    assert "No shifted-world results yet" in R.shifts_sentence(R.frozen_table(pd.DataFrame()), pd.DataFrame())
+    assert "No results of the shift family `shifts` yet" in R.shifts_sentence(R.frozen_table(pd.DataFrame()),
+                                                                                pd.DataFrame())
+    # what the declared family has not run is read from its record: frozen only, no expert shift
+    declared = {"name": "shifts-worlds", "conditions": ["frozen"], "shifts": [{"factor": "none"}]}
+    assert text.endswith("expert) have not run yet.") and "not yet run: online" in text
+    quiet = R.shifts_sentence(t, rows, declared=declared)
+    assert "not yet run" not in quiet and "expert-quality" not in quiet
 
 
 def test_the_display_has_a_row_per_world_and_a_column_per_learner():

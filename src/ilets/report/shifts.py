@@ -19,8 +19,8 @@ from ilets.metric_table import METRIC_SPECS
 from ilets.method_table import METHOD_LABELS
 from ilets.report.stats import DEFAULT_REPS, effect_verdict, percentile_interval, seed_effect
 
-#: Where the book looks for the shifted worlds' rows, first found wins.
-SHIFTS_SEARCH = ("results/shifts", "shipped/shifts")
+#: Where the book looks for a shift family's rows (``{family}``: its name), first found wins.
+SHIFTS_SEARCH = ("results/{family}", "shipped/{family}")
 #: The measures the chapter compares: the one the learners were trained on, and response time.
 MEASURES = ("mean_reward", "avg_response_s")
 #: The columns of :func:`frozen_table`.
@@ -28,15 +28,16 @@ COLUMNS = ["shift", "factor", "servers", "train_servers", "learner", "measure", 
            "ci_low", "ci_high", "verdict", "unshifted_rel_pct"]
 
 
-def shifts_dir() -> Path:
-    """``results/shifts`` if it holds rows, else ``shipped/shifts`` (resolved at the repository root)."""
+def shifts_dir(family: str = "shifts") -> Path:
+    """``results/<family>`` if it holds rows, else ``shipped/<family>`` (resolved at the
+    repository root); ``family`` is a shift family's name (``configs/<family>.yaml``)."""
     from ilets.study.results import repo_root
 
     root = repo_root()
     for rel in SHIFTS_SEARCH:
-        if (root / rel / "shifts.parquet").is_file():
-            return root / rel
-    return root / SHIFTS_SEARCH[-1]
+        if (root / rel.format(family=family) / "shifts.parquet").is_file():
+            return root / rel.format(family=family)
+    return root / SHIFTS_SEARCH[-1].format(family=family)
 
 
 def learner_label(actor: str) -> str:
@@ -170,19 +171,23 @@ def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mean_reward") -> str:
+def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mean_reward",
+                    declared: dict | None = None) -> str:
     """What the frozen learners keep under shift, on ``measure``: how many (shift, learner)
     comparisons with the best heuristic are better, worse or unresolved, and the shifts where
-    the learners fall furthest behind; how many seeds and which conditions ran."""
+    the learners fall furthest behind; how many seeds ran, and what the ``declared`` family
+    (its record in ``shifts.json``; default: the shipped ``shifts`` family's conditions and
+    expert-quality shifts) has not run yet."""
+    name = (declared or {}).get("name", "shifts")
     if table.empty:
-        return ("No shifted-world results yet (`python -m ilets.study.shifts` writes them; the book reads "
-                "`results/shifts` or `shipped/shifts`).")
+        return (f"No results of the shift family `{name}` yet (`python -m ilets.study.shifts` writes them; the book "
+                f"reads `results/{name}` or `shipped/{name}`).")
     t = table[(table["measure"] == measure) & (table["factor"] != "none")]
     label = METRIC_SPECS[measure].long
     counts = t["verdict"].value_counts()
     seeds = int(rows.groupby(["shift", "servers", "actor"])["seed"].nunique().min())
     text = (f"Frozen, over {len(t['shift'].unique())} shifted worlds and {seeds} seed{'s' if seeds != 1 else ''} each, "
-            f"the per-server learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
+            f"the learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
             f"of {len(t)} comparisons, worse in {int(counts.get('worse', 0))} and unresolved in "
             f"{int(counts.get('unresolved', 0))}")
     if seeds < 2:
@@ -193,12 +198,15 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
             f"{s} ({v:+.1f} %)" for s, v in worst.items())
     conditions = sorted(set(rows["condition"])) if "condition" in rows else []
     names = {"online": "online without OAIL", "online-oail": "online with OAIL"}
-    missing = [names[c] for c in names if c not in conditions]
+    wanted = (declared or {}).get("conditions", list(names))
+    missing = [names[c] for c in names if c in wanted and c not in conditions]
     if missing:
         text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (each is a learner cell of its "
                  "own, warm-started from the shipped policy), so this chapter cannot yet say "
                  "whether OAIL helps under shift")
-    if "expert quality" not in set(rows["factor"]):
+    quality = [s for s in (declared or {}).get("shifts", [{"factor": "expert quality"}])
+               if s.get("factor") == "expert quality"]
+    if quality and "expert quality" not in set(rows["factor"]):
         text += ("; the expert-quality shifts (DRL+ trained anew, cloning a weaker or a noisy expert) have not run "
                  "yet")
     return text + "."
@@ -265,7 +273,8 @@ class ShiftFindings:
 
 
 def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> ShiftFindings:
-    """Everything the chapter shows, from ``folder`` (default :func:`shifts_dir`)."""
+    """Everything the chapter shows of one shift family, from ``folder`` (default
+    :func:`shifts_dir`)."""
     import json
 
     folder = Path(folder) if folder is not None else shifts_dir()
@@ -273,6 +282,7 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
     table = frozen_table(rows, reps=reps)
     prov = "No provenance record (shifts.json) is at hand."
     record_path = folder / "shifts.json"
+    rec: dict = {}
     if record_path.is_file():
         rec = json.loads(record_path.read_text())
         commit = str((rec.get("code") or {}).get("commit", "unknown"))[:12]
@@ -282,5 +292,6 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
     continuing = continuing_table(rows, reps=reps)
     return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail),
                          continuing=continuing, continuing_sentence=continuing_sentence(continuing),
-                         sentence=shifts_sentence(table, rows),
-                         response_sentence=shifts_sentence(table, rows, "avg_response_s"), provenance=prov)
+                         sentence=shifts_sentence(table, rows, declared=rec.get("family")),
+                         response_sentence=shifts_sentence(table, rows, "avg_response_s", rec.get("family")),
+                         provenance=prov)
