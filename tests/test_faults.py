@@ -431,8 +431,9 @@ def _pilot(profile: Path, out: Path) -> int:
 
 
 def _fake_episode(profile, expert, options, servers, seed, regime):
-    return {"mean_reward": -1.0 / (1 + sum(v for v in options.values() if isinstance(v, (int, float)))),
-            "tracking_mae_rel": 0.5, "misses_caused": 0, "deferrals": 0, "cpu_s": 0.01}
+    score = 1.0 / (1 + sum(v for v in options.values() if isinstance(v, (int, float))))
+    return {"mean_reward": -score, "episode_reward": -100 * score, "tracking_mae_rel": score, "misses_caused": 0,
+            "deferrals": 0, "cpu_s": 0.01}
 
 
 def test_an_interrupt_of_the_command_pilot_is_one_line_and_keeps_finished_episodes(tmp_path, capsys, monkeypatch):
