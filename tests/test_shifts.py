@@ -69,6 +69,14 @@ def test_an_unknown_shift_to_run_is_a_one_line_error(tmp_path, capsys):
                     "--shifts", "none,rate-x9"]) == 2
     err = capsys.readouterr().err
     assert "--shifts: ['rate-x9'] are not shifts of the family 'tiny'" in err and "Traceback" not in err
+    assert SH.main(["--family", str(path), "--source", str(SOURCE), "--out", str(tmp_path / "o"),
+                    "--conditions", "online"]) == 2  # the tiny family runs frozen policies only
+    err = capsys.readouterr().err
+    assert "--conditions: ['online'] are not conditions of the family 'tiny'" in err and "Traceback" not in err
+    # a filter keeps its jobs only: the heuristic's row alone
+    table = SH.run_family(SH.load_family(path), SOURCE, tmp_path / "h", workers=1, progress=False,
+                          conditions=("heuristic",))
+    assert list(table["kind"]) == ["heuristic"]
 
 
 def test_online_learners_must_be_among_the_learners(tmp_path):

@@ -299,20 +299,25 @@ def _run_and_write(job: Job, source: Path, rows: Path) -> str:
 
 
 def run_family(family: ShiftFamily, source: Path, out: Path, workers: int = 2, max_jobs: int | None = None,
-               progress: bool = True, only: tuple[str, ...] = ()) -> pd.DataFrame:
+               progress: bool = True, only: tuple[str, ...] = (), conditions: tuple[str, ...] = ()) -> pd.DataFrame:
     """Run the evaluations of ``family`` not yet in ``out/rows`` (at most ``max_jobs``; with
-    ``only``, those of the shifts it names), in ``workers`` processes, then :func:`collect`.
-    A killed run resumes where it stopped."""
+    ``only``, those of the shifts it names; with ``conditions``, those of these conditions,
+    ``heuristic`` for the heuristics), in ``workers`` processes, then :func:`collect`. A
+    killed run resumes where it stopped."""
     from tqdm import tqdm
 
     unknown = set(only) - {s.name for s in family.shifts}
     if unknown:
         raise ConfigError(f"--shifts: {sorted(unknown)} are not shifts of the family {family.name!r}; expected "
                           f"some of {[s.name for s in family.shifts]}")
+    kinds = (*family.conditions, "heuristic")
+    if set(conditions) - set(kinds):
+        raise ConfigError(f"--conditions: {sorted(set(conditions) - set(kinds))} are not conditions of the family "
+                          f"{family.name!r}; expected some of {list(kinds)}")
     rows = Path(out) / "rows"
     rows.mkdir(parents=True, exist_ok=True)
     todo = [j for j in plan(family) if not (rows / f"{j.key}.json").is_file()
-            and (not only or j.shift.name in only)][:max_jobs]
+            and (not only or j.shift.name in only) and (not conditions or j.condition in conditions)][:max_jobs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [pool.submit(_run_and_write, j, Path(source), rows) for j in todo]
         for f in tqdm(futures, desc=f"shifts {family.name}", unit="eval", disable=not progress, file=sys.stderr):
@@ -393,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--max-jobs", type=int, default=None, help="run at most this many evaluations")
     ap.add_argument("--shifts", default="", help="comma-separated shift names: run only theirs (default: all)")
+    ap.add_argument("--conditions", default="", help="comma-separated conditions (frozen, online, online-oail, "
+                    "heuristic): run only these (default: all)")
     ap.add_argument("--ship", default=None, help="only copy --out's gathered results to this folder (replaced)")
     ap.add_argument("--note", default="", help="the note stored with the shipped provenance")
     args = ap.parse_args(argv)
@@ -406,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers < 1 or (args.max_jobs is not None and args.max_jobs < 1):
             raise ConfigError("--workers and --max-jobs: expected >= 1")
         only = tuple(n for n in args.shifts.split(",") if n)
-        table = run_family(family, Path(args.source), Path(args.out), args.workers, args.max_jobs, only=only)
+        conditions = tuple(n for n in args.conditions.split(",") if n)
+        table = run_family(family, Path(args.source), Path(args.out), args.workers, args.max_jobs, only=only,
+                           conditions=conditions)
     except (ConfigError, FileNotFoundError) as err:
         print(f"ilets: {err}", file=sys.stderr)
         return 2
