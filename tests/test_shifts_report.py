@@ -48,6 +48,9 @@ def test_the_sentence_counts_verdicts_and_says_what_did_not_run():
                                                                                  reps=50), one)
     assert "No results of the shift family `shifts` yet" in R.shifts_sentence(R.frozen_table(pd.DataFrame()),
                                                                                 pd.DataFrame())
+    mixed = rows[~((rows["shift"] == "rate-x2") & (rows["seed"] > 0))]
+    said = R.shifts_sentence(R.frozen_table(mixed, measures=("mean_reward",), reps=50), mixed)
+    assert "1 to 4 seeds each" in said and "a world with one seed has no verdict" in said
     # what the declared family has not run is read from its record: frozen only, no expert shift
     declared = {"name": "shifts-worlds", "conditions": ["frozen"], "shifts": [{"factor": "none"}]}
     assert text.endswith("expert) have not run yet.") and "not yet run: online" in text

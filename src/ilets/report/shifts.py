@@ -185,13 +185,18 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
     t = table[(table["measure"] == measure) & (table["factor"] != "none")]
     label = METRIC_SPECS[measure].long
     counts = t["verdict"].value_counts()
-    seeds = int(rows.groupby(["shift", "servers", "actor"])["seed"].nunique().min())
-    text = (f"Frozen, over {len(t['shift'].unique())} shifted worlds and {seeds} seed{'s' if seeds != 1 else ''} each, "
+    per = rows[rows["condition"].isin(["frozen", "heuristic"])] if "condition" in rows else rows
+    counts_of = per.groupby(["shift", "servers", "actor"])["seed"].nunique()
+    seeds, most = int(counts_of.min()), int(counts_of.max())
+    spread = f"{seeds}" if seeds == most else f"{seeds} to {most}"
+    text = (f"Frozen, over {len(t['shift'].unique())} shifted worlds and {spread} seed{'s' if most != 1 else ''} each, "
             f"the learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
             f"of {len(t)} comparisons, worse in {int(counts.get('worse', 0))} and unresolved in "
             f"{int(counts.get('unresolved', 0))}")
-    if seeds < 2:
+    if most < 2:
         text += " (one seed: no interval resolves, so none is a verdict)"
+    elif seeds < 2:
+        text += " (a world with one seed has no verdict: its interval cannot resolve)"
     worst = t.groupby("shift")["rel_pct"].mean().sort_values().head(3)
     if len(worst):
         text += ". Furthest behind, on average over the learners: " + ", ".join(
