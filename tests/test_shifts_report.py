@@ -77,7 +77,9 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
     # the frozen table still reads the frozen rows only
     assert R.frozen_table(every, measures=("mean_reward",), reps=300).equals(_table()[1])
     assert "not yet run" not in R.shifts_sentence(_table()[1], every)
-    assert "improves the mean reward in 2 of 2" in R.oail_sentence(t.reset_index())
+    said = R.oail_sentence(t.reset_index())
+    assert "improves the mean reward in 1 of 1 (shifted world, learner)" in said
+    assert "; in the unshifted world: +" in said and said.rstrip(".").endswith("better")
     assert "DRL+" in R.condition_display(t.reset_index()).columns
     assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.condition_display(R.oail_table(rows)).empty
 
@@ -90,5 +92,6 @@ def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
     assert list(t["shift"]) == ["none", "rate-x2"] and (t["rel_pct"] < 0).all() and set(t["verdict"]) == {"worse"}
     text = R.continuing_sentence(t)
     assert text.startswith("Learning on online as plain PPO (DRL+)") and "worsens it in 2 of 2" not in text
-    assert "in 0 of 2 (shift, learner) comparisons, worsens it in 2" in text
+    assert "in 0 of 1 (shifted world, learner) comparisons, worsens it in 1" in text
+    assert "in the unshifted world: -10.0 % [-10.0, -10.0] worse" in text
     assert "not measured yet" in R.continuing_sentence(R.continuing_table(rows))

@@ -248,15 +248,21 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
     """How a :func:`condition_table` comes out on ``measure``: better, worse and unresolved
     counts over (shift, learner) comparisons, the median effect and the fewest seeds behind one."""
     t = t[(t["measure"] == measure)] if not t.empty else t
-    if t.empty:
+    shifted, unshifted = (t[t["factor"] != "none"], t[t["factor"] == "none"]) if not t.empty else (t, t)
+    if shifted.empty:
         return f"This is not measured yet: {missing} have not run in these shifted worlds."
-    counts = t["verdict"].value_counts()
+    counts = shifted["verdict"].value_counts()
     learners = ", ".join(learner_label(m) for m in dict.fromkeys(t["learner"]))
-    seeds = int(t["seeds"].min())
+    seeds = int(shifted["seeds"].min())
     text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
-            f"{int(counts.get('better', 0))} of {len(t)} (shift, learner) comparisons, worsens it in "
+            f"{int(counts.get('better', 0))} of {len(shifted)} (shifted world, learner) comparisons, worsens it in "
             f"{int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
-            f"(95 % intervals over paired seeds, at least {seeds} per comparison; median {t['rel_pct'].median():+.1f} %)")
+            f"(95 % intervals over paired seeds, at least {seeds} per comparison; median "
+            f"{shifted['rel_pct'].median():+.1f} %)")
+    if len(unshifted):  # what it does without a shift: the effect a shift would have to exceed
+        text += "; in the unshifted world: " + ", ".join(
+            f"{r['rel_pct']:+.1f} % [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
+            for _, r in unshifted.iterrows())
     if seeds < 2:
         text += "; with one seed no interval resolves, so none of these is a verdict yet"
     return text + "."
