@@ -20,13 +20,13 @@ Three steps, top to bottom:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 import time
 import warnings
 from collections.abc import Mapping
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -22,8 +22,8 @@ averaged over the pilot seeds, the fleets and both regimes of the grid profile (
 and evaluation regime), each on the online segment as the grid scores it. Not the mean
 reward per decision: deferrals are decisions too, so it falls as they rise, and it chose
 the edge of the range with its candidates 1.8 % apart. The episode's total reward and the
-deadline misses caused are recorded beside it. Pilot seeds :data:`PILOT_SEEDS` are outside every grid profile's seeds
-(checked by the tests).
+deadline misses caused are recorded beside it. Pilot seeds :data:`PILOT_SEEDS` are outside
+every grid profile's seeds (checked by the tests).
 
 The study runs, resumes and ships the pilot (:mod:`ilets.study.command_pilot`)::
 

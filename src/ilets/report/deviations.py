@@ -168,7 +168,8 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "the online conditions continue the per-server DRL+ policy (online_learners); the expert-quality "
               "shift trains DRL+ anew cloning the one-step greedy expert, or GA+PSO with half its labels replaced "
               "by a random allowed server (oinpt.label_noise), and its online conditions continue that clone with "
-              "the unchanged OAIL experts",
+              "the unchanged OAIL experts; a second family (shifts-worlds) runs flat and per-server DRL and DRL+ of "
+              "the worlds grid, each seed in its own world",
               "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, OINPTConfig.label_noise, "
               "configs/shifts.yaml, ilets.study.shifts"),
 )

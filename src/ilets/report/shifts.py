@@ -114,6 +114,8 @@ def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...
     that did not run both are left out; empty until some did."""
     if rows.empty or not {x, y} <= set(rows.get("condition", ())):
         return pd.DataFrame(columns=CONDITION_COLUMNS)
+    # the resampler's key names the pair as before conditions were general ("oail")
+    tag = "oail" if (x, y) == ("online-oail", "online") else f"{x}-vs-{y}"
     out = []
     for (shift, servers, learner), g in rows[rows["kind"] == "learner"].groupby(["shift", "servers", "actor"],
                                                                                  sort=False):
@@ -121,8 +123,6 @@ def condition_table(rows: pd.DataFrame, x: str, y: str, measures: tuple[str, ...
         if with_.empty or without.empty:
             continue
         for metric in measures:
-            # the resampler's key names the pair as before conditions were general ("oail")
-            tag = "oail" if (x, y) == ("online-oail", "online") else f"{x}-vs-{y}"
             rel, lo, hi, verdict, n = _effect(with_[metric], without[metric], metric,
                                               (str(shift), int(servers), metric, learner, tag), reps)
             out.append({"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers), "learner": learner,

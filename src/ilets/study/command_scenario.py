@@ -321,9 +321,8 @@ def command_store_rows(records: Iterable[dict]) -> pd.DataFrame:
     CPU seconds (the columns :mod:`ilets.report.grid_command` reads)."""
     import pandas as pd
 
-    from ilets.study.results import STATUS_DONE
-
     from ilets.gridcommand.metrics import band_summary, episode_reward
+    from ilets.study.results import STATUS_DONE
 
     rows = []
     for rec in records:

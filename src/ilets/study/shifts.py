@@ -150,10 +150,7 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
         if not isinstance(train, dict) or set(train) - set(TRAIN_SECTIONS):
             raise ConfigError(f"{at}.train: expected sections among {list(TRAIN_SECTIONS)}, got {train!r}")
         merge(method_defaults(), train, f"{at}.train").validate(f"{at}.train")
-        learners = spec.get("learners")
-        if learners is not None and (not isinstance(learners, list) or set(learners) - set(data["learners"])):
-            raise ConfigError(f"{at}.learners: expected a list among the learners {list(data['learners'])}, "
-                              f"got {learners!r}")
+        learners = _among_learners(spec.get("learners"), data, f"{at}.learners")
         shifts.append(Shift(name=str(name), factor=str(spec["factor"]), changes=changes,
                             train_servers=spec.get("train_servers"), servers=spec.get("servers"), train=train,
                             learners=None if learners is None else tuple(learners)))
@@ -163,15 +160,20 @@ def load_family(path: str | Path = DEFAULT_FAMILY) -> ShiftFamily:
         bad = [m for m in data[key] if (str(m).partition("@")[0] not in HEURISTICS) == (key == "heuristics")]
         if bad:
             raise ConfigError(f"{where}: {key}: {bad} are not {key}")
-    online = data.get("online_learners")
-    if online is not None and (not isinstance(online, list) or set(online) - set(data["learners"])):
-        raise ConfigError(f"{where}: online_learners: expected a list among the learners {list(data['learners'])}, "
-                          f"got {online!r}")
+    online = _among_learners(data.get("online_learners"), data, f"{where}: online_learners")
     return ShiftFamily(name=str(data["name"]), description=str(data["description"]), source=str(data["source"]),
                        learners=tuple(data["learners"]), heuristics=tuple(data["heuristics"]),
                        servers=tuple(int(s) for s in data["servers"]), seeds=tuple(int(s) for s in data["seeds"]),
                        shifts=tuple(shifts), conditions=conditions,
                        online_learners=None if online is None else tuple(online))
+
+
+def _among_learners(value: Any, data: dict, at: str) -> list | None:
+    """``value`` (a family's or a shift's learner list; None: not given) if every name is one
+    of the family's learners, else a :class:`ConfigError` naming ``at``."""
+    if value is not None and (not isinstance(value, list) or set(value) - set(data["learners"])):
+        raise ConfigError(f"{at}: expected a list among the learners {list(data['learners'])}, got {value!r}")
+    return value
 
 
 def plan(family: ShiftFamily) -> list[Job]:
