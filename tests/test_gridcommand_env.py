@@ -239,8 +239,8 @@ def test_a_cap_at_or_below_idle_power_is_an_error():
 
 # --- reward and observation ----------------------------------------------------------------------
 
-def test_reward_is_the_plain_cost_plus_the_tracking_term_during_events():
-    cfg = grid(DOWN, track_weight=2.0)
+def test_instant_reward_is_the_plain_cost_plus_the_tracking_term_during_events():
+    cfg = grid(DOWN, track_weight=2.0, tracking="instant", smooth_weight=0.0)
     env = GridCommandEnv(cfg)
     env.reset()
     scored = 0

@@ -29,6 +29,8 @@ from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, Command
 
 #: Regime names besides the built-in ones: no command at all, or the explicit ``commands`` list.
 NO_COMMAND, EXPLICIT = "none", "explicit"
+#: What the reward's tracking cost reads (GridCommandConfig.tracking).
+TRACKING_MODES = ("slot", "instant")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper")
 
@@ -73,7 +75,16 @@ class GridCommandConfig:
     #: admission cap during down events: a server refuses new tasks when its power with the
     #: task counted would exceed this fraction of its maximum power; 1.0: no cap [ours]
     cap_fraction: float = 1.0
-    track_weight: float = 1.0  #: weight of |P_after - target| / max_power in the cost [ours]
+    #: what the reward's tracking cost compares with the target [ours]: ``slot``, the committed
+    #: slot-average power, the cost of an assignment being the change it makes to the scored
+    #: slots' error (:mod:`ilets.gridcommand.tracking`; what the metrics score); ``instant``,
+    #: the power now with the task counted (the scenario's first design, kept to compare)
+    tracking: str = "slot"
+    #: weight of the tracking error over max_power in the cost [ours; the profiles say why 5]
+    track_weight: float = 5.0
+    #: weight of the slot-to-slot change of the tracking error within an event (``tracking:
+    #: slot`` only; :mod:`ilets.gridcommand.tracking`) [ours]
+    smooth_weight: float = 0.25
     defer_penalty: float = 0.05  #: cost per deferral, reward units [ours]
     reference: str = "earliest-finish"  #: the counterfactual (baseline) policy, a heuristic name
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
@@ -129,7 +140,12 @@ class GridCommandConfig:
         if not 0 < self.cap_fraction <= 1:
             raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
                               f"(0, 1] (1: no cap), got {self.cap_fraction}")
-        for key in ("track_weight", "defer_penalty"):
+        if self.tracking not in TRACKING_MODES:
+            raise ConfigError(f"{where}.tracking: expected one of {TRACKING_MODES}, got {self.tracking!r}")
+        if self.tracking == "instant" and self.smooth_weight:
+            raise ConfigError(f"{where}.smooth_weight: the smoothness term needs tracking: slot (got tracking: "
+                              f"instant and smooth_weight {self.smooth_weight}); set smooth_weight: 0")
+        for key in ("track_weight", "smooth_weight", "defer_penalty"):
             if not getattr(self, key) >= 0:
                 raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
         if self.reference not in HEURISTICS:

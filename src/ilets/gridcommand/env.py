@@ -25,15 +25,21 @@ Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["
     least-loaded allowed server, else to defer) and costs ``reward.infeasible_penalty``,
     with ``info["infeasible"] = True``, as in the plain environment.
 Reward, ``-cost``
-    placing: :func:`ilets.simulator.objective.cost_of` (the plain scenario's one cost) plus
-    :func:`ilets.simulator.objective.tracking_term`, ``track_weight * |P_after - target(now)|
-    / max_power`` while an event is scored, ``P_after`` the fleet power now with the task
-    counted as running; deferring: ``defer_penalty`` plus the same tracking term with
-    ``P_after`` the power now (nothing added) [ours]. The term compares the power *now*
-    with a target built on a *slot-average* baseline, so even at depth 0 it is not zero (the
-    power's ripple within a slot, which no policy removes); the scored metrics
-    (:mod:`ilets.gridcommand.metrics`) compare slot averages with slot averages and are
-    exactly zero then.
+    placing: :func:`ilets.simulator.objective.cost_of` (the plain scenario's one cost, with
+    the run's ``reward.deadline_penalty`` for a task that will miss its deadline) plus a
+    tracking cost; deferring: ``defer_penalty`` [ours]. The tracking cost (``tracking``):
+
+    * ``slot`` (the default): the change the assignment makes to the scored slots' error of
+      committed slot-average power against the target, plus a smoothness term
+      (:class:`ilets.gridcommand.tracking.SlotTracker`). The task's start and finish are
+      fixed at assignment, so this is exact, and over an episode the tracking costs add up
+      to the slot error the metrics score (:mod:`ilets.gridcommand.metrics`), less the
+      empty fleet's. Deferring adds nothing to it: the task pays when it is placed.
+    * ``instant`` (the first design): :func:`ilets.simulator.objective.tracking_term`,
+      ``track_weight * |P_after - target(now)| / max_power`` while an event is scored,
+      ``P_after`` the fleet power now with the task counted (deferring: the power now). It
+      compares the power *now* with a target built on a slot-average baseline, so even at
+      depth 0 it is not zero (the power's ripple within a slot, which no policy removes).
 Observation
     the run's layout (``paper`` or ``rich``) followed by :data:`ilets.gridcommand.features.GRID_BLOCKS`.
 Baseline and target
@@ -69,6 +75,7 @@ from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
+from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import cost_of, tracking_term
 from ilets.workloads.workload import TaskTable, load_workload
@@ -158,6 +165,11 @@ class GridCommandEnv(SchedulingEnv):
             edges = np.concatenate([[first], edges])
         self.slot_edges = edges
         self.baseline: Counterfactual = counterfactual(run, tasks, self.fleet, edges, cfg.reference)
+        self.tracker: SlotTracker | None = None
+        if cfg.tracking == "slot":
+            rate = len(tasks) / (w1 - w0)
+            self.tracker = SlotTracker(edges, self.schedule, self.baseline.power_w, float(self.fleet.p_idle.sum()),
+                                       self.max_power_w, rate, cfg.track_weight, cfg.smooth_weight)
 
     # --- what policies and observation blocks read ---------------------------------------
     @property
@@ -245,6 +257,11 @@ class GridCommandEnv(SchedulingEnv):
         self._deferrals = 0
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
+        if self.tracker is not None:
+            self.tracker.reset()
+            # the episode's tracking_cost is then the final slot cost (the rewards telescope to
+            # it less this constant, the empty fleet's)
+            self._tracking_sum = sum(self.tracker.cost())
         return self._start_episode()
 
     def _next_decision(self) -> None:
@@ -313,9 +330,11 @@ class GridCommandEnv(SchedulingEnv):
         target = self._target_now if scored else math.nan
         info = {"task": task.index, "time": cloud.now, "infeasible": infeasible, "deferred": a == self.defer_action,
                 "target": target}
+        slot = self.tracker is not None
         if a == self.defer_action:
             p_after = cloud.power
-            track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight) if scored else 0.0
+            # slot tracking: nothing is committed, the deferred task pays when it is placed
+            track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight) if scored and not slot else 0.0
             cost = cfg.defer_penalty + track
             self._pending_seq += 1
             heapq.heappush(self._pending, (cloud.now + cfg.defer_s, self._pending_seq, task.index,
@@ -329,12 +348,14 @@ class GridCommandEnv(SchedulingEnv):
             cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward)
             p_after = cloud.power + cloud.act_per_cpu[s] * task.cpu
             track = 0.0
-            if scored:
+            if scored and not slot:
                 track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight)
-                cost += track
             release = self._current_release if self._current_count else None
             start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s,
                                          release=release)
+            if self.tracker is not None:
+                track = sum(self.tracker.add(start, finish, cloud.act_per_cpu[s] * task.cpu))
+            cost += track
             response = finish - task.arrival
             info.update(server=s, start=start, finish=finish, response=response,
                         success=bool(meets_deadline(response, task.deadline)))

@@ -231,7 +231,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
     from ilets.gridcommand.command import DAY_S, PAPER_ONLINE_WINDOW_S, REGIMES
-    from ilets.gridcommand.config import GridCommandConfig
+    from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
@@ -275,11 +275,20 @@ def _extension_rows() -> tuple[Deviation, ...]:
         Deviation("Admission cap", _NO_PAPER, f"only during down events, a server refuses a task that would "
                   f"lift its power above cap_fraction of its maximum (default {g.cap_fraction:g}: no cap)",
                   "GridCommandConfig.cap_fraction", kind=EXTENSION),
-        Deviation("Reward's tracking term", _NO_PAPER, f"the plain cost plus {g.track_weight:g} x "
-                  "|P_after - target(now)| / max power while an event is scored, P_after the power now with the "
-                  f"task counted; a deferral costs {g.defer_penalty:g} plus the same term; the power now is set "
-                  "against a slot-average target, so the term keeps a ripple no policy removes",
-                  "ilets.simulator.objective.tracking_term, GridCommandEnv.step", kind=EXTENSION),
+        Deviation("Reward's tracking term", _NO_PAPER, f"the plain cost plus (tracking: {g.tracking}) the change "
+                  f"an assignment makes to the scored slots' error, {g.track_weight:g} x tasks per second x "
+                  "overlap x |committed slot-average power - target| / max power, exact since starts are fixed at "
+                  "assignment, so the episode's tracking costs add up to the slot error the metrics score; plus "
+                  f"{g.smooth_weight:g} x the slot-to-slot change of that error within an event (smoothness); a "
+                  f"deferral costs {g.defer_penalty:g}. The first design (tracking: instant) compared the power now "
+                  "with a slot-average target, a ripple no policy removes, and at weight 1 ranked Earliest-Finish, "
+                  "which ignores commands, above the Lyapunov follower at 200 servers",
+                  "ilets.gridcommand.tracking, GridCommandConfig.tracking/track_weight/smooth_weight",
+                  kind=EXTENSION),
+        Deviation("SLA penalty", _NO_PAPER, f"the grid-command profiles charge a task that will miss its deadline "
+                  f"{load_gridcommand_config('quick').run.reward.deadline_penalty:g} more (reward.deadline_penalty; the plain "
+                  f"study's {_D.reward.deadline_penalty:g}), the miss penalty the experts' fitness charges",
+                  "ilets/configs/gridcommand-*.yaml run.reward", kind=EXTENSION),
         Deviation("Tracking metrics", _NO_PAPER, "per event from exact slot power: overlap-weighted mean "
                   "|P - target| (also over the requested change), share of slots in band, time to band counted "
                   "from the first in-band slot past the ramp, deadline misses caused (run minus counterfactual), "
