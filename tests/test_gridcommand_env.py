@@ -35,6 +35,7 @@ DOWN = CommandSpec(direction="down", depth=0.25, start_after_s=0.5, duration_s=1
 
 def grid(*commands: CommandSpec, **kw) -> GridCommandConfig:
     regime = "explicit" if commands else "none"
+    kw.setdefault("envelope", "off")  # the mechanics as commanded (the envelope: test_gridcommand_envelope)
     return GridCommandConfig(run=RUN, regime=regime, commands=tuple(commands), slot_s=0.1, **kw).validate()
 
 

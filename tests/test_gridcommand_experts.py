@@ -247,7 +247,7 @@ def tiny_env(servers: int = 8, every: int = 6, direction: str = "down", regime: 
     tasks = TaskTable(wl.arrival[sl], wl.cpu[sl], wl.length[sl], wl.deadline[sl], "test")
     commands = (CommandSpec(direction=direction, depth=depth, start_after_s=1.0, duration_s=3.0, ramp_s=0.2,
                             band=0.2),) if regime == "explicit" else ()
-    cfg = GridCommandConfig(run=run, regime=regime, commands=commands, slot_s=0.5)
+    cfg = GridCommandConfig(run=run, regime=regime, commands=commands, slot_s=0.5, envelope="off")
     return GridCommandEnv(cfg, tasks=tasks)
 
 

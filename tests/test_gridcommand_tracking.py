@@ -24,6 +24,7 @@ UP = CommandSpec(direction="up", depth=0.2, start_after_s=2.2, duration_s=0.6, n
 
 
 def grid(*commands: CommandSpec, **kw) -> GridCommandConfig:
+    kw.setdefault("envelope", "off")  # the costs of the commands as given
     return GridCommandConfig(run=RUN, regime="explicit", commands=tuple(commands), slot_s=0.1, **kw).validate()
 
 

@@ -31,6 +31,8 @@ from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, Command
 NO_COMMAND, EXPLICIT = "none", "explicit"
 #: What the reward's tracking cost reads (GridCommandConfig.tracking).
 TRACKING_MODES = ("slot", "instant")
+#: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
+ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper")
 
@@ -87,6 +89,14 @@ class GridCommandConfig:
     smooth_weight: float = 0.25
     defer_penalty: float = 0.05  #: cost per deferral, reward units [ours]
     reference: str = "earliest-finish"  #: the counterfactual (baseline) policy, a heuristic name
+    #: the flexibility envelope (:mod:`ilets.gridcommand.envelope`) [ours]: ``clip`` sizes every
+    #: command to what the levers can reach (depth at most ``envelope_margin`` times the
+    #: reachable depth; an event that cannot move the power is dropped); ``record`` keeps the
+    #: commands and records whether each fits; ``off`` computes nothing
+    envelope: str = "clip"
+    #: share of the reachable depth a clipped command asks for: below 1, the target lies inside
+    #: the envelope, so the band around it is reachable too [ours]
+    envelope_margin: float = 0.8
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
     segment: str = "online"  #: the workload segment: "online" or "offline"
 
@@ -140,6 +150,11 @@ class GridCommandConfig:
         if not 0 < self.cap_fraction <= 1:
             raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
                               f"(0, 1] (1: no cap), got {self.cap_fraction}")
+        if self.envelope not in ENVELOPE_MODES:
+            raise ConfigError(f"{where}.envelope: expected one of {ENVELOPE_MODES}, got {self.envelope!r}")
+        if not 0 < self.envelope_margin <= 1:
+            raise ConfigError(f"{where}.envelope_margin: expected a share of the reachable depth in (0, 1], "
+                              f"got {self.envelope_margin}")
         if self.tracking not in TRACKING_MODES:
             raise ConfigError(f"{where}.tracking: expected one of {TRACKING_MODES}, got {self.tracking!r}")
         if self.tracking == "instant" and self.smooth_weight:

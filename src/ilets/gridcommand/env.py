@@ -42,6 +42,10 @@ Reward, ``-cost``
       depth 0 it is not zero (the power's ripple within a slot, which no policy removes).
 Observation
     the run's layout (``paper`` or ``rich``) followed by :data:`ilets.gridcommand.features.GRID_BLOCKS`.
+Flexibility envelope (``envelope``, :mod:`ilets.gridcommand.envelope`)
+    before the episode, two runs with the levers pushed to an extreme inside the events find
+    how far each event can move the power; ``clip`` (the default) sizes each command to it,
+    ``record`` keeps the commands and records whether each fits (:attr:`GridCommandEnv.envelope`).
 Baseline and target
     the counterfactual run (the plain scenario with ``reference``, by default
     Earliest-Finish, :func:`ilets.gridcommand.power.counterfactual`) gives the slot-average
@@ -69,11 +73,12 @@ import numpy as np
 from gymnasium import spaces
 
 from ilets.agents.observation import FeatureBlock, StateSpec, layout_high, write_blocks
-from ilets.agents.policies import LeastLoaded
+from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
+from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
@@ -165,6 +170,17 @@ class GridCommandEnv(SchedulingEnv):
             edges = np.concatenate([[first], edges])
         self.slot_edges = edges
         self.baseline: Counterfactual = counterfactual(run, tasks, self.fleet, edges, cfg.reference)
+        #: what the flexibility envelope found per event (empty with envelope: off)
+        self.envelope: list[EventReach] = []
+        if cfg.envelope != "off" and len(self.schedule):
+            bare = dataclasses.replace(cfg, run=run, envelope="off")
+
+            def make_env(schedule: CommandSchedule) -> GridCommandEnv:
+                return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule)
+
+            found = reach(make_env, self.schedule, edges, self.baseline.power_w,
+                          make_heuristic(cfg.reference, seed=seed, reward=run.reward))
+            self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         self.tracker: SlotTracker | None = None
         if cfg.tracking == "slot":
             rate = len(tasks) / (w1 - w0)

@@ -180,7 +180,27 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
         per_event=[asdict(e) for e in events],
     )
     out.update(band_summary(out["per_event"]))
+    out.update(envelope_summary(env, out["per_event"]))
     return out
+
+
+def envelope_summary(env: GridCommandEnv, per_event: list[dict[str, Any]]) -> dict[str, float]:
+    """The flexibility envelope's record (:mod:`ilets.gridcommand.envelope`): each scored
+    event's requested and reachable depth and whether its depth fits (added to ``per_event``,
+    in place), how many events were dropped as unreachable, the share of events that fit, and
+    the tracking error over those that fit (duration-weighted). NaN with ``envelope: off``."""
+    found = [r for r in env.envelope if r.kept]
+    nan = {"events_dropped": math.nan, "feasible_share": math.nan, "tracking_mae_rel_feasible": math.nan}
+    if not env.envelope:
+        return nan
+    for row, r in zip(per_event, found):
+        row.update(requested_depth=r.requested_depth, reachable_depth=r.reachable_depth, feasible=r.feasible)
+    fits = [row for row in per_event if row.get("feasible")]
+    weights = np.array([row["end_s"] - row["start_s"] for row in fits])
+    errors = np.array([row["mae_rel"] for row in fits], dtype=float)
+    return {"events_dropped": float(sum(not r.kept for r in env.envelope)),
+            "feasible_share": float(np.mean([row.get("feasible", False) for row in per_event])) if per_event else math.nan,
+            "tracking_mae_rel_feasible": float(weights @ errors / weights.sum()) if len(fits) else math.nan}
 
 
 #: A grid policy: the observation and the environment in, an action out.

@@ -285,6 +285,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "which ignores commands, above the Lyapunov follower at 200 servers",
                   "ilets.gridcommand.tracking, GridCommandConfig.tracking/track_weight/smooth_weight",
                   kind=EXTENSION),
+        Deviation("Flexibility envelope", _NO_PAPER, f"before each episode, the episode run twice with the "
+                  "levers at an extreme inside the events (down: defer what the mask allows, else the server adding "
+                  "the least energy; up: the server adding the most energy among those starting the task at once) "
+                  "and the reference outside; an event's reachable depth is the least change past its ramp; "
+                  f"envelope: {g.envelope} sizes each command to at most {g.envelope_margin:g} of it and drops an "
+                  "event that cannot move the power (an inner estimate: simple extremes that ignore deadlines)",
+                  "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin", kind=EXTENSION),
         Deviation("SLA penalty", _NO_PAPER, f"the grid-command profiles charge a task that will miss its deadline "
                   f"{load_gridcommand_config('quick').run.reward.deadline_penalty:g} more (reward.deadline_penalty; the plain "
                   f"study's {_D.reward.deadline_penalty:g}), the miss penalty the experts' fitness charges",

@@ -1,0 +1,140 @@
+"""The flexibility envelope: how far the fleet's levers can move its power during each event.
+
+A command the fleet cannot follow measures nothing about the policy that tries. Before an
+episode, :func:`reach` runs the episode twice with the scenario's own levers pushed to an
+extreme inside the events and the reference policy outside them [ours]:
+
+* *low* (for down events): defer every task the mask allows, else place it where it adds the
+  least energy (``act_per_cpu * cpu * length / mips``: a slot's average power is its energy
+  over its width);
+* *high* (for up events): never defer; place each task where it adds the most energy among
+  the servers where it starts at once (a queued task draws nothing until it starts), else
+  where it starts first.
+
+An event's *reachable depth* is the least, over its slots past the ramp, of the change the
+extreme run makes against the baseline, over the baseline (a fraction, as the regimes'
+depths are): every slot at full depth can be moved that far. It is an inner estimate: the
+extremes are simple rules, not optimised bounds, and they ignore deadlines (a lever's reach,
+not its price; the metrics count the misses). :func:`fit_schedule` then sizes each command
+to the envelope (``envelope: clip``: depth at most ``envelope_margin`` times the reachable
+depth; an event with no reachable change is dropped) or leaves it and records whether it
+fits (``envelope: record``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.gridcommand.power import power_profile
+
+__all__ = ["EventReach", "fit_schedule", "reach"]
+
+#: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
+MIN_DEPTH = 1e-3
+
+
+@dataclass(frozen=True)
+class EventReach:
+    """What the envelope found for one event of the generated (or given) schedule."""
+
+    start_s: float
+    direction: str
+    requested_depth: float  #: the depth asked for (in the command's unit)
+    reachable_depth: float  #: the least change the extreme run made past the ramp (same unit)
+    depth: float  #: the depth the episode uses (clipped, or as requested)
+    kept: bool  #: False: dropped, no reachable change
+    feasible: bool  #: the depth used is within the reachable depth
+
+
+def _marginal_energy(env: Any) -> np.ndarray:
+    """Joules the current task would add on each server."""
+    task, cloud = env.current_task, env.cloud
+    return cloud.act_per_cpu * task.cpu * task.length / cloud.fleet.mips
+
+
+def _low(env: Any) -> int:
+    mask = env.action_masks()
+    if mask[-1]:
+        return int(env.defer_action)
+    e = np.where(mask[:-1], _marginal_energy(env), np.inf)
+    return int(np.argmin(e))
+
+
+def _high(env: Any) -> int:
+    servers = env.action_masks()[:-1]
+    start = env.cloud.earliest_starts(env.current_task.cpu)
+    now = servers & (start <= env.cloud.now)  # a queued task draws nothing until it starts
+    if now.any():
+        return int(np.argmax(np.where(now, _marginal_energy(env), -np.inf)))
+    return int(np.argmin(np.where(servers, start, np.inf)))
+
+
+def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule, edges: np.ndarray,
+          baseline_w: np.ndarray, reference: Any) -> list[tuple[float, float]]:
+    """The reach of every event of ``schedule`` (module docstring), in its order: the
+    reachable depth as a fraction of the baseline and in watts (the least over the event's
+    slots past the ramp of each).
+
+    ``make_env(schedule)``: a grid-command env over the episode's tasks, fleet and window with
+    this schedule and no envelope of its own; ``reference``: the plain policy
+    (``act(cloud, task, mask)``) that runs outside the events.
+    """
+    out = [(0.0, 0.0)] * len(schedule)
+    edges = np.asarray(edges, dtype=float)
+    baseline_w = np.asarray(baseline_w, dtype=float)
+    for direction, extreme in (("down", _low), ("up", _high)):
+        mine = [i for i, c in enumerate(schedule) if c.direction == direction and c.duration_s > 0]
+        if not mine:
+            continue
+        env = make_env(schedule)
+        env.reset()
+        done = False
+        while not done:
+            if env.active_command is not None and env.active_command.direction == direction:
+                a = extreme(env)
+            else:
+                a = reference.act(env.cloud, env.current_task, env.action_masks()[:-1])
+            _, _, done, _, _ = env.step(a)
+        power = power_profile(env.cloud, env.fleet, edges, env.tasks.cpu)
+        for i in mine:
+            c = schedule[i]
+            inside = (edges[1:] > c.start_s) & (edges[:-1] < c.end_s)
+            mid = 0.5 * (np.maximum(edges[:-1], c.start_s) + np.minimum(edges[1:], c.end_s))
+            full = inside & (mid >= c.start_s + c.ramp_s)
+            if not full.any():  # no slot's middle is past the ramp: every slot of the event
+                full = inside
+            change_w = c.sign * (power[full] - baseline_w[full])
+            out[i] = (max(0.0, float((change_w / np.maximum(baseline_w[full], 1e-12)).min())),
+                      max(0.0, float(change_w.min())))
+    return out
+
+
+def fit_schedule(schedule: CommandSchedule, reachable: list[tuple[float, float]], mode: str,
+                 margin: float) -> tuple[CommandSchedule, list[EventReach]]:
+    """The schedule the episode uses, and what the envelope found per event.
+
+    ``clip``: each command's depth at most ``margin`` times its reach (in the command's own
+    unit), an event that cannot move the power at all (less than :data:`MIN_DEPTH` of the
+    baseline) dropped; ``record``: unchanged. Events without a duration are kept as they are.
+    """
+    kept: list[GridCommand] = []
+    found: list[EventReach] = []
+    for c, (fraction, watts) in zip(schedule, reachable):
+        if c.duration_s <= 0:
+            kept.append(c)
+            continue
+        r = fraction if c.depth_unit == "fraction" else watts
+        depth = c.depth
+        if mode == "clip":
+            if fraction < MIN_DEPTH:
+                found.append(EventReach(c.start_s, c.direction, c.depth, r, 0.0, False, False))
+                continue
+            depth = min(c.depth, margin * r)
+        kept.append(dataclasses.replace(c, depth=depth))
+        found.append(EventReach(c.start_s, c.direction, c.depth, r, depth, True, depth <= r))
+    return CommandSchedule(tuple(kept)), found

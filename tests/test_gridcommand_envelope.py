@@ -1,0 +1,94 @@
+"""The flexibility envelope: commands sized to what the levers reach, recorded per event."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig
+from ilets.gridcommand.config import CommandSpec, GridCommandConfig
+from ilets.gridcommand.envelope import MIN_DEPTH, _low, fit_schedule
+from ilets.gridcommand.env import GridCommandEnv
+from ilets.gridcommand.metrics import evaluate
+from ilets.gridcommand.power import power_profile
+from ilets.agents.policies import EarliestFinish
+
+RUN = RunConfig(workload=WorkloadConfig(scale=0.004), fleet=FleetConfig(servers=20))
+DEEP_DOWN = CommandSpec(direction="down", depth=0.9, start_after_s=1.0, duration_s=2.0, ramp_s=0.2)
+UP = CommandSpec(direction="up", depth=0.5, start_after_s=3.5, duration_s=1.5, ramp_s=0.2)
+
+
+def config(mode: str, *commands: CommandSpec, margin: float = 0.8) -> GridCommandConfig:
+    return GridCommandConfig(run=RUN, regime="explicit", commands=commands or (DEEP_DOWN, UP), slot_s=0.25,
+                             envelope=mode, envelope_margin=margin).validate()
+
+
+@pytest.fixture(scope="module")
+def clipped() -> GridCommandEnv:
+    return GridCommandEnv(config("clip"))
+
+
+def test_clip_sizes_every_command_to_its_reach(clipped):
+    env = clipped
+    assert len(env.envelope) == 2 and [r.direction for r in env.envelope] == ["down", "up"]
+    kept = [r for r in env.envelope if r.kept]
+    assert [c.depth for c in env.schedule] == [r.depth for r in kept]
+    for r in kept:
+        assert MIN_DEPTH <= r.reachable_depth and r.depth == pytest.approx(min(r.requested_depth, 0.8 * r.reachable_depth))
+        assert r.feasible and r.depth < r.requested_depth  # 90 % and 50 % are out of this fleet's reach
+
+
+def test_record_keeps_the_commands_and_says_which_fit(clipped):
+    env = GridCommandEnv(config("record"))
+    assert [c.depth for c in env.schedule] == [0.9, 0.5]
+    assert [r.reachable_depth for r in env.envelope] == [r.reachable_depth for r in clipped.envelope]
+    assert [r.feasible for r in env.envelope] == [False, False]
+    assert GridCommandEnv(config("off")).envelope == []
+
+
+def test_the_low_extreme_reaches_the_clipped_depth(clipped):
+    """The reach is what a policy did: the low extreme inside the clipped down event brings
+    every slot past the ramp at least to the clipped target."""
+    env = clipped
+    cmd = env.schedule[0]
+    env.reset()
+    done = False
+    while not done:
+        inside = env.active_command is not None and env.active_command.direction == "down"
+        a = _low(env) if inside else EarliestFinish().act(env.cloud, env.current_task, env.action_masks()[:-1])
+        _, _, done, _, _ = env.step(a)
+    edges = env.slot_edges
+    power = power_profile(env.cloud, env.fleet, edges, env.tasks.cpu)
+    mid = 0.5 * (np.maximum(edges[:-1], cmd.start_s) + np.minimum(edges[1:], cmd.end_s))
+    full = (edges[1:] > cmd.start_s) & (edges[:-1] < cmd.end_s) & (mid >= cmd.start_s + cmd.ramp_s)
+    target = env.baseline.power_w[full] * (1 - cmd.depth)
+    assert full.any() and np.all(power[full] <= target + 1e-9 * target)
+
+
+def test_an_unreachable_event_is_dropped_and_counted():
+    sched, found = fit_schedule(GridCommandEnv(config("off")).schedule, [(0.0, 0.0), (0.2, 50.0)], "clip", 0.5)
+    assert [c.direction for c in sched] == ["up"] and sched[0].depth == pytest.approx(0.1)
+    assert [r.kept for r in found] == [False, True] and not found[0].feasible
+
+
+def test_metrics_record_the_envelope_per_event():
+    out = evaluate(EarliestFinish(), config("record"))
+    assert out["events_dropped"] == 0 and out["feasible_share"] == 0.0
+    assert all({"requested_depth", "reachable_depth", "feasible"} <= set(e) for e in out["per_event"])
+    assert np.isnan(out["tracking_mae_rel_feasible"])
+    clip = evaluate(EarliestFinish(), config("clip"))
+    assert clip["feasible_share"] == 1.0 and clip["tracking_mae_rel_feasible"] == pytest.approx(clip["tracking_mae_rel"])
+    assert np.isnan(evaluate(EarliestFinish(), config("off"))["feasible_share"])
+
+
+def test_the_envelope_is_deterministic(clipped):
+    assert GridCommandEnv(config("clip")).envelope == clipped.envelope
+
+
+@pytest.mark.parametrize("kw, field", [({"envelope": "loose"}, "envelope"), ({"envelope_margin": 0.0}, "envelope_margin"),
+                                       ({"envelope_margin": 1.5}, "envelope_margin")])
+def test_envelope_knobs_are_checked(kw, field):
+    with pytest.raises(ConfigError, match=rf"gridcommand\.{field}: expected"):
+        dataclasses.replace(config("off"), **kw).validate()
