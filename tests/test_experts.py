@@ -291,7 +291,11 @@ def test_only_tasks_finishing_after_last_start_can_delay_a_new_one(workload, mon
     trimmed = WindowFitness(cloud, win, REWARD, MISS)
 
     def full(c):
-        queues = [sorted(c.committed(s)) for s in range(len(c.fleet))]
+        # every unfinished task, from the pending finish events (the cloud keeps only those
+        # finishing after last_start in its queues, the invariant under test)
+        from ilets.simulator.cloud import _START
+        queues = [sorted((t, cpu) for t, kind, _, srv, cpu in c._events if srv == s and kind != _START)
+                  for s in range(len(c.fleet))]
         n = np.array([len(q) for q in queues])
         fin, cpu = np.full((len(queues), n.max()), -np.inf), np.zeros((len(queues), n.max()))
         for s, q in enumerate(queues):

@@ -319,8 +319,13 @@ class Cloud:
         if cpu > cap + CPU_EPS:
             raise ValueError(f"task {task}: CPU request {cpu} exceeds server {s}'s capacity {cap}")
         lst = self._committed[s]
-        if lst and lst[0][0] <= self.now:  # drop finished tasks (cheap amortised prune)
-            lst[:] = [e for e in lst if e[0] > self.now]
+        # Drop the tasks that can no longer delay a new one: those finishing by max(now,
+        # last_start), since no new task starts before either (FCFS) and both only grow. Checked
+        # on the oldest entry (a cheap amortised prune). Finished tasks alone would leave an
+        # overloaded server's whole queue here, and every start is a scan of it.
+        cut = self.last_start[s] if self.last_start[s] > self.now else self.now
+        if lst and lst[0][0] <= cut:
+            lst[:] = [e for e in lst if e[0] > cut]
         start = self.earliest_start(s, cpu)
         finish = start + length / self.fleet.mips[s]
         lst.append((finish, cpu))
@@ -410,8 +415,9 @@ class Cloud:
         return c
 
     def committed(self, s: int) -> list[tuple[float, float]]:
-        """(finish, cpu) of server ``s``'s unfinished tasks (running or waiting), a copy."""
-        return [e for e in self._committed[s] if e[0] > self.now]
+        """(finish, cpu) of server ``s``'s unfinished tasks that can still delay a new one
+        (finishing after ``max(now, last_start[s])``, the only ones a start depends on), a copy."""
+        return self.committed_after(s, float(self.last_start[s]))
 
     def committed_after(self, s: int, t: float) -> list[tuple[float, float]]:
         """(finish, cpu) of server ``s``'s tasks finishing after ``max(t, now)``, a copy."""
