@@ -51,6 +51,9 @@ glue("gc_quick_window", f"{quick_window_s:.3g} s", display=False)
 glue("gc_quick_scale", f"{quick.run.workload.scale:g}", display=False)
 glue("gc_defer_s", f"{quick.defer_s:g} s", display=False)
 glue("gc_max_deferrals", f"{quick.max_deferrals}", display=False)
+glue("gc_envelope_margin", f"{quick.envelope_margin:g}", display=False)
+glue("gc_deadline_penalty", f"{quick.run.reward.deadline_penalty:g}", display=False)
+glue("gc_track_weight", f"{quick.track_weight:g}", display=False)
 glue("gc_experts", ", ".join(EXPERTS), display=False)
 glue("gc_scale_note", Markdown(R.scale_note(results)), display=False)
 pipe = PipelineConfig()
@@ -100,6 +103,28 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # {glue:text}`gc_max_deferrals` times, with its deadline still counted from its first
 # arrival; the grid trains under one regime and scores under two, the second one never seen
 # in training (drift).
+#
+# ## What the fleet can reach, and what the reward pays
+#
+# **The envelope.** A command the fleet cannot follow measures nothing about the policy that
+# tries. Before each episode the environment runs it twice with its levers at an extreme
+# inside the events (down: defer what it may, else place each task where it adds the least
+# energy; up: place it where it adds the most among the servers that start it at once) and
+# finds each event's *reachable depth*, the least change past its ramp
+# (`ilets.gridcommand.envelope`). The profiles size every generated command to at most
+# {glue:text}`gc_envelope_margin` of it and drop an event that cannot move the power at all.
+# {glue:text}`gc_said_envelope`
+#
+# **The reward.** Placing a task costs the plain scenario's cost (with an SLA penalty of
+# {glue:text}`gc_deadline_penalty` for a task that will miss its deadline) plus what the
+# placement changes in the tracking error of the *slot averages* the metrics score: a task's
+# start and finish are fixed when it is placed, so the joules it adds to every slot are
+# known then, and over an episode these costs add up exactly to the scored error
+# (`ilets.gridcommand.tracking`), with a smoothness term on the slot-to-slot change of the
+# error. The tracking weight is {glue:text}`gc_track_weight`: at 1 the total reward ranked
+# earliest-finish, which ignores every command, above the Lyapunov follower at 200 servers.
+# Runs are compared on the episode's total reward, not its mean per decision (a deferral is
+# a decision too).
 #
 # ## The expert ladder
 #
@@ -170,8 +195,8 @@ plots.markdown_table(R.differences_display(R.differences(table, "rule", "train")
 # The clones are made under the training regime only; every method is then scored on the
 # same seeds under the training regime and under the other one. *Kept* is the share of its
 # time in band a method keeps under the new regime; the change is paired by seed (positive:
-# better under the new regime). Methods that learn online adapt during the pass; the frozen
-# clone cannot.
+# better under the new regime). Whether the methods that learn online adapt better than the
+# frozen clone is what the table tests, not an assumption.
 #
 # {glue:text}`gc_said_drift`
 

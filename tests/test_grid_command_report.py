@@ -253,3 +253,13 @@ def test_band_summary_counts_never_as_infinitely_late():
     events.append({"time_to_band_s": np.inf})
     assert band_summary(events)["time_to_band_median_s"] == np.inf  # half never reach it
     assert all(np.isnan(v) for v in band_summary([]).values())
+
+
+def test_envelope_sentence_counts_each_seeds_schedule_once(table):
+    t = table.assign(events=2.0, events_dropped=np.where(table["seed"] == 0, 1.0, 0.0),
+                     events_clipped=np.where(table["role"] == "eval", 2.0, 1.0))
+    text = R.envelope_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    # five seeds, two kept events each and one dropped on seed 0: counted once per seed, not per method
+    assert "shallow-long at 50 servers: 11 generated, 1 dropped as unreachable, 5 of the 10 kept made shallower" in text
+    assert "deep-short at 200 servers: 11 generated, 1 dropped as unreachable, 10 of the 10 kept" in text
+    assert "predate" in R.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})

@@ -187,10 +187,12 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
 def envelope_summary(env: GridCommandEnv, per_event: list[dict[str, Any]]) -> dict[str, float]:
     """The flexibility envelope's record (:mod:`ilets.gridcommand.envelope`): each scored
     event's requested and reachable depth and whether its depth fits (added to ``per_event``,
-    in place), how many events were dropped as unreachable, the share of events that fit, and
+    in place), how many events were dropped as unreachable and how many made shallower, the
+    share of events that fit, and
     the tracking error over those that fit (duration-weighted). NaN with ``envelope: off``."""
     found = [r for r in env.envelope if r.kept]
-    nan = {"events_dropped": math.nan, "feasible_share": math.nan, "tracking_mae_rel_feasible": math.nan}
+    nan = {"events_dropped": math.nan, "events_clipped": math.nan, "feasible_share": math.nan,
+           "tracking_mae_rel_feasible": math.nan}
     if not env.envelope:
         return nan
     for row, r in zip(per_event, found):
@@ -199,6 +201,7 @@ def envelope_summary(env: GridCommandEnv, per_event: list[dict[str, Any]]) -> di
     weights = np.array([row["end_s"] - row["start_s"] for row in fits])
     errors = np.array([row["mae_rel"] for row in fits], dtype=float)
     return {"events_dropped": float(sum(not r.kept for r in env.envelope)),
+            "events_clipped": float(sum(r.kept and r.depth < r.requested_depth for r in env.envelope)),
             "feasible_share": float(np.mean([row.get("feasible", False) for row in per_event])) if per_event else math.nan,
             "tracking_mae_rel_feasible": float(weights @ errors / weights.sum()) if len(fits) else math.nan}
 

@@ -311,7 +311,7 @@ def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | No
 def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[str, str]:
     """The sentences the chapter glues, computed from the results (never crashes on a
     missing method, rung or folder: the sentence then says what is missing)."""
-    keys = ("best", "oail", "clone", "ladder", "drift", "misses", "band")
+    keys = ("best", "oail", "clone", "ladder", "drift", "misses", "band", "envelope")
     if results is None:
         return {k: "No results to state." for k in keys}
     t = results.table
@@ -367,6 +367,7 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
         out["drift"] = "No method had time in band under the training regime, so none can keep any."
     out["misses"] = misses_sentence(t)
     out["band"] = band_sentence(t, reg)
+    out["envelope"] = envelope_sentence(t, reg)
     return out
 
 
@@ -395,6 +396,25 @@ def band_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
             f"finite (more than half the events reach the band, on the median seed) for {finite} of {pairs} "
             "(regime, fleet size, method) combinations; a mean over events is infinite as soon as one event "
             "never reaches it, so the mean is not shown.")
+
+
+def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
+    """What the flexibility envelope did to the generated events, per regime and fleet size:
+    events kept, dropped as unreachable and made shallower (the schedule is the seed's, the
+    same for every method, so it is read from one method's rows per seed)."""
+    keys = ("events", "events_dropped", "events_clipped")
+    if any(k not in table for k in keys) or table["events_dropped"].isna().all():
+        return "These results predate the flexibility envelope: every command was scored as generated."
+    parts = []
+    for role in ("train", "eval"):
+        t = _role(table, role)
+        for s, g in t.groupby("servers"):
+            per_seed = g.groupby("seed")[list(keys)].first().sum()
+            kept, dropped, clipped = (int(per_seed[k]) for k in keys)
+            parts.append(f"{regimes.get(role, role)} at {s} servers: {kept + dropped} generated, {dropped} dropped as "
+                         f"unreachable, {clipped} of the {kept} kept made shallower")
+    return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the share of "
+            "its reachable depth the profile sets, so a follower can reach its band.")
 
 
 def misses_sentence(table: pd.DataFrame, role: str = "train") -> str:
