@@ -294,7 +294,7 @@ def test_only_tasks_finishing_after_last_start_can_delay_a_new_one(workload, mon
         # every unfinished task, from the pending finish events (the cloud keeps only those
         # finishing after last_start in its queues, the invariant under test)
         from ilets.simulator.cloud import _START
-        queues = [sorted((t, cpu) for t, kind, _, srv, cpu in c._events if srv == s and kind != _START)
+        queues = [sorted((t, cpu) for t, kind, _, srv, cpu, _w in c._events if srv == s and kind != _START)
                   for s in range(len(c.fleet))]
         n = np.array([len(q) for q in queues])
         fin, cpu = np.full((len(queues), n.max()), -np.inf), np.zeros((len(queues), n.max()))

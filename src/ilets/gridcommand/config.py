@@ -89,6 +89,13 @@ class GridCommandConfig:
     smooth_weight: float = 0.25
     defer_penalty: float = 0.05  #: cost per deferral, reward units [ours]
     reference: str = "earliest-finish"  #: the counterfactual (baseline) policy, a heuristic name
+    #: the DVFS lever [ours]: clock speeds a task may be run at (each multiplies its server's
+    #: MIPS), the nominal 1.0 first; the action space is one placement per (server, level) plus
+    #: defer. ``(1.0,)``: no lever, the plain placement
+    speed_levels: tuple[float, ...] = (1.0,)
+    #: a task at speed f draws f ** dvfs_exponent of its active power (dynamic power ~ f V^2,
+    #: the voltage scaled with the frequency: 3), so its energy scales as f ** (exponent - 1) [ours]
+    dvfs_exponent: float = 3.0
     #: the flexibility envelope (:mod:`ilets.gridcommand.envelope`) [ours]: ``clip`` sizes every
     #: command to what the levers can reach (depth at most ``envelope_margin`` times the
     #: reachable depth; an event that cannot move the power is dropped); ``record`` keeps the
@@ -150,6 +157,15 @@ class GridCommandConfig:
         if not 0 < self.cap_fraction <= 1:
             raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
                               f"(0, 1] (1: no cap), got {self.cap_fraction}")
+        levels = self.speed_levels
+        if not levels or levels[0] != 1.0:
+            raise ConfigError(f"{where}.speed_levels: expected the nominal speed 1.0 first (then any other "
+                              f"levels), got {list(levels)}")
+        if len(set(levels)) != len(levels) or not all(0 < f <= 2 for f in levels):
+            raise ConfigError(f"{where}.speed_levels: expected distinct speeds in (0, 2], got {list(levels)}")
+        if not 1 <= self.dvfs_exponent <= 4:
+            raise ConfigError(f"{where}.dvfs_exponent: expected an exponent in [1, 4] (power ~ speed ** it), "
+                              f"got {self.dvfs_exponent}")
         if self.envelope not in ENVELOPE_MODES:
             raise ConfigError(f"{where}.envelope: expected one of {ENVELOPE_MODES}, got {self.envelope!r}")
         if not 0 < self.envelope_margin <= 1:

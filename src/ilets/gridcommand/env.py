@@ -117,13 +117,17 @@ class GridCommandEnv(SchedulingEnv):
         check_cap(self.config.cap_fraction, self.fleet)
         self._fixed_tasks, self._fixed_window, self._fixed_schedule = tasks, window, schedule
         m = len(self.fleet)
-        self.defer_action = m
+        #: the DVFS lever: clock speeds a task may run at, the nominal 1.0 first, and each one's
+        #: power factor (speed ** dvfs_exponent) [ours]; one level: the plain placement
+        self.speeds = tuple(float(f) for f in self.config.speed_levels)
+        self.power_factors = tuple(f ** self.config.dvfs_exponent if f != 1.0 else 1.0 for f in self.speeds)
+        self.defer_action = m * len(self.speeds)
         self.state = StateSpec.of(run)
         #: the run's layout, then the command's blocks (which read this env)
         self.blocks: tuple[FeatureBlock, ...] = self.state.blocks + grid_blocks(self)
         high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
-        self.action_space = spaces.Discrete(m + 1)
+        self.action_space = spaces.Discrete(self.defer_action + 1)
         self._obs = np.zeros(len(high), np.float32)
         self._redirect = LeastLoaded()
         self._max_mips = float(self.fleet.mips.max())
@@ -327,10 +331,16 @@ class GridCommandEnv(SchedulingEnv):
         defer_ok = self._current_count < cfg.max_deferrals and bool(meets_deadline(earliest, task.deadline))
         if not servers.any() and not defer_ok:
             servers = feasible  # never an all-False mask: placing stays possible
-        mask = np.empty(len(servers) + 1, dtype=bool)  # a new array per decision, as the plain env's
-        mask[:-1] = servers
+        mask = np.empty(self.defer_action + 1, dtype=bool)  # a new array per decision, as the plain env's
+        mask[:-1] = servers if len(self.speeds) == 1 else np.tile(servers, len(self.speeds))
         mask[-1] = defer_ok
         return mask
+
+    def decode(self, action: int) -> tuple[int, int]:
+        """``(server, speed level)`` of a placing action (``level * M + server``; level 0 is the
+        nominal speed, so ``0..M-1`` place as in the plain scenario)."""
+        m = len(self.fleet)
+        return action % m, action // m
 
     def step(self, action):
         task, cloud, cfg, reward = self._current, self.cloud, self.config, self.config.run.reward
@@ -340,7 +350,7 @@ class GridCommandEnv(SchedulingEnv):
         infeasible = not self._mask[a]
         if infeasible:
             self._infeasible += 1
-            servers = self._mask[:self.defer_action]
+            servers = self._mask[:len(self.fleet)]  # redirected at the nominal speed
             a = self._redirect.act(cloud, task, servers) if servers.any() else self.defer_action
         scored = self._active_cmd is not None
         target = self._target_now if scored else math.nan
@@ -359,21 +369,23 @@ class GridCommandEnv(SchedulingEnv):
             self.deferral_log.append((cloud.now, task.index))
             info.update(server=-1)
         else:
-            s = a
+            s, level = self.decode(a)
+            speed, factor = self.speeds[level], self.power_factors[level]
             # the cost reads the power before the task is added (cost_of adds the task's share)
-            cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward)
-            p_after = cloud.power + cloud.act_per_cpu[s] * task.cpu
+            cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward, speed, factor)
+            watts = cloud.act_per_cpu[s] * task.cpu if level == 0 else cloud.act_per_cpu[s] * task.cpu * factor
+            p_after = cloud.power + watts
             track = 0.0
             if scored and not slot:
                 track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight)
             release = self._current_release if self._current_count else None
             start, finish = cloud.assign(task.index, task.arrival, task.cpu, task.length, task.deadline, s,
-                                         release=release)
+                                         release=release, speed=speed, power_factor=factor)
             if self.tracker is not None:
-                track = sum(self.tracker.add(start, finish, cloud.act_per_cpu[s] * task.cpu))
+                track = sum(self.tracker.add(start, finish, watts))
             cost += track
             response = finish - task.arrival
-            info.update(server=s, start=start, finish=finish, response=response,
+            info.update(server=s, speed=speed, start=start, finish=finish, response=response,
                         success=bool(meets_deadline(response, task.deadline)))
         cost += reward.infeasible_penalty if infeasible else 0.0
         err = abs(p_after - target) / self.max_power_w if scored else 0.0

@@ -6,10 +6,11 @@ extreme inside the events and the reference policy outside them [ours]:
 
 * *low* (for down events): defer every task the mask allows, else place it where it adds the
   least energy (``act_per_cpu * cpu * length / mips``: a slot's average power is its energy
-  over its width);
+  over its width), at the speed level that adds the least (the DVFS lever, when the profile
+  has one);
 * *high* (for up events): never defer; place each task where it adds the most energy among
-  the servers where it starts at once (a queued task draws nothing until it starts), else
-  where it starts first.
+  the servers where it starts at once (a queued task draws nothing until it starts), at the
+  speed level that adds the most, else where it starts first.
 
 An event's *reachable depth* is the least, over its slots past the ramp, of the change the
 extreme run makes against the baseline, over the baseline (a fraction, as the regimes'
@@ -52,25 +53,33 @@ class EventReach:
 
 
 def _marginal_energy(env: Any) -> np.ndarray:
-    """Joules the current task would add on each server."""
+    """Joules the current task would add on each server at the nominal speed."""
     task, cloud = env.current_task, env.cloud
     return cloud.act_per_cpu * task.cpu * task.length / cloud.fleet.mips
+
+
+def _level(env: Any, pick: Callable[[np.ndarray], int]) -> int:
+    """The speed level whose energy factor (power factor over speed) ``pick`` chooses."""
+    factors = np.asarray(env.power_factors) / np.asarray(env.speeds)
+    return pick(factors)
 
 
 def _low(env: Any) -> int:
     mask = env.action_masks()
     if mask[-1]:
         return int(env.defer_action)
-    e = np.where(mask[:-1], _marginal_energy(env), np.inf)
-    return int(np.argmin(e))
+    m = len(env.fleet)
+    e = np.where(mask[:m], _marginal_energy(env), np.inf)
+    return _level(env, lambda f: int(np.argmin(f))) * m + int(np.argmin(e))
 
 
 def _high(env: Any) -> int:
-    servers = env.action_masks()[:-1]
+    m = len(env.fleet)
+    servers = env.action_masks()[:m]
     start = env.cloud.earliest_starts(env.current_task.cpu)
     now = servers & (start <= env.cloud.now)  # a queued task draws nothing until it starts
     if now.any():
-        return int(np.argmax(np.where(now, _marginal_energy(env), -np.inf)))
+        return _level(env, lambda f: int(np.argmax(f))) * m + int(np.argmax(np.where(now, _marginal_energy(env), -np.inf)))
     return int(np.argmin(np.where(servers, start, np.inf)))
 
 
@@ -98,7 +107,7 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
             if env.active_command is not None and env.active_command.direction == direction:
                 a = extreme(env)
             else:
-                a = reference.act(env.cloud, env.current_task, env.action_masks()[:-1])
+                a = reference.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)])
             _, _, done, _, _ = env.step(a)
         power = power_profile(env.cloud, env.fleet, edges, env.tasks.cpu)
         for i in mine:

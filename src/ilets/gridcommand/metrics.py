@@ -29,14 +29,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ilets.gridcommand.command import CommandSchedule
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
-from ilets.gridcommand.power import power_profile
+from ilets.gridcommand.power import power_profile, records_of
 from ilets.simulator.cloud import Fleet, meets_deadline
 
 #: relative slack of the in-band test (float rounding of slot averages)
@@ -62,21 +62,21 @@ class EventMetrics:
     energy_after_j: float
 
 
-def _misses_by_task(records: dict) -> dict[int, bool]:
+def _misses_by_task(records: Mapping[str, Any]) -> dict[int, bool]:
     arrival = np.asarray(records["arrival"], dtype=float)
     response = np.asarray(records["finish"], dtype=float) - arrival
     missed = ~meets_deadline(response, np.asarray(records["deadline"], dtype=float))
     return dict(zip(np.asarray(records["task"]).tolist(), missed.tolist()))
 
 
-def _energy(records: dict, fleet: Fleet, cpu: np.ndarray, a: float, b: float) -> float:
+def _energy(records: Mapping[str, Any], fleet: Fleet, cpu: np.ndarray, a: float, b: float) -> float:
     if not b > a:
         return 0.0
     return float(power_profile(records, fleet, [a, b], cpu)[0] * (b - a))
 
 
 def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndarray, baseline_w: np.ndarray,
-                  run_records: dict, baseline_records: dict, fleet: Fleet, cpu: np.ndarray,
+                  run_records: Mapping[str, Any], baseline_records: Mapping[str, Any], fleet: Fleet, cpu: np.ndarray,
                   arrival: np.ndarray, deferral_times: np.ndarray | None = None) -> list[EventMetrics]:
     """Metrics of every event with a duration, from slot power of the run and of the baseline.
 
@@ -154,7 +154,7 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
     power = power_profile(cloud, env.fleet, edges, env.tasks.cpu)
     base = env.baseline
     times = np.array([t for t, _ in env.deferral_log], dtype=float)
-    events = event_metrics(env.schedule, edges, power, base.power_w, cloud.records, base.records, env.fleet,
+    events = event_metrics(env.schedule, edges, power, base.power_w, records_of(cloud), base.records, env.fleet,
                            env.tasks.cpu, env.tasks.arrival, times)
     run_miss = sum(_misses_by_task(cloud.records).values())
     base_miss = sum(_misses_by_task(base.records).values())
@@ -219,7 +219,7 @@ def as_grid_policy(policy: Any) -> GridPolicy:
     """
     if hasattr(policy, "act") and callable(policy.act):
         def plain(obs: np.ndarray, env: GridCommandEnv) -> int:
-            return int(policy.act(env.cloud, env.current_task, env.action_masks()[:env.defer_action]))
+            return int(policy.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)]))
         return plain
     if hasattr(policy, "predict") and callable(policy.predict):
         def model(obs: np.ndarray, env: GridCommandEnv) -> int:

@@ -72,14 +72,15 @@ def interval_energy(starts, finishes, watts, edges) -> np.ndarray:
 def power_profile(records: Cloud | Mapping[str, list], fleet: Fleet, edges, cpu: np.ndarray) -> np.ndarray:
     """Slot-average fleet power (W) over ``edges``, exact, from the assignment records.
 
-    ``records`` is a :class:`Cloud` (its ``records``) or its records mapping (``task``,
-    ``server``, ``start``, ``finish``); ``cpu`` the CPU request by task index (the records
+    ``records`` is a :class:`Cloud` (its records, :func:`records_of`) or its records mapping
+    (``task``, ``server``, ``start``, ``finish``, and ``power_factor`` where tasks ran at
+    another speed); ``cpu`` the CPU request by task index (the records
     name tasks by index into the task table the run was given, ``TaskTable.cpu``; the cloud
     does not record requests). Power is the fleet's idle power plus, per task,
     ``act_per_cpu[server] * cpu`` over ``[start, finish)``: the cloud's own model. Over slots
     covering ``[t_start, makespan]`` the profile integrates to ``Cloud.energy``.
     """
-    r = records.records if isinstance(records, Cloud) else records
+    r = records_of(records) if isinstance(records, Cloud) else records
     edges = _check_edges(edges)
     task = np.asarray(r["task"], dtype=np.int64)
     server = np.asarray(r["server"], dtype=np.int64)
@@ -87,8 +88,20 @@ def power_profile(records: Cloud | Mapping[str, list], fleet: Fleet, edges, cpu:
     if len(task) and (task.max() >= len(cpu) or task.min() < 0):
         raise ValueError(f"cpu: the records name task {task.max()}, cpu has {len(cpu)} entries")
     watts = (fleet.p_act / fleet.capacity)[server] * cpu[task]
+    if "power_factor" in r:  # tasks run at another speed (the DVFS lever)
+        watts = watts * np.asarray(r["power_factor"], dtype=float)
     active = interval_energy(r["start"], r["finish"], watts, edges)
     return float(fleet.p_idle.sum()) + active / np.diff(edges)
+
+
+def records_of(cloud: Cloud) -> Mapping[str, list]:
+    """The cloud's records, with each task's ``power_factor`` when some task ran at another
+    speed than the nominal one (:meth:`Cloud.assign`'s DVFS keywords); else the records as
+    they are."""
+    if not cloud.power_factors:
+        return cloud.records
+    factors = cloud.power_factors
+    return {**cloud.records, "power_factor": [factors.get(t, 1.0) for t in cloud.records["task"]]}
 
 
 def committed_profile(cloud: Cloud, edges) -> np.ndarray:
@@ -103,11 +116,10 @@ def committed_profile(cloud: Cloud, edges) -> np.ndarray:
     """
     edges = _check_edges(edges)
     now = cloud.now
-    events = sorted(cloud._events)  # (time, kind, seq, server, cpu); a copy, the heap is untouched
+    events = sorted(cloud._events)  # (time, kind, seq, server, cpu, watts); a copy, the heap is untouched
     times = np.array([now] + [e[0] for e in events] + [max(edges[-1], now) + 1.0])
     # power on [times[j], times[j+1]): now's power, then each event's signed change
-    steps = np.array([cloud.power] + [cloud.act_per_cpu[e[3]] * e[4] * (1.0 if e[1] == 1 else -1.0)
-                                       for e in events])
+    steps = np.array([cloud.power] + [e[5] * (1.0 if e[1] == 1 else -1.0) for e in events])
     level = np.cumsum(steps)
     joules = interval_energy(times[:-1], times[1:], level, edges)
     lo = np.maximum(edges[:-1], now)

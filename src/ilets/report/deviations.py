@@ -285,6 +285,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "which ignores commands, above the Lyapunov follower at 200 servers",
                   "ilets.gridcommand.tracking, GridCommandConfig.tracking/track_weight/smooth_weight",
                   kind=EXTENSION),
+        Deviation("DVFS lever", _NO_PAPER, "a placement may run the task at another clock speed f (speed_levels, "
+                  f"the nominal 1.0 first; default {list(g.speed_levels)}: no lever): it executes in length / (MIPS x "
+                  f"f) and draws f^{g.dvfs_exponent:g} of its active power (dynamic power ~ f V^2 with the voltage "
+                  "scaled with f), both fixed at assignment; one action per (server, level) plus defer",
+                  "Cloud.assign(speed, power_factor), GridCommandConfig.speed_levels/dvfs_exponent", kind=EXTENSION),
         Deviation("Flexibility envelope", _NO_PAPER, f"before each episode, the episode run twice with the "
                   "levers at an extreme inside the events (down: defer what the mask allows, else the server adding "
                   "the least energy; up: the server adding the most energy among those starting the task at once) "

@@ -25,6 +25,7 @@ threads, which made results depend on host speed).
 from __future__ import annotations
 
 import heapq
+import math
 from itertools import accumulate
 from dataclasses import dataclass
 from functools import cached_property
@@ -140,7 +141,11 @@ class Cloud:
         self.drain = np.full(m, float(t0))
         self.load = np.zeros(m)
         self._committed: list[list[tuple[float, float]]] = [[] for _ in range(m)]
-        self._events: list[tuple[float, int, int, int, float]] = []
+        # (time, kind, seq, server, cpu, watts): watts is the task's active power, fixed at assignment
+        self._events: list[tuple[float, int, int, int, float, float]] = []
+        #: task -> its power factor, for tasks assigned at another speed than the nominal one
+        #: (``assign``'s ``power_factor``; empty in the plain scenario)
+        self.power_factors: dict[int, float] = {}
         self._seq = 0
         self._idle_power = float(fleet.p_idle.sum())
         self.act_per_cpu = fleet.p_act / fleet.capacity  # W per CPU unit in use
@@ -187,10 +192,9 @@ class Cloud:
             raise ValueError(f"this emulator copy is exact only up to t={self._until}, asked for {t}")
         events = self._events
         while events and events[0][0] <= t:
-            te, kind, _, s, cpu = heapq.heappop(events)
+            te, kind, _, s, cpu, delta = heapq.heappop(events)
             self.energy += (self._idle_power + self._active_power) * (te - self.now)
             self.now = te
-            delta = self.act_per_cpu[s] * cpu
             if kind == _START:
                 self.used[s] += cpu
                 self._active_power += delta
@@ -287,7 +291,7 @@ class Cloud:
         self._stale.clear()
 
     def assign(self, task: int, arrival: float, cpu: float, length: float, deadline: float, s: int,
-               *, release: float | None = None) -> tuple[float, float]:
+               *, release: float | None = None, speed: float = 1.0, power_factor: float = 1.0) -> tuple[float, float]:
         """Assign a task arriving at ``arrival`` to server ``s``; returns (start, finish).
 
         The clock is advanced to ``arrival`` first. Raises ValueError if the server can
@@ -303,6 +307,11 @@ class Cloud:
         while the records and the response still use ``arrival``, so the time a task was held
         back counts against its deadline. A task's start is still fixed when it is assigned:
         deferral and admission caps act before assignment, never inside the simulator.
+
+        ``speed`` and ``power_factor`` (keyword only, default 1.0: unchanged) run the task at
+        another clock speed, the grid-command scenario's DVFS lever [ours]: it executes in
+        ``length / (mips * speed)`` and draws ``power_factor`` times its nominal active power
+        while it runs, both fixed at assignment (:attr:`power_factors` records the factor).
         """
         if release is not None:
             if not release >= arrival:
@@ -327,7 +336,18 @@ class Cloud:
         if lst and lst[0][0] <= cut:
             lst[:] = [e for e in lst if e[0] > cut]
         start = self.earliest_start(s, cpu)
-        finish = start + length / self.fleet.mips[s]
+        if speed == 1.0:
+            finish = start + length / self.fleet.mips[s]
+        elif not 0.0 < speed < math.inf:
+            raise ValueError(f"task {task}: speed must be a positive finite factor, got {speed}")
+        else:
+            finish = start + length / (self.fleet.mips[s] * speed)
+        watts = self.act_per_cpu[s] * cpu
+        if power_factor != 1.0:
+            if not 0.0 < power_factor < math.inf:
+                raise ValueError(f"task {task}: power_factor must be a positive finite factor, got {power_factor}")
+            watts = watts * power_factor
+            self.power_factors[task] = power_factor
         lst.append((finish, cpu))
         self._stale.add(s)
         self.last_start[s] = start
@@ -335,14 +355,14 @@ class Cloud:
             self.drain[s] = finish
         self.n_tasks[s] += 1
         self.load[s] += cpu
-        self.active_energy += self.act_per_cpu[s] * cpu * (finish - start)
+        self.active_energy += watts * (finish - start)
         self._seq += 1
         if start <= self.now:
             self.used[s] += cpu
-            self._active_power += self.act_per_cpu[s] * cpu
+            self._active_power += watts
         else:
-            heapq.heappush(self._events, (start, _START, self._seq, s, cpu))
-        heapq.heappush(self._events, (finish, _FINISH, self._seq, s, cpu))
+            heapq.heappush(self._events, (start, _START, self._seq, s, cpu, watts))
+        heapq.heappush(self._events, (finish, _FINISH, self._seq, s, cpu, watts))
         if self.record:
             r = self.records
             r["task"].append(task)
@@ -371,6 +391,7 @@ class Cloud:
         c.load = self.load.copy()
         c._committed = [lst.copy() for lst in self._committed]
         c._events = self._events.copy()
+        c.power_factors = dict(self.power_factors)
         c._seq = self._seq
         c._idle_power = self._idle_power
         c.act_per_cpu = self.act_per_cpu

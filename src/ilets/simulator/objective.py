@@ -77,11 +77,16 @@ def costs_from(p_norm, wait, response, deadline, cfg: RewardConfig):
     return cost
 
 
-def cost_of(cloud: Cloud, task: Task, s: int, start: float, cfg: RewardConfig) -> float:
-    """The exact cost of ``task`` on server ``s`` given its start time there."""
+def cost_of(cloud: Cloud, task: Task, s: int, start: float, cfg: RewardConfig, speed: float = 1.0,
+            power_factor: float = 1.0) -> float:
+    """The exact cost of ``task`` on server ``s`` given its start time there; ``speed`` and
+    ``power_factor`` as in :meth:`Cloud.assign` (a task run at another clock speed)."""
     wait = start - task.arrival
-    p = (cloud.power + cloud.act_per_cpu[s] * task.cpu) / cloud.fleet.max_power
-    return float(costs_from(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
+    if speed == 1.0 and power_factor == 1.0:
+        p = (cloud.power + cloud.act_per_cpu[s] * task.cpu) / cloud.fleet.max_power
+        return float(costs_from(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
+    p = (cloud.power + cloud.act_per_cpu[s] * task.cpu * power_factor) / cloud.fleet.max_power
+    return float(costs_from(p, wait, wait + task.length / (cloud.fleet.mips[s] * speed), task.deadline, cfg))
 
 
 def costs(cloud: Cloud, task: Task, starts: np.ndarray, cfg: RewardConfig) -> np.ndarray:

@@ -64,7 +64,7 @@ def _mask(env: Any) -> tuple[np.ndarray, bool]:
     """(server mask of length M, whether deferring is allowed) for the current task."""
     mask = np.asarray(env.action_masks(), bool)
     defer = int(env.defer_action)
-    servers = mask[:defer]
+    servers = mask[:len(env.fleet)]  # the nominal speed's placements (the experts use no other)
     if not mask.any():
         raise RuntimeError(f"task {env.current_task.index}: the environment allows no action at all")
     return servers, bool(mask[defer])
