@@ -59,7 +59,7 @@ class ExperimentProfile:
     oracle_window: int = 60  #: tasks per oracle MILP window
     #: branch-and-bound nodes per oracle solve: the same cut on any host (chosen on pilot
     #: seeds by :mod:`ilets.gridcommand.pilot`) [ours]
-    oracle_node_limit: int | None = 50
+    oracle_node_limit: int | None = 200
     #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
     #: point that depends on the host's speed and load, so the grids use the node limit
     oracle_time_limit: float | None = None
