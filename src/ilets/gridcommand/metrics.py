@@ -37,6 +37,7 @@ from ilets.gridcommand.command import CommandSchedule
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.power import power_profile, records_of
+from ilets.gridcommand.tracking import event_slots
 from ilets.simulator.cloud import Fleet, meets_deadline
 
 #: relative slack of the in-band test (float rounding of slot averages)
@@ -97,16 +98,10 @@ def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndar
     for i, c in enumerate(schedule):
         if c.duration_s <= 0:
             continue
-        lo = np.maximum(edges[:-1], c.start_s)
-        hi = np.minimum(edges[1:], c.end_s)
-        overlap = np.clip(hi - lo, 0.0, None)
-        sel = overlap > 0
-        o = overlap[sel]
+        sel, o, mid, target = event_slots(c, edges, baseline_w)
         if not len(o):  # the event lies outside the slot grid
             raise ValueError(f"event {i} [{c.start_s}, {c.end_s}) s lies outside the slot edges")
-        mid = 0.5 * (lo[sel] + hi[sel])
         base = baseline_w[sel]
-        target = CommandSchedule((c,)).target(mid, base)
         err = np.abs(power_w[sel] - target)
         change = c.change(base)
         inside = err <= c.band_w(base) + BAND_RTOL * np.maximum(base, 1.0)
@@ -118,7 +113,7 @@ def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndar
         # ramp the target is near the baseline, where doing nothing would count as in band)
         full = mid >= min(c.start_s + c.ramp_s, mid[-1])
         first = np.flatnonzero(inside & full)
-        to_band = float(lo[sel][first[0]] - c.start_s) if len(first) else math.inf
+        to_band = float(max(edges[sel[first[0]]], c.start_s) - c.start_s) if len(first) else math.inf
         tasks = np.flatnonzero((arrival >= c.start_s) & (arrival < c.end_s)).tolist()
         caused = sum(int(run_miss.get(j, False)) - int(base_miss.get(j, False)) for j in tasks)
         n_def = int(((deferral_times >= c.start_s) & (deferral_times < c.end_s)).sum())

@@ -34,33 +34,41 @@ import bisect
 
 import numpy as np
 
-from ilets.gridcommand.command import CommandSchedule
+from ilets.gridcommand.command import CommandSchedule, GridCommand
 
-__all__ = ["SlotTracker", "scored_pairs"]
+__all__ = ["SlotTracker", "event_slots", "scored_pairs"]
+
+
+def event_slots(c: GridCommand, edges: np.ndarray,
+                baseline_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The slots one event scores: ``(slots, overlap_s, mid_s, target_w)``.
+
+    The slots overlapping ``[start, end)``, each with its overlap (s), the overlap's midpoint
+    and the target there given the slot's baseline: the rule of the metrics
+    (:func:`ilets.gridcommand.metrics.event_metrics`) and of the tracking cost alike.
+    """
+    lo = np.maximum(edges[:-1], c.start_s)
+    hi = np.minimum(edges[1:], c.end_s)
+    overlap = np.clip(hi - lo, 0.0, None)
+    sel = np.flatnonzero(overlap > 0)
+    mid = 0.5 * (lo[sel] + hi[sel])
+    return sel, overlap[sel], mid, CommandSchedule((c,)).target(mid, np.asarray(baseline_w, float)[sel])
 
 
 def scored_pairs(schedule: CommandSchedule, edges: np.ndarray,
                  baseline_w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The (event, slot) pairs the metrics score: ``(event, slot, overlap_s, target_w)``.
-
-    The same rule as :func:`ilets.gridcommand.metrics.event_metrics` (the slots overlapping an
-    event with a duration, the target at the midpoint of the overlap given the slot's
-    baseline), ordered by event, then slot.
-    """
+    """The (event, slot) pairs the metrics score: ``(event, slot, overlap_s, target_w)``,
+    ordered by event, then slot (:func:`event_slots` of every event with a duration)."""
     edges = np.asarray(edges, dtype=float)
     events, slots, overlaps, targets = [], [], [], []
     for i, c in enumerate(schedule):
         if c.duration_s <= 0:
             continue
-        lo = np.maximum(edges[:-1], c.start_s)
-        hi = np.minimum(edges[1:], c.end_s)
-        overlap = np.clip(hi - lo, 0.0, None)
-        sel = np.flatnonzero(overlap > 0)
-        mid = 0.5 * (lo[sel] + hi[sel])
+        sel, overlap, _, target = event_slots(c, edges, baseline_w)
         events.append(np.full(len(sel), i))
         slots.append(sel)
-        overlaps.append(overlap[sel])
-        targets.append(CommandSchedule((c,)).target(mid, np.asarray(baseline_w, float)[sel]))
+        overlaps.append(overlap)
+        targets.append(target)
     if not events:
         empty = np.zeros(0)
         return empty.astype(np.int64), empty.astype(np.int64), empty, empty
