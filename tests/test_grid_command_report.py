@@ -263,3 +263,14 @@ def test_envelope_sentence_counts_each_seeds_schedule_once(table):
     assert "shallow-long at 50 servers: 11 generated, 1 dropped as unreachable, 5 of the 10 kept made shallower" in text
     assert "deep-short at 200 servers: 11 generated, 1 dropped as unreachable, 10 of the 10 kept" in text
     assert "predate" in R.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})
+
+
+def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):
+    t = table.copy()
+    oracle = (t["method"] == "oracle") & (t["role"] == "train") & (t["servers"] == 50)
+    t.loc[oracle, "tracking_mae_rel"] = 1.4
+    text = R.oracle_sentence(t, {"oracle_window": 30}, {"train": "shallow-long", "eval": "deep-short"})
+    assert "lower rung tracks better under shallow-long at 50 servers (" in text
+    assert "worse than ignoring the command (an error above 1) under shallow-long at 50 servers (1.40)" in text
+    assert "windows of 30 tasks" in text
+    assert R.oracle_sentence(table, {}, {}).startswith("The oracle tracks best")
