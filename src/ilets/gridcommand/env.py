@@ -3,12 +3,14 @@
 One decision per task hand-over, as in :class:`ilets.agents.env.CloudSchedulingEnv`, with
 one more action and a target to follow:
 
-Actions, ``Discrete(M + 1)``
-    ``0..M-1`` place the task on that server (the plain scenario's action); ``M``
-    (:attr:`GridCommandEnv.defer_action`) defers it: the task is handed over again
-    ``defer_s`` later, interleaved in time order with new arrivals (at equal times the
-    deferred task goes first, it has waited longer [ours]). Its response, wait and deadline
-    still count from its first arrival (:meth:`ilets.simulator.cloud.Cloud.assign`'s
+Actions, ``Discrete(M * L + 1)``
+    ``0..M-1`` place the task on that server (the plain scenario's action); with DVFS levels
+    (``speed_levels``, ``L`` of them, the nominal 1.0 first) ``l * M + s`` places it on
+    server ``s`` at speed level ``l`` (:meth:`GridCommandEnv.decode`; ``L = 1`` by default);
+    the last, ``M * L`` (:attr:`GridCommandEnv.defer_action`), defers it: the task is handed
+    over again ``defer_s`` later, interleaved in time order with new arrivals (at equal times
+    the deferred task goes first, it has waited longer [ours]). Its response, wait and
+    deadline still count from its first arrival (:meth:`ilets.simulator.cloud.Cloud.assign`'s
     ``release``).
 Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["action_mask"]``
     one array, two ways to read it: the method for sb3-contrib, the info entry (Gymnasium's
