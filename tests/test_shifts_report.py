@@ -82,6 +82,11 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
     assert "; in the unshifted world: +" in said and said.rstrip(".").endswith("better")
     assert "DRL+" in R.condition_display(t.reset_index()).columns
     assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.condition_display(R.oail_table(rows)).empty
+    # the declared family's shifts without a verdict are named: no runs, or a shift its online learner skips
+    family = {"online_learners": ["drl+"], "shifts": [{"name": "none"}, {"name": "rate-x2"}, {"name": "theta-0.5"},
+                                                      {"name": "expert-greedy", "learners": ["drl"]}]}
+    said = R.oail_sentence(t.reset_index(), declared=family)
+    assert said.endswith("No verdict yet (no runs, or one seed) in 1 of the family's shifts: theta-0.5.")
 
 
 def test_learning_on_is_set_against_the_frozen_policy_it_started_from():

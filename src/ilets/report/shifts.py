@@ -232,21 +232,34 @@ def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.Da
     return pd.DataFrame(rows)
 
 
-def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward") -> str:
+def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward", declared: dict | None = None) -> str:
     """The chapter's verdict on OAIL under shift, from :func:`oail_table`."""
     return condition_sentence(oail, "Continuing online from the same policy ({learners}), OAIL's online "
-                              "imitation", "the learners continuing online, with and without OAIL,", measure)
+                              "imitation", "the learners continuing online, with and without OAIL,", measure, declared)
 
 
-def continuing_sentence(table: pd.DataFrame, measure: str = "mean_reward") -> str:
+def continuing_sentence(table: pd.DataFrame, measure: str = "mean_reward", declared: dict | None = None) -> str:
     """What learning on buys over the frozen policy, from :func:`continuing_table`."""
     return condition_sentence(table, "Learning on online as plain PPO ({learners}) against deploying the same "
-                              "policy frozen and greedy", "the learners continuing online", measure)
+                              "policy frozen and greedy", "the learners continuing online", measure, declared)
 
 
-def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str = "mean_reward") -> str:
+def _without_verdict(t: pd.DataFrame, declared: dict | None) -> list[str]:
+    """The ``declared`` family's shifts where its online learners apply that have no verdict in
+    ``t``: no row there, or fewer than two seeds (no interval can resolve)."""
+    if not declared or not declared.get("online_learners"):
+        return []
+    online = set(declared["online_learners"])
+    have = set(t.loc[t["seeds"] >= 2, "shift"]) if not t.empty else set()
+    return [sh["name"] for sh in declared.get("shifts", []) if sh["name"] not in have
+            and (sh.get("learners") is None or online & set(sh["learners"]))]
+
+
+def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str = "mean_reward",
+                       declared: dict | None = None) -> str:
     """How a :func:`condition_table` comes out on ``measure``: better, worse and unresolved
-    counts over (shift, learner) comparisons, the median effect and the fewest seeds behind one."""
+    counts over (shift, learner) comparisons, the median effect and the fewest seeds behind one;
+    with the ``declared`` family, the shifts that have no verdict yet."""
     t = t[(t["measure"] == measure)] if not t.empty else t
     shifted, unshifted = (t[t["factor"] != "none"], t[t["factor"] == "none"]) if not t.empty else (t, t)
     if shifted.empty:
@@ -265,6 +278,10 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
             for _, r in unshifted.iterrows())
     if seeds < 2:
         text += "; with one seed no interval resolves, so none of these is a verdict yet"
+    pending = _without_verdict(t, declared)
+    if pending:
+        text += (f". No verdict yet (no runs, or one seed) in {len(pending)} of the family's shifts: "
+                 + ", ".join(pending))
     return text + "."
 
 
@@ -301,8 +318,10 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
                 f"on {rec['machine']} at commit {commit}, from the policies of `{Path(str(rec.get('source'))).name}`.")
     oail = oail_table(rows, reps=reps)
     continuing = continuing_table(rows, reps=reps)
-    return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail),
-                         continuing=continuing, continuing_sentence=continuing_sentence(continuing),
+    family = rec.get("family")
+    return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail, declared=family),
+                         continuing=continuing,
+                         continuing_sentence=continuing_sentence(continuing, declared=family),
                          sentence=shifts_sentence(table, rows, declared=rec.get("family")),
                          response_sentence=shifts_sentence(table, rows, "avg_response_s", rec.get("family")),
                          provenance=prov)
