@@ -288,14 +288,15 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 #
 # * **Multi-region migration with a network cost.** A task could move to another data
 #   centre whose grid is not asking for a cut. The seam is the environment's action space
-#   (`GridCommandEnv`, today `Discrete(M + 1)`: the servers and *defer*): add one action per
-#   region, price the transfer in the reward next to `ilets.simulator.objective.tracking_term`,
-#   and start the task later with `Cloud.assign(release=)`, which already keeps the response
-#   and deadline counted from the first arrival.
-# * **DVFS throttling.** Lowering a server's frequency cuts power without deferring work; it
-#   needs a speed and power per server state in the simulator's `Fleet` and one action per
-#   level, and the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a
-#   speed dimension.
+#   (`GridCommandEnv`, `Discrete(M * L + 1)`: the servers at each speed level, and *defer*):
+#   add one action per region, price the transfer in the reward next to the tracking cost
+#   (`ilets.gridcommand.tracking`), and start the task later with `Cloud.assign(release=)`,
+#   which already keeps the response and deadline counted from the first arrival.
+# * **Using the DVFS lever.** `speed_levels: [1.0, 0.6, 1.4]` in a profile lets a placement
+#   run its task slower or faster (`Cloud.assign(speed=, power_factor=)`, power ~ speed^3),
+#   and the envelope then counts that reach. No expert uses it yet: the Lyapunov score and
+#   the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
+#   dimension. Server sleep with a wake latency is the other lever that moves the idle floor.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.
