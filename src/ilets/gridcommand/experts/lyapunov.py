@@ -76,7 +76,10 @@ class LyapunovExpert(_Expert):
         self.q_deadline = max(0.0, self.q_deadline + float(missed) - self.miss_budget)
 
     def scores(self, env: Any) -> np.ndarray:
-        """The score of every action (length M + 1; inf where masked)."""
+        """The score of every action (length ``M * L + 1``, placements level by level as the
+        env lays them out, then defer; inf where masked). With DVFS levels a placement at speed
+        f runs ``1/f`` as long and draws its power factor times the power (``env.speeds``,
+        ``env.power_factors``); one level (the default) scores the plain placements."""
         cloud, task, now = env.cloud, env.current_task, float(env.now)
         servers, defer_ok = _mask(env)
         p_ref = float(cloud.fleet.max_power)
@@ -84,20 +87,25 @@ class LyapunovExpert(_Expert):
         direction = 0.0 if cmd is None else (1.0 if cmd.direction == "down" else -1.0)
         defer_s = float(_cfg(env, "defer_s"))
         starts = cloud.earliest_starts(task.cpu)
-        exec_s = task.length / cloud.fleet.mips
-        watts = cloud.act_per_cpu * task.cpu
-        energy = watts * exec_s
-        soon = np.clip(np.minimum(starts + exec_s, now + defer_s) - starts, 0.0, None)
-        miss = ~meets_deadline(starts + exec_s - task.arrival, task.deadline)
-        score = (self.v * (energy / p_ref + self.wait_weight * (starts - task.arrival))
-                 + self.track_gain * self.q_track * direction * watts * soon / p_ref + self.q_deadline * miss)
-        out = np.full(len(servers) + 1, np.inf)
-        out[:len(servers)] = np.where(servers, score, np.inf)
+        nominal_exec = task.length / cloud.fleet.mips
+        nominal_watts = cloud.act_per_cpu * task.cpu
+        levels = tuple(zip(getattr(env, "speeds", (1.0,)), getattr(env, "power_factors", (1.0,))))
+        out = np.full(len(servers) * len(levels) + 1, np.inf)
+        for level, (speed, factor) in enumerate(levels):
+            exec_s = nominal_exec if speed == 1.0 else nominal_exec / speed
+            watts = nominal_watts if factor == 1.0 else nominal_watts * factor
+            energy = watts * exec_s
+            soon = np.clip(np.minimum(starts + exec_s, now + defer_s) - starts, 0.0, None)
+            miss = ~meets_deadline(starts + exec_s - task.arrival, task.deadline)
+            score = (self.v * (energy / p_ref + self.wait_weight * (starts - task.arrival))
+                     + self.track_gain * self.q_track * direction * watts * soon / p_ref + self.q_deadline * miss)
+            out[level * len(servers):(level + 1) * len(servers)] = np.where(servers, score, np.inf)
         if defer_ok:
-            # deferring = placing the best way defer_s later (today's queues: its wait and
-            # miss then), adding no power meanwhile [ours]
+            # deferring = placing the best way defer_s later, at the nominal speed (today's
+            # queues: its wait and miss then), adding no power meanwhile [ours]
+            energy = nominal_watts * nominal_exec
             starts_later = cloud.earliest_starts(task.cpu, now + defer_s)
-            miss_later = ~meets_deadline(starts_later + exec_s - task.arrival, task.deadline)
+            miss_later = ~meets_deadline(starts_later + nominal_exec - task.arrival, task.deadline)
             placed_later = (self.v * (energy / p_ref + self.wait_weight * (starts_later - task.arrival))
                             + self.q_deadline * miss_later)
             pick = servers if servers.any() else np.ones(len(servers), bool)
@@ -120,7 +128,10 @@ class LyapunovExpert(_Expert):
         if a == int(env.defer_action):
             return a
         task = env.current_task
-        start = float(env.cloud.earliest_start(a, task.cpu))
-        finish = start + task.length / float(env.cloud.fleet.mips[a])
+        s, level = env.decode(a) if hasattr(env, "decode") else (a, 0)
+        speed = getattr(env, "speeds", (1.0,))[level]
+        start = float(env.cloud.earliest_start(s, task.cpu))
+        mips = float(env.cloud.fleet.mips[s])
+        finish = start + task.length / (mips if speed == 1.0 else mips * speed)
         self.update_deadline(not bool(meets_deadline(finish - task.arrival, task.deadline)))
         return a
