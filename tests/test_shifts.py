@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -195,6 +196,11 @@ def test_shipping_copies_the_gathered_results_with_a_provenance_in_units(tmp_pat
     path = _family(tmp_path)
     family = SH.load_family(path)
     SH.run_family(family, SOURCE, tmp_path / "o", workers=1, progress=False)
+    # a stopped run left rows only: --gather makes the table and its record from them
+    (tmp_path / "o" / "shifts.parquet").unlink()
+    assert SH.main(["--family", str(path), "--out", str(tmp_path / "o"), "--gather", "--source", str(SOURCE)]) == 0
+    assert len(pd.read_parquet(tmp_path / "o" / "shifts.parquet")) == 2
+    assert SH.main(["--family", str(path), "--out", str(tmp_path / "nothing"), "--gather"]) == 2
     assert SH.main(["--family", str(path), "--out", str(tmp_path / "o"), "--ship", str(tmp_path / "s"),
                     "--note", "tiny"]) == 0
     prov = json.loads((tmp_path / "s" / "PROVENANCE.json").read_text())

@@ -402,11 +402,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shifts", default="", help="comma-separated shift names: run only theirs (default: all)")
     ap.add_argument("--conditions", default="", help="comma-separated conditions (frozen, online, online-oail, "
                     "heuristic): run only these (default: all)")
+    ap.add_argument("--gather", action="store_true", help="only gather --out's rows into shifts.parquet and "
+                    "shifts.json (what a stopped run left; --source is recorded as given)")
     ap.add_argument("--ship", default=None, help="only copy --out's gathered results to this folder (replaced)")
     ap.add_argument("--note", default="", help="the note stored with the shipped provenance")
     args = ap.parse_args(argv)
     try:
         family = load_family(args.family)
+        if args.gather:  # a run stopped before its end gathers nothing: gather its rows now
+            if not (Path(args.out) / "rows").is_dir():
+                raise FileNotFoundError(f"{args.out}: --gather: no rows/ folder (expected a shifts run's --out)")
+            table = collect(Path(args.out), family, Path(args.source) if args.source else None)
+            print(f"{len(table)} evaluations in {Path(args.out) / 'shifts.parquet'}")
+            return 0
         if args.ship:  # what the run gathered (shifts.json names the commit that computed it)
             print(json.dumps(ship_shifts(Path(args.out), Path(args.ship), family, args.note), indent=1))
             return 0
