@@ -362,6 +362,12 @@ def test_profiles_load_and_yaml_is_strict(tmp_path):
     bad.write_text("regime: none\nregime: none\n")
     with pytest.raises(ConfigError, match="duplicate key"):
         load_gridcommand_config(bad)
+    # this session's knobs, each named with the file and its field
+    for knob, value in (("tracking", "hourly"), ("smooth_weight", -1), ("envelope", "loose"),
+                        ("envelope_margin", 0), ("speed_levels", [0.5, 1.0]), ("dvfs_exponent", 9)):
+        bad.write_text(yaml.safe_dump({"regime": "none", knob: value}))
+        with pytest.raises(ConfigError, match=rf"bad\.yaml\.{knob}: expected"):
+            load_gridcommand_config(bad)
 
 
 def test_the_smoke_profile_runs_and_the_run_config_gets_no_new_section():
