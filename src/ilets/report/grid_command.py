@@ -414,8 +414,8 @@ def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
             kept, dropped, clipped = (int(per_seed[k]) for k in keys)
             parts.append(f"{regimes.get(role, role)} at {s} servers: {kept + dropped} generated, {dropped} dropped as "
                          f"unreachable, {clipped} of the {kept} kept made shallower")
-    return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the share of "
-            "its reachable depth the profile sets, so a follower can reach its band.")
+    return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the profile's "
+            "share of its reachable depth, so its target lies inside what the levers reached.")
 
 
 def oracle_sentence(table: pd.DataFrame, profile: dict, regimes: dict[str, str]) -> str:
