@@ -60,9 +60,10 @@ No configuration (``GridCommandEnv()``, ``gym.make(GRID_ENV_ID)`` with no argume
     the shipped ``gridcommand-quick`` profile (:data:`DEFAULT_PROFILE`): the synthetic
     workload at scale 0.02, its online segment (5,187 tasks in the 30-s window 30-60 s), 50
     servers, the shallow-long regime (with the run seed 0: one down event, about 3 s long),
-    0.5-s slots; it builds in about a second. ``GridCommandConfig()`` itself is the paper's
-    full window (259,368 tasks, ~17 s to build with its counterfactual baseline): pass it
-    to get that episode.
+    0.5-s slots; it builds in one or two CPU seconds (the counterfactual and the envelope's
+    two extreme runs included). ``GridCommandConfig()`` itself is the paper's full window
+    (259,368 tasks; its counterfactual alone took ~17 s to build, and the envelope runs the
+    episode twice more): pass it to get that episode.
 """
 
 from __future__ import annotations
