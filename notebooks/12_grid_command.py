@@ -138,7 +138,7 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # are seed means over the seeds on which every rung ran; greater than zero means the lower
 # rung is worse.
 #
-# {glue:text}`gc_said_ladder` {glue:text}`gc_said_oracle`
+# {glue:text}`gc_said_ladder` {glue:text}`gc_said_oracle` {glue:text}`gc_said_direction`
 
 # %% tags=["remove-input"]
 ladder = R.ladder_table(table, "train")

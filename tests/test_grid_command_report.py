@@ -274,3 +274,22 @@ def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):
     assert "worse than ignoring the command (an error above 1) under shallow-long at 50 servers (1.40)" in text
     assert "windows of 30 tasks" in text
     assert R.oracle_sentence(table, {}, {}).startswith("The oracle tracks best")
+
+
+def test_direction_sentence_names_who_does_worse_than_ignoring_each_direction(tmp_path):
+    cells = tmp_path / "cells"
+    cells.mkdir()
+    errors = {"oracle": {"down": 0.2, "up": 2.5}, "rule": {"down": 1.5, "up": 0.5}, "bc": {"down": 3.0, "up": 3.0}}
+    for method, by in errors.items():
+        events = [{"direction": d, "mae_rel": e} for d, e in by.items()]
+        rec = {"status": "done", "method": method, "servers": 50, "scores": {"train": {"per_event": events}}}
+        (cells / f"{method}-M50-s0.json").write_text(json.dumps(rec))
+    (cells / "ppo-M50-s0.json").write_text(json.dumps({"status": "failed", "method": "ppo"}))
+    d = R.direction_table(tmp_path)
+    assert set(d["method"]) == {"oracle", "rule", "bc"} and (d["events"] == 1).all()
+    text = R.direction_sentence(d)
+    # experts only (the clone is not one); each direction names who does worse than ignoring the command
+    assert f"on down events (1 per expert), worse than ignoring the command: rule (up to 1.50); better everywhere: " \
+           f"{R.LABELS['oracle']}" in text
+    assert f"on up events (1 per expert), worse than ignoring the command: {R.LABELS['oracle']} (up to 2.50)" in text
+    assert R.direction_sentence(R.direction_table(None)) == "These results hold no per-event records."

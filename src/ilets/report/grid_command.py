@@ -311,7 +311,7 @@ def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | No
 def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[str, str]:
     """The sentences the chapter glues, computed from the results (never crashes on a
     missing method, rung or folder: the sentence then says what is missing)."""
-    keys = ("best", "oail", "clone", "ladder", "drift", "misses", "band", "envelope", "oracle")
+    keys = ("best", "oail", "clone", "ladder", "drift", "misses", "band", "envelope", "oracle", "direction")
     if results is None:
         return {k: "No results to state." for k in keys}
     t = results.table
@@ -369,6 +369,7 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
     out["band"] = band_sentence(t, reg)
     out["envelope"] = envelope_sentence(t, reg)
     out["oracle"] = oracle_sentence(t, results.profile, reg)
+    out["direction"] = direction_sentence(direction_table(results.folder))
     return out
 
 
@@ -416,6 +417,50 @@ def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
                          f"unreachable, {clipped} of the {kept} kept made shallower")
     return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the profile's "
             "share of its reachable depth, so its target lies inside what the levers reached.")
+
+
+def direction_table(folder: Path | None) -> pd.DataFrame:
+    """Per method, fleet size, regime role and event direction: the events and their mean
+    tracking error (``mae_rel``, 1 = the baseline's own error) with the share of events below
+    1 (better than ignoring the command), from the cells' per-event records (the store keeps
+    only episode means). Empty without a folder of cells."""
+    cols = ["method", "servers", "role", "direction", "events", "mae_rel", "beats_ignoring"]
+    rows = []
+    for f in sorted((Path(folder) / "cells").glob("*.json")) if folder is not None else []:
+        rec = json.loads(f.read_text())
+        if rec.get("status") != "done":
+            continue
+        for role, scores in rec["scores"].items():
+            rows += [{"method": rec["method"], "servers": rec["servers"], "role": role, "direction": e["direction"],
+                      "mae_rel": float(e["mae_rel"])} for e in scores.get("per_event", [])]
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    t = pd.DataFrame(rows)
+    out = t.groupby(["method", "servers", "role", "direction"])["mae_rel"].agg(
+        events="size", mae_rel="mean", beats_ignoring=lambda x: float((x < 1).mean())).reset_index()
+    return out[cols]
+
+
+def direction_sentence(directions: pd.DataFrame) -> str:
+    """Which experts follow which direction: per direction, the experts whose mean tracking
+    error is above 1 (worse than ignoring the command) at some fleet size and regime, with
+    their worst, and those below 1 everywhere."""
+    if directions.empty:
+        return "These results hold no per-event records."
+    parts = []
+    experts = [m for m in EXPERTS if m in set(directions["method"])]
+    for direction in ("down", "up"):
+        d = directions[(directions["direction"] == direction) & directions["method"].isin(experts)]
+        if d.empty:
+            continue
+        worst = d.groupby("method")["mae_rel"].max()
+        wrong = [f"{LABELS.get(m, m)} (up to {worst[m]:.2f})" for m in experts if m in worst and worst[m] > 1]
+        right = [LABELS.get(m, m) for m in experts if m in worst and worst[m] <= 1]
+        parts.append(f"on {direction} events ({int(d.groupby('method')['events'].sum().max())} per expert), "
+                     + (f"worse than ignoring the command: {', '.join(wrong)}" if wrong else "no expert does worse "
+                        "than ignoring the command")
+                     + (f"; better everywhere: {', '.join(right)}" if right else ""))
+    return "By direction (mean tracking error per fleet size and regime): " + "; ".join(parts) + "."
 
 
 def oracle_sentence(table: pd.DataFrame, profile: dict, regimes: dict[str, str]) -> str:
