@@ -87,6 +87,13 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
                                                       {"name": "expert-greedy", "learners": ["drl"]}]}
     said = R.oail_sentence(t.reset_index(), declared=family)
     assert said.endswith("No verdict yet (no runs, or one seed) in 1 of the family's shifts: theta-0.5.")
+    # a comparison on one seed is no verdict: it is not counted, and its shift is named with the others
+    one = t.reset_index().iloc[[-1]].assign(shift="theta-0.5", factor="objective weight", seeds=1, rel_pct=50.0,
+                                             verdict="unresolved")
+    said = R.oail_sentence(pd.concat([t.reset_index(), one], ignore_index=True), declared=family)
+    assert "in 1 of 1 (shifted world, learner)" in said and "+50" not in said and said.endswith(": theta-0.5.")
+    alone = R.oail_sentence(pd.concat([t.reset_index()[lambda d: d["factor"] == "none"], one]))
+    assert "has run in 1 (shifted world, learner) comparisons, each on one seed" in alone
 
 
 def test_learning_on_is_set_against_the_frozen_policy_it_started_from():

@@ -264,20 +264,24 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
     shifted, unshifted = (t[t["factor"] != "none"], t[t["factor"] == "none"]) if not t.empty else (t, t)
     if shifted.empty:
         return f"This is not measured yet: {missing} have not run in these shifted worlds."
-    counts = shifted["verdict"].value_counts()
+    # a comparison over one seed has no interval that could resolve: it is no verdict, and is
+    # counted with the shifts that have none (below), not among the unresolved
+    judged = shifted[shifted["seeds"] >= 2]
     learners = ", ".join(learner_label(m) for m in dict.fromkeys(t["learner"]))
-    seeds = int(shifted["seeds"].min())
-    text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
-            f"{int(counts.get('better', 0))} of {len(shifted)} (shifted world, learner) comparisons, worsens it in "
-            f"{int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
-            f"(95 % intervals over paired seeds, at least {seeds} per comparison; median "
-            f"{shifted['rel_pct'].median():+.1f} %)")
+    if judged.empty:
+        text = (f"{subject.format(learners=learners)} has run in {len(shifted)} (shifted world, learner) "
+                "comparisons, each on one seed: no interval resolves, so none of these is a verdict yet")
+    else:
+        counts = judged["verdict"].value_counts()
+        text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
+                f"{int(counts.get('better', 0))} of {len(judged)} (shifted world, learner) comparisons, worsens it "
+                f"in {int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
+                f"(95 % intervals over paired seeds, at least {int(judged['seeds'].min())} per comparison; median "
+                f"{judged['rel_pct'].median():+.1f} %)")
     if len(unshifted):  # what it does without a shift: the effect a shift would have to exceed
         text += "; in the unshifted world: " + ", ".join(
             f"{r['rel_pct']:+.1f} % [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
             for _, r in unshifted.iterrows())
-    if seeds < 2:
-        text += "; with one seed no interval resolves, so none of these is a verdict yet"
     pending = _without_verdict(t, declared)
     if pending:
         text += (f". No verdict yet (no runs, or one seed) in {len(pending)} of the family's shifts: "
