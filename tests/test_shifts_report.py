@@ -92,6 +92,8 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
                                              verdict="unresolved")
     said = R.oail_sentence(pd.concat([t.reset_index(), one], ignore_index=True), declared=family)
     assert "in 1 of 1 (shifted world, learner)" in said and "+50" not in said and said.endswith(": theta-0.5.")
+    shown = R.condition_display(pd.concat([t.reset_index(), one], ignore_index=True)).set_index("shift")
+    assert shown.loc["theta-0.5", "DRL+"] == "+50.0 (one seed, no verdict)"
     alone = R.oail_sentence(pd.concat([t.reset_index()[lambda d: d["factor"] == "none"], one]))
     assert "has run in 1 (shifted world, learner) comparisons, each on one seed" in alone
 

@@ -220,13 +220,14 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
 def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
     """:func:`condition_table` (:func:`oail_table`, :func:`continuing_table`) for one measure
     as the chapter shows it: a row per shifted world, a column per learner, each cell the
-    improvement with its interval and verdict."""
+    improvement with its interval and verdict (one seed: the effect alone, no verdict)."""
     t = oail[oail["measure"] == measure] if not oail.empty else oail
     rows = []
     for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
         row = {"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers)}
         row.update({learner_label(r["learner"]):
                     f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
+                    if r["seeds"] >= 2 else f"{r['rel_pct']:+.1f} (one seed, no verdict)"
                     for _, r in g.iterrows()})
         rows.append(row)
     return pd.DataFrame(rows)
