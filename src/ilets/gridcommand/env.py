@@ -123,7 +123,7 @@ class GridCommandEnv(SchedulingEnv):
         #: the DVFS lever: clock speeds a task may run at, the nominal 1.0 first, and each one's
         #: power factor (speed ** dvfs_exponent) [ours]; one level: the plain placement
         self.speeds = tuple(float(f) for f in self.config.speed_levels)
-        self.power_factors = tuple(f ** self.config.dvfs_exponent if f != 1.0 else 1.0 for f in self.speeds)
+        self.power_factors = tuple(f ** self.config.dvfs_exponent for f in self.speeds)
         self.defer_action = m * len(self.speeds)
         self.state = StateSpec.of(run)
         #: the run's layout, then the command's blocks (which read this env)
@@ -376,7 +376,7 @@ class GridCommandEnv(SchedulingEnv):
             speed, factor = self.speeds[level], self.power_factors[level]
             # the cost reads the power before the task is added (cost_of adds the task's share)
             cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward, speed, factor)
-            watts = cloud.act_per_cpu[s] * task.cpu if level == 0 else cloud.act_per_cpu[s] * task.cpu * factor
+            watts = cloud.act_per_cpu[s] * task.cpu * factor  # as Cloud.assign computes it
             p_after = cloud.power + watts
             track = 0.0
             if scored and not slot:

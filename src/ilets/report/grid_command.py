@@ -24,6 +24,7 @@ from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_
 from ilets.gridcommand.experts import EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps
 from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
+from ilets.study.results import STATUS_DONE
 
 #: Where the book reads the shipped results (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand"
@@ -428,7 +429,7 @@ def direction_table(folder: Path | None) -> pd.DataFrame:
     rows = []
     for f in sorted((Path(folder) / "cells").glob("*.json")) if folder is not None else []:
         rec = json.loads(f.read_text())
-        if rec.get("status") != "done":
+        if rec.get("status") != STATUS_DONE:
             continue
         for role, scores in rec["scores"].items():
             rows += [{"method": rec["method"], "servers": rec["servers"], "role": role, "direction": e["direction"],

@@ -21,6 +21,8 @@ from ilets.report.stats import DEFAULT_REPS, effect_verdict, percentile_interval
 
 #: Where the book looks for a shift family's rows (``{family}``: its name), first found wins.
 SHIFTS_SEARCH = ("results/{family}", "shipped/{family}")
+#: The fewest paired seeds whose interval can resolve: a comparison on fewer is no verdict.
+VERDICT_SEEDS = 2
 #: The measures the chapter compares: the one the learners were trained on, and response time.
 MEASURES = ("mean_reward", "avg_response_s")
 #: The columns of :func:`frozen_table`.
@@ -193,9 +195,9 @@ def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mea
             f"the learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
             f"of {len(t)} comparisons, worse in {int(counts.get('worse', 0))} and unresolved in "
             f"{int(counts.get('unresolved', 0))}")
-    if most < 2:
+    if most < VERDICT_SEEDS:
         text += " (one seed: no interval resolves, so none is a verdict)"
-    elif seeds < 2:
+    elif seeds < VERDICT_SEEDS:
         text += " (a world with one seed has no verdict: its interval cannot resolve)"
     worst = t.groupby("shift")["rel_pct"].mean().sort_values().head(3)
     if len(worst):
@@ -227,7 +229,7 @@ def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.Da
         row = {"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers)}
         row.update({learner_label(r["learner"]):
                     f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
-                    if r["seeds"] >= 2 else f"{r['rel_pct']:+.1f} (one seed, no verdict)"
+                    if r["seeds"] >= VERDICT_SEEDS else f"{r['rel_pct']:+.1f} (one seed, no verdict)"
                     for _, r in g.iterrows()})
         rows.append(row)
     return pd.DataFrame(rows)
@@ -251,7 +253,7 @@ def _without_verdict(t: pd.DataFrame, declared: dict | None) -> list[str]:
     if not declared or not declared.get("online_learners"):
         return []
     online = set(declared["online_learners"])
-    have = set(t.loc[t["seeds"] >= 2, "shift"]) if not t.empty else set()
+    have = set(t.loc[t["seeds"] >= VERDICT_SEEDS, "shift"]) if not t.empty else set()
     return [sh["name"] for sh in declared.get("shifts", []) if sh["name"] not in have
             and (sh.get("learners") is None or online & set(sh["learners"]))]
 
@@ -267,7 +269,7 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
         return f"This is not measured yet: {missing} have not run in these shifted worlds."
     # a comparison over one seed has no interval that could resolve: it is no verdict, and is
     # counted with the shifts that have none (below), not among the unresolved
-    judged = shifted[shifted["seeds"] >= 2]
+    judged = shifted[shifted["seeds"] >= VERDICT_SEEDS]
     learners = ", ".join(learner_label(m) for m in dict.fromkeys(t["learner"]))
     if judged.empty:
         text = (f"{subject.format(learners=learners)} has run in {len(shifted)} (shifted world, learner) "

@@ -335,18 +335,14 @@ class Cloud:
         cut = self.last_start[s] if self.last_start[s] > self.now else self.now
         if lst and lst[0][0] <= cut:
             lst[:] = [e for e in lst if e[0] > cut]
+        if not (0.0 < speed < math.inf and 0.0 < power_factor < math.inf):
+            raise ValueError(f"task {task}: speed and power_factor must be positive finite factors, got {speed} "
+                             f"and {power_factor}")
         start = self.earliest_start(s, cpu)
-        if speed == 1.0:
-            finish = start + length / self.fleet.mips[s]
-        elif not 0.0 < speed < math.inf:
-            raise ValueError(f"task {task}: speed must be a positive finite factor, got {speed}")
-        else:
-            finish = start + length / (self.fleet.mips[s] * speed)
-        watts = self.act_per_cpu[s] * cpu
+        # the plain scenario's factors are 1.0: multiplying by 1.0 is exact, so its numbers are unchanged
+        finish = start + length / (self.fleet.mips[s] * speed)
+        watts = self.act_per_cpu[s] * cpu * power_factor
         if power_factor != 1.0:
-            if not 0.0 < power_factor < math.inf:
-                raise ValueError(f"task {task}: power_factor must be a positive finite factor, got {power_factor}")
-            watts = watts * power_factor
             self.power_factors[task] = power_factor
         lst.append((finish, cpu))
         self._stale.add(s)

@@ -82,9 +82,7 @@ def cost_of(cloud: Cloud, task: Task, s: int, start: float, cfg: RewardConfig, s
     """The exact cost of ``task`` on server ``s`` given its start time there; ``speed`` and
     ``power_factor`` as in :meth:`Cloud.assign` (a task run at another clock speed)."""
     wait = start - task.arrival
-    if speed == 1.0 and power_factor == 1.0:
-        p = (cloud.power + cloud.act_per_cpu[s] * task.cpu) / cloud.fleet.max_power
-        return float(costs_from(p, wait, wait + task.length / cloud.fleet.mips[s], task.deadline, cfg))
+    # factors of 1.0 (the plain scenario) multiply exactly: the same numbers as without them
     p = (cloud.power + cloud.act_per_cpu[s] * task.cpu * power_factor) / cloud.fleet.max_power
     return float(costs_from(p, wait, wait + task.length / (cloud.fleet.mips[s] * speed), task.deadline, cfg))
 

@@ -92,8 +92,7 @@ class LyapunovExpert(_Expert):
         levels = tuple(zip(getattr(env, "speeds", (1.0,)), getattr(env, "power_factors", (1.0,))))
         out = np.full(len(servers) * len(levels) + 1, np.inf)
         for level, (speed, factor) in enumerate(levels):
-            exec_s = nominal_exec if speed == 1.0 else nominal_exec / speed
-            watts = nominal_watts if factor == 1.0 else nominal_watts * factor
+            exec_s, watts = nominal_exec / speed, nominal_watts * factor  # exact at the nominal 1.0
             energy = watts * exec_s
             soon = np.clip(np.minimum(starts + exec_s, now + defer_s) - starts, 0.0, None)
             miss = ~meets_deadline(starts + exec_s - task.arrival, task.deadline)
@@ -131,7 +130,6 @@ class LyapunovExpert(_Expert):
         s, level = env.decode(a) if hasattr(env, "decode") else (a, 0)
         speed = getattr(env, "speeds", (1.0,))[level]
         start = float(env.cloud.earliest_start(s, task.cpu))
-        mips = float(env.cloud.fleet.mips[s])
-        finish = start + task.length / (mips if speed == 1.0 else mips * speed)
+        finish = start + task.length / (float(env.cloud.fleet.mips[s]) * speed)
         self.update_deadline(not bool(meets_deadline(finish - task.arrival, task.deadline)))
         return a
