@@ -332,18 +332,24 @@ class Cloud:
         # last_start), since no new task starts before either (FCFS) and both only grow. Checked
         # on the oldest entry (a cheap amortised prune). Finished tasks alone would leave an
         # overloaded server's whole queue here, and every start is a scan of it.
-        cut = self.last_start[s] if self.last_start[s] > self.now else self.now
+        last = self.last_start[s]
+        cut = last if last > self.now else self.now
         if lst and lst[0][0] <= cut:
             lst[:] = [e for e in lst if e[0] > cut]
-        if not (0.0 < speed < math.inf and 0.0 < power_factor < math.inf):
+        # the DVFS factors (1.0 in the plain scenario) are applied only when set: this is the
+        # simulator's hot path, and a numpy-scalar product costs more than the comparison
+        dvfs = speed != 1.0 or power_factor != 1.0
+        if dvfs and not (0.0 < speed < math.inf and 0.0 < power_factor < math.inf):
             raise ValueError(f"task {task}: speed and power_factor must be positive finite factors, got {speed} "
                              f"and {power_factor}")
         start = self.earliest_start(s, cpu)
-        # the plain scenario's factors are 1.0: multiplying by 1.0 is exact, so its numbers are unchanged
-        finish = start + length / (self.fleet.mips[s] * speed)
-        watts = self.act_per_cpu[s] * cpu * power_factor
-        if power_factor != 1.0:
-            self.power_factors[task] = power_factor
+        mips = self.fleet.mips[s]
+        finish = start + length / (mips * speed if dvfs else mips)
+        watts = self.act_per_cpu[s] * cpu
+        if dvfs:
+            watts = watts * power_factor
+            if power_factor != 1.0:
+                self.power_factors[task] = power_factor
         lst.append((finish, cpu))
         self._stale.add(s)
         self.last_start[s] = start
