@@ -94,6 +94,38 @@ def test_the_load_table_replays_the_online_segment_per_fleet_size_and_scale():
     assert BM.load_scales(dataclasses.replace(RunConfig(), workload=WorkloadConfig(scale=0.02))) == (0.02, 1.0)
 
 
+def test_full_window_rows_are_taken_from_a_record_with_the_same_settings_and_measured_otherwise(tmp_path,
+                                                                                                 monkeypatch):
+    small = dataclasses.replace(RunConfig(), workload=WorkloadConfig(scale=0.0005))
+    rows = BM.load_table(small.workload, small.fleet, BM.LOAD_SERVERS, (0.0005,)).to_dict("records")
+    # a record of another profile at that scale, written before a newer workload field existed
+    recorded = to_dict(dataclasses.replace(small, workload=WorkloadConfig(scale=0.3)))
+    del recorded["workload"]["rate_factor"]
+    path = tmp_path / "other" / "workload.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"profile": "other", "run": recorded, "seed": BM.LOAD_SEED, "policy": BM.LOAD_POLICY,
+                                "load": rows, "host": {"commit": "abc1234", "date_utc": "2026-01-02T03:04:05Z"}}))
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    found = BM.recorded_load_rows(small.workload, small.fleet, 0.0005, [broken, path])
+    assert found is not None and found[0] == rows and found[1]["profile"] == "other"
+    # another fleet, another seed or a missing fleet size: measured, not taken
+    slow = dataclasses.replace(small.fleet, mips=(500.0, 1500.0))
+    assert BM.recorded_load_rows(small.workload, slow, 0.0005, [path]) is None
+    assert BM.recorded_load_rows(small.workload, small.fleet, 0.0005, [path], seed=1) is None
+    assert BM.recorded_load_rows(small.workload, small.fleet, 0.0005, [path], servers=(50, 100, 200, 400)) is None
+    # the record: the rows it found are taken and listed, the scale it lacks is measured
+    measured = []
+    monkeypatch.setattr(BM, "load_table", lambda workload, fleet, servers, scales, **kw: (
+        measured.append(scales), pd.DataFrame([{"scale": s, "servers": m} for s in scales for m in servers]))[1])
+    monkeypatch.setattr(BM, "load_scales", lambda run: (0.0005, 1.0))
+    out = BM.workload_record(small, reuse=[path])
+    assert measured == [(1.0,)] and out["load"][:len(rows)] == rows
+    assert [r["scale"] for r in out["reused"]] == [0.0005]
+    stamp = MS.Measurement("workload", path, {**out, "host": {"commit": "def5678"}}).stamp
+    assert "scale 0.0005 from the other profile's record" in stamp and "abc1234" in stamp
+
+
 def test_measured_latency_times_both_paths_at_every_fleet_size(monkeypatch):
     import ilets.study.latency as L
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from stable_baselines3.common.callbacks import BaseCallback
 
 from ilets.agents.env import CloudSchedulingEnv
 from ilets.agents.episode import DecisionLog, drive
@@ -35,24 +34,10 @@ from ilets.workloads.workload import Workload
 
 if TYPE_CHECKING:
     import pandas as pd
+    from stable_baselines3.common.callbacks import BaseCallback
     import torch as th
 
     from ilets.agents.ppo import FastMaskablePPO
-
-
-class _Recorder(BaseCallback):
-    """Logs every decision PPO makes and stops learning when the segment ends."""
-
-    def __init__(self, log: DecisionLog, progress=None) -> None:
-        super().__init__()
-        self.log = log
-        self.progress = progress
-
-    def _on_step(self) -> bool:
-        self.log.add(self.locals["rewards"][0], self.locals["infos"][0])
-        if self.progress is not None:
-            self.progress(1)
-        return not bool(self.locals["dones"][0])
 
 
 @dataclass
@@ -84,6 +69,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
                 progress=None) -> OnlineResult:
     """DRL, DRL+, ILETS- or ILETS over the online segment (see the module table)."""
     from ilets.agents.checkpoints import GreedyCheckpoints, heldout_segment
+    from ilets.agents.recorder import DecisionRecorder
     from ilets.agents.oail import OAILCallback
     from ilets.agents.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
     from ilets.agents.ppo import make_ppo
@@ -113,7 +99,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         load_policy(Path(cfg.warm_start) / "policy", model)
         model.set_reference()  # the starting policy plays the clone's part in fine-tuning
     log = DecisionLog()
-    callbacks: list[BaseCallback] = [_Recorder(log, progress)]
+    callbacks: list[BaseCallback] = [DecisionRecorder(log, progress)]
     checkpoints = None
     if cfg.finetune.checkpoints:
         n = len(workload.online)

@@ -52,7 +52,12 @@ class Measurement:
         machine = machine_label(h.get("cpu_model") or "an unknown CPU", h.get("cpus", "?"), h.get("cpu_id", ""))
         commit = str(h.get("commit") or "unrecorded")[:7] + (" with uncommitted edits" if h.get("dirty") else "")
         date = str(h.get("date_utc", "an unrecorded date")).replace("T", " ").removesuffix("Z")[:16]
-        return f"recorded on {machine} (Python {h.get('python', '?')}), {date} UTC, at commit {commit}"
+        stamp = f"recorded on {machine} (Python {h.get('python', '?')}), {date} UTC, at commit {commit}"
+        for r in self.data.get("reused") or []:  # rows taken from a record with the same settings
+            when = str(r.get("date_utc") or "an unrecorded date").replace("T", " ").removesuffix("Z")[:16]
+            stamp += (f"; the rows at scale {r['scale']:g} from the {r.get('profile')} profile's record "
+                      f"({when} UTC, commit {str(r.get('commit') or 'unrecorded')[:7]}), measured with the same settings")
+        return stamp
 
 
 def _plain(value):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 from pathlib import Path
@@ -110,12 +111,58 @@ def load_scales(run: RunConfig) -> tuple[float, ...]:
     return tuple(sorted({1.0, float(run.workload.scale)}))
 
 
-def workload_record(run: RunConfig) -> dict:
-    """Chapter 3's load table (:func:`load_table` at :data:`LOAD_SERVERS`, :func:`load_scales`)."""
+def recorded_load_rows(workload: WorkloadConfig, fleet: FleetConfig, scale: float, records: list[Path],
+                       servers: tuple[int, ...] = LOAD_SERVERS, seed: int = LOAD_SEED,
+                       policy: str = LOAD_POLICY) -> tuple[list[dict], dict] | None:
+    """The rows at ``scale`` of a workload record measured with the same settings, or None.
+
+    A load row depends on the workload at that scale, the fleet, the fleet sizes, the seed and
+    the heuristic only, so the full-window rows of another profile's record (chapter 3 shows
+    the full window beside every profile's own scale) are the rows this profile would compute:
+    the simulator and the heuristic are deterministic, and their shipped cells are re-run
+    exactly (``ilets verify``). Settings are compared as configs, so a field added since the
+    record was measured counts at its default, as it does for every cell's digest. Returns
+    (rows, where they came from: the record's path, profile, commit and date)."""
+    from ilets.config import from_dict
+
+    want = (dataclasses.replace(workload, scale=scale), fleet)
+    for path in records:
+        try:
+            data = json.loads(path.read_text())
+            had = (dataclasses.replace(from_dict(WorkloadConfig, data["run"]["workload"], f"{path}: run.workload"),
+                                       scale=scale),
+                   from_dict(FleetConfig, data["run"]["fleet"], f"{path}: run.fleet"))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a readable workload record: measure instead
+        rows = [r for r in data.get("load", []) if r.get("scale") == scale]
+        if (had == want and data.get("seed") == seed and data.get("policy") == policy
+                and sorted(r["servers"] for r in rows) == sorted(servers)):
+            host = data.get("host", {})
+            return rows, {"scale": scale, "record": str(path), "profile": data.get("profile"),
+                          "commit": host.get("commit"), "date_utc": host.get("date_utc")}
+    return None
+
+
+def workload_record(run: RunConfig, reuse: list[Path] | None = None) -> dict:
+    """Chapter 3's load table (:func:`load_table` at :data:`LOAD_SERVERS`, :func:`load_scales`).
+
+    The rows of a scale that a record in ``reuse`` (default: every shipped profile's
+    ``workload.json``) measured with the same settings are taken from it
+    (:func:`recorded_load_rows`, listed under ``reused``); the others are measured."""
+    if reuse is None:
+        reuse = sorted((repo_root() / SHIPPED_BOOK).glob("*/workload.json"))
     scales = load_scales(run)
-    table = load_table(run.workload, run.fleet, LOAD_SERVERS, scales, seed=LOAD_SEED, policy=LOAD_POLICY)
+    rows, reused = [], []
+    for scale in scales:
+        found = recorded_load_rows(run.workload, run.fleet, scale, reuse)
+        if found is None:
+            table = load_table(run.workload, run.fleet, LOAD_SERVERS, (scale,), seed=LOAD_SEED, policy=LOAD_POLICY)
+            rows += table.to_dict("records")
+        else:
+            rows += found[0]
+            reused.append(found[1])
     return {"servers": list(LOAD_SERVERS), "scales": list(scales), "seed": LOAD_SEED, "policy": LOAD_POLICY,
-            "load": table.to_dict("records")}
+            "load": rows, "reused": reused}
 
 
 # --- chapter 4 --------------------------------------------------------------------------------
