@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Literal
 
@@ -312,8 +312,8 @@ class CommandRegime:
         return self
 
 
-#: Built-in regimes by name [ours, calibrated as in the module docstring].
-REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
+#: The regimes calibrated on the field trials [ours, as in the module docstring].
+FIELD_REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
     # DCFlex-like: a shallow cut held long (2-3 h of a day -> 125-187.5 s), announced early
     "shallow-long": CommandRegime(name="shallow-long", events_per_window=2.0, depth=(0.10, 0.25),
                                   duration_s=(2 * 3600 * DAY_TO_WINDOW, 3 * 3600 * DAY_TO_WINDOW),
@@ -328,6 +328,36 @@ REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
                                duration_s=(5 * 3600 * DAY_TO_WINDOW, 10 * 3600 * DAY_TO_WINDOW),
                                notice_s=(30.0, 30.0), ramp_s=30.0, band=0.15, p_down=1.0),
 })
+
+#: The drift protocol's factors [ours]: the fields of a regime each one moves. deep-short
+#: differs from shallow-long in all of them at once, so a drop there cannot be put on any one;
+#: :func:`one_factor` moves one.
+DRIFT_FACTORS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
+    "depth": ("depth",),
+    "duration": ("duration_s",),
+    "notice": ("notice_s", "ramp_s"),  # how soon the target is announced and reached
+    "band": ("band",),
+    "frequency": ("events_per_window",),
+    "direction": ("p_down",),  # the share of up events
+})
+#: The regime the drift protocol starts from, and the one whose values it moves to.
+DRIFT_BASE, DRIFT_TOWARD = "shallow-long", "deep-short"
+
+
+def one_factor(base: CommandRegime, toward: CommandRegime, factor: str) -> CommandRegime:
+    """``base`` with the fields of ``factor`` (:data:`DRIFT_FACTORS`) set as in ``toward``,
+    named ``<base>+<factor>``."""
+    if factor not in DRIFT_FACTORS:
+        raise CommandError(f"factor: unknown drift factor {factor!r}; expected one of {list(DRIFT_FACTORS)}")
+    return replace(base, name=f"{base.name}+{factor}",
+                   **{f: getattr(toward, f) for f in DRIFT_FACTORS[factor]}).validate(f"regime {base.name}+{factor}")
+
+
+#: shallow-long with one factor of deep-short each (:func:`one_factor`), by name.
+DRIFT_REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
+    f"{DRIFT_BASE}+{f}": one_factor(FIELD_REGIMES[DRIFT_BASE], FIELD_REGIMES[DRIFT_TOWARD], f) for f in DRIFT_FACTORS})
+#: Every built-in regime by name: the field-calibrated ones, then the drift protocol's.
+REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({**FIELD_REGIMES, **DRIFT_REGIMES})
 
 
 def regime(name: str) -> CommandRegime:

@@ -230,7 +230,8 @@ _NO_PAPER = "silent: the paper has no grid command (a scenario this study adds)"
 def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
-    from ilets.gridcommand.command import DAY_S, PAPER_ONLINE_WINDOW_S, REGIMES
+    from ilets.gridcommand.command import (DAY_S, DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, FIELD_REGIMES,
+                                           PAPER_ONLINE_WINDOW_S)
     from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
@@ -244,7 +245,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
         return ", ".join(f"{v:,g}" for v in values)
 
     def regime(name: str) -> str:
-        r = REGIMES[name]
+        r = FIELD_REGIMES[name]
         return (f"{name}: {r.events_per_window:g} events per window (Poisson), depth {_span(r.depth, '.0%')}, "
                 f"{_span(r.duration_s, '.4g')} s long, notice {_span(r.notice_s, 'g')} s, ramp {r.ramp_s:g} s, band "
                 f"{r.band:g}, {r.p_down:.0%} down")
@@ -257,9 +258,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "day; every time then multiplied by window/1500 at reduced workload scales",
                   "ilets.gridcommand.command (DAY_TO_WINDOW, generate_schedule)", kind=EXTENSION),
         Deviation("Command regimes", "the trials above (no distribution is published)",
-                  "; ".join(regime(n) for n in REGIMES) + "; events placed by a flat Dirichlet split of the free "
-                  "time, drawn from their own seed stream",
-                  "ilets.gridcommand.command.REGIMES", kind=EXTENSION),
+                  "; ".join(regime(n) for n in FIELD_REGIMES) + "; events placed by a flat Dirichlet split of the "
+                  "free time, drawn from their own seed stream",
+                  "ilets.gridcommand.command.FIELD_REGIMES", kind=EXTENSION),
+        Deviation("Drift protocol", "the paper shows no drift of this kind (its drift is the workload's)",
+                  f"{DRIFT_BASE} with one factor at a time set as in {DRIFT_TOWARD} ("
+                  + ", ".join(f"{k}: {'/'.join(v)}" for k, v in DRIFT_FACTORS.items())
+                  + "); learners trained under the base are scored under each, beside a control trained under it",
+                  "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, PAPER_ONLINE_WINDOW_S, REGIMES
+from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S
 from ilets.gridcommand.experts import EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps
 from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
@@ -534,12 +534,12 @@ def calibration_table() -> pd.DataFrame:
 
 
 def regimes_table(window_s: float = PAPER_ONLINE_WINDOW_S) -> pd.DataFrame:
-    """The built-in regimes (:data:`ilets.gridcommand.command.REGIMES`) with their times fitted
+    """The field-calibrated regimes (:data:`ilets.gridcommand.command.FIELD_REGIMES`) with their times fitted
     to a window of ``window_s`` seconds, as :func:`ilets.gridcommand.command.generate_schedule`
     fits them (x ``window_s / 1500``)."""
     k = window_s / PAPER_ONLINE_WINDOW_S
     rows = []
-    for name, r in REGIMES.items():
+    for name, r in FIELD_REGIMES.items():
         rows.append({"regime": name, "events per window": f"{r.events_per_window:g}",
                      "depth": f"{r.depth[0]:.0%}-{r.depth[1]:.0%}",
                      "duration (s)": f"{k * r.duration_s[0]:.4g}-{k * r.duration_s[1]:.4g}",

@@ -1,0 +1,174 @@
+"""The grid-command drift protocol: one factor of the command regime moved at a time [ours].
+
+The main grid-command grid scores every method trained under ``shallow-long`` under
+``deep-short`` too. That regime differs in depth, duration, notice and ramp, band, event
+frequency and the share of up events at once, so a drop there cannot be put on any one of
+them, and nothing shows what a learner trained under the new regime would do. The protocol
+(a *drift family*, ``ilets/configs/gridcommand-drift-*.yaml``) runs, for each factor of
+:data:`ilets.gridcommand.command.DRIFT_FACTORS`, two ordinary grid-command grids:
+
+* ``shifted``: the family's methods trained under the base regime and scored under it (role
+  ``train``) and under the base with that one factor moved (role ``eval``: the drift);
+* ``control``: the family's ``controls`` (methods whose training reads the regime: the clone
+  and what starts from it) trained under the moved regime and scored under it (role
+  ``train``) and under the base (role ``eval``).
+
+Both are the study's own grids (:func:`ilets.study.grid.run_grid`, scenario ``gridcommand``):
+resumable, verified and shipped like any other, one folder each, ``<out>/<factor>/<kind>``.
+The scored episodes of a regime are the same in both (the online segment under the run
+seed's commands), so every comparison is paired by seed (:mod:`ilets.report.command_drift`).
+
+    python -m ilets.study.command_drift --out results/gridcommand-drift
+    python -m ilets.study.command_drift --ship results/gridcommand-drift --to shipped/gridcommand-drift
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterator
+
+from ilets.config import ConfigError, from_dict
+from ilets.config.strict import read_yaml
+from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS
+from ilets.gridcommand.experiment import SCALES, ExperimentProfile
+from ilets.gridcommand.pipeline import LEARNED, METHODS, PipelineConfig
+
+#: The two grids of a factor.
+KINDS = ("shifted", "control")
+#: Methods whose training reads the regime: a control of each can be trained under a moved one
+#: (PPO from scratch learns on the scored episode itself, and an expert is not trained).
+CONTROLLABLE = tuple(m for m in LEARNED if m.startswith("bc"))
+
+
+@dataclass(frozen=True)
+class DriftFamily:
+    """A drift family (one YAML file): what the protocol's grids run."""
+
+    name: str = "gridcommand-drift"
+    description: str = ""
+    scale: str = "quick"  #: the label every table and sentence carries
+    scenario: str = "gridcommand-quick"  #: the scenario profile of every grid
+    factors: tuple[str, ...] = tuple(DRIFT_FACTORS)
+    methods: tuple[str, ...] = ("rule", "lyapunov", "bc", "bc+ppo")  #: trained under the base regime
+    controls: tuple[str, ...] = ("bc", "bc+ppo")  #: trained under each moved regime
+    servers: tuple[int, ...] = (50,)
+    seeds: tuple[int, ...] = (0, 1, 2)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+    def validate(self, where: str = "family") -> "DriftFamily":
+        """Named :class:`ConfigError` for an unknown factor or method, or a control that no
+        training regime changes; the grids' own checks (fleet sizes, seeds) run in :meth:`grids`."""
+        if self.scale not in SCALES:
+            raise ConfigError(f"{where}.scale: expected one of {SCALES}, got {self.scale!r}")
+        for key, allowed in (("factors", tuple(DRIFT_FACTORS)), ("methods", METHODS), ("controls", CONTROLLABLE)):
+            values = getattr(self, key)
+            if not values:
+                raise ConfigError(f"{where}.{key}: expected at least one of {allowed}")
+            for i, v in enumerate(values):
+                if v not in allowed:
+                    raise ConfigError(f"{where}.{key}[{i}]: {v!r} is not one of {allowed}")
+            if len(set(values)) != len(values):
+                raise ConfigError(f"{where}.{key}: repeated entries in {list(values)}")
+        for grid in self.grids():
+            grid[2].validate(f"{where} ({grid[0]}, {grid[1]})")
+        return self
+
+    def grids(self) -> Iterator[tuple[str, str, ExperimentProfile]]:
+        """``(factor, kind, profile)`` of every grid, factor by factor, shifted before control."""
+        for factor in self.factors:
+            moved = f"{DRIFT_BASE}+{factor}"
+            common: dict[str, Any] = dict(description=f"{self.description} ({factor})", scale=self.scale,
+                                          scenario=self.scenario, servers=self.servers, seeds=self.seeds,
+                                          pipeline=self.pipeline)
+            yield factor, "shifted", ExperimentProfile(name=f"{self.name}-{factor}", methods=self.methods,
+                                                       train_regime=DRIFT_BASE, eval_regime=moved, **common)
+            yield factor, "control", ExperimentProfile(name=f"{self.name}-{factor}-control", methods=self.controls,
+                                                       train_regime=moved, eval_regime=DRIFT_BASE, **common)
+
+
+def family_path(name: str) -> Path:
+    """The path of a shipped drift family (``gridcommand-drift-quick`` or ``quick``)."""
+    short = name.removeprefix("gridcommand-drift-")
+    return Path(str(resources.files("ilets.configs").joinpath(f"gridcommand-drift-{short}.yaml")))
+
+
+def load_family(name_or_path: str | Path) -> DriftFamily:
+    """A validated :class:`DriftFamily` from a shipped name or a YAML path."""
+    text = str(name_or_path)
+    path = Path(text) if text.endswith((".yaml", ".yml")) or "/" in text else family_path(text)
+    data = read_yaml(path)
+    if not isinstance(data, dict) or not data:
+        raise ConfigError(f"{path}: expected a mapping with the family's factors, methods, servers and seeds")
+    return from_dict(DriftFamily, data, str(path)).validate(str(path))
+
+
+def folder_of(out: Path, factor: str, kind: str) -> Path:
+    """Where the grid of ``(factor, kind)`` writes: ``<out>/<factor>/<kind>``."""
+    return Path(out) / factor / kind
+
+
+def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
+    """Run every grid of ``family`` not yet done (each resumes on its own); their summaries."""
+    from ilets.study.grid import run_grid
+
+    summaries = {}
+    for factor, kind, profile in family.grids():
+        summaries[f"{factor}/{kind}"] = run_grid(profile, folder_of(out, factor, kind), workers=1, progress=progress,
+                                                 scenario="gridcommand", max_cells=max_cells)
+    return summaries
+
+
+def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> list[dict]:
+    """Ship every grid of ``family`` found under ``src`` to the same place under ``dest``
+    (:func:`ilets.study.shipping.ship`: cells, store, profile and provenance each)."""
+    from ilets.study.shipping import ship as ship_grid
+
+    shipped = []
+    for factor, kind, _ in family.grids():
+        folder = folder_of(src, factor, kind)
+        if (folder / "cells").is_dir():
+            shipped.append(ship_grid(folder, folder_of(dest, factor, kind), note=note, scenario="gridcommand"))
+    return shipped
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run (or ship) a drift family's grids."""
+    ap = argparse.ArgumentParser(prog="python -m ilets.study.command_drift", description=__doc__.splitlines()[0])
+    ap.add_argument("--family", default="quick", help="a shipped family (quick) or a YAML path")
+    ap.add_argument("--out", type=Path, help="where the grids go (<out>/<factor>/<kind>)")
+    ap.add_argument("--ship", type=Path, metavar="FROM", help="ship the grids under FROM (with --to) instead")
+    ap.add_argument("--to", type=Path, help="where --ship copies them")
+    ap.add_argument("--note", default="", help="the provenance note of --ship")
+    ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        family = load_family(args.family)
+        if args.ship is not None:
+            if args.to is None:
+                raise ConfigError("--ship needs --to (where the shipped grids go)")
+            for info in ship(args.ship, args.to, family, args.note):
+                print(f"shipped {info.get('cells', '?')} cells to {info.get('folder', args.to)}")
+            return 0
+        if args.out is None:
+            raise ConfigError("--out: expected the folder the grids go to")
+        if args.max_cells is not None and args.max_cells < 0:
+            raise ConfigError(f"--max-cells: expected a number >= 0, got {args.max_cells}")
+        for name, summary in run(family, args.out, progress=not args.quiet, max_cells=args.max_cells).items():
+            print(f"{name}: ran {summary.get('ran')}, already done {summary.get('skipped_done')}, "
+                  f"failed {summary.get('failed')}")
+    except (ConfigError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: the finished cells are kept; run again to resume", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
