@@ -37,6 +37,7 @@ from ilets.gridcommand.experts import EXPERTS
 from ilets.gridcommand.pipeline import PipelineConfig
 from ilets.report import deviations, plots
 from ilets.report import grid_command as R
+from ilets.report import command_drift as D
 from ilets.workloads.workload import load_workload
 
 root = Path.cwd().parent  # chapters execute in notebooks/
@@ -58,6 +59,10 @@ glue("gc_experts", ", ".join(EXPERTS), display=False)
 glue("gc_scale_note", Markdown(R.scale_note(results)), display=False)
 pipe = PipelineConfig()
 glue("gc_teacher", pipe.teacher, display=False)
+drift_rows = D.load_drift(root / D.SHIPPED)
+factors = D.factor_table(drift_rows)
+glue("gc_drift_status", Markdown(D.status_sentence(drift_rows, root / D.SHIPPED)), display=False)
+glue("gc_drift_said", D.drift_sentence(factors, scale=D.scale_of(drift_rows)), display=False)
 glue("gc_every", f"{pipe.every}", display=False)
 glue("gc_window", f"{pipe.window}", display=False)
 table = R.results_table(results)
@@ -206,6 +211,42 @@ plots.markdown_table(R.drift_display(drift, "in_band_fraction"), {}, empty="No d
 
 # %% tags=["remove-input"]
 plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
+
+# %% [markdown]
+# ## Drift, one factor at a time
+#
+# deep-short differs from shallow-long in every factor at once, so the drop above cannot be
+# put on any one of them, and it does not say whether training under the new regime would
+# have helped. The drift protocol (`python -m ilets.study.command_drift`, family
+# `gridcommand-drift-quick`) moves one factor of shallow-long to its deep-short value at a
+# time. For each factor the methods trained under shallow-long are scored under it and under
+# the moved regime, and the clone-based methods are also trained under the moved regime and
+# scored there: the control. Every comparison is paired by seed on the same episodes.
+# Experts are not trained, so they have no control.
+#
+# {glue:md}`gc_drift_status`
+
+# %% tags=["remove-input"]
+plots.markdown_table(D.factors_table(), {}, empty="")
+
+# %% [markdown]
+# *Table: what each factor moves, from its shallow-long value to its deep-short value.*
+#
+# {glue:text}`gc_drift_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(D.factor_display(factors, "tracking_mae_rel"), {}, empty="No drift-protocol results.")
+
+# %% [markdown]
+# *Table: tracking error under shallow-long and with one factor moved (change: positive is
+# better under the moved regime).*
+
+# %% tags=["remove-input"]
+plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control"), {}, empty="")
+
+# %% [markdown]
+# *Table: under the moved regime, the method trained under shallow-long against the control
+# trained under the moved regime (positive: the one trained under shallow-long tracks better).*
 
 # %% [markdown]
 # ## Limits of these results

@@ -183,7 +183,7 @@ def test_extension_rows_are_marked_and_quote_the_code():
 
 
 def test_calibration_scales_held_durations_by_the_day_and_regimes_by_the_window():
-    from ilets.gridcommand.command import DAY_TO_WINDOW, REGIMES
+    from ilets.gridcommand.command import DAY_TO_WINDOW, FIELD_REGIMES, REGIMES
 
     cal = R.calibration_table()
     assert list(cal["held in the window (s)"]) == ["187.5", "625"]  # 3 h and 10 h of a 1,500 s day
@@ -191,7 +191,7 @@ def test_calibration_scales_held_durations_by_the_day_and_regimes_by_the_window(
     nums = R.calibration_numbers()
     assert nums["held_later_s"] == f"{10 * 3600 * DAY_TO_WINDOW:g} s" and nums["cut_first"] == "25%"
     full, quick = R.regimes_table(), R.regimes_table(30.0)
-    assert list(full["regime"]) == list(REGIMES)
+    assert list(full["regime"]) == list(FIELD_REGIMES)
     lo, hi = REGIMES["shallow-long"].duration_s
     assert full.loc[0, "duration (s)"] == f"{lo:.4g}-{hi:.4g}" == "125-187.5"
     assert quick.loc[0, "duration (s)"] == f"{lo / 50:.4g}-{hi / 50:.4g}"  # a 30 s window is 1/50 of 1,500 s

@@ -1,0 +1,174 @@
+"""The grid-command drift protocol as the book shows it: one row per factor with its control.
+
+Reads the grids :mod:`ilets.study.command_drift` runs (``<folder>/<factor>/<kind>``, each an
+ordinary grid-command results folder) and sets three arms side by side, paired by seed:
+
+* ``base``: a method trained under the base regime, scored under it (``shifted`` grid, role
+  ``train``);
+* ``moved``: the same method scored under the base with one factor moved (``shifted``, role
+  ``eval``): the drift;
+* ``control``: the method trained under the moved regime and scored there (``control``
+  grid, role ``train``): what training under the new regime would have given. Experts are
+  not trained, so they have no control.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, REGIMES
+from ilets.report import stats as S
+from ilets.report.grid_command import LABELS, METRICS
+
+#: Where the book reads the shipped results (relative to the repository root).
+SHIPPED = Path("shipped") / "gridcommand-drift"
+#: (grid kind, role) -> arm.
+ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
+#: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
+DRIFT_METRICS = ("tracking_mae_rel", "misses_caused", "in_band_fraction")
+
+
+def load_drift(folder: Path) -> pd.DataFrame:
+    """Every grid's store under ``folder``, one row per cell and arm (columns ``factor``,
+    ``kind``, ``arm`` besides the store's); an empty frame when there is none."""
+    parts = []
+    for store in sorted(Path(folder).glob("*/*/store/results.parquet")):
+        factor, kind = store.parents[2].name, store.parents[1].name
+        t = pd.read_parquet(store).assign(factor=factor, kind=kind)
+        t["arm"] = [ARMS.get((kind, role)) for role in t["role"]]
+        parts.append(t[t["arm"].notna()])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["factor", "kind", "arm", "method", "servers", "seed", "role", "regime", "scale", *DRIFT_METRICS])
+
+
+def scale_of(rows: pd.DataFrame) -> str:
+    """The scale label every row carries, ``"mixed"`` when they differ, ``"quick"`` when none."""
+    scales = sorted(set(rows["scale"])) if len(rows) else ["quick"]
+    return scales[0] if len(scales) == 1 else "mixed"
+
+
+def status_sentence(rows: pd.DataFrame, folder: Path) -> str:
+    """What the drift section shows: factors, grids, cells, seeds and fleet sizes, scale, and
+    the cells' CPU time and commits (from each grid's ``PROVENANCE.json``), or why nothing."""
+    if len(rows) == 0:
+        return (f"No drift-protocol results in `{folder.name}` yet: `python -m ilets.study.command_drift --out "
+                f"results/gridcommand-drift`, then `--ship`, computes and ships them.")
+    provenance = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*/*/PROVENANCE.json"))]
+    cells = rows[rows["role"] == "train"]
+    commits = sorted({c[:12] for p in provenance for c in p.get("commits", {})})
+    factors = [f for f in DRIFT_FACTORS if f in set(rows["factor"])]
+    missing = [f for f in DRIFT_FACTORS if f not in factors]
+    return (f"Read from `{folder.name}` ({scale_of(rows)} scale, not paper scale): {len(cells)} cells in "
+            f"{rows.groupby(['factor', 'kind']).ngroups} grids, factors {', '.join(factors)}"
+            + (f" (not yet run: {', '.join(missing)})" if missing else "")
+            + f"; fleet sizes {', '.join(map(str, sorted(set(rows['servers']))))}; seeds "
+            f"{', '.join(map(str, sorted(set(rows['seed']))))}; "
+            f"{sum(p.get('cpu_hours', 0.0) for p in provenance):.2f} CPU-hours, at commit "
+            f"{', '.join(commits) or 'unrecorded'}.")
+
+
+def factors_table() -> pd.DataFrame:
+    """What each factor moves: the fields and their values in the base and the moved regime."""
+    base = REGIMES[DRIFT_BASE]
+    rows = []
+    for factor, fields in DRIFT_FACTORS.items():
+        moved = REGIMES[f"{DRIFT_BASE}+{factor}"]
+        rows.append({"factor": factor, "regime": moved.name, "moves": ", ".join(fields),
+                     DRIFT_BASE: "; ".join(f"{getattr(base, f)}" for f in fields),
+                     "moved to": "; ".join(f"{getattr(moved, f)}" for f in fields)})
+    return pd.DataFrame(rows)
+
+
+def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Per factor, fleet size, method and metric: the three arms' means and two paired changes.
+
+    ``drift_*``: ``moved`` against ``base`` (:func:`ilets.report.stats.compare`; positive: better
+    under the moved regime). ``control_*``: ``moved`` against ``control`` (positive: the method
+    trained under the base does better there than the control trained under the moved regime;
+    NaN for an expert, which has no control)."""
+    cols = ["factor", "servers", "method", "metric", "seeds", "mean_base", "mean_moved", "drift_pct", "drift_low",
+            "drift_high", "drift_verdict", "mean_control", "control_pct", "control_low", "control_high",
+            "control_verdict"]
+    if len(rows) == 0:
+        return pd.DataFrame(columns=cols)
+    directions = {m: METRICS[m][1] for m in metrics}
+    by = ("factor", "servers", "method")
+
+    def arms(x: str, y: str, prefix: str) -> pd.DataFrame:
+        c = S.compare(rows, x, y, metrics, by, label="arm", directions=directions, reps=reps)
+        return c.rename(columns={"mean_y": f"mean_{y}", "rel_pct": f"{prefix}_pct", "rel_ci_low": f"{prefix}_low",
+                                 "rel_ci_high": f"{prefix}_high", "verdict": f"{prefix}_verdict", "n_x": "seeds"})
+
+    drift = arms("moved", "base", "drift").rename(columns={"mean_x": "mean_moved"})
+    control = arms("moved", "control", "control")
+    out = drift.merge(control[[*by, "metric", "mean_control", "control_pct", "control_low", "control_high",
+                               "control_verdict"]], on=[*by, "metric"], how="left")
+    out = out[out["drift_verdict"] != "no data"]
+    order = {f: i for i, f in enumerate(DRIFT_FACTORS)}
+    methods = {m: i for i, m in enumerate(LABELS)}
+    out = out.sort_values(list(by), key=lambda c: c.map(order if c.name == "factor" else methods)
+                          if c.name in ("factor", "method") else c, kind="stable")
+    return out[cols].reset_index(drop=True)
+
+
+def _change(row: dict, prefix: str) -> str:
+    if not np.isfinite(row.get(f"{prefix}_pct", np.nan)) or row.get(f"{prefix}_verdict") in (None, "no data"):
+        return "n/a"
+    return S.says({"rel_pct": row[f"{prefix}_pct"], "rel_ci_low": row[f"{prefix}_low"],
+                   "rel_ci_high": row[f"{prefix}_high"], "verdict": row[f"{prefix}_verdict"]})
+
+
+def factor_display(table: pd.DataFrame, metric: str = "tracking_mae_rel", part: str = "drift") -> pd.DataFrame:
+    """One metric of :func:`factor_table` for display, one row per factor, fleet size and method:
+    ``part="drift"`` the two regimes and the change; ``"control"`` the method trained under the
+    base beside the control trained under the moved regime, both scored there (methods with a
+    control only)."""
+    t = table[table["metric"] == metric]
+    if part == "control":
+        t = t[t["mean_control"].notna()]
+    if len(t) == 0:
+        return pd.DataFrame()
+    spec = METRICS[metric][2]
+    fmt = lambda v: f"{v:{spec}}" if np.isfinite(v) else "n/a"  # noqa: E731
+    recs = t.to_dict("records")
+    head = {"factor": t["factor"], "servers": t["servers"], "method": t["method"].map(lambda m: LABELS.get(m, m))}
+    if part == "control":
+        cols = {"trained under the base": t["mean_moved"].map(fmt), "control": t["mean_control"].map(fmt),
+                "base-trained against control": [_change(r, "control") for r in recs]}
+    else:
+        cols = {f"under {DRIFT_BASE}": t["mean_base"].map(fmt), "factor moved": t["mean_moved"].map(fmt),
+                "change": [_change(r, "drift") for r in recs]}
+    return pd.DataFrame({**head, **cols, "seeds": t["seeds"]}).reset_index(drop=True)
+
+
+def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale: str = "quick") -> str:
+    """Per factor, how many (method, fleet size) pairs do better or worse under the moved
+    regime, with an interval; then how the controls compare. Generated from the table."""
+    t = table[table["metric"] == metric]
+    if len(t) == 0:
+        return ("No drift-protocol results yet: `python -m ilets.study.command_drift --out "
+                "results/gridcommand-drift` runs them.")
+    label = METRICS[metric][0]
+    seeds = int(t["seeds"].min())
+    parts = []
+    for factor, g in t.groupby("factor", sort=False):
+        worse, better = int((g["drift_verdict"] == "worse").sum()), int((g["drift_verdict"] == "better").sum())
+        parts.append(f"{factor}: worse for {worse} and better for {better} of {len(g)}")
+    text = (f"Moved one at a time from {DRIFT_BASE} ({scale} scale, {seeds} paired seeds or more), the factors change "
+            f"the {label} of the (method, fleet size) pairs as follows: " + "; ".join(parts) + ".")
+    c = t[t["control_verdict"].notna() & (t["control_verdict"] != "no data")]
+    if len(c):
+        ahead = int((c["control_verdict"] == "worse").sum())
+        behind = int((c["control_verdict"] == "better").sum())
+        text += (f" Against a control trained under the moved regime, the method trained under {DRIFT_BASE} "
+                 f"does worse in {ahead} of {len(c)} comparisons and better in {behind} (with an interval; the "
+                 "rest unresolved): ")
+        text += ("no comparison is resolved with these seeds." if ahead == behind == 0 else
+                 "training under the moved regime helps more often than it hurts." if ahead > behind else
+                 "training under the moved regime does not help more often than it hurts.")
+    return text

@@ -1,0 +1,126 @@
+"""The grid-command drift protocol: one factor moved at a time, a family that expands into
+ordinary grids (shifted and control), named errors, and the report's paired arms."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ilets.config import ConfigError
+from ilets.gridcommand.command import (DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, FIELD_REGIMES, REGIMES, CommandError,
+                                       one_factor)
+from ilets.report import command_drift as D
+from ilets.study import command_drift as CD
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_each_drift_regime_moves_exactly_its_factor():
+    base, toward = FIELD_REGIMES[DRIFT_BASE], FIELD_REGIMES[DRIFT_TOWARD]
+    fields = [f.name for f in dataclasses.fields(base) if f.name != "name"]
+    for factor, moved_fields in DRIFT_FACTORS.items():
+        moved = REGIMES[f"{DRIFT_BASE}+{factor}"]
+        differs = {f for f in fields if getattr(moved, f) != getattr(base, f)}
+        assert differs == {f for f in moved_fields if getattr(toward, f) != getattr(base, f)} and differs
+        assert all(getattr(moved, f) == getattr(toward, f) for f in moved_fields)
+    # together the factors cover every way the two regimes differ
+    assert {f for fs in DRIFT_FACTORS.values() for f in fs} >= {f for f in fields
+                                                              if getattr(base, f) != getattr(toward, f)}
+    with pytest.raises(CommandError, match="unknown drift factor 'speed'"):
+        one_factor(base, toward, "speed")
+
+
+def test_the_shipped_family_expands_into_shifted_and_control_grids():
+    family = CD.load_family("quick")
+    grids = list(family.grids())
+    assert [(f, k) for f, k, _ in grids] == [(f, k) for f in DRIFT_FACTORS for k in CD.KINDS]
+    for factor, kind, profile in grids:
+        moved = f"{DRIFT_BASE}+{factor}"
+        if kind == "shifted":
+            assert (profile.train_regime, profile.eval_regime, profile.methods) == (DRIFT_BASE, moved, family.methods)
+        else:
+            assert (profile.train_regime, profile.eval_regime, profile.methods) == (moved, DRIFT_BASE, family.controls)
+        assert profile.scale == family.scale and profile.seeds == family.seeds
+    assert CD.folder_of(Path("out"), "band", "control") == Path("out/band/control")
+
+
+@pytest.mark.parametrize("text, where", [
+    ("factors: [depth, speed]", "factors[1]: 'speed'"),
+    ("controls: [rule]", "controls[0]: 'rule'"),
+    ("controls: [ppo]", "controls[0]: 'ppo'"),
+    ("methods: [bc, bc]", "methods: repeated"),
+    ("seeds: [-1]", "seeds"),
+    ("scale: huge", "scale"),
+    ("colour: red", "colour"),
+])
+def test_a_bad_family_is_named_in_one_line(tmp_path, text, where):
+    path = tmp_path / "family.yaml"
+    path.write_text("name: f\nscenario: gridcommand-smoke\nservers: [5]\n" + text + "\n")
+    with pytest.raises(ConfigError, match=where.replace("[", r"\[").replace("]", r"\]")) as err:
+        CD.load_family(path)
+    assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_command_line_names_a_bad_family_without_a_traceback(tmp_path):
+    path = tmp_path / "family.yaml"
+    path.write_text("name: f\nscenario: gridcommand-smoke\nfactors: [speed]\n")
+    out = subprocess.run([sys.executable, "-m", "ilets.study.command_drift", "--family", str(path), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 2 and "Traceback" not in out.stderr and str(path) in out.stderr
+    assert "factors[0]: 'speed'" in out.stderr and not (tmp_path / "out").exists()
+
+
+def _rows() -> pd.DataFrame:
+    """Three seeds of a factor's arms: the expert 10 % worse once moved, the clone 50 % worse
+    and its control as good as the clone was under the base."""
+    rows = []
+    for seed in range(3):
+        noise = 0.001 * seed
+        for method, base, moved, control in (("lyapunov", 0.40, 0.44, None), ("bc", 0.60, 0.90, 0.60)):
+            for arm, value in (("base", base), ("moved", moved), ("control", control)):
+                if value is not None:
+                    rows.append({"factor": "depth", "kind": "control" if arm == "control" else "shifted",
+                                 "arm": arm, "method": method, "servers": 50, "seed": seed, "scale": "quick",
+                                 "role": "eval" if arm == "moved" else "train", "tracking_mae_rel": value + noise,
+                                 "misses_caused": 5.0, "in_band_fraction": 0.5})
+    return pd.DataFrame(rows)
+
+
+def test_the_factor_table_pairs_the_arms_by_seed():
+    table = D.factor_table(_rows(), reps=400)
+    t = table[table["metric"] == "tracking_mae_rel"].set_index("method")
+    assert t.loc["lyapunov", "drift_pct"] == pytest.approx(-10.0, abs=0.3) and t.loc["lyapunov", "drift_verdict"] == "worse"
+    assert np.isnan(t.loc["lyapunov", "mean_control"])  # an expert is not trained: no control
+    assert t.loc["bc", "drift_pct"] == pytest.approx(-50.0, abs=0.5)
+    assert t.loc["bc", "control_pct"] == pytest.approx(-50.0, abs=0.5) and t.loc["bc", "control_verdict"] == "worse"
+    shown = D.factor_display(table, part="control")
+    assert list(shown["method"]) == ["BC (clone alone)"]
+    said = D.drift_sentence(table)
+    assert "depth: worse for 2 and better for 0 of 2" in said and "worse in 1 of 1" in said
+    assert "helps more often than it hurts" in said
+    assert "No drift-protocol results yet" in D.drift_sentence(D.factor_table(_rows().iloc[0:0]))
+
+
+@pytest.mark.slow
+def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
+    path = tmp_path / "family.yaml"
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band]\nmethods: [rule, bc]\n"
+                    "controls: [bc]\nservers: [5]\nseeds: [0, 1]\n")
+    family = CD.load_family(path)
+    first = CD.run(family, tmp_path / "out", progress=False)
+    assert first["band/shifted"]["ran"] == 4 and first["band/control"]["ran"] == 2
+    again = CD.run(family, tmp_path / "out", progress=False)
+    assert again["band/shifted"]["skipped_done"] == 4 and again["band/shifted"]["ran"] == 0
+    CD.ship(tmp_path / "out", tmp_path / "shipped", family, note="test")
+    assert json.loads((tmp_path / "shipped/band/control/PROVENANCE.json").read_text())["cells"] == 2
+    rows = D.load_drift(tmp_path / "shipped")
+    assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
+        DRIFT_BASE, f"{DRIFT_BASE}+band"}
+    assert "band" in D.status_sentence(rows, tmp_path / "shipped")
