@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ilets.config import RunConfig, WorkloadConfig, to_dict
+from ilets.config import RunConfig, WorkloadConfig, from_dict, to_dict
 from ilets.report import measurements as MS
 from ilets.study import book_measurements as BM
 
@@ -124,6 +124,10 @@ def test_full_window_rows_are_taken_from_a_record_with_the_same_settings_and_mea
     assert [r["scale"] for r in out["reused"]] == [0.0005]
     stamp = MS.Measurement("workload", path, {**out, "host": {"commit": "def5678"}}).stamp
     assert "scale 0.0005 from the other profile's record" in stamp and "abc1234" in stamp
+    # measuring a profile again measures it anew: the shipped paper record is not its own source
+    paper = ROOT / "shipped" / "book" / "paper" / "workload.json"
+    run = from_dict(RunConfig, json.loads(paper.read_text())["run"], "paper")
+    assert BM._measured_with(paper, run) and not BM._measured_with(paper, small)
 
 
 def test_measured_latency_times_both_paths_at_every_fleet_size(monkeypatch):

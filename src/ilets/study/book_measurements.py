@@ -143,14 +143,25 @@ def recorded_load_rows(workload: WorkloadConfig, fleet: FleetConfig, scale: floa
     return None
 
 
+def _measured_with(path: Path, run: RunConfig) -> bool:
+    """Whether the record at ``path`` was measured with exactly ``run``."""
+    from ilets.config import from_dict
+
+    try:
+        return from_dict(RunConfig, json.loads(path.read_text())["run"], str(path)) == run
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
 def workload_record(run: RunConfig, reuse: list[Path] | None = None) -> dict:
     """Chapter 3's load table (:func:`load_table` at :data:`LOAD_SERVERS`, :func:`load_scales`).
 
     The rows of a scale that a record in ``reuse`` (default: every shipped profile's
-    ``workload.json``) measured with the same settings are taken from it
+    ``workload.json`` but one measured with this very ``run``) measured with the same settings
+    are taken from it
     (:func:`recorded_load_rows`, listed under ``reused``); the others are measured."""
-    if reuse is None:
-        reuse = sorted((repo_root() / SHIPPED_BOOK).glob("*/workload.json"))
+    if reuse is None:  # not a record of this very run: measuring a profile again measures it anew
+        reuse = [p for p in sorted((repo_root() / SHIPPED_BOOK).glob("*/workload.json")) if not _measured_with(p, run)]
     scales = load_scales(run)
     rows, reused = [], []
     for scale in scales:
