@@ -118,8 +118,10 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert first["band/shifted"]["ran"] == 4 and first["band/control"]["ran"] == 2
     again = CD.run(family, tmp_path / "out", progress=False)
     assert again["band/shifted"]["skipped_done"] == 4 and again["band/shifted"]["ran"] == 0
-    CD.ship(tmp_path / "out", tmp_path / "shipped", family, note="test")
+    info = CD.ship(tmp_path / "out", tmp_path / "shipped", family, note="test")
     assert json.loads((tmp_path / "shipped/band/control/PROVENANCE.json").read_text())["cells"] == 2
+    assert (info["cells"], info["planned_units"], info["grids"]) == (6, 6, ["band/shifted", "band/control"])
+    assert json.loads((tmp_path / "shipped/PROVENANCE.json").read_text())["note"] == "test"
     rows = D.load_drift(tmp_path / "shipped")
     assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
         DRIFT_BASE, f"{DRIFT_BASE}+band"}

@@ -122,17 +122,35 @@ def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | 
     return summaries
 
 
-def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> list[dict]:
+def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> dict:
     """Ship every grid of ``family`` found under ``src`` to the same place under ``dest``
-    (:func:`ilets.study.shipping.ship`: cells, store, profile and provenance each)."""
+    (:func:`ilets.study.shipping.ship`: cells, store, profile and provenance each), then the
+    family's own ``PROVENANCE.json`` over all their cells, with the cells it plans
+    (``planned_units``) and the grids shipped. ``dest`` is replaced as a whole."""
+    import shutil
+
+    from ilets.files import publish_folder
+    from ilets.host import provenance_of
+    from ilets.study.scenario import get_scenario
     from ilets.study.shipping import ship as ship_grid
 
-    shipped = []
+    sc = get_scenario("gridcommand")
+    tmp = Path(dest).with_name(Path(dest).name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    grids, records = [], []
     for factor, kind, _ in family.grids():
         folder = folder_of(src, factor, kind)
         if (folder / "cells").is_dir():
-            shipped.append(ship_grid(folder, folder_of(dest, factor, kind), note=note, scenario="gridcommand"))
-    return shipped
+            ship_grid(folder, folder_of(tmp, factor, kind), note=f"{note} ({factor}, {kind})", scenario=sc)
+            grids.append(f"{factor}/{kind}")
+            records += sc.records(folder_of(tmp, factor, kind))
+    if not grids:
+        shutil.rmtree(tmp)
+        raise ConfigError(f"{src}: no grid of the family {family.name!r} there (run it first)")
+    info = {**provenance_of(records), "planned_units": sum(len(p.cells()) for _, _, p in family.grids()),
+            "grids": grids}
+    return publish_folder(tmp, Path(dest), info, note)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.ship is not None:
             if args.to is None:
                 raise ConfigError("--ship needs --to (where the shipped grids go)")
-            for info in ship(args.ship, args.to, family, args.note):
-                print(f"shipped {info.get('cells', '?')} cells to {info.get('folder', args.to)}")
+            info = ship(args.ship, args.to, family, args.note)
+            print(f"shipped {info['cells']} of {info['planned_units']} cells in {len(info['grids'])} grids to "
+                  f"{args.to} ({info['cpu_hours']:.2f} CPU-hours)")
             return 0
         if args.out is None:
             raise ConfigError("--out: expected the folder the grids go to")
