@@ -51,14 +51,17 @@ class PerServerNet(nn.Module):
         hidden: units of the scorer's and of the critic's hidden layer.
     """
 
-    def __init__(self, n_task: int, width: int, hidden: int) -> None:
+    def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0) -> None:
         super().__init__()
-        self.n_task, self.width, self.hidden = n_task, width, hidden
+        self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         context = n_task + 2 * width
         self.row = nn.Linear(width, hidden, bias=False)
         self.context = nn.Linear(context, hidden)
         self.score = nn.Linear(hidden, 1)
         self.critic = nn.Linear(context, hidden)
+        # actions that are not a server (the grid-command scenario's defer): one logit each from
+        # the pooled summary, after the servers' [ours]; none in the plain scenario
+        self.extra = nn.Linear(context, n_extra) if n_extra else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
         self.latent_dim_pi = 0
         self.latent_dim_vf = hidden
@@ -82,7 +85,8 @@ class PerServerNet(nn.Module):
 
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
-        return self.score(h).squeeze(-1)  # (B, M)
+        z = self.score(h).squeeze(-1)  # (B, M)
+        return z if self.extra is None else th.cat([z, self.extra(ctx)], dim=1)  # (B, M + n_extra)
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """(logits over servers, the critic's latent)."""
@@ -109,18 +113,20 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     # extractor, sets a PerServerNet (same latent_dim_pi/vf and forward_actor/critic, no subclass)
     mlp_extractor: PerServerNet  # type: ignore[assignment]
 
-    def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, **kwargs: Any) -> None:
-        self.n_task, self.width, self.hidden = n_task, width, hidden
+    def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0, **kwargs: Any) -> None:
+        self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         kwargs.setdefault("activation_fn", nn.Tanh)
         super().__init__(*args, **kwargs)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
         data.update(n_task=self.n_task, width=self.width, hidden=self.hidden)
+        if self.n_extra:  # only when set: a plain policy's saved parameters stay as they were
+            data.update(n_extra=self.n_extra)
         return data
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden)
+        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra)
 
     def _build(self, lr_schedule) -> None:
         """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
@@ -130,6 +136,8 @@ class PerServerPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # SB3's gains: sqrt(2) inside, 0.01 for the scores, 1 for the value
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
+            if self.mlp_extractor.extra is not None:
+                self.init_weights(self.mlp_extractor.extra, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
         # call-arg: torch's Optimizer base has no lr; SB3's own _build has the same ignore
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
@@ -163,6 +171,16 @@ class PerServerNumpy:
             self.w_critic, self.b_critic = arr(net.critic.weight.T), arr(net.critic.bias)
             self.w_value = arr(self.policy.value_net.weight[0])
             self.b_value = np.float32(self.policy.value_net.bias.item())
+            self.n_extra = net.n_extra
+            if net.extra is not None:
+                self.w_extra, self.b_extra = arr(net.extra.weight.T), arr(net.extra.bias)
+
+    def _servers(self, obs: np.ndarray) -> int:
+        return (len(obs) - self.n_task) // self.width
+
+    def _with_extra(self, z: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        """The servers' scores ``z`` followed by the other actions' logits (``W_e ctx + b_e``)."""
+        return z if not self.n_extra else np.concatenate([z, ctx @ self.w_extra + self.b_extra])
 
     def _split(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ctx = np.empty(self.n_task + 2 * self.width, np.float32)
@@ -170,7 +188,7 @@ class PerServerNumpy:
         return obs, ctx
 
     def _scores(self, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        out = np.empty((len(obs) - self.n_task) // self.width, np.float32)
+        out = np.empty(self._servers(obs), np.float32)
         scores(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
                self.b_score, out)
         return out
@@ -179,8 +197,9 @@ class PerServerNumpy:
         return np.float32(np.tanh(ctx @ self.w_critic + self.b_critic) @ self.w_value + self.b_value)
 
     def logits(self, obs: np.ndarray) -> np.ndarray:
-        """Scores of every server for one observation."""
-        return self._scores(*self._split(obs))
+        """Scores of every server for one observation (then the other actions' logits)."""
+        obs, ctx = self._split(obs)
+        return self._with_extra(self._scores(obs, ctx), ctx)
 
     def value(self, obs: np.ndarray) -> np.float32:
         """The critic's value of one observation."""
@@ -191,7 +210,7 @@ class PerServerNumpy:
 
         Greedy, one compiled pass (:func:`ilets.agents.per_server_kernels.greedy`) scores the
         allowed servers and keeps the first best: what ``act_masked(logits, mask)`` returns."""
-        if rng is not None:
+        if rng is not None or self.n_extra:
             return act_masked(self.logits(obs), mask, rng)
         ctx = self._split(obs)[1]
         best = greedy(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
@@ -204,9 +223,11 @@ class PerServerNumpy:
         One compiled pass (:func:`ilets.agents.per_server_kernels.forward`, then
         :func:`~ilets.agents.per_server_kernels.sample`): the same distribution as
         :func:`ilets.agents.masked.sample_masked`, computed in float64."""
-        z = np.empty((len(obs) - self.n_task) // self.width, np.float32)
+        z = np.empty(self._servers(obs), np.float32)
         value = forward(obs, self.n_task, self.width, self.w_row, self.w_context, self.b_context, self.w_score,
                         self.b_score, self.w_critic, self.b_critic, self.w_value, self.b_value, z)
+        if self.n_extra:
+            z = self._with_extra(z, self._split(obs)[1])
         a, log_prob = sample(z, mask, rng.random())
         if a < 0:
             raise ValueError(f"the policy's logits are not finite: {z}")

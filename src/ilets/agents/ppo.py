@@ -71,12 +71,21 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
         return FastMaskablePPO("MlpPolicy", env, fast_rollout=cfg.fast_rollout, **kwargs)
     if policy != "per-server":
         raise ValueError(f"policy: expected 'flat' or 'per-server', got {policy!r}")
-    layout = getattr(getattr(env, "unwrapped", env), "state", None)
+    raw = getattr(env, "unwrapped", env)
+    layout = getattr(raw, "state", None)
     if layout is None or layout.features not in TABLE_LAYOUTS:
         raise ValueError(f"policy 'per-server' reads the layouts {tuple(TABLE_LAYOUTS)}, got "
                          f"{getattr(layout, 'features', None)!r}")
-    n_task, width = TABLE_LAYOUTS[layout.features]
-    kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden)
+    # an env may lay more numbers before the rows (the grid-command scenario's command blocks)
+    n_task, width = getattr(raw, "table_layout", None) or TABLE_LAYOUTS[layout.features]
+    servers, rest = divmod(int(np.prod(env.observation_space.shape)) - n_task, width)
+    n_extra = int(env.action_space.n) - servers  # actions after one per server (defer)
+    if rest or servers < 1 or n_extra < 0:
+        raise ValueError(f"policy 'per-server': an observation of {env.observation_space.shape} and "
+                         f"{env.action_space.n} actions are not {n_task} numbers, rows of {width} and an action "
+                         "per row (then others)")
+    kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden,
+                                   **({"n_extra": n_extra} if n_extra else {}))
     return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
 
 

@@ -34,7 +34,7 @@ TRACKING_MODES = ("slot", "instant")
 #: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
 ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
-BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper")
+BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server")
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,10 @@ import math
 import numpy as np
 from gymnasium import spaces
 
-from ilets.agents.observation import FeatureBlock, StateSpec, layout_high, write_blocks
+from ilets.agents.observation import TABLE_LAYOUTS, FeatureBlock, StateSpec, layout_high, write_blocks
 from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
+from ilets.config import ConfigError
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
@@ -126,8 +127,21 @@ class GridCommandEnv(SchedulingEnv):
         self.power_factors = tuple(f ** self.config.dvfs_exponent for f in self.speeds)
         self.defer_action = m * len(self.speeds)
         self.state = StateSpec.of(run)
-        #: the run's layout, then the command's blocks (which read this env)
-        self.blocks: tuple[FeatureBlock, ...] = self.state.blocks + grid_blocks(self)
+        #: the run's layout, then the command's blocks (which read this env); a table layout
+        #: (one row per server, ``per-server``) takes them after its task numbers, before the
+        #: rows, so the per-server policy reads them in its pooled summary (``table_layout``)
+        self.table_layout: tuple[int, int] | None = None
+        if self.state.features in TABLE_LAYOUTS:
+            if len(self.speeds) > 1:
+                raise ConfigError(f"speed_levels: the {self.state.features} layout scores one action per server; "
+                                  f"got {len(self.speeds)} levels (use one, or the paper layout)")
+            n_task, width = TABLE_LAYOUTS[self.state.features]
+            head, rows = self.state.blocks[:1], self.state.blocks[1:]
+            command = grid_blocks(self)
+            self.blocks: tuple[FeatureBlock, ...] = head + command + rows
+            self.table_layout = (n_task + sum(b.size(m) for b in command), width)
+        else:
+            self.blocks = self.state.blocks + grid_blocks(self)
         high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
         self.action_space = spaces.Discrete(self.defer_action + 1)

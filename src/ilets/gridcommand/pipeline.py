@@ -60,7 +60,8 @@ import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
-from ilets.agents.ppo import NumpyActor, make_ppo
+from ilets.agents.per_server import PerServerPolicy
+from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.gridcommand.command import REGIMES
@@ -276,7 +277,7 @@ class StopAtEpisodeEnd(BaseCallback):
 def sampled_policy(model, seed: int) -> Callable[[np.ndarray, GridCommandEnv], int]:
     """The model's masked policy, sampled with a generator seeded from ``seed`` (how a
     learner acts during its pass), as an ``(obs, env) -> action`` policy."""
-    actor = NumpyActor(model.policy)
+    actor = numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) else NumpyActor(model.policy)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x424300,)))  # its own stream
     return lambda obs, env: actor.act(obs, env.action_masks(), rng)
 
@@ -288,7 +289,7 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     run = train_cfg.run
     c0 = time.process_time()
     env = GridCommandEnv(train_cfg)
-    model = make_ppo(env, run.ppo, seed)
+    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden)
     demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
     oinpt: OINPTConfig = run.oinpt
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
@@ -315,7 +316,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     run = eval_cfg.run
     c0 = time.process_time()
     env = ScoredEnv(eval_cfg)
-    model = make_ppo(env, run.ppo, seed)
+    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden)
     if cloned is not None and method.startswith("bc"):
         model.policy.load_state_dict(cloned)
     callbacks: list[BaseCallback] = [StopAtEpisodeEnd()]
@@ -402,7 +403,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
                 info[f"optimal_share[{regime}]"] = sum(s == "optimal" for s in statuses) / len(statuses)
         elif method == "bc":
             env = GridCommandEnv(cfg)
-            model = make_ppo(env, cfg.run.ppo, seed)
+            model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden)
             assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed), cfg, seed=seed)

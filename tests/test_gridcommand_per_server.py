@@ -1,0 +1,83 @@
+"""The per-server policy in the grid-command scenario: the command's blocks in the pooled
+summary, deferring as one more logit, the same numbers in torch and numpy, cloning that
+imitates its teacher, and named errors; the plain per-server policy is unchanged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch as th
+import yaml
+
+from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES
+from ilets.agents.per_server import PerServerPolicy
+from ilets.agents.ppo import make_ppo, numpy_actor_critic
+from ilets.config import ConfigError
+from ilets.gridcommand import pipeline as P
+from ilets.gridcommand.config import load_gridcommand_config
+from ilets.gridcommand.env import GridCommandEnv
+from ilets.gridcommand.features import grid_blocks
+
+SCENARIO = {"regime": "shallow-long", "slot_s": 0.1, "defer_s": 0.3,
+            "run": {"policy": "per-server", "observation": "per-server", "workload": {"scale": 0.002},
+                    "fleet": {"servers": 6}, "ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1},
+                    "oinpt": {"bc_epochs": 15, "critic_epochs": 2}}}
+
+
+@pytest.fixture
+def scenario(tmp_path):
+    path = tmp_path / "scenario.yaml"
+    path.write_text(yaml.safe_dump(SCENARIO))
+    return path
+
+
+def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scenario):
+    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    env = GridCommandEnv(cfg)
+    n_command = sum(b.size(6) for b in grid_blocks(env))
+    assert env.table_layout == (len(TASK_FEATURES) + n_command, len(SERVER_FEATURES))
+    assert env.observation_space.shape == (len(TASK_FEATURES) + n_command + 6 * len(SERVER_FEATURES),)
+    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden)
+    assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1
+    net = numpy_actor_critic(model.policy)
+    obs, _ = env.reset(seed=0)
+    for _ in range(40):
+        with th.no_grad():
+            torch_logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
+        z = net.logits(obs)
+        assert z.shape == (env.action_space.n,)
+        np.testing.assert_allclose(torch_logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
+        mask = env.action_masks()
+        a = net.act(obs, mask)
+        assert mask[a]
+        obs, *_ = env.step(a)
+
+
+def test_the_per_server_clone_imitates_its_teacher_better_than_the_flat_one(scenario):
+    base = load_gridcommand_config(scenario)
+    flat = load_gridcommand_config(scenario, run={"policy": "flat", "observation": "paper"})
+    pipe = P.PipelineConfig(teacher="lyapunov")
+    _, ours = P.clone(P.training_config(base, "shallow-long", 6, 0), pipe, 0)
+    _, theirs = P.clone(P.training_config(flat, "shallow-long", 6, 0), pipe, 0)
+    assert ours["bc_agreement_after"] > theirs["bc_agreement_after"]
+    # the method cells run the per-server clone: sampled as a learner acts, and deterministic
+    result = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    again = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    timeless = lambda r: {k: v for k, v in r["scores"]["shallow-long"].items() if "cpu" not in k}  # noqa: E731
+    assert timeless(result) == timeless(again) and result["train"]["bc_agreement_after"] > 0.2
+
+
+def test_a_per_server_learner_with_speed_levels_is_named(scenario):
+    cfg = load_gridcommand_config(scenario, speed_levels=[1.0, 0.6])
+    with pytest.raises(ConfigError, match="speed_levels: the per-server layout scores one action per server"):
+        GridCommandEnv(P.evaluation_config(cfg, "shallow-long", 6, 0))
+
+
+def test_the_shipped_per_server_profiles_load():
+    from ilets.study.command_scenario import load_profile
+
+    grid = load_profile("gridcommand-grid-per-server")
+    run = grid.scenario_config().run
+    assert (run.policy, run.observation) == ("per-server", "per-server")
+    quick = load_gridcommand_config("quick")
+    assert grid.scenario_config().run.workload == quick.run.workload and set(grid.methods) <= set(P.METHODS)
