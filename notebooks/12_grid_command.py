@@ -37,6 +37,7 @@ from ilets.gridcommand.experts import EXPERTS
 from ilets.gridcommand.pipeline import PipelineConfig
 from ilets.report import deviations, plots
 from ilets.report import grid_command as R
+from ilets.report import command_control as C
 from ilets.report import command_drift as D
 from ilets.workloads.workload import load_workload
 
@@ -59,6 +60,10 @@ glue("gc_experts", ", ".join(EXPERTS), display=False)
 glue("gc_scale_note", Markdown(R.scale_note(results)), display=False)
 pipe = PipelineConfig()
 glue("gc_teacher", pipe.teacher, display=False)
+control = C.control_table(C.load_designs(root))
+glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
+                                                     root / C.DESIGNS["per-server"])), display=False)
+glue("gc_control_said", C.control_sentence(control), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
 factors = D.factor_table(drift_rows)
 glue("gc_drift_status", Markdown(D.status_sentence(drift_rows, root / D.SHIPPED)), display=False)
@@ -193,6 +198,32 @@ plots.markdown_table(R.differences_display(R.differences(table, "bc+ppo", "train
 # %% tags=["remove-input"]
 plots.markdown_table(R.differences_display(R.differences(table, "rule", "train")), {},
                      empty="No paired comparison with the rule in these results.")
+
+# %% [markdown]
+# ## Can a learner clone the teacher? The per-server policy
+#
+# The clones above are the authors' flat policy, which agrees with its teacher on few
+# decisions. Before judging what cloning, PPO and corrections do for a grid command, the
+# learner must be able to clone at all (the study's positive control, chapter 5). The
+# per-server policy scores each server from its own row, with the command's blocks in its
+# pooled summary and deferring as one more logit (`run.policy: per-server`); its grid
+# (`gridcommand-grid-per-server`: the clone-based methods and their teacher on the same
+# workloads, fleets, seeds and regimes as the flat grid) is read from
+# `shipped/gridcommand-per-server`. Each clone is set against the teacher's cells of its own
+# grid, paired by seed, under the regime it was trained in.
+#
+# {glue:md}`gc_control_status`
+#
+# {glue:text}`gc_control_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone results.")
+
+# %% [markdown]
+# *Table: each clone-based method against its teacher under the training regime (agreement:
+# the clone's share of the teacher's training decisions it repeats; the miss rate as a
+# multiple of the teacher's; the bar: tracking at most 10 % worse, a miss rate at most 1.1
+# times the teacher's).*
 
 # %% [markdown]
 # ## Drift: trained under one regime, scored under another

@@ -5,6 +5,7 @@ imitates its teacher, and named errors; the plain per-server policy is unchanged
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch as th
 import yaml
@@ -81,3 +82,29 @@ def test_the_shipped_per_server_profiles_load():
     assert (run.policy, run.observation) == ("per-server", "per-server")
     quick = load_gridcommand_config("quick")
     assert grid.scenario_config().run.workload == quick.run.workload and set(grid.methods) <= set(P.METHODS)
+
+
+def _store_rows(design_track: dict[str, float]) -> pd.DataFrame:
+    rows = []
+    for design, clone_track in design_track.items():
+        for seed in range(3):
+            for method, track, success in (("lyapunov", 0.30, 0.95), ("bc", clone_track, 0.946)):
+                rows.append({"design": design, "method": method, "servers": 50, "seed": seed, "role": "train",
+                             "regime": "shallow-long", "tracking_mae_rel": track + 0.001 * seed,
+                             "miss_rate": 1.0 - success, "success_rate": success,
+                             "agreement": np.nan if method == "lyapunov" else 0.4})
+    return pd.DataFrame(rows)
+
+
+def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
+    from ilets.report import command_control as C
+
+    table = C.control_table(_store_rows({"flat": 0.60, "per-server": 0.32}), reps=300)
+    got = table.set_index("design")
+    assert got.loc["flat", "track_pct"] == pytest.approx(-100.0, abs=1.0) and not got.loc["flat", "meets_bar"]
+    assert got.loc["per-server", "track_pct"] == pytest.approx(-6.6, abs=0.5)
+    assert got.loc["per-server", "meets_bar"] and got.loc["per-server", "miss_ratio"] == pytest.approx(1.08, abs=0.01)
+    said = C.control_sentence(table)
+    assert "the per-server clone (50 servers: agreement 40%" in said and "meets the bar" in said
+    assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
+    assert C.control_sentence(table.iloc[0:0]) == "No clone of either design in these results."

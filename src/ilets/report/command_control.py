@@ -1,0 +1,118 @@
+"""The grid-command learners' positive control: does a clone follow its teacher?
+
+The issue the grid-command scenario answers (can expert -> imitation -> RL follow a grid
+operator's command?) needs a learner that can clone its teacher first. This module sets the
+clone-based methods of two grids side by side, each against the teacher's cells of its own
+grid on the same seeds (paired): the authors' flat policy (``shipped/gridcommand``) and the
+per-server policy (``shipped/gridcommand-per-server``). The bar is the scenario issue's: a
+frozen clone within :data:`TRACKING_BAR` of its teacher's tracking error, and a miss rate at
+most :data:`MISS_BAR` times the teacher's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ilets.gridcommand.pipeline import LEARNED
+from ilets.report import stats as S
+from ilets.report.grid_command import LABELS, load_results
+
+#: The two grids: design -> shipped folder (relative to the repository root).
+DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server"}
+#: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
+TRACKING_BAR, MISS_BAR = 0.10, 1.10
+#: The clone-based methods (the others are experts or learn from scratch).
+CLONES = tuple(m for m in LEARNED if m.startswith("bc"))
+
+
+def load_designs(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Both grids' rows of the teacher and the clone-based methods, with ``design``, the miss
+    rate (``1 - success_rate``) and each cell's clone agreement (``bc_agreement_after``, from
+    the cell's own record; NaN for the teacher). Empty when neither grid is there."""
+    parts = []
+    for design, rel in DESIGNS.items():
+        results = load_results(Path(root) / rel)
+        if results is None:
+            continue
+        t = results.table[results.table["method"].isin((teacher, *CLONES))].copy()
+        agreement = {}
+        for path in (Path(root) / rel / "cells").glob("*.json"):
+            rec = json.loads(path.read_text())
+            agreement[(rec["method"], rec["servers"], rec["seed"])] = rec.get("train", {}).get("bc_agreement_after")
+        t["agreement"] = [agreement.get(k, np.nan) for k in zip(t["method"], t["servers"], t["seed"])]
+        parts.append(t.assign(design=design, miss_rate=1.0 - t["success_rate"]))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["design", "method", "servers", "seed", "role", "regime", "tracking_mae_rel", "miss_rate", "agreement"])
+
+
+def control_table(rows: pd.DataFrame, teacher: str = "lyapunov", reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Per design, regime role, fleet size and clone-based method: its tracking error and miss
+    rate beside the teacher's on the same seeds, the paired change of the tracking error
+    (``track_pct``, positive: the clone tracks better; :func:`ilets.report.stats.compare`), the
+    miss rate's ratio to the teacher's, its mean clone agreement, and whether it meets the bar."""
+    cols = ["design", "role", "regime", "servers", "method", "seeds", "agreement", "track_clone", "track_teacher",
+            "track_pct", "track_low", "track_high", "track_verdict", "miss_clone", "miss_teacher", "miss_ratio",
+            "meets_bar"]
+    if len(rows) == 0:
+        return pd.DataFrame(columns=cols)
+    out = []
+    for (design, role), g in rows.groupby(["design", "role"], sort=False):
+        for method in [m for m in CLONES if m in set(g["method"])]:
+            comp = S.compare(g, method, teacher, ["tracking_mae_rel", "miss_rate"], ("servers",),
+                             directions={"tracking_mae_rel": False, "miss_rate": False}, reps=reps)
+            for servers, c in comp.groupby("servers"):
+                track = c[c["metric"] == "tracking_mae_rel"].iloc[0]
+                miss = c[c["metric"] == "miss_rate"].iloc[0]
+                if track["verdict"] == "no data":
+                    continue
+                cells = g[(g["method"] == method) & (g["servers"] == servers)]
+                ratio = miss["mean_x"] / miss["mean_y"] if miss["mean_y"] > 0 else np.inf
+                worse_track = (track["mean_x"] - track["mean_y"]) / track["mean_y"]
+                out.append({"design": design, "role": role, "regime": cells["regime"].iloc[0], "servers": servers,
+                            "method": method, "seeds": int(track["n_x"]),
+                            "agreement": float(cells["agreement"].mean()), "track_clone": track["mean_x"],
+                            "track_teacher": track["mean_y"], "track_pct": track["rel_pct"],
+                            "track_low": track["rel_ci_low"], "track_high": track["rel_ci_high"],
+                            "track_verdict": track["verdict"], "miss_clone": miss["mean_x"],
+                            "miss_teacher": miss["mean_y"], "miss_ratio": ratio,
+                            "meets_bar": bool(worse_track <= TRACKING_BAR and ratio <= MISS_BAR)})
+    return pd.DataFrame(out, columns=cols)
+
+
+def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
+    """:func:`control_table` for one role, for display."""
+    t = table[table["role"] == role]
+    if len(t) == 0:
+        return pd.DataFrame()
+    recs = t.to_dict("records")
+    return pd.DataFrame({
+        "design": t["design"], "servers": t["servers"], "method": t["method"].map(lambda m: LABELS.get(m, m)),
+        "agreement": t["agreement"].map(lambda v: f"{v:.0%}" if np.isfinite(v) else "n/a"),
+        "tracking (clone / teacher)": [f"{r['track_clone']:.3f} / {r['track_teacher']:.3f}" for r in recs],
+        "change": [S.says({"rel_pct": r["track_pct"], "rel_ci_low": r["track_low"], "rel_ci_high": r["track_high"],
+                           "verdict": r["track_verdict"]}) for r in recs],
+        "miss rate x teacher's": t["miss_ratio"].map(lambda v: f"{v:.2f}"),
+        "meets the bar": t["meets_bar"].map({True: "yes", False: "no"}), "seeds": t["seeds"],
+    }).reset_index(drop=True)
+
+
+def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
+    """Whether the frozen clone of each design meets the bar, per fleet size, in distribution
+    (role ``train``); generated from :func:`control_table`."""
+    t = table[(table["role"] == "train") & (table["method"] == "bc")]
+    if len(t) == 0:
+        return "No clone of either design in these results."
+    parts = []
+    for design, g in t.groupby("design", sort=False):
+        bits = [f"{int(r['servers'])} servers: agreement {r['agreement']:.0%}, tracking {r['track_pct']:+.0f} % "
+                f"[{r['track_low']:+.0f}, {r['track_high']:+.0f}] against {LABELS.get(teacher, teacher)}, miss rate "
+                f"{r['miss_ratio']:.2f}x, {'meets' if r['meets_bar'] else 'misses'} the bar"
+                for r in g.sort_values("servers").to_dict("records")]
+        parts.append(f"the {design} clone ({'; '.join(bits)})")
+    return (f"Frozen, under the regime it was trained in, {' and '.join(parts)}. The bar: a tracking error at most "
+            f"{TRACKING_BAR:.0%} above the teacher's and a miss rate at most {MISS_BAR:g} times its (positive "
+            "changes: the clone tracks better).")
