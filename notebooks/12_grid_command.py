@@ -224,6 +224,15 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # the clone's share of the teacher's training decisions it repeats; the miss rate as a
 # multiple of the teacher's; the bar: tracking at most 10 % worse, a miss rate at most 1.1
 # times the teacher's).*
+#
+# What the observation shows and what it does not bounds what a clone can learn. The
+# per-server rows show each server's exact wait, execution time, energy and deadline
+# outcome, so the teacher's placements for deadlines and energy are in reach. When to follow
+# the command is not: Lyapunov's choice during an event is scaled by its tracking queue, the
+# out-of-band error it has accumulated during the event, and the command's blocks show an
+# exponential average of the error over decisions instead (`TrackingError`). A clone that
+# tracks like its teacher would need that state in its observation, or a teacher whose
+# decisions depend on what the observation shows.
 
 # %% [markdown]
 # ## Drift: trained under one regime, scored under another
