@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, REGIMES
+from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, REGIMES
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, METRICS
 
@@ -155,12 +155,17 @@ def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale:
                 "results/gridcommand-drift` runs them.")
     label = METRICS[metric][0]
     seeds = int(t["seeds"].min())
-    parts = []
+    parts, worst = [], ("", 0, 0)
     for factor, g in t.groupby("factor", sort=False):
         worse, better = int((g["drift_verdict"] == "worse").sum()), int((g["drift_verdict"] == "better").sum())
         parts.append(f"{factor}: worse for {worse} and better for {better} of {len(g)}")
+        if worse > worst[1]:
+            worst = (str(factor), worse, len(g))
     text = (f"Moved one at a time from {DRIFT_BASE} ({scale} scale, {seeds} paired seeds or more), the factors change "
             f"the {label} of the (method, fleet size) pairs as follows: " + "; ".join(parts) + ".")
+    if worst[1]:
+        text += (f" The factor that makes the most pairs worse is {worst[0]} ({worst[1]} of {worst[2]}, "
+                 f"{' and '.join(DRIFT_FACTORS[worst[0]])} set as in {DRIFT_TOWARD}).")
     c = t[t["control_verdict"].notna() & (t["control_verdict"] != "no data")]
     if len(c):
         ahead = int((c["control_verdict"] == "worse").sum())
