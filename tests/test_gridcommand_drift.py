@@ -68,6 +68,7 @@ def test_a_bad_family_is_named_in_one_line(tmp_path, text, where):
     assert str(path) in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.slow  # a fresh interpreter loads the learners' stack (torch) to read the family
 def test_the_command_line_names_a_bad_family_without_a_traceback(tmp_path):
     path = tmp_path / "family.yaml"
     path.write_text("name: f\nscenario: gridcommand-smoke\nfactors: [speed]\n")

@@ -54,6 +54,7 @@ def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scen
         obs, *_ = env.step(a)
 
 
+@pytest.mark.slow  # two clones and two method cells
 def test_the_per_server_clone_imitates_its_teacher_better_than_the_flat_one(scenario):
     base = load_gridcommand_config(scenario)
     flat = load_gridcommand_config(scenario, run={"policy": "flat", "observation": "paper"})
