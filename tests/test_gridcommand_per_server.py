@@ -18,10 +18,11 @@ from ilets.gridcommand import pipeline as P
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.features import grid_blocks
+from test_gridcommand_pipeline import SCENARIO as PIPELINE_SCENARIO
 
-SCENARIO = {"regime": "shallow-long", "slot_s": 0.1, "defer_s": 0.3,
-            "run": {"policy": "per-server", "observation": "per-server", "workload": {"scale": 0.002},
-                    "fleet": {"servers": 6}, "ppo": {"n_steps": 64, "batch_size": 32, "n_epochs": 1},
+#: the pipeline tests' tiny scenario, with the per-server policy, commands and a longer clone
+SCENARIO = {**PIPELINE_SCENARIO, "regime": "shallow-long",
+            "run": {**PIPELINE_SCENARIO["run"], "policy": "per-server", "observation": "per-server",
                     "oinpt": {"bc_epochs": 15, "critic_epochs": 2}}}
 
 
