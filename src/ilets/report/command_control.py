@@ -11,7 +11,6 @@ most :data:`MISS_BAR` times the teacher's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,7 @@ import pandas as pd
 
 from ilets.gridcommand.pipeline import LEARNED
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, load_results
+from ilets.report.grid_command import LABELS, done_records, load_results
 
 #: The two grids: design -> shipped folder (relative to the repository root).
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server"}
@@ -39,10 +38,8 @@ def load_designs(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
         if results is None:
             continue
         t = results.table[results.table["method"].isin((teacher, *CLONES))].copy()
-        agreement = {}
-        for path in (Path(root) / rel / "cells").glob("*.json"):
-            rec = json.loads(path.read_text())
-            agreement[(rec["method"], rec["servers"], rec["seed"])] = rec.get("train", {}).get("bc_agreement_after")
+        agreement = {(rec["method"], rec["servers"], rec["seed"]): rec["train"].get("bc_agreement_after")
+                     for rec in done_records(Path(root) / rel)}
         t["agreement"] = [agreement.get(k, np.nan) for k in zip(t["method"], t["servers"], t["seed"])]
         parts.append(t.assign(design=design, miss_rate=1.0 - t["success_rate"]))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(

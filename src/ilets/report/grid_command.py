@@ -420,6 +420,14 @@ def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
             "share of its reachable depth, so its target lies inside what the levers reached.")
 
 
+def done_records(folder: Path | None) -> list[dict]:
+    """The finished cell records of a results folder (``cells/*.json`` whose status is done), in
+    name order: what the store does not keep (per-event records, what training recorded)
+    lives only there. Empty without a folder."""
+    records = (json.loads(f.read_text()) for f in sorted((Path(folder) / "cells").glob("*.json"))) if folder else ()
+    return [r for r in records if r.get("status") == STATUS_DONE]
+
+
 def direction_table(folder: Path | None) -> pd.DataFrame:
     """Per method, fleet size, regime role and event direction: the events and their mean
     tracking error (``mae_rel``, 1 = the baseline's own error) with the share of events below
@@ -427,10 +435,7 @@ def direction_table(folder: Path | None) -> pd.DataFrame:
     only episode means). Empty without a folder of cells."""
     cols = ["method", "servers", "role", "direction", "events", "mae_rel", "beats_ignoring"]
     rows = []
-    for f in sorted((Path(folder) / "cells").glob("*.json")) if folder is not None else []:
-        rec = json.loads(f.read_text())
-        if rec.get("status") != STATUS_DONE:
-            continue
+    for rec in done_records(folder):
         for role, scores in rec["scores"].items():
             rows += [{"method": rec["method"], "servers": rec["servers"], "role": role, "direction": e["direction"],
                       "mae_rel": float(e["mae_rel"])} for e in scores.get("per_event", [])]
