@@ -266,6 +266,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(f"{k}: {'/'.join(v)}" for k, v in DRIFT_FACTORS.items())
                   + "); learners trained under the base are scored under each, beside a control trained under it",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
+        Deviation("Per-server policy on the grid command", _NO_PAPER,
+                  "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
+                  "summary reads them; deferring is one more logit from that summary; one speed level only",
+                  "ilets.gridcommand.env.GridCommandEnv.table_layout, ilets.agents.per_server.PerServerNet.n_extra",
+                  kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),
