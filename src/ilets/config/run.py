@@ -110,14 +110,16 @@ ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s",
                 "workload.cpu_source", "warm_start", "oinpt.label_noise")
 
 
-def drop_added_defaults(plain: dict[str, Any]) -> dict[str, Any]:
+def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,
+                        defaults: dict[str, Any] | None = None) -> dict[str, Any]:
     """A copy of a run configuration as plain data without the :data:`ADDED_FIELDS` that are at
     their defaults (a dotted name is a field of a section, ``oail.request_timeout_s``); a
     missing section or field is left as it is. What makes records made before a field existed
-    compare equal to today's (cell digests, event keys, the book's recorded measurements)."""
-    defaults = to_dict(RunConfig())
+    compare equal to today's (cell digests, event keys, the book's recorded measurements).
+    Another configuration passes its own ``added`` fields and ``defaults`` (as plain data)."""
+    defaults = to_dict(RunConfig()) if defaults is None else defaults
     kept = dict(plain)
-    for dotted in ADDED_FIELDS:
+    for dotted in added:
         *sections, leaf = dotted.split(".")
         holder, default = kept, defaults
         for section in sections:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, check_finite, from_dict, merge, read_yaml, to_dict
+from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
                                        Direction, GridCommand, generate_schedule)
 
@@ -34,7 +35,8 @@ TRACKING_MODES = ("slot", "instant")
 #: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
 ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
-BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server")
+BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
+           "gridcommand-quick-per-server-queues")
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,12 @@ class CommandSpec:
         # a profile's strings, checked against DIRECTIONS and DEPTH_UNITS by GridCommand.validate
         return GridCommand(cast(Direction, self.direction), self.depth, cast(DepthUnit, self.depth_unit),
                            window_start + self.start_after_s, self.duration_s, self.notice_s, self.ramp_s, self.band)
+
+
+#: Fields added to :class:`GridCommandConfig` after cells were shipped: at its default a field
+#: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
+#: existed keep their digests; set to anything else, it counts.
+ADDED_FIELDS = ("observe_queues",)
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,11 @@ class GridCommandConfig:
     envelope_margin: float = 0.8
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
     segment: str = "online"  #: the workload segment: "online" or "offline"
+    #: show the drift-plus-penalty expert's two virtual queues (the tracking debt and the
+    #: missed deadlines over their budget, :mod:`ilets.gridcommand.queues`), kept by the
+    #: environment along the episode whatever policy acts, as one more observation block
+    #: (:class:`ilets.gridcommand.features.QueueState`); off: the scenario's first blocks [ours]
+    observe_queues: bool = False
 
     def validate(self, where: str = "gridcommand") -> "GridCommandConfig":
         """Named :class:`ConfigError` for every impossible value; returns self.
@@ -185,6 +198,8 @@ class GridCommandConfig:
             raise ConfigError(f"{where}.tracking_alpha: expected a number in (0, 1], got {self.tracking_alpha}")
         if self.segment not in ("online", "offline"):
             raise ConfigError(f"{where}.segment: expected 'online' or 'offline', got {self.segment!r}")
+        if not isinstance(self.observe_queues, bool):
+            raise ConfigError(f"{where}.observe_queues: expected true or false, got {self.observe_queues!r}")
         return self
 
     def schedule(self, window_start: float, window_end: float, where: str = "gridcommand") -> CommandSchedule:
@@ -278,3 +293,8 @@ def config_dict(cfg: GridCommandConfig) -> dict:
     """The configuration as plain data (YAML/JSON)."""
     return to_dict(cfg)
 
+
+def settings_plain(config: GridCommandConfig) -> dict[str, Any]:
+    """``config`` as plain data for a cell's settings digest: :data:`ADDED_FIELDS` at their
+    defaults left out (:func:`ilets.config.run.drop_added_defaults`)."""
+    return drop_added_defaults(to_dict(config), ADDED_FIELDS, to_dict(GridCommandConfig()))

@@ -82,6 +82,7 @@ from ilets.config import ConfigError
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
+from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.tracking import SlotTracker
@@ -127,6 +128,8 @@ class GridCommandEnv(SchedulingEnv):
         self.power_factors = tuple(f ** self.config.dvfs_exponent for f in self.speeds)
         self.defer_action = m * len(self.speeds)
         self.state = StateSpec.of(run)
+        #: the drift-plus-penalty queues, kept along the episode when shown (``observe_queues``)
+        self.queues = VirtualQueues()
         #: the run's layout, then the command's blocks (which read this env); a table layout
         #: (one row per server, ``per-server``) takes them after its task numbers, before the
         #: rows, so the per-server policy reads them in its pooled summary (``table_layout``)
@@ -294,6 +297,7 @@ class GridCommandEnv(SchedulingEnv):
         self._deferrals = 0
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
+        self.queues.reset()
         if self.tracker is not None:
             self.tracker.reset()
             # the episode's tracking_cost is then the final slot cost (the rewards telescope to
@@ -324,6 +328,13 @@ class GridCommandEnv(SchedulingEnv):
         self._target_now = (self._baseline_now if self._active_cmd is None
                             else self._active_cmd.target_scalar(now, self._baseline_now))
         self._mask = self._masks(cloud)
+        if self.config.observe_queues:  # the step the Lyapunov expert takes at this decision
+            c = self._active_cmd
+            if c is None:
+                self.queues.decide(now, 0.0, 0.0, 0.0, 0.0, 1.0)
+            else:
+                self.queues.decide(now, cloud.power, self._target_now, float(c.band_w(self._baseline_now)),
+                                   1.0 if c.direction == "down" else -1.0, self.max_power_w)
 
     def _episode_over(self) -> bool:
         return self._next_new >= len(self.tasks) and not self._pending
@@ -404,6 +415,8 @@ class GridCommandEnv(SchedulingEnv):
             response = finish - task.arrival
             info.update(server=s, speed=speed, start=start, finish=finish, response=response,
                         success=bool(meets_deadline(response, task.deadline)))
+            if cfg.observe_queues:
+                self.queues.update_deadline(not info["success"])
         cost += reward.infeasible_penalty if infeasible else 0.0
         err = abs(p_after - target) / self.max_power_w if scored else 0.0
         self.tracking_ema += cfg.tracking_alpha * (err - self.tracking_ema)

@@ -23,6 +23,12 @@ besides the cloud and the task (:func:`grid_blocks`). Every number is in ``[0, h
 * :class:`TaskDeferral`: the task's deferrals over ``max_deferrals`` and its remaining
   slack (deadline left after the fastest possible execution) over the top of the
   deadline range, capped at 1.
+
+With ``observe_queues`` one more block follows them (2 numbers, never capped):
+
+* :class:`QueueState`: the drift-plus-penalty queues the environment keeps
+  (:mod:`ilets.gridcommand.queues`), ``log1p(TRACK_SCALE * q_track)`` and
+  ``log1p(q_deadline)``.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ilets.agents.observation import StateSpec
+    from ilets.gridcommand.queues import VirtualQueues
     from ilets.gridcommand.command import CommandSchedule, GridCommand
     from ilets.gridcommand.config import GridCommandConfig
     from ilets.simulator.cloud import Cloud, Fleet
@@ -48,6 +55,7 @@ class GridView(Protocol):
     tracking_ema: float
     deadline_top: float
     max_power_w: float
+    queues: VirtualQueues  #: the drift-plus-penalty queues (:class:`QueueState` reads them)
 
     @property
     def deferrals_of_current(self) -> int: ...
@@ -168,15 +176,37 @@ class TaskDeferral(GridBlock):
         out[1] = min(1.0, max(0.0, slack) / view.deadline_top)
 
 
+#: The tracking debt's scale in :class:`QueueState`: the Lyapunov expert's gain, so that 1
+#: inside the log is the debt at which its tracking term starts to count [ours]
+TRACK_SCALE = 200.0
+
+
+class QueueState(GridBlock):
+    """The environment's drift-plus-penalty queues: ``log1p(TRACK_SCALE * q_track)`` and
+    ``log1p(q_deadline)`` (never capped)."""
+
+    width = 2
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        return np.full(self.width, np.inf)
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        queues = self.view.queues
+        out[0] = np.log1p(TRACK_SCALE * queues.q_track)
+        out[1] = np.log1p(queues.q_deadline)
+
+
 #: The grid-command blocks, in the order they follow the run's own layout.
 GRID_BLOCKS: tuple[type[GridBlock], ...] = (CommandShape, EventTiming, PowerLevels, TrackingError, TaskDeferral)
 
 
 def grid_blocks(view: GridView) -> tuple[GridBlock, ...]:
-    """The :data:`GRID_BLOCKS` made for ``view``, in order."""
-    return tuple(block(view) for block in GRID_BLOCKS)
+    """The :data:`GRID_BLOCKS` made for ``view``, in order, then :class:`QueueState` when the
+    scenario shows its queues (``observe_queues``)."""
+    kinds = GRID_BLOCKS + ((QueueState,) if view.config.observe_queues else ())
+    return tuple(block(view) for block in kinds)
 
 
-def grid_size() -> int:
+def grid_size(observe_queues: bool = False) -> int:
     """Numbers the grid blocks take (the same for every fleet)."""
-    return sum(block.width for block in GRID_BLOCKS)
+    return sum(block.width for block in GRID_BLOCKS) + (QueueState.width if observe_queues else 0)

@@ -186,9 +186,11 @@ def settings_of(profile: ExperimentProfile, cell: Cell, scenario: GridCommandCon
     regimes, the scenario's whole configuration (``scenario``, default the profile's as loaded
     now: its YAML file and the study's method settings), the pipeline and the method's expert
     options."""
+    from ilets.gridcommand.config import settings_plain
+
     scenario = profile.scenario_config() if scenario is None else scenario
     return {"method": cell.method, "servers": cell.servers, "seed": cell.seed, "scale": profile.scale,
-            "regimes": profile.regimes, "scenario": to_dict(scenario), "pipeline": to_dict(profile.pipeline),
+            "regimes": profile.regimes, "scenario": settings_plain(scenario), "pipeline": to_dict(profile.pipeline),
             "expert": profile.expert_options(cell.method)}
 
 

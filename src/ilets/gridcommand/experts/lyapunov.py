@@ -7,20 +7,16 @@ from typing import Any
 import numpy as np
 
 from ilets.gridcommand.experts.reading import _cfg, _command, _Expert, _mask
+from ilets.gridcommand.queues import MISS_BUDGET, VirtualQueues
 from ilets.simulator.cloud import meets_deadline
 
 
 class LyapunovExpert(_Expert):
     """Drift-plus-penalty with two virtual queues; one vectorised score per task, no solver.
 
-    Queues [ours]:
-
-    * ``q_track`` (fleet-full-power-seconds): during an event it grows by the power outside
-      the band in the wrong direction (above ``target + band`` for a down event, below
-      ``target - band`` for an up event) times the time since the last decision, over
-      ``p_ref``, and shrinks by the margin while inside; it is reset when no event is active.
-    * ``q_deadline`` (tasks): grows by 1 per placed task that misses its deadline and
-      shrinks by ``miss_budget`` per placed task (the long-run miss rate it tolerates).
+    Queues [ours]: ``q_track`` (the tracking debt) and ``q_deadline`` (missed deadlines over
+    the budget), :class:`ilets.gridcommand.queues.VirtualQueues`, the recursion the
+    environment also keeps when it shows them (``observe_queues``).
 
     Score of an action (the task on server ``i``, or deferring it)::
 
@@ -48,7 +44,7 @@ class LyapunovExpert(_Expert):
 
     name = "lyapunov"
 
-    def __init__(self, v: float = 1.0, miss_budget: float = 0.02, wait_weight: float = 1e-3,
+    def __init__(self, v: float = 1.0, miss_budget: float = MISS_BUDGET, wait_weight: float = 1e-3,
                  track_gain: float = 200.0) -> None:
         for key, value in (("v", v), ("miss_budget", miss_budget), ("wait_weight", wait_weight),
                            ("track_gain", track_gain)):
@@ -56,24 +52,28 @@ class LyapunovExpert(_Expert):
                 raise ValueError(f"{key}: expected a finite number >= 0, got {value}")
         self.v, self.miss_budget, self.wait_weight = v, miss_budget, wait_weight
         self.track_gain = track_gain
-        self.reset()
+        self.queues = VirtualQueues(miss_budget)
 
     def reset(self, seed: int | None = None) -> None:
-        self.q_track = 0.0
-        self.q_deadline = 0.0
-        self._last_t: float | None = None
+        self.queues.reset()
+
+    @property
+    def q_track(self) -> float:
+        """The tracking debt now (fleet-full-power-seconds)."""
+        return self.queues.q_track
+
+    @property
+    def q_deadline(self) -> float:
+        """The deadline queue now (tasks)."""
+        return self.queues.q_deadline
 
     def update_track(self, power: float, target: float, band: float, direction: float, dt: float, p_ref: float) -> None:
-        """One tracking-queue step (see the class docstring); ``direction`` 0: no event."""
-        if direction == 0:
-            self.q_track = 0.0
-            return
-        error = direction * (power - target) - band  # > 0: outside the band, wrong side
-        self.q_track = max(0.0, self.q_track + error * dt / p_ref)
+        """One tracking-queue step (:meth:`VirtualQueues.update_track`); ``direction`` 0: no event."""
+        self.queues.update_track(power, target, band, direction, dt, p_ref)
 
     def update_deadline(self, missed: bool) -> None:
         """One deadline-queue step after a placement."""
-        self.q_deadline = max(0.0, self.q_deadline + float(missed) - self.miss_budget)
+        self.queues.update_deadline(missed)
 
     def scores(self, env: Any) -> np.ndarray:
         """The score of every action (length ``M * L + 1``, placements level by level as the
@@ -115,13 +115,11 @@ class LyapunovExpert(_Expert):
         now = float(env.now)
         cmd = _command(env, now)
         if cmd is None:
-            self.update_track(0.0, 0.0, 0.0, 0.0, 0.0, 1.0)
+            self.queues.decide(now, 0.0, 0.0, 0.0, 0.0, 1.0)
         else:
             base = float(env.baseline_at(now))
-            dt = 0.0 if self._last_t is None else max(0.0, now - self._last_t)
-            self.update_track(float(env.cloud.power), float(env.target_at(now)), float(cmd.band_w(base)),
-                              1.0 if cmd.direction == "down" else -1.0, dt, float(env.cloud.fleet.max_power))
-        self._last_t = now
+            self.queues.decide(now, float(env.cloud.power), float(env.target_at(now)), float(cmd.band_w(base)),
+                               1.0 if cmd.direction == "down" else -1.0, float(env.cloud.fleet.max_power))
         score = self.scores(env)
         a = int(np.argmin(score))  # ties: lowest index
         if a == int(env.defer_action):
