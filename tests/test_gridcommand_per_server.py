@@ -109,4 +109,4 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     said = C.control_sentence(table)
     assert "the per-server clone (50 servers: agreement 40%" in said and "meets the bar" in said
     assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
-    assert C.control_sentence(table.iloc[0:0]) == "No clone of either design in these results."
+    assert C.control_sentence(table.iloc[0:0]) == "No clone of any design in these results."

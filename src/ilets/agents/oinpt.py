@@ -240,10 +240,29 @@ def to_transitions(demos: Demonstrations):
     return Transitions(obs=demos.obs, acts=demos.acts, infos=infos, next_obs=next_obs, dones=dones)
 
 
-def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict[str, float]:
-    """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after."""
+def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
+                    repeat: dict[int, int] | None = None) -> dict[str, float]:
+    """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after.
+    ``repeat``: action -> how many times each decision with that label is shown to BC
+    (:func:`with_repeats`); agreement is measured on ``demos`` as demonstrated."""
     with unchecked_distributions():
-        return _behaviour_clone(model, demos, cfg, seed)
+        return _behaviour_clone(model, demos, cfg, seed, repeat or {})
+
+
+def with_repeats(demos: Demonstrations, repeat: dict[int, int]) -> Demonstrations:
+    """``demos`` with every decision labelled ``a`` shown ``repeat[a]`` times in a row (in
+    decision order): a weight for a rare label, for a BC that takes no sample weights
+    (repeating a sample weighs its loss the same in expectation). No repeats: ``demos``."""
+    times = np.ones(len(demos), dtype=np.int64)
+    for action, n in repeat.items():
+        times[demos.acts == action] = n
+    if (times == 1).all():
+        return demos
+    idx = np.repeat(np.arange(len(demos)), times)
+    return dataclasses.replace(demos, obs=demos.obs[idx], acts=demos.acts[idx], masks=demos.masks[idx],
+                               rewards=demos.rewards[idx], experts=demos.experts[idx],
+                               action_costs=None if demos.action_costs is None else demos.action_costs[idx],
+                               heldout=demos.heldout)
 
 
 def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[Demonstrations, float]:
@@ -261,14 +280,17 @@ def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[De
     return noisy, float(np.mean(acts != demos.acts)) if len(acts) else 0.0
 
 
-def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int) -> dict[str, float]:
-    """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set); the
-    agreement and the cloning report are measured against the expert's own labels."""
+def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
+                     repeat: dict[int, int]) -> dict[str, float]:
+    """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set, then
+    :func:`with_repeats`); the agreement and the cloning report are measured against the
+    expert's own labels, each decision once."""
     from imitation.algorithms import bc
     from imitation.util import logger as imit_logger
 
     before = action_agreement(model.policy, demos)
     taught, changed = with_label_noise(demos, cfg.label_noise, seed)
+    taught = with_repeats(taught, repeat)
     trainer = bc.BC(
         observation_space=model.observation_space, action_space=model.action_space,
         policy=model.policy, demonstrations=to_transitions(taught), rng=np.random.default_rng(seed),

@@ -64,6 +64,7 @@ from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
+from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
@@ -83,6 +84,12 @@ TRAIN_COMMAND_OFFSET = 10_000
 CLONE_CACHE_VERSION = 2
 
 
+#: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
+CLONE_ACTIONS = ("sampled", "greedy")
+#: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat")
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """The pipeline's own knobs; PPO, BC and OAIL's learning rate come from the run's config.
@@ -97,6 +104,15 @@ class PipelineConfig:
     every: int = 250  #: decisions between two corrections [ours]
     window: int = 50  #: recent states a correction labels [ours]
     weight: float = 1.0  #: weight of the corrections' BC loss [ours]
+    #: how the frozen clone (method ``bc``) acts when scored [ours]: ``sampled`` from its masked
+    #: softmax, as a learner acts during its pass (the scenario's first protocol), or ``greedy``,
+    #: its most likely allowed action, as the study's positive control scores every clone
+    clone_action: str = "sampled"
+    #: times each demonstrated deferral appears in BC's data [ours]: the teacher defers on a few
+    #: per cent of its decisions, so plain cross-entropy learns to place; imitation's BC takes
+    #: no sample weights, and repeating a sample weighs it the same in expectation. 1: as
+    #: demonstrated
+    defer_repeat: int = 1
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -112,7 +128,17 @@ class PipelineConfig:
                               f"(every {self.every}); expected window <= every")
         if not (np.isfinite(self.weight) and self.weight > 0):
             raise ConfigError(f"{where}.weight: expected a number > 0, got {self.weight}")
+        if self.clone_action not in CLONE_ACTIONS:
+            raise ConfigError(f"{where}.clone_action: expected one of {CLONE_ACTIONS}, got {self.clone_action!r}")
+        if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
+            raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
+                              f"got {self.defer_repeat!r}")
         return self
+
+    def plain(self) -> dict[str, Any]:
+        """As plain data for a settings digest or a cache key: :data:`PIPELINE_ADDED_FIELDS` at
+        their defaults left out, so what was computed before they existed keeps its keys."""
+        return drop_added_defaults(to_dict(self), PIPELINE_ADDED_FIELDS, to_dict(PipelineConfig()))
 
 
 def check_method(method: str) -> str:
@@ -282,6 +308,13 @@ def sampled_policy(model, seed: int) -> Callable[[np.ndarray, GridCommandEnv], i
     return lambda obs, env: actor.act(obs, env.action_masks(), rng)
 
 
+def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
+    """The model's most likely allowed action (first of ties), as an ``(obs, env) -> action``
+    policy: how the study's positive control scores a frozen clone."""
+    actor = numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) else NumpyActor(model.policy)
+    return lambda obs, env: actor.act(obs, env.action_masks())
+
+
 def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tuple[dict, dict]:
     """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
     policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
@@ -293,7 +326,7 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
     oinpt: OINPTConfig = run.oinpt
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
-    cloned = behaviour_clone(model, demos, oinpt, seed)
+    cloned = behaviour_clone(model, demos, oinpt, seed, repeat={env.defer_action: pipe.defer_repeat})
     info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
     if oinpt.critic_pretrain:
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
@@ -338,7 +371,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
 
 def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:
     """A hash of everything that determines :func:`clone`'s result (its cache key)."""
-    blob = json.dumps([CLONE_CACHE_VERSION, to_dict(train_cfg), to_dict(pipe), seed], sort_keys=True)
+    blob = json.dumps([CLONE_CACHE_VERSION, to_dict(train_cfg), pipe.plain(), seed], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -406,7 +439,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden)
             assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
-            scores[regime] = evaluate(sampled_policy(model, seed), cfg, seed=seed)
+            scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"
+                                      else greedy_policy(model), cfg, seed=seed)
         else:
             scores[regime], learned, _ = online_pass(method, cfg, pipe, seed, cloned)
             info.update({f"{k}[{regime}]": v for k, v in learned.items()})

@@ -2,9 +2,11 @@
 
 The issue the grid-command scenario answers (can expert -> imitation -> RL follow a grid
 operator's command?) needs a learner that can clone its teacher first. This module sets the
-clone-based methods of two grids side by side, each against the teacher's cells of its own
-grid on the same seeds (paired): the authors' flat policy (``shipped/gridcommand``) and the
-per-server policy (``shipped/gridcommand-per-server``). The bar is the scenario issue's: a
+clone-based methods of three grids side by side, each against the teacher's cells of its own
+grid on the same seeds (paired): the authors' flat policy (``shipped/gridcommand``), the
+per-server policy (``shipped/gridcommand-per-server``) and the per-server policy shown the
+teacher's two virtual queues (``observe_queues``, ``shipped/gridcommand-per-server-queues``).
+The bar is the scenario issue's: a
 frozen clone within :data:`TRACKING_BAR` of its teacher's tracking error, and a miss rate at
 most :data:`MISS_BAR` times the teacher's.
 """
@@ -20,8 +22,9 @@ from ilets.gridcommand.pipeline import LEARNED
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, done_records, load_results
 
-#: The two grids: design -> shipped folder (relative to the repository root).
-DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server"}
+#: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
+DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
+           "per-server + queues": Path("shipped") / "gridcommand-per-server-queues"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -29,9 +32,9 @@ CLONES = tuple(m for m in LEARNED if m.startswith("bc"))
 
 
 def load_designs(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
-    """Both grids' rows of the teacher and the clone-based methods, with ``design``, the miss
+    """Every grid's rows of the teacher and the clone-based methods, with ``design``, the miss
     rate (``1 - success_rate``) and each cell's clone agreement (``bc_agreement_after``, from
-    the cell's own record; NaN for the teacher). Empty when neither grid is there."""
+    the cell's own record; NaN for the teacher). Empty when no grid is there."""
     parts = []
     for design, rel in DESIGNS.items():
         results = load_results(Path(root) / rel)
@@ -102,7 +105,7 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     (role ``train``); generated from :func:`control_table`."""
     t = table[(table["role"] == "train") & (table["method"] == "bc")]
     if len(t) == 0:
-        return "No clone of either design in these results."
+        return "No clone of any design in these results."
     parts = []
     for design, g in t.groupby("design", sort=False):
         bits = [f"{int(r['servers'])} servers: agreement {r['agreement']:.0%}, tracking {r['track_pct']:+.0f} % "

@@ -236,7 +236,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
+    from ilets.gridcommand.features import TRACK_SCALE
     from ilets.gridcommand.pipeline import TRAIN_COMMAND_OFFSET, PipelineConfig
+    from ilets.gridcommand.queues import MISS_BUDGET
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
@@ -270,6 +272,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
                   "summary reads them; deferring is one more logit from that summary; one speed level only",
                   "ilets.gridcommand.env.GridCommandEnv.table_layout, ilets.agents.per_server.PerServerNet.n_extra",
+                  kind=EXTENSION),
+        Deviation("The teacher's queues shown", _NO_PAPER,
+                  "opt-in (observe_queues, off by default): the env keeps the Lyapunov expert's tracking debt and "
+                  f"deadline queue with the expert's own recursion (miss budget {MISS_BUDGET:g}) along the episode, "
+                  f"whatever policy acts, and shows log1p({TRACK_SCALE:g} x debt) and log1p(deadline queue) as one "
+                  "more block; declared privileged information made observable, run as a third grid beside the "
+                  "flat and per-server ones", "ilets.gridcommand.queues, ilets.gridcommand.features.QueueState",
                   kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",

@@ -190,7 +190,7 @@ def settings_of(profile: ExperimentProfile, cell: Cell, scenario: GridCommandCon
 
     scenario = profile.scenario_config() if scenario is None else scenario
     return {"method": cell.method, "servers": cell.servers, "seed": cell.seed, "scale": profile.scale,
-            "regimes": profile.regimes, "scenario": settings_plain(scenario), "pipeline": to_dict(profile.pipeline),
+            "regimes": profile.regimes, "scenario": settings_plain(scenario), "pipeline": profile.pipeline.plain(),
             "expert": profile.expert_options(cell.method)}
 
 
