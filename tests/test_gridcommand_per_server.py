@@ -110,3 +110,44 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert "the per-server clone (50 servers: agreement 40%" in said and "meets the bar" in said
     assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
     assert C.control_sentence(table.iloc[0:0]) == "No clone of any design in these results."
+
+
+def test_the_clone_pilot_rule_takes_the_lowest_ratio_or_a_smaller_repeat_within_tolerance():
+    from ilets.report import command_control as C
+
+    def table(means):
+        return pd.DataFrame([{"defer_repeat": n, "servers": s, "seed": seed, "track_ratio": v,
+                              "miss_ratio": 1.0, "deferrals": 1, "deferrals_teacher": 1}
+                             for n, v in means.items() for s in (50, 200) for seed in (100, 101)])
+
+    assert C.choose_defer_repeat(table({1: 1.5, 4: 1.10, 16: 1.05})) == 16  # 4 is 4.8 % above the best
+    assert C.choose_defer_repeat(table({1: 1.5, 4: 1.06, 16: 1.05})) == 4  # 4 is within 2 %
+    assert C.choose_defer_repeat(table({1: 1.0, 4: 1.2, 16: 1.3})) == 1
+    assert C.choose_defer_repeat(table({}).iloc[0:0]) is None
+    shown = C.clone_pilot_display(table({1: 1.5, 4: 1.06, 16: 1.05}))
+    assert list(shown["deferral shown (times)"]).count("4 (chosen)") == 2
+
+
+def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
+    from ilets.agents.oinpt import with_repeats
+
+    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = P.demonstrate(env, "lyapunov", 0)
+    assert with_repeats(demos, {env.defer_action: 1}) is demos
+    label = int(demos.acts[0])  # a label that occurs (the tiny episode has no deferral to weigh)
+    count = int((demos.acts == label).sum())
+    more = with_repeats(demos, {label: 3})
+    assert len(more) == len(demos) + 2 * count and (more.acts == label).sum() == 3 * count
+    np.testing.assert_array_equal(more.obs[more.acts != label], demos.obs[demos.acts != label])
+    np.testing.assert_array_equal(more.obs[:3], demos.obs[[0, 0, 0]])  # in decision order, side by side
+
+
+@pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5)])
+def test_bad_clone_options_are_named(field, value):
+    with pytest.raises(ConfigError, match=f"pipeline.{field}"):
+        P.PipelineConfig(**{field: value}).validate()
+
+
+def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
+    assert set(P.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
+    assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4

@@ -116,3 +116,63 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     return (f"Frozen, under the regime it was trained in, {' and '.join(parts)}. The bar: a tracking error at most "
             f"{TRACKING_BAR:.0%} above the teacher's and a miss rate at most {MISS_BAR:g} times its (positive "
             "changes: the clone tracks better).")
+
+
+#: The clone pilot's candidates (``pipeline.defer_repeat``), each a grid shipped under
+#: ``shipped/gridcommand-clone-pilot/r<n>`` (profiles ``gridcommand-grid-clone-pilot-r<n>``).
+PILOT_REPEATS = (1, 4, 16)
+PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
+#: A candidate this close (relative) to the best ratio, with a smaller repeat, is taken instead.
+PILOT_TOLERANCE = 0.02
+
+
+def clone_pilot_table(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Per candidate repeat, fleet size and pilot seed, under the training regime: the frozen
+    clone's tracking error, miss rate and deferrals over its teacher's on the same seed
+    (``track_ratio`` etc.). Empty when no candidate's grid is there."""
+    rows = []
+    for n in PILOT_REPEATS:
+        results = load_results(Path(root) / PILOT_FOLDER / f"r{n}")
+        if results is None:
+            continue
+        t = results.table[results.table["role"] == "train"]
+        key = ["servers", "seed"]
+        both = t[t["method"] == "bc"].merge(t[t["method"] == teacher], on=key, suffixes=("", "_teacher"))
+        for r in both.to_dict("records"):
+            rows.append({"defer_repeat": n, "servers": r["servers"], "seed": r["seed"],
+                         "track_ratio": r["tracking_mae_rel"] / r["tracking_mae_rel_teacher"],
+                         "miss_ratio": (1 - r["success_rate"]) / max(1 - r["success_rate_teacher"], 1e-12),
+                         "deferrals": r["deferrals"], "deferrals_teacher": r["deferrals_teacher"]})
+    return pd.DataFrame(rows, columns=["defer_repeat", "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
+                                       "deferrals_teacher"])
+
+
+def choose_defer_repeat(table: pd.DataFrame) -> int | None:
+    """The clone pilot's rule, written before any candidate ran: the repeat whose mean
+    ``track_ratio`` (over pilot seeds and fleet sizes) is lowest; a smaller repeat whose mean
+    is within :data:`PILOT_TOLERANCE` (relative) of that best is taken instead. None: no
+    candidate ran."""
+    if len(table) == 0:
+        return None
+    means = table.groupby("defer_repeat")["track_ratio"].mean()
+    best = float(means.min())
+    return int(min(n for n, v in means.items() if v <= best * (1 + PILOT_TOLERANCE)))
+
+
+def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`clone_pilot_table` by candidate and fleet size, for display, the choice marked."""
+    if len(table) == 0:
+        return pd.DataFrame()
+    chosen = choose_defer_repeat(table)
+    g = table.groupby(["defer_repeat", "servers"]).agg(
+        seeds=("seed", "nunique"), track=("track_ratio", "mean"), miss=("miss_ratio", "mean"),
+        defer=("deferrals", "mean"), defer_teacher=("deferrals_teacher", "mean")).reset_index()
+    overall = table.groupby("defer_repeat")["track_ratio"].mean()
+    return pd.DataFrame({
+        "deferral shown (times)": [f"{n}{' (chosen)' if n == chosen else ''}" for n in g["defer_repeat"]],
+        "servers": g["servers"], "tracking x teacher's": g["track"].map(lambda v: f"{v:.2f}"),
+        "mean over fleets": g["defer_repeat"].map(lambda n: f"{overall[n]:.3f}"),
+        "miss rate x teacher's": g["miss"].map(lambda v: f"{v:.2f}"),
+        "deferrals (clone / teacher)": [f"{a:.0f} / {b:.0f}" for a, b in zip(g["defer"], g["defer_teacher"])],
+        "pilot seeds": g["seeds"],
+    })
