@@ -14,6 +14,10 @@ Layout of ``OUT/cells/<method>-M<servers>-s<seed>-<config digest>/``:
                      it, but SB3 stores parts of it with cloudpickle, so loading a
                      ``model.zip`` can run arbitrary code: load only folders you trust
                      (ones you produced, or whose origin you checked)
+``policy/``          the final policy's weights and a JSON of its architecture and
+                     observation layout, read without unpickling
+                     (:mod:`ilets.agents.policy_io`), learners only; ``clone/`` beside
+                     it for a per-server learner that cloned first
 ===================  ==========================================================
 
 The folder is written under a temporary name and renamed in one step when complete, so an
@@ -405,12 +409,13 @@ def _compute(cfg: RunConfig, out: Path, final: Path, command: str, progress: boo
             result.model.save(tmp / "model.zip")
         for name, table in result.tables.items():  # fine-tuning log, held-out checkpoints
             table.to_csv(tmp / f"{name}.csv", index=False)
-        if result.model is not None and cfg.policy == "per-server":
+        if result.model is not None:
             from ilets.agents.policy_io import save_policy
 
-            # policies that can be taken away: weights read without unpickling (policy_io)
+            # policies that can be taken away: weights read without unpickling (policy_io), of
+            # both designs (a flat cell's model.zip is dropped when shipped)
             save_policy(result.model, tmp / "policy", cfg.policy, cfg.observation, cfg.fleet.servers)
-            if result.clone is not None:
+            if result.clone is not None and cfg.policy == "per-server":
                 save_policy(result.model, tmp / "clone", cfg.policy, cfg.observation, cfg.fleet.servers,
                             state=result.clone)
         metrics = metrics_record(cfg, result.log.final, d, result.extra, time.perf_counter() - wall0,
