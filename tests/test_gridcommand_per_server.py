@@ -151,3 +151,14 @@ def test_bad_clone_options_are_named(field, value):
 def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert set(P.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
     assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
+
+
+def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
+    from ilets.report import command_control as C
+
+    table = pd.DataFrame([{"defer_repeat": n, "servers": s, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
+                           "deferrals": 1, "deferrals_teacher": 1}
+                          for n, v in {1: 1.5, 4: 1.2}.items() for s in (50, 200) for seed in (100, 101)])
+    said = C.clone_pilot_sentence(table)
+    assert "1.50x (1 time)" in said and "1.20x (4 times)" in said and "kept 4" in said and "100, 101" in said
+    assert C.clone_pilot_sentence(table.iloc[0:0]) == "The clone pilot has not run."

@@ -2,11 +2,12 @@
 
 The issue the grid-command scenario answers (can expert -> imitation -> RL follow a grid
 operator's command?) needs a learner that can clone its teacher first. This module sets the
-clone-based methods of three grids side by side, each against the teacher's cells of its own
+clone-based methods of four grids side by side, each against the teacher's cells of its own
 grid on the same seeds (paired): the authors' flat policy (``shipped/gridcommand``), the
 per-server policy (``shipped/gridcommand-per-server``) and the per-server policy shown the
-teacher's two virtual queues (``observe_queues``, ``shipped/gridcommand-per-server-queues``).
-The bar is the scenario issue's: a
+teacher's two virtual queues (``observe_queues``, ``shipped/gridcommand-per-server-queues``),
+and that clone scored greedily (``pipeline.clone_action``, as the study's positive control
+scores every clone; ``shipped/gridcommand-per-server-queues-greedy``). The bar is the scenario issue's: a
 frozen clone within :data:`TRACKING_BAR` of its teacher's tracking error, and a miss rate at
 most :data:`MISS_BAR` times the teacher's.
 """
@@ -24,7 +25,8 @@ from ilets.report.grid_command import LABELS, done_records, load_results
 
 #: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
-           "per-server + queues": Path("shipped") / "gridcommand-per-server-queues"}
+           "per-server + queues": Path("shipped") / "gridcommand-per-server-queues",
+           "per-server + queues, greedy clone": Path("shipped") / "gridcommand-per-server-queues-greedy"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -176,3 +178,17 @@ def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
         "deferrals (clone / teacher)": [f"{a:.0f} / {b:.0f}" for a, b in zip(g["defer"], g["defer_teacher"])],
         "pilot seeds": g["seeds"],
     })
+
+
+def clone_pilot_sentence(table: pd.DataFrame) -> str:
+    """What the clone pilot found and chose (:func:`clone_pilot_table`, :func:`choose_defer_repeat`)."""
+    chosen = choose_defer_repeat(table)
+    if chosen is None:
+        return "The clone pilot has not run."
+    means = table.groupby("defer_repeat")["track_ratio"].mean()
+    seeds = ", ".join(str(s) for s in sorted(table["seed"].unique()))
+    fleets = " and ".join(str(s) for s in sorted(table["servers"].unique()))
+    said = ", ".join(f"{means[n]:.2f}x ({n} time{'s' if n > 1 else ''})" for n in sorted(means.index))
+    return (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
+            f"error (mean over seeds and fleet sizes, by how many times each demonstrated deferral was shown); the "
+            f"rule kept {chosen}.")
