@@ -66,7 +66,7 @@ glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DES
 glue("gc_control_said", C.control_sentence(control), display=False)
 queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
                  for design in ("per-server + queues", "per-server + queues, greedy clone")}
-glue("gc_queues_status", Markdown(" ".join(queues_status.values())), display=False)
+glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
 clone_pilot = C.clone_pilot_table(root)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
