@@ -78,9 +78,20 @@ def test_a_heuristic_by_name_reads_parquet(tmp_path, tasks, capsys):
     assert metrics["avg_response_s"] == evaluate("earliest-finish", read_task_file(path), 10).metrics["avg_response_s"]
 
 
-def test_a_flat_cell_has_no_weights_to_take_away(tasks):
-    with pytest.raises(EvaluateError, match=r"policy: not found; only per-server cells keep their weights"):
+def test_a_flat_cell_computed_before_flat_cells_kept_weights_says_so(tasks):
+    with pytest.raises(EvaluateError, match=r"policy: not found; this flat cell was computed before flat cells kept"):
         evaluate(FLAT_CELL, tasks, 50)
+
+
+#: a flat cell of the worlds grid whose weights were written by a re-run (its metrics unchanged)
+FLAT_WEIGHTS_CELL = next((ROOT / "shipped" / "worlds" / "cells").glob("drl+-M50-s0-*"))
+
+
+def test_a_flat_policy_with_its_weights_schedules_at_its_own_fleet_size_only(tasks):
+    metrics = evaluate(FLAT_WEIGHTS_CELL, tasks, 50).metrics
+    assert metrics["tasks"] == len(tasks) and metrics["evaluated"]["weights"] == "policy"
+    with pytest.raises(EvaluateError, match="50"):
+        evaluate(FLAT_WEIGHTS_CELL, tasks, 20)
 
 
 def test_an_existing_evaluation_is_never_overwritten(tmp_path, task_csv, capsys):

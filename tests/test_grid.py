@@ -81,6 +81,7 @@ def test_local_grid_writes_store_and_compute_table(tmp_path):
         files = {p.name for p in folder.iterdir()}
         assert CELL_FILES <= files, f"{folder.name} lacks {CELL_FILES - files}"
         assert ("model.zip" in files) == (cfg.method in LEARNERS)
+        assert ("policy" in files) == (cfg.method in LEARNERS)  # weights to take away, flat ones too
         assert yaml.safe_load((folder / "config.yaml").read_text())["method"] == cfg.method
     assert json.loads((out / "grid.json").read_text())["cells"] == [cell_name(c) for c in profile.cells()]
     assert yaml.safe_load((out / "profile.yaml").read_text())["name"] == "tiny"

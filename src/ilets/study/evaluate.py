@@ -114,8 +114,9 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
         raise EvaluateError(f"weights: expected one of {WEIGHTS}, got {weights!r}")
     folder = cell / weights
     if not folder.is_dir():
-        why = ("only per-server cells keep their weights (a flat cell's model.zip would be unpickled, "
-               "which this command never does)" if cfg.policy == "flat" else "this cell kept no such folder")
+        why = ("this flat cell was computed before flat cells kept their weights (its model.zip would be "
+               "unpickled, which this command never does; re-running the cell writes the folder)"
+               if cfg.policy == "flat" and weights == "policy" else "this cell kept no such folder")
         raise EvaluateError(f"{folder}: not found; {why}")
     model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden)
     load_policy(folder, model)
