@@ -280,6 +280,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "more block; declared privileged information made observable, run as a third grid beside the "
                   "flat and per-server ones", "ilets.gridcommand.queues, ilets.gridcommand.features.QueueState",
                   kind=EXTENSION),
+        Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
+                  f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
+                  "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
+                  f"demonstrated deferral may be shown n times in BC (defer_repeat, default {pipe.defer_repeat}): "
+                  "a clone pilot on seeds no grid evaluates, with its rule written first, chose among 1, 4 and 16",
+                  "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
+                  kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),
