@@ -162,3 +162,37 @@ def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
     said = C.clone_pilot_sentence(table)
     assert "1.50x (1 time)" in said and "1.20x (4 times)" in said and "kept 4" in said and "100, 101" in said
     assert C.clone_pilot_sentence(table.iloc[0:0]) == "The clone pilot has not run."
+
+
+def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
+    pipe = P.PipelineConfig(clone_action="greedy", heldout=True)
+    base = load_gridcommand_config(scenario)
+    teacher = P.run_method("lyapunov", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    clone = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    keys = {f"heldout_{k}" for k in P.HELDOUT_METRICS}
+    assert keys <= set(teacher["train"]) and keys <= set(clone["train"])
+    # another episode than the scored one, and the same numbers again
+    assert teacher["train"]["heldout_tracking_mae_rel"] != teacher["scores"]["shallow-long"]["tracking_mae_rel"]
+    again = P.run_method("lyapunov", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    assert {k: again["train"][k] for k in keys} == {k: teacher["train"][k] for k in keys}
+    assert "heldout" not in P.PipelineConfig().plain() and P.PipelineConfig(heldout=True).plain()["heldout"] is True
+    held = P.heldout_config(base, "shallow-long", 6, 0)
+    assert held.run.seed == P.HELDOUT_SEED_OFFSET and held.segment == "online"
+
+
+def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher():
+    from ilets.report import command_control as C
+
+    track = {"lyapunov": 0.30, "bc": 0.50, "bc+ppo": 0.40, "bc+ppo+oail": 0.60}
+    rows = pd.DataFrame([{"method": m, "servers": 50, "seed": s, "tracking_mae_rel": v + 0.01 * s,
+                          "success_rate": 0.9, "episode_reward": -1.0, "in_band_fraction": 0.5, "deferrals": 1.0}
+                         for m, v in track.items() for s in range(4)])
+    table = C.heldout_table(rows, reps=500)
+    verdict = {(r["method"], r["against"]): r["verdict"] for r in table.to_dict("records")}
+    assert verdict[("bc+ppo", "bc")] == "better" and verdict[("bc+ppo+oail", "bc")] == "worse"
+    assert verdict[("bc", "lyapunov")] == "worse"
+    said = C.heldout_sentence(table)
+    assert "BC + PPO at 50 servers ends no worse than the frozen clone" in said
+    assert "BC + PPO + OAIL at 50 servers ends worse than" in said and "none of them tracks better" in said
+    assert len(C.heldout_display(table)) == len(table)
+    assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."

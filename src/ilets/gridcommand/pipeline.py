@@ -87,7 +87,11 @@ CLONE_CACHE_VERSION = 2
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
-PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat")
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout")
+#: The held-out episode's workload and command seed: the run seed plus this [ours]
+HELDOUT_SEED_OFFSET = 20_000
+#: What the held-out episode records (``heldout_<name>``).
+HELDOUT_METRICS = ("tracking_mae_rel", "success_rate", "episode_reward", "in_band_fraction", "deferrals")
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,11 @@ class PipelineConfig:
     #: no sample weights, and repeating a sample weighs it the same in expectation. 1: as
     #: demonstrated
     defer_repeat: int = 1
+    #: also score each method's final policy (the clone for ``bc``, the policy after the
+    #: training regime's pass for the others, the teacher itself for an expert) frozen and
+    #: greedy on a held-out episode (:func:`heldout_config`), recorded with the cell's training
+    #: record as ``heldout_<metric>`` [ours]
+    heldout: bool = False
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -133,6 +142,8 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
+        if not isinstance(self.heldout, bool):
+            raise ConfigError(f"{where}.heldout: expected true or false, got {self.heldout!r}")
         return self
 
     def plain(self) -> dict[str, Any]:
@@ -166,6 +177,12 @@ def training_config(base: GridCommandConfig, regime: str, servers: int, seed: in
 def evaluation_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
     """The scored episode's configuration: online segment, commands from the run seed."""
     return scenario_config(base, regime, servers, seed, "online")
+
+
+def heldout_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
+    """The held-out episode: the online segment of another workload (run seed ``seed`` plus
+    :data:`HELDOUT_SEED_OFFSET`), with its own commands, the same fleet: no method saw it."""
+    return scenario_config(base, regime, servers, seed + HELDOUT_SEED_OFFSET, "online")
 
 
 def expert_policy(name: str, **kw: Any) -> Callable[[np.ndarray, GridCommandEnv], int]:
@@ -423,6 +440,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     cloned = None
     if method.startswith("bc"):
         cloned, info = cached_clone(training_config(base, train_regime, servers, seed), pipe, seed, cache_dir)
+    final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
     for regime in eval_regimes:
         cfg = evaluation_config(base, regime, servers, seed)
         c0 = time.process_time()
@@ -441,8 +459,20 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"
                                       else greedy_policy(model), cfg, seed=seed)
+            if regime == train_regime:
+                final = greedy_policy(model)
         else:
-            scores[regime], learned, _ = online_pass(method, cfg, pipe, seed, cloned)
+            scores[regime], learned, model = online_pass(method, cfg, pipe, seed, cloned)
             info.update({f"{k}[{regime}]": v for k, v in learned.items()})
+            if regime == train_regime:
+                final = greedy_policy(model)
         scores[regime]["eval_cpu_s"] = time.process_time() - c0
+    if pipe.heldout:
+        cfg = heldout_config(base, train_regime, servers, seed)
+        if method in EXPERTS:
+            final = expert_policy(method, **(expert_kw or {}))
+        if final is None:  # a method without a pass under the training regime
+            raise ValueError(f"{method}: pipeline.heldout needs the training regime among the scored regimes")
+        metrics = evaluate(final, cfg, seed=seed)
+        info.update({f"heldout_{k}": float(metrics[k]) for k in HELDOUT_METRICS})
     return {"train": info, "scores": scores}

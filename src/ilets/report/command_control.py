@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ilets.gridcommand.pipeline import LEARNED
+from ilets.gridcommand.pipeline import HELDOUT_METRICS, LEARNED
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, done_records, load_results
 
@@ -192,3 +192,67 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     return (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
             f"error (mean over seeds and fleet sizes, by how many times each demonstrated deferral was shown); the "
             f"rule kept {chosen}.")
+
+
+#: The design whose grid scores every method on a held-out episode (``pipeline.heldout``).
+HELDOUT_DESIGN = "per-server + queues, greedy clone"
+
+
+def heldout_rows(folder: Path) -> pd.DataFrame:
+    """One row per finished cell of a grid run with ``pipeline.heldout``: method, fleet size,
+    seed and the held-out episode's metrics (from the cell's training record)."""
+    rows = [{"method": r["method"], "servers": r["servers"], "seed": r["seed"],
+             **{k: r["train"][f"heldout_{k}"] for k in HELDOUT_METRICS}}
+            for r in done_records(Path(folder)) if "heldout_tracking_mae_rel" in r.get("train", {})]
+    return pd.DataFrame(rows, columns=["method", "servers", "seed", *HELDOUT_METRICS])
+
+
+def heldout_table(rows: pd.DataFrame, teacher: str = "lyapunov", reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """On the held-out episode, paired by seed: each method that fine-tunes the clone against
+    the frozen clone (``against`` ``bc``), and every clone-based method against the teacher;
+    the tracking error (lower is better) as :func:`ilets.report.stats.compare` gives it."""
+    pairs = [(m, "bc") for m in CLONES if m != "bc"] + [(m, teacher) for m in CLONES]
+    parts = []
+    for x, y in pairs:
+        if not {x, y} <= set(rows["method"]):
+            continue
+        comp = S.compare(rows, x, y, ["tracking_mae_rel"], ("servers",), directions=False, reps=reps)
+        parts.append(comp.assign(against=y))
+    cols = ["method", "against", "servers", "mean_x", "mean_y", "rel_pct", "rel_ci_low", "rel_ci_high", "verdict", "n_x"]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True).rename(columns={"x": "method"})
+    return out[[c for c in cols if c in out.columns]]
+
+
+def heldout_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`heldout_table` for display."""
+    if len(table) == 0:
+        return pd.DataFrame()
+    recs = table.to_dict("records")
+    return pd.DataFrame({
+        "method": [LABELS.get(r["method"], r["method"]) for r in recs],
+        "against": [LABELS.get(r["against"], r["against"]) for r in recs], "servers": table["servers"],
+        "tracking (method / against)": [f"{r['mean_x']:.3f} / {r['mean_y']:.3f}" for r in recs],
+        "change": [S.says(r) for r in recs], "seeds": table["n_x"],
+    })
+
+
+def heldout_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
+    """Whether fine-tuning ends no worse than the frozen clone on the held-out episode, and
+    whether any clone-based method beats the teacher there, per fleet size."""
+    if len(table) == 0:
+        return "No method was scored on a held-out episode."
+    said = []
+    tuned = table[table["against"] == "bc"]
+    for r in tuned.sort_values(["method", "servers"]).to_dict("records"):
+        ok = "no worse than" if r["verdict"] != "worse" else "worse than"
+        said.append(f"{LABELS.get(r['method'], r['method'])} at {int(r['servers'])} servers ends {ok} the frozen clone "
+                    f"({S.says(r)})")
+    vs = table[table["against"] == teacher]
+    beats = vs[vs["verdict"] == "better"]
+    who = ("; ".join(f"{LABELS.get(r['method'], r['method'])} at {int(r['servers'])} servers" for r in
+                     beats.to_dict("records")) if len(beats) else "none of them")
+    return (f"On the held-out episode (frozen, greedy, tracking error; positive: the method tracks better), "
+            f"{'; '.join(said) if said else 'no method fine-tuned the clone'}. Against "
+            f"{LABELS.get(teacher, teacher)} on the same episode, {who} tracks better.")
