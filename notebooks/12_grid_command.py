@@ -69,6 +69,8 @@ queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[desig
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
 clone_pilot = C.clone_pilot_table(root)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
+heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[C.HELDOUT_DESIGN]))
+glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
 factors = D.factor_table(drift_rows)
 glue("gc_drift_status", Markdown(D.status_sentence(drift_rows, root / D.SHIPPED)), display=False)
@@ -270,6 +272,25 @@ plots.markdown_table(C.clone_pilot_display(clone_pilot), {}, empty="The clone pi
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of
 # the teacher's on the same seed, deferrals per episode). The designs' own rows are in the
 # table of the previous section.*
+
+# %% [markdown]
+# ## Does fine-tuning keep what cloning taught? Scored on a held-out episode
+#
+# The online methods above are scored on the pass they learn in, with sampled actions. In
+# the last design every method's final policy (the clone; the policy after its pass under
+# the training regime; the teacher itself) is also scored frozen and greedy on a held-out
+# episode: the online segment of another workload, with its own commands, that no method
+# saw (`pipeline.heldout`). Paired by seed.
+#
+# {glue:text}`gc_heldout_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.heldout_display(heldout), {}, empty="No method was scored on a held-out episode.")
+
+# %% [markdown]
+# *Table: tracking error on the held-out episode (quick scale), each fine-tuned method
+# against the frozen clone, and every clone-based method against the teacher (positive: the
+# method tracks better).*
 
 # %% [markdown]
 # ## Drift: trained under one regime, scored under another
