@@ -37,9 +37,12 @@ def test_the_rules_pick_by_hand():
 def test_pilot_seeds_are_never_evaluated_by_a_grid():
     names = [p.stem for p in resources.files("ilets.configs").iterdir()
              if p.name.startswith("gridcommand-grid-") and p.name.endswith(".yaml")]
-    assert names
-    for name in names:
+    pilots = [n for n in names if n.startswith("gridcommand-grid-clone-pilot-")]
+    assert names and pilots
+    for name in set(names) - set(pilots):
         assert not set(PL.PILOT_SEEDS) & set(G.load_profile(name).seeds), name
+    for name in pilots:  # the clone pilot's grids run on the pilot seeds and only there
+        assert set(G.load_profile(name).seeds) <= set(PL.PILOT_SEEDS), name
 
 
 def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):
