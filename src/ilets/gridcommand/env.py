@@ -82,9 +82,9 @@ from ilets.config import ConfigError
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
-from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
+from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import cost_of, tracking_term

@@ -320,15 +320,20 @@ class StopAtEpisodeEnd(BaseCallback):
 def sampled_policy(model, seed: int) -> Callable[[np.ndarray, GridCommandEnv], int]:
     """The model's masked policy, sampled with a generator seeded from ``seed`` (how a
     learner acts during its pass), as an ``(obs, env) -> action`` policy."""
-    actor = numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) else NumpyActor(model.policy)
+    actor = _numpy_actor(model)
     rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x424300,)))  # its own stream
     return lambda obs, env: actor.act(obs, env.action_masks(), rng)
+
+
+def _numpy_actor(model) -> Any:
+    """The model's policy as the numpy actor of its design (per-server or flat)."""
+    return numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) else NumpyActor(model.policy)
 
 
 def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
     """The model's most likely allowed action (first of ties), as an ``(obs, env) -> action``
     policy: how the study's positive control scores a frozen clone."""
-    actor = numpy_actor_critic(model.policy) if isinstance(model.policy, PerServerPolicy) else NumpyActor(model.policy)
+    actor = _numpy_actor(model)
     return lambda obs, env: actor.act(obs, env.action_masks())
 
 
