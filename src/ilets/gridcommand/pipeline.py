@@ -478,6 +478,6 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             final = expert_policy(method, **(expert_kw or {}))
         if final is None:  # a method without a pass under the training regime
             raise ValueError(f"{method}: pipeline.heldout needs the training regime among the scored regimes")
-        metrics = evaluate(final, cfg, seed=seed)
+        metrics = evaluate(final, cfg)  # the run seed, the held-out one, draws the workload and commands
         info.update({f"heldout_{k}": float(metrics[k]) for k in HELDOUT_METRICS})
     return {"train": info, "scores": scores}
