@@ -280,7 +280,8 @@ plots.markdown_table(C.clone_pilot_display(clone_pilot), {}, empty="The clone pi
 # the last design every method's final policy (the clone; the policy after its pass under
 # the training regime; the teacher itself) is also scored frozen and greedy on a held-out
 # episode: the online segment of another workload, with its own commands, that no method
-# saw (`pipeline.heldout`). Paired by seed.
+# saw (`pipeline.heldout`). Paired by seed; a held-out episode whose commands held no event
+# to track has no tracking error, so its seed drops out of the pairs (the table's seeds).
 #
 # {glue:text}`gc_heldout_said`
 
