@@ -70,6 +70,7 @@ glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queu
 clone_pilot = C.clone_pilot_table(root)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
 heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[C.HELDOUT_DESIGN]))
+glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(C.load_designs(root))), display=False)
 glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
 factors = D.factor_table(drift_rows)
@@ -262,6 +263,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   teacher and the clone run in it.
 #
 # {glue:md}`gc_queues_status`
+#
+# {glue:text}`gc_design_steps_said`
 #
 # {glue:text}`gc_clone_pilot_said`
 

@@ -256,3 +256,27 @@ def heldout_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     return (f"On the held-out episode (frozen, greedy, tracking error; positive: the method tracks better), "
             f"{'; '.join(said) if said else 'no method fine-tuned the clone'}. Against "
             f"{LABELS.get(teacher, teacher)} on the same episode, {who} tracks better.")
+
+
+def design_steps(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """What each design changes over the one before it in :data:`DESIGNS`, for the frozen clone
+    (``bc``) under the training regime: the paired change of its tracking error (positive:
+    the later design's clone tracks better), per fleet size."""
+    bc = rows[(rows["method"] == "bc") & (rows["role"] == "train")]
+    names = [d for d in DESIGNS if d in set(bc["design"])]
+    parts = [S.compare(bc, later, earlier, ["tracking_mae_rel"], ("servers",), label="design", directions=False,
+                       reps=reps).assign(earlier=earlier, later=later)
+             for earlier, later in zip(names, names[1:])]
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["earlier", "later", "servers", "rel_pct", "rel_ci_low", "rel_ci_high", "verdict"])
+
+
+def design_steps_sentence(steps: pd.DataFrame) -> str:
+    """:func:`design_steps` as prose, one clause per step and fleet size."""
+    if len(steps) == 0:
+        return "No two designs' clones to compare."
+    said = [f"from {r['earlier']} to {r['later']} at {int(r['servers'])} servers {S.says(r)}"
+            for r in steps.to_dict("records")]
+    return ("The frozen clone's tracking error, paired by seed under the training regime (positive: the later "
+            "design tracks better): " + "; ".join(said) + ".")
