@@ -80,3 +80,22 @@ def test_the_queues_recursion():
     assert q.q_deadline == pytest.approx(0.0)  # +1 - 0.5, then -0.5
     q.reset()
     assert (q.q_track, q.q_deadline, q.last_t) == (0.0, 0.0, None)
+
+
+@pytest.mark.parametrize("folder", ["gridcommand", "gridcommand-per-server", "gridcommand-per-server-queues-greedy",
+                                    "gridcommand-drift/notice/shifted"])
+def test_every_shipped_grid_command_cell_keeps_its_settings_digest(folder):
+    """Fields added to the scenario and the pipeline at their defaults leave every shipped cell's
+    digest as it was computed (so ``ilets verify`` and resuming find them)."""
+    import json
+    from pathlib import Path
+
+    from ilets.gridcommand.experiment import Cell
+    from ilets.study import command_scenario as G
+
+    root = Path(__file__).resolve().parents[1] / "shipped" / folder
+    profile = G.load_profile(root / "profile.json")
+    records = [json.loads(p.read_text()) for p in sorted((root / "cells").glob("*.json"))]
+    assert records
+    for rec in records:
+        assert G.settings_digest(profile, Cell(rec["method"], rec["servers"], rec["seed"])) == rec["settings_digest"]
