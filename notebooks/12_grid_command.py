@@ -69,6 +69,8 @@ queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[desig
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
 clone_pilot = C.clone_pilot_table(root)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
+glue("gc_pilot_repeats", ", ".join(map(str, C.PILOT_REPEATS[:-1])) + f" or {C.PILOT_REPEATS[-1]}", display=False)
+glue("gc_pilot_tolerance", f"{C.PILOT_TOLERANCE:.0%}", display=False)
 heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[C.HELDOUT_DESIGN]))
 glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(C.load_designs(root))), display=False)
 glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
@@ -254,9 +256,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   expert's at every decision of an episode it drives). Design *per-server + queues*.
 # * **Rare labels.** The teacher defers on a few per cent of its decisions, so plain
 #   cross-entropy learns mostly to place. The clone pilot showed each demonstrated deferral
-#   1, 4 or 16 times in BC (`pipeline.defer_repeat`), on pilot seeds no grid evaluates, with
-#   its rule written before any candidate ran (`choose_defer_repeat`): the lowest mean
-#   tracking error over the teacher's, a smaller repeat within 2 % taken instead.
+#   {glue:text}`gc_pilot_repeats` times in BC (`pipeline.defer_repeat`), on pilot seeds no
+#   grid evaluates, with its rule written before any candidate ran (`choose_defer_repeat`):
+#   the lowest mean tracking error over the teacher's, a smaller repeat within
+#   {glue:text}`gc_pilot_tolerance` taken instead.
 # * **Sampling.** The clone above acts by sampling its softmax, as a learner acts during its
 #   pass; chapter 5's positive control scores every clone greedily. Design *per-server +
 #   queues, greedy clone* scores it that way (`pipeline.clone_action: greedy`); only the
