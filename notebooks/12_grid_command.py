@@ -259,7 +259,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   {glue:text}`gc_pilot_repeats` times in BC (`pipeline.defer_repeat`), on pilot seeds no
 #   grid evaluates, with its rule written before any candidate ran (`choose_defer_repeat`):
 #   the lowest mean tracking error over the teacher's, a smaller repeat within
-#   {glue:text}`gc_pilot_tolerance` taken instead.
+#   {glue:text}`gc_pilot_tolerance` taken instead. (Before the pilot, a scratch probe on one
+#   evaluation seed, never shipped, had suggested that repeats help; it chose nothing.)
 # * **Sampling.** The clone above acts by sampling its softmax, as a learner acts during its
 #   pass; chapter 5's positive control scores every clone greedily. Design *per-server +
 #   queues, greedy clone* scores it that way (`pipeline.clone_action: greedy`); only the
