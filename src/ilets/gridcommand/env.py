@@ -329,12 +329,8 @@ class GridCommandEnv(SchedulingEnv):
                             else self._active_cmd.target_scalar(now, self._baseline_now))
         self._mask = self._masks(cloud)
         if self.config.observe_queues:  # the step the Lyapunov expert takes at this decision
-            c = self._active_cmd
-            if c is None:
-                self.queues.decide(now, 0.0, 0.0, 0.0, 0.0, 1.0)
-            else:
-                self.queues.decide(now, cloud.power, self._target_now, float(c.band_w(self._baseline_now)),
-                                   1.0 if c.direction == "down" else -1.0, self.max_power_w)
+            self.queues.decide_under(self._active_cmd, now, cloud.power, self._target_now, self._baseline_now,
+                                     self.max_power_w)
 
     def _episode_over(self) -> bool:
         return self._next_new >= len(self.tasks) and not self._pending

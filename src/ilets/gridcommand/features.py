@@ -37,11 +37,13 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
 
+from ilets.gridcommand.queues import TRACK_GAIN
+
 if TYPE_CHECKING:
     from ilets.agents.observation import StateSpec
-    from ilets.gridcommand.queues import VirtualQueues
     from ilets.gridcommand.command import CommandSchedule, GridCommand
     from ilets.gridcommand.config import GridCommandConfig
+    from ilets.gridcommand.queues import VirtualQueues
     from ilets.simulator.cloud import Cloud, Fleet
     from ilets.simulator.objective import Task
 
@@ -178,7 +180,7 @@ class TaskDeferral(GridBlock):
 
 #: The tracking debt's scale in :class:`QueueState`: the Lyapunov expert's gain, so that 1
 #: inside the log is the debt at which its tracking term starts to count [ours]
-TRACK_SCALE = 200.0
+TRACK_SCALE = TRACK_GAIN
 
 
 class QueueState(GridBlock):

@@ -19,7 +19,14 @@ privileged state, declared and made observable [ours].
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    from ilets.gridcommand.command import GridCommand
+
+#: The weight of the tracking debt in the Lyapunov expert's score (its default, chosen by the
+#: scenario's pilot), and the debt's scale where the environment shows it [ours]
+TRACK_GAIN = 200.0
 #: The long-run share of missed deadlines ``q_deadline`` tolerates: the Lyapunov expert's
 #: default, and the environment's queue's [ours]
 MISS_BUDGET = 0.02
@@ -53,6 +60,16 @@ class VirtualQueues:
         dt = 0.0 if self.last_t is None else max(0.0, now - self.last_t)
         self.update_track(power, target, band, direction, dt, p_ref)
         self.last_t = now
+
+    def decide_under(self, command: GridCommand | None, now: float, power: float, target: float, baseline: float,
+                     p_ref: float) -> None:
+        """:meth:`decide` at a decision under ``command`` (the event scored now, or None): its
+        band around ``target`` and its direction (+1 down, -1 up); no event resets the debt."""
+        if command is None:
+            self.decide(now, 0.0, 0.0, 0.0, 0.0, 1.0)
+        else:
+            self.decide(now, power, target, float(command.band_w(baseline)),
+                        1.0 if command.direction == "down" else -1.0, p_ref)
 
     def update_deadline(self, missed: bool) -> None:
         """One deadline-queue step after a placement."""

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ilets.gridcommand.experts.reading import _cfg, _command, _Expert, _mask
-from ilets.gridcommand.queues import MISS_BUDGET, VirtualQueues
+from ilets.gridcommand.queues import MISS_BUDGET, TRACK_GAIN, VirtualQueues
 from ilets.simulator.cloud import meets_deadline
 
 
@@ -45,7 +45,7 @@ class LyapunovExpert(_Expert):
     name = "lyapunov"
 
     def __init__(self, v: float = 1.0, miss_budget: float = MISS_BUDGET, wait_weight: float = 1e-3,
-                 track_gain: float = 200.0) -> None:
+                 track_gain: float = TRACK_GAIN) -> None:
         for key, value in (("v", v), ("miss_budget", miss_budget), ("wait_weight", wait_weight),
                            ("track_gain", track_gain)):
             if not (np.isfinite(value) and value >= 0):
@@ -114,12 +114,8 @@ class LyapunovExpert(_Expert):
     def act(self, env: Any) -> int:
         now = float(env.now)
         cmd = _command(env, now)
-        if cmd is None:
-            self.queues.decide(now, 0.0, 0.0, 0.0, 0.0, 1.0)
-        else:
-            base = float(env.baseline_at(now))
-            self.queues.decide(now, float(env.cloud.power), float(env.target_at(now)), float(cmd.band_w(base)),
-                               1.0 if cmd.direction == "down" else -1.0, float(env.cloud.fleet.max_power))
+        self.queues.decide_under(cmd, now, float(env.cloud.power), float(env.target_at(now)),
+                                 float(env.baseline_at(now)), float(env.cloud.fleet.max_power))
         score = self.scores(env)
         a = int(np.argmin(score))  # ties: lowest index
         if a == int(env.defer_action):
