@@ -237,8 +237,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.features import TRACK_SCALE
-    from ilets.gridcommand.pipeline import TRAIN_COMMAND_OFFSET, PipelineConfig
+    from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
+    from ilets.report.command_control import PILOT_REPEATS
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
@@ -284,7 +285,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
                   f"demonstrated deferral may be shown n times in BC (defer_repeat, default {pipe.defer_repeat}): "
-                  "a clone pilot on seeds no grid evaluates, with its rule written first, chose among 1, 4 and 16",
+                  "a clone pilot on seeds no grid evaluates, with its rule written first, chose among "
+                  + ", ".join(map(str, PILOT_REPEATS)) + "; "
+                  f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
+                  f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
                   "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
                   kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
