@@ -36,7 +36,7 @@ TRACKING_MODES = ("slot", "instant")
 ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
-           "gridcommand-quick-per-server-queues")
+           "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep")
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class CommandSpec:
 #: Fields added to :class:`GridCommandConfig` after cells were shipped: at its default a field
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
-ADDED_FIELDS = ("observe_queues",)
+ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s")
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,19 @@ class GridCommandConfig:
     #: environment along the episode whatever policy acts, as one more observation block
     #: (:class:`ilets.gridcommand.features.QueueState`); off: the scenario's first blocks [ours]
     observe_queues: bool = False
+    #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
+    #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
+    #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
+    sleep_fraction: float = 1.0
+    sleep_after_s: float = 0.5  #: idle time before a server falls asleep, s [ours]
+    #: from a wake-up to the server's first start, s; a response time, not scaled with the
+    #: window (as notice and ramp are not) [ours]
+    wake_s: float = 1.0
+
+    @property
+    def sleeps(self) -> bool:
+        """Whether the sleep lever is on (``sleep_fraction < 1``)."""
+        return self.sleep_fraction < 1
 
     def validate(self, where: str = "gridcommand") -> "GridCommandConfig":
         """Named :class:`ConfigError` for every impossible value; returns self.
@@ -198,6 +211,15 @@ class GridCommandConfig:
             raise ConfigError(f"{where}.tracking_alpha: expected a number in (0, 1], got {self.tracking_alpha}")
         if self.segment not in ("online", "offline"):
             raise ConfigError(f"{where}.segment: expected 'online' or 'offline', got {self.segment!r}")
+        if not 0 <= self.sleep_fraction <= 1:
+            raise ConfigError(f"{where}.sleep_fraction: expected the share of its idle power a sleeping server "
+                              f"draws, in [0, 1] (1: no sleep lever), got {self.sleep_fraction}")
+        for key in ("sleep_after_s", "wake_s"):
+            if not getattr(self, key) >= 0:
+                raise ConfigError(f"{where}.{key}: expected a time >= 0 s, got {getattr(self, key)}")
+        if self.sleeps and self.tracking != "slot":
+            raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
+                              f"charged to the slots it falls in), got tracking: {self.tracking}")
         if not isinstance(self.observe_queues, bool):
             raise ConfigError(f"{where}.observe_queues: expected true or false, got {self.observe_queues!r}")
         return self

@@ -85,6 +85,7 @@ from ilets.gridcommand.features import grid_blocks
 from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
+from ilets.gridcommand.sleep import SleepLedger
 from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import cost_of, tracking_term
@@ -205,6 +206,15 @@ class GridCommandEnv(SchedulingEnv):
             found = reach(make_env, self.schedule, edges, self.baseline.power_w,
                           make_heuristic(cfg.reference, seed=seed, reward=run.reward))
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
+        #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
+        self.sleep: SleepLedger | None = None
+        #: sleep only as far as the power is above the target (False: every timed-out server
+        #: sleeps, the envelope's extreme run, :func:`ilets.gridcommand.envelope.reach`)
+        self.sleep_gated = True
+        if cfg.sleeps:
+            downs = [(c.start_s, c.end_s) for c in self.schedule if c.direction == "down"]
+            self.sleep = SleepLedger(self.fleet.p_idle * (1.0 - cfg.sleep_fraction), downs, cfg.sleep_after_s,
+                                     cfg.wake_s)
         self.tracker: SlotTracker | None = None
         if cfg.tracking == "slot":
             rate = len(tasks) / (w1 - w0)
@@ -270,12 +280,20 @@ class GridCommandEnv(SchedulingEnv):
         """Target power now (W; the baseline outside events)."""
         return self._target_now
 
+    @property
+    def power_now(self) -> float:
+        """The fleet's power now (W): the cloud's, less what sleeping servers save."""
+        assert self.cloud is not None, "reset() first"
+        return self.cloud.power if self.sleep is None else self.cloud.power - self.sleep.saving_now()
+
     def realised_profile(self, edges=None) -> np.ndarray:
         """Slot-average power (W) of this episode's assigned tasks over ``edges`` (default
         :attr:`slot_edges`), exact: the past as it was, future slots as committed so far
-        (tasks not yet handed over are not in it)."""
+        (tasks not yet handed over are not in it), less the sleeps' saving so far."""
         assert self.cloud is not None, "reset() first"
-        return power_profile(self.cloud, self.fleet, self.slot_edges if edges is None else edges, self.tasks.cpu)
+        edges = self.slot_edges if edges is None else edges
+        power = power_profile(self.cloud, self.fleet, edges, self.tasks.cpu)
+        return power if self.sleep is None else power - self.sleep.profile(edges)
 
     def observe(self) -> np.ndarray:
         """The observation for the current task (a fresh array)."""
@@ -298,6 +316,9 @@ class GridCommandEnv(SchedulingEnv):
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
         self.queues.reset()
+        self._sleep_charge = 0.0  # tracking cost of the sleep since the last decision
+        if self.sleep is not None:
+            self.sleep.reset()
         if self.tracker is not None:
             self.tracker.reset()
             # the episode's tracking_cost is then the final slot cost (the rewards telescope to
@@ -320,6 +341,8 @@ class GridCommandEnv(SchedulingEnv):
             self._next_new += 1
         self._current, self._current_count, self._current_release = self._task(j), count, release
         cloud.advance(release)
+        if self.sleep is not None:
+            self._move_sleep(cloud.now)
         # what every block, mask and cost of this decision reads, computed once
         now = cloud.now
         self._active_cmd = self.schedule.active(now)
@@ -329,14 +352,37 @@ class GridCommandEnv(SchedulingEnv):
                             else self._active_cmd.target_scalar(now, self._baseline_now))
         self._mask = self._masks(cloud)
         if self.config.observe_queues:  # the step the Lyapunov expert takes at this decision
-            self.queues.decide_under(self._active_cmd, now, cloud.power, self._target_now, self._baseline_now,
-                                     self.max_power_w)
+            self.queues.decide_under(self._active_cmd, now, self.power_now, self._target_now,
+                                     self._baseline_now, self.max_power_w)
+
+    def _move_sleep(self, t: float) -> None:
+        """Move the sleep ledger to ``t``, with the power now above the target as the excess
+        that sleep may cut (:meth:`SleepLedger.advance`): charge the slot tracker with what the sleep saved
+        since the last move (paid with the next step's reward) and keep every sleeping or
+        waking server's start barrier at its wake-up (:meth:`Cloud.hold`)."""
+        ledger, cloud = self.sleep, self.cloud
+        assert ledger is not None and cloud is not None
+        excess = (cloud.power - ledger.saving_now() - float(self.target_at(min(t, cloud.now))) if self.sleep_gated
+                  else math.inf)
+        for s, a, b in ledger.advance(t, cloud.drain, excess):
+            if self.tracker is not None:
+                self._sleep_charge += sum(self.tracker.add(a, b, -float(ledger.saving_w[s])))
+        now = cloud.now
+        for s in np.flatnonzero(ledger.asleep).tolist():
+            cloud.hold(s, now + ledger.wake_s)
+        for s in np.flatnonzero(ledger.ready > now).tolist():
+            cloud.hold(s, float(ledger.ready[s]))
 
     def _episode_over(self) -> bool:
         return self._next_new >= len(self.tasks) and not self._pending
 
     def _final_metrics(self) -> dict[str, float]:
-        return {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum}
+        out = {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum}
+        if self.sleep is not None and self.cloud is not None:
+            saved = self.sleep.saved_j()
+            out.update(sleeps=len(self.sleep.log), sleep_saved_j=saved,
+                       energy_kwh=(self.cloud.energy - saved) / 3.6e6)
+        return out
 
     def _cap_active(self) -> bool:
         if self.config.cap_fraction >= 1:
@@ -381,8 +427,9 @@ class GridCommandEnv(SchedulingEnv):
         info = {"task": task.index, "time": cloud.now, "infeasible": infeasible, "deferred": a == self.defer_action,
                 "target": target}
         slot = self.tracker is not None
+        sleep_track, self._sleep_charge = self._sleep_charge, 0.0
         if a == self.defer_action:
-            p_after = cloud.power
+            p_after = self.power_now
             # slot tracking: nothing is committed, the deferred task pays when it is placed
             track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight) if scored and not slot else 0.0
             cost = cfg.defer_penalty + track
@@ -395,10 +442,12 @@ class GridCommandEnv(SchedulingEnv):
         else:
             s, level = self.decode(a)
             speed, factor = self.speeds[level], self.power_factors[level]
+            if self.sleep is not None:  # a sleeping server wakes (its hold is already now + wake_s)
+                self.sleep.wake(s, cloud.now)
             # the cost reads the power before the task is added (cost_of adds the task's share)
             cost = cost_of(cloud, task, s, cloud.earliest_start(s, task.cpu), reward, speed, factor)
             watts = cloud.act_per_cpu[s] * task.cpu * factor  # as Cloud.assign computes it
-            p_after = cloud.power + watts
+            p_after = self.power_now + watts
             track = 0.0
             if scored and not slot:
                 track = tracking_term(p_after, target, self.max_power_w, cfg.track_weight)
@@ -413,6 +462,12 @@ class GridCommandEnv(SchedulingEnv):
                         success=bool(meets_deadline(response, task.deadline)))
             if cfg.observe_queues:
                 self.queues.update_deadline(not info["success"])
+        if self.sleep is not None:
+            if self._episode_over():  # no decision follows: the sleeps to the last slot's end
+                self._move_sleep(max(float(self.slot_edges[-1]), cloud.now))
+                sleep_track, self._sleep_charge = sleep_track + self._sleep_charge, 0.0
+            track += sleep_track
+            cost += sleep_track
         cost += reward.infeasible_penalty if infeasible else 0.0
         err = abs(p_after - target) / self.max_power_w if scored else 0.0
         self.tracking_ema += cfg.tracking_alpha * (err - self.tracking_ema)

@@ -7,7 +7,9 @@ extreme inside the events and the reference policy outside them [ours]:
 * *low* (for down events): defer every task the mask allows, else place it where it adds the
   least energy (``act_per_cpu * cpu * length / mips``: a slot's average power is its energy
   over its width), at the speed level that adds the least (the DVFS lever, when the profile
-  has one);
+  has one), on a server that is awake when one is allowed (the sleep lever, when the
+  profile has one: the others sleep on, and every server that times out sleeps, not only as
+  far as the target asks, :attr:`GridCommandEnv.sleep_gated`);
 * *high* (for up events): never defer; place each task where it adds the most energy among
   the servers where it starts at once (a queued task draws nothing until it starts), at the
   speed level that adds the most, else where it starts first.
@@ -31,7 +33,6 @@ from typing import Any, Callable
 import numpy as np
 
 from ilets.gridcommand.command import CommandSchedule, GridCommand
-from ilets.gridcommand.power import power_profile
 
 __all__ = ["EventReach", "fit_schedule", "reach"]
 
@@ -69,7 +70,10 @@ def _low(env: Any) -> int:
     if mask[-1]:
         return int(env.defer_action)
     m = len(env.fleet)
-    e = np.where(mask[:m], _marginal_energy(env), np.inf)
+    allowed = mask[:m]
+    if env.sleep is not None and (allowed & ~env.sleep.asleep).any():
+        allowed = allowed & ~env.sleep.asleep  # let the sleeping servers sleep on
+    e = np.where(allowed, _marginal_energy(env), np.inf)
     return _level(env, lambda f: int(np.argmin(f))) * m + int(np.argmin(e))
 
 
@@ -101,6 +105,7 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
         if not mine:
             continue
         env = make_env(schedule)
+        env.sleep_gated = False  # the lever's reach: every server that times out sleeps
         env.reset()
         done = False
         while not done:
@@ -109,7 +114,7 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
             else:
                 a = reference.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)])
             _, _, done, _, _ = env.step(a)
-        power = power_profile(env.cloud, env.fleet, edges, env.tasks.cpu)
+        power = env.realised_profile(edges)
         for i in mine:
             c = schedule[i]
             inside = (edges[1:] > c.start_s) & (edges[:-1] < c.end_s)

@@ -71,6 +71,9 @@ class GridView(Protocol):
     @property
     def target_now(self) -> float: ...
 
+    @property
+    def power_now(self) -> float: ...
+
 
 class GridBlock:
     """A feature block of ``width`` numbers (any fleet) about the command, made for a view.
@@ -151,7 +154,7 @@ class PowerLevels(GridBlock):
         view = self.view
         top = view.max_power_w
         out[0] = min(1.0, view.baseline_now / top)
-        out[1] = min(1.0, cloud.power / top)
+        out[1] = min(1.0, view.power_now / top)
         out[2] = min(2.0, max(0.0, view.target_now / top))
 
 

@@ -78,13 +78,15 @@ def _energy(records: Mapping[str, Any], fleet: Fleet, cpu: np.ndarray, a: float,
 
 def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndarray, baseline_w: np.ndarray,
                   run_records: Mapping[str, Any], baseline_records: Mapping[str, Any], fleet: Fleet, cpu: np.ndarray,
-                  arrival: np.ndarray, deferral_times: np.ndarray | None = None) -> list[EventMetrics]:
+                  arrival: np.ndarray, deferral_times: np.ndarray | None = None,
+                  saved_j: Callable[[float, float], float] | None = None) -> list[EventMetrics]:
     """Metrics of every event with a duration, from slot power of the run and of the baseline.
 
     ``edges``, ``power_w`` and ``baseline_w``: the slot grid and the two slot profiles;
     ``run_records``/``baseline_records``: the two runs' cloud records; ``cpu`` and
     ``arrival``: the task table's requests and first arrivals; ``deferral_times``: when
-    each deferral was decided.
+    each deferral was decided; ``saved_j(a, b)``: joules the run's sleeping servers saved in
+    ``[a, b)`` (the sleep lever, :mod:`ilets.gridcommand.sleep`), taken off its energy.
     """
     edges = np.asarray(edges, dtype=float)
     power_w, baseline_w = np.asarray(power_w, float), np.asarray(baseline_w, float)
@@ -117,11 +119,10 @@ def event_metrics(schedule: CommandSchedule, edges: np.ndarray, power_w: np.ndar
         tasks = np.flatnonzero((arrival >= c.start_s) & (arrival < c.end_s)).tolist()
         caused = sum(int(run_miss.get(j, False)) - int(base_miss.get(j, False)) for j in tasks)
         n_def = int(((deferral_times >= c.start_s) & (deferral_times < c.end_s)).sum())
-        shift = _energy(run_records, fleet, cpu, c.start_s, c.end_s) - _energy(baseline_records, fleet, cpu,
-                                                                                  c.start_s, c.end_s)
         after = c.end_s + c.duration_s
-        shift_after = (_energy(run_records, fleet, cpu, c.end_s, after)
-                       - _energy(baseline_records, fleet, cpu, c.end_s, after))
+        shift, shift_after = (_energy(run_records, fleet, cpu, a, b) - _energy(baseline_records, fleet, cpu, a, b)
+                              - (saved_j(a, b) if saved_j is not None else 0.0)
+                              for a, b in ((c.start_s, c.end_s), (c.end_s, after)))
         out.append(EventMetrics(i, c.direction, c.start_s, c.end_s, requested, mae, rel, to_band,
                                 float(o[inside].sum() / total), caused, n_def, shift, shift_after))
     return out
@@ -146,14 +147,18 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
     if cloud is None or env._next_new < len(env.tasks) or env._pending or cloud._events:
         raise ValueError("tracking_metrics: the episode is not finished (step until terminated)")
     edges = env.slot_edges
-    power = power_profile(cloud, env.fleet, edges, env.tasks.cpu)
+    power = env.realised_profile(edges)  # less what sleeping servers saved (the sleep lever)
     base = env.baseline
     times = np.array([t for t, _ in env.deferral_log], dtype=float)
     events = event_metrics(env.schedule, edges, power, base.power_w, records_of(cloud), base.records, env.fleet,
-                           env.tasks.cpu, env.tasks.arrival, times)
+                           env.tasks.cpu, env.tasks.arrival, times,
+                           None if env.sleep is None else env.sleep.saved_j)
     run_miss = sum(_misses_by_task(cloud.records).values())
     base_miss = sum(_misses_by_task(base.records).values())
     out: dict[str, Any] = dict(cloud.summary())
+    if env.sleep is not None:  # the cloud counts every server's idle power; the sleeps saved some
+        saved = env.sleep.saved_j()
+        out.update(energy_kwh=out["energy_kwh"] - saved / 3.6e6, sleeps=len(env.sleep.log), sleep_saved_j=saved)
     out.update({f"baseline_{k}": v for k, v in base.summary.items()})
     weights = np.array([e.end_s - e.start_s for e in events])
     def mean(key: str) -> float:

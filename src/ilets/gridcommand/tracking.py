@@ -130,8 +130,8 @@ class SlotTracker:
         return track, smooth
 
     def add(self, start: float, finish: float, watts: float) -> tuple[float, float]:
-        """Commit a task drawing ``watts`` over ``[start, finish)``; the change it makes to the
-        tracking and the smoothness costs."""
+        """Commit a task drawing ``watts`` over ``[start, finish)`` (negative: a sleeping
+        server's saving); the change it makes to the tracking and the smoothness costs."""
         if finish <= self._lo or start >= self._hi or not finish > start:
             return 0.0, 0.0
         edges, err, ov, nxt = self._edge_list, self._err, self._ov, self._next
@@ -145,10 +145,10 @@ class SlotTracker:
             if pairs is None:
                 continue
             a, b = edges[k], edges[k + 1]
-            joules = watts * (min(finish, b) - max(start, a))
-            if joules <= 0:
+            overlap = min(finish, b) - max(start, a)
+            if overlap <= 0:
                 continue
-            dp = joules / (b - a)
+            dp = watts * overlap / (b - a)  # negative for a sleep's saving (ilets.gridcommand.sleep)
             for p in pairs:
                 old = err[p]
                 new = old + dp

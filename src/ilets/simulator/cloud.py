@@ -375,6 +375,22 @@ class Cloud:
             r["deadline"].append(deadline)
         return start, finish
 
+    def hold(self, s: int, until: float) -> None:
+        """Start nothing on server ``s`` before ``until`` (a server waking from sleep, the
+        grid-command scenario's sleep lever, :mod:`ilets.gridcommand.sleep`) [ours].
+
+        FCFS already starts nothing before ``last_start``, the barrier every start rule reads
+        (:meth:`earliest_start`, :meth:`earliest_starts`, the experts' emulators), so a hold
+        raises it: the held server's next task, and every task queued behind it, starts at
+        ``until`` at the earliest. A hold never lowers the barrier; nothing else changes (the
+        plain scenario never calls it).
+        """
+        if not math.isfinite(until):
+            raise ValueError(f"server {s}: hold until {until}: expected a finite time")
+        if until > self.last_start[s]:
+            self.last_start[s] = until
+            self._stale.add(s)  # the start profile's row begins at last_start
+
     # --- copies for emulators ---------------------------------------------------------
     def clone(self, record: bool = False) -> "Cloud":
         """An independent copy of the live state (records are not copied).

@@ -114,7 +114,7 @@ class LyapunovExpert(_Expert):
     def act(self, env: Any) -> int:
         now = float(env.now)
         cmd = _command(env, now)
-        self.queues.decide_under(cmd, now, float(env.cloud.power), float(env.target_at(now)),
+        self.queues.decide_under(cmd, now, float(env.power_now), float(env.target_at(now)),
                                  float(env.baseline_at(now)), float(env.cloud.fleet.max_power))
         score = self.scores(env)
         a = int(np.argmin(score))  # ties: lowest index

@@ -123,7 +123,7 @@ class MPCExpert(_Expert):
             demand[0] += np.maximum(rate, self._current)  # at least what already came this slot
             demand[1:] += rate[None, :]
         base = committed_profile(env.cloud, edges)
-        base = np.where(np.isnan(base), env.cloud.power, base)
+        base = np.where(np.isnan(base), env.power_now, base)
         spare = np.array([c.capacity for c in self._classes])[:, None] - committed_cpu(env.cloud, edges, self._classes)
         target, band, scored = slot_inputs(env, edges)
         mean_len = self._mean_length if self._n_seen else float(cur.length)

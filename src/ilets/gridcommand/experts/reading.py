@@ -192,7 +192,7 @@ def _best_in_class(env: Any, servers: np.ndarray, members: np.ndarray) -> tuple[
     cmd = _command(env, now)
     if cmd is not None:
         watts = cloud.act_per_cpu * task.cpu
-        above = cloud.power > float(env.target_at(now))
+        above = float(env.power_now) > float(env.target_at(now))
         if above:
             return int(np.argmin(np.where(ok, watts * task.length / cloud.fleet.mips, np.inf))), True
         if cmd.direction == "up":

@@ -27,7 +27,7 @@ class RuleExpert(_Expert):
         defer_s = float(_cfg(env, "defer_s"))
         base = float(env.baseline_at(now))
         # deferring below the band's lower edge would overshoot the cut [ours]
-        above = cloud.power > float(env.target_at(now)) - float(cmd.band_w(base))
+        above = float(env.power_now) > float(env.target_at(now)) - float(cmd.band_w(base))
         if defer_ok and above and _can_wait(env, task, defer_s):
             return int(env.defer_action)
         if not servers.any():
