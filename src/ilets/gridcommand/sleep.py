@@ -13,8 +13,8 @@ not it works. Real fleets reach deep, fast cuts by putting servers to sleep. The
   power manager applies, but only as far as the cut asks: a power manager that follows the
   operator puts such servers to sleep (the longest idle first) while the fleet draws more
   than the target, and no more of them than that excess covers. A blind timeout overshoots
-  a shallow cut: tried first, it took the rule's tracking error on a quick episode from
-  0.69 to 1.30 of the requested change. The policy's levers are where it places tasks
+  a shallow cut (tried first on one quick episode: the rule tracked worse with it than
+  without the lever). The policy's levers are where it places tasks
   (consolidating work on few servers lets the others time out; spreading it keeps them
   awake), deferral, and waking a sleeping server by placing a task on it.
 * **Power.** A sleeping server draws ``fraction`` of its idle power; the difference is

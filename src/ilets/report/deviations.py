@@ -242,6 +242,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.report.command_control import PILOT_REPEATS
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
+    sleepy = load_gridcommand_config("quick-sleep")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
 
     def _seeds(values) -> str:
@@ -290,6 +291,16 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
                   "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
+                  kind=EXTENSION),
+        Deviation("Server sleep", _NO_PAPER,
+                  f"opt-in (sleep_fraction, default {g.sleep_fraction:g}: off; {sleepy.sleep_fraction:g} in "
+                  "gridcommand-quick-sleep): only during a down event, a server idle for "
+                  f"{sleepy.sleep_after_s:g} s may fall asleep, the longest idle first and only as far as the power "
+                  f"is above the target (a power manager following the operator, not the policy's choice); it draws "
+                  f"sleep_fraction of its idle power; a task placed on it starts {sleepy.wake_s:g} s later "
+                  "(wake_s, not scaled with the window), and the sleepers wake at the event's end; the envelope "
+                  "counts the lever with every timed-out server asleep",
+                  "ilets.gridcommand.sleep, Cloud.hold, GridCommandConfig.sleep_fraction/sleep_after_s/wake_s",
                   kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",

@@ -1,0 +1,154 @@
+"""The grid-command chapter's numbers on the sleep lever: how deep the fleet can cut with it,
+and whether the experts then follow (:mod:`ilets.gridcommand.sleep`).
+
+Two grid-command stores of the same profile shape are read: the ladder without the lever
+(``shipped/gridcommand``) and with it (``shipped/gridcommand-sleep``). A seed fixes the
+workload and the generated commands before the envelope sizes them, so the two runs of a
+seed are paired; with the lever the envelope reaches further and the commands it sizes are
+deeper, so each run is scored against its own commands (the question is whether the fleet
+can follow what it is asked when it may sleep, not the same command twice).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from ilets.report import stats as S
+from ilets.report.grid_command import LABELS, done_records
+
+#: Where the book reads the shipped grid with the sleep lever (relative to the repository root).
+SHIPPED = Path("shipped") / "gridcommand-sleep"
+#: The issue's bar: an expert reaches the band on at least this share of events.
+BAND_BAR = 0.8
+#: The arms of the comparison (``lever`` column).
+LEVERS = ("none", "sleep")
+#: What the comparison shows per (regime, fleet size, expert): metric, label, higher is better, format.
+LEVER_METRICS: dict[str, tuple[str, bool, str]] = {
+    "band_reached_share": ("events reaching the band", True, ".0%"),
+    "tracking_mae_rel": ("tracking error", False, ".3f"),
+    "misses_caused": ("misses caused", False, ".0f"),
+}
+
+
+def lever_rows(without: pd.DataFrame, with_lever: pd.DataFrame) -> pd.DataFrame:
+    """The two stores stacked with a ``lever`` column (``none``, ``sleep``), restricted to the
+    methods, fleet sizes and seeds both have."""
+    keys = ["method", "servers", "seed"]
+    common = without[keys].drop_duplicates().merge(with_lever[keys].drop_duplicates(), on=keys)
+    parts = [t.merge(common, on=keys).assign(lever=name) for name, t in zip(LEVERS, (without, with_lever))]
+    return pd.concat(parts, ignore_index=True)
+
+
+def lever_table(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """Per regime, fleet size, method and metric: the seed means without and with the lever and
+    the paired change (positive: better with the lever; :func:`ilets.report.stats.compare`)."""
+    directions = {k: v[1] for k, v in LEVER_METRICS.items()}
+    parts = [S.compare(g, "sleep", "none", list(LEVER_METRICS), ("regime", "servers"), label="lever",
+                       directions=directions, reps=reps).assign(method=method)
+             for method, g in rows.groupby("method", sort=False)]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return pd.DataFrame(columns=["regime", "servers", "method", "metric", "mean_x", "mean_y", "rel_pct",
+                                     "rel_ci_low", "rel_ci_high", "verdict", "n_x"])
+    return pd.concat(parts, ignore_index=True)
+
+
+def lever_display(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`lever_table` for display: one row per (regime, fleet size, expert), each metric as
+    ``without -> with``, and the paired change of the tracking error."""
+    if len(table) == 0:
+        return pd.DataFrame()
+    out = []
+    for (regime, servers, method), g in table.groupby(["regime", "servers", "method"], sort=False):
+        row = {"regime": regime, "servers": int(servers), "expert": LABELS.get(method, method)}
+        by = {r["metric"]: r for r in g.to_dict("records")}
+        for metric, (label, _, spec) in LEVER_METRICS.items():
+            r = by.get(metric)
+            row[label] = "n/a" if r is None else f"{r['mean_y']:{spec}} → {r['mean_x']:{spec}}"
+        track = by.get("tracking_mae_rel")
+        row["tracking error, change"] = S.says(track)
+        row["seeds"] = int(track["n_x"]) if track is not None else 0
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def band_bar(table: pd.DataFrame, bar: float = BAND_BAR) -> pd.DataFrame:
+    """Per regime and fleet size, with the lever and without: the expert whose events reach the
+    band most often (seed means), its share, and whether it meets ``bar``."""
+    share = table[table["metric"] == "band_reached_share"]
+    rows = []
+    for (regime, servers), g in share.groupby(["regime", "servers"], sort=False):
+        for lever, col in (("none", "mean_y"), ("sleep", "mean_x")):
+            v = g.set_index("method")[col].dropna()
+            if v.empty:
+                continue
+            best = str(v.idxmax())
+            rows.append({"regime": regime, "servers": int(servers), "lever": lever, "best": best,
+                         "share": float(v[best]), "meets": bool(v[best] >= bar)})
+    return pd.DataFrame(rows, columns=["regime", "servers", "lever", "best", "share", "meets"])
+
+
+def reach_table(without: Path, with_lever: Path) -> pd.DataFrame:
+    """Per regime and fleet size, with the lever and without: how many down events there were,
+    their mean reachable depth as the envelope found it (a fraction of the baseline) and the
+    mean change they asked for after sizing (W), from the cells' per-event records (one cell
+    per seed: every method of a seed has the same events)."""
+    rows = []
+    for lever, folder in zip(LEVERS, (without, with_lever)):
+        seen: set[tuple] = set()
+        for r in done_records(Path(folder)):
+            for role, scores in r.get("scores", {}).items():
+                key = (r["servers"], r["seed"], r["regimes"][role])
+                if key in seen:
+                    continue
+                seen.add(key)
+                rows += [{"lever": lever, "servers": r["servers"], "regime": key[2], "reachable": e["reachable_depth"],
+                          "asked_w": e["requested_w"]}
+                         for e in scores.get("per_event", []) if e["direction"] == "down" and "reachable_depth" in e]
+    if not rows:
+        return pd.DataFrame(columns=["regime", "servers", "lever", "events", "reachable", "asked_w"])
+    return (pd.DataFrame(rows).groupby(["regime", "servers", "lever"], sort=False)
+            .agg(events=("reachable", "size"), reachable=("reachable", "mean"), asked_w=("asked_w", "mean"))
+            .reset_index())
+
+
+def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
+    """What the lever does to the envelope and to the experts, and whether an expert reaches the
+    band on at least ``bar`` of the events in every regime and fleet size."""
+    if len(table) == 0 or len(bars) == 0:
+        return "No results with the sleep lever are in this checkout."
+    said = []
+    for (regime, servers), g in reach.groupby(["regime", "servers"], sort=False):
+        by = g.set_index("lever")
+        if set(LEVERS) <= set(by.index):
+            said.append(f"{regime} at {int(servers)} servers {by.loc['none', 'reachable']:.0%} → "
+                        f"{by.loc['sleep', 'reachable']:.0%}")
+    reach_text = ("The envelope's mean reachable depth of a down event goes " + "; ".join(said) + ". "
+                  if said else "")
+    with_lever = bars[bars["lever"] == "sleep"]
+    parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
+             for r in with_lever.to_dict("records")]
+    before = bars[bars["lever"] == "none"]
+    met, met_before = int(with_lever["meets"].sum()), int(before["meets"].sum())
+    verdict = ("so the bar is met everywhere" if met == len(with_lever) else
+               f"so the bar is met in {met} of the {len(with_lever)} (regime, fleet size) pairs")
+    track = table[(table["metric"] == "tracking_mae_rel")]
+    better, worse = int((track["verdict"] == "better").sum()), int((track["verdict"] == "worse").sum())
+    return (f"{reach_text}With the lever, the expert whose events reach the band most often reaches it on "
+            f"{'; '.join(parts)}: {verdict} (an expert reaching the band on at least {bar:.0%} of events; "
+            f"without the lever, in {met_before} of {len(before)}). Per expert, paired by seed, the lever makes "
+            f"the tracking error better in {better} and worse in {worse} of {len(track)} (regime, fleet size, "
+            f"expert) comparisons, each against its own, deeper commands.")
+
+
+def load_lever(without: Path, with_lever: Path) -> pd.DataFrame:
+    """:func:`lever_rows` of two grid-command results folders (empty when either has none)."""
+    from ilets.report.grid_command import load_results
+
+    a, b = load_results(Path(without)), load_results(Path(with_lever))
+    if a is None or b is None:
+        return pd.DataFrame(columns=["method", "servers", "seed", "regime", "lever", *LEVER_METRICS])
+    return lever_rows(a.table, b.table)
+

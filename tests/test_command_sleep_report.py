@@ -1,0 +1,68 @@
+"""The sleep lever's chapter numbers (ilets.report.command_sleep) on hand-built results."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from ilets.report import command_sleep as C
+
+
+def _store(shift: float, seeds=(0, 1, 2, 3), methods=("lyapunov", "rule")) -> pd.DataFrame:
+    rows = []
+    for m in methods:
+        for s in seeds:
+            for regime in ("shallow-long", "deep-short"):
+                good = m == "lyapunov"
+                rows.append({"method": m, "servers": 50, "seed": s, "regime": regime, "role": "train",
+                             "band_reached_share": min(1.0, (0.6 if good else 0.2) + shift),
+                             "tracking_mae_rel": (0.4 if good else 0.9) - shift / 2 + 0.01 * s,
+                             "misses_caused": 10.0 + s})
+    return pd.DataFrame(rows)
+
+
+def test_rows_keep_what_both_stores_have():
+    rows = C.lever_rows(_store(0.0, seeds=(0, 1, 2)), _store(0.3, seeds=(1, 2, 3)))
+    assert set(rows["seed"]) == {1, 2} and set(rows["lever"]) == {"none", "sleep"}
+
+
+def test_the_lever_table_says_better_when_it_helps_and_the_bar_reads_the_best_expert():
+    table = C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=200)
+    track = table[table["metric"] == "tracking_mae_rel"]
+    assert set(track["verdict"]) == {"better"}
+    bars = C.band_bar(table)
+    sleep = bars[bars["lever"] == "sleep"]
+    assert set(sleep["best"]) == {"lyapunov"} and sleep["share"].tolist() == pytest.approx([0.9, 0.9])
+    assert sleep["meets"].all() and not bars[bars["lever"] == "none"]["meets"].any()
+    said = C.lever_sentence(table, bars, pd.DataFrame(columns=["regime", "servers", "lever", "reachable"]))
+    assert "so the bar is met everywhere" in said and "without the lever, in 0 of 2" in said
+    assert "better in 4 and worse in 0 of 4" in said
+    shown = C.lever_display(table)
+    assert len(shown) == 4 and shown.loc[0, "events reaching the band"] == "60% → 90%"
+
+
+def test_a_lever_that_hurts_fails_the_bar():
+    table = C.lever_table(C.lever_rows(_store(0.0), _store(-0.3)), reps=200)
+    bars = C.band_bar(table)
+    assert not bars["meets"].any()
+    said = C.lever_sentence(table, bars, pd.DataFrame(columns=["regime", "servers", "lever", "reachable"]))
+    assert "met in 0 of the 2" in said and "worse in 4" in said
+
+
+def test_reach_reads_down_events_once_per_seed(tmp_path):
+    for lever, reach in (("none", 0.2), ("sleep", 0.5)):
+        cells = tmp_path / lever / "cells"
+        cells.mkdir(parents=True)
+        for m in ("lyapunov", "rule"):  # two methods, the same events: counted once
+            events = [{"direction": "down", "reachable_depth": reach, "requested_w": 100.0},
+                      {"direction": "up", "reachable_depth": 0.9, "requested_w": 50.0}]
+            record = {"status": "done", "method": m, "servers": 50, "seed": 0,
+                      "regimes": {"train": "shallow-long"}, "scores": {"train": {"per_event": events}}}
+            (cells / f"{m}-M50-s0.json").write_text(json.dumps(record))
+    t = C.reach_table(tmp_path / "none", tmp_path / "sleep")
+    assert t["events"].tolist() == [1, 1] and t["reachable"].tolist() == [0.2, 0.5]
+    said = C.lever_sentence(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100),
+                            C.band_bar(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100)), t)
+    assert "shallow-long at 50 servers 20% → 50%" in said
