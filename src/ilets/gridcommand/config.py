@@ -36,7 +36,8 @@ TRACKING_MODES = ("slot", "instant")
 ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
-           "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep")
+           "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
+           "gridcommand-quick-per-server-sleep")
 
 
 @dataclass(frozen=True)

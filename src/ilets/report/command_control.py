@@ -2,12 +2,14 @@
 
 The issue the grid-command scenario answers (can expert -> imitation -> RL follow a grid
 operator's command?) needs a learner that can clone its teacher first. This module sets the
-clone-based methods of four grids side by side, each against the teacher's cells of its own
+clone-based methods of five grids side by side, each against the teacher's cells of its own
 grid on the same seeds (paired): the authors' flat policy (``shipped/gridcommand``), the
 per-server policy (``shipped/gridcommand-per-server``) and the per-server policy shown the
 teacher's two virtual queues (``observe_queues``, ``shipped/gridcommand-per-server-queues``),
 and that clone scored greedily (``pipeline.clone_action``, as the study's positive control
-scores every clone; ``shipped/gridcommand-per-server-queues-greedy``). The bar is the scenario issue's: a
+scores every clone; ``shipped/gridcommand-per-server-queues-greedy``), and the last with the
+sleep lever on (``shipped/gridcommand-per-server-sleep``, :mod:`ilets.gridcommand.sleep`:
+deeper commands the fleet can follow). The bar is the scenario issue's: a
 frozen clone within :data:`TRACKING_BAR` of its teacher's tracking error, and a miss rate at
 most :data:`MISS_BAR` times the teacher's.
 """
@@ -26,7 +28,8 @@ from ilets.report.grid_command import LABELS, done_records, load_results
 #: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
            "per-server + queues": Path("shipped") / "gridcommand-per-server-queues",
-           "per-server + queues, greedy clone": Path("shipped") / "gridcommand-per-server-queues-greedy"}
+           "per-server + queues, greedy clone": Path("shipped") / "gridcommand-per-server-queues-greedy",
+           "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
