@@ -32,6 +32,11 @@ earlier one stayed idle until then): the ledger is exact, not sampled at decisio
 power manager checks the excess at each hand-over, so a server it held back at one falls
 asleep no earlier than that hand-over.
 
+The experts run unchanged: they read the power now less the saving
+(:attr:`GridCommandEnv.power_now`) and every start with its wake-up, but the committed
+future power they plan with (:func:`ilets.gridcommand.power.committed_profile`) counts every
+server's idle power, as if no server slept ahead: none of them plans sleep.
+
 :class:`SleepLedger` keeps the state and the record; the environment
 (:class:`ilets.gridcommand.env.GridCommandEnv`) moves it at every decision, charges the
 saving to the slot tracker and subtracts it from the scored power
