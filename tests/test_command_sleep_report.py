@@ -66,3 +66,24 @@ def test_reach_reads_down_events_once_per_seed(tmp_path):
     said = C.lever_sentence(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100),
                             C.band_bar(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100)), t)
     assert "shallow-long at 50 servers 20% → 50%" in said
+
+
+def test_reach_display_formats_shares_and_watts():
+    reach = pd.DataFrame([{"regime": "r", "servers": 50, "lever": "sleep", "events": 3, "reachable": 0.256,
+                           "asked_w": 1234.4}])
+    shown = C.reach_display(reach)
+    assert shown.loc[0, "mean reachable depth"] == "25.6%" and shown.loc[0, "mean change asked (W)"] == "1,234"
+
+
+def test_reach_keeps_the_seeds_both_folders_have(tmp_path):
+    for lever, seeds in (("none", (0, 1)), ("sleep", (1, 2))):
+        cells = tmp_path / lever / "cells"
+        cells.mkdir(parents=True)
+        for seed in seeds:
+            record = {"status": "done", "method": "rule", "servers": 50, "seed": seed,
+                      "regimes": {"train": "shallow-long"},
+                      "scores": {"train": {"per_event": [{"direction": "down", "reachable_depth": 0.1 * (seed + 1),
+                                                          "requested_w": 10.0}]}}}
+            (cells / f"rule-M50-s{seed}.json").write_text(json.dumps(record))
+    t = C.reach_table(tmp_path / "none", tmp_path / "sleep")
+    assert t["events"].tolist() == [1, 1] and t["reachable"].tolist() == pytest.approx([0.2, 0.2])

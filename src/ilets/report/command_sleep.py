@@ -2,7 +2,9 @@
 and whether the experts then follow (:mod:`ilets.gridcommand.sleep`).
 
 Two grid-command stores of the same profile shape are read: the ladder without the lever
-(``shipped/gridcommand``) and with it (``shipped/gridcommand-sleep``). A seed fixes the
+(``shipped/gridcommand``) and with it (``shipped/gridcommand-sleep``), at the quick scale;
+at the full online window, the rule and Lyapunov without it
+(``shipped/gridcommand-paper-experts``) and with it (``shipped/gridcommand-paper-sleep``). A seed fixes the
 workload and the generated commands before the envelope sizes them, so the two runs of a
 seed are paired; with the lever the envelope reaches further and the commands it sizes are
 deeper, so each run is scored against its own commands (the question is whether the fleet
@@ -20,6 +22,9 @@ from ilets.report.grid_command import LABELS, done_records
 
 #: Where the book reads the shipped grid with the sleep lever (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-sleep"
+#: The same pair at the full online window (paper scale; the rule and Lyapunov only).
+PAPER_WITHOUT = Path("shipped") / "gridcommand-paper-experts"
+PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-sleep"
 #: The issue's bar: an expert reaches the band on at least this share of events.
 BAND_BAR = 0.8
 #: The arms of the comparison (``lever`` column).
@@ -94,7 +99,7 @@ def reach_table(without: Path, with_lever: Path) -> pd.DataFrame:
     """Per regime and fleet size, with the lever and without: how many down events there were,
     their mean reachable depth as the envelope found it (a fraction of the baseline) and the
     mean change they asked for after sizing (W), from the cells' per-event records (one cell
-    per seed: every method of a seed has the same events)."""
+    per seed: every method of a seed has the same events), over the seeds both folders have."""
     rows = []
     for lever, folder in zip(LEVERS, (without, with_lever)):
         seen: set[tuple] = set()
@@ -104,14 +109,25 @@ def reach_table(without: Path, with_lever: Path) -> pd.DataFrame:
                 if key in seen:
                     continue
                 seen.add(key)
-                rows += [{"lever": lever, "servers": r["servers"], "regime": key[2], "reachable": e["reachable_depth"],
-                          "asked_w": e["requested_w"]}
+                rows += [{"lever": lever, "servers": r["servers"], "seed": r["seed"], "regime": key[2],
+                          "reachable": e["reachable_depth"], "asked_w": e["requested_w"]}
                          for e in scores.get("per_event", []) if e["direction"] == "down" and "reachable_depth" in e]
-    if not rows:
+    t = pd.DataFrame(rows, columns=["lever", "servers", "seed", "regime", "reachable", "asked_w"])
+    keys = ["servers", "seed", "regime"]
+    both = t[t["lever"] == LEVERS[0]][keys].drop_duplicates().merge(t[t["lever"] == LEVERS[1]][keys].drop_duplicates())
+    t = t.merge(both, on=keys)  # the seeds both folders have, so the two means are over the same workloads
+    if t.empty:
         return pd.DataFrame(columns=["regime", "servers", "lever", "events", "reachable", "asked_w"])
-    return (pd.DataFrame(rows).groupby(["regime", "servers", "lever"], sort=False)
+    return (t.groupby(["regime", "servers", "lever"], sort=False)
             .agg(events=("reachable", "size"), reachable=("reachable", "mean"), asked_w=("asked_w", "mean"))
             .reset_index())
+
+
+def reach_display(reach: pd.DataFrame) -> pd.DataFrame:
+    """:func:`reach_table` for display."""
+    return (reach.assign(reachable=reach["reachable"].map("{:.1%}".format), asked_w=reach["asked_w"].map("{:,.0f}".format))
+            .rename(columns={"events": "down events", "reachable": "mean reachable depth",
+                             "asked_w": "mean change asked (W)"}))
 
 
 def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
