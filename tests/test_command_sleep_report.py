@@ -87,3 +87,25 @@ def test_reach_keeps_the_seeds_both_folders_have(tmp_path):
             (cells / f"rule-M50-s{seed}.json").write_text(json.dumps(record))
     t = C.reach_table(tmp_path / "none", tmp_path / "sleep")
     assert t["events"].tolist() == [1, 1] and t["reachable"].tolist() == pytest.approx([0.2, 0.2])
+
+
+def _grid(folder, shares):
+    """A results folder of Lyapunov rows with the band shares given per fleet size."""
+    (folder / "store").mkdir(parents=True)
+    rows = [{"method": "lyapunov", "servers": s, "seed": seed, "role": "train", "regime": "shallow-long",
+             "scale": "quick", "workload_scale": 0.02, "band_reached_share": share, "tracking_mae_rel": 0.3}
+            for s, share in shares.items() for seed in (0, 1)]
+    pd.DataFrame(rows).to_parquet(folder / "store" / "results.parquet")
+
+
+def test_sensitivity_says_where_the_timing_changes_the_bar(tmp_path):
+    for label, rel in C.VARIANTS.items():
+        shares = {"off": {50: 0.5, 200: 0.5}, "fast": {50: 0.9, 200: 0.9}, "default": {50: 0.9, 200: 0.85},
+                  "slow": {50: 0.9, 200: 0.6}}[label]
+        _grid(tmp_path / rel, shares)
+    t = C.sensitivity_table(tmp_path)
+    assert t["variant"].tolist() == list(C.VARIANTS) * 2 and set(t["seeds"]) == {2}
+    said = C.sensitivity_sentence(t)
+    assert "stays the same for shallow-long at 50 servers (met)" in said
+    assert "changes for shallow-long at 200 servers (met with fast, default)" in said
+    assert C.sensitivity_sentence(t.iloc[0:0]) == "The lever's timing variants have not run."

@@ -37,7 +37,8 @@ ENVELOPE_MODES = ("clip", "record", "off")
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
            "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
-           "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep")
+           "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep",
+           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow")
 
 
 @dataclass(frozen=True)

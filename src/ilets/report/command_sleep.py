@@ -25,6 +25,10 @@ SHIPPED = Path("shipped") / "gridcommand-sleep"
 #: The same pair at the full online window (paper scale; the rule and Lyapunov only).
 PAPER_WITHOUT = Path("shipped") / "gridcommand-paper-experts"
 PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-sleep"
+#: The lever's timing variants beside the default, Lyapunov only (label -> shipped folder): the
+#: sensitivity of the quick-scale verdicts to the timeout and the wake-up.
+VARIANTS = {"off": Path("shipped") / "gridcommand", "fast": Path("shipped") / "gridcommand-sleep-fast",
+            "default": SHIPPED, "slow": Path("shipped") / "gridcommand-sleep-slow"}
 #: The issue's bar: an expert reaches the band on at least this share of events.
 BAND_BAR = 0.8
 #: The arms of the comparison (``lever`` column).
@@ -168,3 +172,47 @@ def load_lever(without: Path, with_lever: Path) -> pd.DataFrame:
         return pd.DataFrame(columns=["method", "servers", "seed", "regime", "lever", *LEVER_METRICS])
     return lever_rows(a.table, b.table)
 
+
+
+def sensitivity_table(root: Path, method: str = "lyapunov") -> pd.DataFrame:
+    """Per regime and fleet size, ``method``'s seed means under each timing variant of the lever
+    (:data:`VARIANTS`, those present): the share of events reaching the band and the tracking
+    error, over the seeds every present variant has."""
+    from ilets.report.grid_command import load_results
+
+    parts = []
+    for label, rel in VARIANTS.items():
+        res = load_results(Path(root) / rel)
+        if res is not None:
+            parts.append(res.table[res.table["method"] == method].assign(variant=label))
+    cols = ["regime", "servers", "variant", "seeds", "band_reached_share", "tracking_mae_rel"]
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    t = pd.concat(parts, ignore_index=True)
+    n = t["variant"].nunique()
+    common = t.groupby(["servers", "seed"])["variant"].nunique()
+    keep = common[common == n].reset_index()[["servers", "seed"]]
+    t = t.merge(keep, on=["servers", "seed"])
+    out = (t.groupby(["regime", "servers", "variant"], sort=False)
+           .agg(seeds=("seed", "nunique"), band_reached_share=("band_reached_share", "mean"),
+                tracking_mae_rel=("tracking_mae_rel", "mean")).reset_index())
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    return out.sort_values(["regime", "servers", "variant"], key=lambda c: c.map(order) if c.name == "variant"
+                           else c).reset_index(drop=True)[cols]
+
+
+def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR) -> str:
+    """Whether the bar's verdict (the method reaching the band on at least ``bar`` of events)
+    changes with the lever's timing, per regime and fleet size."""
+    if table.empty or table["variant"].nunique() < 2:
+        return "The lever's timing variants have not run."
+    same, changed = [], []
+    for (regime, servers), g in table[table["variant"] != "off"].groupby(["regime", "servers"], sort=False):
+        meets = {r["variant"]: r["band_reached_share"] >= bar for r in g.to_dict("records")}
+        where = f"{regime} at {int(servers)} servers"
+        if len(set(meets.values())) == 1:
+            same.append(f"{where} ({'met' if next(iter(meets.values())) else 'not met'})")
+        else:
+            changed.append(f"{where} (met with " + ", ".join(v for v, ok in meets.items() if ok) + ")")
+    return (f"With the lever's timing varied, the bar's verdict stays the same for {'; '.join(same) or 'none'}"
+            + (f" and changes for {'; '.join(changed)}" if changed else "") + ".")
