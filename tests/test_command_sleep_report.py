@@ -59,13 +59,16 @@ def test_reach_reads_down_events_once_per_seed(tmp_path):
             events = [{"direction": "down", "reachable_depth": reach, "requested_w": 100.0},
                       {"direction": "up", "reachable_depth": 0.9, "requested_w": 50.0}]
             record = {"status": "done", "method": m, "servers": 50, "seed": 0,
-                      "regimes": {"train": "shallow-long"}, "scores": {"train": {"per_event": events}}}
+                      "regimes": {"train": "shallow-long"},
+                      "scores": {"train": {"per_event": events, "events_dropped": 0.0 if lever == "none" else 2.0}}}
             (cells / f"{m}-M50-s0.json").write_text(json.dumps(record))
     t = C.reach_table(tmp_path / "none", tmp_path / "sleep")
     assert t["events"].tolist() == [1, 1] and t["reachable"].tolist() == [0.2, 0.5]
+    assert t["dropped"].tolist() == [0, 2]
     said = C.lever_sentence(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100),
                             C.band_bar(C.lever_table(C.lever_rows(_store(0.0), _store(0.3)), reps=100)), t)
     assert "shallow-long at 50 servers 20% → 50%" in said
+    assert "the envelope dropped 2 events as unreachable (without it 0)" in said
 
 
 def test_reach_display_formats_shares_and_watts():
