@@ -18,7 +18,11 @@ An event's *reachable depth* is the least, over its slots past the ramp, of the 
 extreme run makes against the baseline, over the baseline (a fraction, as the regimes'
 depths are): every slot at full depth can be moved that far. It is an inner estimate: the
 extremes are simple rules, not optimised bounds, and they ignore deadlines (a lever's reach,
-not its price; the metrics count the misses). :func:`fit_schedule` then sizes each command
+not its price; the metrics count the misses). One run per direction serves all its events,
+so an event that follows soon after another starts in what the extreme left there: the
+deferred work landing at the earlier event's end and, with the sleep lever, every sleeper
+waking at once; such an event's reach can come out at zero and the event is dropped
+(:mod:`ilets.report.command_sleep` counts them). :func:`fit_schedule` then sizes each command
 to the envelope (``envelope: clip``: depth at most ``envelope_margin`` times the reachable
 depth; an event with no reachable change is dropped) or leaves it and records whether it
 fits (``envelope: record``).
