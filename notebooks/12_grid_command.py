@@ -66,7 +66,8 @@ glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DES
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
 queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
-                 for design in ("per-server + queues", "per-server + queues, greedy clone")}
+                 for design in ("per-server + queues", "per-server + queues, greedy clone",
+                                "per-server + queues, greedy clone, sleep")}
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
 clone_pilot = C.clone_pilot_table(root)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
@@ -357,6 +358,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   pass; chapter 5's positive control scores every clone greedily. Design *per-server +
 #   queues, greedy clone* scores it that way (`pipeline.clone_action: greedy`); only the
 #   teacher and the clone run in it.
+# * **The fleet.** Design *per-server + queues, greedy clone, sleep* is the last one with
+#   the sleep lever on (next section): deeper commands that the fleet can follow. Part of
+#   the following is then the environment's power manager's, not the policy's, so a clone
+#   that meets the bar there says as much about the lever as about cloning.
 #
 # {glue:md}`gc_queues_status`
 #
