@@ -359,7 +359,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   queues, greedy clone* scores it that way (`pipeline.clone_action: greedy`); only the
 #   teacher and the clone run in it.
 # * **The fleet.** Design *per-server + queues, greedy clone, sleep* is the last one with
-#   the sleep lever on (next section): deeper commands that the fleet can follow. Part of
+#   the sleep lever on (section on server sleep, above): deeper commands the fleet can follow. Part of
 #   the following is then the environment's power manager's, not the policy's, so a clone
 #   that meets the bar there says as much about the lever as about cloning.
 #
