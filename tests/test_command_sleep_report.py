@@ -112,3 +112,5 @@ def test_sensitivity_says_where_the_timing_changes_the_bar(tmp_path):
     assert "stays the same for shallow-long at 50 servers (met)" in said
     assert "changes for shallow-long at 200 servers (met with fast, default)" in said
     assert C.sensitivity_sentence(t.iloc[0:0]) == "The lever's timing variants have not run."
+    only_default = t[t["variant"].isin(["off", "default"])]
+    assert C.sensitivity_sentence(only_default) == "The lever's timing variants have not run."

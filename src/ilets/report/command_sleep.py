@@ -220,7 +220,7 @@ def sensitivity_table(root: Path, method: str = "lyapunov") -> pd.DataFrame:
 def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR) -> str:
     """Whether the bar's verdict (the method reaching the band on at least ``bar`` of events)
     changes with the lever's timing, per regime and fleet size."""
-    if table.empty or table["variant"].nunique() < 2:
+    if table.empty or table.loc[table["variant"] != "off", "variant"].nunique() < 2:
         return "The lever's timing variants have not run."
     same, changed = [], []
     for (regime, servers), g in table[table["variant"] != "off"].groupby(["regime", "servers"], sort=False):
