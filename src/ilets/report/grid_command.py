@@ -96,14 +96,15 @@ def results_table(results: GridResults | None) -> pd.DataFrame:
     return empty_table() if results is None else results.table
 
 
-def status_sentence(results: GridResults | None, folder: Path) -> str:
-    """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing."""
+def status_sentence(results: GridResults | None, folder: Path, profile: str = "gridcommand-grid-quick") -> str:
+    """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing (and how
+    to make it: the grid ``profile`` that fills ``folder``)."""
     from ilets.study.command_scenario import profile_cell_count
 
     if results is None:
         where = "/".join(Path(folder).parts[-2:])
         return (f"No grid-command results are in `{where}/` of this checkout, so the tables below are "
-                f"empty; run `ilets grid --scenario gridcommand --profile gridcommand-grid-quick --out <dir>`, then "
+                f"empty; run `ilets grid --scenario gridcommand --profile {profile} --out <dir>`, then "
                 f"`ilets ship --scenario gridcommand --results <dir> --to {where}`.")
     t = results.table
     workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
