@@ -100,9 +100,11 @@ glue("gc_band_bar", f"{Z.BAND_BAR:.0%}", display=False)
 sensitivity = Z.sensitivity_table(root)
 glue("gc_sleep_sensitivity_said", Z.sensitivity_sentence(sensitivity), display=False)
 paper_sleep = R.load_results(root / Z.PAPER_SHIPPED)
-glue("gc_sleep_paper_status", Markdown(R.status_sentence(paper_sleep, root / Z.PAPER_SHIPPED, "gridcommand-grid-paper-sleep")), display=False)
-glue("gc_sleep_paper_plain_status", Markdown(R.status_sentence(R.load_results(root / Z.PAPER_WITHOUT),
-                                                               root / Z.PAPER_WITHOUT, "gridcommand-grid-paper-experts")), display=False)
+paper_plain = R.load_results(root / Z.PAPER_WITHOUT)
+glue("gc_sleep_paper_status", Markdown(R.status_sentence(paper_sleep, root / Z.PAPER_SHIPPED,
+                                                         "gridcommand-grid-paper-sleep")), display=False)
+glue("gc_sleep_paper_plain_status", Markdown(R.status_sentence(paper_plain, root / Z.PAPER_WITHOUT,
+                                                               "gridcommand-grid-paper-experts")), display=False)
 lever_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED))
 reach_paper = Z.reach_table(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED)
 glue("gc_sleep_paper_said", Z.lever_sentence(lever_paper, Z.band_bar(lever_paper), reach_paper), display=False)
