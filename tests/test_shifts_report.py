@@ -109,3 +109,13 @@ def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
     assert "in 0 of 1 (shifted world, learner) comparisons, worsens it in 1" in text
     assert "in the unshifted world: -10.0 % [-10.0, -10.0] worse" in text
     assert "not measured yet" in R.continuing_sentence(R.continuing_table(rows))
+
+
+def test_two_unshifted_worlds_are_named_by_their_fleet_size():
+    rows, _ = _table()
+    frozen = rows[rows["kind"] == "learner"]
+    online = frozen.assign(condition="online", mean_reward=frozen["mean_reward"] - 0.05)
+    t = R.continuing_table(pd.concat([rows, online], ignore_index=True), measures=("mean_reward",), reps=300)
+    at200 = t[t["factor"] == "none"].assign(servers=200, shift="none-at-200")
+    text = R.continuing_sentence(pd.concat([t, at200], ignore_index=True))
+    assert "worse at 50 servers, -10.0 % [-10.0, -10.0] worse at 200 servers" in text

@@ -284,6 +284,7 @@ def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str
     if len(unshifted):  # what it does without a shift: the effect a shift would have to exceed
         text += "; in the unshifted world: " + ", ".join(
             f"{r['rel_pct']:+.1f} % [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
+            + (f" at {int(r['servers'])} servers" if unshifted["servers"].nunique() > 1 else "")
             for _, r in unshifted.iterrows())
     pending = _without_verdict(t, declared)
     if pending:
