@@ -341,8 +341,6 @@ class GridCommandEnv(SchedulingEnv):
             self._next_new += 1
         self._current, self._current_count, self._current_release = self._task(j), count, release
         cloud.advance(release)
-        if self.sleep is not None:
-            self._move_sleep(cloud.now)
         # what every block, mask and cost of this decision reads, computed once
         now = cloud.now
         self._active_cmd = self.schedule.active(now)
@@ -350,20 +348,21 @@ class GridCommandEnv(SchedulingEnv):
         self._baseline_now = self.baseline.baseline_scalar(now)
         self._target_now = (self._baseline_now if self._active_cmd is None
                             else self._active_cmd.target_scalar(now, self._baseline_now))
+        if self.sleep is not None:  # before the masks and the observation: they read the holds
+            self._move_sleep(now)
         self._mask = self._masks(cloud)
         if self.config.observe_queues:  # the step the Lyapunov expert takes at this decision
             self.queues.decide_under(self._active_cmd, now, self.power_now, self._target_now,
                                      self._baseline_now, self.max_power_w)
 
     def _move_sleep(self, t: float) -> None:
-        """Move the sleep ledger to ``t``, with the power now above the target as the excess
-        that sleep may cut (:meth:`SleepLedger.advance`): charge the slot tracker with what the sleep saved
-        since the last move (paid with the next step's reward) and keep every sleeping or
-        waking server's start barrier at its wake-up (:meth:`Cloud.hold`)."""
+        """Move the sleep ledger to ``t``, with the power above the target at this decision as
+        the excess that sleep may cut (:meth:`SleepLedger.advance`): charge the slot tracker
+        with what the sleep saved since the last move (paid with the next step's reward) and
+        keep every sleeping or waking server's start barrier at its wake-up (:meth:`Cloud.hold`)."""
         ledger, cloud = self.sleep, self.cloud
         assert ledger is not None and cloud is not None
-        excess = (cloud.power - ledger.saving_now() - float(self.target_at(min(t, cloud.now))) if self.sleep_gated
-                  else math.inf)
+        excess = self.power_now - self._target_now if self.sleep_gated else math.inf
         for s, a, b in ledger.advance(t, cloud.drain, excess):
             if self.tracker is not None:
                 self._sleep_charge += sum(self.tracker.add(a, b, -float(ledger.saving_w[s])))
@@ -377,12 +376,18 @@ class GridCommandEnv(SchedulingEnv):
         return self._next_new >= len(self.tasks) and not self._pending
 
     def _final_metrics(self) -> dict[str, float]:
-        out = {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum}
-        if self.sleep is not None and self.cloud is not None:
-            saved = self.sleep.saved_j()
-            out.update(sleeps=len(self.sleep.log), sleep_saved_j=saved,
-                       energy_kwh=(self.cloud.energy - saved) / 3.6e6)
-        return out
+        return {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum,
+                **self.sleep_summary()}
+
+    def sleep_summary(self) -> dict[str, float]:
+        """With the sleep lever: the sleeps so far, the joules they saved and the fleet's energy
+        (kWh) less that saving (the cloud counts every server's idle power); empty without it."""
+        if self.sleep is None or self.cloud is None:
+            return {}
+        saved = self.sleep.saved_j()
+        # as the cloud's summary converts its energy, less the saving converted alike
+        return {"sleeps": len(self.sleep.log), "sleep_saved_j": saved,
+                "energy_kwh": self.cloud.energy / 3.6e6 - saved / 3.6e6}
 
     def _cap_active(self) -> bool:
         if self.config.cap_fraction >= 1:

@@ -156,9 +156,7 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
     run_miss = sum(_misses_by_task(cloud.records).values())
     base_miss = sum(_misses_by_task(base.records).values())
     out: dict[str, Any] = dict(cloud.summary())
-    if env.sleep is not None:  # the cloud counts every server's idle power; the sleeps saved some
-        saved = env.sleep.saved_j()
-        out.update(energy_kwh=out["energy_kwh"] - saved / 3.6e6, sleeps=len(env.sleep.log), sleep_saved_j=saved)
+    out.update(env.sleep_summary())  # the sleep lever: the energy less what the sleeps saved
     out.update({f"baseline_{k}": v for k, v in base.summary.items()})
     weights = np.array([e.end_s - e.start_s for e in events])
     def mean(key: str) -> float:

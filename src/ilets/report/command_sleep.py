@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, done_records
+from ilets.report.grid_command import LABELS, done_records, load_results
 
 #: Where the book reads the shipped grid with the sleep lever (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-sleep"
@@ -181,8 +181,6 @@ def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
 
 def load_lever(without: Path, with_lever: Path) -> pd.DataFrame:
     """:func:`lever_rows` of two grid-command results folders (empty when either has none)."""
-    from ilets.report.grid_command import load_results
-
     a, b = load_results(Path(without)), load_results(Path(with_lever))
     if a is None or b is None:
         return pd.DataFrame(columns=["method", "servers", "seed", "regime", "lever", *LEVER_METRICS])
@@ -194,8 +192,6 @@ def sensitivity_table(root: Path, method: str = "lyapunov") -> pd.DataFrame:
     """Per regime and fleet size, ``method``'s seed means under each timing variant of the lever
     (:data:`VARIANTS`, those present): the share of events reaching the band and the tracking
     error, over the seeds every present variant has."""
-    from ilets.report.grid_command import load_results
-
     parts = []
     for label, rel in VARIANTS.items():
         res = load_results(Path(root) / rel)
