@@ -28,6 +28,8 @@ from ilets.gridcommand.pipeline import METHODS, PipelineConfig
 
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")
+#: The rungs that run the MILP oracle: on ``oracle_seeds`` only, when given.
+SOLVER_RUNGS = ("oracle", "hindsight")
 #: The grid's labels of its scale: every table and sentence carries one.
 SCALES = ("smoke", "quick", "paper")
 
@@ -98,6 +100,9 @@ class ExperimentProfile:
         if self.oracle_node_limit is None and self.oracle_time_limit is None:
             raise ConfigError(f"{where}: oracle_node_limit and oracle_time_limit are both null; a hard "
                               "window could then run for hours: set one (the node limit is host-independent)")
+        if "hindsight" in self.methods and self.oracle_node_limit is None:
+            raise ConfigError(f"{where}.oracle_node_limit: the hindsight rung replays its oracle member exactly, "
+                              "which a wall-clock limit does not allow; set a node limit")
         self.pipeline.validate(f"{where}.pipeline")
         return self
 
@@ -108,9 +113,12 @@ class ExperimentProfile:
 
     def expert_options(self, method: str) -> dict:
         """Keyword options of :func:`ilets.gridcommand.experts.make_expert` for ``method``."""
+        oracle = {"window": self.oracle_window, "time_limit": self.oracle_time_limit,
+                  "node_limit": self.oracle_node_limit}
         if method == "oracle":
-            return {"window": self.oracle_window, "time_limit": self.oracle_time_limit,
-                    "node_limit": self.oracle_node_limit}
+            return oracle
+        if method == "hindsight":  # its oracle member is the grid's oracle rung
+            return {"member_options": {"oracle": oracle}}
         return {}
 
     def scenario_config(self) -> GridCommandConfig:
@@ -119,12 +127,13 @@ class ExperimentProfile:
 
     def cells(self) -> list[Cell]:
         """The grid's cells, seed by seed (each seed's methods finish together, so a partial
-        grid already holds paired comparisons), the oracle on ``oracle_seeds`` only when given."""
+        grid already holds paired comparisons), the oracle and the hindsight rung (which runs
+        it) on ``oracle_seeds`` only when given."""
         out = []
         for seed in self.seeds:
             for servers in self.servers:
                 for method in self.methods:
-                    if method == "oracle" and self.oracle_seeds and seed not in self.oracle_seeds:
+                    if method in SOLVER_RUNGS and self.oracle_seeds and seed not in self.oracle_seeds:
                         continue
                     out.append(Cell(method, servers, seed))
         return out

@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, cast
 
 import numpy as np
 
+from ilets.gridcommand.experts.hindsight import HindsightExpert
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
@@ -31,6 +32,7 @@ class GridExpertSpec:
 
 #: The expert ladder by name, most informed first.
 EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
+    "hindsight": GridExpertSpec(lambda **kw: HindsightExpert(make_expert, **kw), "hindsight (best rung, rolled out)"),
     "oracle": GridExpertSpec(lambda **kw: OracleExpert(**kw), "oracle (hindsight MILP)"),
     "mpc-perfect": GridExpertSpec(lambda **kw: MPCExpert(forecast="perfect", **kw), "MPC, perfect forecast"),
     "mpc-forecast": GridExpertSpec(lambda **kw: MPCExpert(forecast="ewma", **kw), "MPC, realistic forecast"),
