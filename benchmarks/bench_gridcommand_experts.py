@@ -1,6 +1,7 @@
 """Solve time of the grid-command expert ladder, per decision and per window/solve.
 
-Each expert of :data:`ilets.gridcommand.experts.EXPERTS` plays one episode of a small
+Each expert of :data:`ilets.gridcommand.experts.DECIDING` (the ladder without its bound, whose
+cost is whole simulated episodes, in its grid's records) plays one episode of a small
 grid-command workload (the ``gridcommand-quick`` profile at a reduced scale, one explicit
 down event over the middle of the window) at 50 and 200 servers. Every ``act`` call is timed
 on its own (wall and CPU); the oracle's MILP windows and the MPC's LP solves are also
@@ -34,7 +35,7 @@ import numpy as np
 
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
-from ilets.gridcommand.experts import EXPERTS, make_expert
+from ilets.gridcommand.experts import DECIDING, make_expert
 from ilets.gridcommand.metrics import tracking_metrics
 from ilets.gridcommand.milp import PlanTask, ServerClass, TrackingProblem, slot_starts, solve_window
 from ilets.host import write_benchmark
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--oracle-window", type=int, default=None, help="tasks per MILP window (default: the profile's)")
     ap.add_argument("--oracle-time-limit", type=float, default=None, help="seconds per solve (default: the profile's)")
     ap.add_argument("--oracle-node-limit", type=int, default=None, help="branch-and-bound nodes (default: the profile's)")
-    ap.add_argument("--experts", nargs="+", default=list(EXPERTS), choices=EXPERTS)
+    ap.add_argument("--experts", nargs="+", default=list(DECIDING), choices=DECIDING)
     ap.add_argument("--windows", nargs="*", default=["20x12", "50x24", "100x24", "200x48"],
                     help="synthetic MILP windows, TASKSxSLOTS (tasks x slots)")
     ap.add_argument("--window-repeats", type=int, default=3)

@@ -11,7 +11,7 @@ import pytest
 
 from ilets.config import FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.config import CommandSpec, GridCommandConfig
-from ilets.gridcommand.experts import (EXPERTS, LyapunovExpert, MPCExpert, OracleExpert, committed_cpu, ladder_gaps,
+from ilets.gridcommand.experts import (DECIDING, EXPERTS, LyapunovExpert, MPCExpert, OracleExpert, committed_cpu, ladder_gaps,
                                        make_expert)
 from ilets.gridcommand.fluid import FluidProblem, solve_fluid
 from ilets.gridcommand.milp import (PlanTask, ServerClass, TrackingProblem, Weights, _options, deferral_starts,
@@ -269,8 +269,10 @@ def env():
     return tiny_env()
 
 
-#: every expert, the oracle (a MILP a window, seconds an episode) only in `make test`
-EXPERTS_ORACLE_SLOW = [pytest.param(n, marks=pytest.mark.slow) if n == "oracle" else n for n in EXPERTS]
+#: every expert, the oracle (a MILP a window, seconds an episode) and the hindsight bound
+#: (which runs the oracle among its members) only in `make test`
+EXPERTS_ORACLE_SLOW = [pytest.param(n, marks=pytest.mark.slow) if n in ("oracle", "hindsight") else n
+                       for n in EXPERTS]
 
 
 @pytest.mark.parametrize("name", EXPERTS_ORACLE_SLOW)
@@ -284,7 +286,8 @@ def test_every_expert_plays_valid_masked_actions_to_the_end(env, name):
 def test_experts_are_grid_policies(env):
     env.reset()
     for name in EXPERTS:
-        expert = make_expert(name)
+        # the bound without its oracle member: its first act simulates every member's episode
+        expert = make_expert(name, **({"members": ("rule", "reference")} if name == "hindsight" else {}))
         assert expert.name == name and expert.grid_expert
         expert.reset(0)
         assert env.action_masks()[expert(None, env)]  # the (obs, env) -> action form
@@ -368,7 +371,7 @@ def test_the_benchmark_script_runs_quick(capsys):
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     result = bench.main(["--quick"])
-    assert {r["expert"] for r in result["rows"]} == set(EXPERTS)
+    assert {r["expert"] for r in result["rows"]} == set(DECIDING)
     assert result["milp_windows"] and result["milp_windows"][0]["status"] == "optimal"
     with pytest.raises(SystemExit):
         bench.main(["--quick", "--write"])
@@ -396,10 +399,10 @@ def test_under_a_cut_every_rung_beats_doing_nothing_and_a_forecast_never_beats_t
     env = tiny_env()
     mae = {}
     reproducible = {"oracle": {"time_limit": None, "node_limit": 500}}  # not the machine's speed
-    for expert in [Plain()] + [make_expert(n, **reproducible.get(n, {})) for n in EXPERTS]:
+    for expert in [Plain()] + [make_expert(n, **reproducible.get(n, {})) for n in DECIDING]:
         episode(env, expert)
         mae[expert.name] = tracking_metrics(env)["tracking_mae_rel"]
-    for name in EXPERTS:
+    for name in DECIDING:
         assert mae[name] < 0.7 * mae["earliest-finish"], (name, mae)
     assert max(mae["oracle"], mae["mpc-perfect"]) <= mae["mpc-forecast"], mae
     gaps = ladder_gaps({r: mae[r] for r in ("oracle", "mpc-perfect", "mpc-forecast", "rule")},

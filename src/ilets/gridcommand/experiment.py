@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from ilets.config import SEED_MAX, ConfigError
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
+from ilets.gridcommand.experts import BOUND
 from ilets.gridcommand.pipeline import METHODS, PipelineConfig
 
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")
 #: The rungs that run the MILP oracle: on ``oracle_seeds`` only, when given.
-SOLVER_RUNGS = ("oracle", "hindsight")
+SOLVER_RUNGS = ("oracle", BOUND)
 #: The grid's labels of its scale: every table and sentence carries one.
 SCALES = ("smoke", "quick", "paper")
 
@@ -51,7 +52,8 @@ class ExperimentProfile:
     description: str = ""
     scale: str = "quick"  #: the label every table and sentence carries (:data:`SCALES`)
     scenario: str = "gridcommand-quick"  #: the scenario profile (a gridcommand-* name or a path)
-    methods: tuple[str, ...] = METHODS
+    #: every method but the hindsight bound (its own grid: whole simulated episodes per switch)
+    methods: tuple[str, ...] = tuple(m for m in METHODS if m != BOUND)
     servers: tuple[int, ...] = (50, 200)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     train_regime: str = "shallow-long"
@@ -100,7 +102,7 @@ class ExperimentProfile:
         if self.oracle_node_limit is None and self.oracle_time_limit is None:
             raise ConfigError(f"{where}: oracle_node_limit and oracle_time_limit are both null; a hard "
                               "window could then run for hours: set one (the node limit is host-independent)")
-        if "hindsight" in self.methods and self.oracle_node_limit is None:
+        if BOUND in self.methods and self.oracle_node_limit is None:
             raise ConfigError(f"{where}.oracle_node_limit: the hindsight rung replays its oracle member exactly, "
                               "which a wall-clock limit does not allow; set a node limit")
         self.pipeline.validate(f"{where}.pipeline")
@@ -117,7 +119,7 @@ class ExperimentProfile:
                   "node_limit": self.oracle_node_limit}
         if method == "oracle":
             return oracle
-        if method == "hindsight":  # its oracle member is the grid's oracle rung
+        if method == BOUND:  # its oracle member is the grid's oracle rung
             return {"member_options": {"oracle": oracle}}
         return {}
 

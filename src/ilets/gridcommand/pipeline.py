@@ -68,7 +68,7 @@ from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
-from ilets.gridcommand.experts import EXPERTS, make_expert
+from ilets.gridcommand.experts import DECIDING, EXPERTS, make_expert
 from ilets.gridcommand.metrics import evaluate, tracking_metrics
 
 if TYPE_CHECKING:
@@ -125,8 +125,8 @@ class PipelineConfig:
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
-        if self.teacher not in EXPERTS:
-            raise ConfigError(f"{where}.teacher: expected an expert of {EXPERTS}, got {self.teacher!r}")
+        if self.teacher not in DECIDING:  # the bound simulates whole episodes per switch: no teacher
+            raise ConfigError(f"{where}.teacher: expected an expert of {DECIDING}, got {self.teacher!r}")
         if self.demo_tasks < 0:
             raise ConfigError(f"{where}.demo_tasks: expected 0 (all) or a count > 0, got {self.demo_tasks}")
         for key in ("every", "window"):

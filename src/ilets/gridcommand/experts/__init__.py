@@ -9,8 +9,14 @@ read the environment through these attributes of the env (``cloud``, ``current_t
 ``deferrals_of_current``, ``config``) and never change it. :func:`make_expert` builds one
 by name (:data:`EXPERTS`).
 
-The rungs, from the most to the least informed (the CityLearn MPC study's ladder):
+The rungs, from the most to the least informed (the CityLearn MPC study's ladder), above
+them a bound:
 
+``hindsight``
+    :class:`HindsightExpert`: parallel rollout over the other rungs and doing nothing
+    (:class:`ReferenceExpert`); at the first decision and every event's announcement and end
+    it simulates each to the episode's end on a copy of the environment and follows the best
+    on the episode's total reward, so it is never worse than any of them on that score.
 ``oracle``
     :class:`OracleExpert`: the exact hindsight MILP of :func:`ilets.gridcommand.milp.solve_window`
     over a window of the next ``window`` arrivals (known in hindsight from the episode's task
@@ -47,14 +53,15 @@ experts read from the environment), one module per expert (:mod:`~ilets.gridcomm
 experts by name, :func:`ladder_gaps`). Their public names are importable from here.
 """
 
-from ilets.gridcommand.experts.ladder import (EXPERT_LABELS, EXPERT_SPECS, EXPERTS, LADDER, GridExpertSpec, ladder_gaps,
-                                              make_expert)
+from ilets.gridcommand.experts.hindsight import HindsightExpert, ReferenceExpert
+from ilets.gridcommand.experts.ladder import (BOUND, DECIDING, EXPERT_LABELS, EXPERT_SPECS, EXPERTS, LADDER,
+                                              GridExpertSpec, ladder_gaps, make_expert)
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
 from ilets.gridcommand.experts.reading import TARGET_SAMPLES, GridExpert, committed_cpu, future_tasks, slot_inputs
 from ilets.gridcommand.experts.rule import RuleExpert
 
-__all__ = ["EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES", "GridExpert", "GridExpertSpec",
-           "LyapunovExpert", "MPCExpert", "OracleExpert", "RuleExpert", "committed_cpu", "future_tasks",
-           "ladder_gaps", "make_expert", "slot_inputs"]
+__all__ = ["BOUND", "DECIDING", "EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES", "GridExpert",
+           "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert", "ReferenceExpert",
+           "RuleExpert", "committed_cpu", "future_tasks", "ladder_gaps", "make_expert", "slot_inputs"]

@@ -43,6 +43,13 @@ EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
 #: The expert ladder's names, most informed first.
 EXPERTS: tuple[str, ...] = tuple(EXPERT_SPECS)
 
+#: The rung that bounds the others by simulating them to the episode's end
+#: (:mod:`~ilets.gridcommand.experts.hindsight`): its cost is whole episodes at switch times,
+#: so the per-decision benchmark and the pipeline's teachers leave it out.
+BOUND = "hindsight"
+#: The rungs that decide from the current state (every rung but :data:`BOUND`).
+DECIDING: tuple[str, ...] = tuple(n for n in EXPERTS if n != BOUND)
+
 #: Printed label of each expert.
 EXPERT_LABELS: MappingProxyType[str, str] = MappingProxyType({name: s.label for name, s in EXPERT_SPECS.items()})
 
