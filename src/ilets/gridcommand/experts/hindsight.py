@@ -39,7 +39,7 @@ import math
 from typing import Any, Callable
 
 from ilets.agents.policies import make_heuristic
-from ilets.gridcommand.experts.reading import _cfg, _Expert, _mask
+from ilets.gridcommand.experts.reading import GridExpert, _cfg, _Expert, _mask
 from ilets.gridcommand.metrics import episode_reward, tracking_metrics
 
 #: The rungs it chooses among by default, most informed first, then doing nothing.
@@ -87,7 +87,7 @@ class HindsightExpert(_Expert):
 
     name = "hindsight"
 
-    def __init__(self, build: Callable[..., _Expert], members: tuple[str, ...] = MEMBERS, criterion: str = "episode_reward",
+    def __init__(self, build: Callable[..., GridExpert], members: tuple[str, ...] = MEMBERS, criterion: str = "episode_reward",
                  member_options: dict[str, dict] | None = None) -> None:
         if not members:
             raise ValueError(f"members: expected at least one of {MEMBERS}")
