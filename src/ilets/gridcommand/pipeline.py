@@ -457,6 +457,10 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             if statuses:  # solver experts: how many solves were proven optimal (vs cut by the limit)
                 info[f"solves[{regime}]"] = len(statuses)
                 info[f"optimal_share[{regime}]"] = sum(s == "optimal" for s in statuses) / len(statuses)
+            choices = getattr(expert, "choices", None)
+            if choices:  # the hindsight bound: the member followed from each switch time, and its cost
+                info[f"members[{regime}]"] = [member for _, member, _ in choices]
+                info[f"simulations[{regime}]"] = int(getattr(expert, "simulations", 0))
         elif method == "bc":
             env = GridCommandEnv(cfg)
             model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden)
