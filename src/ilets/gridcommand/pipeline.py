@@ -87,7 +87,7 @@ CLONE_CACHE_VERSION = 2
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
-PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout")
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -122,6 +122,11 @@ class PipelineConfig:
     #: greedy on a held-out episode (:func:`heldout_config`), recorded with the cell's training
     #: record as ``heldout_<metric>`` [ours]
     heldout: bool = False
+    #: passes of BC over the demonstrations [ours]; 0: the study's ``run.oinpt.bc_epochs``
+    #: (10, the paper-scale pilot's choice for the flat policy on 5,000 GA+PSO decisions). The
+    #: grid-command clone learns one teacher's whole training episode, a different task, so
+    #: its budget has its own pilot (``gridcommand-grid-clone-pilot-e*``)
+    bc_epochs: int = 0
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -142,6 +147,9 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
+        if not (isinstance(self.bc_epochs, int) and self.bc_epochs >= 0):
+            raise ConfigError(f"{where}.bc_epochs: expected an integer >= 0 (0: the run's oinpt.bc_epochs), "
+                              f"got {self.bc_epochs!r}")
         if not isinstance(self.heldout, bool):
             raise ConfigError(f"{where}.heldout: expected true or false, got {self.heldout!r}")
         return self
@@ -347,6 +355,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden)
     demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
     oinpt: OINPTConfig = run.oinpt
+    if pipe.bc_epochs:
+        oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
     cloned = behaviour_clone(model, demos, oinpt, seed, repeat={env.defer_action: pipe.defer_repeat})
     info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})

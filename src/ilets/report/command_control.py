@@ -123,60 +123,104 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
-#: The clone pilot's candidates (``pipeline.defer_repeat``), each a grid shipped under
-#: ``shipped/gridcommand-clone-pilot/r<n>`` (profiles ``gridcommand-grid-clone-pilot-r<n>``).
+#: The clone pilots, each a knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` with its
+#: candidates, every candidate a grid shipped under ``shipped/gridcommand-clone-pilot/<prefix><n>``
+#: (profiles ``gridcommand-grid-clone-pilot-<prefix><n>``): how many times a demonstrated
+#: deferral is shown (``defer_repeat``; the scenario with the teacher's queues shown), and the
+#: BC budget (``bc_epochs``; the same scenario with the sleep lever on).
 PILOT_REPEATS = (1, 4, 16)
+PILOT_EPOCHS = (10, 30, 100, 300)
+PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS, "e")}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
-#: A candidate this close (relative) to the best ratio, with a smaller repeat, is taken instead.
+#: A candidate this close (relative) to the best ratio, with a smaller value, is taken instead.
 PILOT_TOLERANCE = 0.02
+#: How each pilot's candidates are named in prose and tables.
+_PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{'s' if n > 1 else ''}"),
+                "bc_epochs": ("BC epochs", lambda n: f"{n} epochs")}
 
 
-def clone_pilot_table(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
-    """Per candidate repeat, fleet size and pilot seed, under the training regime: the frozen
-    clone's tracking error, miss rate and deferrals over its teacher's on the same seed
-    (``track_ratio`` etc.). Empty when no candidate's grid is there."""
+def clone_pilot_table(root: Path, teacher: str = "lyapunov", knob: str = "defer_repeat") -> pd.DataFrame:
+    """Per candidate of the ``knob`` pilot (:data:`PILOTS`), fleet size and pilot seed, under the
+    training regime: the frozen clone's tracking error, miss rate and deferrals over its
+    teacher's on the same seed (``track_ratio`` etc.). Empty when no candidate's grid is there."""
+    candidates, prefix = PILOTS[knob]
     rows = []
-    for n in PILOT_REPEATS:
-        results = load_results(Path(root) / PILOT_FOLDER / f"r{n}")
+    for n in candidates:
+        results = load_results(Path(root) / PILOT_FOLDER / f"{prefix}{n}")
         if results is None:
             continue
         t = results.table[results.table["role"] == "train"]
         key = ["servers", "seed"]
         both = t[t["method"] == "bc"].merge(t[t["method"] == teacher], on=key, suffixes=("", "_teacher"))
         for r in both.to_dict("records"):
-            rows.append({"defer_repeat": n, "servers": r["servers"], "seed": r["seed"],
+            rows.append({knob: n, "servers": r["servers"], "seed": r["seed"],
                          "track_ratio": r["tracking_mae_rel"] / r["tracking_mae_rel_teacher"],
                          "miss_ratio": (1 - r["success_rate"]) / max(1 - r["success_rate_teacher"], 1e-12),
                          "deferrals": r["deferrals"], "deferrals_teacher": r["deferrals_teacher"]})
-    return pd.DataFrame(rows, columns=["defer_repeat", "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
+    return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
                                        "deferrals_teacher"])
 
 
+def _knob(table: pd.DataFrame) -> str:
+    """Which pilot a :func:`clone_pilot_table` is (its first column)."""
+    return str(table.columns[0])
+
+
+def _lowest_ratio(means: pd.Series) -> int:
+    """The candidate with the lowest mean ratio, or a smaller one within :data:`PILOT_TOLERANCE`."""
+    best = float(means.min())
+    return int(min(n for n, v in means.items() if v <= best * (1 + PILOT_TOLERANCE)))
+
+
 def choose_defer_repeat(table: pd.DataFrame) -> int | None:
-    """The clone pilot's rule, written before any candidate ran: the repeat whose mean
+    """The repeat pilot's rule, written before any candidate ran: the repeat whose mean
     ``track_ratio`` (over pilot seeds and fleet sizes) is lowest; a smaller repeat whose mean
     is within :data:`PILOT_TOLERANCE` (relative) of that best is taken instead. None: no
     candidate ran."""
     if len(table) == 0:
         return None
-    means = table.groupby("defer_repeat")["track_ratio"].mean()
-    best = float(means.min())
-    return int(min(n for n, v in means.items() if v <= best * (1 + PILOT_TOLERANCE)))
+    return _lowest_ratio(table.groupby("defer_repeat")["track_ratio"].mean())
+
+
+def choose_bc_epochs(table: pd.DataFrame) -> int | None:
+    """The BC-budget pilot's rule, written before any candidate ran: among the candidates
+    whose mean miss ratio (over pilot seeds and fleet sizes) is at most :data:`MISS_BAR` (all
+    of them if none is), the one with the lowest mean ``track_ratio``; fewer epochs within
+    :data:`PILOT_TOLERANCE` (relative) of that best are taken instead (a budget no larger than
+    needed). None: no candidate ran. A choice at the top of :data:`PILOT_EPOCHS` widens the
+    range (:func:`pilot_widens`)."""
+    if len(table) == 0:
+        return None
+    g = table.groupby("bc_epochs")
+    track, miss = g["track_ratio"].mean(), g["miss_ratio"].mean()
+    allowed = track[miss <= MISS_BAR] if (miss <= MISS_BAR).any() else track
+    return _lowest_ratio(allowed)
+
+
+#: Each pilot's rule.
+CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs}
+
+
+def pilot_widens(table: pd.DataFrame) -> bool:
+    """Whether the BC-budget pilot chose its largest candidate, so that its range must be
+    widened (a candidate three times larger) before the choice stands."""
+    return _knob(table) == "bc_epochs" and CHOOSE["bc_epochs"](table) == max(table["bc_epochs"], default=None)
 
 
 def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`clone_pilot_table` by candidate and fleet size, for display, the choice marked."""
     if len(table) == 0:
         return pd.DataFrame()
-    chosen = choose_defer_repeat(table)
-    g = table.groupby(["defer_repeat", "servers"]).agg(
+    knob = _knob(table)
+    chosen = CHOOSE[knob](table)
+    g = table.groupby([knob, "servers"]).agg(
         seeds=("seed", "nunique"), track=("track_ratio", "mean"), miss=("miss_ratio", "mean"),
         defer=("deferrals", "mean"), defer_teacher=("deferrals_teacher", "mean")).reset_index()
-    overall = table.groupby("defer_repeat")["track_ratio"].mean()
+    overall = table.groupby(knob)["track_ratio"].mean()
     return pd.DataFrame({
-        "deferral shown (times)": [f"{n}{' (chosen)' if n == chosen else ''}" for n in g["defer_repeat"]],
+        _PILOT_WORDS[knob][0]: [f"{n}{' (chosen)' if n == chosen else ''}" for n in g[knob]],
         "servers": g["servers"], "tracking x teacher's": g["track"].map(lambda v: f"{v:.2f}"),
-        "mean over fleets": g["defer_repeat"].map(lambda n: f"{overall[n]:.3f}"),
+        "mean over fleets": g[knob].map(lambda n: f"{overall[n]:.3f}"),
         "miss rate x teacher's": g["miss"].map(lambda v: f"{v:.2f}"),
         "deferrals (clone / teacher)": [f"{a:.0f} / {b:.0f}" for a, b in zip(g["defer"], g["defer_teacher"])],
         "pilot seeds": g["seeds"],
@@ -184,17 +228,24 @@ def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def clone_pilot_sentence(table: pd.DataFrame) -> str:
-    """What the clone pilot found and chose (:func:`clone_pilot_table`, :func:`choose_defer_repeat`)."""
-    chosen = choose_defer_repeat(table)
+    """What a clone pilot found and chose (:func:`clone_pilot_table`, :data:`CHOOSE`)."""
+    knob = _knob(table) if len(table.columns) else "defer_repeat"
+    chosen = CHOOSE[knob](table)
     if chosen is None:
         return "The clone pilot has not run."
-    means = table.groupby("defer_repeat")["track_ratio"].mean()
+    means = table.groupby(knob)["track_ratio"].mean()
+    misses = table.groupby(knob)["miss_ratio"].mean()
     seeds = ", ".join(str(s) for s in sorted(table["seed"].unique()))
     fleets = " and ".join(str(s) for s in sorted(table["servers"].unique()))
-    said = ", ".join(f"{means[n]:.2f}x ({n} time{'s' if n > 1 else ''})" for n in sorted(means.index))
-    return (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
-            f"error (mean over seeds and fleet sizes, by how many times each demonstrated deferral was shown); the "
-            f"rule kept {chosen}.")
+    name = _PILOT_WORDS[knob][1]
+    said = ", ".join(f"{means[n]:.2f}x ({name(n)})" for n in sorted(means.index))
+    text = (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
+            f"error (mean over seeds and fleet sizes); the rule kept {chosen}.")
+    if knob == "bc_epochs":
+        text = text[:-1] + (f", whose miss rate is {misses[chosen]:.2f} times the teacher's"
+                            + (" (its largest candidate: the range is to be widened before the choice stands)."
+                               if pilot_widens(table) else "."))
+    return text
 
 
 #: The design whose grid scores every method on a held-out episode (``pipeline.heldout``).
