@@ -142,7 +142,8 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
     np.testing.assert_array_equal(more.obs[:3], demos.obs[[0, 0, 0]])  # in decision order, side by side
 
 
-@pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5)])
+@pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5),
+                                         ("bc_epochs", -1), ("bc_epochs", 2.5)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -151,6 +152,41 @@ def test_bad_clone_options_are_named(field, value):
 def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert set(P.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
     assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
+    assert P.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
+
+
+def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
+    seen = []
+
+    def spy(model, demos, cfg, seed, repeat=None):
+        seen.append(cfg.bc_epochs)
+        return {"bc_agreement_before": 0.0, "bc_agreement_after": 0.0}
+
+    monkeypatch.setattr(P, "behaviour_clone", spy)
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    P.clone(cfg, P.PipelineConfig(bc_epochs=7), 0)
+    P.clone(cfg, P.PipelineConfig(), 0)
+    assert seen == [7, cfg.run.oinpt.bc_epochs]
+    assert P.clone_key(cfg, P.PipelineConfig(bc_epochs=7), 0) != P.clone_key(cfg, P.PipelineConfig(), 0)
+
+
+def test_the_bc_budget_pilot_rule_honours_the_miss_bar_then_the_lowest_ratio_then_fewer_epochs():
+    from ilets.report import command_control as C
+
+    def table(means):
+        return pd.DataFrame([{"bc_epochs": n, "servers": s, "seed": seed, "track_ratio": v, "miss_ratio": m,
+                              "deferrals": 1, "deferrals_teacher": 1}
+                             for n, (v, m) in means.items() for s in (50, 200) for seed in (100, 101)])
+
+    assert C.choose_bc_epochs(table({10: (1.5, 1.0), 30: (1.2, 1.0), 100: (1.0, 1.3)})) == 30  # 100 misses too much
+    assert C.choose_bc_epochs(table({10: (1.5, 1.0), 30: (1.01, 1.0), 100: (1.0, 1.0)})) == 30  # within 2 %
+    assert C.choose_bc_epochs(table({10: (1.5, 1.2), 30: (1.2, 1.3)})) == 30  # none within the bar: all
+    assert C.choose_bc_epochs(table({}).iloc[0:0]) is None
+    top = table({10: (1.5, 1.0), 300: (1.0, 1.0)})
+    assert C.pilot_widens(top) and not C.pilot_widens(table({10: (1.0, 1.0), 300: (1.5, 1.0)}))
+    said = C.clone_pilot_sentence(top)
+    assert "1.50x (10 epochs)" in said and "kept 300" in said and "to be widened" in said
+    assert list(C.clone_pilot_display(top)["BC epochs"]).count("300 (chosen)") == 2
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
