@@ -239,7 +239,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.features import TRACK_SCALE
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
-    from ilets.report.command_control import PILOT_REPEATS
+    from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
+    from ilets.report.command_control import PILOT_EPOCHS, PILOT_REPEATS
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -292,6 +293,23 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
                   "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
                   kind=EXTENSION),
+        Deviation("The grid-command clone's BC budget", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
+                  "paper-scale pilot for the flat policy on 5,000 GA+PSO decisions)",
+                  f"pipeline.bc_epochs (default {pipe.bc_epochs}: the run's) replaces it for the grid-command clone, "
+                  "which learns one teacher's whole training episode; a second clone pilot on seeds no grid "
+                  "evaluates, its rule written and committed before any candidate ran, chose among "
+                  + ", ".join(map(str, PILOT_EPOCHS)) + " (the design with the sleep lever and the queues shown); "
+                  "a scratch probe on pilot seed 100 suggested the candidates",
+                  "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs, "
+                  "ilets.report.command_control.choose_bc_epochs", kind=EXTENSION),
+        Deviation("The ladder's bound", _NO_PAPER,
+                  "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
+                  "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
+                  "nothing) to the episode's end on a copy of the environment and follows the best on the "
+                  "episode's total reward until the next switch time (parallel rollout); never below any member "
+                  f"on that score; its oracle member runs on a node limit ({ORACLE_NODE_LIMIT} by default, the "
+                  "grid's own in its grid), never a clock, so its replays are exact",
+                  "ilets.gridcommand.experts.hindsight, gridcommand-grid-hindsight", kind=EXTENSION),
         Deviation("Server sleep", _NO_PAPER,
                   f"opt-in (sleep_fraction, default {g.sleep_fraction:g}: off; {sleepy.sleep_fraction:g} in "
                   "gridcommand-quick-sleep): only during a down event, a server idle for "

@@ -503,8 +503,8 @@ def oracle_sentence(table: pd.DataFrame, profile: dict, regimes: dict[str, str])
         text.append("It even tracks worse than ignoring the command (an error above 1) under " + "; ".join(worse) + ".")
     text.append(f"Why: its MILP plans windows of {window} tasks, a fraction of a second of arrivals at this scale, "
                 "in a fluid model that counts no power past the window's end, so the runs it starts there land "
-                "unplanned in the next slots; it optimises its own weights, not the scored error. A horizon of "
-                "whole events would make it the upper bound it is meant to be (not done yet).")
+                "unplanned in the next slots; it optimises its own weights, not the scored error. It is an informed "
+                "expert, not a bound; the hindsight rung is the bound.")
     return " ".join(text)
 
 
