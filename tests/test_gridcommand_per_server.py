@@ -143,7 +143,8 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
 
 
 @pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5),
-                                         ("bc_epochs", -1), ("bc_epochs", 2.5)])
+                                         ("bc_epochs", -1), ("bc_epochs", 2.5), ("dagger_rounds", -1),
+                                         ("dagger_rounds", 1.5)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -253,3 +254,31 @@ def test_design_steps_compare_each_design_with_the_one_before():
     said = C.design_steps_sentence(steps)
     assert said.count("servers") == 4 and "from flat to per-server at 50 servers +14.0%" in said
     assert C.design_steps_sentence(steps.iloc[0:0]) == "No two designs' clones to compare."
+
+
+def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_actor_visits_other_states(scenario):
+    env = GridCommandEnv(P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = P.demonstrate(env, "lyapunov")
+    teacher = P.expert_policy("lyapunov")
+    same, agreed = P.relabel(env, "lyapunov", teacher)
+    assert agreed == 1.0
+    np.testing.assert_array_equal(same.acts, demos.acts)
+    np.testing.assert_array_equal(same.obs, demos.obs)
+
+    def last_server(obs, env):  # a poor actor: the highest-numbered allowed server
+        return int(np.flatnonzero(env.action_masks()[:len(env.fleet)])[-1])
+
+    other, agreed = P.relabel(env, "lyapunov", last_server)
+    assert 0.0 <= agreed < 1.0 and other.masks[np.arange(len(other)), other.acts].all()  # valid labels
+    assert len(other) != len(demos) or not np.array_equal(other.obs, demos.obs)  # the actor's own states
+
+
+def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario):
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=2)
+    first, info = P.clone(cfg, pipe, 0)
+    second, _ = P.clone(cfg, pipe, 0)
+    assert all(th.equal(first[k], second[k]) for k in first)
+    assert {"dagger_agreement[0]", "dagger_agreement[1]"} <= set(info) and info["dagger_states"] > 0
+    plain, _ = P.clone(cfg, P.PipelineConfig(clone_action="greedy", bc_epochs=2), 0)
+    assert any(not th.equal(first[k], plain[k]) for k in first)

@@ -7,7 +7,9 @@ The same path as the paper study's learners (:func:`ilets.agents.methods.run_lea
    over a training episode and keeps its (observation, action, mask, reward) at every
    decision, as :class:`ilets.agents.oinpt.Demonstrations`.
 2. :func:`ilets.agents.oinpt.behaviour_clone` (``imitation``'s BC on PPO's *own* policy
-   object, no hand-off) and :func:`ilets.agents.oinpt.pretrain_critic`, unchanged: OINPT.
+   object, no hand-off) and :func:`ilets.agents.oinpt.pretrain_critic`, unchanged: OINPT;
+   optionally (``dagger_rounds``) DAgger rounds, in which the clone plays the training
+   episode and the teacher labels the states it visits (:func:`relabel`).
 3. Online PPO (:class:`ilets.agents.ppo.FastMaskablePPO`, the study's learner) learns during
    one pass over the scored episode, as DRL does in the study, alone or with
    :class:`GridCorrections`, an OAIL-style callback: every ``every`` decisions the teacher's
@@ -59,7 +61,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from ilets.agents.oinpt import Demonstrations, behaviour_clone, pretrain_critic
+from ilets.agents.oinpt import Demonstrations, action_agreement, behaviour_clone, pretrain_critic
 from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
@@ -87,7 +89,7 @@ CLONE_CACHE_VERSION = 2
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
-PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs")
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -127,6 +129,9 @@ class PipelineConfig:
     #: grid-command clone learns one teacher's whole training episode, a different task, so
     #: its budget has its own pilot (``gridcommand-grid-clone-pilot-e*``)
     bc_epochs: int = 0
+    #: DAgger rounds after BC [ours]: the clone plays the training episode, the teacher labels
+    #: the states it visits, and BC goes on over all labels so far (:func:`relabel`); 0: none
+    dagger_rounds: int = 0
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -147,6 +152,9 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
+        if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
+            raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
+                              f"got {self.dagger_rounds!r}")
         if not (isinstance(self.bc_epochs, int) and self.bc_epochs >= 0):
             raise ConfigError(f"{where}.bc_epochs: expected an integer >= 0 (0: the run's oinpt.bc_epochs), "
                               f"got {self.bc_epochs!r}")
@@ -203,24 +211,53 @@ def expert_policy(name: str, **kw: Any) -> Callable[[np.ndarray, GridCommandEnv]
 
 def demonstrate(env: GridCommandEnv, teacher: str, max_decisions: int = 0, **expert_kw: Any) -> Demonstrations:
     """The teacher's decisions over one episode of ``env`` (the first ``max_decisions``; 0: all)."""
+    return _labelled_episode(env, teacher, max_decisions, None, expert_kw)[0]
+
+
+def relabel(env: GridCommandEnv, teacher: str, actor: Callable[[np.ndarray, GridCommandEnv], int],
+            max_decisions: int = 0) -> tuple[Demonstrations, float]:
+    """One DAgger round: ``actor`` (the clone) acts over one episode of ``env`` and the teacher
+    labels every state the actor visits. Returns the labelled states (the actions are the
+    teacher's; the rewards the actor's) and the share of them where the actor did as the
+    teacher would have."""
+    demos, taken = _labelled_episode(env, teacher, max_decisions, actor, {})
+    return demos, float(np.mean(taken == demos.acts)) if len(taken) else float("nan")
+
+
+def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
+                      actor: Callable[[np.ndarray, GridCommandEnv], int] | None,
+                      expert_kw: dict[str, Any]) -> tuple[Demonstrations, np.ndarray]:
+    """The teacher's label at every decision of one episode, and the action taken: the
+    teacher's own, or ``actor``'s (the teacher still sees every state, so its queues follow
+    the episode as it is played; its deadline queue counts its own answer's miss) [ours]."""
     expert = make_expert(teacher, **expert_kw)
     expert.reset()
     t0 = time.perf_counter()
     obs, _ = env.reset()
-    rows_obs, rows_act, rows_mask, rows_rew = [], [], [], []
+    rows_obs, rows_act, rows_mask, rows_rew, taken = [], [], [], [], []
     while True:
         mask = env.action_masks().copy()
-        a = int(expert.act(env))
+        label = int(expert.act(env))
+        a = label if actor is None else int(actor(obs, env))
         rows_obs.append(obs)
-        rows_act.append(a)
+        rows_act.append(label)
         rows_mask.append(mask)
+        taken.append(a)
         obs, reward, terminated, truncated, _ = env.step(a)
         rows_rew.append(reward)
         if terminated or truncated or (max_decisions and len(rows_act) >= max_decisions):
             break
-    return Demonstrations(obs=np.asarray(rows_obs, np.float32), acts=np.asarray(rows_act, np.int64),
-                          masks=np.asarray(rows_mask, bool), rewards=np.asarray(rows_rew, np.float32),
-                          experts=np.array([teacher] * len(rows_act)), seconds=time.perf_counter() - t0)
+    demos = Demonstrations(obs=np.asarray(rows_obs, np.float32), acts=np.asarray(rows_act, np.int64),
+                           masks=np.asarray(rows_mask, bool), rewards=np.asarray(rows_rew, np.float32),
+                           experts=np.array([teacher] * len(rows_act)), seconds=time.perf_counter() - t0)
+    return demos, np.asarray(taken, np.int64)
+
+
+def _joined(a: Demonstrations, b: Demonstrations) -> Demonstrations:
+    """DAgger's aggregate: ``a``'s decisions then ``b``'s (no held-out part, no action costs)."""
+    return Demonstrations(obs=np.concatenate([a.obs, b.obs]), acts=np.concatenate([a.acts, b.acts]),
+                          masks=np.concatenate([a.masks, b.masks]), rewards=np.concatenate([a.rewards, b.rewards]),
+                          experts=np.concatenate([a.experts, b.experts]), seconds=a.seconds + b.seconds)
 
 
 class GridCorrections(BaseCallback):
@@ -358,8 +395,24 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
-    cloned = behaviour_clone(model, demos, oinpt, seed, repeat={env.defer_action: pipe.defer_repeat})
+    repeat = {env.defer_action: pipe.defer_repeat}
+    cloned = behaviour_clone(model, demos, oinpt, seed, repeat=repeat)
     info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
+    seen = demos
+    for r in range(pipe.dagger_rounds):
+        # DAgger [ours, not imitation's trainer: its expert is a policy over observations, while
+        # the ladder's experts read the environment's state]: the clone, acting as it is scored,
+        # plays the training episode; the teacher labels the states it visits; BC goes on from
+        # the current weights over everything labelled so far (imitation's DAgger also trains
+        # one policy over the growing aggregate)
+        actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
+        own, agreed = relabel(env, pipe.teacher, actor, pipe.demo_tasks)
+        info[f"dagger_agreement[{r}]"] = agreed  # on the clone's own states, before this round's BC
+        seen = _joined(seen, own)
+        behaviour_clone(model, seen, oinpt, seed + 1 + r, repeat=repeat)
+    if pipe.dagger_rounds:
+        info["dagger_states"] = len(seen) - len(demos)
+        info["bc_agreement_after"] = action_agreement(model.policy, demos)  # on the teacher's own states
     if oinpt.critic_pretrain:
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
     info["clone_cpu_s"] = time.process_time() - c0
