@@ -36,6 +36,7 @@ from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.experts import DECIDING
 from ilets.gridcommand.pipeline import PipelineConfig
 from ilets.report import deviations, plots
+from ilets.study.command_scenario import load_profile as load_grid_profile
 from ilets.report import grid_command as R
 from ilets.report import command_bound as B
 from ilets.report import command_control as C
@@ -67,14 +68,20 @@ glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DES
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
 queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
-                 for design in ("per-server + queues", "per-server + queues, greedy clone",
-                                "per-server + queues, greedy clone, sleep")}
+                 for design in list(C.DESIGNS)[2:]}
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
 clone_pilot = C.clone_pilot_table(root)
+budget_pilot = C.clone_pilot_table(root, knob="bc_epochs")
+glue("gc_budget_pilot_said", C.clone_pilot_sentence(budget_pilot), display=False)
+glue("gc_budget_candidates", ", ".join(map(str, C.PILOT_EPOCHS)), display=False)
+glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagger').pipeline.dagger_rounds}",
+     display=False)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
 glue("gc_pilot_repeats", ", ".join(map(str, C.PILOT_REPEATS[:-1])) + f" or {C.PILOT_REPEATS[-1]}", display=False)
 glue("gc_pilot_tolerance", f"{C.PILOT_TOLERANCE:.0%}", display=False)
-heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[C.HELDOUT_DESIGN]))
+heldout_name = C.heldout_design(root)
+heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[heldout_name]))
+glue("gc_heldout_design", heldout_name, display=False)
 glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(C.load_designs(root))), display=False)
 glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
@@ -399,15 +406,34 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   the sleep lever on (section on server sleep, above): deeper commands the fleet can follow. Part of
 #   the following is then the environment's power manager's, not the policy's, so a clone
 #   that meets the bar there says as much about the lever as about cloning.
+# * **Budget.** BC's epochs are the study's (chosen by the paper-scale pilot for the flat
+#   policy on 5,000 GA+PSO decisions); a scratch probe on a pilot seed showed the
+#   grid-command clone far from converged after them. A second clone pilot (the sleep design,
+#   pilot seeds, candidates {glue:text}`gc_budget_candidates` epochs, `pipeline.bc_epochs`)
+#   chose by a rule written and committed before any candidate ran (`choose_bc_epochs`):
+#   among the candidates whose mean miss rate is at most the bar's times the teacher's, the
+#   lowest mean tracking error over the teacher's, fewer epochs within
+#   {glue:text}`gc_pilot_tolerance` taken instead, and a choice at the top of the range
+#   widening it. Design *the same, BC budget from its pilot*.
+# * **Its own states.** BC learns the teacher's states only; a clone that errs drifts into
+#   states the teacher never showed. With `pipeline.dagger_rounds` (here
+#   {glue:text}`gc_dagger_rounds`) the clone, acting as it is scored, plays the training
+#   episode, the teacher labels every state it visits, and BC goes on over all labels so far
+#   (DAgger; our own loop, `ilets.gridcommand.pipeline.relabel`: `imitation`'s DAgger takes
+#   an expert over observations, and the ladder's experts read the environment's state).
+#   Design *the same, with DAgger*.
 #
 # {glue:md}`gc_queues_status`
 #
 # {glue:text}`gc_design_steps_said`
 #
-# {glue:text}`gc_clone_pilot_said`
+# {glue:text}`gc_clone_pilot_said` {glue:text}`gc_budget_pilot_said`
 
 # %% tags=["remove-input"]
 plots.markdown_table(C.clone_pilot_display(clone_pilot), {}, empty="The clone pilot has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.clone_pilot_display(budget_pilot), {}, empty="The BC-budget pilot has not run.")
 
 # %% [markdown]
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of
@@ -418,11 +444,12 @@ plots.markdown_table(C.clone_pilot_display(clone_pilot), {}, empty="The clone pi
 # ## Does fine-tuning keep what cloning taught? Scored on a held-out episode
 #
 # The online methods above are scored on the pass they learn in, with sampled actions. In
-# the last design every method's final policy (the clone; the policy after its pass under
+# the later designs every method's final policy (the clone; the policy after its pass under
 # the training regime; the teacher itself) is also scored frozen and greedy on a held-out
 # episode: the online segment of another workload, with its own commands, that no method
-# saw (`pipeline.heldout`). Paired by seed; a held-out episode whose commands held no event
-# to track has no tracking error, so its seed drops out of the pairs (the table's seeds).
+# saw (`pipeline.heldout`). Shown: the last such design, *{glue:text}`gc_heldout_design`*.
+# Paired by seed; a held-out episode whose commands held no event to track has no tracking
+# error, so its seed drops out of the pairs (the table's seeds).
 #
 # {glue:text}`gc_heldout_said`
 

@@ -9,7 +9,9 @@ teacher's two virtual queues (``observe_queues``, ``shipped/gridcommand-per-serv
 and that clone scored greedily (``pipeline.clone_action``, as the study's positive control
 scores every clone; ``shipped/gridcommand-per-server-queues-greedy``), and the last with the
 sleep lever on (``shipped/gridcommand-per-server-sleep``, :mod:`ilets.gridcommand.sleep`:
-deeper commands the fleet can follow). The bar is the scenario issue's: a
+deeper commands the fleet can follow), then that design with the BC budget its own pilot chose
+(``pipeline.bc_epochs``, ``shipped/gridcommand-per-server-budget``), then with DAgger rounds
+on top (``pipeline.dagger_rounds``, ``shipped/gridcommand-per-server-dagger``). The bar is the scenario issue's: a
 frozen clone within :data:`TRACKING_BAR` of its teacher's tracking error, and a miss rate at
 most :data:`MISS_BAR` times the teacher's.
 """
@@ -29,7 +31,9 @@ from ilets.report.grid_command import LABELS, done_records, load_results
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
            "per-server + queues": Path("shipped") / "gridcommand-per-server-queues",
            "per-server + queues, greedy clone": Path("shipped") / "gridcommand-per-server-queues-greedy",
-           "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep"}
+           "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep",
+           "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
+           "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -130,7 +134,9 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
 #: BC budget (``bc_epochs``; the same scenario with the sleep lever on).
 PILOT_REPEATS = (1, 4, 16)
 PILOT_EPOCHS = (10, 30, 100, 300)
-PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS, "e")}
+#: Candidates added by widening (a choice at the top of the range adds one three times larger).
+PILOT_EPOCHS_WIDENED = (900,)
+PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e")}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
 #: A candidate this close (relative) to the best ratio, with a smaller value, is taken instead.
 PILOT_TOLERANCE = 0.02
@@ -248,8 +254,17 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     return text
 
 
-#: The design whose grid scores every method on a held-out episode (``pipeline.heldout``).
-HELDOUT_DESIGN = "per-server + queues, greedy clone"
+#: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
+#: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
+HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
+                   "the same, BC budget from its pilot", "the same, with DAgger")
+
+
+def heldout_design(root: Path) -> str:
+    """The last design of :data:`HELDOUT_DESIGNS` whose grid is shipped under ``root`` with
+    held-out scores (the first one when none is)."""
+    shipped = [d for d in HELDOUT_DESIGNS if len(heldout_rows(Path(root) / DESIGNS[d]))]
+    return shipped[-1] if shipped else HELDOUT_DESIGNS[0]
 
 
 def heldout_rows(folder: Path) -> pd.DataFrame:
