@@ -293,15 +293,18 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
                   "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
                   kind=EXTENSION),
-        Deviation("The grid-command clone's BC budget", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
+        Deviation("The grid-command clone's BC budget and DAgger", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
                   "paper-scale pilot for the flat policy on 5,000 GA+PSO decisions)",
                   f"pipeline.bc_epochs (default {pipe.bc_epochs}: the run's) replaces it for the grid-command clone, "
                   "which learns one teacher's whole training episode; a second clone pilot on seeds no grid "
                   "evaluates, its rule written and committed before any candidate ran, chose among "
                   + ", ".join(map(str, PILOT_EPOCHS)) + " (the design with the sleep lever and the queues shown); "
-                  "a scratch probe on pilot seed 100 suggested the candidates",
-                  "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs, "
-                  "ilets.report.command_control.choose_bc_epochs", kind=EXTENSION),
+                  "a scratch probe on pilot seed 100 suggested the candidates; with pipeline.dagger_rounds "
+                  f"(default {pipe.dagger_rounds}) DAgger rounds follow BC: the clone plays the training episode as "
+                  "it is scored, the teacher labels the states it visits (its queues follow the episode played; "
+                  "its deadline queue counts its own answer's miss), BC goes on over all labels so far",
+                  "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.pipeline."
+                  "relabel, ilets.report.command_control.choose_bc_epochs", kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
                   "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
                   "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
