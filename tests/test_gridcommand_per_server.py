@@ -282,3 +282,21 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
     assert {"dagger_agreement[0]", "dagger_agreement[1]"} <= set(info) and info["dagger_states"] > 0
     plain, _ = P.clone(cfg, P.PipelineConfig(clone_action="greedy", bc_epochs=2), 0)
     assert any(not th.equal(first[k], plain[k]) for k in first)
+
+
+def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
+    import json
+
+    from ilets.report import command_control as C
+
+    def ship(design: str, heldout: bool) -> None:
+        cells = tmp_path / C.DESIGNS[design] / "cells"
+        cells.mkdir(parents=True)
+        train = {f"heldout_{k}": 0.5 for k in P.HELDOUT_METRICS} if heldout else {}
+        (cells / "bc-M50-s0.json").write_text(json.dumps({"method": "bc", "servers": 50, "seed": 0,
+                                                          "status": "done", "train": train}))
+
+    assert C.heldout_design(tmp_path) == C.HELDOUT_DESIGNS[0]  # nothing shipped: the first
+    ship(C.HELDOUT_DESIGNS[1], True)
+    ship(C.HELDOUT_DESIGNS[-1], False)  # shipped, but without held-out scores
+    assert C.heldout_design(tmp_path) == C.HELDOUT_DESIGNS[1]
