@@ -284,6 +284,23 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
     assert any(not th.equal(first[k], plain[k]) for k in first)
 
 
+def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypatch):
+    seen = []
+    real = P.behaviour_clone
+
+    def spy(model, demos, cfg, seed, repeat=None):
+        seen.append((len(demos), cfg.bc_epochs))
+        return real(model, demos, cfg, seed, repeat)
+
+    monkeypatch.setattr(P, "behaviour_clone", spy)
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=12), 0)
+    (n, e0), *rounds = seen
+    assert e0 == 12 and len(rounds) == 2
+    for size, epochs in rounds:  # the aggregate grows; epochs x size stays that of the first BC
+        assert size > n and epochs == max(1, round(12 * n / size))
+
+
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
     import json
 

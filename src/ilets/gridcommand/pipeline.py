@@ -130,7 +130,8 @@ class PipelineConfig:
     #: its budget has its own pilot (``gridcommand-grid-clone-pilot-e*``)
     bc_epochs: int = 0
     #: DAgger rounds after BC [ours]: the clone plays the training episode, the teacher labels
-    #: the states it visits, and BC goes on over all labels so far (:func:`relabel`); 0: none
+    #: the states it visits, and BC goes on over all labels so far, for as many gradient steps
+    #: as the first BC took (:func:`relabel`); 0: none
     dagger_rounds: int = 0
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
@@ -404,12 +405,15 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         # the ladder's experts read the environment's state]: the clone, acting as it is scored,
         # plays the training episode; the teacher labels the states it visits; BC goes on from
         # the current weights over everything labelled so far (imitation's DAgger also trains
-        # one policy over the growing aggregate)
+        # one policy over the growing aggregate), each round with the first BC's number of
+        # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
+        # round costs what the first BC did
         actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
         own, agreed = relabel(env, pipe.teacher, actor, pipe.demo_tasks)
         info[f"dagger_agreement[{r}]"] = agreed  # on the clone's own states, before this round's BC
         seen = _joined(seen, own)
-        behaviour_clone(model, seen, oinpt, seed + 1 + r, repeat=repeat)
+        steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
+        behaviour_clone(model, seen, steps, seed + 1 + r, repeat=repeat)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(seen) - len(demos)
         info["bc_agreement_after"] = action_agreement(model.policy, demos)  # on the teacher's own states

@@ -302,7 +302,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "a scratch probe on pilot seed 100 suggested the candidates; with pipeline.dagger_rounds "
                   f"(default {pipe.dagger_rounds}) DAgger rounds follow BC: the clone plays the training episode as "
                   "it is scored, the teacher labels the states it visits (its queues follow the episode played; "
-                  "its deadline queue counts its own answer's miss), BC goes on over all labels so far",
+                  "its deadline queue counts its own answer's miss), BC goes on over all labels so far for the first "
+                  "BC's number of gradient steps",
                   "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.pipeline."
                   "relabel, ilets.report.command_control.choose_bc_epochs", kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
