@@ -221,7 +221,9 @@ display(plots.markdown_table(R.ladder_display(ladder, "gaps"), {}, empty=""))
 # one switch time to the next. The first switch time is the first decision, where each
 # simulation is that member's whole episode. Hence the rung is never below any rung, nor
 # below doing nothing, on that score, episode by episode (tested on the tiny episode, and
-# counted below on every shipped one). Its grid (`gridcommand-grid-hindsight`) shares the
+# counted below on every shipped one). It bounds the ladder, not every policy: a switch
+# between rungs at other times, or a policy no rung plays, could score higher, and a learner
+# that beats it would show that. Its grid (`gridcommand-grid-hindsight`) shares the
 # quick grid's rung cells: their settings are the same, and so are their digests.
 #
 # {glue:md}`gc_bound_status`
