@@ -87,8 +87,34 @@ def test_the_envelope_is_deterministic(clipped):
     assert GridCommandEnv(config("clip")).envelope == clipped.envelope
 
 
+def test_per_event_runs_agree_with_the_joint_run_on_each_directions_first_event_only():
+    """Each direction's first event starts from the counterfactual's state in both modes, so
+    its reach is the same; a down event after another starts, in the joint run, in what the
+    extreme left of the first (here: queues the deferrals emptied), in its own run from the
+    counterfactual's."""
+    second = CommandSpec(direction="down", depth=0.9, start_after_s=3.05, duration_s=0.4, ramp_s=0.1)
+    joint = GridCommandEnv(config("record", DEEP_DOWN, second, UP))
+    each = GridCommandEnv(dataclasses.replace(config("record", DEEP_DOWN, second, UP), envelope_runs="per-event"))
+    assert [r.direction for r in each.envelope] == ["down", "down", "up"]
+    assert [each.envelope[i].reachable_depth for i in (0, 2)] == [joint.envelope[i].reachable_depth for i in (0, 2)]
+    assert each.envelope[1].reachable_depth != joint.envelope[1].reachable_depth
+    # the default is the joint run: digests of what was computed before the knob are unchanged
+    from ilets.gridcommand.config import settings_plain
+
+    assert "envelope_runs" not in settings_plain(config("record"))
+    assert settings_plain(dataclasses.replace(config("record"), envelope_runs="per-event"))["envelope_runs"]
+
+
+def test_a_per_event_reach_does_not_depend_on_the_other_events():
+    second = CommandSpec(direction="down", depth=0.9, start_after_s=3.05, duration_s=0.4, ramp_s=0.1)
+    both = GridCommandEnv(dataclasses.replace(config("record", DEEP_DOWN, second), envelope_runs="per-event"))
+    alone = GridCommandEnv(dataclasses.replace(config("record", second), envelope_runs="per-event"))
+    assert both.envelope[1].reachable_depth == alone.envelope[0].reachable_depth
+
+
 @pytest.mark.parametrize("kw, field", [({"envelope": "loose"}, "envelope"), ({"envelope_margin": 0.0}, "envelope_margin"),
-                                       ({"envelope_margin": 1.5}, "envelope_margin")])
+                                       ({"envelope_margin": 1.5}, "envelope_margin"),
+                                       ({"envelope_runs": "each"}, "envelope_runs")])
 def test_envelope_knobs_are_checked(kw, field):
     with pytest.raises(ConfigError, match=rf"gridcommand\.{field}: expected"):
         dataclasses.replace(config("off"), **kw).validate()

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, check_finite, from_dict, merge, read_yaml, to_dict
 from ilets.config.run import drop_added_defaults
+from ilets.gridcommand.envelope import RUN_MODES
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
                                        Direction, GridCommand, generate_schedule)
 
@@ -38,7 +39,7 @@ ENVELOPE_MODES = ("clip", "record", "off")
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
            "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
            "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep",
-           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow")
+           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow", "gridcommand-quick-sleep-each")
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class CommandSpec:
 #: Fields added to :class:`GridCommandConfig` after cells were shipped: at its default a field
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
-ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s")
+ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs")
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,11 @@ class GridCommandConfig:
     #: share of the reachable depth a clipped command asks for: below 1, the target lies inside
     #: the envelope, so the band around it is reachable too [ours]
     envelope_margin: float = 0.8
+    #: how the envelope's extreme runs are made (:data:`ilets.gridcommand.envelope.RUN_MODES`)
+    #: [ours]: ``joint``, one per direction for all its events (an event starts in what the
+    #: extreme left of the one before, and may be dropped for it); ``per-event``, one per
+    #: event with that event alone, from the counterfactual's state
+    envelope_runs: str = "joint"
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
     segment: str = "online"  #: the workload segment: "online" or "offline"
     #: show the drift-plus-penalty expert's two virtual queues (the tracking debt and the
@@ -196,6 +202,8 @@ class GridCommandConfig:
                               f"got {self.dvfs_exponent}")
         if self.envelope not in ENVELOPE_MODES:
             raise ConfigError(f"{where}.envelope: expected one of {ENVELOPE_MODES}, got {self.envelope!r}")
+        if self.envelope_runs not in RUN_MODES:
+            raise ConfigError(f"{where}.envelope_runs: expected one of {RUN_MODES}, got {self.envelope_runs!r}")
         if not 0 < self.envelope_margin <= 1:
             raise ConfigError(f"{where}.envelope_margin: expected a share of the reachable depth in (0, 1], "
                               f"got {self.envelope_margin}")

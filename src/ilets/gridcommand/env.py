@@ -204,7 +204,7 @@ class GridCommandEnv(SchedulingEnv):
                 return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule)
 
             found = reach(make_env, self.schedule, edges, self.baseline.power_w,
-                          make_heuristic(cfg.reference, seed=seed, reward=run.reward))
+                          make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs)
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None

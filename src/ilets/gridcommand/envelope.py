@@ -18,11 +18,12 @@ An event's *reachable depth* is the least, over its slots past the ramp, of the 
 extreme run makes against the baseline, over the baseline (a fraction, as the regimes'
 depths are): every slot at full depth can be moved that far. It is an inner estimate: the
 extremes are simple rules, not optimised bounds, and they ignore deadlines (a lever's reach,
-not its price; the metrics count the misses). One run per direction serves all its events,
-so an event that follows soon after another starts in what the extreme left there: the
-deferred work landing at the earlier event's end and, with the sleep lever, every sleeper
-waking at once; such an event's reach can come out at zero and the event is dropped
-(:mod:`ilets.report.command_sleep` counts them). :func:`fit_schedule` then sizes each command
+not its price; the metrics count the misses). By default one run per direction serves all
+its events, so an event that follows soon after another starts in what the extreme left
+there: the deferred work landing at the earlier event's end and, with the sleep lever, every
+sleeper waking at once; such an event's reach can come out at zero and the event is dropped
+(:mod:`ilets.report.command_sleep` counts them). With ``envelope_runs: per-event`` each event
+has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fit_schedule` then sizes each command
 to the envelope (``envelope: clip``: depth at most ``envelope_margin`` times the reachable
 depth; an event with no reachable change is dropped) or leaves it and records whether it
 fits (``envelope: record``).
@@ -38,7 +39,7 @@ import numpy as np
 
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 
-__all__ = ["EventReach", "fit_schedule", "reach"]
+__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "reach"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -91,16 +92,28 @@ def _high(env: Any) -> int:
     return int(np.argmin(np.where(servers, start, np.inf)))
 
 
+#: How the extreme runs are made (``GridCommandConfig.envelope_runs``): one per direction for
+#: all its events, or one per event with that event alone in the schedule.
+RUN_MODES = ("joint", "per-event")
+
+
 def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule, edges: np.ndarray,
-          baseline_w: np.ndarray, reference: Any) -> list[tuple[float, float]]:
+          baseline_w: np.ndarray, reference: Any, runs: str = "joint") -> list[tuple[float, float]]:
     """The reach of every event of ``schedule`` (module docstring), in its order: the
     reachable depth as a fraction of the baseline and in watts (the least over the event's
     slots past the ramp of each).
 
     ``make_env(schedule)``: a grid-command env over the episode's tasks, fleet and window with
     this schedule and no envelope of its own; ``reference``: the plain policy
-    (``act(cloud, task, mask)``) that runs outside the events.
+    (``act(cloud, task, mask)``) that runs outside the events. ``runs`` (:data:`RUN_MODES`):
+    ``joint``, one extreme run per direction serves all its events, so an event starts in
+    what the extreme left of the one before; ``per-event``, each event's run has that event
+    alone in its schedule and stops at its end, so every event starts from the reference's
+    own state (the counterfactual's) [ours]: no event inherits an earlier one's backlog, at
+    the cost of one partial run per event.
     """
+    if runs not in RUN_MODES:
+        raise ValueError(f"runs: expected one of {RUN_MODES}, got {runs!r}")
     out = [(0.0, 0.0)] * len(schedule)
     edges = np.asarray(edges, dtype=float)
     baseline_w = np.asarray(baseline_w, dtype=float)
@@ -108,28 +121,46 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
         mine = [i for i, c in enumerate(schedule) if c.direction == direction and c.duration_s > 0]
         if not mine:
             continue
-        env = make_env(schedule)
-        env.sleep_gated = False  # the lever's reach: every server that times out sleeps
-        env.reset()
-        done = False
-        while not done:
-            if env.active_command is not None and env.active_command.direction == direction:
-                a = extreme(env)
-            else:
-                a = reference.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)])
-            _, _, done, _, _ = env.step(a)
-        power = env.realised_profile(edges)
-        for i in mine:
-            c = schedule[i]
-            inside = (edges[1:] > c.start_s) & (edges[:-1] < c.end_s)
-            mid = 0.5 * (np.maximum(edges[:-1], c.start_s) + np.minimum(edges[1:], c.end_s))
-            full = inside & (mid >= c.start_s + c.ramp_s)
-            if not full.any():  # no slot's middle is past the ramp: every slot of the event
-                full = inside
-            change_w = c.sign * (power[full] - baseline_w[full])
-            out[i] = (max(0.0, float((change_w / np.maximum(baseline_w[full], 1e-12)).min())),
-                      max(0.0, float(change_w.min())))
+        if runs == "joint":
+            power = _extreme_run(make_env(schedule), direction, extreme, reference, edges)
+            for i in mine:
+                out[i] = _event_reach(schedule[i], power, edges, baseline_w)
+        else:
+            for i in mine:
+                c = schedule[i]
+                power = _extreme_run(make_env(CommandSchedule((c,))), direction, extreme, reference, edges, c.end_s)
+                out[i] = _event_reach(c, power, edges, baseline_w)
     return out
+
+
+def _extreme_run(env: Any, direction: str, extreme: Callable[[Any], int], reference: Any, edges: np.ndarray,
+                 until: float = np.inf) -> np.ndarray:
+    """Slot power of ``env``'s episode played by ``extreme`` inside its ``direction`` events and
+    ``reference`` elsewhere, to its end or to the first decision at or after ``until`` (the
+    slots before then are final: a task handed over later starts later)."""
+    env.sleep_gated = False  # the lever's reach: every server that times out sleeps
+    env.reset()
+    done = False
+    while not done and env.now < until:
+        if env.active_command is not None and env.active_command.direction == direction:
+            a = extreme(env)
+        else:
+            a = reference.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)])
+        _, _, done, _, _ = env.step(a)
+    return env.realised_profile(edges)
+
+
+def _event_reach(c: GridCommand, power: np.ndarray, edges: np.ndarray, baseline_w: np.ndarray) -> tuple[float, float]:
+    """One event's reach in an extreme run's slot power: the least change past the ramp, as a
+    fraction of the baseline and in watts."""
+    inside = (edges[1:] > c.start_s) & (edges[:-1] < c.end_s)
+    mid = 0.5 * (np.maximum(edges[:-1], c.start_s) + np.minimum(edges[1:], c.end_s))
+    full = inside & (mid >= c.start_s + c.ramp_s)
+    if not full.any():  # no slot's middle is past the ramp: every slot of the event
+        full = inside
+    change_w = c.sign * (power[full] - baseline_w[full])
+    return (max(0.0, float((change_w / np.maximum(baseline_w[full], 1e-12)).min())),
+            max(0.0, float(change_w.min())))
 
 
 def fit_schedule(schedule: CommandSchedule, reachable: list[tuple[float, float]], mode: str,
