@@ -114,3 +114,18 @@ def test_sensitivity_says_where_the_timing_changes_the_bar(tmp_path):
     assert C.sensitivity_sentence(t.iloc[0:0]) == "The lever's timing variants have not run."
     only_default = t[t["variant"].isin(["off", "default"])]
     assert C.sensitivity_sentence(only_default) == "The lever's timing variants have not run."
+
+
+def test_the_envelope_runs_sentence_reads_both_arms():
+    arms = C.ENVELOPE_RUNS
+    table = C.lever_table(C.lever_rows(_store(0.0), _store(0.3), arms), reps=200, arms=arms)
+    bars = C.band_bar(table, arms=arms)
+    assert set(bars["lever"]) == set(arms)
+    reach = pd.DataFrame([{"regime": "deep-short", "servers": 50, "lever": "joint", "events": 8, "dropped": 3,
+                           "reachable": 0.06, "asked_w": 1.0},
+                          {"regime": "deep-short", "servers": 50, "lever": "per-event", "events": 11, "dropped": 0,
+                           "reachable": 0.14, "asked_w": 1.0}])
+    said = C.runs_sentence(bars, reach)
+    assert "kept 11 down events and dropped 0" in said and "(the joint run: 8 kept, 3 dropped)" in said
+    assert "in 2 of the 2 (regime, fleet size) pairs (the joint run: 0 of 2)" in said
+    assert C.runs_sentence(bars.iloc[0:0], reach).startswith("The grid with one envelope run per event is not")
