@@ -107,8 +107,7 @@ bound = B.bound_table(R.results_table(bound_results))
 glue("gc_bound_status", Markdown(R.status_sentence(bound_results, root / B.SHIPPED, "gridcommand-grid-hindsight")),
      display=False)
 glue("gc_bound_said", B.bound_sentence(bound), display=False)
-glue("gc_bound_members", B.member_sentence(B.member_table(root / B.SHIPPED), bound_results.regimes
-                                           if bound_results else {}), display=False)
+glue("gc_bound_members", B.members_said(root / B.SHIPPED), display=False)
 glue("gc_bound_direction", R.direction_sentence(R.direction_table(root / B.SHIPPED)), display=False)
 sleepy = load_gridcommand_config("quick-sleep")
 glue("gc_sleep_fraction", f"{sleepy.sleep_fraction:g}", display=False)

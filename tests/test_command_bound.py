@@ -71,3 +71,4 @@ def test_members_are_read_from_the_cells_records(tmp_path):
     said = B.member_sentence(m, {"train": "shallow-long", "eval": "deep-short"})
     assert "shallow-long at 50 servers: oracle (hindsight MILP) 50%" in said and "doing nothing 25%" in said
     assert B.member_sentence(B.member_table(None), {}) == ""
+    assert B.members_said(tmp_path / "nothing") == ""

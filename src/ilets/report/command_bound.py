@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.experts import BOUND, EXPERTS
-from ilets.report.grid_command import LABELS, done_records
+from ilets.report.grid_command import LABELS, done_records, load_results
 
 #: Where the book reads the shipped grid (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-hindsight"
@@ -139,3 +139,10 @@ def member_sentence(members: pd.DataFrame, regimes: dict[str, str]) -> str:
                          for m, s in zip(g["member"], g["share"]))
         parts.append(f"{regimes.get(role, role)} at {servers} servers: {said}")
     return "Members followed, as shares of the switch times: " + "; ".join(parts) + "."
+
+
+def members_said(folder: Path) -> str:
+    """:func:`member_sentence` of a shipped grid, its regimes read from its profile ("" when
+    the folder holds no results)."""
+    results = load_results(Path(folder))
+    return "" if results is None else member_sentence(member_table(folder), results.regimes)
