@@ -23,10 +23,10 @@ its events, so an event that follows soon after another starts in what the extre
 there: the deferred work landing at the earlier event's end and, with the sleep lever, every
 sleeper waking at once; such an event's reach can come out at zero and the event is dropped
 (:mod:`ilets.report.command_sleep` counts them). With ``envelope_runs: per-event`` each event
-has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fit_schedule` then sizes each command
-to the envelope (``envelope: clip``: depth at most ``envelope_margin`` times the reachable
-depth; an event with no reachable change is dropped) or leaves it and records whether it
-fits (``envelope: record``).
+has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fit_schedule`
+then sizes each command to the envelope (``envelope: clip``: depth at most
+``envelope_margin`` times the reachable depth; an event with no reachable change is dropped)
+or leaves it and records whether it fits (``envelope: record``).
 """
 
 from __future__ import annotations

@@ -359,8 +359,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "the least energy; up: the server adding the most energy among those starting the task at once) "
                   "and the reference outside; an event's reachable depth is the least change past its ramp; "
                   f"envelope: {g.envelope} sizes each command to at most {g.envelope_margin:g} of it and drops an "
-                  "event that cannot move the power (an inner estimate: simple extremes that ignore deadlines)",
-                  "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin", kind=EXTENSION),
+                  "event that cannot move the power (an inner estimate: simple extremes that ignore deadlines); "
+                  f"envelope_runs: {g.envelope_runs} (one run per direction serves all its events, so an event "
+                  "starts in what the extreme left of the one before); per-event (opt-in, "
+                  "gridcommand-quick-sleep-each): a run per event with that event alone, stopped at its end, from "
+                  "the counterfactual's state",
+                  "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin/envelope_runs",
+                  kind=EXTENSION),
         Deviation("SLA penalty", _NO_PAPER, f"the grid-command profiles charge a task that will miss its deadline "
                   f"{load_gridcommand_config('quick').run.reward.deadline_penalty:g} more (reward.deadline_penalty; the plain "
                   f"study's {_D.reward.deadline_penalty:g}), the miss penalty the experts' fitness charges",
