@@ -32,6 +32,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from ilets.gridcommand.command import DRIFT_LOAD
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.experts import DECIDING
 from ilets.gridcommand.pipeline import PipelineConfig
@@ -88,6 +89,8 @@ drift_rows = D.load_drift(root / D.SHIPPED)
 factors = D.factor_table(drift_rows)
 glue("gc_drift_status", Markdown(D.status_sentence(drift_rows, root / D.SHIPPED)), display=False)
 glue("gc_drift_said", D.drift_sentence(factors, scale=D.scale_of(drift_rows)), display=False)
+glue("gc_drift_events", D.events_sentence(drift_rows), display=False)
+glue("gc_drift_load", f"{DRIFT_LOAD:g}", display=False)
 glue("gc_every", f"{pipe.every}", display=False)
 glue("gc_window", f"{pipe.window}", display=False)
 table = R.results_table(results)
@@ -537,7 +540,8 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 # put on any one of them, and it does not say whether training under the new regime would
 # have helped. The drift protocol (`python -m ilets.study.command_drift`, family
 # `gridcommand-drift-quick`) moves one factor of shallow-long to its deep-short value at a
-# time. For each factor the methods trained under shallow-long are scored under it and under
+# time, and one factor the trials do not move, the load: the arrival rate times
+# {glue:text}`gc_drift_load` (the generalisation chapter's rate shift). For each factor the methods trained under shallow-long are scored under it and under
 # the moved regime, and the clone-based methods are also trained under the moved regime and
 # scored there: the control. Every comparison is paired by seed on the same episodes.
 # Experts are not trained, so they have no control.
@@ -548,7 +552,10 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 plots.markdown_table(D.factors_table(), {}, empty="")
 
 # %% [markdown]
-# *Table: what each factor moves, from its shallow-long value to its deep-short value.*
+# *Table: what each factor moves, from its shallow-long value to its deep-short value (the
+# load: to the declared arrival-rate factor).*
+#
+# {glue:text}`gc_drift_events`
 #
 # {glue:text}`gc_drift_said`
 

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 
 from ilets.config import ConfigError
-from ilets.gridcommand.command import (DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, FIELD_REGIMES, REGIMES, CommandError,
-                                       one_factor)
+from ilets.gridcommand.command import (DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TARGET, DRIFT_TOWARD,
+                                       FIELD_REGIMES, REGIMES, CommandError, one_factor)
 from ilets.report import command_drift as D
 from ilets.study import command_drift as CD
 
@@ -23,7 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_each_drift_regime_moves_exactly_its_factor():
-    base, toward = FIELD_REGIMES[DRIFT_BASE], FIELD_REGIMES[DRIFT_TOWARD]
+    base, toward = FIELD_REGIMES[DRIFT_BASE], DRIFT_TARGET
+    # the target is deep-short with the load the trials do not move set to the declared one
+    assert dataclasses.replace(toward, load=1.0) == FIELD_REGIMES[DRIFT_TOWARD] and toward.load == DRIFT_LOAD != 1
     fields = [f.name for f in dataclasses.fields(base) if f.name != "name"]
     for factor, moved_fields in DRIFT_FACTORS.items():
         moved = REGIMES[f"{DRIFT_BASE}+{factor}"]
@@ -35,6 +37,24 @@ def test_each_drift_regime_moves_exactly_its_factor():
                                                               if getattr(base, f) != getattr(toward, f)}
     with pytest.raises(CommandError, match="unknown drift factor 'speed'"):
         one_factor(base, toward, "speed")
+
+
+def test_the_load_factor_moves_the_arrival_rate_and_nothing_else():
+    from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.gridcommand.env import GridCommandEnv
+
+    smoke = load_gridcommand_config("smoke")
+    plain = dataclasses.replace(smoke, regime=DRIFT_BASE, commands=())
+    loaded = dataclasses.replace(plain, regime=f"{DRIFT_BASE}+load")
+    assert plain.workload_of() is plain.run.workload  # load 1: the configured workload itself
+    assert loaded.workload_of().rate_factor == plain.run.workload.rate_factor * DRIFT_LOAD
+    a, b = GridCommandEnv(plain), GridCommandEnv(loaded)
+    assert len(b.tasks) > len(a.tasks) and b.window == a.window
+    # the commands come from the same seeded draw: only the load moved
+    assert [c.start_s for c in b.schedule] == [c.start_s for c in a.schedule]
+    assert all(r.load == 1.0 for r in FIELD_REGIMES.values())
+    with pytest.raises(CommandError, match="load: expected an arrival-rate factor > 0"):
+        dataclasses.replace(FIELD_REGIMES[DRIFT_BASE], load=0.0).validate()
 
 
 def test_the_shipped_family_expands_into_shifted_and_control_grids():
@@ -128,3 +148,15 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
         DRIFT_BASE, f"{DRIFT_BASE}+band"}
     assert "band" in D.status_sentence(rows, tmp_path / "shipped")
+
+
+def test_the_events_sentence_counts_each_seed_once_and_names_the_fewest():
+    rows = pd.DataFrame([{"factor": f, "arm": a, "servers": 50, "seed": s, "method": m, "events": e}
+                         for f, e0 in (("depth", 2), ("band", 4)) for a in ("base", "moved") for s in (0, 1)
+                         for m, e in (("rule", e0 + s), ("bc", e0 + s))])
+    text = D.events_sentence(rows)
+    # depth: 2 + 3 = 5 events per arm (two methods meet the same commands: counted once)
+    assert "at least 5 events (depth, base, 50 servers)" in text and "2-5 events" in text
+    assert f"at most {D.most_events_per_window()} of its events" in text
+    assert D.most_events_per_window() == 9  # (1500 + 30) // (125 + 30)
+    assert D.events_sentence(rows.iloc[0:0]) == ""

@@ -288,6 +288,10 @@ class CommandRegime:
     band: float = 0.2  #: tolerance, fraction of the requested change
     p_down: float = 0.8  #: probability of a down event (the rest are up)
     min_gap_s: float = 30.0  #: least time between two events, s [ours]
+    #: the workload's arrival rate x this while the regime holds [ours]: not a command but the
+    #: load the fleet meets, so that the drift protocol can move it as one factor; the field
+    #: regimes keep 1 (the trials report no load change), and at 1 the workload is untouched
+    load: float = 1.0
 
     def validate(self, where: str = "regime") -> "CommandRegime":
         """Named errors for impossible ranges; returns self."""
@@ -309,6 +313,8 @@ class CommandRegime:
             raise CommandError(f"{where}.p_down: expected a probability in [0, 1], got {self.p_down}")
         if not 0 <= self.min_gap_s < math.inf:
             raise CommandError(f"{where}.min_gap_s: expected a number >= 0, got {self.min_gap_s}")
+        if not 0 < self.load < math.inf:
+            raise CommandError(f"{where}.load: expected an arrival-rate factor > 0, got {self.load}")
         return self
 
 
@@ -331,7 +337,8 @@ FIELD_REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
 
 #: The drift protocol's factors [ours]: the fields of a regime each one moves. deep-short
 #: differs from shallow-long in all of them at once, so a drop there cannot be put on any one;
-#: :func:`one_factor` moves one.
+#: :func:`one_factor` moves one. ``load`` is the one factor the trials do not move: it goes to
+#: :data:`DRIFT_LOAD`.
 DRIFT_FACTORS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
     "depth": ("depth",),
     "duration": ("duration_s",),
@@ -339,9 +346,15 @@ DRIFT_FACTORS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType({
     "band": ("band",),
     "frequency": ("events_per_window",),
     "direction": ("p_down",),  # the share of up events
+    "load": ("load",),
 })
 #: The regime the drift protocol starts from, and the one whose values it moves to.
 DRIFT_BASE, DRIFT_TOWARD = "shallow-long", "deep-short"
+#: The load factor's moved value [ours]: arrival rate x 1.5, the generalisation study's
+#: ``rate-x1.5`` shift (``ilets/configs/shifts.yaml``), so the two chapters move load alike.
+DRIFT_LOAD = 1.5
+#: What the factors move to: deep-short's values, and :data:`DRIFT_LOAD` for the load.
+DRIFT_TARGET = replace(FIELD_REGIMES[DRIFT_TOWARD], load=DRIFT_LOAD)
 
 
 def one_factor(base: CommandRegime, toward: CommandRegime, factor: str) -> CommandRegime:
@@ -355,7 +368,7 @@ def one_factor(base: CommandRegime, toward: CommandRegime, factor: str) -> Comma
 
 #: shallow-long with one factor of deep-short each (:func:`one_factor`), by name.
 DRIFT_REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({
-    f"{DRIFT_BASE}+{f}": one_factor(FIELD_REGIMES[DRIFT_BASE], FIELD_REGIMES[DRIFT_TOWARD], f) for f in DRIFT_FACTORS})
+    f"{DRIFT_BASE}+{f}": one_factor(FIELD_REGIMES[DRIFT_BASE], DRIFT_TARGET, f) for f in DRIFT_FACTORS})
 #: Every built-in regime by name: the field-calibrated ones, then the drift protocol's.
 REGIMES: MappingProxyType[str, CommandRegime] = MappingProxyType({**FIELD_REGIMES, **DRIFT_REGIMES})
 

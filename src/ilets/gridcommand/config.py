@@ -23,7 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-from ilets.config import HEURISTICS, ConfigError, RunConfig, check_finite, from_dict, merge, read_yaml, to_dict
+from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig, check_finite, from_dict, merge, read_yaml, to_dict
 from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.envelope import RUN_MODES
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
@@ -251,6 +251,16 @@ class GridCommandConfig:
             return generate_schedule(REGIMES[self.regime], window_start, window_end, seed)
         except CommandError as err:
             raise ConfigError(f"{where}: {err}") from None
+
+    def workload_of(self, run: RunConfig | None = None) -> WorkloadConfig:
+        """The workload the episode meets: ``run``'s (default the config's) with its arrival
+        rate times the regime's ``load`` (:class:`ilets.gridcommand.command.CommandRegime`);
+        at load 1 (every field regime) exactly the configured one."""
+        workload = (self.run if run is None else run).workload
+        load = REGIMES[self.regime].load if self.regime in REGIMES else 1.0
+        if load == 1.0:
+            return workload
+        return dataclasses.replace(workload, rate_factor=workload.rate_factor * load)
 
     def check_slots(self, window_start: float, window_end: float, where: str = "gridcommand") -> None:
         """The slot grid over the window must stay a sane size (at most a million slots)."""

@@ -170,7 +170,7 @@ class GridCommandEnv(SchedulingEnv):
             a0, a1 = float(tasks.arrival[0]), float(tasks.arrival[-1])
             window = self._fixed_window or (a0, max(a1, a0 + cfg.slot_s))
         else:
-            workload = load_workload(run.workload, seed)
+            workload = load_workload(cfg.workload_of(run), seed)
             tasks = workload.online if cfg.segment == "online" else workload.offline
             split = workload.split_time
             window = self._fixed_window or ((split, 2 * split) if cfg.segment == "online" else (0.0, split))

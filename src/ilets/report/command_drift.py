@@ -21,7 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, REGIMES
+from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD, REGIMES
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, METRICS
 
@@ -164,8 +164,9 @@ def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale:
     text = (f"Moved one at a time from {DRIFT_BASE} ({scale} scale, {seeds} paired seeds or more), the factors change "
             f"the {label} of the (method, fleet size) pairs as follows: " + "; ".join(parts) + ".")
     if worst[1]:
-        text += (f" The factor that makes the most pairs worse is {worst[0]} ({worst[1]} of {worst[2]}, "
-                 f"{' and '.join(DRIFT_FACTORS[worst[0]])} set as in {DRIFT_TOWARD}).")
+        moved = (f"arrival rate x{DRIFT_LOAD:g}" if worst[0] == "load" else
+                 f"{' and '.join(DRIFT_FACTORS[worst[0]])} set as in {DRIFT_TOWARD}")
+        text += f" The factor that makes the most pairs worse is {worst[0]} ({worst[1]} of {worst[2]}, {moved})."
     c = t[t["control_verdict"].notna() & (t["control_verdict"] != "no data")]
     if len(c):
         ahead = int((c["control_verdict"] == "worse").sum())
@@ -177,3 +178,29 @@ def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale:
                  "training under the moved regime helps more often than it hurts." if ahead > behind else
                  "training under the moved regime does not help more often than it hurts.")
     return text
+
+
+def most_events_per_window(name: str = DRIFT_BASE) -> int:
+    """The most events of regime ``name`` one window can hold: every event at its shortest
+    duration, every gap at its least (times scale with the window, so the count does not)."""
+    from ilets.gridcommand.command import PAPER_ONLINE_WINDOW_S
+
+    r = REGIMES[name]
+    return int((PAPER_ONLINE_WINDOW_S + r.min_gap_s) // (r.duration_s[0] + r.min_gap_s))
+
+
+def events_sentence(rows: pd.DataFrame) -> str:
+    """How many scored events each comparison rests on: per factor, arm and fleet size the
+    events of one method's episodes summed over the seeds (every method of a seed meets the
+    same commands), the fewest of them; and why one episode cannot hold many more."""
+    if len(rows) == 0:
+        return ""
+    one = rows.drop_duplicates(["factor", "arm", "servers", "seed"])
+    pooled = one.groupby(["factor", "arm", "servers"])["events"].sum()
+    per = one.groupby(["factor", "arm", "servers", "seed"])["events"].first()
+    low = pooled.idxmin()
+    return (f"An episode holds {int(per.min())}-{int(per.max())} events (a {DRIFT_BASE} window holds at most "
+            f"{most_events_per_window()} of its events, each at its shortest with the least gap), so no comparison "
+            f"rests on one episode: summed over the seeds, each (factor, arm, fleet size) meets at least "
+            f"{int(pooled.min())} events ({low[0]}, {low[1]}, {low[2]} servers) and {int(pooled.median())} "
+            "at the median.")

@@ -230,8 +230,8 @@ _NO_PAPER = "silent: the paper has no grid command (a scenario this study adds)"
 def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
-    from ilets.gridcommand.command import (DAY_S, DRIFT_BASE, DRIFT_FACTORS, DRIFT_TOWARD, FIELD_REGIMES,
-                                           PAPER_ONLINE_WINDOW_S)
+    from ilets.gridcommand.command import (DAY_S, DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD,
+                                           FIELD_REGIMES, PAPER_ONLINE_WINDOW_S)
     from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
@@ -269,7 +269,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
         Deviation("Drift protocol", "the paper shows no drift of this kind (its drift is the workload's)",
                   f"{DRIFT_BASE} with one factor at a time set as in {DRIFT_TOWARD} ("
                   + ", ".join(f"{k}: {'/'.join(v)}" for k, v in DRIFT_FACTORS.items())
-                  + "); learners trained under the base are scored under each, beside a control trained under it",
+                  + f"); the load, which the trials do not move, goes to arrival rate x{DRIFT_LOAD:g} (the "
+                  "generalisation study's rate shift); learners trained under the base are scored under each, "
+                  "beside a control trained under it",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Per-server policy on the grid command", _NO_PAPER,
                   "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
