@@ -543,8 +543,9 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 # time, and one factor the trials do not move, the load: the arrival rate times
 # {glue:text}`gc_drift_load` (the generalisation chapter's rate shift). For each factor the
 # methods trained under shallow-long are scored under it and under the moved regime, and the
-# clone-based methods are also trained under the moved regime and scored there: the control. Every comparison is paired by seed on the same episodes.
-# Experts are not trained, so they have no control.
+# clone-based methods are also trained under the moved regime and scored there: the control.
+# Every comparison is paired by seed on the same episodes. Experts are not trained, so they
+# have no control.
 #
 # {glue:md}`gc_drift_status`
 
