@@ -190,6 +190,25 @@ def test_the_bc_budget_pilot_rule_honours_the_miss_bar_then_the_lowest_ratio_the
     assert list(C.clone_pilot_display(top)["BC epochs"]).count("300 (chosen)") == 2
 
 
+def test_the_dagger_rounds_pilot_takes_the_same_rule_over_rounds_and_widens_at_its_top():
+    from ilets.report import command_control as C
+
+    def table(means):
+        return pd.DataFrame([{"dagger_rounds": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
+                              "deferrals": 1, "deferrals_teacher": 1}
+                             for n, (v, m) in means.items() for seed in (100, 101)])
+
+    assert C.choose_dagger_rounds(table({1: (1.5, 1.0), 2: (1.2, 1.0), 4: (1.0, 1.3)})) == 2  # 4 misses too much
+    assert C.choose_dagger_rounds(table({1: (1.01, 1.0), 2: (1.0, 1.0), 4: (1.3, 1.0)})) == 1  # within 2 %: fewer
+    top = table({1: (1.5, 1.0), 2: (1.2, 1.0), 4: (1.0, 1.0)})
+    assert C.pilot_widens(top) and not C.pilot_widens(table({1: (1.5, 1.0), 2: (1.0, 1.0), 4: (1.2, 1.0)}))
+    said = C.clone_pilot_sentence(top)
+    assert "1.00x (4 rounds)" in said and "1.50x (1 round)" in said and "kept 4" in said and "to be widened" in said
+    # the repeat pilot never widens (its range predates widening)
+    repeat = top.rename(columns={"dagger_rounds": "defer_repeat"})
+    assert C.choose_defer_repeat(repeat) == 4 and not C.pilot_widens(repeat)
+
+
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
     from ilets.report import command_control as C
 

@@ -130,19 +130,26 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
 #: The clone pilots, each a knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` with its
 #: candidates, every candidate a grid shipped under ``shipped/gridcommand-clone-pilot/<prefix><n>``
 #: (profiles ``gridcommand-grid-clone-pilot-<prefix><n>``): how many times a demonstrated
-#: deferral is shown (``defer_repeat``; the scenario with the teacher's queues shown), and the
-#: BC budget (``bc_epochs``; the same scenario with the sleep lever on).
+#: deferral is shown (``defer_repeat``; the scenario with the teacher's queues shown), the
+#: BC budget (``bc_epochs``; the same scenario with the sleep lever on), and the DAgger rounds
+#: after that budget (``dagger_rounds``; at 50 servers only, the one fleet size where the
+#: DAgger design's clone missed the bar).
 PILOT_REPEATS = (1, 4, 16)
 PILOT_EPOCHS = (10, 30, 100, 300)
 #: Candidates added by widening (a choice at the top of the range adds one three times larger).
 PILOT_EPOCHS_WIDENED = (900,)
-PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e")}
+PILOT_ROUNDS = (1, 2, 4)
+#: Widening the rounds doubles them (a round costs a whole relabelled episode and a BC pass).
+PILOT_ROUNDS_WIDENED = (8,)
+PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
+          "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d")}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
 #: A candidate this close (relative) to the best ratio, with a smaller value, is taken instead.
 PILOT_TOLERANCE = 0.02
 #: How each pilot's candidates are named in prose and tables.
 _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{'s' if n > 1 else ''}"),
-                "bc_epochs": ("BC epochs", lambda n: f"{n} epochs")}
+                "bc_epochs": ("BC epochs", lambda n: f"{n} epochs"),
+                "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}")}
 
 
 def clone_pilot_table(root: Path, teacher: str = "lyapunov", knob: str = "defer_repeat") -> pd.DataFrame:
@@ -195,22 +202,39 @@ def choose_bc_epochs(table: pd.DataFrame) -> int | None:
     :data:`PILOT_TOLERANCE` (relative) of that best are taken instead (a budget no larger than
     needed). None: no candidate ran. A choice at the top of :data:`PILOT_EPOCHS` widens the
     range (:func:`pilot_widens`)."""
+    return _miss_bar_then_lowest_ratio(table, "bc_epochs")
+
+
+def choose_dagger_rounds(table: pd.DataFrame) -> int | None:
+    """The DAgger-rounds pilot's rule, written before any candidate ran: the BC-budget rule
+    (:func:`choose_bc_epochs`) over the rounds: among the candidates whose mean miss ratio is
+    at most :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, fewer rounds
+    within :data:`PILOT_TOLERANCE` taken instead; a choice at the top of
+    :data:`PILOT_ROUNDS` widens the range (:func:`pilot_widens`)."""
+    return _miss_bar_then_lowest_ratio(table, "dagger_rounds")
+
+
+def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
-    g = table.groupby("bc_epochs")
+    g = table.groupby(knob)
     track, miss = g["track_ratio"].mean(), g["miss_ratio"].mean()
     allowed = track[miss <= MISS_BAR] if (miss <= MISS_BAR).any() else track
     return _lowest_ratio(allowed)
 
 
 #: Each pilot's rule.
-CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs}
+CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds}
+#: The pilots whose range widens when the rule picks its largest candidate (the repeat
+#: pilot's range was fixed before widening was part of the rules).
+WIDENING = ("bc_epochs", "dagger_rounds")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
-    """Whether the BC-budget pilot chose its largest candidate, so that its range must be
-    widened (a candidate three times larger) before the choice stands."""
-    return _knob(table) == "bc_epochs" and CHOOSE["bc_epochs"](table) == max(table["bc_epochs"], default=None)
+    """Whether a widening pilot (:data:`WIDENING`) chose the largest candidate it ran, so that
+    its range must be widened before the choice stands."""
+    knob = _knob(table)
+    return knob in WIDENING and CHOOSE[knob](table) == max(table[knob], default=None)
 
 
 def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -247,7 +271,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     said = ", ".join(f"{means[n]:.2f}x ({name(n)})" for n in sorted(means.index))
     text = (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
             f"error (mean over seeds and fleet sizes); the rule kept {chosen}.")
-    if knob == "bc_epochs":
+    if knob in WIDENING:
         text = text[:-1] + (f", whose miss rate is {misses[chosen]:.2f} times the teacher's"
                             + (" (its largest candidate: the range is to be widened before the choice stands)."
                                if pilot_widens(table) else "."))
