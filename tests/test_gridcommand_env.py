@@ -415,3 +415,30 @@ def test_tracking_metrics_refuse_an_unfinished_episode():
     env.step(0)
     with pytest.raises(ValueError, match="not finished"):
         tracking_metrics(env)
+
+
+def test_a_profile_that_extends_another_sets_only_what_it_lists(tmp_path):
+    sleepy = load_gridcommand_config("quick-sleep")
+    # the shipped variants are their base plus the lines they list
+    assert load_gridcommand_config("quick-sleep-each") == dataclasses.replace(sleepy, envelope_runs="per-event")
+    assert load_gridcommand_config("quick-sleep-fast") == dataclasses.replace(sleepy, sleep_after_s=0.1, wake_s=0.25)
+    child = tmp_path / "child.yaml"
+    child.write_text("extends: gridcommand-quick\nslot_s: 1.0\nrun: {fleet: {servers: 7}}\n")
+    cfg = load_gridcommand_config(child, run={"seed": 4})
+    quick = load_gridcommand_config("quick")
+    assert cfg.slot_s == 1.0 and cfg.run.fleet.servers == 7 and cfg.run.seed == 4
+    assert cfg.run.workload == quick.run.workload and cfg.track_weight == quick.track_weight
+    grandchild = tmp_path / "grandchild.yaml"  # a path is read from the extending file's folder
+    grandchild.write_text("extends: child.yaml\ntrack_weight: 2.0\n")
+    assert load_gridcommand_config(grandchild) == dataclasses.replace(load_gridcommand_config(child), track_weight=2.0)
+    for text, said in (("extends: nowhere\n", r"extends: 'nowhere' is not a profile"),
+                       ("extends: 3\n", r"extends: expected the name or path"),
+                       ("extends: child.yaml\n", r"extends: 'child.yaml' leads back to this file"),
+                       ("extends: gridcommand-quick\nslot: 1\n", r"unknown key.*slot")):
+        child.write_text(text)
+        with pytest.raises(ConfigError, match=said) as err:
+            load_gridcommand_config(child)
+        assert "child.yaml" in str(err.value) and "\n" not in str(err.value)
+    child.write_text("extends: missing.yaml\n")
+    with pytest.raises(ConfigError, match="missing.yaml"):
+        load_gridcommand_config(child)

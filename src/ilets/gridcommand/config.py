@@ -311,15 +311,42 @@ def load_gridcommand_config(name_or_path: str | Path | None = None, **overrides:
     ``name_or_path``: one of :data:`BUILTIN` (``"gridcommand-smoke"``; ``"smoke"``,
     ``"quick"`` and ``"paper"`` also name them), a path, or None for the defaults. The file's
     ``run`` mapping overrides the study's method settings (``methods.yaml``); ``overrides``
-    (nested dicts welcome, ``run={"seed": 3}``) are applied last.
+    (nested dicts welcome, ``run={"seed": 3}``) are applied last. A file with ``extends:
+    <profile>`` (a built-in name or a path) starts from that profile instead and sets only what
+    it lists, so a variant says what it changes and nothing else.
     """
+    return _load(name_or_path, overrides or {}, ())
+
+
+def _profile_path(name_or_path: str | Path) -> Path:
+    text = str(name_or_path)
+    short = f"gridcommand-{text}" if f"gridcommand-{text}" in BUILTIN else text
+    return gridcommand_path(short) if short in BUILTIN else Path(name_or_path)
+
+
+def _load(name_or_path: str | Path | None, overrides: dict[str, Any], chain: tuple[Path, ...]) -> GridCommandConfig:
+    """:func:`load_gridcommand_config`, with ``chain`` the files already being extended."""
     if name_or_path is None:
-        data, where = {}, "gridcommand"
+        data: dict[str, Any] = {}
+        where = "gridcommand"
     else:
-        text = str(name_or_path)
-        short = f"gridcommand-{text}" if f"gridcommand-{text}" in BUILTIN else text
-        path = gridcommand_path(short) if short in BUILTIN else Path(name_or_path)
+        path = _profile_path(name_or_path)
         data, where = read_yaml(path), str(path)
+        if "extends" in data:
+            parent = data.pop("extends")
+            if not isinstance(parent, str) or not parent:
+                raise ConfigError(f"{where}.extends: expected the name or path of a grid-command profile, got {parent!r}")
+            if parent.endswith((".yaml", ".yml")):
+                parent_path = path.parent / parent  # a path is read from the extending file's folder
+            elif _profile_path(parent) != Path(parent):
+                parent_path = _profile_path(parent)
+            else:
+                raise ConfigError(f"{where}.extends: {parent!r} is not a profile; expected one of {list(BUILTIN)} "
+                                  "or a .yaml path")
+            if parent_path.resolve() in (*chain, path.resolve()):
+                raise ConfigError(f"{where}.extends: {parent!r} leads back to this file (a cycle)")
+            cfg = merge(_load(parent_path, {}, (*chain, path.resolve())), data, where)
+            return (merge(cfg, overrides, where) if overrides else cfg).validate(where)
     run_data = data.pop("run", {}) or {}
     if not isinstance(run_data, dict):
         raise ConfigError(f"{where}.run: expected a mapping of run settings, got {type(run_data).__name__}")
