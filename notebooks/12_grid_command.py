@@ -80,8 +80,8 @@ glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagge
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
 glue("gc_pilot_repeats", ", ".join(map(str, C.PILOT_REPEATS[:-1])) + f" or {C.PILOT_REPEATS[-1]}", display=False)
 glue("gc_pilot_tolerance", f"{C.PILOT_TOLERANCE:.0%}", display=False)
-heldout_name = C.heldout_design(root)
-heldout = C.heldout_table(C.heldout_rows(root / C.DESIGNS[heldout_name]))
+heldout_name, heldout_rows = C.heldout_design(root)
+heldout = C.heldout_table(heldout_rows)
 glue("gc_heldout_design", heldout_name, display=False)
 glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(C.load_designs(root))), display=False)
 glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
@@ -661,9 +661,11 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 #   which already keeps the response and deadline counted from the first arrival.
 # * **Using the DVFS lever.** `speed_levels: [1.0, 0.6, 1.4]` in a profile lets a placement
 #   run its task slower or faster (`Cloud.assign(speed=, power_factor=)`, power ~ speed^3),
-#   and the envelope then counts that reach. No expert uses it yet: the Lyapunov score and
-#   the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
-#   dimension. The sleep lever (above) is the environment's power manager, not a choice of
+#   and the envelope then counts that reach. The Lyapunov expert already scores every level
+#   (its energy term then prefers the slow one even outside events, so it misses more
+#   deadlines: the lever needs weights of its own, chosen on pilot seeds); the other rungs
+#   and the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
+#   dimension, and the per-server policy one logit per level. The sleep lever (above) is the environment's power manager, not a choice of
 #   the policy; a sleep head on the per-server policy (a per-server logit "let it sleep",
 #   its rows already show a sleeping server's wake-up as wait) would make it one, and the
 #   experts would plan it (none does: `committed_profile` counts every idle server).

@@ -118,3 +118,14 @@ def test_a_per_event_reach_does_not_depend_on_the_other_events():
 def test_envelope_knobs_are_checked(kw, field):
     with pytest.raises(ConfigError, match=rf"gridcommand\.{field}: expected"):
         dataclasses.replace(config("off"), **kw).validate()
+
+
+def test_an_extreme_run_refuses_an_env_whose_sleep_is_gated():
+    from ilets.gridcommand.envelope import reach
+
+    cfg = dataclasses.replace(config("off"), sleep_fraction=0.1)
+    gated = GridCommandEnv(cfg)
+    assert gated.sleep_gated and not GridCommandEnv(cfg, sleep_gated=False).sleep_gated
+    with pytest.raises(ValueError, match="sleep_gated=False"):
+        reach(lambda schedule: GridCommandEnv(cfg, schedule=schedule), gated.schedule, gated.slot_edges,
+              gated.baseline.power_w, EarliestFinish())

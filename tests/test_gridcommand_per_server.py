@@ -333,7 +333,10 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
         (cells / "bc-M50-s0.json").write_text(json.dumps({"method": "bc", "servers": 50, "seed": 0,
                                                           "status": "done", "train": train}))
 
-    assert C.heldout_design(tmp_path) == C.HELDOUT_DESIGNS[0]  # nothing shipped: the first
+    design, rows = C.heldout_design(tmp_path)
+    assert design == C.HELDOUT_DESIGNS[0] and len(rows) == 0  # nothing shipped: the first
     ship(C.HELDOUT_DESIGNS[1], True)
     ship(C.HELDOUT_DESIGNS[-1], False)  # shipped, but without held-out scores
-    assert C.heldout_design(tmp_path) == C.HELDOUT_DESIGNS[1]
+    design, rows = C.heldout_design(tmp_path)
+    assert design == C.HELDOUT_DESIGNS[1] and rows.to_dict("records") == [
+        {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in P.HELDOUT_METRICS}}]

@@ -111,12 +111,17 @@ class GridCommandEnv(SchedulingEnv):
         window: ``(start, end)`` of the scored window (s); default: the segment's window
             (the online half of the workload), or the span of ``tasks`` when they are given.
         schedule: use these commands instead of the configured regime/commands.
+        sleep_gated: with the sleep lever, put servers to sleep only as far as the power is
+            above the target (the default); False: every server that times out sleeps, the
+            lever's whole reach (the flexibility envelope's extreme runs).
     """
 
     def __init__(self, config: GridCommandConfig | None = None, tasks: TaskTable | None = None,
                  fleet: Fleet | None = None, window: tuple[float, float] | None = None,
-                 schedule: CommandSchedule | None = None) -> None:
+                 schedule: CommandSchedule | None = None, sleep_gated: bool = True) -> None:
         super().__init__()
+        #: sleep only as far as the power is above the target (see ``sleep_gated`` above)
+        self.sleep_gated = bool(sleep_gated)
         self.config = (config if config is not None else load_gridcommand_config(DEFAULT_PROFILE)).validate()
         run = self.config.run
         self.fleet = fleet if fleet is not None else make_fleet(run.fleet, run.fleet.seed)
@@ -201,16 +206,14 @@ class GridCommandEnv(SchedulingEnv):
             bare = dataclasses.replace(cfg, run=run, envelope="off")
 
             def make_env(schedule: CommandSchedule) -> GridCommandEnv:
-                return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule)
+                return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
+                                      sleep_gated=False)
 
             found = reach(make_env, self.schedule, edges, self.baseline.power_w,
                           make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs)
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None
-        #: sleep only as far as the power is above the target (False: every timed-out server
-        #: sleeps, the envelope's extreme run, :func:`ilets.gridcommand.envelope.reach`)
-        self.sleep_gated = True
         if cfg.sleeps:
             downs = [(c.start_s, c.end_s) for c in self.schedule if c.direction == "down"]
             self.sleep = SleepLedger(self.fleet.p_idle * (1.0 - cfg.sleep_fraction), downs, cfg.sleep_after_s,

@@ -104,7 +104,8 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
     slots past the ramp of each).
 
     ``make_env(schedule)``: a grid-command env over the episode's tasks, fleet and window with
-    this schedule and no envelope of its own; ``reference``: the plain policy
+    this schedule, no envelope of its own and the sleep lever ungated (``sleep_gated=False``:
+    its whole reach); ``reference``: the plain policy
     (``act(cloud, task, mask)``) that runs outside the events. ``runs`` (:data:`RUN_MODES`):
     ``joint``, one extreme run per direction serves all its events, so an event starts in
     what the extreme left of the one before; ``per-event``, each event's run has that event
@@ -138,7 +139,9 @@ def _extreme_run(env: Any, direction: str, extreme: Callable[[Any], int], refere
     """Slot power of ``env``'s episode played by ``extreme`` inside its ``direction`` events and
     ``reference`` elsewhere, to its end or to the first decision at or after ``until`` (the
     slots before then are final: a task handed over later starts later)."""
-    env.sleep_gated = False  # the lever's reach: every server that times out sleeps
+    if getattr(env, "sleep_gated", False):
+        raise ValueError("make_env: an extreme run measures the sleep lever's whole reach; build the env "
+                         "with sleep_gated=False")
     env.reset()
     done = False
     while not done and env.now < until:

@@ -284,11 +284,15 @@ HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, gr
                    "the same, BC budget from its pilot", "the same, with DAgger")
 
 
-def heldout_design(root: Path) -> str:
+def heldout_design(root: Path) -> tuple[str, pd.DataFrame]:
     """The last design of :data:`HELDOUT_DESIGNS` whose grid is shipped under ``root`` with
-    held-out scores (the first one when none is)."""
-    shipped = [d for d in HELDOUT_DESIGNS if len(heldout_rows(Path(root) / DESIGNS[d]))]
-    return shipped[-1] if shipped else HELDOUT_DESIGNS[0]
+    held-out scores, and those rows (:func:`heldout_rows`); the first design and no rows when
+    none is. Designs are read from the last back, so only the shown one is read in full."""
+    for design in reversed(HELDOUT_DESIGNS):
+        rows = heldout_rows(Path(root) / DESIGNS[design])
+        if len(rows):
+            return design, rows
+    return HELDOUT_DESIGNS[0], rows
 
 
 def heldout_rows(folder: Path) -> pd.DataFrame:
