@@ -39,7 +39,8 @@ ENVELOPE_MODES = ("clip", "record", "off")
 BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
            "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
            "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep",
-           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow", "gridcommand-quick-sleep-each")
+           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow", "gridcommand-quick-sleep-each",
+           "gridcommand-quick-sleep-batch")
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,8 @@ class CommandSpec:
 #: Fields added to :class:`GridCommandConfig` after cells were shipped: at its default a field
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
-ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs")
+ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
+                "batch_slack_h")
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,16 @@ class GridCommandConfig:
     #: from a wake-up to the server's first start, s; a response time, not scaled with the
     #: window (as notice and ramp are not) [ours]
     wake_s: float = 1.0
+    #: the batch class [ours]: this share of the episode's tasks (drawn per task from the run
+    #: seed's own stream, :func:`ilets.gridcommand.batch.batch_mask`) is deferrable work whose
+    #: deadline is ``batch_slack_h``; a batch task may be deferred again and again while it can
+    #: still meet it (``max_deferrals`` binds the interactive tasks only). 0: no batch class
+    batch_share: float = 0.0
+    #: a batch task's deadline in hours of the day the window stands for, on the episode's
+    #: clock as the events' durations are (:func:`ilets.gridcommand.batch.batch_slack_s`): 4 h,
+    #: longer than the longest shallow-long event (3 h), so batch work that arrives as an event
+    #: starts can wait it out [ours]
+    batch_slack_h: float = 4.0
 
     @property
     def sleeps(self) -> bool:
@@ -204,6 +216,12 @@ class GridCommandConfig:
             raise ConfigError(f"{where}.envelope: expected one of {ENVELOPE_MODES}, got {self.envelope!r}")
         if self.envelope_runs not in RUN_MODES:
             raise ConfigError(f"{where}.envelope_runs: expected one of {RUN_MODES}, got {self.envelope_runs!r}")
+        if not 0 <= self.batch_share <= 1:
+            raise ConfigError(f"{where}.batch_share: expected the share of tasks in the batch class, in [0, 1], "
+                              f"got {self.batch_share}")
+        if not 0 < self.batch_slack_h <= 24:
+            raise ConfigError(f"{where}.batch_slack_h: expected a batch deadline in hours of the day, in (0, 24], "
+                              f"got {self.batch_slack_h}")
         if not 0 < self.envelope_margin <= 1:
             raise ConfigError(f"{where}.envelope_margin: expected a share of the reachable depth in (0, 1], "
                               f"got {self.envelope_margin}")

@@ -21,9 +21,10 @@ Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["
     capacity cannot hold the task, or, while an admission cap is active (``cap_fraction <
     1`` during a down event), where its power with the task counted would exceed
     ``cap_fraction`` of its maximum; defer is masked once the task has used
-    ``max_deferrals`` or when even the fastest server could not meet the deadline after the
-    deferral. If everything would be masked, the capacity-feasible servers stay allowed (a
-    mask is never all False). A masked action taken anyway is redirected (to the
+    ``max_deferrals`` (never for a batch task, ``batch_share``: :mod:`ilets.gridcommand.batch`)
+    or when even the fastest server could not meet the deadline after the deferral. If
+    everything would be masked, the capacity-feasible servers stay allowed (a mask is never
+    all False). A masked action taken anyway is redirected (to the
     least-loaded allowed server, else to defer) and costs ``reward.infeasible_penalty``,
     with ``info["infeasible"] = True``, as in the plain environment.
 Reward, ``-cost``
@@ -85,6 +86,7 @@ from ilets.gridcommand.features import grid_blocks
 from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
+from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
 from ilets.gridcommand.sleep import SleepLedger
 from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
@@ -184,6 +186,10 @@ class GridCommandEnv(SchedulingEnv):
         w0, w1 = float(window[0]), float(window[1])
         if not w0 < w1:
             raise ValueError(f"window: expected start < end, got {window}")
+        #: which tasks are batch work (:mod:`ilets.gridcommand.batch`); all False without the class.
+        #: Drawn from the seed alone, so a table already marked (the envelope's) is marked alike
+        self.batch = batch_mask(len(tasks), cfg.batch_share, seed)
+        tasks = with_batch(tasks, self.batch, batch_slack_s(cfg.batch_slack_h, w1 - w0))
         self.tasks, self.window = tasks, (w0, w1)
         if self._fixed_schedule is not None:
             self.schedule = self._fixed_schedule.validate(w0, w1)
@@ -406,7 +412,9 @@ class GridCommandEnv(SchedulingEnv):
             p_with = cloud.fleet.p_idle + cloud.act_per_cpu * (cloud.used + task.cpu)
             servers = feasible & (p_with <= self._cap_w)
         earliest = cloud.now + cfg.defer_s + task.length / self._max_mips - task.arrival
-        defer_ok = self._current_count < cfg.max_deferrals and bool(meets_deadline(earliest, task.deadline))
+        # max_deferrals binds interactive tasks; batch work waits while it can meet its deadline
+        may = self._current_count < cfg.max_deferrals or bool(self.batch[task.index])
+        defer_ok = may and bool(meets_deadline(earliest, task.deadline))
         if not servers.any() and not defer_ok:
             servers = feasible  # never an all-False mask: placing stays possible
         mask = np.empty(self.defer_action + 1, dtype=bool)  # a new array per decision, as the plain env's
