@@ -32,6 +32,7 @@ from pathlib import Path
 from IPython.display import Markdown, display
 from myst_nb import glue
 
+from ilets.gridcommand.batch import batch_slack_s
 from ilets.gridcommand.command import DRIFT_LOAD
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.experts import DECIDING
@@ -139,6 +140,16 @@ glue("gc_sleep_paper_plain_status", Markdown(R.status_sentence(paper_plain, root
 lever_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED))
 reach_paper = Z.reach_table(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED)
 glue("gc_sleep_paper_said", Z.lever_sentence(lever_paper, Z.band_bar(lever_paper), reach_paper), display=False)
+batchy = load_gridcommand_config("quick-sleep-batch")
+glue("gc_batch_share", f"{batchy.batch_share:.0%}", display=False)
+glue("gc_batch_slack", f"{batchy.batch_slack_h:g}", display=False)
+glue("gc_batch_slack_s", f"{batch_slack_s(batchy.batch_slack_h, quick_window_s):g} s", display=False)
+glue("gc_batch_status", Markdown(R.status_sentence(R.load_results(root / Z.BATCH_SHIPPED), root / Z.BATCH_SHIPPED,
+                                                   "gridcommand-grid-sleep-batch")), display=False)
+lever_batch = Z.lever_table(Z.load_lever(root / Z.SHIPPED, root / Z.BATCH_SHIPPED, Z.BATCH_ARMS), arms=Z.BATCH_ARMS)
+reach_batch = Z.reach_table(root / Z.SHIPPED, root / Z.BATCH_SHIPPED, Z.BATCH_ARMS)
+glue("gc_batch_said", Z.batch_sentence(lever_batch, Z.band_bar(lever_batch, arms=Z.BATCH_ARMS), reach_batch),
+     display=False)
 
 # %% [markdown]
 # ## The command and its calibration
@@ -357,6 +368,35 @@ plots.markdown_table(Z.lever_display(lever_paper), {}, empty="")
 # {glue:text}`gc_said_best`
 #
 # {glue:text}`gc_said_band`
+
+
+# %% [markdown]
+# ### A second lever: the batch class
+#
+# A real data centre follows a cut mostly by postponing work that can wait, not by slowing
+# what a user waits for. With `batch_share` (scenario `gridcommand-quick-sleep-batch`, grid
+# `gridcommand-grid-sleep-batch`: the sleep grid's experts, seeds and fleets) a share
+# {glue:text}`gc_batch_share` of the tasks, drawn per task from the run seed's own stream, is
+# batch work whose deadline is {glue:text}`gc_batch_slack` hours of the day the window stands
+# for ({glue:text}`gc_batch_slack_s` at the quick scale, longer than the longest shallow-long
+# event). A batch task may be deferred as long as it can still meet it; `max_deferrals` binds
+# the interactive tasks only (`ilets.gridcommand.batch`). The envelope's extreme run defers
+# batch work too, so the commands are sized to the reach of both levers. The comparison is
+# against the sleep grid: each run against its own commands.
+#
+# {glue:md}`gc_batch_status`
+#
+# {glue:text}`gc_batch_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(Z.reach_display(reach_batch), {}, empty="The grid with the batch class has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(Z.lever_display(lever_batch), {}, empty="")
+
+# %% [markdown]
+# *Tables: the sleep lever alone beside the sleep lever with the batch class (down events and
+# experts over the seeds both grids have; quick scale).*
 
 # %% tags=["remove-input"]
 plots.markdown_table(R.comparison_display(summary), {}, empty="No results to compare.")
@@ -665,8 +705,8 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 #   (its energy term then prefers the slow one even outside events, so it misses more
 #   deadlines: the lever needs weights of its own, chosen on pilot seeds); the other rungs
 #   and the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
-#   dimension, and the per-server policy one logit per level. The sleep lever (above) is the environment's power manager, not a choice of
-#   the policy; a sleep head on the per-server policy (a per-server logit "let it sleep",
+#   dimension, and the per-server policy one logit per level. The sleep lever (above) is the
+#   environment's power manager, not a choice of the policy; a sleep head on the per-server policy (a per-server logit "let it sleep",
 #   its rows already show a sleeping server's wake-up as wait) would make it one, and the
 #   experts would plan it (none does: `committed_profile` counts every idle server).
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new

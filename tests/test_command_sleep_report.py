@@ -129,3 +129,16 @@ def test_the_envelope_runs_sentence_reads_both_arms():
     assert "kept 11 down events and dropped 0" in said and "(the joint run: 8 kept, 3 dropped)" in said
     assert "in 2 of the 2 (regime, fleet size) pairs (the joint run: 0 of 2)" in said
     assert C.runs_sentence(bars.iloc[0:0], reach).startswith("The grid with one envelope run per event is not")
+
+
+def test_the_batch_sentence_sets_the_batch_class_beside_sleep_alone():
+    arms = C.BATCH_ARMS
+    table = C.lever_table(C.lever_rows(_store(0.0), _store(0.3), arms), reps=200, arms=arms)
+    bars = C.band_bar(table, arms=arms)
+    reach = pd.DataFrame([{"regime": "shallow-long", "servers": 50, "lever": arm, "events": 2, "dropped": d,
+                           "reachable": r, "asked_w": 1.0} for arm, d, r in zip(arms, (3, 1), (0.3, 0.45))])
+    said = C.batch_sentence(table, bars, reach)
+    assert "shallow-long at 50 servers 30% → 45%" in said and "dropped 1 events as unreachable with the batch" in said
+    assert "(with sleep alone 3)" in said and "so the bar is met everywhere" in said
+    assert "with sleep only, in 0 of 2" in said and "the batch class makes the tracking error better in 4" in said
+    assert C.batch_sentence(table.iloc[0:0], bars, reach) == "The grid with the batch class is not in this checkout."

@@ -1,5 +1,6 @@
-"""The grid-command chapter's numbers on the sleep lever: how deep the fleet can cut with it,
-and whether the experts then follow (:mod:`ilets.gridcommand.sleep`).
+"""The grid-command chapter's numbers on the power levers: how deep the fleet can cut with the
+sleep lever (:mod:`ilets.gridcommand.sleep`) and then with the batch class on top of it
+(:mod:`ilets.gridcommand.batch`), and whether the experts then follow.
 
 Two grid-command stores of the same profile shape are read: the ladder without the lever
 (``shipped/gridcommand``) and with it (``shipped/gridcommand-sleep``), at the quick scale;
@@ -37,6 +38,9 @@ LEVERS = ("none", "sleep")
 ENVELOPE_RUNS = ("joint", "per-event")
 #: The grid with one envelope run per event, beside :data:`SHIPPED` (the joint run).
 EACH_SHIPPED = Path("shipped") / "gridcommand-sleep-each"
+#: The grid with the batch class on top of the sleep lever, beside :data:`SHIPPED`, and the arms.
+BATCH_SHIPPED = Path("shipped") / "gridcommand-sleep-batch"
+BATCH_ARMS = ("sleep", "sleep + batch")
 #: What the comparison shows per (regime, fleet size, expert): metric, label, higher is better, format.
 LEVER_METRICS: dict[str, tuple[str, bool, str]] = {
     "band_reached_share": ("events reaching the band", True, ".0%"),
@@ -148,19 +152,44 @@ def reach_display(reach: pd.DataFrame) -> pd.DataFrame:
                              "asked_w": "mean change asked (W)"}))
 
 
+def _reach_said(reach: pd.DataFrame, arms: tuple[str, str]) -> str:
+    """How the envelope's mean reachable depth of a down event moves from one arm to the other."""
+    said = []
+    for (regime, servers), g in reach.groupby(["regime", "servers"], sort=False):
+        by = g.set_index("lever")
+        if set(arms) <= set(by.index):
+            said.append(f"{regime} at {int(servers)} servers {by.loc[arms[0], 'reachable']:.0%} → "
+                        f"{by.loc[arms[1], 'reachable']:.0%}")
+    return "The envelope's mean reachable depth of a down event goes " + "; ".join(said) + ". " if said else ""
+
+
+def _bar_said(bars: pd.DataFrame, arms: tuple[str, str], bar: float) -> str:
+    """The expert reaching the band most often under the second arm, per (regime, fleet size),
+    and in how many pairs the bar is met with each arm."""
+    after, before = bars[bars["lever"] == arms[1]], bars[bars["lever"] == arms[0]]
+    parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
+             for r in after.to_dict("records")]
+    met, met_before = int(after["meets"].sum()), int(before["meets"].sum())
+    verdict = ("so the bar is met everywhere" if met == len(after) else
+               f"so the bar is met in {met} of the {len(after)} (regime, fleet size) pairs")
+    return (f"the expert whose events reach the band most often reaches it on {'; '.join(parts)}: {verdict} (an "
+            f"expert reaching the band on at least {bar:.0%} of events; with {arms[0]} only, in {met_before} of "
+            f"{len(before)})")
+
+
+def _tracking_said(table: pd.DataFrame, lever: str) -> str:
+    track = table[(table["metric"] == "tracking_mae_rel")]
+    better, worse = int((track["verdict"] == "better").sum()), int((track["verdict"] == "worse").sum())
+    return (f"Per expert, paired by seed, {lever} makes the tracking error better in {better} and worse in {worse} "
+            f"of {len(track)} (regime, fleet size, expert) comparisons, each against its own, deeper commands.")
+
+
 def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
     """What the lever does to the envelope and to the experts, and whether an expert reaches the
     band on at least ``bar`` of the events in every regime and fleet size."""
     if len(table) == 0 or len(bars) == 0:
         return "No results with the sleep lever are in this checkout."
-    said = []
-    for (regime, servers), g in reach.groupby(["regime", "servers"], sort=False):
-        by = g.set_index("lever")
-        if set(LEVERS) <= set(by.index):
-            said.append(f"{regime} at {int(servers)} servers {by.loc['none', 'reachable']:.0%} → "
-                        f"{by.loc['sleep', 'reachable']:.0%}")
-    reach_text = ("The envelope's mean reachable depth of a down event goes " + "; ".join(said) + ". "
-                  if said else "")
+    reach_text = _reach_said(reach, LEVERS)
     if "dropped" in reach and len(reach):
         lost = reach.groupby("lever")["dropped"].sum()
         if lost.get("sleep", 0) > lost.get("none", 0):
@@ -169,20 +198,19 @@ def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
                            "event's end and lands the deferred work there, and an event that follows soon starts in "
                            "that backlog (one extreme run per event avoids it: below); the extreme is a simple rule, an "
                            "inner estimate of the reach. ")
-    with_lever = bars[bars["lever"] == "sleep"]
-    parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
-             for r in with_lever.to_dict("records")]
-    before = bars[bars["lever"] == "none"]
-    met, met_before = int(with_lever["meets"].sum()), int(before["meets"].sum())
-    verdict = ("so the bar is met everywhere" if met == len(with_lever) else
-               f"so the bar is met in {met} of the {len(with_lever)} (regime, fleet size) pairs")
-    track = table[(table["metric"] == "tracking_mae_rel")]
-    better, worse = int((track["verdict"] == "better").sum()), int((track["verdict"] == "worse").sum())
-    return (f"{reach_text}With the lever, the expert whose events reach the band most often reaches it on "
-            f"{'; '.join(parts)}: {verdict} (an expert reaching the band on at least {bar:.0%} of events; "
-            f"without the lever, in {met_before} of {len(before)}). Per expert, paired by seed, the lever makes "
-            f"the tracking error better in {better} and worse in {worse} of {len(track)} (regime, fleet size, "
-            f"expert) comparisons, each against its own, deeper commands.")
+    bar_text = _bar_said(bars, LEVERS, bar).replace(f"with {LEVERS[0]} only", "without the lever")
+    return f"{reach_text}With the lever, {bar_text}. {_tracking_said(table, 'the lever')}"
+
+
+def batch_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
+    """What the batch class adds to the sleep lever (:data:`BATCH_ARMS`): the envelope's reach,
+    the events dropped, the band bar and each expert's tracking error."""
+    if len(table) == 0 or len(bars) == 0 or BATCH_ARMS[1] not in set(bars["lever"]):
+        return "The grid with the batch class is not in this checkout."
+    lost = reach.groupby("lever")["dropped"].sum() if len(reach) else pd.Series(dtype=float)
+    return (f"{_reach_said(reach, BATCH_ARMS)}The envelope dropped {int(lost.get(BATCH_ARMS[1], 0))} events as "
+            f"unreachable with the batch class (with sleep alone {int(lost.get(BATCH_ARMS[0], 0))}). With the batch "
+            f"class, {_bar_said(bars, BATCH_ARMS, bar)}. {_tracking_said(table, 'the batch class')}")
 
 
 def load_lever(without: Path, with_lever: Path, arms: tuple[str, str] = LEVERS) -> pd.DataFrame:

@@ -244,6 +244,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
+    batchy = load_gridcommand_config("quick-sleep-batch")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
 
     def _seeds(values) -> str:
@@ -326,6 +327,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "counts the lever with every timed-out server asleep",
                   "ilets.gridcommand.sleep, Cloud.hold, GridCommandConfig.sleep_fraction/sleep_after_s/wake_s",
                   kind=EXTENSION),
+        Deviation("Batch class", _NO_PAPER,
+                  f"opt-in (batch_share, default {g.batch_share:g}: none; {batchy.batch_share:g} in "
+                  "gridcommand-quick-sleep-batch, a declared round share, not measured from the trace): each task "
+                  "drawn into the class from the run seed's own stream keeps its CPU and length, and its deadline "
+                  f"becomes the longer of its own and {batchy.batch_slack_h:g} h of the day (batch_slack_h, on the "
+                  "episode's clock as event durations are); it may be deferred while it can still meet it "
+                  "(max_deferrals binds interactive tasks only); the envelope's extreme run defers it too",
+                  "ilets.gridcommand.batch, GridCommandConfig.batch_share/batch_slack_h", kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),
