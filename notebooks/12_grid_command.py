@@ -706,9 +706,9 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 #   deadlines: the lever needs weights of its own, chosen on pilot seeds); the other rungs
 #   and the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
 #   dimension, and the per-server policy one logit per level. The sleep lever (above) is the
-#   environment's power manager, not a choice of the policy; a sleep head on the per-server policy (a per-server logit "let it sleep",
-#   its rows already show a sleeping server's wake-up as wait) would make it one, and the
-#   experts would plan it (none does: `committed_profile` counts every idle server).
+#   environment's power manager, not a choice of the policy; a sleep head on the per-server
+#   policy (a per-server logit "let it sleep", its rows already show a sleeping server's
+#   wake-up as wait) would make it one, and the experts would plan it (none does: `committed_profile` counts every idle server).
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.
