@@ -233,6 +233,22 @@ display(plots.markdown_table(R.ladder_display(ladder, "scores"), {},
 display(plots.markdown_table(R.ladder_display(ladder, "gaps"), {}, empty=""))
 
 # %% [markdown]
+# What each rung knows that a learner does not: every expert declares the environment's
+# attributes it reads (`reads`, the names of `ilets.gridcommand.experts.ENV_READS`, each
+# marked observed, static or privileged), and a test replays every expert through a
+# recording proxy of the environment to hold it to that declaration. The privileged part:
+
+# %% tags=["remove-input"]
+display(plots.markdown_table(R.reads_table(), {}, empty=""))
+display(plots.markdown_table(R.privileged_table(), {}, empty=""))
+
+# %% [markdown]
+# *Tables: the attributes through which each rung can see more than the observation shows,
+# and what each gives. A declaration is per attribute, so it bounds what a rung knows: the
+# rule and Lyapunov read the target and the baseline at the current time only (which the
+# observation also shows), and the per-server observation shows the task's wait on every
+# server, which `cloud` gives exactly.*
+#
 # ### An upper bound on the ladder: the hindsight rung
 #
 # The MILP oracle is an informed expert, not a bound: it plans windows of a few dozen tasks
@@ -639,7 +655,10 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 # `ilets.ActionMaskWrapper`, answers it without Gymnasium 0.29's deprecation warning) and
 # `info["action_mask"]` after `reset` and after every step but the last. The experts of the
 # ladder act on the environment itself (its queues, baseline and command), not on the
-# observation, so `imitation.data.rollout` cannot drive them: the package's collector
+# observation alone (what each reads is declared: the ladder's table above), so
+# `imitation.data.rollout` drives them through an adapter that hands each expert its own
+# in-process environment (`ilets.gridcommand.experts.expert_rollout_policy(name, venv)` with a
+# `DummyVecEnv`; tested to record exactly the expert's own episode). The package's collector
 # `ilets.gridcommand.pipeline.demonstrate` steps the unwrapped environment and keeps every
 # decision's observation, action, mask and reward, and `ilets.agents.oinpt.behaviour_clone`
 # runs `imitation`'s BC on the PPO policy itself, the pipeline's own path. The example below

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S
-from ilets.gridcommand.experts import EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps
+from ilets.gridcommand.experts import ENV_READS, EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps, make_expert, privileged_reads
 from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
 from ilets.study.results import STATUS_DONE
@@ -530,6 +530,21 @@ def misses_sentence(table: pd.DataFrame, role: str = "train") -> str:
 
 
 # --- the command model's calibration ----------------------------------------------------------
+
+def reads_table() -> pd.DataFrame:
+    """Per rung, the attributes of the environment it reads through which it can see more than
+    the learners' observation shows (the experts' own declarations, ``reads``, held to what
+    they do by a test); :func:`privileged_table` says what each is."""
+    return pd.DataFrame([{"expert": EXPERT_LABELS[name],
+                          "privileged reads": ", ".join(f"`{r}`" for r in privileged_reads(make_expert(name).reads))}
+                         for name in EXPERTS])
+
+
+def privileged_table() -> pd.DataFrame:
+    """What each privileged attribute of :data:`ilets.gridcommand.experts.ENV_READS` gives."""
+    return pd.DataFrame([{"read": f"`{name}`", "what it gives": what}
+                         for name, (what, kind) in ENV_READS.items() if kind == "privileged"])
+
 
 def calibration_table() -> pd.DataFrame:
     """The field trials and what they become in the simulated window: a held duration is

@@ -4,10 +4,11 @@ Lyapunov drift-plus-penalty, and a simple rule, behind one interface.
 Every expert is a policy ``act(env) -> int`` on :class:`ilets.gridcommand.env.GridCommandEnv`:
 an action valid under ``env.action_masks()`` (``0..M-1`` place the current task on that
 server, ``env.defer_action`` defers it by ``env.config.defer_s``), plus ``reset(seed)``. They
-read the environment through these attributes of the env (``cloud``, ``current_task``,
-``now``, ``schedule``, ``target_at``, ``baseline_at``, ``slot_edges``, ``defer_action``,
-``deferrals_of_current``, ``config``) and never change it. :func:`make_expert` builds one
-by name (:data:`EXPERTS`).
+read the environment through its attributes and never change it; each declares which it
+reads (``reads``, the names of :data:`ENV_READS`, where each is marked observed, static or
+privileged: what the observation does not show), and a test replays every expert through a
+recording proxy to hold it to that. :func:`make_expert` builds one by name (:data:`EXPERTS`);
+:func:`expert_rollout_policy` lets ``imitation``'s rollout tools drive one.
 
 The rungs, from the most to the least informed (the CityLearn MPC study's ladder), above
 them a bound:
@@ -47,7 +48,8 @@ Units of the experts' internal prices are those of :class:`ilets.gridcommand.mil
 [ours], not the environment's reward.
 
 The package's modules: :mod:`~ilets.gridcommand.experts.reading` (the interface and what the
-experts read from the environment), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
+experts read from the environment), :mod:`~ilets.gridcommand.experts.rollout` (an expert as
+``imitation``'s rollout policy), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
 :mod:`~ilets.gridcommand.experts.mpc`, :mod:`~ilets.gridcommand.experts.lyapunov`,
 :mod:`~ilets.gridcommand.experts.rule`) and :mod:`~ilets.gridcommand.experts.ladder` (the
 experts by name, :func:`ladder_gaps`). Their public names are importable from here.
@@ -59,9 +61,12 @@ from ilets.gridcommand.experts.ladder import (BOUND, DECIDING, EXPERT_LABELS, EX
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
-from ilets.gridcommand.experts.reading import TARGET_SAMPLES, GridExpert, committed_cpu, future_tasks, slot_inputs
+from ilets.gridcommand.experts.reading import (ENV_READS, TARGET_SAMPLES, GridExpert, committed_cpu, future_tasks,
+                                              privileged_reads, slot_inputs)
+from ilets.gridcommand.experts.rollout import expert_rollout_policy
 from ilets.gridcommand.experts.rule import RuleExpert
 
-__all__ = ["BOUND", "DECIDING", "EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES", "GridExpert",
-           "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert", "ReferenceExpert",
-           "RuleExpert", "committed_cpu", "future_tasks", "ladder_gaps", "make_expert", "slot_inputs"]
+__all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES",
+           "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
+           "ReferenceExpert", "RuleExpert", "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
+           "make_expert", "privileged_reads", "slot_inputs"]

@@ -59,6 +59,7 @@ class ReferenceExpert(_Expert):
     command scenario: doing nothing about the command. It never defers."""
 
     name = "reference"
+    reads = ("action_masks", "current_task", "config", "defer_action", "fleet", "cloud")
 
     def reset(self, seed: int | None = None) -> None:
         self._policy: Any = None
@@ -86,6 +87,7 @@ class HindsightExpert(_Expert):
     """
 
     name = "hindsight"
+    reads = ("*",)  # every member on a copy of the whole environment
 
     def __init__(self, build: Callable[..., GridExpert], members: tuple[str, ...] = MEMBERS, criterion: str = "episode_reward",
                  member_options: dict[str, dict] | None = None) -> None:

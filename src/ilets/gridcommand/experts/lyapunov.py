@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ilets.gridcommand.experts.reading import _cfg, _command, _Expert, _mask
+from ilets.gridcommand.experts.reading import COMMON_READS, _cfg, _command, _Expert, _mask
 from ilets.gridcommand.queues import MISS_BUDGET, TRACK_GAIN, VirtualQueues
 from ilets.simulator.cloud import meets_deadline
 
@@ -43,6 +43,7 @@ class LyapunovExpert(_Expert):
     """
 
     name = "lyapunov"
+    reads = COMMON_READS + ("decode", "speeds", "power_factors")
 
     def __init__(self, v: float = 1.0, miss_budget: float = MISS_BUDGET, wait_weight: float = 1e-3,
                  track_gain: float = TRACK_GAIN) -> None:

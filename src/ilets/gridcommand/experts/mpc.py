@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ilets.gridcommand.experts.reading import (_best_in_class, _can_wait, _cfg, _earliest_finish, _Expert, _mask,
+from ilets.gridcommand.experts.reading import (COMMON_READS, _best_in_class, _can_wait, _cfg, _earliest_finish, _Expert, _mask,
                                                committed_cpu, future_tasks, slot_inputs)
 from ilets.gridcommand.fluid import FluidPlan, FluidProblem, solve_fluid
 from ilets.gridcommand.milp import ServerClass, Weights, make_classes
@@ -44,6 +44,8 @@ class MPCExpert(_Expert):
         self.weights = weights or Weights()
         self.time_limit = time_limit
         self.name = "mpc-perfect" if forecast == "perfect" else "mpc-forecast"
+        #: the perfect forecast is the episode's future arrivals; the realistic one, its own
+        self.reads = COMMON_READS + ("deferrals_of_current",) + (("tasks",) if forecast == "perfect" else ())
         self.reset()
 
     def reset(self, seed: int | None = None) -> None:

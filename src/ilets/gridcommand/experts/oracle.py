@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ilets.gridcommand.experts.reading import (_best_in_class, _can_wait, _cfg, _earliest_finish, _Expert, _mask,
+from ilets.gridcommand.experts.reading import (COMMON_READS, _best_in_class, _can_wait, _cfg, _earliest_finish, _Expert, _mask,
                                                committed_cpu, future_tasks, slot_inputs)
 from ilets.gridcommand.milp import (PlanTask, ServerClass, TrackingProblem, Weights, WindowPlan, deferral_starts,
                                     make_classes, overlap_fraction, solve_window)
@@ -43,6 +43,8 @@ class OracleExpert(_Expert):
     windows hard (a packing problem): on a loaded 50-server fleet some 60-task windows hit a
     2 s limit, on 200 servers they solve in tens of milliseconds (busy machine).
     """
+
+    reads = COMMON_READS + ("deferrals_of_current", "tasks")
 
     name = "oracle"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,11 +15,53 @@ from ilets.simulator.objective import Task
 #: Sub-samples per slot when averaging the target over a slot (it ramps inside events) [ours].
 TARGET_SAMPLES = 4
 
+#: What an expert may read of the environment, by attribute: what it is and how a learner
+#: stands to it. ``observed``: the observation shows it (or the learner is given it, as the
+#: masks); ``static``: the scenario's fixed settings and action layout, known before the
+#: episode; ``privileged``: state the observation does not show (or shows only in part). Each
+#: expert declares the attributes it reads (``reads``); a test replays every expert through a
+#: recording proxy and checks that it reads nothing else [ours].
+ENV_READS: MappingProxyType[str, tuple[str, str]] = MappingProxyType({
+    "action_masks": ("the allowed actions", "observed"),
+    "current_task": ("the task to place: arrival, CPU, length and deadline", "observed"),
+    "deferrals_of_current": ("how often the task was deferred", "observed"),
+    "now": ("the clock", "observed"),
+    "power_now": ("the fleet's power now", "observed"),
+    "config": ("the scenario's settings", "static"),
+    "defer_action": ("the action layout", "static"),
+    "decode": ("the action layout", "static"),
+    "speeds": ("the DVFS levels", "static"),
+    "power_factors": ("the DVFS levels' power factors", "static"),
+    "fleet": ("every server's specification", "static"),
+    "cloud": ("every server's queue, exactly: when each could start the task (the per-server rows show its "
+              "wait there, the flat observation does not)", "privileged"),
+    "baseline_at": ("the counterfactual baseline at any time (the observation: now only)", "privileged"),
+    "target_at": ("the operator's target at any time, announced or not (the observation: the event seen now)",
+                  "privileged"),
+    "schedule": ("every command of the episode, announced or not", "privileged"),
+    "tasks": ("the episode's future arrivals (hindsight)", "privileged"),
+    "*": ("the whole environment, copied and simulated to the episode's end", "privileged"),
+})
+
+
+#: What every rung of the ladder reads (each adds its own, :attr:`_Expert.reads`).
+COMMON_READS = ("action_masks", "current_task", "now", "power_now", "config", "defer_action", "fleet", "cloud",
+                "baseline_at", "target_at", "schedule")
+
+
+def privileged_reads(reads: tuple[str, ...]) -> tuple[str, ...]:
+    """The entries of ``reads`` (:data:`ENV_READS` names) that the observation does not show."""
+    unknown = [r for r in reads if r not in ENV_READS]
+    if unknown:
+        raise ValueError(f"reads: {unknown} are not declared in ENV_READS")
+    return tuple(r for r in reads if ENV_READS[r][1] == "privileged")
+
 
 class GridExpert(Protocol):
     """A grid-command policy."""
 
     name: str
+    reads: tuple[str, ...]  #: the environment's attributes it reads (:data:`ENV_READS`)
 
     def reset(self, seed: int | None = None) -> None:
         """Forget all state (plans, queues, forecasts); experts are deterministic."""
@@ -36,6 +79,8 @@ class _Expert:
 
     name = "expert"
     grid_expert = True
+    #: the environment's attributes the expert reads (:data:`ENV_READS`)
+    reads: tuple[str, ...] = ()
 
     def reset(self, seed: int | None = None) -> None:
         """Forget all state (the experts are deterministic: ``seed`` is not used)."""

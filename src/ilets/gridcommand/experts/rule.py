@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ilets.gridcommand.experts.reading import _can_wait, _cfg, _command, _earliest_finish, _Expert, _finish, _mask
+from ilets.gridcommand.experts.reading import COMMON_READS, _can_wait, _cfg, _command, _earliest_finish, _Expert, _finish, _mask
 from ilets.simulator.cloud import meets_deadline
 
 
@@ -17,6 +17,7 @@ class RuleExpert(_Expert):
     """
 
     name = "rule"
+    reads = COMMON_READS
 
     def act(self, env: Any) -> int:
         servers, defer_ok = _mask(env)
