@@ -61,7 +61,10 @@ class GridExpert(Protocol):
     """A grid-command policy."""
 
     name: str
-    reads: tuple[str, ...]  #: the environment's attributes it reads (:data:`ENV_READS`)
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """The environment's attributes it reads (:data:`ENV_READS`)."""
 
     def reset(self, seed: int | None = None) -> None:
         """Forget all state (plans, queues, forecasts); experts are deterministic."""
