@@ -76,6 +76,9 @@ clone_pilot = C.clone_pilot_table(root)
 budget_pilot = C.clone_pilot_table(root, knob="bc_epochs")
 glue("gc_budget_pilot_said", C.clone_pilot_sentence(budget_pilot), display=False)
 glue("gc_budget_candidates", ", ".join(map(str, C.PILOT_EPOCHS)), display=False)
+rounds_pilot = C.clone_pilot_table(root, knob="dagger_rounds")
+glue("gc_rounds_pilot_said", C.clone_pilot_sentence(rounds_pilot), display=False)
+glue("gc_rounds_candidates", ", ".join(map(str, C.PILOT_ROUNDS)), display=False)
 glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagger').pipeline.dagger_rounds}",
      display=False)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
@@ -532,18 +535,26 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (DAgger; our own loop, `ilets.gridcommand.pipeline.relabel`: `imitation`'s DAgger takes
 #   an expert over observations, and the ladder's experts read the environment's state).
 #   Design *the same, with DAgger*.
+# * **More rounds.** One round left the clone short of the bar at 50 servers only. A third
+#   clone pilot, at 50 servers on the pilot seeds (candidates {glue:text}`gc_rounds_candidates`
+#   rounds, `pipeline.dagger_rounds`), chose by the budget pilot's rule over rounds
+#   (`choose_dagger_rounds`, committed before any candidate ran; a choice at the top widens
+#   the range). Design *the same, DAgger rounds from its pilot*.
 #
 # {glue:md}`gc_queues_status`
 #
 # {glue:text}`gc_design_steps_said`
 #
-# {glue:text}`gc_clone_pilot_said` {glue:text}`gc_budget_pilot_said`
+# {glue:text}`gc_clone_pilot_said` {glue:text}`gc_budget_pilot_said` {glue:text}`gc_rounds_pilot_said`
 
 # %% tags=["remove-input"]
 plots.markdown_table(C.clone_pilot_display(clone_pilot), {}, empty="The clone pilot has not run.")
 
 # %% tags=["remove-input"]
 plots.markdown_table(C.clone_pilot_display(budget_pilot), {}, empty="The BC-budget pilot has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.clone_pilot_display(rounds_pilot), {}, empty="The DAgger-rounds pilot has not run.")
 
 # %% [markdown]
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of

@@ -33,7 +33,8 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "per-server + queues, greedy clone": Path("shipped") / "gridcommand-per-server-queues-greedy",
            "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep",
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
-           "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger"}
+           "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
+           "the same, DAgger rounds from its pilot": Path("shipped") / "gridcommand-per-server-dagger-rounds"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -281,7 +282,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
-                   "the same, BC budget from its pilot", "the same, with DAgger")
+                   "the same, BC budget from its pilot", "the same, with DAgger", "the same, DAgger rounds from its pilot")
 
 
 def heldout_design(root: Path) -> tuple[str, pd.DataFrame]:
