@@ -56,6 +56,8 @@ READABLE: dict[str, dict[str, str]] = {
     "ilets.simulator.cloud": {"make_fleet": "draws a fleet's parameters from its settings and a seed (an input)"},
     "ilets.agents.oinpt": {"HELDOUT_TASKS": "a constant"},
     "ilets.gridcommand.config": {"load_gridcommand_config": "reads a profile's settings"},
+    "ilets.gridcommand.command": {"DRIFT_LOAD": "a constant"},
+    "ilets.gridcommand.batch": {"batch_slack_s": "converts a setting's hours into the window's seconds"},
     "ilets.gridcommand.experts": {"EXPERTS": "the experts' names", "DECIDING": "the names of the rungs but the bound"},
     "ilets.gridcommand.pipeline": {"PipelineConfig": "a settings class"},
     "ilets.study.latency": {"PAPER_DECISION_MS": "the paper's figures", "summarise": "a function of recorded timings"},

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S
-from ilets.gridcommand.experts import ENV_READS, EXPERT_LABELS, EXPERTS, LADDER, ladder_gaps, make_expert, privileged_reads
+from ilets.gridcommand.experts import ENV_READS, EXPERT_LABELS, EXPERT_READS, EXPERTS, LADDER, ladder_gaps, privileged_reads
 from ilets.gridcommand.pipeline import LEARNED, METHODS
 from ilets.report import stats as S
 from ilets.study.results import STATUS_DONE
@@ -536,7 +536,7 @@ def reads_table() -> pd.DataFrame:
     the learners' observation shows (the experts' own declarations, ``reads``, held to what
     they do by a test); :func:`privileged_table` says what each is."""
     return pd.DataFrame([{"expert": EXPERT_LABELS[name],
-                          "privileged reads": ", ".join(f"`{r}`" for r in privileged_reads(make_expert(name).reads))}
+                          "privileged reads": ", ".join(f"`{r}`" for r in privileged_reads(EXPERT_READS[name]))}
                          for name in EXPERTS])
 
 

@@ -56,7 +56,7 @@ experts by name, :func:`ladder_gaps`). Their public names are importable from he
 """
 
 from ilets.gridcommand.experts.hindsight import HindsightExpert, ReferenceExpert
-from ilets.gridcommand.experts.ladder import (BOUND, DECIDING, EXPERT_LABELS, EXPERT_SPECS, EXPERTS, LADDER,
+from ilets.gridcommand.experts.ladder import (BOUND, DECIDING, EXPERT_LABELS, EXPERT_READS, EXPERT_SPECS, EXPERTS, LADDER,
                                               GridExpertSpec, ladder_gaps, make_expert)
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
@@ -66,7 +66,7 @@ from ilets.gridcommand.experts.reading import (ENV_READS, TARGET_SAMPLES, GridEx
 from ilets.gridcommand.experts.rollout import expert_rollout_policy
 from ilets.gridcommand.experts.rule import RuleExpert
 
-__all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_SPECS", "LADDER", "TARGET_SAMPLES",
-           "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
+__all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
+           "TARGET_SAMPLES", "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
            "ReferenceExpert", "RuleExpert", "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
            "make_expert", "privileged_reads", "slot_inputs"]

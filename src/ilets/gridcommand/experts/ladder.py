@@ -64,6 +64,12 @@ def make_expert(name: str, **kw: Any) -> GridExpert:
         raise ValueError(f"expert {name!r}: bad option ({err})") from None
 
 
+#: What each rung reads of the environment (``expert.reads``, names of
+#: :data:`~ilets.gridcommand.experts.reading.ENV_READS`), by name: built once at import (an
+#: expert's construction runs nothing), so a report reads the declarations without making one.
+EXPERT_READS: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {name: tuple(make_expert(name).reads) for name in EXPERTS})
+
 #: The rungs :func:`ladder_gaps` needs, in ladder order.
 LADDER = ("oracle", "mpc-perfect", "mpc-forecast", "rule")
 
