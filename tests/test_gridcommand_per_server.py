@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+
+from ilets.agents.observation import ServerTable
 import torch as th
 import yaml
 
@@ -70,10 +72,29 @@ def test_the_per_server_clone_imitates_its_teacher_better_than_the_flat_one(scen
     assert timeless(result) == timeless(again) and result["train"]["bc_agreement_after"] > 0.2
 
 
-def test_a_per_server_learner_with_speed_levels_is_named(scenario):
+def test_with_speed_levels_the_per_server_table_has_a_row_per_placement(scenario):
+    plain = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
     cfg = load_gridcommand_config(scenario, speed_levels=[1.0, 0.6])
-    with pytest.raises(ConfigError, match="speed_levels: the per-server layout scores one action per server"):
-        GridCommandEnv(P.evaluation_config(cfg, "shallow-long", 6, 0))
+    env = GridCommandEnv(P.evaluation_config(cfg, "shallow-long", 6, 0))
+    n_task, width = env.table_layout
+    assert env.table_layout == plain.table_layout and env.action_space.n == 2 * 6 + 1
+    obs, _ = env.reset(seed=0)
+    base, _ = plain.reset(seed=0)
+    rows, nominal = obs[n_task:].reshape(12, width), base[n_task:].reshape(6, width)
+    assert len(obs) == n_task + 12 * width
+    # the nominal level's rows are the plain table's, but for the response ratio to the best
+    # candidate (now over both levels)
+    np.testing.assert_array_equal(rows[:6, :13], nominal[:, :13])
+    # at 0.6 the execution takes 1/0.6 as long and the active power is 0.6 ** 3 as high
+    task, scale = env.current_task, env.state.wait_scale_s
+    np.testing.assert_allclose(rows[6:, 3], np.log1p(task.length / (env.fleet.mips * 0.6) / scale), rtol=1e-6)
+    np.testing.assert_allclose(rows[6:, 9], rows[:6, 9] * 0.6 ** 3, rtol=1e-6)
+    # a per-server policy scores all 13 actions, and its choice decodes to (server, level)
+    model = P.make_ppo(env, cfg.run.ppo, 0, cfg.run.policy, cfg.run.server_hidden)
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+    assert 0 <= int(action) <= env.defer_action and env.action_masks()[int(action)]
+    with pytest.raises(ValueError, match="nominal speed 1.0 first"):
+        ServerTable((0.6, 1.0), (0.2, 1.0))
 
 
 def test_the_shipped_per_server_profiles_load():

@@ -204,23 +204,50 @@ class ServerTable:
     The exact starts come from :meth:`Cloud.earliest_starts` (one vectorised call); the
     rows are computed in float64 by :func:`ilets.agents.per_server_kernels.write_table`
     (one compiled loop) and rounded once into the float32 view.
+
+    With clock-speed levels (the grid-command scenario's DVFS lever: ``speeds`` and their
+    ``power_factors``, the nominal 1.0 first) there is one row per (level, server), level by
+    level as the actions are laid out: a row is the server seen as running the task at that
+    level, its execution time divided by the speed and its active power multiplied by the
+    factor, and the response ratio to the best is over every candidate [ours]. One level (the
+    default) is the plain table.
     """
 
     width = len(SERVER_FEATURES)
 
+    def __init__(self, speeds: tuple[float, ...] = (1.0,), power_factors: tuple[float, ...] = (1.0,)) -> None:
+        if not speeds or len(speeds) != len(power_factors) or speeds[0] != 1.0:
+            raise ValueError(f"ServerTable: expected levels with the nominal speed 1.0 first and one power factor "
+                             f"each, got speeds {speeds} and factors {power_factors}")
+        self.speeds = np.asarray(speeds, np.float64)
+        self.power_factors = np.asarray(power_factors, np.float64)
+
+    @property
+    def levels(self) -> int:
+        """How many rows each server has (its clock-speed levels)."""
+        return len(self.speeds)
+
     def size(self, m: int) -> int:
-        return self.width * m
+        return self.width * m * self.levels
 
     def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
         row = np.array([1.0, np.inf, np.inf, np.inf, max(1.0, float(fleet.capacity.max())), np.inf, np.inf,
                         1.0, 1.0, np.inf, np.inf, 1.0, np.inf, np.inf])
-        return np.tile(row, len(fleet))
+        return np.tile(row, len(fleet) * self.levels)
 
     def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
-        fleet = cloud.fleet
-        write_table(out.reshape(len(fleet), self.width), cloud.earliest_starts(task.cpu), cloud.now, fleet.mips,
-                    fleet.capacity, cloud.used, cloud.n_tasks, cloud.drain, fleet.speed_share, fleet.power_share,
-                    cloud.act_per_cpu, task.cpu, task.length, task.deadline, spec.wait_scale_s,
+        fleet, n = cloud.fleet, self.levels
+        starts = cloud.earliest_starts(task.cpu)
+
+        def per(a: np.ndarray) -> np.ndarray:  # a server's value on each of its level's rows
+            return a if n == 1 else np.tile(a, n)
+
+        # every level's candidates in one call: the best response is over all of them
+        mips = fleet.mips if n == 1 else np.concatenate([fleet.mips * f for f in self.speeds])
+        act = cloud.act_per_cpu if n == 1 else np.concatenate([cloud.act_per_cpu * f for f in self.power_factors])
+        write_table(out.reshape(len(fleet) * n, self.width), per(starts), cloud.now, mips, per(fleet.capacity),
+                    per(cloud.used), per(cloud.n_tasks), per(cloud.drain), per(fleet.speed_share),
+                    per(fleet.power_share), act, task.cpu, task.length, task.deadline, spec.wait_scale_s,
                     fleet.largest_server_power, DEADLINE_TOL)
 
 

@@ -76,10 +76,9 @@ import math
 import numpy as np
 from gymnasium import spaces
 
-from ilets.agents.observation import TABLE_LAYOUTS, FeatureBlock, StateSpec, layout_high, write_blocks
+from ilets.agents.observation import TABLE_LAYOUTS, FeatureBlock, ServerTable, StateSpec, layout_high, write_blocks
 from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
-from ilets.config import ConfigError
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import grid_blocks
@@ -143,11 +142,10 @@ class GridCommandEnv(SchedulingEnv):
         #: rows, so the per-server policy reads them in its pooled summary (``table_layout``)
         self.table_layout: tuple[int, int] | None = None
         if self.state.features in TABLE_LAYOUTS:
-            if len(self.speeds) > 1:
-                raise ConfigError(f"speed_levels: the {self.state.features} layout scores one action per server; "
-                                  f"got {len(self.speeds)} levels (use one, or the paper layout)")
             n_task, width = TABLE_LAYOUTS[self.state.features]
             head, rows = self.state.blocks[:1], self.state.blocks[1:]
+            if len(self.speeds) > 1:  # one row per (level, server): the policy scores every placement
+                rows = (ServerTable(self.speeds, self.power_factors),)
             command = grid_blocks(self)
             self.blocks: tuple[FeatureBlock, ...] = head + command + rows
             self.table_layout = (n_task + sum(b.size(m) for b in command), width)

@@ -276,8 +276,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Per-server policy on the grid command", _NO_PAPER,
                   "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
-                  "summary reads them; deferring is one more logit from that summary; one speed level only",
-                  "ilets.gridcommand.env.GridCommandEnv.table_layout, ilets.agents.per_server.PerServerNet.n_extra",
+                  "summary reads them; deferring is one more logit from that summary; with speed levels the table "
+                  "has one row per (level, server), the server seen running the task at that speed, so the one "
+                  "shared scorer rates every placement at every speed (no separate speed head)",
+                  "ilets.gridcommand.env.GridCommandEnv.table_layout, ilets.agents.per_server.PerServerNet.n_extra, "
+                  "ilets.agents.observation.ServerTable",
                   kind=EXTENSION),
         Deviation("The teacher's queues shown", _NO_PAPER,
                   "opt-in (observe_queues, off by default): the env keeps the Lyapunov expert's tracking debt and "
