@@ -40,7 +40,8 @@ BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridc
            "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
            "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep",
            "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow", "gridcommand-quick-sleep-each",
-           "gridcommand-quick-sleep-batch", "gridcommand-quick-per-server-dvfs")
+           "gridcommand-quick-sleep-batch", "gridcommand-quick-sleep-batch-low",
+           "gridcommand-quick-per-server-dvfs")
 
 
 @dataclass(frozen=True)
