@@ -151,8 +151,13 @@ glue("gc_batch_status", Markdown(R.status_sentence(R.load_results(root / Z.BATCH
                                                    "gridcommand-grid-sleep-batch")), display=False)
 lever_batch = Z.lever_table(Z.load_lever(root / Z.SHIPPED, root / Z.BATCH_SHIPPED, Z.BATCH_ARMS), arms=Z.BATCH_ARMS)
 reach_batch = Z.reach_table(root / Z.SHIPPED, root / Z.BATCH_SHIPPED, Z.BATCH_ARMS)
-glue("gc_batch_said", Z.batch_sentence(lever_batch, Z.band_bar(lever_batch, arms=Z.BATCH_ARMS), reach_batch),
-     display=False)
+batch_bars = Z.band_bar(lever_batch, arms=Z.BATCH_ARMS)
+glue("gc_batch_said", Z.batch_sentence(lever_batch, batch_bars, reach_batch), display=False)
+lever_low = Z.lever_table(Z.load_lever(root / Z.SHIPPED, root / Z.BATCH_LOW_SHIPPED, Z.BATCH_LOW_ARMS),
+                          arms=Z.BATCH_LOW_ARMS)
+low_share = load_gridcommand_config("quick-sleep-batch-low").batch_share
+glue("gc_batch_share_said", Z.batch_share_sentence(batch_bars, Z.band_bar(lever_low, arms=Z.BATCH_LOW_ARMS),
+                                                   (batchy.batch_share, low_share)), display=False)
 
 # %% [markdown]
 # ## The command and its calibration
@@ -405,7 +410,9 @@ plots.markdown_table(Z.lever_display(lever_paper), {}, empty="")
 #
 # {glue:md}`gc_batch_status`
 #
-# {glue:text}`gc_batch_said`
+# {glue:text}`gc_batch_said` The share is a declared round number, not measured from the
+# trace; `gridcommand-grid-sleep-batch-low` runs the same grid with a smaller one.
+# {glue:text}`gc_batch_share_said`
 
 # %% tags=["remove-input"]
 plots.markdown_table(Z.reach_display(reach_batch), {}, empty="The grid with the batch class has not run.")

@@ -142,3 +142,16 @@ def test_the_batch_sentence_sets_the_batch_class_beside_sleep_alone():
     assert "(with sleep alone 3)" in said and "so the bar is met everywhere" in said
     assert "with sleep only, in 0 of 2" in said and "the batch class makes the tracking error better in 4" in said
     assert C.batch_sentence(table.iloc[0:0], bars, reach) == "The grid with the batch class is not in this checkout."
+
+
+def test_the_batch_share_sentence_says_where_the_smaller_share_changes_the_verdict():
+    def bars(arm, shares):
+        return pd.DataFrame([{"regime": r, "servers": 50, "lever": arm, "best": "lyapunov", "share": v,
+                              "meets": v >= C.BAND_BAR} for r, v in shares.items()])
+
+    high = bars(C.BATCH_ARMS[1], {"shallow-long": 0.9, "deep-short": 0.85})
+    low = bars(C.BATCH_LOW_ARMS[1], {"shallow-long": 0.95, "deep-short": 0.6})
+    said = C.batch_share_sentence(high, low, (0.3, 0.1))
+    assert "stays the same for shallow-long at 50 servers (90% → 95%)" in said
+    assert "changes for deep-short at 50 servers (85% → 60%)" in said and "10% instead of 30%" in said
+    assert "has not run" in C.batch_share_sentence(high, low.iloc[0:0], (0.3, 0.1))

@@ -41,6 +41,9 @@ EACH_SHIPPED = Path("shipped") / "gridcommand-sleep-each"
 #: The grid with the batch class on top of the sleep lever, beside :data:`SHIPPED`, and the arms.
 BATCH_SHIPPED = Path("shipped") / "gridcommand-sleep-batch"
 BATCH_ARMS = ("sleep", "sleep + batch")
+#: The same with a smaller batch share (the share's sensitivity), and its arms.
+BATCH_LOW_SHIPPED = Path("shipped") / "gridcommand-sleep-batch-low"
+BATCH_LOW_ARMS = ("sleep", "sleep + small batch")
 #: What the comparison shows per (regime, fleet size, expert): metric, label, higher is better, format.
 LEVER_METRICS: dict[str, tuple[str, bool, str]] = {
     "band_reached_share": ("events reaching the band", True, ".0%"),
@@ -211,6 +214,23 @@ def batch_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
     return (f"{_reach_said(reach, BATCH_ARMS)}The envelope dropped {int(lost.get(BATCH_ARMS[1], 0))} events as "
             f"unreachable with the batch class (with sleep alone {int(lost.get(BATCH_ARMS[0], 0))}). With the batch "
             f"class, {_bar_said(bars, BATCH_ARMS, bar)}. {_tracking_said(table, 'the batch class')}")
+
+
+def batch_share_sentence(bars: pd.DataFrame, low_bars: pd.DataFrame, shares: tuple[float, float],
+                         bar: float = BAND_BAR) -> str:
+    """Whether the band bar's verdict with the batch class (``bars``, share ``shares[0]``)
+    holds with the smaller share (``low_bars``, ``shares[1]``), per regime and fleet size."""
+    if len(low_bars) == 0 or BATCH_LOW_ARMS[1] not in set(low_bars["lever"]) or len(bars) == 0:
+        return "The grid with the smaller batch share has not run."
+    high = bars[bars["lever"] == BATCH_ARMS[1]].set_index(["regime", "servers"])
+    low = low_bars[low_bars["lever"] == BATCH_LOW_ARMS[1]].set_index(["regime", "servers"])
+    same, changed = [], []
+    for key in high.index.intersection(low.index):
+        where = f"{key[0]} at {int(key[1])} servers ({high.loc[key, 'share']:.0%} → {low.loc[key, 'share']:.0%})"
+        (same if bool(high.loc[key, "meets"]) == bool(low.loc[key, "meets"]) else changed).append(where)
+    return (f"With a batch share of {shares[1]:.0%} instead of {shares[0]:.0%}, the band bar's verdict (an expert "
+            f"reaching the band on at least {bar:.0%} of events) stays the same for {'; '.join(same) or 'none'}"
+            + (f" and changes for {'; '.join(changed)}" if changed else "") + ".")
 
 
 def load_lever(without: Path, with_lever: Path, arms: tuple[str, str] = LEVERS) -> pd.DataFrame:
