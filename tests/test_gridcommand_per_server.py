@@ -4,15 +4,15 @@ imitates its teacher, and named errors; the plain per-server policy is unchanged
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
-
-from ilets.agents.observation import ServerTable
 import torch as th
 import yaml
 
-from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES
+from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES, ServerTable
 from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import make_ppo, numpy_actor_critic
 from ilets.config import ConfigError
@@ -239,6 +239,8 @@ def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
     said = C.clone_pilot_sentence(table)
     assert "1.50x (1 time)" in said and "1.20x (4 times)" in said and "kept 4" in said and "100, 101" in said
     assert C.clone_pilot_sentence(table.iloc[0:0]) == "The clone pilot has not run."
+    empty = C.clone_pilot_table(Path("/nonexistent"), knob="dagger_rounds")
+    assert C.clone_pilot_sentence(empty) == "The clone pilot over DAgger rounds has not run."
 
 
 def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):

@@ -263,7 +263,8 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     knob = _knob(table) if len(table.columns) else "defer_repeat"
     chosen = CHOOSE[knob](table)
     if chosen is None:
-        return "The clone pilot has not run."
+        return ("The clone pilot has not run." if knob == "defer_repeat" else
+                f"The clone pilot over {_PILOT_WORDS[knob][0]} has not run.")
     means = table.groupby(knob)["track_ratio"].mean()
     misses = table.groupby(knob)["miss_ratio"].mean()
     seeds = ", ".join(str(s) for s in sorted(table["seed"].unique()))
