@@ -240,7 +240,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
-    from ilets.report.command_control import PILOT_EPOCHS, PILOT_REPEATS
+    from ilets.report.command_control import PILOT_EPOCHS, PILOT_REPEATS, PILOT_ROUNDS
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -309,9 +309,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"(default {pipe.dagger_rounds}) DAgger rounds follow BC: the clone plays the training episode as "
                   "it is scored, the teacher labels the states it visits (its queues follow the episode played; "
                   "its deadline queue counts its own answer's miss), BC goes on over all labels so far for the first "
-                  "BC's number of gradient steps",
+                  "BC's number of gradient steps; a third clone pilot at 50 servers (the fleet size where one round "
+                  "missed the bar) chose among " + ", ".join(map(str, PILOT_ROUNDS)) + " rounds by the same rule",
                   "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.pipeline."
-                  "relabel, ilets.report.command_control.choose_bc_epochs", kind=EXTENSION),
+                  "relabel, ilets.report.command_control.choose_bc_epochs/choose_dagger_rounds", kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
                   "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
                   "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
