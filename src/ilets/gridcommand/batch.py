@@ -10,6 +10,9 @@ events' durations are (``DAY_TO_WINDOW``, then ``window / 1500`` at a reduced wo
 scale: :func:`ilets.gridcommand.command.generate_schedule`). The environment lets a batch
 task be deferred as long as it can still meet that deadline (``max_deferrals`` binds the
 interactive tasks only), so an expert or a learner can move batch work out of a down event.
+The rule and Lyapunov rungs decide each deferral from the mask and the task's deadline, so
+they use the class as it is; the MPC and oracle rungs still plan every task's deferrals up to
+``max_deferrals`` (their models have no class of tasks) [ours].
 """
 
 from __future__ import annotations
