@@ -127,6 +127,7 @@ def test_the_factor_table_pairs_the_arms_by_seed():
     assert "depth: worse for 2 and better for 0 of 2" in said and "worse in 1 of 1" in said
     assert "most pairs worse is depth (2 of 2, depth set as in deep-short)" in said
     assert "helps more often than it hurts" in said
+    assert "The control does better for depth at 50 servers, BC (clone alone)." in said
     assert "No drift-protocol results yet" in D.drift_sentence(D.factor_table(_rows().iloc[0:0]))
 
 

@@ -177,6 +177,15 @@ def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale:
         text += ("no comparison is resolved with these seeds." if ahead == behind == 0 else
                  "training under the moved regime helps more often than it hurts." if ahead > behind else
                  "training under the moved regime does not help more often than it hurts.")
+
+        def where(verdict: str) -> str:
+            return "; ".join(f"{r['factor']} at {int(r['servers'])} servers, {LABELS.get(r['method'], r['method'])}"
+                             for r in c[c["control_verdict"] == verdict].to_dict("records"))
+
+        if ahead:
+            text += f" The control does better for {where('worse')}."
+        if behind:
+            text += f" The method trained under {DRIFT_BASE} does better for {where('better')}."
     return text
 
 
