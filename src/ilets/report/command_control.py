@@ -141,7 +141,7 @@ PILOT_EPOCHS = (10, 30, 100, 300)
 PILOT_EPOCHS_WIDENED = (900,)
 PILOT_ROUNDS = (1, 2, 4)
 #: Widening the rounds doubles them (a round costs a whole relabelled episode and a BC pass).
-PILOT_ROUNDS_WIDENED = (8,)
+PILOT_ROUNDS_WIDENED = (8, 16)
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
           "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d")}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
