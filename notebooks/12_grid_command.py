@@ -79,6 +79,7 @@ glue("gc_budget_candidates", ", ".join(map(str, C.PILOT_EPOCHS)), display=False)
 rounds_pilot = C.clone_pilot_table(root, knob="dagger_rounds")
 glue("gc_rounds_pilot_said", C.clone_pilot_sentence(rounds_pilot), display=False)
 glue("gc_rounds_candidates", ", ".join(map(str, C.PILOT_ROUNDS)), display=False)
+glue("gc_rounds_standing", C.rounds_standing_sentence(rounds_pilot, 8), display=False)
 glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagger').pipeline.dagger_rounds}",
      display=False)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
@@ -544,9 +545,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   Design *the same, with DAgger*.
 # * **More rounds.** One round left the clone short of the bar at 50 servers only. A third
 #   clone pilot, at 50 servers on the pilot seeds (candidates {glue:text}`gc_rounds_candidates`
-#   rounds, `pipeline.dagger_rounds`), chose by the budget pilot's rule over rounds
+#   rounds, `pipeline.dagger_rounds`), chooses by the budget pilot's rule over rounds
 #   (`choose_dagger_rounds`, committed before any candidate ran; a choice at the top widens
-#   the range). Design *the same, DAgger rounds from its pilot*.
+#   the range, by doubling). Design *the same, 8 DAgger rounds* (50 servers only) ran with the
+#   largest candidate the pilot had run when it started; {glue:text}`gc_rounds_standing`
 #
 # {glue:md}`gc_queues_status`
 #

@@ -363,3 +363,16 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
     design, rows = C.heldout_design(tmp_path)
     assert design == C.HELDOUT_DESIGNS[1] and rows.to_dict("records") == [
         {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in P.HELDOUT_METRICS}}]
+
+
+def test_the_rounds_standing_sentence_says_whether_a_design_used_the_standing_choice():
+    from ilets.report import command_control as C
+
+    def table(means):
+        return pd.DataFrame([{"dagger_rounds": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
+                              "deferrals": 1, "deferrals_teacher": 1} for n, v in means.items() for seed in (100, 101)])
+
+    assert "provisional" in C.rounds_standing_sentence(table({1: 2.0, 8: 1.1}), 8)
+    assert C.rounds_standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8).endswith("keeps 8, the design's own.")
+    assert "not the design's 8" in C.rounds_standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
+    assert "has not run" in C.rounds_standing_sentence(table({}).iloc[0:0], 8)

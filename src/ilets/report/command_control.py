@@ -34,7 +34,7 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep",
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
-           "the same, DAgger rounds from its pilot": Path("shipped") / "gridcommand-per-server-dagger-rounds"}
+           "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -238,6 +238,19 @@ def pilot_widens(table: pd.DataFrame) -> bool:
     return knob in WIDENING and CHOOSE[knob](table) == max(table[knob], default=None)
 
 
+def rounds_standing_sentence(table: pd.DataFrame, used: int) -> str:
+    """Whether the rounds a design used (``used``) is the DAgger-rounds pilot's standing choice:
+    the rule's choice, over a range it does not still need to widen."""
+    chosen = choose_dagger_rounds(table)
+    if chosen is None:
+        return "the pilot has not run, so the design's rounds are not its choice."
+    if pilot_widens(table):
+        return (f"the pilot's rule now keeps {chosen}, its largest candidate, so its range is to be widened before "
+                f"the choice stands: the design's {used} rounds are provisional.")
+    return (f"the pilot's rule, over its widened range, keeps {chosen}, "
+            + ("the design's own." if chosen == used else f"not the design's {used}: the design is not its choice."))
+
+
 def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`clone_pilot_table` by candidate and fleet size, for display, the choice marked."""
     if len(table) == 0:
@@ -283,7 +296,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
-                   "the same, BC budget from its pilot", "the same, with DAgger", "the same, DAgger rounds from its pilot")
+                   "the same, BC budget from its pilot", "the same, with DAgger", "the same, 8 DAgger rounds")
 
 
 def heldout_design(root: Path) -> tuple[str, pd.DataFrame]:
