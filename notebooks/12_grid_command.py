@@ -69,6 +69,10 @@ control = C.control_table(C.load_designs(root))
 glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
+glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
+glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
+                                                   root / C.SPEED_DESIGN["per-server with speed rows"],
+                                                   "gridcommand-grid-per-server-dvfs")), display=False)
 queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
                  for design in list(C.DESIGNS)[2:]}
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
@@ -549,6 +553,12 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`choose_dagger_rounds`, committed before any candidate ran; a choice at the top widens
 #   the range, by doubling). Design *the same, 8 DAgger rounds* (50 servers only) ran with the
 #   largest candidate the pilot had run when it started; {glue:text}`gc_rounds_standing`
+# * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
+#   server), the server seen running the task at that speed, so the one scorer rates every
+#   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
+#   (`gridcommand-grid-per-server-dvfs`: three levels, the BC budget design, no DAgger; the
+#   Lyapunov teacher then also picks the speed) is a scenario of its own, not a step of the
+#   designs above. {glue:md}`gc_speed_status` {glue:text}`gc_speed_said`
 #
 # {glue:md}`gc_queues_status`
 #

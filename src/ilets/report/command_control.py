@@ -19,6 +19,7 @@ most :data:`MISS_BAR` times the teacher's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
@@ -35,18 +36,22 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
            "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds"}
+#: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
+#: so it is not a step of :data:`DESIGNS`).
+SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
 CLONES = tuple(m for m in LEARNED if m.startswith("bc"))
 
 
-def load_designs(root: Path, teacher: str = "lyapunov") -> pd.DataFrame:
+def load_designs(root: Path, teacher: str = "lyapunov", designs: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """Every grid's rows of the teacher and the clone-based methods, with ``design``, the miss
     rate (``1 - success_rate``) and each cell's clone agreement (``bc_agreement_after``, from
-    the cell's own record; NaN for the teacher). Empty when no grid is there."""
+    the cell's own record; NaN for the teacher). ``designs``: name -> folder, by default
+    :data:`DESIGNS`. Empty when no grid is there."""
     parts = []
-    for design, rel in DESIGNS.items():
+    for design, rel in (DESIGNS if designs is None else designs).items():
         results = load_results(Path(root) / rel)
         if results is None:
             continue
@@ -296,7 +301,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
-                   "the same, BC budget from its pilot", "the same, with DAgger", "the same, 8 DAgger rounds")
+                   "the same, BC budget from its pilot", "the same, with DAgger")
 
 
 def heldout_design(root: Path) -> tuple[str, pd.DataFrame]:

@@ -224,7 +224,8 @@ def batch_share_sentence(bars: pd.DataFrame, low_bars: pd.DataFrame, shares: tup
         return "The grid with the smaller batch share has not run."
     high = bars[bars["lever"] == BATCH_ARMS[1]].set_index(["regime", "servers"])
     low = low_bars[low_bars["lever"] == BATCH_LOW_ARMS[1]].set_index(["regime", "servers"])
-    same, changed = [], []
+    same: list[str] = []
+    changed: list[str] = []
     for key in high.index.intersection(low.index):
         where = f"{key[0]} at {int(key[1])} servers ({high.loc[key, 'share']:.0%} → {low.loc[key, 'share']:.0%})"
         (same if bool(high.loc[key, "meets"]) == bool(low.loc[key, "meets"]) else changed).append(where)
