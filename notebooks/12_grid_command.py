@@ -83,7 +83,8 @@ glue("gc_budget_candidates", ", ".join(map(str, C.PILOT_EPOCHS)), display=False)
 rounds_pilot = C.clone_pilot_table(root, knob="dagger_rounds")
 glue("gc_rounds_pilot_said", C.clone_pilot_sentence(rounds_pilot), display=False)
 glue("gc_rounds_candidates", ", ".join(map(str, C.PILOT_ROUNDS)), display=False)
-glue("gc_rounds_standing", C.rounds_standing_sentence(rounds_pilot, 8), display=False)
+glue("gc_rounds_standing", C.rounds_standing_sentence(
+    rounds_pilot, load_grid_profile("gridcommand-grid-per-server-dagger-rounds").pipeline.dagger_rounds), display=False)
 glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagger').pipeline.dagger_rounds}",
      display=False)
 glue("gc_clone_pilot_said", C.clone_pilot_sentence(clone_pilot), display=False)
