@@ -166,9 +166,9 @@ def _reach_said(reach: pd.DataFrame, arms: tuple[str, str]) -> str:
     return "The envelope's mean reachable depth of a down event goes " + "; ".join(said) + ". " if said else ""
 
 
-def _bar_said(bars: pd.DataFrame, arms: tuple[str, str], bar: float) -> str:
+def _bar_said(bars: pd.DataFrame, arms: tuple[str, str], bar: float, first_words: str) -> str:
     """The expert reaching the band most often under the second arm, per (regime, fleet size),
-    and in how many pairs the bar is met with each arm."""
+    and in how many pairs the bar is met with each arm (``first_words`` names the first in prose)."""
     after, before = bars[bars["lever"] == arms[1]], bars[bars["lever"] == arms[0]]
     parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
              for r in after.to_dict("records")]
@@ -176,7 +176,7 @@ def _bar_said(bars: pd.DataFrame, arms: tuple[str, str], bar: float) -> str:
     verdict = ("so the bar is met everywhere" if met == len(after) else
                f"so the bar is met in {met} of the {len(after)} (regime, fleet size) pairs")
     return (f"the expert whose events reach the band most often reaches it on {'; '.join(parts)}: {verdict} (an "
-            f"expert reaching the band on at least {bar:.0%} of events; with {arms[0]} only, in {met_before} of "
+            f"expert reaching the band on at least {bar:.0%} of events; {first_words}, in {met_before} of "
             f"{len(before)})")
 
 
@@ -201,7 +201,7 @@ def lever_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
                            "event's end and lands the deferred work there, and an event that follows soon starts in "
                            "that backlog (one extreme run per event avoids it: below); the extreme is a simple rule, an "
                            "inner estimate of the reach. ")
-    bar_text = _bar_said(bars, LEVERS, bar).replace(f"with {LEVERS[0]} only", "without the lever")
+    bar_text = _bar_said(bars, LEVERS, bar, "without the lever")
     return f"{reach_text}With the lever, {bar_text}. {_tracking_said(table, 'the lever')}"
 
 
@@ -213,7 +213,7 @@ def batch_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
     lost = reach.groupby("lever")["dropped"].sum() if len(reach) else pd.Series(dtype=float)
     return (f"{_reach_said(reach, BATCH_ARMS)}The envelope dropped {int(lost.get(BATCH_ARMS[1], 0))} events as "
             f"unreachable with the batch class (with sleep alone {int(lost.get(BATCH_ARMS[0], 0))}). With the batch "
-            f"class, {_bar_said(bars, BATCH_ARMS, bar)}. {_tracking_said(table, 'the batch class')}")
+            f"class, {_bar_said(bars, BATCH_ARMS, bar, 'with sleep only')}. {_tracking_said(table, 'the batch class')}")
 
 
 def batch_share_sentence(bars: pd.DataFrame, low_bars: pd.DataFrame, shares: tuple[float, float],
