@@ -9,7 +9,7 @@ import pytest
 
 from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.config import CommandSpec, GridCommandConfig
-from ilets.gridcommand.envelope import MIN_DEPTH, _low, fit_schedule
+from ilets.gridcommand.envelope import MIN_DEPTH, fit_schedule, low_action
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.power import power_profile
@@ -57,7 +57,7 @@ def test_the_low_extreme_reaches_the_clipped_depth(clipped):
     done = False
     while not done:
         inside = env.active_command is not None and env.active_command.direction == "down"
-        a = _low(env) if inside else EarliestFinish().act(env.cloud, env.current_task, env.action_masks()[:-1])
+        a = low_action(env) if inside else EarliestFinish().act(env.cloud, env.current_task, env.action_masks()[:-1])
         _, _, done, _, _ = env.step(a)
     edges = env.slot_edges
     power = power_profile(env.cloud, env.fleet, edges, env.tasks.cpu)

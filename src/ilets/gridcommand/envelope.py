@@ -39,7 +39,7 @@ import numpy as np
 
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 
-__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "reach"]
+__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "high_action", "low_action", "reach"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -70,7 +70,11 @@ def _level(env: Any, pick: Callable[[np.ndarray], int]) -> int:
     return pick(factors)
 
 
-def _low(env: Any) -> int:
+def low_action(env: Any) -> int:
+    """The *low* extreme's action for the current task (module docstring): defer it if the mask
+    allows, else place it where it adds the least energy, at the least-energy speed level,
+    on an awake server when one is allowed. Deadlines are ignored (a lever's reach).
+    """
     mask = env.action_masks()
     if mask[-1]:
         return int(env.defer_action)
@@ -82,7 +86,11 @@ def _low(env: Any) -> int:
     return _level(env, lambda f: int(np.argmin(f))) * m + int(np.argmin(e))
 
 
-def _high(env: Any) -> int:
+def high_action(env: Any) -> int:
+    """The *high* extreme's action for the current task (module docstring): never defer; place
+    it where it adds the most energy among the servers where it starts now, at the speed
+    level that adds the most, else where it starts first. Deadlines are ignored.
+    """
     m = len(env.fleet)
     servers = env.action_masks()[:m]
     start = env.cloud.earliest_starts(env.current_task.cpu)
@@ -118,7 +126,7 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
     out = [(0.0, 0.0)] * len(schedule)
     edges = np.asarray(edges, dtype=float)
     baseline_w = np.asarray(baseline_w, dtype=float)
-    for direction, extreme in (("down", _low), ("up", _high)):
+    for direction, extreme in (("down", low_action), ("up", high_action)):
         mine = [i for i, c in enumerate(schedule) if c.direction == direction and c.duration_s > 0]
         if not mine:
             continue

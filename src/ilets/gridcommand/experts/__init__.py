@@ -41,6 +41,14 @@ them a bound:
     :class:`RuleExpert`: during a down event defer what has slack and place the rest on the
     least-energy server that meets its deadline; otherwise earliest-finish.
 
+Beside the ladder, tracking first:
+
+``thermostat``
+    :class:`ThermostatExpert`: during an event, feedback on the current slot's projected
+    average power: above the target the flexibility envelope's low action, below it the
+    high one, each kept to deadlines where the slack allows. It shows whether the band is
+    reachable; it does not optimise the reward.
+
 :func:`ladder_gaps` splits the gap between rungs into horizon and forecast error.
 
 Units of the experts' internal prices are those of :class:`ilets.gridcommand.milp.Weights`
@@ -51,7 +59,7 @@ The package's modules: :mod:`~ilets.gridcommand.experts.reading` (the interface 
 experts read from the environment), :mod:`~ilets.gridcommand.experts.rollout` (an expert as
 ``imitation``'s rollout policy), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
 :mod:`~ilets.gridcommand.experts.mpc`, :mod:`~ilets.gridcommand.experts.lyapunov`,
-:mod:`~ilets.gridcommand.experts.rule`) and :mod:`~ilets.gridcommand.experts.ladder` (the
+:mod:`~ilets.gridcommand.experts.rule`, :mod:`~ilets.gridcommand.experts.thermostat`) and :mod:`~ilets.gridcommand.experts.ladder` (the
 experts by name, :func:`ladder_gaps`). Their public names are importable from here.
 """
 
@@ -65,8 +73,9 @@ from ilets.gridcommand.experts.reading import (ENV_READS, TARGET_SAMPLES, GridEx
                                               privileged_reads, slot_inputs)
 from ilets.gridcommand.experts.rollout import expert_rollout_policy
 from ilets.gridcommand.experts.rule import RuleExpert
+from ilets.gridcommand.experts.thermostat import ThermostatExpert
 
 __all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
            "TARGET_SAMPLES", "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
-           "ReferenceExpert", "RuleExpert", "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
+           "ReferenceExpert", "RuleExpert", "ThermostatExpert", "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
            "make_expert", "privileged_reads", "slot_inputs"]

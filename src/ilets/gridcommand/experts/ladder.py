@@ -20,6 +20,7 @@ from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
 from ilets.gridcommand.experts.reading import GridExpert
 from ilets.gridcommand.experts.rule import RuleExpert
+from ilets.gridcommand.experts.thermostat import ThermostatExpert
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class GridExpertSpec:
     label: str  #: how tables, figures and prose name it
 
 
-#: The expert ladder by name, most informed first.
+#: The expert ladder by name, most informed first, then the tracking-first thermostat.
 EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
     "hindsight": GridExpertSpec(lambda **kw: HindsightExpert(make_expert, **kw), "hindsight (best rung, rolled out)"),
     "oracle": GridExpertSpec(lambda **kw: OracleExpert(**kw), "oracle (hindsight MILP)"),
@@ -38,6 +39,8 @@ EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
     "mpc-forecast": GridExpertSpec(lambda **kw: MPCExpert(forecast="ewma", **kw), "MPC, realistic forecast"),
     "lyapunov": GridExpertSpec(lambda **kw: LyapunovExpert(**kw), "Lyapunov"),
     "rule": GridExpertSpec(lambda **kw: RuleExpert(**kw), "rule"),
+    # tracking first, beside the ladder: it reads no more than the rule, plus the sleep ledger
+    "thermostat": GridExpertSpec(lambda **kw: ThermostatExpert(**kw), "thermostat (slot feedback)"),
 })
 
 #: The expert ladder's names, most informed first.

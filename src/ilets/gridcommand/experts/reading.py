@@ -33,11 +33,13 @@ ENV_READS: MappingProxyType[str, tuple[str, str]] = MappingProxyType({
     "speeds": ("the DVFS levels", "static"),
     "power_factors": ("the DVFS levels' power factors", "static"),
     "fleet": ("every server's specification", "static"),
+    "slot_edges": ("the slot grid the tracking is scored on", "static"),
     "cloud": ("every server's queue, exactly: when each could start the task (the per-server rows show its "
               "wait there, the flat observation does not)", "privileged"),
     "baseline_at": ("the counterfactual baseline at any time (the observation: now only)", "privileged"),
     "target_at": ("the operator's target at any time, announced or not (the observation: the event seen now)",
                   "privileged"),
+    "sleep": ("which servers sleep now (the sleep lever's ledger)", "privileged"),
     "schedule": ("every command of the episode, announced or not", "privileged"),
     "tasks": ("the episode's future arrivals (hindsight)", "privileged"),
     "*": ("the whole environment, copied and simulated to the episode's end", "privileged"),

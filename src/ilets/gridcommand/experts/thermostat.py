@@ -1,0 +1,96 @@
+"""The ``thermostat`` expert: feedback on the scored slot's average power, with the envelope's two extreme actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ilets.gridcommand.envelope import high_action, low_action
+from ilets.gridcommand.experts.reading import _can_wait, _cfg, _command, _earliest_finish, _Expert, _finish, _mask
+from ilets.simulator.cloud import meets_deadline
+
+
+class ThermostatExpert(_Expert):
+    """Tracking first: during an event, push the current slot's average power toward the target.
+
+    The metrics score slot averages (:mod:`ilets.gridcommand.metrics`), and an event reaches
+    the band when one slot's average lies within it. So the expert projects the average of
+    the slot it is in [ours]: the power it has seen so far in the slot (sampled at its own
+    decisions, trapezoids between them), plus the power now held to the slot's end. Above the
+    target, it takes the flexibility envelope's *low* action
+    (:func:`ilets.gridcommand.envelope.low_action`: defer, else the least energy, at the
+    least-energy speed, on an awake server); below it, the *high* action
+    (:func:`~ilets.gridcommand.envelope.high_action`: start now where the task adds the most).
+    It does so in down and up events alike, so a cut that overshoots is pulled back. Outside
+    events it places by earliest finish, as the counterfactual baseline does.
+
+    Unlike the envelope's extremes it keeps deadlines where it can: it defers only a task
+    whose slack allows the wait, and a placement that would miss the deadline is replaced by
+    the least-energy (lowering) or the most-energy (raising) server that meets it, else the
+    earliest finish. Commands are sized to what the low extreme reached
+    (``envelope: clip``), so a mix of the two actions can hold the average inside the band;
+    the price is paid in energy and waiting, which the episode's reward counts.
+
+    Why a rung of its own: the optimising rungs price tracking beside energy, waiting and
+    misses, and the Lyapunov rung's gain was chosen on the reward, so none of them is built to
+    *reach* a narrow band (the band is a tenth of the requested change, often under 1 % of
+    the fleet's power, smaller than a slot's own noise). This rung shows whether the band is
+    reachable at all; it is a tracking reference, not an optimum of the scored objective.
+    """
+
+    name = "thermostat"
+    reads = ("action_masks", "current_task", "now", "power_now", "config", "defer_action", "fleet", "cloud",
+             "target_at", "schedule", "slot_edges", "sleep", "speeds", "power_factors", "decode")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self, seed: int | None = None) -> None:
+        self._slot = -1  # the slot the integral covers
+        self._joules = 0.0  # power seen so far in that slot, integrated (J)
+        self._t = 0.0  # the last decision's time and power
+        self._p = 0.0
+
+    def projected_slot_power(self, env: Any) -> float:
+        """The current slot's average power (W) if the power now held to the slot's end, given
+        the power seen at the decisions so far in it; moves the integral to now."""
+        now, power = float(env.now), float(env.power_now)
+        edges = env.slot_edges
+        k = int(np.clip(np.searchsorted(edges, now, side="right") - 1, 0, len(edges) - 2))
+        lo, hi = float(edges[k]), float(edges[k + 1])
+        if k != self._slot:  # a new slot: the power held since the last decision (or now's, at the first)
+            held = self._p if self._slot >= 0 else power
+            self._joules, self._slot = held * max(0.0, now - lo), k
+        else:
+            self._joules += 0.5 * (self._p + power) * (now - self._t)
+        self._t, self._p = now, power
+        return (self._joules + power * max(0.0, hi - now)) / max(hi - lo, 1e-12)
+
+    def act(self, env: Any) -> int:
+        projected = self.projected_slot_power(env)
+        servers, defer_ok = _mask(env)
+        now = float(env.now)
+        if _command(env, now) is None:
+            return _earliest_finish(env, servers, defer_ok)
+        lower = projected > float(env.target_at(now))
+        a = low_action(env) if lower else high_action(env)
+        if self._keeps_deadline(env, a):
+            return a
+        task, cloud = env.current_task, env.cloud
+        ok = servers & meets_deadline(_finish(cloud, task) - task.arrival, task.deadline)
+        if not ok.any():
+            return _earliest_finish(env, servers, defer_ok)
+        energy = cloud.act_per_cpu * task.cpu * task.length / cloud.fleet.mips
+        return int(np.argmin(np.where(ok, energy, np.inf)) if lower else np.argmax(np.where(ok, energy, -np.inf)))
+
+    @staticmethod
+    def _keeps_deadline(env: Any, action: int) -> bool:
+        """Whether ``action`` still lets the current task meet its deadline (today's queues)."""
+        task = env.current_task
+        if action == int(env.defer_action):
+            return _can_wait(env, task, float(_cfg(env, "defer_s")))
+        server, level = env.decode(action)
+        start = float(env.cloud.earliest_start(server, task.cpu))
+        finish = start + task.length / (float(env.cloud.fleet.mips[server]) * float(env.speeds[level]))
+        return bool(meets_deadline(finish - task.arrival, task.deadline))
