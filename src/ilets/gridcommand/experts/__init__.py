@@ -59,8 +59,8 @@ The package's modules: :mod:`~ilets.gridcommand.experts.reading` (the interface 
 experts read from the environment), :mod:`~ilets.gridcommand.experts.rollout` (an expert as
 ``imitation``'s rollout policy), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
 :mod:`~ilets.gridcommand.experts.mpc`, :mod:`~ilets.gridcommand.experts.lyapunov`,
-:mod:`~ilets.gridcommand.experts.rule`, :mod:`~ilets.gridcommand.experts.thermostat`) and :mod:`~ilets.gridcommand.experts.ladder` (the
-experts by name, :func:`ladder_gaps`). Their public names are importable from here.
+:mod:`~ilets.gridcommand.experts.rule`, :mod:`~ilets.gridcommand.experts.thermostat`) and
+:mod:`~ilets.gridcommand.experts.ladder` (the experts by name, :func:`ladder_gaps`). Their public names are importable from here.
 """
 
 from ilets.gridcommand.experts.hindsight import HindsightExpert, ReferenceExpert
@@ -77,5 +77,6 @@ from ilets.gridcommand.experts.thermostat import ThermostatExpert
 
 __all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
            "TARGET_SAMPLES", "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
-           "ReferenceExpert", "RuleExpert", "ThermostatExpert", "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
+           "ReferenceExpert", "RuleExpert", "ThermostatExpert",
+           "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
            "make_expert", "privileged_reads", "slot_inputs"]
