@@ -136,8 +136,9 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert "no results" in R.scale_note(None)
     status = R.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
-    # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan with 3 fleets
-    assert "84 of 126 planned cells (the grid had not finished" in status
+    # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 10 methods (the
+    # thermostat too) x 3 fleets x 5 seeds less the oracle's 3 per fleet
+    assert "84 of 141 planned cells (the grid had not finished" in status
     assert "(uncommitted changes)" in R.provenance_sentence(res) and "1,800 CPU seconds" in R.provenance_sentence(res)
 
 
@@ -243,6 +244,24 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     # the other regime the oracle, MPC-perfect and BC + PPO + OAIL; at both sizes: 2 x (4 + 3)
     assert "finite (more than half the events reach the band, on the median seed) for 14 of 36" in text
     assert R.band_sentence(table, {}) == "These results record no per-event band times."
+    # the bar counts experts only; the oracle's 0.885 meets it under training, its 0.9 x 0.885
+    # (0.7965, printed 80%) under the other regime does not, and at 200 servers none reaches it
+    assert ("met in 2 of 4 (regime, fleet size) pairs (the expert that reaches it most often: shallow-long at 50 "
+            f"servers {R.LABELS['oracle']} 88%; shallow-long at 200 servers {R.LABELS['oracle']} 88%; deep-short at 50 "
+            f"servers {R.LABELS['oracle']} 80%; deep-short at 200 servers Lyapunov 0%)") in text
+
+
+def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
+    rows = [{"method": m, "servers": s, "seed": seed, "role": role, "band_reached_share": v}
+            for m, v in (("thermostat", 0.9), ("lyapunov", 0.5), ("bc", 1.0))
+            for s in (50, 200) for seed in (0, 1) for role in ("train", "eval")]
+    t = pd.DataFrame(rows)
+    t.loc[(t["method"] == "thermostat") & (t["servers"] == 200) & (t["role"] == "eval"), "band_reached_share"] = 0.7
+    text = R.band_bar_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    assert "is met in 3 of 4 (regime, fleet size) pairs" in text and "BC" not in text
+    assert f"deep-short at 200 servers {R.LABELS['thermostat']} 70%" in text
+    assert R.band_bar_sentence(t, {}, bar=0.95).startswith("The bar, an expert that reaches the band on at least 95%")
+    assert "met in 0 of 4" in R.band_bar_sentence(t, {}, bar=0.95)
 
 
 def test_band_summary_counts_never_as_infinitely_late():

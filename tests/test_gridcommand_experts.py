@@ -435,3 +435,38 @@ def test_window_inputs_read_the_command_and_the_cloud(env):
 
     with pytest.raises(AttributeError, match="env.tasks"):
         future_tasks(Bare(), 0, 1)
+
+
+def test_thermostat_projects_the_slot_average_from_the_power_it_saw():
+    """Trapezoids between its decisions, the power held from the last one across a slot edge,
+    and the power now held to the slot's end; reset forgets the slot."""
+    from types import SimpleNamespace
+
+    from ilets.gridcommand.experts import ThermostatExpert
+
+    t = ThermostatExpert()
+    seen = SimpleNamespace(slot_edges=np.array([0.0, 1.0, 2.0]), now=0.2, power_now=100.0)
+    assert t.projected_slot_power(seen) == pytest.approx(100.0)  # the first decision: its power all slot
+    seen.now, seen.power_now = 0.6, 200.0
+    # 100 W for 0.2 s, the trapezoid 100 -> 200 W over 0.4 s, then 200 W for the last 0.4 s
+    assert t.projected_slot_power(seen) == pytest.approx(100 * 0.2 + 150 * 0.4 + 200 * 0.4)
+    seen.now, seen.power_now = 1.5, 50.0
+    assert t.projected_slot_power(seen) == pytest.approx(200 * 0.5 + 50 * 0.5)  # the last power held into the slot
+    t.reset()
+    assert t.projected_slot_power(seen) == pytest.approx(50.0)
+
+
+@pytest.mark.slow
+def test_thermostat_reaches_the_band_where_the_optimising_rungs_do_not():
+    """On a quick-scale episode of the deep-short regime with the sleep lever (50 servers, seed
+    0; three down events), the thermostat reaches the band on every event and stays in it
+    longer than Lyapunov, which reaches it on one of the three (shipped/gridcommand-sleep)."""
+    from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.gridcommand.metrics import evaluate
+    from ilets.gridcommand.pipeline import evaluation_config
+
+    cfg = evaluation_config(load_gridcommand_config("gridcommand-quick-sleep"), "deep-short", 50, 0)
+    got = {n: evaluate(make_expert(n), cfg, seed=0) for n in ("thermostat", "lyapunov")}
+    assert got["thermostat"]["events"] == 3
+    assert got["thermostat"]["band_reached_share"] == 1.0 > got["lyapunov"]["band_reached_share"]
+    assert got["thermostat"]["in_band_fraction"] > 2 * got["lyapunov"]["in_band_fraction"]

@@ -211,10 +211,15 @@ GridPolicy = Callable[[np.ndarray, GridCommandEnv], int]
 def as_grid_policy(policy: Any) -> GridPolicy:
     """Adapt ``policy`` to ``(obs, env) -> action``.
 
-    Accepted: such a callable; a plain-scenario policy with ``act(cloud, task, mask)``
+    Accepted: such a callable; a grid-command expert (``grid_expert``: ``act(env)``,
+    :mod:`ilets.gridcommand.experts`); a plain-scenario policy with ``act(cloud, task, mask)``
     (:mod:`ilets.agents.policies`, it never defers; given the server part of the mask); a
     model with ``predict(obs, action_masks=...)`` (sb3-contrib's MaskablePPO), deterministic.
     """
+    if getattr(policy, "grid_expert", False):
+        def expert(obs: np.ndarray, env: GridCommandEnv) -> int:
+            return int(policy.act(env))
+        return expert
     if hasattr(policy, "act") and callable(policy.act):
         def plain(obs: np.ndarray, env: GridCommandEnv) -> int:
             return int(policy.act(env.cloud, env.current_task, env.action_masks()[:len(env.fleet)]))

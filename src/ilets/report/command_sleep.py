@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, done_records, load_results
+from ilets.report.grid_command import BAND_BAR, LABELS, done_records, load_results
 
 #: Where the book reads the shipped grid with the sleep lever (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-sleep"
@@ -30,8 +30,6 @@ PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-sleep"
 #: sensitivity of the quick-scale verdicts to the timeout and the wake-up.
 VARIANTS = {"off": Path("shipped") / "gridcommand", "fast": Path("shipped") / "gridcommand-sleep-fast",
             "default": SHIPPED, "slow": Path("shipped") / "gridcommand-sleep-slow"}
-#: The issue's bar: an expert reaches the band on at least this share of events.
-BAND_BAR = 0.8
 #: The arms of the comparison (``lever`` column).
 LEVERS = ("none", "sleep")
 #: The envelope's two ways of measuring reach, both with the lever (``envelope_runs``), as arms.
