@@ -283,6 +283,21 @@ def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR) -> str:
             + (f" and changes for {'; '.join(changed)}" if changed else "") + ".")
 
 
+#: The experts whose sensitivity to the lever's timing the timing grids measure.
+SENSITIVITY_EXPERTS = ("lyapunov", "thermostat")
+
+
+def sensitivity_tables(root: Path, methods: tuple[str, ...] = SENSITIVITY_EXPERTS) -> pd.DataFrame:
+    """:func:`sensitivity_table` of each of ``methods``, stacked with an ``expert`` column (its label)."""
+    parts = [sensitivity_table(root, m).assign(expert=LABELS.get(m, m)) for m in methods]
+    return pd.concat(parts, ignore_index=True)
+
+
+def sensitivity_sentences(tables: pd.DataFrame, bar: float = BAND_BAR) -> str:
+    """:func:`sensitivity_sentence` per expert of :func:`sensitivity_tables`, each named."""
+    return " ".join(f"{expert}: {sensitivity_sentence(g, bar)}" for expert, g in tables.groupby("expert", sort=False))
+
+
 def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
     """What one envelope run per event changes against the joint run (both with the lever,
     :data:`ENVELOPE_RUNS` as the arms of :func:`band_bar` and :func:`reach_table`): the events
