@@ -246,8 +246,8 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # the power now, and takes the envelope's low action above the target and its high action
 # below it, keeping deadlines where the slack allows; outside events it places by earliest
 # finish. It reads no more than the rule, plus which servers sleep. It is a tracking
-# reference, not an optimum of the reward: the hindsight rung beats it on the episode's total
-# reward in every episode (below).
+# reference, not an optimum of the reward, and not one of the hindsight rung's members: whether
+# the bound still beats it on the episode's total reward is read below.
 #
 # {glue:text}`gc_said_ladder` {glue:text}`gc_said_oracle` {glue:text}`gc_said_direction`
 

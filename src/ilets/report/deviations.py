@@ -339,6 +339,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "episode's clock as event durations are); it may be deferred while it can still meet it "
                   "(max_deferrals binds interactive tasks only); the envelope's extreme run defers it too",
                   "ilets.gridcommand.batch, GridCommandConfig.batch_share/batch_slack_h", kind=EXTENSION),
+        Deviation("Thermostat expert", _NO_PAPER,
+                  "a tracking-first rung beside the ladder [ours]: during an event it projects the current slot's "
+                  "average power (the power seen at its own decisions, trapezoids between them, then the power now "
+                  "held to the slot's end) and takes the envelope's low action above the target, its high action "
+                  "below it; it defers only a task whose slack allows it and replaces a placement that would miss "
+                  "the deadline by the least- (lowering) or most-energy (raising) server that meets it; not one of "
+                  "the hindsight bound's members, so the bound need not beat it (chapter 12 reads whether it does)",
+                  "ilets.gridcommand.experts.thermostat, ilets.gridcommand.envelope.low_action/high_action",
+                  kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),
