@@ -35,13 +35,21 @@ NO_COMMAND, EXPLICIT = "none", "explicit"
 TRACKING_MODES = ("slot", "instant")
 #: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
 ENVELOPE_MODES = ("clip", "record", "off")
+#: The file-name prefixes in ``ilets/configs`` of what is not a scenario profile: the grids
+#: (:mod:`ilets.gridcommand.experiment`) and the drift protocol (:mod:`ilets.study.command_drift`).
+NOT_SCENARIOS = ("gridcommand-grid-", "gridcommand-drift-")
+
+
+def _shipped_scenarios() -> tuple[str, ...]:
+    """The scenario profiles shipped in ``ilets/configs``: every ``gridcommand-*.yaml`` that is
+    not a grid or the drift protocol (:data:`NOT_SCENARIOS`), sorted; read once at import, so
+    a new profile file is a built-in without a list to keep by hand."""
+    names = (Path(f.name).stem for f in resources.files("ilets.configs").iterdir() if f.name.endswith(".yaml"))
+    return tuple(sorted(n for n in names if n.startswith("gridcommand-") and not n.startswith(NOT_SCENARIOS)))
+
+
 #: Shipped profile names (files ``ilets/configs/<name>.yaml``).
-BUILTIN = ("gridcommand-smoke", "gridcommand-quick", "gridcommand-paper", "gridcommand-quick-per-server",
-           "gridcommand-quick-per-server-queues", "gridcommand-quick-sleep",
-           "gridcommand-quick-per-server-sleep", "gridcommand-paper-sleep",
-           "gridcommand-quick-sleep-fast", "gridcommand-quick-sleep-slow", "gridcommand-quick-sleep-each",
-           "gridcommand-quick-sleep-batch", "gridcommand-quick-sleep-batch-low",
-           "gridcommand-quick-per-server-dvfs")
+BUILTIN = _shipped_scenarios()
 
 
 @dataclass(frozen=True)
@@ -72,7 +80,7 @@ class CommandSpec:
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
-                "batch_slack_h")
+                "batch_slack_h", "observe_slot")
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,11 @@ class GridCommandConfig:
     #: environment along the episode whatever policy acts, as one more observation block
     #: (:class:`ilets.gridcommand.features.QueueState`); off: the scenario's first blocks [ours]
     observe_queues: bool = False
+    #: show the current slot's projected average power against the target, in bands (what a
+    #: meter on the fleet shows, :mod:`ilets.gridcommand.slot_meter`), as one more observation
+    #: block (:class:`ilets.gridcommand.features.SlotError`): what the thermostat expert acts
+    #: on; off: not shown [ours]
+    observe_slot: bool = False
     #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
     #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
     #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
@@ -249,8 +262,9 @@ class GridCommandConfig:
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        if not isinstance(self.observe_queues, bool):
-            raise ConfigError(f"{where}.observe_queues: expected true or false, got {self.observe_queues!r}")
+        for key in ("observe_queues", "observe_slot"):
+            if not isinstance(getattr(self, key), bool):
+                raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
         return self
 
     def schedule(self, window_start: float, window_end: float, where: str = "gridcommand") -> CommandSchedule:

@@ -87,6 +87,7 @@ from ilets.gridcommand.power import Counterfactual, counterfactual, power_profil
 from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
 from ilets.gridcommand.sleep import SleepLedger
+from ilets.gridcommand.slot_meter import SlotMeter
 from ilets.gridcommand.tracking import SlotTracker
 from ilets.simulator.cloud import Cloud, Fleet, make_fleet, meets_deadline
 from ilets.simulator.objective import cost_of, tracking_term
@@ -137,6 +138,10 @@ class GridCommandEnv(SchedulingEnv):
         self.state = StateSpec.of(run)
         #: the drift-plus-penalty queues, kept along the episode when shown (``observe_queues``)
         self.queues = VirtualQueues()
+        #: the current slot's projected average power, kept along the episode when shown
+        #: (``observe_slot``, :class:`ilets.gridcommand.features.SlotError`)
+        self.slot_meter = SlotMeter()
+        self._slot_projection = 0.0
         #: the run's layout, then the command's blocks (which read this env); a table layout
         #: (one row per server, ``per-server``) takes them after its task numbers, before the
         #: rows, so the per-server policy reads them in its pooled summary (``table_layout``)
@@ -288,6 +293,12 @@ class GridCommandEnv(SchedulingEnv):
         return self._target_now
 
     @property
+    def slot_projection(self) -> float:
+        """The current slot's projected average power (W) at this decision
+        (:class:`ilets.gridcommand.slot_meter.SlotMeter`), kept with ``observe_slot`` (else 0)."""
+        return self._slot_projection
+
+    @property
     def power_now(self) -> float:
         """The fleet's power now (W): the cloud's, less what sleeping servers save."""
         assert self.cloud is not None, "reset() first"
@@ -323,6 +334,7 @@ class GridCommandEnv(SchedulingEnv):
         self.deferral_log: list[tuple[float, int]] = []  #: (time, task) of every deferral
         self.tracking_ema = 0.0
         self.queues.reset()
+        self.slot_meter.reset()
         self._sleep_charge = 0.0  # tracking cost of the sleep since the last decision
         if self.sleep is not None:
             self.sleep.reset()
@@ -361,6 +373,8 @@ class GridCommandEnv(SchedulingEnv):
         if self.config.observe_queues:  # the step the Lyapunov expert takes at this decision
             self.queues.decide_under(self._active_cmd, now, self.power_now, self._target_now,
                                      self._baseline_now, self.max_power_w)
+        if self.config.observe_slot:  # the meter's sample at this decision, as the thermostat's
+            self._slot_projection = self.slot_meter.projected(self.slot_edges, now, self.power_now)
 
     def _move_sleep(self, t: float) -> None:
         """Move the sleep ledger to ``t``, with the power above the target at this decision as

@@ -29,6 +29,12 @@ With ``observe_queues`` one more block follows them (2 numbers, never capped):
 * :class:`QueueState`: the drift-plus-penalty queues the environment keeps
   (:mod:`ilets.gridcommand.queues`), ``log1p(TRACK_SCALE * q_track)`` and
   ``log1p(q_deadline)``.
+
+With ``observe_slot`` one more block follows (2 numbers):
+
+* :class:`SlotError`: the current slot's projected average power against the target, in
+  bands of the active event (:mod:`ilets.gridcommand.slot_meter`): its excess and its
+  shortfall over :data:`SLOT_ERROR_BANDS`, capped at 1; zeros outside events.
 """
 
 from __future__ import annotations
@@ -73,6 +79,12 @@ class GridView(Protocol):
 
     @property
     def power_now(self) -> float: ...
+
+    @property
+    def active_command(self) -> GridCommand | None: ...
+
+    @property
+    def slot_projection(self) -> float: ...
 
 
 class GridBlock:
@@ -201,17 +213,43 @@ class QueueState(GridBlock):
         out[1] = np.log1p(queues.q_deadline)
 
 
+#: Where :class:`SlotError` saturates, in bands: past it the sign is what matters [ours]
+SLOT_ERROR_BANDS = 4.0
+
+
+class SlotError(GridBlock):
+    """The current slot's projected average power (:attr:`GridView.slot_projection`) less the
+    target now, over the active event's band: its excess and its shortfall, each over
+    :data:`SLOT_ERROR_BANDS` and capped at 1; zeros outside events (or with no band)."""
+
+    width = 2
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        view = self.view
+        c = view.active_command
+        band = 0.0 if c is None else float(c.band_w(view.baseline_now))
+        if band <= 0.0:
+            out[:] = 0.0
+            return
+        bands = (view.slot_projection - view.target_now) / band
+        out[0] = min(1.0, max(0.0, bands) / SLOT_ERROR_BANDS)
+        out[1] = min(1.0, max(0.0, -bands) / SLOT_ERROR_BANDS)
+
+
 #: The grid-command blocks, in the order they follow the run's own layout.
 GRID_BLOCKS: tuple[type[GridBlock], ...] = (CommandShape, EventTiming, PowerLevels, TrackingError, TaskDeferral)
 
 
 def grid_blocks(view: GridView) -> tuple[GridBlock, ...]:
     """The :data:`GRID_BLOCKS` made for ``view``, in order, then :class:`QueueState` when the
-    scenario shows its queues (``observe_queues``)."""
-    kinds = GRID_BLOCKS + ((QueueState,) if view.config.observe_queues else ())
+    scenario shows its queues (``observe_queues``) and :class:`SlotError` when it shows the
+    slot's meter (``observe_slot``)."""
+    kinds = (GRID_BLOCKS + ((QueueState,) if view.config.observe_queues else ())
+             + ((SlotError,) if view.config.observe_slot else ()))
     return tuple(block(view) for block in kinds)
 
 
-def grid_size(observe_queues: bool = False) -> int:
+def grid_size(observe_queues: bool = False, observe_slot: bool = False) -> int:
     """Numbers the grid blocks take (the same for every fleet)."""
-    return sum(block.width for block in GRID_BLOCKS) + (QueueState.width if observe_queues else 0)
+    return (sum(block.width for block in GRID_BLOCKS) + (QueueState.width if observe_queues else 0)
+            + (SlotError.width if observe_slot else 0))

@@ -61,6 +61,9 @@ class ReferenceExpert(_Expert):
     name = "reference"
     reads = ("action_masks", "current_task", "config", "defer_action", "fleet", "cloud")
 
+    def __init__(self) -> None:
+        self.reset()
+
     def reset(self, seed: int | None = None) -> None:
         self._policy: Any = None
 

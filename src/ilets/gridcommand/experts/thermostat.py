@@ -8,6 +8,7 @@ import numpy as np
 
 from ilets.gridcommand.envelope import high_action, low_action
 from ilets.gridcommand.experts.reading import _can_wait, _cfg, _command, _earliest_finish, _Expert, _finish, _mask
+from ilets.gridcommand.slot_meter import SlotMeter
 from ilets.simulator.cloud import meets_deadline
 
 
@@ -16,8 +17,9 @@ class ThermostatExpert(_Expert):
 
     The metrics score slot averages (:mod:`ilets.gridcommand.metrics`), and an event reaches
     the band when one slot's average lies within it. So the expert projects the average of
-    the slot it is in [ours]: the power it has seen so far in the slot (sampled at its own
-    decisions, trapezoids between them), plus the power now held to the slot's end. Above the
+    the slot it is in [ours] (:class:`ilets.gridcommand.slot_meter.SlotMeter`): the power it has
+    seen so far in the slot (sampled at its own decisions, trapezoids between them), plus the
+    power now held to the slot's end. Above the
     target, it takes the flexibility envelope's *low* action
     (:func:`ilets.gridcommand.envelope.low_action`: defer, else the least energy, at the
     least-energy speed, on an awake server); below it, the *high* action
@@ -44,28 +46,15 @@ class ThermostatExpert(_Expert):
              "target_at", "schedule", "slot_edges", "sleep", "speeds", "power_factors", "decode")
 
     def __init__(self) -> None:
-        self.reset()
+        self.meter = SlotMeter()
 
     def reset(self, seed: int | None = None) -> None:
-        self._slot = -1  # the slot the integral covers
-        self._joules = 0.0  # power seen so far in that slot, integrated (J)
-        self._t = 0.0  # the last decision's time and power
-        self._p = 0.0
+        self.meter.reset()
 
     def projected_slot_power(self, env: Any) -> float:
         """The current slot's average power (W) if the power now held to the slot's end, given
-        the power seen at the decisions so far in it; moves the integral to now."""
-        now, power = float(env.now), float(env.power_now)
-        edges = env.slot_edges
-        k = int(np.clip(np.searchsorted(edges, now, side="right") - 1, 0, len(edges) - 2))
-        lo, hi = float(edges[k]), float(edges[k + 1])
-        if k != self._slot:  # a new slot: the power held since the last decision (or now's, at the first)
-            held = self._p if self._slot >= 0 else power
-            self._joules, self._slot = held * max(0.0, now - lo), k
-        else:
-            self._joules += 0.5 * (self._p + power) * (now - self._t)
-        self._t, self._p = now, power
-        return (self._joules + power * max(0.0, hi - now)) / max(hi - lo, 1e-12)
+        the power seen at the decisions so far in it (:class:`ilets.gridcommand.slot_meter.SlotMeter`)."""
+        return self.meter.projected(env.slot_edges, float(env.now), float(env.power_now))
 
     def act(self, env: Any) -> int:
         projected = self.projected_slot_power(env)
