@@ -116,7 +116,7 @@ def test_sensitivity_says_where_the_timing_changes_the_bar(tmp_path):
     assert C.sensitivity_sentence(only_default) == "The lever's timing variants have not run."
     both = C.sensitivity_tables(tmp_path, ("lyapunov", "rule"))  # the fixture's grids hold Lyapunov only
     assert list(both["expert"].unique()) == ["Lyapunov"]
-    assert C.sensitivity_sentences(both) == f"Lyapunov: {said}"
+    assert C.sensitivity_sentences(both) == f"For Lyapunov, w{said[1:]}"
 
 
 def test_the_envelope_runs_sentence_reads_both_arms():

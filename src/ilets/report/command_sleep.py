@@ -295,7 +295,9 @@ def sensitivity_tables(root: Path, methods: tuple[str, ...] = SENSITIVITY_EXPERT
 
 def sensitivity_sentences(tables: pd.DataFrame, bar: float = BAND_BAR) -> str:
     """:func:`sensitivity_sentence` per expert of :func:`sensitivity_tables`, each named."""
-    return " ".join(f"{expert}: {sensitivity_sentence(g, bar)}" for expert, g in tables.groupby("expert", sort=False))
+    def named(expert: str, text: str) -> str:
+        return f"For {expert}, {text[0].lower()}{text[1:]}" if text.startswith("With ") else f"{expert}: {text}"
+    return " ".join(named(expert, sensitivity_sentence(g, bar)) for expert, g in tables.groupby("expert", sort=False))
 
 
 def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
