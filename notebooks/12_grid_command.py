@@ -373,7 +373,7 @@ plots.markdown_table(Z.reach_display(reach_each), {}, empty="The grid with one e
 #
 # At the quick scale an event lasts a second or two, shorter than many tasks and about as
 # long as a wake-up, so the bar is also read where events last minutes: the full online
-# window (workload scale 1, 10-s slots), with the rule and Lyapunov only (the grids
+# window (workload scale 1, 10-s slots), with the rule, Lyapunov and the thermostat (the grids
 # `gridcommand-grid-paper-experts` and `gridcommand-grid-paper-sleep`; the learners' part of
 # the full-window grid is read in the pipeline comparison's section). The
 # Lyapunov gain is the quick-scale pilot's, not chosen again at this scale.
