@@ -73,6 +73,13 @@ glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, de
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
                                                    "gridcommand-grid-per-server-dvfs")), display=False)
+thermo_folder = root / C.THERMOSTAT_DESIGN["per-server taught by the thermostat"]
+glue("gc_thermo_said", C.control_sentence(C.control_table(C.load_designs(root, "thermostat", C.THERMOSTAT_DESIGN),
+                                                          "thermostat"), "thermostat"), display=False)
+glue("gc_thermo_status", Markdown(R.status_sentence(R.load_results(thermo_folder), thermo_folder,
+                                                    "gridcommand-grid-per-server-thermostat")), display=False)
+glue("gc_thermo_heldout_said", C.heldout_sentence(C.heldout_table(C.heldout_rows(thermo_folder), "thermostat"),
+                                                  "thermostat"), display=False)
 queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
                  for design in list(C.DESIGNS)[2:]}
 glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
@@ -572,6 +579,13 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`gridcommand-grid-per-server-dvfs`: three levels, the BC budget design, no DAgger; the
 #   Lyapunov teacher then also picks the speed) is a scenario of its own, not a step of the
 #   designs above. {glue:md}`gc_speed_status` {glue:text}`gc_speed_said`
+# * **The thermostat as the teacher.** The thermostat's choice is the sign of the slot's
+#   projected error and then a least- or most-energy server, which one shared scorer can express
+#   once it sees that error: with `observe_slot` the environment shows the slot's meter against
+#   the target, in bands (`ilets.gridcommand.features.SlotError`, scenario
+#   `gridcommand-quick-per-server-slot`), and the DAgger design's settings, not tuned for this
+#   teacher, clone it (`gridcommand-grid-per-server-thermostat`). {glue:md}`gc_thermo_status`
+#   {glue:text}`gc_thermo_said` {glue:text}`gc_thermo_heldout_said`
 #
 # {glue:md}`gc_queues_status`
 #

@@ -39,6 +39,9 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
+#: The thermostat-taught design (its teacher is the thermostat, not Lyapunov, and its scenario
+#: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
+THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
