@@ -236,7 +236,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
-    from ilets.gridcommand.features import TRACK_SCALE
+    from ilets.gridcommand.features import SLOT_ERROR_BANDS, TRACK_SCALE
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
@@ -289,6 +289,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "more block; declared privileged information made observable, run as a third grid beside the "
                   "flat and per-server ones", "ilets.gridcommand.queues, ilets.gridcommand.features.QueueState",
                   kind=EXTENSION),
+        Deviation("The slot's meter shown", _NO_PAPER,
+                  "opt-in (observe_slot, off by default): the env keeps the thermostat's projection of the current "
+                  "slot's average power (the power sampled at each decision, trapezoids between them, the power now "
+                  "held to the slot's end) and shows its excess over the target and its shortfall, in bands of the "
+                  f"active event over {SLOT_ERROR_BANDS:g} and capped at 1, as one more block; what a meter on the "
+                  "fleet shows, run as the thermostat-taught design",
+                  "ilets.gridcommand.slot_meter, ilets.gridcommand.features.SlotError", kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
