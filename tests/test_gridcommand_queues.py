@@ -53,18 +53,22 @@ def test_the_env_keeps_the_lyapunov_experts_queues_and_shows_them(scenario):
     assert seen_debt and seen_misses  # the test episode runs up both queues
 
 
-def test_at_the_default_nothing_is_shown_and_digests_stay(scenario):
+@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot"])
+def test_at_the_default_nothing_is_shown_and_digests_stay(scenario, flag):
+    """Each opt-in block (the queues, the slot's meter): off by default, the observation as it
+    was, left out of the settings at the default and counted when set."""
     base = load_gridcommand_config(scenario)
-    assert base.observe_queues is False
+    assert getattr(base, flag) is False
     env = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 0))
     assert env.observation_space.shape == (2 * 6 + 2 + grid_size(),)
-    assert "observe_queues" not in settings_plain(base)
-    assert settings_plain(dataclasses.replace(base, observe_queues=True))["observe_queues"] is True
+    assert flag not in settings_plain(base)
+    assert settings_plain(dataclasses.replace(base, **{flag: True}))[flag] is True
 
 
-def test_a_bad_observe_queues_is_named(scenario):
-    with pytest.raises(ConfigError, match="observe_queues"):
-        load_gridcommand_config(scenario, observe_queues="yes")
+@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot"])
+def test_a_bad_flag_is_named(scenario, flag):
+    with pytest.raises(ConfigError, match=flag):
+        load_gridcommand_config(scenario, **{flag: "yes"})
 
 
 def test_the_queues_recursion():

@@ -1,34 +1,20 @@
 """The slot's meter shown to a learner (``observe_slot``): the environment keeps exactly the
 thermostat expert's projection of the current slot's average power, writes it against the
-target in bands as one more block, and at the default leaves the observation and every
-cell's settings digest as they were."""
+target in bands as one more block (the default's observation and digests:
+test_gridcommand_queues)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-import yaml
 
-from ilets.config import ConfigError
 from ilets.gridcommand import pipeline as P
-from ilets.gridcommand.config import load_gridcommand_config, settings_plain
+from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import ReferenceExpert, ThermostatExpert
 from ilets.gridcommand.features import SLOT_ERROR_BANDS, grid_size
 from ilets.gridcommand.slot_meter import SlotMeter
-from test_gridcommand_pipeline import SCENARIO as PIPELINE_SCENARIO
-
-#: one event the tiny fleet cannot fully follow (no envelope), so the slot is off its target
-SCENARIO = {**PIPELINE_SCENARIO, "regime": "shallow-long", "envelope": "off"}
-
-
-@pytest.fixture
-def scenario(tmp_path):
-    path = tmp_path / "scenario.yaml"
-    path.write_text(yaml.safe_dump(SCENARIO))
-    return path
+from test_gridcommand_queues import scenario  # noqa: F401  (the fixture: one event the tiny fleet cannot fully follow)
 
 
 def test_the_meter_integrates_samples_by_trapezoids_and_holds_across_an_edge():
@@ -63,17 +49,3 @@ def test_the_env_keeps_the_thermostats_meter_and_shows_it_in_bands(scenario):
         obs, _, term, trunc, _ = env.step(baseline.act(env))  # the counterfactual's own choices
         done = term or trunc
     assert seen["above"]  # ignoring the cut leaves the slot above its target
-
-
-def test_at_the_default_nothing_is_shown_and_digests_stay(scenario):
-    base = load_gridcommand_config(scenario)
-    assert base.observe_slot is False
-    env = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 0))
-    assert env.observation_space.shape == (2 * 6 + 2 + grid_size(),)
-    assert "observe_slot" not in settings_plain(base)
-    assert settings_plain(dataclasses.replace(base, observe_slot=True))["observe_slot"] is True
-
-
-def test_a_bad_observe_slot_is_named(scenario):
-    with pytest.raises(ConfigError, match="observe_slot"):
-        load_gridcommand_config(scenario, observe_slot="yes")
