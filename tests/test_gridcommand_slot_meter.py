@@ -27,7 +27,7 @@ def test_the_meter_integrates_samples_by_trapezoids_and_holds_across_an_edge():
     assert meter.projected(edges, 1.5, 50.0) == pytest.approx(50.0)
 
 
-def test_the_env_keeps_the_thermostats_meter_and_shows_it_in_bands(scenario):
+def test_the_env_keeps_the_thermostats_meter_and_shows_it_in_bands(scenario):  # noqa: F811  (the fixture)
     base = load_gridcommand_config(scenario, observe_slot=True)
     env = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 0))
     assert env.observation_space.shape == (2 * 6 + 2 + grid_size(observe_slot=True),)
