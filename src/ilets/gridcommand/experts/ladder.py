@@ -41,6 +41,9 @@ EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
     "rule": GridExpertSpec(lambda **kw: RuleExpert(**kw), "rule"),
     # tracking first, beside the ladder: it reads no more than the rule, plus the sleep ledger
     "thermostat": GridExpertSpec(lambda **kw: ThermostatExpert(**kw), "thermostat (slot feedback)"),
+    # the same, deadlines second: the envelope's own actions, to tell a reach from its price
+    "thermostat-firm": GridExpertSpec(lambda **kw: ThermostatExpert(keep_deadlines=False, **kw),
+                                      "thermostat, deadlines second"),
 })
 
 #: The expert ladder's names, most informed first.

@@ -30,7 +30,9 @@ class ThermostatExpert(_Expert):
     Unlike the envelope's extremes it keeps deadlines where it can: it defers only a task
     whose slack allows the wait, and a placement that would miss the deadline is replaced by
     the least-energy (lowering) or the most-energy (raising) server that meets it, else the
-    earliest finish. Commands are sized to what the low extreme reached
+    earliest finish. With ``keep_deadlines=False`` (the rung ``thermostat-firm``) it takes the
+    envelope's actions as they are: the command first, the deadlines second, as the envelope
+    itself measures the reach. Commands are sized to what the low extreme reached
     (``envelope: clip``), so a mix of the two actions can hold the average inside the band;
     the price is paid in energy and waiting, which the episode's reward counts.
 
@@ -45,7 +47,10 @@ class ThermostatExpert(_Expert):
     reads = ("action_masks", "current_task", "now", "power_now", "config", "defer_action", "fleet", "cloud",
              "target_at", "schedule", "slot_edges", "sleep", "speeds", "power_factors", "decode")
 
-    def __init__(self) -> None:
+    def __init__(self, keep_deadlines: bool = True) -> None:
+        self.keep_deadlines = bool(keep_deadlines)
+        if not self.keep_deadlines:  # the envelope's actions as they are: no deadline is looked at
+            self.reads = tuple(r for r in self.reads if r not in ("config", "decode"))
         self.meter = SlotMeter()
 
     def reset(self, seed: int | None = None) -> None:
@@ -64,7 +69,7 @@ class ThermostatExpert(_Expert):
             return _earliest_finish(env, servers, defer_ok)
         lower = projected > float(env.target_at(now))
         a = low_action(env) if lower else high_action(env)
-        if self._keeps_deadline(env, a):
+        if not self.keep_deadlines or self._keeps_deadline(env, a):
             return a
         task, cloud = env.current_task, env.cloud
         ok = servers & meets_deadline(_finish(cloud, task) - task.arrival, task.deadline)
