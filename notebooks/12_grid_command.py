@@ -156,6 +156,8 @@ glue("gc_sleep_paper_plain_status", Markdown(R.status_sentence(paper_plain, root
 lever_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED))
 reach_paper = Z.reach_table(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED)
 glue("gc_sleep_paper_said", Z.lever_sentence(lever_paper, Z.band_bar(lever_paper), reach_paper), display=False)
+glue("gc_sleep_paper_bar", R.band_bar_sentence(R.results_table(paper_sleep), paper_sleep.regimes)
+     if paper_sleep is not None else "No full-window results with the lever.", display=False)
 batchy = load_gridcommand_config("quick-sleep-batch")
 glue("gc_batch_share", f"{batchy.batch_share:.0%}", display=False)
 glue("gc_batch_slack", f"{batchy.batch_slack_h:g}", display=False)
@@ -390,6 +392,12 @@ plots.markdown_table(Z.reach_display(reach_each), {}, empty="The grid with one e
 # With the lever: {glue:md}`gc_sleep_paper_status`
 #
 # {glue:text}`gc_sleep_paper_said`
+#
+# Over every expert of the grid with the lever, the thermostat that puts deadlines second
+# (`thermostat-firm`: the envelope's own actions, as the envelope measures the reach) among
+# them: {glue:text}`gc_sleep_paper_bar` Where only that rung reaches the band, the command is
+# within the fleet's reach but not within its deadlines: the envelope sizes commands to a
+# reach it measures without them.
 
 # %% tags=["remove-input"]
 plots.markdown_table(Z.reach_display(reach_paper), {}, empty="No full-window results with and without the sleep lever.")

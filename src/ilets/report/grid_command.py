@@ -408,8 +408,9 @@ def band_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
 
 def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float = BAND_BAR) -> str:
     """The issue's band bar per regime and fleet size: the expert whose events reach the band
-    most often (seed means of ``band_reached_share``, experts only) and whether it reaches it
-    on at least ``bar`` of them."""
+    most often (seed means of ``band_reached_share``, experts only), whether it reaches it on
+    at least ``bar`` of them, and its price: the deadline misses it causes against the
+    baseline run (seed mean of ``misses_caused``, where recorded)."""
     parts, met, pairs = [], 0, 0
     for role in ("train", "eval"):
         t = _role(table, role)
@@ -419,7 +420,9 @@ def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float =
                 continue
             top = str(share.idxmax())
             pairs, met = pairs + 1, met + int(share[top] >= bar)
-            parts.append(f"{regimes.get(role, role)} at {s} servers {LABELS.get(top, top)} {share[top]:.0%}")
+            price = (f" at {g.loc[g['method'] == top, 'misses_caused'].mean():+,.0f} deadline misses caused"
+                     if "misses_caused" in g else "")
+            parts.append(f"{regimes.get(role, role)} at {s} servers {LABELS.get(top, top)} {share[top]:.0%}{price}")
     if not pairs:
         return "No expert's band times are recorded."
     return (f"The bar, an expert that reaches the band on at least {bar:.0%} of events, is met in {met} of {pairs} "
