@@ -248,9 +248,9 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # rung is worse.
 #
 # **Beside the ladder, a thermostat.** The optimising rungs price the tracking error beside
-# energy, waiting and missed deadlines, and none of them is built to *reach* the band: a tenth
-# of the requested change, often under 1 % of the fleet's power and less than a slot's own
-# noise. The thermostat (`ilets.gridcommand.experts.ThermostatExpert`) is: during an event it
+# energy, waiting and missed deadlines, and none of them is built to *reach* the band: a
+# fraction of the requested change (the regimes' `band`, table above), itself a fraction of
+# the fleet's power. The thermostat (`ilets.gridcommand.experts.ThermostatExpert`) is: during an event it
 # projects the current slot's average power from the power it has seen in the slot so far and
 # the power now, and takes the envelope's low action above the target and its high action
 # below it, keeping deadlines where the slack allows; outside events it places by earliest

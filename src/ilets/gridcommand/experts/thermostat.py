@@ -19,10 +19,9 @@ class ThermostatExpert(_Expert):
     the band when one slot's average lies within it. So the expert projects the average of
     the slot it is in [ours] (:class:`ilets.gridcommand.slot_meter.SlotMeter`): the power it has
     seen so far in the slot (sampled at its own decisions, trapezoids between them), plus the
-    power now held to the slot's end. Above the
-    target, it takes the flexibility envelope's *low* action
-    (:func:`ilets.gridcommand.envelope.low_action`: defer, else the least energy, at the
-    least-energy speed, on an awake server); below it, the *high* action
+    power now held to the slot's end. Above the target, it takes the flexibility envelope's
+    *low* action (:func:`ilets.gridcommand.envelope.low_action`: defer, else the least energy,
+    at the least-energy speed, on an awake server); below it, the *high* action
     (:func:`~ilets.gridcommand.envelope.high_action`: start now where the task adds the most).
     It does so in down and up events alike, so a cut that overshoots is pulled back. Outside
     events it places by earliest finish, as the counterfactual baseline does.
@@ -38,8 +37,8 @@ class ThermostatExpert(_Expert):
 
     Why a rung of its own: the optimising rungs price tracking beside energy, waiting and
     misses, and the Lyapunov rung's gain was chosen on the reward, so none of them is built to
-    *reach* a narrow band (the band is a tenth of the requested change, often under 1 % of
-    the fleet's power, smaller than a slot's own noise). This rung shows whether the band is
+    *reach* a narrow band (a fraction of the requested change, ``band`` of the regime, which
+    is itself a fraction of the fleet's power). This rung shows whether the band is
     reachable at all; it is a tracking reference, not an optimum of the scored objective.
     """
 
@@ -50,6 +49,7 @@ class ThermostatExpert(_Expert):
     def __init__(self, keep_deadlines: bool = True) -> None:
         self.keep_deadlines = bool(keep_deadlines)
         if not self.keep_deadlines:  # the envelope's actions as they are: no deadline is looked at
+            self.name = "thermostat-firm"
             self.reads = tuple(r for r in self.reads if r not in ("config", "decode"))
         self.meter = SlotMeter()
 
