@@ -364,8 +364,9 @@ plots.markdown_table(sensitivity.assign(band_reached_share=sensitivity["band_rea
 # The envelope's one extreme run per direction lets an event start in what the extreme left of
 # the one before, and with the lever that backlog dropped events. With `envelope_runs:
 # per-event` (scenario `gridcommand-quick-sleep-each`, grid `gridcommand-grid-sleep-each`: the
-# five experts and the thermostat again) each event's reach is measured by a run with that event alone, stopped at
-# its end, from the counterfactual's state, as a policy meeting it fresh would find the fleet.
+# five experts and the thermostat again) each event's reach is measured by a run with that
+# event alone, stopped at its end, from the counterfactual's state, as a policy meeting it
+# fresh would find the fleet.
 # (On a small test fleet without the lever the joint run found later events *easier*, its
 # earlier deferrals having emptied the queues; the per-event run charges neither way.)
 #
