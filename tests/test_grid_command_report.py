@@ -136,9 +136,9 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert "no results" in R.scale_note(None)
     status = R.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
-    # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 10 methods (the
-    # thermostat too) x 3 fleets x 5 seeds less the oracle's 3 per fleet
-    assert "84 of 141 planned cells (the grid had not finished" in status
+    # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 11 methods (the
+    # two thermostats too) x 3 fleets x 5 seeds less the oracle's 3 per fleet
+    assert "84 of 156 planned cells (the grid had not finished" in status
     assert "(uncommitted changes)" in R.provenance_sentence(res) and "1,800 CPU seconds" in R.provenance_sentence(res)
 
 
@@ -265,6 +265,7 @@ def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
     assert f"deep-short at 200 servers {R.LABELS['thermostat']} 70%" in text
     assert R.band_bar_sentence(t, {}, bar=0.95).startswith("The bar, an expert that reaches the band on at least 95%")
     assert "met in 0 of 4" in R.band_bar_sentence(t, {}, bar=0.95)
+    assert R.results_bar_sentence(None) == "No results in this folder."
 
 
 def test_band_summary_counts_never_as_infinitely_late():

@@ -406,6 +406,13 @@ def band_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
             "never reaches it, so the mean is not shown. " + band_bar_sentence(table, regimes))
 
 
+def results_bar_sentence(results: GridResults | None, bar: float = BAND_BAR) -> str:
+    """:func:`band_bar_sentence` over every expert of a results folder, or what is missing."""
+    if results is None:
+        return "No results in this folder."
+    return band_bar_sentence(results_table(results), results.regimes, bar)
+
+
 def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float = BAND_BAR) -> str:
     """The issue's band bar per regime and fleet size: the expert whose events reach the band
     most often (seed means of ``band_reached_share``, experts only), whether it reaches it on
