@@ -266,11 +266,12 @@ def sensitivity_table(root: Path, method: str = "lyapunov") -> pd.DataFrame:
                            else c).reset_index(drop=True)[cols]
 
 
-def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR) -> str:
+def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR, expert: str | None = None) -> str:
     """Whether the bar's verdict (the method reaching the band on at least ``bar`` of events)
-    changes with the lever's timing, per regime and fleet size."""
+    changes with the lever's timing, per regime and fleet size; ``expert``: the method's name,
+    said first."""
     if table.empty or table.loc[table["variant"] != "off", "variant"].nunique() < 2:
-        return "The lever's timing variants have not run."
+        return "The lever's timing variants have not run." if expert is None else f"{expert}: the timing variants have not run."
     same, changed = [], []
     for (regime, servers), g in table[table["variant"] != "off"].groupby(["regime", "servers"], sort=False):
         meets = {r["variant"]: r["band_reached_share"] >= bar for r in g.to_dict("records")}
@@ -279,7 +280,8 @@ def sensitivity_sentence(table: pd.DataFrame, bar: float = BAND_BAR) -> str:
             same.append(f"{where} ({'met' if next(iter(meets.values())) else 'not met'})")
         else:
             changed.append(f"{where} (met with " + ", ".join(v for v, ok in meets.items() if ok) + ")")
-    return (f"With the lever's timing varied, the bar's verdict stays the same for {'; '.join(same) or 'none'}"
+    lead = "With" if expert is None else f"For {expert}, with"
+    return (f"{lead} the lever's timing varied, the bar's verdict stays the same for {'; '.join(same) or 'none'}"
             + (f" and changes for {'; '.join(changed)}" if changed else "") + ".")
 
 
@@ -295,9 +297,7 @@ def sensitivity_tables(root: Path, methods: tuple[str, ...] = SENSITIVITY_EXPERT
 
 def sensitivity_sentences(tables: pd.DataFrame, bar: float = BAND_BAR) -> str:
     """:func:`sensitivity_sentence` per expert of :func:`sensitivity_tables`, each named."""
-    def named(expert: str, text: str) -> str:
-        return f"For {expert}, {text[0].lower()}{text[1:]}" if text.startswith("With ") else f"{expert}: {text}"
-    return " ".join(named(expert, sensitivity_sentence(g, bar)) for expert, g in tables.groupby("expert", sort=False))
+    return " ".join(sensitivity_sentence(g, bar, str(expert)) for expert, g in tables.groupby("expert", sort=False))
 
 
 def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
