@@ -241,21 +241,27 @@ def to_transitions(demos: Demonstrations):
 
 
 def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
-                    repeat: dict[int, int] | None = None) -> dict[str, float]:
+                    repeat: dict[int, int] | None = None, rows: np.ndarray | None = None) -> dict[str, float]:
     """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after.
-    ``repeat``: action -> how many times each decision with that label is shown to BC
-    (:func:`with_repeats`); agreement is measured on ``demos`` as demonstrated."""
+    ``repeat``: action -> how many times each decision with that label is shown to BC, and
+    ``rows``: how many times each decision is shown, on top (:func:`with_repeats`); agreement
+    is measured on ``demos`` as demonstrated."""
     with unchecked_distributions():
-        return _behaviour_clone(model, demos, cfg, seed, repeat or {})
+        return _behaviour_clone(model, demos, cfg, seed, repeat or {}, rows)
 
 
-def with_repeats(demos: Demonstrations, repeat: dict[int, int]) -> Demonstrations:
+def with_repeats(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray | None = None) -> Demonstrations:
     """``demos`` with every decision labelled ``a`` shown ``repeat[a]`` times in a row (in
-    decision order): a weight for a rare label, for a BC that takes no sample weights
-    (repeating a sample weighs its loss the same in expectation). No repeats: ``demos``."""
+    decision order), times ``rows[i]`` for decision ``i`` when given: a weight for a rare label
+    or a rare kind of state, for a BC that takes no sample weights (repeating a sample weighs
+    its loss the same in expectation). No repeats: ``demos``."""
     times = np.ones(len(demos), dtype=np.int64)
     for action, n in repeat.items():
         times[demos.acts == action] = n
+    if rows is not None:
+        if len(rows) != len(demos):
+            raise ValueError(f"with_repeats: rows has {len(rows)} entries for {len(demos)} decisions")
+        times *= np.asarray(rows, np.int64)
     if (times == 1).all():
         return demos
     idx = np.repeat(np.arange(len(demos)), times)
@@ -281,7 +287,7 @@ def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[De
 
 
 def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
-                     repeat: dict[int, int]) -> dict[str, float]:
+                     repeat: dict[int, int], rows: np.ndarray | None = None) -> dict[str, float]:
     """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set, then
     :func:`with_repeats`); the agreement and the cloning report are measured against the
     expert's own labels, each decision once."""
@@ -290,7 +296,7 @@ def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
 
     before = action_agreement(model.policy, demos)
     taught, changed = with_label_noise(demos, cfg.label_noise, seed)
-    taught = with_repeats(taught, repeat)
+    taught = with_repeats(taught, repeat, rows)
     trainer = bc.BC(
         observation_space=model.observation_space, action_space=model.action_space,
         policy=model.policy, demonstrations=to_transitions(taught), rng=np.random.default_rng(seed),

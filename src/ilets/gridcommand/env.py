@@ -81,7 +81,7 @@ from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
-from ilets.gridcommand.features import grid_blocks
+from ilets.gridcommand.features import CommandShape, EventTiming, grid_blocks
 from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
@@ -281,6 +281,20 @@ class GridCommandEnv(SchedulingEnv):
     def seen_command(self) -> GridCommand | None:
         """The event an observer sees now: the active one, else the next announced one, or None."""
         return self._seen_cmd
+
+    def during_event(self, obs: np.ndarray) -> np.ndarray:
+        """Whether each observation (a row of ``obs``, or one observation) was made while an
+        event was active, read from the observation itself: its command block shows a down or
+        up event (:class:`ilets.gridcommand.features.CommandShape`) whose start has come and
+        whose end has not (:class:`~ilets.gridcommand.features.EventTiming`)."""
+        rows = np.atleast_2d(np.asarray(obs))
+        m, start, at = len(self.fleet), 0, {}
+        for block in self.blocks:
+            at[type(block)] = start
+            start += block.size(m)
+        shape, timing = at[CommandShape], at[EventTiming]
+        shown = (rows[:, shape] > 0) | (rows[:, shape + 1] > 0)
+        return shown & (rows[:, timing] == 0) & (rows[:, timing + 1] > 0)
 
     @property
     def baseline_now(self) -> float:

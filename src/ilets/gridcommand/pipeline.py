@@ -89,7 +89,7 @@ CLONE_CACHE_VERSION = 2
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
-PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds")
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -133,6 +133,13 @@ class PipelineConfig:
     #: the states it visits, and BC goes on over all labels so far, for as many gradient steps
     #: as the first BC took (:func:`relabel`); 0: none
     dagger_rounds: int = 0
+    #: times each decision made during an event appears in BC's data (the first BC's and
+    #: every DAgger round's) [ours]: events hold a few tenths of an episode's decisions, and
+    #: the states where a tracking teacher turns (e.g. the thermostat raising power after an
+    #: overshoot) a few per cent, so plain cross-entropy learns the off-event placement first.
+    #: BC's epochs are cut in proportion (:func:`event_epochs`), so every value takes the same
+    #: gradient steps: a weight, not a larger budget. 1: as demonstrated
+    event_repeat: int = 1
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -153,6 +160,10 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
+        if not (isinstance(self.event_repeat, int) and not isinstance(self.event_repeat, bool)
+                and self.event_repeat >= 1):
+            raise ConfigError(f"{where}.event_repeat: expected an integer >= 1 (1: as demonstrated), "
+                              f"got {self.event_repeat!r}")
         if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
             raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
                               f"got {self.dagger_rounds!r}")
@@ -397,7 +408,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
     repeat = {env.defer_action: pipe.defer_repeat}
-    cloned = behaviour_clone(model, demos, oinpt, seed, repeat=repeat)
+    cloned = behaviour_clone(model, demos, event_epochs(oinpt, env, demos, pipe.event_repeat), seed, repeat=repeat,
+                             rows=event_rows(env, demos, pipe.event_repeat))
     info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
     seen = demos
     for r in range(pipe.dagger_rounds):
@@ -413,7 +425,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         info[f"dagger_agreement[{r}]"] = agreed  # on the clone's own states, before this round's BC
         seen = _joined(seen, own)
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
-        behaviour_clone(model, seen, steps, seed + 1 + r, repeat=repeat)
+        behaviour_clone(model, seen, event_epochs(steps, env, seen, pipe.event_repeat), seed + 1 + r, repeat=repeat,
+                        rows=event_rows(env, seen, pipe.event_repeat))
     if pipe.dagger_rounds:
         info["dagger_states"] = len(seen) - len(demos)
         info["bc_agreement_after"] = action_agreement(model.policy, demos)  # on the teacher's own states
@@ -421,6 +434,25 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
     info["clone_cpu_s"] = time.process_time() - c0
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, info
+
+
+def event_rows(env: GridCommandEnv, demos: Demonstrations, event_repeat: int) -> np.ndarray | None:
+    """How many times BC is shown each decision of ``demos``: ``event_repeat`` for one made
+    during an event (:meth:`GridCommandEnv.during_event`, read from its observation), else 1;
+    None when ``event_repeat`` is 1 (as demonstrated)."""
+    if event_repeat == 1:
+        return None
+    return np.where(env.during_event(demos.obs), event_repeat, 1)
+
+
+def event_epochs(cfg: OINPTConfig, env: GridCommandEnv, demos: Demonstrations, event_repeat: int) -> OINPTConfig:
+    """``cfg`` with BC's epochs over ``demos`` cut by the share :func:`event_rows` adds, so that
+    BC takes as many gradient steps as without the repeats (at least one epoch); ``cfg``
+    itself when ``event_repeat`` is 1."""
+    rows = event_rows(env, demos, event_repeat)
+    if rows is None or not len(demos):
+        return cfg
+    return dataclasses.replace(cfg, bc_epochs=max(1, round(cfg.bc_epochs * len(demos) / int(rows.sum()))))
 
 
 def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,

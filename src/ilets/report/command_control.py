@@ -150,15 +150,22 @@ PILOT_EPOCHS_WIDENED = (900,)
 PILOT_ROUNDS = (1, 2, 4)
 #: Widening the rounds doubles them (a round costs a whole relabelled episode and a BC pass).
 PILOT_ROUNDS_WIDENED = (8, 16)
+#: Times each event decision is shown to BC (``event_repeat``; the thermostat-taught design,
+#: at 50 servers only: a clone at 200 servers costs twice as much).
+PILOT_EVENT_REPEATS = (1, 4, 16)
+#: Widening the event repeats multiplies the largest by four.
+PILOT_EVENT_REPEATS_WIDENED = (64,)
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
-          "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d")}
+          "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
+          "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v")}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
 #: A candidate this close (relative) to the best ratio, with a smaller value, is taken instead.
 PILOT_TOLERANCE = 0.02
 #: How each pilot's candidates are named in prose and tables.
 _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{'s' if n > 1 else ''}"),
                 "bc_epochs": ("BC epochs", lambda n: f"{n} epochs"),
-                "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}")}
+                "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}"),
+                "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
 
 
 def clone_pilot_table(root: Path, teacher: str = "lyapunov", knob: str = "defer_repeat") -> pd.DataFrame:
@@ -223,6 +230,15 @@ def choose_dagger_rounds(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "dagger_rounds")
 
 
+def choose_event_repeat(table: pd.DataFrame) -> int | None:
+    """The event-weighting pilot's rule, written before any candidate ran: the BC-budget rule
+    (:func:`choose_bc_epochs`) over the repeats: among the candidates whose mean miss ratio is
+    at most :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, a smaller
+    repeat within :data:`PILOT_TOLERANCE` taken instead; a choice at the top of
+    :data:`PILOT_EVENT_REPEATS` widens the range (:func:`pilot_widens`)."""
+    return _miss_bar_then_lowest_ratio(table, "event_repeat")
+
+
 def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
@@ -233,10 +249,11 @@ def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
 
 
 #: Each pilot's rule.
-CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds}
+CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
+          "event_repeat": choose_event_repeat}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds")
+WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
