@@ -165,7 +165,8 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
 
 @pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5),
                                          ("bc_epochs", -1), ("bc_epochs", 2.5), ("dagger_rounds", -1),
-                                         ("dagger_rounds", 1.5)])
+                                         ("dagger_rounds", 1.5), ("event_repeat", 0), ("event_repeat", 1.5),
+                                         ("event_repeat", True)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -175,12 +176,13 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert set(P.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
     assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
     assert P.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
+    assert P.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
     seen = []
 
-    def spy(model, demos, cfg, seed, repeat=None):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None):
         seen.append(cfg.bc_epochs)
         return {"bc_agreement_before": 0.0, "bc_agreement_after": 0.0}
 
@@ -331,9 +333,9 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
     seen = []
     real = P.behaviour_clone
 
-    def spy(model, demos, cfg, seed, repeat=None):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None):
         seen.append((len(demos), cfg.bc_epochs))
-        return real(model, demos, cfg, seed, repeat)
+        return real(model, demos, cfg, seed, repeat, rows)
 
     monkeypatch.setattr(P, "behaviour_clone", spy)
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
@@ -342,6 +344,73 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
     assert e0 == 12 and len(rounds) == 2
     for size, epochs in rounds:  # the aggregate grows; epochs x size stays that of the first BC
         assert size > n and epochs == max(1, round(12 * n / size))
+
+
+def test_the_env_reads_an_active_event_from_the_observation_itself(scenario):
+    # seed 2's scored episode has events (the tiny training episodes have none)
+    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2))
+    obs, _ = env.reset()
+    seen, truth = [], []
+    while True:
+        seen.append(obs)
+        truth.append(env.active_command is not None)
+        obs, _, terminated, truncated, _ = env.step(int(np.flatnonzero(env.action_masks())[0]))
+        if terminated or truncated:
+            break
+    assert 0 < sum(truth) < len(truth)  # the tiny episode has decisions in and out of events
+    np.testing.assert_array_equal(env.during_event(np.array(seen)), truth)
+    assert env.during_event(seen[truth.index(True)]).tolist() == [True]  # one observation
+
+
+def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(scenario, monkeypatch):
+    seen = []
+    real = P.behaviour_clone
+
+    def spy(model, demos, cfg, seed, repeat=None, rows=None):
+        seen.append((demos, cfg.bc_epochs, rows))
+        return real(model, demos, cfg, seed, repeat, rows)
+
+    monkeypatch.setattr(P, "behaviour_clone", spy)
+    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
+    env = GridCommandEnv(cfg)
+    P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, event_repeat=3), 0)
+    (first, e0, rows0), (aggregate, e1, rows1) = seen
+    for demos, rows in ((first, rows0), (aggregate, rows1)):
+        np.testing.assert_array_equal(rows, np.where(env.during_event(demos.obs), 3, 1))
+        assert (rows == 3).any() and (rows == 1).any()
+    assert e0 == max(1, round(12 * len(first) / rows0.sum()))  # the same steps as 12 epochs unrepeated
+    assert e1 == max(1, round(round(12 * len(first) / len(aggregate)) * len(aggregate) / rows1.sum()))
+    seen.clear()
+    P.clone(cfg, P.PipelineConfig(bc_epochs=12), 0)
+    assert seen[0][1:] == (12, None)  # the default shows each decision once, with the budget as it was
+
+
+def test_rows_repeat_decisions_on_top_of_the_label_repeats(scenario):
+    from ilets.agents.oinpt import with_repeats
+
+    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = P.demonstrate(env, "lyapunov", 0)
+    rows = np.ones(len(demos), np.int64)
+    rows[1] = 4
+    label = int(demos.acts[1])
+    more = with_repeats(demos, {label: 2}, rows)
+    assert len(more) == len(demos) + int((demos.acts == label).sum()) + 6  # decision 1: 2 x 4 times
+    with pytest.raises(ValueError, match="rows has 1 entries"):
+        with_repeats(demos, {}, rows[:1])
+
+
+def test_the_event_weighting_pilot_takes_the_same_rule_and_names_its_candidates():
+    from ilets.report import command_control as C
+
+    table = pd.DataFrame([{"event_repeat": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
+                           "deferrals": 1, "deferrals_teacher": 1}
+                          for n, (v, m) in {1: (1.6, 1.0), 4: (1.2, 1.0), 16: (1.0, 1.5)}.items()
+                          for seed in (100, 101)])
+    assert C.choose_event_repeat(table) == 4 and not C.pilot_widens(table)  # 16 misses too much
+    said = C.clone_pilot_sentence(table)
+    assert "1.60x (once)" in said and "1.20x (4 times)" in said and "kept 4" in said
+    top = table.assign(miss_ratio=1.0)
+    assert C.choose_event_repeat(top) == 16 and C.pilot_widens(top)
 
 
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
