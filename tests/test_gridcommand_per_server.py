@@ -306,7 +306,7 @@ def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_
     demos = P.demonstrate(env, "lyapunov")
     teacher = P.expert_policy("lyapunov")
     same, agreed = P.relabel(env, "lyapunov", teacher)
-    assert agreed == 1.0
+    assert agreed.all() and len(agreed) == len(same)
     np.testing.assert_array_equal(same.acts, demos.acts)
     np.testing.assert_array_equal(same.obs, demos.obs)
 
@@ -314,7 +314,7 @@ def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_
         return int(np.flatnonzero(env.action_masks()[:len(env.fleet)])[-1])
 
     other, agreed = P.relabel(env, "lyapunov", last_server)
-    assert 0.0 <= agreed < 1.0 and other.masks[np.arange(len(other)), other.acts].all()  # valid labels
+    assert not agreed.all() and other.masks[np.arange(len(other)), other.acts].all()  # valid labels
     assert len(other) != len(demos) or not np.array_equal(other.obs, demos.obs)  # the actor's own states
 
 
@@ -383,6 +383,20 @@ def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(sc
     seen.clear()
     P.clone(cfg, P.PipelineConfig(bc_epochs=12), 0)
     assert seen[0][1:] == (12, None)  # the default shows each decision once, with the budget as it was
+
+
+def test_agreement_is_split_between_event_decisions_and_the_rest(scenario):
+    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
+    env = GridCommandEnv(cfg)
+    demos = P.demonstrate(env, "lyapunov")
+    during = env.during_event(demos.obs)
+    split = P.agreement_split(env, demos, during.copy(), "a", "[0]")  # agree exactly on the event decisions
+    assert split == {"a[0]": float(during.mean()), "a_event[0]": 1.0, "a_off[0]": 0.0}
+    assert np.isnan(P.agreement_split(env, demos, np.zeros(0, bool), "a")["a_event"])
+    _, info = P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2), 0)
+    for whole, event, off in (("bc_agreement_after", "bc_agreement_after_event", "bc_agreement_after_off"),
+                              ("dagger_agreement[0]", "dagger_agreement_event[0]", "dagger_agreement_off[0]")):
+        assert 0.0 <= min(info[event], info[off]) <= info[whole] <= max(info[event], info[off]) <= 1.0
 
 
 def test_rows_repeat_decisions_on_top_of_the_label_repeats(scenario):

@@ -341,11 +341,17 @@ def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict[s
 
 def action_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> float:
     """Share of demonstrated decisions where the (Maskable) policy's masked greedy action matches."""
+    return float(greedy_agreement(policy, demos, limit).mean())
+
+
+def greedy_agreement(policy, demos: Demonstrations, limit: int = 20_000) -> np.ndarray:
+    """Per demonstrated decision (the first ``limit``), whether the (Maskable) policy's masked
+    greedy action is the demonstrated one (bool)."""
     obs = th.as_tensor(np.array(demos.obs[:limit]))
     with th.no_grad(), unchecked_distributions():
         dist = policy.get_distribution(obs, action_masks=demos.masks[:limit])
         pred = dist.distribution.probs.argmax(dim=1).numpy()
-    return float((pred == demos.acts[:limit]).mean())
+    return pred == demos.acts[:limit]
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float) -> np.ndarray:

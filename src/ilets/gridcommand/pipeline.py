@@ -61,7 +61,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from ilets.agents.oinpt import Demonstrations, action_agreement, behaviour_clone, pretrain_critic
+from ilets.agents.oinpt import Demonstrations, behaviour_clone, greedy_agreement, pretrain_critic
 from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
@@ -227,13 +227,26 @@ def demonstrate(env: GridCommandEnv, teacher: str, max_decisions: int = 0, **exp
 
 
 def relabel(env: GridCommandEnv, teacher: str, actor: Callable[[np.ndarray, GridCommandEnv], int],
-            max_decisions: int = 0) -> tuple[Demonstrations, float]:
+            max_decisions: int = 0) -> tuple[Demonstrations, np.ndarray]:
     """One DAgger round: ``actor`` (the clone) acts over one episode of ``env`` and the teacher
     labels every state the actor visits. Returns the labelled states (the actions are the
-    teacher's; the rewards the actor's) and the share of them where the actor did as the
-    teacher would have."""
+    teacher's; the rewards the actor's) and, per state, whether the actor did as the teacher
+    would have (bool)."""
     demos, taken = _labelled_episode(env, teacher, max_decisions, actor, {})
-    return demos, float(np.mean(taken == demos.acts)) if len(taken) else float("nan")
+    return demos, taken == demos.acts
+
+
+def agreement_split(env: GridCommandEnv, demos: Demonstrations, agreed: np.ndarray, prefix: str,
+                    suffix: str = "") -> dict[str, float]:
+    """The share of ``agreed`` (one bool for each of the first decisions of ``demos``) over all
+    of them, those made during an event and those outside
+    (:meth:`GridCommandEnv.during_event`), as ``<prefix><suffix>``, ``<prefix>_event<suffix>``
+    and ``<prefix>_off<suffix>``; NaN where there are none. The events hold the decisions
+    that track, a minority, so the overall share can hide them."""
+    during = env.during_event(demos.obs[:len(agreed)]) if len(agreed) else np.zeros(0, bool)
+    parts = {"": np.ones(len(agreed), bool), "_event": during, "_off": ~during}
+    return {f"{prefix}{name}{suffix}": float(np.mean(agreed[rows])) if rows.any() else float("nan")
+            for name, rows in parts.items()}
 
 
 def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
@@ -422,14 +435,16 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         # round costs what the first BC did
         actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
         own, agreed = relabel(env, pipe.teacher, actor, pipe.demo_tasks)
-        info[f"dagger_agreement[{r}]"] = agreed  # on the clone's own states, before this round's BC
+        # on the clone's own states, before this round's BC
+        info.update(agreement_split(env, own, agreed, "dagger_agreement", f"[{r}]"))
         seen = _joined(seen, own)
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         behaviour_clone(model, seen, event_epochs(steps, env, seen, pipe.event_repeat), seed + 1 + r, repeat=repeat,
                         rows=event_rows(env, seen, pipe.event_repeat))
     if pipe.dagger_rounds:
         info["dagger_states"] = len(seen) - len(demos)
-        info["bc_agreement_after"] = action_agreement(model.policy, demos)  # on the teacher's own states
+    # on the teacher's own states, after the last BC
+    info.update(agreement_split(env, demos, greedy_agreement(model.policy, demos), "bc_agreement_after"))
     if oinpt.critic_pretrain:
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
     info["clone_cpu_s"] = time.process_time() - c0

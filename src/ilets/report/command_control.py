@@ -41,7 +41,8 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
 #: The thermostat-taught design (its teacher is the thermostat, not Lyapunov, and its scenario
 #: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
-THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat"}
+THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat",
+                     "the same, event decisions weighted": Path("shipped") / "gridcommand-per-server-thermostat-events"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -158,6 +159,8 @@ PILOT_EVENT_REPEATS_WIDENED = (64,)
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
           "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
           "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v")}
+#: Each pilot's teacher (Lyapunov where not named).
+PILOT_TEACHERS = {"event_repeat": "thermostat"}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
 #: A candidate this close (relative) to the best ratio, with a smaller value, is taken instead.
 PILOT_TOLERANCE = 0.02
@@ -168,11 +171,13 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
 
 
-def clone_pilot_table(root: Path, teacher: str = "lyapunov", knob: str = "defer_repeat") -> pd.DataFrame:
+def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     """Per candidate of the ``knob`` pilot (:data:`PILOTS`), fleet size and pilot seed, under the
     training regime: the frozen clone's tracking error, miss rate and deferrals over its
-    teacher's on the same seed (``track_ratio`` etc.). Empty when no candidate's grid is there."""
+    teacher's (:data:`PILOT_TEACHERS`) on the same seed (``track_ratio`` etc.). Empty when no
+    candidate's grid is there."""
     candidates, prefix = PILOTS[knob]
+    teacher = PILOT_TEACHERS.get(knob, "lyapunov")
     rows = []
     for n in candidates:
         results = load_results(Path(root) / PILOT_FOLDER / f"{prefix}{n}")
@@ -324,15 +329,18 @@ HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, gr
                    "the same, BC budget from its pilot", "the same, with DAgger")
 
 
-def heldout_design(root: Path) -> tuple[str, pd.DataFrame]:
-    """The last design of :data:`HELDOUT_DESIGNS` whose grid is shipped under ``root`` with
-    held-out scores, and those rows (:func:`heldout_rows`); the first design and no rows when
-    none is. Designs are read from the last back, so only the shown one is read in full."""
-    for design in reversed(HELDOUT_DESIGNS):
-        rows = heldout_rows(Path(root) / DESIGNS[design])
+def heldout_design(root: Path, designs: Mapping[str, Path] | None = None) -> tuple[str, pd.DataFrame]:
+    """The last design (of ``designs``, name -> folder; by default :data:`HELDOUT_DESIGNS` in
+    :data:`DESIGNS`) whose grid is shipped under ``root`` with held-out scores, and those rows
+    (:func:`heldout_rows`); the first design and no rows when none is. Designs are read from
+    the last back, so only the shown one is read in full."""
+    designs = {d: DESIGNS[d] for d in HELDOUT_DESIGNS} if designs is None else designs
+    names = list(designs)
+    for design in reversed(names):
+        rows = heldout_rows(Path(root) / designs[design])
         if len(rows):
             return design, rows
-    return HELDOUT_DESIGNS[0], rows
+    return names[0], rows
 
 
 def heldout_rows(folder: Path) -> pd.DataFrame:
