@@ -240,7 +240,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
-    from ilets.report.command_control import PILOT_EPOCHS, PILOT_REPEATS, PILOT_ROUNDS
+    from ilets.report.command_control import PILOT_EPOCHS, PILOT_EVENT_REPEATS, PILOT_REPEATS, PILOT_ROUNDS
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -320,6 +320,16 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "missed the bar) chose among " + ", ".join(map(str, PILOT_ROUNDS)) + " rounds by the same rule",
                   "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.pipeline."
                   "relabel, ilets.report.command_control.choose_bc_epochs/choose_dagger_rounds", kind=EXTENSION),
+        Deviation("The grid-command clone's event weighting", _NO_PAPER,
+                  f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
+                  "during an event (read from its observation) that many times in every BC, the first and each "
+                  "DAgger round's, with BC's epochs cut in proportion so the gradient steps stay those of the "
+                  "unweighted BC; a fourth clone pilot (the thermostat-taught design, 50 servers, seeds no grid "
+                  "evaluates, the budget pilot's rule, written first) chose among "
+                  + ", ".join(map(str, PILOT_EVENT_REPEATS)) + "; every clone records its agreement on event and "
+                  "off-event decisions apart",
+                  "ilets.gridcommand.pipeline.event_rows/event_epochs/agreement_split, "
+                  "ilets.report.command_control.choose_event_repeat", kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
                   "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
                   "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
