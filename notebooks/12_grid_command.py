@@ -120,12 +120,13 @@ for key, text in said.items():
     glue(f"gc_said_{key}", text, display=False)
 summary = R.comparison_table(table, "train")
 paper_results = R.load_results(root / R.PAPER_SHIPPED)
-glue("gc_paper_status", Markdown(R.status_sentence(paper_results, root / R.PAPER_SHIPPED,
-                                                   "gridcommand-grid-paper-learners")), display=False)
+glue("gc_paper_status", Markdown(R.status_sentence(paper_results, root / R.PAPER_SHIPPED, R.PAPER_PROFILE)),
+     display=False)
 for key, text in R.sentences(paper_results).items():
     glue(f"gc_paper_said_{key}", text, display=False)
-glue("gc_paper_demo_tasks", f"{load_grid_profile('gridcommand-grid-paper-learners').pipeline.demo_tasks:,}",
-     display=False)
+paper_profile = load_grid_profile(R.PAPER_PROFILE)
+glue("gc_paper_demo_tasks", f"{paper_profile.pipeline.demo_tasks:,}", display=False)
+glue("gc_paper_oracle_seeds", ", ".join(map(str, paper_profile.oracle_seeds)), display=False)
 bound_results = R.load_results(root / B.SHIPPED)
 bound = B.bound_table(R.results_table(bound_results))
 glue("gc_bound_status", Markdown(R.status_sentence(bound_results, root / B.SHIPPED, "gridcommand-grid-hindsight")),
@@ -488,20 +489,21 @@ plots.markdown_table(R.differences_display(R.differences(table, "rule", "train")
 # %% [markdown]
 # ### At the full online window (paper scale)
 #
-# The same pipeline on the whole online window (workload scale 1, about 259,000 tasks, 10-s
-# slots), the authors' flat policy, with the teacher beside the learners
-# (`gridcommand-grid-paper-learners`: the full-window grid `gridcommand-grid-paper` without
-# its MILP oracle and MPC rungs, the same cells). The clone is made from the first
-# {glue:text}`gc_paper_demo_tasks` of the teacher's training decisions.
+# The same ladder and pipeline on the whole online window (workload scale 1, about 259,000
+# tasks, 10-s slots), the authors' flat policy: the full-window grid `gridcommand-grid-paper`,
+# every rung (the MILP oracle on seeds {glue:text}`gc_paper_oracle_seeds` only, for its cost)
+# and every learner, without the sleep lever (its grid with the lever is below). The clone is
+# made from the first {glue:text}`gc_paper_demo_tasks` of the teacher's training decisions.
 #
 # {glue:md}`gc_paper_status`
 #
-# {glue:text}`gc_paper_said_best` {glue:text}`gc_paper_said_clone` {glue:text}`gc_paper_said_oail`
-# {glue:text}`gc_paper_said_misses`
+# {glue:text}`gc_paper_said_best` {glue:text}`gc_paper_said_ladder` {glue:text}`gc_paper_said_oracle`
+# {glue:text}`gc_paper_said_clone` {glue:text}`gc_paper_said_oail` {glue:text}`gc_paper_said_misses`
+# {glue:text}`gc_paper_said_band`
 
 # %% tags=["remove-input"]
 plots.markdown_table(R.comparison_display(R.comparison_table(R.results_table(paper_results), "train")), {},
-                     empty="The full-window learners' grid is not in this checkout.")
+                     empty="The full-window grid is not in this checkout.")
 
 # %% [markdown]
 # ## Can a learner clone the teacher? The per-server policy

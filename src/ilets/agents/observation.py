@@ -198,6 +198,11 @@ class TaskFeatures:
         out[3] = cloud.power / cloud.fleet.max_power
 
 
+#: the column an energy-ranked table adds after :data:`SERVER_FEATURES` (``ServerTable(energy_gap=True)``)
+ENERGY_GAP_FEATURE = ("energy_gap", "log(the task's active energy there / the least over the candidates where it fits); "
+                      "0 where it cannot fit")
+
+
 class ServerTable:
     """One row of :data:`SERVER_FEATURES` per server, laid out row-major (``14 * M`` numbers).
 
@@ -215,12 +220,16 @@ class ServerTable:
 
     width = len(SERVER_FEATURES)
 
-    def __init__(self, speeds: tuple[float, ...] = (1.0,), power_factors: tuple[float, ...] = (1.0,)) -> None:
+    def __init__(self, speeds: tuple[float, ...] = (1.0,), power_factors: tuple[float, ...] = (1.0,),
+                 energy_gap: bool = False) -> None:
         if not speeds or len(speeds) != len(power_factors) or speeds[0] != 1.0:
             raise ValueError(f"ServerTable: expected levels with the nominal speed 1.0 first and one power factor "
                              f"each, got speeds {speeds} and factors {power_factors}")
         self.speeds = np.asarray(speeds, np.float64)
         self.power_factors = np.asarray(power_factors, np.float64)
+        #: one more column, :data:`ENERGY_GAP_FEATURE` (the grid-command scenario's ``observe_energy``)
+        self.energy_gap = bool(energy_gap)
+        self.width = len(SERVER_FEATURES) + int(self.energy_gap)
 
     @property
     def levels(self) -> int:
@@ -232,7 +241,7 @@ class ServerTable:
 
     def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
         row = np.array([1.0, np.inf, np.inf, np.inf, max(1.0, float(fleet.capacity.max())), np.inf, np.inf,
-                        1.0, 1.0, np.inf, np.inf, 1.0, np.inf, np.inf])
+                        1.0, 1.0, np.inf, np.inf, 1.0, np.inf, np.inf] + [np.inf] * int(self.energy_gap))
         return np.tile(row, len(fleet) * self.levels)
 
     def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
@@ -245,10 +254,19 @@ class ServerTable:
         # every level's candidates in one call: the best response is over all of them
         mips = fleet.mips if n == 1 else np.concatenate([fleet.mips * f for f in self.speeds])
         act = cloud.act_per_cpu if n == 1 else np.concatenate([cloud.act_per_cpu * f for f in self.power_factors])
-        write_table(out.reshape(len(fleet) * n, self.width), per(starts), cloud.now, mips, per(fleet.capacity),
+        table = out.reshape(len(fleet) * n, self.width)
+        core = table if not self.energy_gap else np.empty((len(table), len(SERVER_FEATURES)), out.dtype)
+        write_table(core, per(starts), cloud.now, mips, per(fleet.capacity),
                     per(cloud.used), per(cloud.n_tasks), per(cloud.drain), per(fleet.speed_share),
                     per(fleet.power_share), act, task.cpu, task.length, task.deadline, spec.wait_scale_s,
                     fleet.largest_server_power, DEADLINE_TOL)
+        if self.energy_gap:
+            table[:, :-1] = core
+            # energy per candidate (W per CPU x CPU x s), in float64: the ratio to the least, logged
+            fits = per(starts) < np.inf
+            energy = act * task.cpu * task.length / mips
+            least = float(energy[fits].min()) if fits.any() else 1.0
+            table[:, -1] = np.where(fits, np.log(energy / least), 0.0)
 
 
 _PAPER: tuple[FeatureBlock, ...] = (TaskCPU(), TaskLength(), FreeCPU(), QueueLength())

@@ -80,7 +80,7 @@ class CommandSpec:
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
-                "batch_slack_h", "observe_slot")
+                "batch_slack_h", "observe_slot", "observe_energy")
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,12 @@ class GridCommandConfig:
     #: block (:class:`ilets.gridcommand.features.SlotError`): what the thermostat expert acts
     #: on; off: not shown [ours]
     observe_slot: bool = False
+    #: with a table layout (``per-server``), each server's row also shows the task's energy
+    #: there against the least of any server it fits (``log`` of the ratio, 0 on the least):
+    #: a scale-free ranking, where the table's own energy column (``marginal_energy``, log1p of
+    #: a small number) differs between servers in its third or fourth decimal; the thermostat
+    #: and the envelope pick least- or most-energy servers; off: the table as it was [ours]
+    observe_energy: bool = False
     #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
     #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
     #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
@@ -262,9 +268,12 @@ class GridCommandConfig:
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        for key in ("observe_queues", "observe_slot"):
+        for key in ("observe_queues", "observe_slot", "observe_energy"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
+        if self.observe_energy and self.run.observation != "per-server":
+            raise ConfigError(f"{where}.observe_energy: adds a column to each server's row, so it needs "
+                              f"run.observation: per-server, got {self.run.observation!r}")
         return self
 
     def schedule(self, window_start: float, window_end: float, where: str = "gridcommand") -> CommandSchedule:

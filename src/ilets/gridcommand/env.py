@@ -149,8 +149,11 @@ class GridCommandEnv(SchedulingEnv):
         if self.state.features in TABLE_LAYOUTS:
             n_task, width = TABLE_LAYOUTS[self.state.features]
             head, rows = self.state.blocks[:1], self.state.blocks[1:]
-            if len(self.speeds) > 1:  # one row per (level, server): the policy scores every placement
-                rows = (ServerTable(self.speeds, self.power_factors),)
+            # one row per (level, server) with speed levels: the policy scores every placement;
+            # one more column with observe_energy
+            if len(self.speeds) > 1 or self.config.observe_energy:
+                table = ServerTable(self.speeds, self.power_factors, energy_gap=self.config.observe_energy)
+                rows, width = (table,), table.width
             command = grid_blocks(self)
             self.blocks: tuple[FeatureBlock, ...] = head + command + rows
             self.table_layout = (n_task + sum(b.size(m) for b in command), width)

@@ -29,7 +29,9 @@ from ilets.study.results import STATUS_DONE
 #: Where the book reads the shipped results (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand"
 #: The learners' part of the full-window grid (paper scale).
-PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-learners"
+PAPER_SHIPPED = Path("shipped") / "gridcommand-paper"
+#: The profile of :data:`PAPER_SHIPPED`: the full-window grid, every rung and learner.
+PAPER_PROFILE = "gridcommand-grid-paper"
 #: The comparison's metrics: label, higher is better, display format.
 METRICS: dict[str, tuple[str, bool, str]] = {
     "tracking_mae_rel": ("tracking error (share of the requested change)", False, ".3f"),
