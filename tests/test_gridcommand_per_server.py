@@ -346,6 +346,32 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
         assert size > n and epochs == max(1, round(12 * n / size))
 
 
+def test_the_energy_column_ranks_the_servers_beside_the_rows_as_they_were(scenario):
+    from ilets.gridcommand.envelope import _marginal_energy
+
+    base = load_gridcommand_config(scenario)
+    plain = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 2))
+    ranked = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario, observe_energy=True),
+                                                "shallow-long", 6, 2))
+    n_task, width = ranked.table_layout
+    assert (n_task, width) == (plain.table_layout[0], plain.table_layout[1] + 1)
+    a, _ = plain.reset()
+    b, _ = ranked.reset()
+    for _ in range(60):
+        rows_a, rows_b = a[n_task:].reshape(6, -1), b[n_task:].reshape(6, -1)
+        np.testing.assert_array_equal(rows_b[:, :-1], rows_a)  # the table as it was, one column more
+        np.testing.assert_array_equal(b[:n_task], a[:n_task])
+        fits = rows_b[:, 0] > 0
+        gap, energy = rows_b[fits, -1], _marginal_energy(ranked)[fits]
+        assert gap.min() == 0.0 and (gap >= 0).all() and (rows_b[~fits, -1] == 0).all()
+        np.testing.assert_allclose(gap, np.log(energy / energy.min()), rtol=1e-5, atol=1e-6)
+        act = int(np.flatnonzero(plain.action_masks())[0])
+        a, *_ = plain.step(act)
+        b, *_ = ranked.step(act)
+    with pytest.raises(ConfigError, match="observe_energy: adds a column.*per-server"):
+        load_gridcommand_config(scenario, observe_energy=True, run={"observation": "paper", "policy": "flat"})
+
+
 def test_the_env_reads_an_active_event_from_the_observation_itself(scenario):
     # seed 2's scored episode has events (the tiny training episodes have none)
     env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2))

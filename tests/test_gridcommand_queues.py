@@ -53,7 +53,7 @@ def test_the_env_keeps_the_lyapunov_experts_queues_and_shows_them(scenario):
     assert seen_debt and seen_misses  # the test episode runs up both queues
 
 
-@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot"])
+@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot", "observe_energy"])
 def test_at_the_default_nothing_is_shown_and_digests_stay(scenario, flag):
     """Each opt-in block (the queues, the slot's meter): off by default, the observation as it
     was, left out of the settings at the default and counted when set."""
@@ -65,7 +65,7 @@ def test_at_the_default_nothing_is_shown_and_digests_stay(scenario, flag):
     assert settings_plain(dataclasses.replace(base, **{flag: True}))[flag] is True
 
 
-@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot"])
+@pytest.mark.parametrize("flag", ["observe_queues", "observe_slot", "observe_energy"])
 def test_a_bad_flag_is_named(scenario, flag):
     with pytest.raises(ConfigError, match=flag):
         load_gridcommand_config(scenario, **{flag: "yes"})
