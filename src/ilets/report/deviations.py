@@ -296,6 +296,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"active event over {SLOT_ERROR_BANDS:g} and capped at 1, as one more block; what a meter on the "
                   "fleet shows, run as the thermostat-taught design",
                   "ilets.gridcommand.slot_meter, ilets.gridcommand.features.SlotError", kind=EXTENSION),
+        Deviation("Servers ranked by energy", _NO_PAPER,
+                  "opt-in (observe_energy, off by default, per-server layout only): each server's row gains one "
+                  "column, the log of the task's active energy there over the least of any server it fits (0 on "
+                  "that one); the row's own energy column is log1p of a number near 0.002 that differs between "
+                  "servers in its fourth decimal, while the thermostat and the envelope pick by it; suggested by a "
+                  "probe of the thermostat's clone on pilot seed 100",
+                  "ilets.agents.observation.ServerTable(energy_gap=True), GridCommandConfig.observe_energy",
+                  kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
