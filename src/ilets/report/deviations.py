@@ -299,8 +299,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
         Deviation("Servers ranked by energy", _NO_PAPER,
                   "opt-in (observe_energy, off by default, per-server layout only): each server's row gains one "
                   "column, the log of the task's active energy there over the least of any server it fits (0 on "
-                  "that one); the row's own energy column is log1p of a number near 0.002 that differs between "
-                  "servers in its fourth decimal, while the thermostat and the envelope pick by it; suggested by a "
+                  "that one), scale-free; the row's own energy column is log1p of the energy over the largest server's "
+                  "power times the wait scale, a small number that differs little between servers, while the "
+                  "thermostat and the envelope pick by it; suggested by a "
                   "probe of the thermostat's clone on pilot seed 100",
                   "ilets.agents.observation.ServerTable(energy_gap=True), GridCommandConfig.observe_energy",
                   kind=EXTENSION),
