@@ -35,7 +35,11 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "per-server + queues, greedy clone, sleep": Path("shipped") / "gridcommand-per-server-sleep",
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
-           "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds"}
+           "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds",
+           "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy"}
+#: A design that changes one thing over an earlier design than the one listed before it: the
+#: design it is compared with (:func:`design_steps`); every other design, the one before it.
+DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger"}
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
@@ -326,7 +330,8 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
-                   "the same, BC budget from its pilot", "the same, with DAgger")
+                   "the same, BC budget from its pilot", "the same, with DAgger",
+                   "the same, with DAgger, servers ranked by energy")
 
 
 def heldout_design(root: Path, designs: Mapping[str, Path] | None = None) -> tuple[str, pd.DataFrame]:
@@ -404,14 +409,16 @@ def heldout_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
 
 
 def design_steps(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
-    """What each design changes over the one before it in :data:`DESIGNS`, for the frozen clone
-    (``bc``) under the training regime: the paired change of its tracking error (positive:
-    the later design's clone tracks better), per fleet size."""
+    """What each design changes over the one before it in :data:`DESIGNS` (or over its
+    :data:`DESIGN_BASE`), for the frozen clone (``bc``) under the training regime: the paired
+    change of its tracking error (positive: the later design's clone tracks better), per fleet
+    size."""
     bc = rows[(rows["method"] == "bc") & (rows["role"] == "train")]
     names = [d for d in DESIGNS if d in set(bc["design"])]
+    pairs = [(DESIGN_BASE.get(later, earlier), later) for earlier, later in zip(names, names[1:])]
     parts = [S.compare(bc, later, earlier, ["tracking_mae_rel"], ("servers",), label="design", directions=False,
                        reps=reps).assign(earlier=earlier, later=later)
-             for earlier, later in zip(names, names[1:])]
+             for earlier, later in pairs if earlier in names]
     parts = [p for p in parts if len(p)]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["earlier", "later", "servers", "rel_pct", "rel_ci_low", "rel_ci_high", "verdict"])
