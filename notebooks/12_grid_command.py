@@ -587,6 +587,15 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`choose_dagger_rounds`, committed before any candidate ran; a choice at the top widens
 #   the range, by doubling). Design *the same, 8 DAgger rounds* (50 servers only) ran with the
 #   largest candidate the pilot had run when it started; {glue:text}`gc_rounds_standing`
+# * **Servers ranked by energy.** The row's own energy column is `log1p` of the task's energy
+#   over the largest server's power times the wait scale: a small number that differs little
+#   from server to server, while the teacher's cost and the envelope's actions turn on it. With
+#   `observe_energy` each row also shows the log of the task's energy there over the least
+#   of any server it fits (0 on that one), a scale-free ranking
+#   (`ilets.agents.observation.ServerTable`). A probe of the clones on pilot seed 100
+#   suggested it; design *the same, with DAgger, servers ranked by energy*
+#   (`gridcommand-grid-per-server-energy`) changes only this over design *the same, with
+#   DAgger*, with its settings, and the step below compares the two.
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
