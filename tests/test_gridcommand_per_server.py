@@ -455,6 +455,9 @@ def test_the_event_weighting_pilot_takes_the_same_rule_and_names_its_candidates(
     assert "1.60x (once)" in said and "1.20x (4 times)" in said and "kept 4" in said
     top = table.assign(miss_ratio=1.0)
     assert C.choose_event_repeat(top) == 16 and C.pilot_widens(top)
+    assert "agreement during events (teacher's / own states)" not in C.clone_pilot_display(table)
+    shown = C.clone_pilot_display(table.assign(event_agreement=0.8, own_event_agreement=0.5))
+    assert list(shown["agreement during events (teacher's / own states)"]) == ["80% / 50%"] * 3
 
 
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):

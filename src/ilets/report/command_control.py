@@ -178,25 +178,33 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
 def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     """Per candidate of the ``knob`` pilot (:data:`PILOTS`), fleet size and pilot seed, under the
     training regime: the frozen clone's tracking error, miss rate and deferrals over its
-    teacher's (:data:`PILOT_TEACHERS`) on the same seed (``track_ratio`` etc.). Empty when no
-    candidate's grid is there."""
+    teacher's (:data:`PILOT_TEACHERS`) on the same seed (``track_ratio`` etc.), and, where the
+    clone recorded them, its agreement with the teacher on the decisions made during events,
+    on the teacher's states after BC (``event_agreement``) and on its own in the first DAgger
+    round (``own_event_agreement``; NaN where not recorded). Empty when no candidate's grid is
+    there."""
     candidates, prefix = PILOTS[knob]
     teacher = PILOT_TEACHERS.get(knob, "lyapunov")
     rows = []
     for n in candidates:
-        results = load_results(Path(root) / PILOT_FOLDER / f"{prefix}{n}")
+        folder = Path(root) / PILOT_FOLDER / f"{prefix}{n}"
+        results = load_results(folder)
         if results is None:
             continue
         t = results.table[results.table["role"] == "train"]
         key = ["servers", "seed"]
         both = t[t["method"] == "bc"].merge(t[t["method"] == teacher], on=key, suffixes=("", "_teacher"))
+        trained = {(r["servers"], r["seed"]): r["train"] for r in done_records(folder) if r["method"] == "bc"}
         for r in both.to_dict("records"):
+            info = trained.get((r["servers"], r["seed"]), {})
             rows.append({knob: n, "servers": r["servers"], "seed": r["seed"],
                          "track_ratio": r["tracking_mae_rel"] / r["tracking_mae_rel_teacher"],
                          "miss_ratio": (1 - r["success_rate"]) / max(1 - r["success_rate_teacher"], 1e-12),
-                         "deferrals": r["deferrals"], "deferrals_teacher": r["deferrals_teacher"]})
+                         "deferrals": r["deferrals"], "deferrals_teacher": r["deferrals_teacher"],
+                         "event_agreement": info.get("bc_agreement_after_event", np.nan),
+                         "own_event_agreement": info.get("dagger_agreement_event[0]", np.nan)})
     return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
-                                       "deferrals_teacher"])
+                                       "deferrals_teacher", "event_agreement", "own_event_agreement"])
 
 
 def _knob(table: pd.DataFrame) -> str:
@@ -295,7 +303,7 @@ def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
         seeds=("seed", "nunique"), track=("track_ratio", "mean"), miss=("miss_ratio", "mean"),
         defer=("deferrals", "mean"), defer_teacher=("deferrals_teacher", "mean")).reset_index()
     overall = table.groupby(knob)["track_ratio"].mean()
-    return pd.DataFrame({
+    shown = pd.DataFrame({
         _PILOT_WORDS[knob][0]: [f"{n}{' (chosen)' if n == chosen else ''}" for n in g[knob]],
         "servers": g["servers"], "tracking x teacher's": g["track"].map(lambda v: f"{v:.2f}"),
         "mean over fleets": g[knob].map(lambda n: f"{overall[n]:.3f}"),
@@ -303,6 +311,11 @@ def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
         "deferrals (clone / teacher)": [f"{a:.0f} / {b:.0f}" for a, b in zip(g["defer"], g["defer_teacher"])],
         "pilot seeds": g["seeds"],
     })
+    if "event_agreement" in table and table["event_agreement"].notna().any():  # recorded by the later pilots
+        agree = table.groupby([knob, "servers"])[["event_agreement", "own_event_agreement"]].mean().reset_index()
+        shown["agreement during events (teacher's / own states)"] = [
+            f"{a:.0%} / {b:.0%}" for a, b in zip(agree["event_agreement"], agree["own_event_agreement"])]
+    return shown
 
 
 def clone_pilot_sentence(table: pd.DataFrame) -> str:
