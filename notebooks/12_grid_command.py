@@ -608,14 +608,15 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   the target, in bands (`ilets.gridcommand.features.SlotError`, scenario
 #   `gridcommand-quick-per-server-slot`), and the DAgger design's settings, not tuned for this
 #   teacher, clone it (`gridcommand-grid-per-server-thermostat`). Its clone agrees with the
-#   thermostat on most states but tracks worse: the states where it goes wrong are the few where
-#   the thermostat turns, raising power after the slot's average fell below the target (on
-#   pilot seed 100 the clone took the thermostat's action on a fifth of those states, on its own
-#   episode). Those states are part of the events, which hold a few tenths of the decisions, so
-#   the design *the same, event decisions weighted* shows every decision made during an event
-#   several times to BC (`pipeline.event_repeat`), with BC's epochs cut so that it takes the same
-#   gradient steps; how many times was chosen by a pilot (below, rule `choose_event_repeat`,
-#   committed before any candidate ran; 50 servers only, for its cost).
+#   thermostat on most states but tracks worse. Events hold a few tenths of the decisions, and
+#   the states where the thermostat turns (raising power after the slot's average fell below
+#   the target) fewer still, so a fourth clone pilot (below) shows every decision made during
+#   an event several times to BC (`pipeline.event_repeat`), with BC's epochs cut so that it
+#   takes the same gradient steps, and chooses how many times by the budget pilot's rule,
+#   committed before any candidate ran (`choose_event_repeat`; 50 servers only, for its cost).
+#   Every clone now also records its agreement on the decisions made during events, on the
+#   teacher's states and on its own (the pilot's table). Design *the same, event decisions
+#   weighted* (`gridcommand-grid-per-server-thermostat-events`) takes the pilot's choice.
 #   {glue:md}`gc_thermo_status` {glue:text}`gc_thermo_said` On the held-out episode, design
 #   *{glue:text}`gc_thermo_heldout_design`*: {glue:text}`gc_thermo_heldout_said`
 #
