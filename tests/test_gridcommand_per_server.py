@@ -422,7 +422,7 @@ def test_agreement_is_split_between_event_decisions_and_the_rest(scenario):
     during = env.during_event(demos.obs)
     split = P.agreement_split(env, demos, during.copy(), "a", "[0]")  # agree exactly on the event decisions
     assert split == {"a[0]": float(during.mean()), "a_event[0]": 1.0, "a_off[0]": 0.0}
-    assert np.isnan(P.agreement_split(env, demos, np.zeros(0, bool), "a")["a_event"])
+    assert P.agreement_split(env, demos, np.zeros(0, bool), "a") == {}  # no decisions: no share
     _, info = P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2), 0)
     for whole, event, off in (("bc_agreement_after", "bc_agreement_after_event", "bc_agreement_after_off"),
                               ("dagger_agreement[0]", "dagger_agreement_event[0]", "dagger_agreement_off[0]")):

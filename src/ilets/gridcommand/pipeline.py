@@ -241,12 +241,12 @@ def agreement_split(env: GridCommandEnv, demos: Demonstrations, agreed: np.ndarr
     """The share of ``agreed`` (one bool for each of the first decisions of ``demos``) over all
     of them, those made during an event and those outside
     (:meth:`GridCommandEnv.during_event`), as ``<prefix><suffix>``, ``<prefix>_event<suffix>``
-    and ``<prefix>_off<suffix>``; NaN where there are none. The events hold the decisions
-    that track, a minority, so the overall share can hide them."""
+    and ``<prefix>_off<suffix>``, each left out where there are no such decisions (a record
+    keeps no NaN). The events hold the decisions that track, a minority, so the overall share
+    can hide them."""
     during = env.during_event(demos.obs[:len(agreed)]) if len(agreed) else np.zeros(0, bool)
     parts = {"": np.ones(len(agreed), bool), "_event": during, "_off": ~during}
-    return {f"{prefix}{name}{suffix}": float(np.mean(agreed[rows])) if rows.any() else float("nan")
-            for name, rows in parts.items()}
+    return {f"{prefix}{name}{suffix}": float(np.mean(agreed[rows])) for name, rows in parts.items() if rows.any()}
 
 
 def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
