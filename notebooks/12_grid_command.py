@@ -73,9 +73,7 @@ glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, de
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
                                                    "gridcommand-grid-per-server-dvfs")), display=False)
-thermo_status = {design: R.status_sentence(R.load_results(root / rel), root / rel, "gridcommand-grid-" + rel.name[12:])
-                 for design, rel in C.THERMOSTAT_DESIGN.items()}
-glue("gc_thermo_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in thermo_status.items())), display=False)
+glue("gc_thermo_status", Markdown(C.designs_status(root, C.THERMOSTAT_DESIGN)), display=False)
 glue("gc_thermo_said", C.control_sentence(C.control_table(C.load_designs(root, "thermostat", C.THERMOSTAT_DESIGN),
                                                           "thermostat"), "thermostat"), display=False)
 thermo_heldout, thermo_heldout_rows = C.heldout_design(root, C.THERMOSTAT_DESIGN)
@@ -84,9 +82,8 @@ glue("gc_thermo_heldout_said", C.heldout_sentence(C.heldout_table(thermo_heldout
      display=False)
 events_pilot = C.clone_pilot_table(root, knob="event_repeat")
 glue("gc_events_pilot_said", C.clone_pilot_sentence(events_pilot), display=False)
-queues_status = {design: R.status_sentence(R.load_results(root / C.DESIGNS[design]), root / C.DESIGNS[design])
-                 for design in list(C.DESIGNS)[2:]}
-glue("gc_queues_status", Markdown(" ".join(f"Design *{d}*: {s}" for d, s in queues_status.items())), display=False)
+glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
+     display=False)
 clone_pilot = C.clone_pilot_table(root)
 budget_pilot = C.clone_pilot_table(root, knob="bc_epochs")
 glue("gc_budget_pilot_said", C.clone_pilot_sentence(budget_pilot), display=False)

@@ -460,6 +460,18 @@ def test_the_event_weighting_pilot_takes_the_same_rule_and_names_its_candidates(
     assert list(shown["agreement during events (teacher's / own states)"]) == ["80% / 50%"] * 3
 
 
+def test_each_design_after_the_first_two_names_the_profile_that_fills_it(tmp_path):
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile
+
+    designs = {**{d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]}, **C.THERMOSTAT_DESIGN}
+    for rel in designs.values():  # every profile exists and fills that folder's grid
+        assert load_profile(C.design_profile(rel)).name == C.design_profile(rel)
+    said = C.designs_status(tmp_path, designs)  # nothing shipped there: how to make each
+    assert said.count("Design *") == len(designs)
+    assert "--profile gridcommand-grid-per-server-thermostat-events --out" in said
+
+
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
     import json
 

@@ -421,9 +421,9 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
     repeat = {env.defer_action: pipe.defer_repeat}
-    cloned = behaviour_clone(model, demos, event_epochs(oinpt, env, demos, pipe.event_repeat), seed, repeat=repeat,
-                             rows=event_rows(env, demos, pipe.event_repeat))
-    info.update({k: v for k, v in cloned.items() if k in ("bc_agreement_before", "bc_agreement_after")})
+    rows = event_rows(env, demos, pipe.event_repeat)
+    cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows)
+    info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
     seen = demos
     for r in range(pipe.dagger_rounds):
         # DAgger [ours, not imitation's trainer: its expert is a policy over observations, while
@@ -439,8 +439,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         info.update(agreement_split(env, own, agreed, "dagger_agreement", f"[{r}]"))
         seen = _joined(seen, own)
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
-        behaviour_clone(model, seen, event_epochs(steps, env, seen, pipe.event_repeat), seed + 1 + r, repeat=repeat,
-                        rows=event_rows(env, seen, pipe.event_repeat))
+        rows = event_rows(env, seen, pipe.event_repeat)
+        behaviour_clone(model, seen, event_epochs(steps, rows), seed + 1 + r, repeat=repeat, rows=rows)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(seen) - len(demos)
     # on the teacher's own states, after the last BC
@@ -460,14 +460,13 @@ def event_rows(env: GridCommandEnv, demos: Demonstrations, event_repeat: int) ->
     return np.where(env.during_event(demos.obs), event_repeat, 1)
 
 
-def event_epochs(cfg: OINPTConfig, env: GridCommandEnv, demos: Demonstrations, event_repeat: int) -> OINPTConfig:
-    """``cfg`` with BC's epochs over ``demos`` cut by the share :func:`event_rows` adds, so that
-    BC takes as many gradient steps as without the repeats (at least one epoch); ``cfg``
-    itself when ``event_repeat`` is 1."""
-    rows = event_rows(env, demos, event_repeat)
-    if rows is None or not len(demos):
+def event_epochs(cfg: OINPTConfig, rows: np.ndarray | None) -> OINPTConfig:
+    """``cfg`` with BC's epochs cut by the share the repeats ``rows`` (:func:`event_rows`, one
+    per decision) add, so that BC takes as many gradient steps as without them (at least one
+    epoch); ``cfg`` itself without repeats (None) or decisions."""
+    if rows is None or not len(rows):
         return cfg
-    return dataclasses.replace(cfg, bc_epochs=max(1, round(cfg.bc_epochs * len(demos) / int(rows.sum()))))
+    return dataclasses.replace(cfg, bc_epochs=max(1, round(cfg.bc_epochs * len(rows) / int(rows.sum()))))
 
 
 def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,

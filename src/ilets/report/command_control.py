@@ -26,7 +26,7 @@ import pandas as pd
 
 from ilets.gridcommand.pipeline import HELDOUT_METRICS, LEARNED
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, done_records, load_results
+from ilets.report.grid_command import LABELS, done_records, load_results, status_sentence
 
 #: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
@@ -173,6 +173,20 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "bc_epochs": ("BC epochs", lambda n: f"{n} epochs"),
                 "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}"),
                 "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
+
+
+def design_profile(folder: Path) -> str:
+    """The grid profile that fills a design's shipped folder: ``gridcommand-grid-`` and the
+    folder's name less its ``gridcommand-`` (every design after the first two is named so)."""
+    return "gridcommand-grid-" + Path(folder).name.removeprefix("gridcommand-")
+
+
+def designs_status(root: Path, designs: Mapping[str, Path]) -> str:
+    """:func:`ilets.report.grid_command.status_sentence` of each design's shipped grid, named,
+    with the profile that fills it (:func:`design_profile`) where it is missing."""
+    return " ".join(f"Design *{design}*: "
+                    + status_sentence(load_results(Path(root) / rel), Path(root) / rel, design_profile(rel))
+                    for design, rel in designs.items())
 
 
 def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:

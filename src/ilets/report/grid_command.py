@@ -28,7 +28,7 @@ from ilets.study.results import STATUS_DONE
 
 #: Where the book reads the shipped results (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand"
-#: The learners' part of the full-window grid (paper scale).
+#: The full-window grid (paper scale).
 PAPER_SHIPPED = Path("shipped") / "gridcommand-paper"
 #: The profile of :data:`PAPER_SHIPPED`: the full-window grid, every rung and learner.
 PAPER_PROFILE = "gridcommand-grid-paper"

@@ -43,8 +43,9 @@ class ThermostatExpert(_Expert):
     """
 
     name = "thermostat"
-    reads: tuple[str, ...] = ("action_masks", "current_task", "now", "power_now", "config", "defer_action", "fleet", "cloud",
-             "target_at", "schedule", "slot_edges", "sleep", "speeds", "power_factors", "decode")
+    reads: tuple[str, ...] = ("action_masks", "current_task", "now", "power_now", "config", "defer_action", "fleet",
+                              "cloud", "target_at", "schedule", "slot_edges", "sleep", "speeds", "power_factors",
+                              "decode")
 
     def __init__(self, keep_deadlines: bool = True) -> None:
         self.keep_deadlines = bool(keep_deadlines)
