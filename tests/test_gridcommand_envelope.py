@@ -9,7 +9,7 @@ import pytest
 
 from ilets.config import ConfigError, FleetConfig, RunConfig, WorkloadConfig
 from ilets.gridcommand.config import CommandSpec, GridCommandConfig
-from ilets.gridcommand.envelope import MIN_DEPTH, fit_schedule, low_action
+from ilets.gridcommand.envelope import MIN_DEPTH, fit_schedule, high_action, keeps_deadline, low_action
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.power import power_profile
@@ -114,7 +114,8 @@ def test_a_per_event_reach_does_not_depend_on_the_other_events():
 
 @pytest.mark.parametrize("kw, field", [({"envelope": "loose"}, "envelope"), ({"envelope_margin": 0.0}, "envelope_margin"),
                                        ({"envelope_margin": 1.5}, "envelope_margin"),
-                                       ({"envelope_runs": "each"}, "envelope_runs")])
+                                       ({"envelope_runs": "each"}, "envelope_runs"),
+                                       ({"envelope_deadlines": "yes"}, "envelope_deadlines")])
 def test_envelope_knobs_are_checked(kw, field):
     with pytest.raises(ConfigError, match=rf"gridcommand\.{field}: expected"):
         dataclasses.replace(config("off"), **kw).validate()
@@ -129,3 +130,47 @@ def test_an_extreme_run_refuses_an_env_whose_sleep_is_gated():
     with pytest.raises(ValueError, match="sleep_gated=False"):
         reach(lambda schedule: GridCommandEnv(cfg, schedule=schedule), gated.schedule, gated.slot_edges,
               gated.baseline.power_w, EarliestFinish())
+
+
+def _misses(env: GridCommandEnv, keep_deadlines: bool) -> tuple[int, int]:
+    """(misses, decisions that missed although some allowed server met the deadline) of the
+    extremes inside the events, earliest finish outside."""
+    env.reset()
+    done, avoidable = False, 0
+    while not done:
+        c = env.active_command
+        if c is None:
+            a = EarliestFinish().act(env.cloud, env.current_task, env.action_masks()[:-1])
+        else:
+            a = (low_action if c.direction == "down" else high_action)(env, keep_deadlines)
+            task, cloud = env.current_task, env.cloud
+            finish = cloud.earliest_starts(task.cpu) + task.length / cloud.fleet.mips
+            could = bool((env.action_masks()[:len(env.fleet)] & (finish - task.arrival <= task.deadline)).any())
+            avoidable += int(could and not keeps_deadline(env, a))
+        _, _, done, _, _ = env.step(a)
+    return int((~env.cloud.task_frame()["success"]).sum()), avoidable
+
+
+def test_extremes_that_keep_deadlines_miss_none_they_could_keep(clipped):
+    """With ``keep_deadlines`` every extreme action keeps its task's deadline where an allowed
+    server could (the thermostat's rule); without it, the extremes miss more."""
+    misses, avoidable = _misses(GridCommandEnv(config("off")), keep_deadlines=True)
+    assert avoidable == 0
+    ignoring, ignored = _misses(GridCommandEnv(config("off")), keep_deadlines=False)
+    assert ignored > 0 and ignoring > misses
+
+
+def test_an_envelope_that_keeps_deadlines_sizes_commands_to_that_reach(clipped):
+    """``envelope_deadlines`` changes the reach (the 90 % cut is sized by the extremes that give
+    way to deadlines) and only when set: off by default and out of the settings, so every
+    earlier cell keeps its digest; with ``envelope: off`` it has nothing to size (an error)."""
+    from ilets.gridcommand.config import settings_plain
+
+    kept = GridCommandEnv(dataclasses.replace(config("clip"), envelope_deadlines=True))
+    assert [r.direction for r in kept.envelope] == ["down", "up"]
+    assert kept.envelope[0].reachable_depth < clipped.envelope[0].reachable_depth
+    assert all(r.feasible for r in kept.envelope if r.kept)
+    assert "envelope_deadlines" not in settings_plain(config("clip"))
+    assert settings_plain(dataclasses.replace(config("clip"), envelope_deadlines=True))["envelope_deadlines"] is True
+    with pytest.raises(ConfigError, match=r"gridcommand\.envelope_deadlines: .*needs envelope: clip or record"):
+        dataclasses.replace(config("off"), envelope_deadlines=True).validate()

@@ -80,7 +80,7 @@ class CommandSpec:
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
-                "batch_slack_h", "observe_slot", "observe_energy")
+                "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines")
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,12 @@ class GridCommandConfig:
     #: extreme left of the one before, and may be dropped for it); ``per-event``, one per
     #: event with that event alone, from the counterfactual's state
     envelope_runs: str = "joint"
+    #: the envelope's extreme runs keep deadlines where they can
+    #: (:func:`ilets.gridcommand.envelope.keeping_deadline`, the thermostat's rule): the
+    #: commands are sized to what the levers reach without a miss they could avoid, a
+    #: flexibility a fleet could offer under its service levels; off: the levers' whole
+    #: reach, deadlines ignored [ours]
+    envelope_deadlines: bool = False
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
     segment: str = "online"  #: the workload segment: "online" or "offline"
     #: show the drift-plus-penalty expert's two virtual queues (the tracking debt and the
@@ -268,9 +274,12 @@ class GridCommandConfig:
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        for key in ("observe_queues", "observe_slot", "observe_energy"):
+        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
+        if self.envelope_deadlines and self.envelope == "off":
+            raise ConfigError(f"{where}.envelope_deadlines: sizes the commands by the envelope's runs, so it "
+                              f"needs envelope: clip or record, got envelope: off")
         if self.observe_energy and self.run.observation != "per-server":
             raise ConfigError(f"{where}.observe_energy: adds a column to each server's row, so it needs "
                               f"run.observation: per-server, got {self.run.observation!r}")

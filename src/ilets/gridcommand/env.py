@@ -215,14 +215,15 @@ class GridCommandEnv(SchedulingEnv):
         #: what the flexibility envelope found per event (empty with envelope: off)
         self.envelope: list[EventReach] = []
         if cfg.envelope != "off" and len(self.schedule):
-            bare = dataclasses.replace(cfg, run=run, envelope="off")
+            bare = dataclasses.replace(cfg, run=run, envelope="off", envelope_deadlines=False)
 
             def make_env(schedule: CommandSchedule) -> GridCommandEnv:
                 return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
                                       sleep_gated=False)
 
             found = reach(make_env, self.schedule, edges, self.baseline.power_w,
-                          make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs)
+                          make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
+                          cfg.envelope_deadlines)
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None

@@ -17,8 +17,10 @@ extreme inside the events and the reference policy outside them [ours]:
 An event's *reachable depth* is the least, over its slots past the ramp, of the change the
 extreme run makes against the baseline, over the baseline (a fraction, as the regimes'
 depths are): every slot at full depth can be moved that far. It is an inner estimate: the
-extremes are simple rules, not optimised bounds, and they ignore deadlines (a lever's reach,
-not its price; the metrics count the misses). By default one run per direction serves all
+extremes are simple rules, not optimised bounds, and by default they ignore deadlines (a
+lever's reach, not its price; the metrics count the misses); with ``envelope_deadlines`` they
+give way to them (:func:`keeping_deadline`), and the reach is what the levers move within
+the service levels. By default one run per direction serves all
 its events, so an event that follows soon after another starts in what the extreme left
 there: the deferred work landing at the earlier event's end and, with the sleep lever, every
 sleeper waking at once; such an event's reach can come out at zero and the event is dropped
@@ -32,14 +34,17 @@ or leaves it and records whether it fits (``envelope: record``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
 from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.simulator.cloud import meets_deadline
 
-__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "high_action", "low_action", "reach"]
+__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "high_action", "keeping_deadline", "keeps_deadline", "low_action",
+           "reach"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -70,34 +75,76 @@ def _level(env: Any, pick: Callable[[np.ndarray], int]) -> int:
     return pick(factors)
 
 
-def low_action(env: Any) -> int:
+def low_action(env: Any, keep_deadlines: bool = False) -> int:
     """The *low* extreme's action for the current task (module docstring): defer it if the mask
     allows, else place it where it adds the least energy, at the least-energy speed level,
-    on an awake server when one is allowed. Deadlines are ignored (a lever's reach).
+    on an awake server when one is allowed. Deadlines are ignored (a lever's reach), unless
+    ``keep_deadlines`` (:func:`keeping_deadline`).
     """
     mask = env.action_masks()
     if mask[-1]:
-        return int(env.defer_action)
-    m = len(env.fleet)
-    allowed = mask[:m]
-    if env.sleep is not None and (allowed & ~env.sleep.asleep).any():
-        allowed = allowed & ~env.sleep.asleep  # let the sleeping servers sleep on
-    e = np.where(allowed, _marginal_energy(env), np.inf)
-    return _level(env, lambda f: int(np.argmin(f))) * m + int(np.argmin(e))
+        a = int(env.defer_action)
+    else:
+        m = len(env.fleet)
+        allowed = mask[:m]
+        if env.sleep is not None and (allowed & ~env.sleep.asleep).any():
+            allowed = allowed & ~env.sleep.asleep  # let the sleeping servers sleep on
+        e = np.where(allowed, _marginal_energy(env), np.inf)
+        a = _level(env, lambda f: int(np.argmin(f))) * m + int(np.argmin(e))
+    return keeping_deadline(env, a, lower=True) if keep_deadlines else a
 
 
-def high_action(env: Any) -> int:
+def high_action(env: Any, keep_deadlines: bool = False) -> int:
     """The *high* extreme's action for the current task (module docstring): never defer; place
     it where it adds the most energy among the servers where it starts now, at the speed
-    level that adds the most, else where it starts first. Deadlines are ignored.
+    level that adds the most, else where it starts first. Deadlines are ignored, unless
+    ``keep_deadlines`` (:func:`keeping_deadline`).
     """
     m = len(env.fleet)
     servers = env.action_masks()[:m]
     start = env.cloud.earliest_starts(env.current_task.cpu)
     now = servers & (start <= env.cloud.now)  # a queued task draws nothing until it starts
     if now.any():
-        return _level(env, lambda f: int(np.argmax(f))) * m + int(np.argmax(np.where(now, _marginal_energy(env), -np.inf)))
-    return int(np.argmin(np.where(servers, start, np.inf)))
+        a = _level(env, lambda f: int(np.argmax(f))) * m + int(np.argmax(np.where(now, _marginal_energy(env), -np.inf)))
+    else:
+        a = int(np.argmin(np.where(servers, start, np.inf)))
+    return keeping_deadline(env, a, lower=False) if keep_deadlines else a
+
+
+def keeps_deadline(env: Any, action: int) -> bool:
+    """Whether ``action`` still lets the current task meet its deadline (today's queues): a
+    deferral if, started ``defer_s`` later on its best server, it would; a placement if it
+    finishes in time there at the action's speed level."""
+    task, cloud = env.current_task, env.cloud
+    if action == int(env.defer_action):
+        finish = cloud.earliest_starts(task.cpu, env.now + float(env.config.defer_s)) + task.length / cloud.fleet.mips
+        return bool(meets_deadline(finish.min() - task.arrival, task.deadline))
+    server, level = env.decode(action)
+    start = float(cloud.earliest_start(server, task.cpu))
+    finish = start + task.length / (float(cloud.fleet.mips[server]) * float(env.speeds[level]))
+    return bool(meets_deadline(finish - task.arrival, task.deadline))
+
+
+def keeping_deadline(env: Any, action: int, lower: bool) -> int:
+    """``action`` if it keeps the current task's deadline (:func:`keeps_deadline`), else the
+    allowed server at the nominal speed that meets it and adds the least (``lower``) or the
+    most energy, else the allowed server where the task finishes first (defer if none is
+    allowed): an extreme that gives way to deadlines [ours]. The thermostat's way of keeping
+    deadlines, and the envelope's with ``envelope_deadlines``, so the commands are sized to
+    what the levers reach without a miss they could avoid.
+    """
+    if keeps_deadline(env, action):
+        return action
+    task, cloud = env.current_task, env.cloud
+    servers = np.asarray(env.action_masks(), bool)[:len(env.fleet)]
+    if not servers.any():
+        return int(env.defer_action)
+    finish = cloud.earliest_starts(task.cpu) + task.length / cloud.fleet.mips
+    ok = servers & meets_deadline(finish - task.arrival, task.deadline)
+    if not ok.any():
+        return int(np.argmin(np.where(servers, finish, np.inf)))
+    energy = _marginal_energy(env)
+    return int(np.argmin(np.where(ok, energy, np.inf)) if lower else np.argmax(np.where(ok, energy, -np.inf)))
 
 
 #: How the extreme runs are made (``GridCommandConfig.envelope_runs``): one per direction for
@@ -106,7 +153,8 @@ RUN_MODES = ("joint", "per-event")
 
 
 def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule, edges: np.ndarray,
-          baseline_w: np.ndarray, reference: Any, runs: str = "joint") -> list[tuple[float, float]]:
+          baseline_w: np.ndarray, reference: Any, runs: str = "joint",
+          keep_deadlines: bool = False) -> list[tuple[float, float]]:
     """The reach of every event of ``schedule`` (module docstring), in its order: the
     reachable depth as a fraction of the baseline and in watts (the least over the event's
     slots past the ramp of each).
@@ -119,14 +167,17 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
     what the extreme left of the one before; ``per-event``, each event's run has that event
     alone in its schedule and stops at its end, so every event starts from the reference's
     own state (the counterfactual's) [ours]: no event inherits an earlier one's backlog, at
-    the cost of one partial run per event.
+    the cost of one partial run per event. ``keep_deadlines``: both extremes give way to
+    deadlines (:func:`keeping_deadline`), so the reach is what the levers move without a miss
+    they could avoid.
     """
     if runs not in RUN_MODES:
         raise ValueError(f"runs: expected one of {RUN_MODES}, got {runs!r}")
     out = [(0.0, 0.0)] * len(schedule)
     edges = np.asarray(edges, dtype=float)
     baseline_w = np.asarray(baseline_w, dtype=float)
-    for direction, extreme in (("down", low_action), ("up", high_action)):
+    for direction, pushed in (("down", low_action), ("up", high_action)):
+        extreme = functools.partial(pushed, keep_deadlines=keep_deadlines)
         mine = [i for i, c in enumerate(schedule) if c.direction == direction and c.duration_s > 0]
         if not mine:
             continue

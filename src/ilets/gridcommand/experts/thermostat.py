@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ilets.gridcommand.envelope import high_action, low_action
-from ilets.gridcommand.experts.reading import _can_wait, _cfg, _command, _earliest_finish, _Expert, _finish, _mask
+from ilets.gridcommand.experts.reading import _command, _earliest_finish, _Expert, _mask
 from ilets.gridcommand.slot_meter import SlotMeter
-from ilets.simulator.cloud import meets_deadline
 
 
 class ThermostatExpert(_Expert):
@@ -26,9 +24,10 @@ class ThermostatExpert(_Expert):
     It does so in down and up events alike, so a cut that overshoots is pulled back. Outside
     events it places by earliest finish, as the counterfactual baseline does.
 
-    Unlike the envelope's extremes it keeps deadlines where it can: it defers only a task
-    whose slack allows the wait, and a placement that would miss the deadline is replaced by
-    the least-energy (lowering) or the most-energy (raising) server that meets it, else the
+    Unlike the envelope's extremes (by default) it keeps deadlines where it can
+    (:func:`ilets.gridcommand.envelope.keeping_deadline`): it defers only a task whose slack
+    allows the wait, and a placement that would miss the deadline is replaced by the
+    least-energy (lowering) or the most-energy (raising) server that meets it, else the
     earliest finish. With ``keep_deadlines=False`` (the rung ``thermostat-firm``) it takes the
     envelope's actions as they are: the command first, the deadlines second, as the envelope
     itself measures the reach. Commands are sized to what the low extreme reached
@@ -64,28 +63,9 @@ class ThermostatExpert(_Expert):
 
     def act(self, env: Any) -> int:
         projected = self.projected_slot_power(env)
-        servers, defer_ok = _mask(env)
         now = float(env.now)
         if _command(env, now) is None:
+            servers, defer_ok = _mask(env)
             return _earliest_finish(env, servers, defer_ok)
         lower = projected > float(env.target_at(now))
-        a = low_action(env) if lower else high_action(env)
-        if not self.keep_deadlines or self._keeps_deadline(env, a):
-            return a
-        task, cloud = env.current_task, env.cloud
-        ok = servers & meets_deadline(_finish(cloud, task) - task.arrival, task.deadline)
-        if not ok.any():
-            return _earliest_finish(env, servers, defer_ok)
-        energy = cloud.act_per_cpu * task.cpu * task.length / cloud.fleet.mips
-        return int(np.argmin(np.where(ok, energy, np.inf)) if lower else np.argmax(np.where(ok, energy, -np.inf)))
-
-    @staticmethod
-    def _keeps_deadline(env: Any, action: int) -> bool:
-        """Whether ``action`` still lets the current task meet its deadline (today's queues)."""
-        task = env.current_task
-        if action == int(env.defer_action):
-            return _can_wait(env, task, float(_cfg(env, "defer_s")))
-        server, level = env.decode(action)
-        start = float(env.cloud.earliest_start(server, task.cpu))
-        finish = start + task.length / (float(env.cloud.fleet.mips[server]) * float(env.speeds[level]))
-        return bool(meets_deadline(finish - task.arrival, task.deadline))
+        return low_action(env, self.keep_deadlines) if lower else high_action(env, self.keep_deadlines)
