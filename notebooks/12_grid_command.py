@@ -159,6 +159,14 @@ lever_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_WITHOUT, root / Z.PAPER_
 reach_paper = Z.reach_table(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED)
 glue("gc_sleep_paper_said", Z.lever_sentence(lever_paper, Z.band_bar(lever_paper), reach_paper), display=False)
 glue("gc_sleep_paper_bar", R.results_bar_sentence(paper_sleep), display=False)
+deadline_results = R.load_results(root / Z.DEADLINES_SHIPPED)
+glue("gc_deadlines_status", Markdown(R.status_sentence(deadline_results, root / Z.DEADLINES_SHIPPED,
+                                                       "gridcommand-grid-paper-sleep-deadlines")), display=False)
+lever_deadlines = Z.lever_table(Z.load_lever(root / Z.PAPER_SHIPPED, root / Z.DEADLINES_SHIPPED, Z.DEADLINE_ARMS),
+                                arms=Z.DEADLINE_ARMS)
+reach_deadlines = Z.reach_table(root / Z.PAPER_SHIPPED, root / Z.DEADLINES_SHIPPED, Z.DEADLINE_ARMS)
+glue("gc_deadlines_said", Z.deadlines_sentence(lever_deadlines, Z.band_bar(lever_deadlines, arms=Z.DEADLINE_ARMS),
+                                               reach_deadlines), display=False)
 batchy = load_gridcommand_config("quick-sleep-batch")
 glue("gc_batch_share", f"{batchy.batch_share:.0%}", display=False)
 glue("gc_batch_slack", f"{batchy.batch_slack_h:g}", display=False)
@@ -211,7 +219,11 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # (second).* A deferred task comes back {glue:text}`gc_defer_s` later, at most
 # {glue:text}`gc_max_deferrals` times, with its deadline still counted from its first
 # arrival; the grid trains under one regime and scores under two, the second one never seen
-# in training (drift).
+# in training (drift). The admission cap can also be an action (`cap_levels`, off in every
+# shipped profile, so no result below uses it): the policy sets the cap to one of the levels,
+# the same task is handed over again at the same time, and the servers whose power would
+# pass the cap stay masked until the policy sets another. The envelope does not use it: its
+# low extreme already defers every task it may, which is what a cap forces.
 #
 # ## What the fleet can reach, and what the reward pays
 #
@@ -398,8 +410,8 @@ plots.markdown_table(Z.reach_display(reach_each), {}, empty="The grid with one e
 # Over every expert of the grid with the lever, the thermostat that puts deadlines second
 # (`thermostat-firm`: the envelope's own actions, as the envelope measures the reach) among
 # them: {glue:text}`gc_sleep_paper_bar` Where only that rung reaches the band, the command is
-# within the fleet's reach but not within its deadlines: the envelope sizes commands to a
-# reach it measures without them.
+# within the fleet's reach but not within its deadlines: by default the envelope sizes
+# commands to a reach it measures without them.
 
 # %% tags=["remove-input"]
 plots.markdown_table(Z.reach_display(reach_paper), {}, empty="No full-window results with and without the sleep lever.")
@@ -409,6 +421,33 @@ plots.markdown_table(Z.lever_display(lever_paper), {}, empty="")
 
 # %% [markdown]
 # *Tables: as above, at the full online window (paper scale).*
+#
+# The envelope can instead measure the reach the levers have *within* deadlines
+# (`envelope_deadlines`): both extreme runs give way to a deadline they could keep, by the
+# thermostat's own rule (`ilets.gridcommand.envelope.keeping_deadline`: defer only a task
+# whose slack allows the wait; a placement that would miss is moved to the least- or
+# most-energy server where the task meets its deadline). The commands are then the ones a
+# fleet could offer under its service levels. The thermostat, the expert that reached the
+# band most often with the lever, ran on commands sized so (scenario
+# `gridcommand-paper-sleep-deadlines`, grid `gridcommand-grid-paper-sleep-deadlines`; the
+# other experts were not run, for the cost). It is set beside its own run on the commands
+# sized to the whole reach, seed by seed.
+#
+# {glue:md}`gc_deadlines_status`
+#
+# {glue:text}`gc_deadlines_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(Z.reach_display(reach_deadlines), {},
+                     empty="The grid with commands sized to the reach that keeps deadlines has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(Z.lever_display(lever_deadlines), {}, empty="")
+
+# %% [markdown]
+# *Tables: the envelope's whole reach beside its reach within deadlines (down events over the
+# seeds both grids have), and the thermostat on each (seed means; the change is the paired
+# change of the tracking error, positive: better within deadlines). Paper scale.*
 #
 # ## The pipeline comparison
 #

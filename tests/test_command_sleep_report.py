@@ -158,3 +158,19 @@ def test_the_batch_share_sentence_says_where_the_smaller_share_changes_the_verdi
     assert "stays the same for shallow-long at 50 servers (90% → 95%)" in said
     assert "changes for deep-short at 50 servers (85% → 60%)" in said and "10% instead of 30%" in said
     assert "has not run" in C.batch_share_sentence(high, low.iloc[0:0], (0.3, 0.1))
+
+
+def test_the_deadlines_sentence_gives_each_experts_band_and_misses_with_both_envelopes():
+    arms = C.DEADLINE_ARMS
+    table = C.lever_table(C.lever_rows(_store(0.0, methods=("lyapunov",)), _store(0.3, methods=("lyapunov",)), arms),
+                          reps=200, arms=arms)
+    bars = C.band_bar(table, arms=arms)
+    reach = pd.DataFrame([{"regime": "deep-short", "servers": 50, "lever": arm, "events": 4, "dropped": d,
+                           "reachable": r, "asked_w": 1.0} for arm, d, r in zip(arms, (2, 5), (0.48, 0.2))])
+    said = C.deadlines_sentence(table, bars, reach)
+    assert "deep-short at 50 servers 48% → 20%" in said and "dropped 5 events as unreachable within deadlines" in said
+    assert "(with the whole reach 2)" in said
+    assert "deep-short at 50 servers, Lyapunov: 60% → 90% of events, at +12 → +12 deadline misses caused" in said
+    assert "in 2 of the 2 (regime, fleet size) pairs with commands sized within deadlines" in said
+    assert "among the same experts: 0 of 2)" in said
+    assert C.deadlines_sentence(table, bars.iloc[0:0], reach).endswith("keeps deadlines has not run.")

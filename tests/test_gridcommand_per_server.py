@@ -35,14 +35,16 @@ def scenario(tmp_path):
     return path
 
 
-def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scenario):
-    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+@pytest.mark.parametrize("caps", [(), (0.9, 1.0)])
+def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scenario, caps):
+    """Defer, and each admission-cap level when the policy may set one, is one more logit."""
+    cfg = P.evaluation_config(load_gridcommand_config(scenario, cap_levels=list(caps)), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     n_command = sum(b.size(6) for b in grid_blocks(env))
     assert env.table_layout == (len(TASK_FEATURES) + n_command, len(SERVER_FEATURES))
     assert env.observation_space.shape == (len(TASK_FEATURES) + n_command + 6 * len(SERVER_FEATURES),)
     model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden)
-    assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1
+    assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1 + len(caps)
     net = numpy_actor_critic(model.policy)
     obs, _ = env.reset(seed=0)
     for _ in range(40):

@@ -99,9 +99,11 @@ class SchedulingEnv(gym.Env):
         self._next_decision()
         return self.observe(), {"task": self._current.index, "action_mask": self._mask}
 
-    def _end_step(self, cost: float, info: dict[str, Any]) -> StepResult:
+    def _end_step(self, cost: float, info: dict[str, Any], again: bool = False) -> StepResult:
         """Finish a step whose action has been applied at ``cost``: count it, then end the
-        episode or hand over the next task; returns what :meth:`step` returns.
+        episode or hand over the next task (``again``: the same task once more, its masks
+        already renewed: an action that placed nothing, the grid scenario's cap); returns what
+        :meth:`step` returns.
 
         Adds to ``info`` the running ``decisions`` and ``mean_reward``, then ``final`` (the
         cloud's summary, the mean reward, the infeasible actions and
@@ -115,7 +117,7 @@ class SchedulingEnv(gym.Env):
         self.t += 1
         info["decisions"] = self.t
         info["mean_reward"] = -self._cost_sum / self.t
-        terminated = self._episode_over()
+        terminated = not again and self._episode_over()
         if terminated:
             cloud.run_to_completion()
             final = cloud.summary()
@@ -125,7 +127,8 @@ class SchedulingEnv(gym.Env):
             info["final"] = final
             obs = self._obs.copy()
         else:
-            self._next_decision()
+            if not again:
+                self._next_decision()
             obs = self.observe() if self.observing else self._obs
             info["action_mask"] = self._mask
         info["energy_kwh"] = cloud.energy / _J_PER_KWH

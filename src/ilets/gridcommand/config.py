@@ -80,7 +80,8 @@ class CommandSpec:
 #: is left out of a cell's settings (:func:`settings_plain`), so cells computed before it
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
-                "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines")
+                "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
+                "cap_levels")
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,14 @@ class GridCommandConfig:
     #: admission cap during down events: a server refuses new tasks when its power with the
     #: task counted would exceed this fraction of its maximum power; 1.0: no cap [ours]
     cap_fraction: float = 1.0
+    #: the admission cap as an action [ours]: caps the policy may set, each a share of every
+    #: server's maximum power in (0, 1] (1: no cap); the action space gains one action per
+    #: level after defer. Setting one hands the same task over again at the same time (nothing
+    #: else happens, no cost), with the servers whose power would pass the cap masked from
+    #: then on, event or not, until the policy sets another; one change per task. The cap the
+    #: policy set is one more observation number. Empty: no such action (``cap_fraction``, a
+    #: cap fixed during down events, is the other way; the two exclude each other)
+    cap_levels: tuple[float, ...] = ()
     #: what the reward's tracking cost compares with the target [ours]: ``slot``, the committed
     #: slot-average power, the cost of an assignment being the change it makes to the scored
     #: slots' error (:mod:`ilets.gridcommand.tracking`; what the metrics score); ``instant``,
@@ -229,6 +238,13 @@ class GridCommandConfig:
         if not 0 < self.cap_fraction <= 1:
             raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
                               f"(0, 1] (1: no cap), got {self.cap_fraction}")
+        caps = self.cap_levels
+        if len(set(caps)) != len(caps) or not all(0 < c <= 1 for c in caps):
+            raise ConfigError(f"{where}.cap_levels: expected distinct shares of each server's maximum power in "
+                              f"(0, 1] (1: no cap), got {list(caps)}")
+        if caps and self.cap_fraction < 1:
+            raise ConfigError(f"{where}.cap_levels: a cap the policy sets and a fixed cap_fraction "
+                              f"({self.cap_fraction:g}) exclude each other; set cap_fraction: 1 or cap_levels: []")
         levels = self.speed_levels
         if not levels or levels[0] != 1.0:
             raise ConfigError(f"{where}.speed_levels: expected the nominal speed 1.0 first (then any other "
@@ -331,15 +347,16 @@ def segment_span_s(workload) -> float:
     return window * workload.scale / 2
 
 
-def check_cap(cap_fraction: float, fleet, where: str = "gridcommand") -> None:
+def check_cap(cap_fraction: float, fleet, where: str = "gridcommand", key: str = "cap_fraction") -> None:
     """An admission cap must leave room above every server's idle power (else nothing could
-    ever be admitted during an event); 1.0 (no cap) always passes."""
+    ever be admitted during an event); 1.0 (no cap) always passes. ``key`` names the field
+    (``cap_fraction``, or ``cap_levels`` for each level the policy may set)."""
     if cap_fraction >= 1:
         return
     share = fleet.p_idle / (fleet.p_idle + fleet.p_act)
     worst = int(share.argmax())
     if cap_fraction <= share[worst]:
-        raise ConfigError(f"{where}.cap_fraction: {cap_fraction} is at or below server {worst}'s idle power "
+        raise ConfigError(f"{where}.{key}: {cap_fraction} is at or below server {worst}'s idle power "
                           f"({share[worst]:.3f} of its maximum); expected a cap above every server's idle "
                           f"share (> {share.max():.3f}) or 1.0 for no cap")
 

@@ -11,16 +11,20 @@ Actions, ``Discrete(M * L + 1)``
     over again ``defer_s`` later, interleaved in time order with new arrivals (at equal times
     the deferred task goes first, it has waited longer [ours]). Its response, wait and
     deadline still count from its first arrival (:meth:`ilets.simulator.cloud.Cloud.assign`'s
-    ``release``).
+    ``release``). With admission-cap levels (``cap_levels``, ``K`` of them; none by default)
+    the ``K`` actions after defer (from :attr:`GridCommandEnv.first_cap_action`) set the
+    admission cap to a level: the same task is handed over again at the same time, at no
+    cost, with the servers the cap excludes masked from then on until the policy sets
+    another (one change per task; the cap in force is one more observation number).
 Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["action_mask"]``
     one array, two ways to read it: the method for sb3-contrib, the info entry (Gymnasium's
     convention) on :meth:`~GridCommandEnv.reset` and on every step but the one that ends the
     episode (no decision follows it), for code that sees the env through wrappers; a made
     env (``gym.make(GRID_ENV_ID)``) also answers ``action_masks()`` without Gymnasium 0.29's
     deprecation warning (:class:`ilets.ActionMaskWrapper`). A server is masked where its
-    capacity cannot hold the task, or, while an admission cap is active (``cap_fraction <
-    1`` during a down event), where its power with the task counted would exceed
-    ``cap_fraction`` of its maximum; defer is masked once the task has used
+    capacity cannot hold the task, or, while an admission cap is in force (``cap_fraction <
+    1`` during a down event, or the level the policy set), where its power with the task
+    counted would exceed that share of its maximum; defer is masked once the task has used
     ``max_deferrals`` (never for a batch task, ``batch_share``: :mod:`ilets.gridcommand.batch`)
     or when even the fastest server could not meet the deadline after the deferral. If
     everything would be masked, the capacity-feasible servers stay allowed (a mask is never
@@ -135,6 +139,13 @@ class GridCommandEnv(SchedulingEnv):
         self.speeds = tuple(float(f) for f in self.config.speed_levels)
         self.power_factors = tuple(f ** self.config.dvfs_exponent for f in self.speeds)
         self.defer_action = m * len(self.speeds)
+        #: the admission caps the policy may set (``cap_levels``) [ours]; action
+        #: ``first_cap_action + k`` sets ``cap_levels[k]`` (none without the levels)
+        self.cap_levels = tuple(float(c) for c in self.config.cap_levels)
+        for c in self.cap_levels:
+            check_cap(c, self.fleet, key="cap_levels")
+        self.first_cap_action = self.defer_action + 1
+        self._cap_set, self._cap_changed, self._cap_changes = 1.0, False, 0
         self.state = StateSpec.of(run)
         #: the drift-plus-penalty queues, kept along the episode when shown (``observe_queues``)
         self.queues = VirtualQueues()
@@ -161,12 +172,12 @@ class GridCommandEnv(SchedulingEnv):
             self.blocks = self.state.blocks + grid_blocks(self)
         high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
-        self.action_space = spaces.Discrete(self.defer_action + 1)
+        self.action_space = spaces.Discrete(self.first_cap_action + len(self.cap_levels))
         self._obs = np.zeros(len(high), np.float32)
         self._redirect = LeastLoaded()
         self._max_mips = float(self.fleet.mips.max())
         self.max_power_w = self.fleet.max_power  # a property that sums arrays: read it once
-        self._cap_w = self.config.cap_fraction * (self.fleet.p_idle + self.fleet.p_act)
+        self._server_max_w = self.fleet.p_idle + self.fleet.p_act
         self.deadline_top = float(run.workload.deadline_s[1])
         self._seed = run.seed
         self._prepare(run.seed)
@@ -317,6 +328,12 @@ class GridCommandEnv(SchedulingEnv):
         return self._slot_projection
 
     @property
+    def admission_cap(self) -> float:
+        """The admission cap the policy has set (``cap_levels``), a share of each server's
+        maximum power; 1: none."""
+        return self._cap_set
+
+    @property
     def power_now(self) -> float:
         """The fleet's power now (W): the cloud's, less what sleeping servers save."""
         assert self.cloud is not None, "reset() first"
@@ -354,6 +371,7 @@ class GridCommandEnv(SchedulingEnv):
         self.queues.reset()
         self.slot_meter.reset()
         self._sleep_charge = 0.0  # tracking cost of the sleep since the last decision
+        self._cap_set, self._cap_changed, self._cap_changes = 1.0, False, 0
         if self.sleep is not None:
             self.sleep.reset()
         if self.tracker is not None:
@@ -365,7 +383,7 @@ class GridCommandEnv(SchedulingEnv):
 
     def _next_decision(self) -> None:
         """Hand over the next task: the earlier of the next arrival and the next re-arrival.
-        Allowed actions: servers ``0..M-1`` then defer (length ``M + 1``, never all False)."""
+        Allowed actions (:meth:`_masks`): one per placement, defer, then one per cap level; never all False."""
         cloud = self.cloud
         assert cloud is not None, "reset() first"
         pend = self._pending
@@ -377,6 +395,7 @@ class GridCommandEnv(SchedulingEnv):
             release = float(self.tasks.arrival[j])
             self._next_new += 1
         self._current, self._current_count, self._current_release = self._task(j), count, release
+        self._cap_changed = False
         cloud.advance(release)
         # what every block, mask and cost of this decision reads, computed once
         now = cloud.now
@@ -415,8 +434,9 @@ class GridCommandEnv(SchedulingEnv):
         return self._next_new >= len(self.tasks) and not self._pending
 
     def _final_metrics(self) -> dict[str, float]:
+        caps = {"cap_changes": self._cap_changes} if self.cap_levels else {}
         return {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum,
-                **self.sleep_summary()}
+                **self.sleep_summary(), **caps}
 
     def sleep_summary(self) -> dict[str, float]:
         """With the sleep lever: the sleeps so far, the joules they saved and the fleet's energy
@@ -428,28 +448,33 @@ class GridCommandEnv(SchedulingEnv):
         return {"sleeps": len(self.sleep.log), "sleep_saved_j": saved,
                 "energy_kwh": self.cloud.energy / 3.6e6 - saved / 3.6e6}
 
-    def _cap_active(self) -> bool:
-        if self.config.cap_fraction >= 1:
-            return False
+    def _cap_now(self) -> float:
+        """The admission cap in force at this decision, a share of each server's maximum power
+        (1: none): the policy's (``cap_levels``), else ``cap_fraction`` during down events."""
+        if self.cap_levels:
+            return self._cap_set
         c = self._active_cmd
-        return c is not None and c.direction == "down"
+        return self.config.cap_fraction if c is not None and c.direction == "down" else 1.0
 
     def _masks(self, cloud: Cloud) -> np.ndarray:
         task, cfg = self._current, self.config
         feasible = cloud.feasible(task.cpu)
         servers = feasible
-        if self._cap_active():
+        cap = self._cap_now()
+        if cap < 1:
             p_with = cloud.fleet.p_idle + cloud.act_per_cpu * (cloud.used + task.cpu)
-            servers = feasible & (p_with <= self._cap_w)
+            servers = feasible & (p_with <= cap * self._server_max_w)
         earliest = cloud.now + cfg.defer_s + task.length / self._max_mips - task.arrival
         # max_deferrals binds interactive tasks; batch work waits while it can meet its deadline
         may = self._current_count < cfg.max_deferrals or bool(self.batch[task.index])
         defer_ok = may and bool(meets_deadline(earliest, task.deadline))
         if not servers.any() and not defer_ok:
             servers = feasible  # never an all-False mask: placing stays possible
-        mask = np.empty(self.defer_action + 1, dtype=bool)  # a new array per decision, as the plain env's
-        mask[:-1] = servers if len(self.speeds) == 1 else np.tile(servers, len(self.speeds))
-        mask[-1] = defer_ok
+        mask = np.empty(self.first_cap_action + len(self.cap_levels), dtype=bool)  # a new array per decision
+        mask[:self.defer_action] = servers if len(self.speeds) == 1 else np.tile(servers, len(self.speeds))
+        mask[self.defer_action] = defer_ok
+        for k, level in enumerate(self.cap_levels):  # one change per task, and not to the cap in force
+            mask[self.first_cap_action + k] = not self._cap_changed and level != self._cap_set
         return mask
 
     def decode(self, action: int) -> tuple[int, int]:
@@ -461,13 +486,15 @@ class GridCommandEnv(SchedulingEnv):
     def step(self, action):
         task, cloud, cfg, reward = self._current, self.cloud, self.config, self.config.run.reward
         a = int(action)
-        if not 0 <= a <= self.defer_action:
-            raise ValueError(f"action: expected 0..{self.defer_action}, got {action!r}")
+        if not 0 <= a < self.action_space.n:
+            raise ValueError(f"action: expected 0..{self.action_space.n - 1}, got {action!r}")
         infeasible = not self._mask[a]
         if infeasible:
             self._infeasible += 1
             servers = self._mask[:len(self.fleet)]  # redirected at the nominal speed
             a = self._redirect.act(cloud, task, servers) if servers.any() else self.defer_action
+        if a >= self.first_cap_action:
+            return self._set_cap(self.cap_levels[a - self.first_cap_action])
         scored = self._active_cmd is not None
         target = self._target_now if scored else math.nan
         info = {"task": task.index, "time": cloud.now, "infeasible": infeasible, "deferred": a == self.defer_action,
@@ -520,6 +547,21 @@ class GridCommandEnv(SchedulingEnv):
         self._tracking_sum += track
         info.update(cost=cost, tracking=track, p_after=p_after)
         return self._end_step(cost, info)
+
+
+    def _set_cap(self, level: float):
+        """The cap-setting action: the cap in force becomes ``level`` and the same task is handed
+        over again at the same time, with the servers the cap excludes masked; no cost of its
+        own (the cap pays through the placements it forces)."""
+        cloud = self.cloud
+        assert cloud is not None
+        self._cap_set, self._cap_changed = level, True
+        self._cap_changes += 1
+        self._mask = self._masks(cloud)
+        info = {"task": self._current.index, "time": cloud.now, "infeasible": False, "deferred": False,
+                "target": self._target_now if self._active_cmd is not None else math.nan, "cap": level,
+                "cost": 0.0, "tracking": 0.0}
+        return self._end_step(0.0, info, again=True)
 
 
 def register() -> None:

@@ -82,7 +82,7 @@ def low_action(env: Any, keep_deadlines: bool = False) -> int:
     ``keep_deadlines`` (:func:`keeping_deadline`).
     """
     mask = env.action_masks()
-    if mask[-1]:
+    if mask[int(env.defer_action)]:
         a = int(env.defer_action)
     else:
         m = len(env.fleet)

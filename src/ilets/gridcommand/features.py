@@ -86,6 +86,9 @@ class GridView(Protocol):
     @property
     def slot_projection(self) -> float: ...
 
+    @property
+    def admission_cap(self) -> float: ...
+
 
 class GridBlock:
     """A feature block of ``width`` numbers (any fleet) about the command, made for a view.
@@ -236,6 +239,16 @@ class SlotError(GridBlock):
         out[1] = min(1.0, max(0.0, -bands) / SLOT_ERROR_BANDS)
 
 
+class AdmissionCap(GridBlock):
+    """The admission cap the policy has set (``cap_levels``), a share of each server's maximum
+    power; 1: no cap."""
+
+    width = 1
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        out[0] = self.view.admission_cap
+
+
 #: The grid-command blocks, in the order they follow the run's own layout.
 GRID_BLOCKS: tuple[type[GridBlock], ...] = (CommandShape, EventTiming, PowerLevels, TrackingError, TaskDeferral)
 
@@ -243,9 +256,11 @@ GRID_BLOCKS: tuple[type[GridBlock], ...] = (CommandShape, EventTiming, PowerLeve
 def grid_blocks(view: GridView) -> tuple[GridBlock, ...]:
     """The :data:`GRID_BLOCKS` made for ``view``, in order, then :class:`QueueState` when the
     scenario shows its queues (``observe_queues``) and :class:`SlotError` when it shows the
-    slot's meter (``observe_slot``)."""
+    slot's meter (``observe_slot``), and :class:`AdmissionCap` when the policy may set a cap
+    (``cap_levels``)."""
     kinds = (GRID_BLOCKS + ((QueueState,) if view.config.observe_queues else ())
-             + ((SlotError,) if view.config.observe_slot else ()))
+             + ((SlotError,) if view.config.observe_slot else ())
+             + ((AdmissionCap,) if view.config.cap_levels else ()))
     return tuple(block(view) for block in kinds)
 
 

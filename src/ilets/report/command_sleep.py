@@ -42,6 +42,10 @@ BATCH_ARMS = ("sleep", "sleep + batch")
 #: The same with a smaller batch share (the share's sensitivity), and its arms.
 BATCH_LOW_SHIPPED = Path("shipped") / "gridcommand-sleep-batch-low"
 BATCH_LOW_ARMS = ("sleep", "sleep + small batch")
+#: The full-window grid with the sleep lever and commands sized to the reach that keeps
+#: deadlines (``envelope_deadlines``; the thermostat only), beside :data:`PAPER_SHIPPED`, and the arms.
+DEADLINES_SHIPPED = Path("shipped") / "gridcommand-paper-sleep-deadlines"
+DEADLINE_ARMS = ("whole reach", "reach within deadlines")
 #: What the comparison shows per (regime, fleet size, expert): metric, label, higher is better, format.
 LEVER_METRICS: dict[str, tuple[str, bool, str]] = {
     "band_reached_share": ("events reaching the band", True, ".0%"),
@@ -212,6 +216,34 @@ def batch_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame,
     return (f"{_reach_said(reach, BATCH_ARMS)}The envelope dropped {int(lost.get(BATCH_ARMS[1], 0))} events as "
             f"unreachable with the batch class (with sleep alone {int(lost.get(BATCH_ARMS[0], 0))}). With the batch "
             f"class, {_bar_said(bars, BATCH_ARMS, bar, 'with sleep only')}. {_tracking_said(table, 'the batch class')}")
+
+
+def deadlines_sentence(table: pd.DataFrame, bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
+    """What sizing the commands to the reach that keeps deadlines (:data:`DEADLINE_ARMS`) does:
+    the envelope's reach and the events it dropped, then per (regime, fleet size) each expert's
+    share of events reaching the band and the deadline misses it causes, whole reach → reach
+    within deadlines (seed means over the seeds both grids have), and in how many pairs an
+    expert reaches the band on at least ``bar`` of the events with each."""
+    whole, within = DEADLINE_ARMS
+    if len(table) == 0 or len(bars) == 0 or within not in set(bars["lever"]):
+        return "The grid with commands sized to the reach that keeps deadlines has not run."
+    lost = reach.groupby("lever")["dropped"].sum() if len(reach) else pd.Series(dtype=float)
+    parts = []
+    for (regime, servers, method), g in table.groupby(["regime", "servers", "method"], sort=False):
+        by = g.set_index("metric")
+        if not {"band_reached_share", "misses_caused"} <= set(by.index):
+            continue
+        band, miss = by.loc["band_reached_share"], by.loc["misses_caused"]
+        parts.append(f"{regime} at {int(servers)} servers, {LABELS.get(method, method)}: {band['mean_y']:.0%} → "
+                     f"{band['mean_x']:.0%} of events, at {miss['mean_y']:+,.0f} → {miss['mean_x']:+,.0f} deadline "
+                     "misses caused")
+    n = {arm: bars[bars["lever"] == arm] for arm in DEADLINE_ARMS}
+    return (f"{_reach_said(reach, DEADLINE_ARMS)}The envelope dropped {int(lost.get(within, 0))} events as unreachable "
+            f"within deadlines (with the whole reach {int(lost.get(whole, 0))}). Reaching the band, whole reach → "
+            f"reach within deadlines: {'; '.join(parts)}. An expert reaches the band on at least {bar:.0%} of events "
+            f"in {int(n[within]['meets'].sum())} of the {len(n[within])} (regime, fleet size) pairs with commands "
+            f"sized within deadlines (with the whole reach, among the same experts: {int(n[whole]['meets'].sum())} "
+            f"of {len(n[whole])}). Each run is scored against its own commands.")
 
 
 def batch_share_sentence(bars: pd.DataFrame, low_bars: pd.DataFrame, shares: tuple[float, float],

@@ -387,8 +387,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "when even the fastest server could not meet the deadline after it (optimistic: queues ignored)",
                   "GridCommandEnv.action_masks, GridCommandConfig.defer_s/max_deferrals", kind=EXTENSION),
         Deviation("Admission cap", _NO_PAPER, f"only during down events, a server refuses a task that would "
-                  f"lift its power above cap_fraction of its maximum (default {g.cap_fraction:g}: no cap)",
-                  "GridCommandConfig.cap_fraction", kind=EXTENSION),
+                  f"lift its power above cap_fraction of its maximum (default {g.cap_fraction:g}: no cap); or, as "
+                  "an action (cap_levels, opt-in, default none), the policy sets the cap to one of the levels: the "
+                  "same task is handed over again at the same time, at no cost, with the servers the cap excludes "
+                  "masked from then on until it sets another, one change per task; the cap in force is observed",
+                  "GridCommandConfig.cap_fraction/cap_levels, GridCommandEnv.first_cap_action", kind=EXTENSION),
         Deviation("Reward's tracking term", _NO_PAPER, f"the plain cost plus (tracking: {g.tracking}) the change "
                   f"an assignment makes to the scored slots' error, {g.track_weight:g} x tasks per second x "
                   "overlap x |committed slot-average power - target| / max power, exact since starts are fixed at "
@@ -413,8 +416,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"envelope_runs: {g.envelope_runs} (one run per direction serves all its events, so an event "
                   "starts in what the extreme left of the one before); per-event (opt-in, "
                   "gridcommand-quick-sleep-each): a run per event with that event alone, stopped at its end, from "
-                  "the counterfactual's state",
-                  "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin/envelope_runs",
+                  "the counterfactual's state; envelope_deadlines (opt-in, gridcommand-paper-sleep-deadlines): both "
+                  "extremes give way to a deadline they could keep, by the thermostat's rule, so the commands are "
+                  "sized to the reach within deadlines",
+                  "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin/envelope_runs/"
+                  "envelope_deadlines",
                   kind=EXTENSION),
         Deviation("SLA penalty", _NO_PAPER, f"the grid-command profiles charge a task that will miss its deadline "
                   f"{load_gridcommand_config('quick').run.reward.deadline_penalty:g} more (reward.deadline_penalty; the plain "

@@ -1,0 +1,117 @@
+"""The admission cap as an action (``cap_levels``): the policy sets the cap, the same task is
+handed over again, the cap masks hot servers until changed; off by default, validated."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ilets.config import ConfigError
+from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.gridcommand.config import settings_plain
+from ilets.gridcommand.env import GridCommandEnv
+from ilets.simulator.cloud import Fleet
+from ilets.workloads.workload import TaskTable
+from test_gridcommand_env import DOWN, grid, reference, run_episode
+
+FLEET = Fleet(capacity=np.array([1.0, 1.0]), mips=np.array([1000.0, 1000.0]),
+              p_idle=np.array([10.0, 10.0]), p_act=np.array([100.0, 100.0]))
+TASKS = TaskTable(np.array([0.0, 0.1, 1.1, 1.2]), np.full(4, 0.6), np.full(4, 3000.0), np.full(4, 10.0))
+CMD = GridCommand("down", 0.2, "fraction", 1.0, 1.0, 0.0, 0.0, 0.2)
+
+
+def two_servers(**kw) -> GridCommandEnv:
+    cfg = dataclasses.replace(grid(), max_deferrals=0, **kw).validate()
+    return GridCommandEnv(cfg, tasks=TASKS, fleet=FLEET, window=(0.0, 3.0), schedule=CommandSchedule((CMD,)))
+
+
+def test_without_levels_nothing_changes():
+    plain, capped = GridCommandEnv(grid(DOWN)), GridCommandEnv(dataclasses.replace(grid(DOWN), cap_levels=(0.6, 1.0)))
+    assert plain.action_space.n == len(plain.fleet) + 1 and plain.first_cap_action == plain.action_space.n
+    assert capped.action_space.n == plain.action_space.n + 2
+    assert capped.observation_space.shape[0] == plain.observation_space.shape[0] + 1
+    assert "cap_levels" not in settings_plain(grid(DOWN))
+    assert settings_plain(dataclasses.replace(grid(DOWN), cap_levels=(0.6, 1.0)))["cap_levels"] == [0.6, 1.0]
+    # the policy that never sets a cap plays the plain episode: the same rewards and summary
+    a, fa = run_episode(plain, reference)
+    b, fb = run_episode(capped, reference)
+    assert a == b and {k: v for k, v in fb["final"].items() if k != "cap_changes"} == fa["final"]
+    assert fb["final"]["cap_changes"] == 0
+
+
+def test_setting_the_cap_hands_the_same_task_over_again_with_hot_servers_masked():
+    env = two_servers(cap_levels=(0.7, 1.0))
+    obs, info = env.reset()
+    first = env.first_cap_action
+    # no cap in force: servers allowed, defer masked (max_deferrals 0), 0.7 allowed, 1.0 is the cap in force
+    assert info["action_mask"].tolist() == [True, True, False, True, False] and obs[-1] == 1.0
+    env.step(0)
+    t, task = env.now, env.current_task.index
+    obs, r, done, _, info = env.step(first)              # set the cap to 0.7
+    assert (r, done, info["cap"], info["task"]) == (0.0, False, 0.7, task) and env.now == t
+    assert env.current_task.index == task and obs[-1] == pytest.approx(0.7) and env.admission_cap == 0.7
+    # server 0 holds 0.6 CPU: 10 + 100 * 1.2 > 77 W; server 1 empty: 70 W <= 77 W; one change per task
+    assert info["action_mask"].tolist() == [False, True, False, False, False]
+    _, _, _, _, info = env.step(1)
+    assert info["server"] == 1
+    assert env.action_masks()[first + 1] and not env.action_masks()[first]  # the cap holds; it may be lifted
+    _, _, _, _, info = env.step(first + 1)
+    assert env.admission_cap == 1.0 and info["action_mask"][:2].tolist() == [True, True]
+
+
+def test_a_masked_cap_action_is_redirected_and_charged():
+    env = two_servers(cap_levels=(0.7, 1.0))
+    env.reset()
+    _, _, _, _, info = env.step(env.first_cap_action + 1)  # 1.0 is already in force: masked
+    assert info["infeasible"] and info["server"] in (0, 1) and env.admission_cap == 1.0
+
+
+def test_every_placement_under_a_cap_respects_it():
+    """A policy that sets the lower cap at every down event's first decision and lifts it after:
+    each placement under the cap is on a server the cap allows (it defers when the cap leaves
+    none; the mask falls back to the capacity-feasible servers only when deferring is masked
+    too), and the cap turns placements into deferrals."""
+    def play(levels: bool) -> tuple[int, int, dict]:
+        env = GridCommandEnv(dataclasses.replace(grid(DOWN), max_deferrals=4, cap_levels=(0.9, 1.0) if levels else ()))
+        env.reset()
+        done, under_cap, info = False, 0, {}
+        while not done:
+            mask, m = env.action_masks(), len(env.fleet)
+            inside = env.active_command is not None
+            if levels and inside and mask[env.first_cap_action]:
+                a = env.first_cap_action
+            elif levels and not inside and mask[env.first_cap_action + 1]:
+                a = env.first_cap_action + 1
+            elif not mask[:m].any():
+                a = env.defer_action
+            else:
+                a = reference(env)
+                if env.admission_cap < 1 and mask[env.defer_action]:
+                    cloud, task = env.cloud, env.current_task
+                    p_with = cloud.fleet.p_idle + cloud.act_per_cpu * (cloud.used + task.cpu)
+                    assert p_with[a] <= 0.9 * (cloud.fleet.p_idle[a] + cloud.fleet.p_act[a])
+                    under_cap += 1
+            _, _, done, _, info = env.step(a)
+        return under_cap, info["final"]["deferrals"], info["final"]
+
+    under_cap, deferrals, final = play(True)
+    _, plain_deferrals, _ = play(False)
+    assert under_cap > 0 and final["cap_changes"] >= 2 and deferrals > plain_deferrals
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"cap_levels": (0.0,)}, r"cap_levels: expected distinct shares"),
+    ({"cap_levels": (1.5,)}, r"cap_levels: expected distinct shares"),
+    ({"cap_levels": (0.6, 0.6)}, r"cap_levels: expected distinct shares"),
+    ({"cap_levels": (0.6,), "cap_fraction": 0.7}, r"cap_levels: .*exclude each other"),
+])
+def test_bad_levels_are_named(kw, match):
+    with pytest.raises(ConfigError, match=rf"gridcommand\.{match}"):
+        dataclasses.replace(grid(), **kw).validate()
+
+
+def test_a_level_at_or_below_idle_power_is_named():
+    with pytest.raises(ConfigError, match=r"cap_levels: 0.05 is at or below server"):
+        GridCommandEnv(dataclasses.replace(grid(), cap_levels=(0.05, 1.0)))
