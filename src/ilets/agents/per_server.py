@@ -49,9 +49,14 @@ class PerServerNet(nn.Module):
         n_task: numbers about the task at the start of the observation.
         width: numbers in each server's row.
         hidden: units of the scorer's and of the critic's hidden layer.
+        n_extra: actions after the servers' that are not a server (defer, cap levels): one
+            logit each from the pooled summary.
+        sleep_head: a second score per server from the same hidden layer, after the extra
+            actions: the grid-command scenario's sleep actions, one per server
+            (``sleep_actions``) [ours]; like the placement score, no weight depends on M.
     """
 
-    def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0) -> None:
+    def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False) -> None:
         super().__init__()
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         context = n_task + 2 * width
@@ -62,6 +67,7 @@ class PerServerNet(nn.Module):
         # actions that are not a server (the grid-command scenario's defer): one logit each from
         # the pooled summary, after the servers' [ours]; none in the plain scenario
         self.extra = nn.Linear(context, n_extra) if n_extra else None
+        self.sleep = nn.Linear(hidden, 1) if sleep_head else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
         self.latent_dim_pi = 0
         self.latent_dim_vf = hidden
@@ -86,7 +92,10 @@ class PerServerNet(nn.Module):
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
         z = self.score(h).squeeze(-1)  # (B, M)
-        return z if self.extra is None else th.cat([z, self.extra(ctx)], dim=1)  # (B, M + n_extra)
+        parts = [z] + ([] if self.extra is None else [self.extra(ctx)])
+        if self.sleep is not None:
+            parts.append(self.sleep(h).squeeze(-1))
+        return parts[0] if len(parts) == 1 else th.cat(parts, dim=1)  # (B, M + n_extra [+ M])
 
     def forward(self, obs: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """(logits over servers, the critic's latent)."""
@@ -113,8 +122,10 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     # extractor, sets a PerServerNet (same latent_dim_pi/vf and forward_actor/critic, no subclass)
     mlp_extractor: PerServerNet  # type: ignore[assignment]
 
-    def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0,
+                 sleep_head: bool = False, **kwargs: Any) -> None:
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
+        self.sleep_head = bool(sleep_head)
         kwargs.setdefault("activation_fn", nn.Tanh)
         super().__init__(*args, **kwargs)
 
@@ -123,10 +134,12 @@ class PerServerPolicy(MaskableActorCriticPolicy):
         data.update(n_task=self.n_task, width=self.width, hidden=self.hidden)
         if self.n_extra:  # only when set: a plain policy's saved parameters stay as they were
             data.update(n_extra=self.n_extra)
+        if self.sleep_head:
+            data.update(sleep_head=True)
         return data
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra)
+        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra, self.sleep_head)
 
     def _build(self, lr_schedule) -> None:
         """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
@@ -136,8 +149,9 @@ class PerServerPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # SB3's gains: sqrt(2) inside, 0.01 for the scores, 1 for the value
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
-            if self.mlp_extractor.extra is not None:
-                self.init_weights(self.mlp_extractor.extra, gain=0.01)
+            for head in (self.mlp_extractor.extra, self.mlp_extractor.sleep):
+                if head is not None:
+                    self.init_weights(head, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
         # call-arg: torch's Optimizer base has no lr; SB3's own _build has the same ignore
         self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)  # type: ignore[call-arg]
@@ -174,13 +188,23 @@ class PerServerNumpy:
             self.n_extra = net.n_extra
             if net.extra is not None:
                 self.w_extra, self.b_extra = arr(net.extra.weight.T), arr(net.extra.bias)
+            self.sleep_head = net.sleep is not None
+            if net.sleep is not None:
+                self.w_sleep, self.b_sleep = arr(net.sleep.weight[0]), np.float32(net.sleep.bias.item())
 
     def _servers(self, obs: np.ndarray) -> int:
         return (len(obs) - self.n_task) // self.width
 
-    def _with_extra(self, z: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """The servers' scores ``z`` followed by the other actions' logits (``W_e ctx + b_e``)."""
-        return z if not self.n_extra else np.concatenate([z, ctx @ self.w_extra + self.b_extra])
+    def _with_extra(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        """The servers' scores ``z`` followed by the other actions' logits (``W_e ctx + b_e``),
+        then, with the sleep head, each server's sleep score (its hidden layer recomputed
+        here: the compiled kernels keep only the placement score)."""
+        parts = [z] + ([ctx @ self.w_extra + self.b_extra] if self.n_extra else [])
+        if self.sleep_head:
+            rows = obs[self.n_task:].reshape(-1, self.width)
+            h = np.maximum(rows @ self.w_row + (ctx @ self.w_context + self.b_context), np.float32(0))
+            parts.append(h @ self.w_sleep + self.b_sleep)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _split(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ctx = np.empty(self.n_task + 2 * self.width, np.float32)
@@ -199,7 +223,7 @@ class PerServerNumpy:
     def logits(self, obs: np.ndarray) -> np.ndarray:
         """Scores of every server for one observation (then the other actions' logits)."""
         obs, ctx = self._split(obs)
-        return self._with_extra(self._scores(obs, ctx), ctx)
+        return self._with_extra(self._scores(obs, ctx), obs, ctx)
 
     def value(self, obs: np.ndarray) -> np.float32:
         """The critic's value of one observation."""
@@ -210,7 +234,7 @@ class PerServerNumpy:
 
         Greedy, one compiled pass (:func:`ilets.agents.per_server_kernels.greedy`) scores the
         allowed servers and keeps the first best: what ``act_masked(logits, mask)`` returns."""
-        if rng is not None or self.n_extra:
+        if rng is not None or self.n_extra or self.sleep_head:
             return act_masked(self.logits(obs), mask, rng)
         ctx = self._split(obs)[1]
         best = greedy(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
@@ -226,8 +250,8 @@ class PerServerNumpy:
         z = np.empty(self._servers(obs), np.float32)
         value = forward(obs, self.n_task, self.width, self.w_row, self.w_context, self.b_context, self.w_score,
                         self.b_score, self.w_critic, self.b_critic, self.w_value, self.b_value, z)
-        if self.n_extra:
-            z = self._with_extra(z, self._split(obs)[1])
+        if self.n_extra or self.sleep_head:
+            z = self._with_extra(z, obs, self._split(obs)[1])
         a, log_prob = sample(z, mask, rng.random())
         if a < 0:
             raise ValueError(f"the policy's logits are not finite: {z}")

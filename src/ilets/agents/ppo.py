@@ -79,13 +79,15 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
     # an env may lay more numbers before the rows (the grid-command scenario's command blocks)
     n_task, width = getattr(raw, "table_layout", None) or TABLE_LAYOUTS[layout.features]
     servers, rest = divmod(int(np.prod(env.observation_space.shape)) - n_task, width)
-    n_extra = int(env.action_space.n) - servers  # actions after one per server (defer)
+    sleep_head = bool(getattr(raw, "sleep_actions", False))  # a sleep action per server, last
+    n_extra = int(env.action_space.n) - servers * (2 if sleep_head else 1)  # actions after one per server (defer)
     if rest or servers < 1 or n_extra < 0:
         raise ValueError(f"policy 'per-server': an observation of {env.observation_space.shape} and "
                          f"{env.action_space.n} actions are not {n_task} numbers, rows of {width} and an action "
                          "per row (then others)")
     kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden,
-                                   **({"n_extra": n_extra} if n_extra else {}))
+                                   **({"n_extra": n_extra} if n_extra else {}),
+                                   **({"sleep_head": True} if sleep_head else {}))
     return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
 
 

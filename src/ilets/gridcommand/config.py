@@ -81,7 +81,7 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels")
+                "cap_levels", "sleep_actions")
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,13 @@ class GridCommandConfig:
     #: from a wake-up to the server's first start, s; a response time, not scaled with the
     #: window (as notice and ramp are not) [ours]
     wake_s: float = 1.0
+    #: the sleep lever as actions, a sleep head (needs the lever) [ours]: during a down event
+    #: the policy may put any awake server with nothing to run to sleep at once (one action per
+    #: server, after the cap levels: the same task is handed over again, at no cost), and the
+    #: power manager puts none to sleep by itself (``sleep_after_s`` plays no part in the
+    #: episode; the envelope still measures the lever's whole reach with it). Waking is as
+    #: with the lever. Off: the power manager decides
+    sleep_actions: bool = False
     #: the batch class [ours]: this share of the episode's tasks (drawn per task from the run
     #: seed's own stream, :func:`ilets.gridcommand.batch.batch_mask`) is deferrable work whose
     #: deadline is ``batch_slack_h``; a batch task may be deferred again and again while it can
@@ -287,10 +294,16 @@ class GridCommandConfig:
         for key in ("sleep_after_s", "wake_s"):
             if not getattr(self, key) >= 0:
                 raise ConfigError(f"{where}.{key}: expected a time >= 0 s, got {getattr(self, key)}")
+        if self.sleep_actions and not self.sleeps:
+            raise ConfigError(f"{where}.sleep_actions: puts servers to sleep, so it needs the sleep lever "
+                              f"(sleep_fraction < 1), got sleep_fraction: {self.sleep_fraction:g}")
+        if self.sleep_actions and len(self.speed_levels) > 1:
+            raise ConfigError(f"{where}.sleep_actions: one sleep action per server, not per (server, speed "
+                              f"level) row; not with speed_levels {list(self.speed_levels)} (use [1.0])")
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines"):
+        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines", "sleep_actions"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
         if self.envelope_deadlines and self.envelope == "off":

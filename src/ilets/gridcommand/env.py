@@ -145,6 +145,10 @@ class GridCommandEnv(SchedulingEnv):
         for c in self.cap_levels:
             check_cap(c, self.fleet, key="cap_levels")
         self.first_cap_action = self.defer_action + 1
+        #: the sleep head (``sleep_actions``) [ours]: action ``first_sleep_action + s`` puts
+        #: server ``s`` to sleep (none without it)
+        self.sleep_actions = bool(self.config.sleep_actions)
+        self.first_sleep_action = self.first_cap_action + len(self.cap_levels)
         self._cap_set, self._cap_changed, self._cap_changes = 1.0, False, 0
         self.state = StateSpec.of(run)
         #: the drift-plus-penalty queues, kept along the episode when shown (``observe_queues``)
@@ -172,7 +176,8 @@ class GridCommandEnv(SchedulingEnv):
             self.blocks = self.state.blocks + grid_blocks(self)
         high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
-        self.action_space = spaces.Discrete(self.first_cap_action + len(self.cap_levels))
+        self._n_actions = self.first_sleep_action + (m if self.sleep_actions else 0)
+        self.action_space = spaces.Discrete(self._n_actions)
         self._obs = np.zeros(len(high), np.float32)
         self._redirect = LeastLoaded()
         self._max_mips = float(self.fleet.mips.max())
@@ -226,7 +231,7 @@ class GridCommandEnv(SchedulingEnv):
         #: what the flexibility envelope found per event (empty with envelope: off)
         self.envelope: list[EventReach] = []
         if cfg.envelope != "off" and len(self.schedule):
-            bare = dataclasses.replace(cfg, run=run, envelope="off", envelope_deadlines=False)
+            bare = dataclasses.replace(cfg, run=run, envelope="off", envelope_deadlines=False, sleep_actions=False)
 
             def make_env(schedule: CommandSchedule) -> GridCommandEnv:
                 return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
@@ -420,7 +425,10 @@ class GridCommandEnv(SchedulingEnv):
         keep every sleeping or waking server's start barrier at its wake-up (:meth:`Cloud.hold`)."""
         ledger, cloud = self.sleep, self.cloud
         assert ledger is not None and cloud is not None
-        excess = self.power_now - self._target_now if self.sleep_gated else math.inf
+        if self.sleep_actions:
+            excess = -math.inf  # the policy puts servers to sleep, the power manager none
+        else:
+            excess = self.power_now - self._target_now if self.sleep_gated else math.inf
         for s, a, b in ledger.advance(t, cloud.drain, excess):
             if self.tracker is not None:
                 self._sleep_charge += sum(self.tracker.add(a, b, -float(ledger.saving_w[s])))
@@ -470,11 +478,14 @@ class GridCommandEnv(SchedulingEnv):
         defer_ok = may and bool(meets_deadline(earliest, task.deadline))
         if not servers.any() and not defer_ok:
             servers = feasible  # never an all-False mask: placing stays possible
-        mask = np.empty(self.first_cap_action + len(self.cap_levels), dtype=bool)  # a new array per decision
+        mask = np.empty(self._n_actions, dtype=bool)  # a new array per decision
         mask[:self.defer_action] = servers if len(self.speeds) == 1 else np.tile(servers, len(self.speeds))
         mask[self.defer_action] = defer_ok
         for k, level in enumerate(self.cap_levels):  # one change per task, and not to the cap in force
             mask[self.first_cap_action + k] = not self._cap_changed and level != self._cap_set
+        if self.sleep_actions:
+            assert self.sleep is not None
+            mask[self.first_sleep_action:] = self.sleep.can_sleep(cloud.now, cloud.drain)
         return mask
 
     def decode(self, action: int) -> tuple[int, int]:
@@ -486,13 +497,15 @@ class GridCommandEnv(SchedulingEnv):
     def step(self, action):
         task, cloud, cfg, reward = self._current, self.cloud, self.config, self.config.run.reward
         a = int(action)
-        if not 0 <= a < self.action_space.n:
-            raise ValueError(f"action: expected 0..{self.action_space.n - 1}, got {action!r}")
+        if not 0 <= a < self._n_actions:
+            raise ValueError(f"action: expected 0..{self._n_actions - 1}, got {action!r}")
         infeasible = not self._mask[a]
         if infeasible:
             self._infeasible += 1
             servers = self._mask[:len(self.fleet)]  # redirected at the nominal speed
             a = self._redirect.act(cloud, task, servers) if servers.any() else self.defer_action
+        if a >= self.first_sleep_action:
+            return self._put_to_sleep(a - self.first_sleep_action)
         if a >= self.first_cap_action:
             return self._set_cap(self.cap_levels[a - self.first_cap_action])
         scored = self._active_cmd is not None
@@ -560,6 +573,21 @@ class GridCommandEnv(SchedulingEnv):
         self._mask = self._masks(cloud)
         info = {"task": self._current.index, "time": cloud.now, "infeasible": False, "deferred": False,
                 "target": self._target_now if self._active_cmd is not None else math.nan, "cap": level,
+                "cost": 0.0, "tracking": 0.0}
+        return self._end_step(0.0, info, again=True)
+
+    def _put_to_sleep(self, s: int):
+        """The sleep head's action: server ``s`` falls asleep now and the same task is handed
+        over again at the same time, the server's start held at its wake-up; no cost of its
+        own (the saving is charged to the slot tracker as the sleep goes on, and paid with
+        the next placements' rewards)."""
+        cloud, ledger = self.cloud, self.sleep
+        assert cloud is not None and ledger is not None
+        ledger.fall_asleep(s, cloud.now)
+        cloud.hold(s, cloud.now + ledger.wake_s)
+        self._mask = self._masks(cloud)
+        info = {"task": self._current.index, "time": cloud.now, "infeasible": False, "deferred": False,
+                "target": self._target_now if self._active_cmd is not None else math.nan, "slept": s,
                 "cost": 0.0, "tracking": 0.0}
         return self._end_step(0.0, info, again=True)
 

@@ -128,6 +128,23 @@ class SleepLedger:
         self.t = t
         return [seg for seg in segments if seg[2] > seg[1]]
 
+    def can_sleep(self, t: float, drain: np.ndarray) -> np.ndarray:
+        """Which servers a policy may put to sleep at ``t`` (the ledger moved to ``t``): inside a
+        down window, awake, not waking up, with nothing left to run (``drain``: each server's
+        last committed finish)."""
+        if not any(a <= t < b for a, b in self.windows):
+            return np.zeros(len(self.saving_w), dtype=bool)
+        return ~self.asleep & (self.ready <= t) & (np.asarray(drain, dtype=float) <= t)
+
+    def fall_asleep(self, s: int, t: float) -> None:
+        """Server ``s`` falls asleep at ``t`` by a policy's action (:meth:`can_sleep` allows it;
+        the ledger moved to ``t``); it wakes at its window's end, as the others do."""
+        if t != self.t or not self.can_sleep(t, np.full(len(self.saving_w), -np.inf))[s]:
+            raise ValueError(f"server {s} cannot fall asleep at {t}: the ledger is at {self.t}, and a server "
+                             "sleeps only inside a down window, awake and not waking up")
+        self.asleep_from[s] = t
+        self._wakes_at[s] = next(b for a, b in self.windows if a <= t < b)
+
     def wake(self, s: int, t: float) -> float:
         """A task placed on server ``s`` at ``t`` (the ledger already moved to ``t``): wake it
         if it sleeps. Returns when it can start a task."""

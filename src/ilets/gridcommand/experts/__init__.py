@@ -49,6 +49,8 @@ Beside the ladder, tracking first:
     high one, each kept to deadlines where the slack allows. It shows whether the band is
     reachable; it does not optimise the reward.
 
+:class:`SleepManager` wraps any of them with the sleep lever's power manager taken as actions,
+for the sleep head (``sleep_actions``).
 :func:`ladder_gaps` splits the gap between rungs into horizon and forecast error.
 
 Units of the experts' internal prices are those of :class:`ilets.gridcommand.milp.Weights`
@@ -73,10 +75,11 @@ from ilets.gridcommand.experts.reading import (ENV_READS, TARGET_SAMPLES, GridEx
                                               privileged_reads, slot_inputs)
 from ilets.gridcommand.experts.rollout import expert_rollout_policy
 from ilets.gridcommand.experts.rule import RuleExpert
+from ilets.gridcommand.experts.sleep_manager import SleepManager
 from ilets.gridcommand.experts.thermostat import ThermostatExpert
 
 __all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
            "TARGET_SAMPLES", "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
-           "ReferenceExpert", "RuleExpert", "ThermostatExpert",
+           "ReferenceExpert", "RuleExpert", "SleepManager", "ThermostatExpert",
            "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
            "make_expert", "privileged_reads", "slot_inputs"]

@@ -30,6 +30,7 @@ ENV_READS: MappingProxyType[str, tuple[str, str]] = MappingProxyType({
     "config": ("the scenario's settings", "static"),
     "defer_action": ("the action layout", "static"),
     "decode": ("the action layout", "static"),
+    "first_sleep_action": ("the action layout (the sleep head's first action)", "static"),
     "speeds": ("the DVFS levels", "static"),
     "power_factors": ("the DVFS levels' power factors", "static"),
     "fleet": ("every server's specification", "static"),

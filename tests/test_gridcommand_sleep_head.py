@@ -1,0 +1,118 @@
+"""The sleep head (``sleep_actions``): the policy puts idle servers to sleep during a cut, one
+action each, the same task handed over again; the environment then sleeps none by itself; the
+power manager's rule as actions (``SleepManager``); the per-server policy's second score."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch as th
+
+from ilets.agents.per_server import PerServerPolicy
+from ilets.agents.ppo import make_ppo, numpy_actor_critic
+from ilets.config import ConfigError
+from ilets.gridcommand.config import load_gridcommand_config, settings_plain
+from ilets.gridcommand.env import GridCommandEnv
+from ilets.gridcommand.experts import ENV_READS, SleepManager, make_expert
+from test_gridcommand_expert_reads import Recorder
+from test_gridcommand_sleep import SLEEP, _run
+
+
+def head_config(**kw):
+    return load_gridcommand_config("smoke", **SLEEP, sleep_actions=True, **kw)
+
+
+def test_off_by_default_and_out_of_the_settings():
+    lever = load_gridcommand_config("smoke", **SLEEP)
+    assert lever.sleep_actions is False and "sleep_actions" not in settings_plain(lever)
+    env, head = GridCommandEnv(lever), GridCommandEnv(head_config())
+    assert head.action_space.n == env.action_space.n + len(head.fleet) and head.first_sleep_action == env.action_space.n
+    assert settings_plain(head_config())["sleep_actions"] is True
+
+
+def test_with_the_head_the_environment_sleeps_no_server_by_itself():
+    _, lever = _run(GridCommandEnv(load_gridcommand_config("smoke", **SLEEP)))
+    _, head = _run(GridCommandEnv(head_config()))  # Lyapunov never takes a sleep action
+    assert lever["final"]["sleeps"] > 0 and head["final"]["sleeps"] == 0 and head["final"]["sleep_saved_j"] == 0
+
+
+def test_a_sleep_action_puts_the_server_to_sleep_and_hands_the_task_over_again():
+    env = GridCommandEnv(head_config())
+    expert = make_expert("lyapunov")
+    env.reset(seed=0)
+    expert.reset(0)
+    first = env.first_sleep_action
+    while not env.action_masks()[first:].any():  # play on to a decision with a server that may sleep
+        assert env.active_command is None or env.active_command.direction == "down"
+        env.step(expert.act(env))
+    s = int(np.flatnonzero(env.action_masks()[first:])[0])
+    now, task, power = env.now, env.current_task.index, env.power_now
+    obs, r, done, _, info = env.step(first + s)
+    assert (r, done, info["slept"], info["task"]) == (0.0, False, s, task) and env.now == now
+    assert env.current_task.index == task and env.sleep.asleep[s]
+    assert env.power_now == pytest.approx(power - env.sleep.saving_w[s])
+    assert env.cloud.earliest_start(s, env.current_task.cpu) >= now + env.config.wake_s
+    assert not info["action_mask"][first + s]  # asleep: not again
+    assert env.active_command is not None and env.active_command.direction == "down"
+
+
+def test_the_power_manager_as_actions_sleeps_and_every_account_agrees():
+    env = GridCommandEnv(head_config())
+    manager = SleepManager(make_expert("lyapunov"))
+    env.reset(seed=0)
+    manager.reset(0)
+    proxy, done, slept = Recorder(env), False, 0
+    while not done:
+        _, _, done, _, info = env.step(manager.act(proxy))
+        slept += "slept" in info
+    final = info["final"]
+    assert slept > 0 and final["sleeps"] == slept and final["sleep_saved_j"] > 0
+    (cmd,) = env.schedule
+    assert all(cmd.start_s <= a < b <= cmd.end_s for _, a, b in env.sleep.log)
+    # the rewards' tracking costs still telescope to the scored slots' error
+    tracker = env.tracker
+    np.testing.assert_allclose(tracker.committed_power(), env.realised_profile()[tracker.slot], rtol=1e-9)
+    assert final["tracking_cost"] == pytest.approx(sum(tracker.cost()), rel=1e-9)
+    assert set(manager.reads) <= set(ENV_READS) and proxy.seen == set(manager.reads)
+    assert manager.name == "lyapunov+sleep"
+
+
+def test_the_per_server_policy_scores_sleep_from_each_row():
+    cfg = load_gridcommand_config("smoke", **SLEEP, sleep_actions=True, cap_levels=[0.9, 1.0],
+                                  run={"policy": "per-server", "observation": "per-server"})
+    env = GridCommandEnv(cfg)
+    m = len(env.fleet)
+    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden)
+    assert isinstance(model.policy, PerServerPolicy) and model.policy.sleep_head and model.policy.n_extra == 3
+    net = numpy_actor_critic(model.policy)
+    obs, _ = env.reset(seed=0)
+    manager = SleepManager(make_expert("lyapunov"))
+    manager.reset(0)
+    for _ in range(300):
+        with th.no_grad():
+            torch_logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
+        z = net.logits(obs)
+        assert z.shape == (2 * m + 3,)
+        np.testing.assert_allclose(torch_logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
+        assert env.action_masks()[net.act(obs, env.action_masks())]
+        obs, _, done, _, _ = env.step(manager.act(env))
+        if done:
+            break
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"sleep_actions": True}, "sleep_actions: puts servers to sleep, so it needs the sleep lever"),
+    ({**SLEEP, "sleep_actions": True, "speed_levels": [1.0, 0.5]}, "sleep_actions: one sleep action per server"),
+    ({**SLEEP, "sleep_actions": "yes"}, "sleep_actions: expected true or false"),
+])
+def test_bad_sleep_head_settings_are_named(kw, match):
+    with pytest.raises(ConfigError, match=match):
+        load_gridcommand_config("smoke", **kw)
+
+
+def test_the_envelope_measures_the_levers_whole_reach_with_or_without_the_head():
+    lever = GridCommandEnv(load_gridcommand_config("smoke", **SLEEP))
+    head = GridCommandEnv(dataclasses.replace(head_config()))
+    assert [r.reachable_depth for r in head.envelope] == [r.reachable_depth for r in lever.envelope]
