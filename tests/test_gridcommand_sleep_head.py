@@ -116,3 +116,22 @@ def test_the_envelope_measures_the_levers_whole_reach_with_or_without_the_head()
     lever = GridCommandEnv(load_gridcommand_config("smoke", **SLEEP))
     head = GridCommandEnv(dataclasses.replace(head_config()))
     assert [r.reachable_depth for r in head.envelope] == [r.reachable_depth for r in lever.envelope]
+
+
+def test_on_a_head_scenario_the_pipeline_teaches_the_sleep_actions():
+    """The pipeline's experts take the power manager's sleep actions on a head scenario
+    (``scenario_expert``), so the teacher's demonstrations hold them; elsewhere they are the
+    experts themselves, and the same expert with and without the wrapper plays the same
+    episode there."""
+    from ilets.gridcommand.metrics import evaluate
+    from ilets.gridcommand.pipeline import demonstrate, expert_policy, scenario_expert
+
+    cfg = head_config()
+    demos = demonstrate(GridCommandEnv(cfg), "lyapunov")
+    first = GridCommandEnv(cfg).first_sleep_action
+    assert (demos.acts >= first).sum() > 0 and isinstance(scenario_expert("lyapunov", cfg), SleepManager)
+    lever = load_gridcommand_config("smoke", **SLEEP)
+    assert not isinstance(scenario_expert("lyapunov", lever), SleepManager)
+    plain, wrapped = (evaluate(p, lever, seed=0) for p in (expert_policy("lyapunov"),
+                                                           lambda obs, env, e=SleepManager(make_expert("lyapunov")): e.act(env)))
+    assert plain == wrapped

@@ -70,7 +70,7 @@ from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
-from ilets.gridcommand.experts import DECIDING, EXPERTS, make_expert
+from ilets.gridcommand.experts import DECIDING, EXPERTS, GridExpert, SleepManager, make_expert
 from ilets.gridcommand.metrics import evaluate, tracking_metrics
 
 if TYPE_CHECKING:
@@ -213,10 +213,22 @@ def heldout_config(base: GridCommandConfig, regime: str, servers: int, seed: int
     return scenario_config(base, regime, servers, seed + HELDOUT_SEED_OFFSET, "online")
 
 
-def expert_policy(name: str, **kw: Any) -> Callable[[np.ndarray, GridCommandEnv], int]:
-    """An expert of the ladder as an ``(obs, env) -> action`` policy for :func:`evaluate`
-    (reset first: experts keep state across decisions)."""
+def scenario_expert(name: str, cfg: GridCommandConfig, **kw: Any) -> GridExpert:
+    """An expert of the ladder for the scenario ``cfg``: with the sleep head
+    (``sleep_actions``) it takes the power manager's sleep actions first
+    (:class:`ilets.gridcommand.experts.SleepManager`), so it meets the lever as the experts
+    meet it without the head, and a clone learns the head from its teacher; else the expert
+    itself."""
     expert = make_expert(name, **kw)
+    return SleepManager(expert) if cfg.sleep_actions else expert
+
+
+def expert_policy(name: str, cfg: GridCommandConfig | None = None,
+                  **kw: Any) -> Callable[[np.ndarray, GridCommandEnv], int]:
+    """An expert of the ladder (for the scenario ``cfg`` when given: :func:`scenario_expert`)
+    as an ``(obs, env) -> action`` policy for :func:`evaluate` (reset first: experts keep
+    state across decisions)."""
+    expert = make_expert(name, **kw) if cfg is None else scenario_expert(name, cfg, **kw)
     expert.reset()
     return lambda obs, env: int(expert.act(env))
 
@@ -255,7 +267,7 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     """The teacher's label at every decision of one episode, and the action taken: the
     teacher's own, or ``actor``'s (the teacher still sees every state, so its queues follow
     the episode as it is played; its deadline queue counts its own answer's miss) [ours]."""
-    expert = make_expert(teacher, **expert_kw)
+    expert = scenario_expert(teacher, env.config, **expert_kw)
     expert.reset()
     t0 = time.perf_counter()
     obs, _ = env.reset()
@@ -308,7 +320,7 @@ class GridCorrections(BaseCallback):
     def _on_training_start(self) -> None:
         # attr-defined: SB3 types training_env as a VecEnv; it is a DummyVecEnv (or a wrapper forwarding to one)
         self.env: GridCommandEnv = self.training_env.envs[0].unwrapped  # type: ignore[attr-defined]
-        self.teacher = make_expert(self.teacher_name)
+        self.teacher = scenario_expert(self.teacher_name, self.env.config)
         self.teacher.reset()
         # SB3 types model.policy as a BasePolicy; the pipeline's models are MaskablePPO (make_ppo)
         self.bc = WeightedBC(cast("MaskableActorCriticPolicy", self.model.policy), self.learning_rate,
@@ -563,7 +575,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         cfg = evaluation_config(base, regime, servers, seed)
         c0 = time.process_time()
         if method in EXPERTS:
-            expert = make_expert(method, **(expert_kw or {}))
+            expert = scenario_expert(method, base, **(expert_kw or {}))
             expert.reset()
             scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed)
             statuses = getattr(expert, "statuses", None)
@@ -592,7 +604,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     if pipe.heldout:
         cfg = heldout_config(base, train_regime, servers, seed)
         if method in EXPERTS:
-            final = expert_policy(method, **(expert_kw or {}))
+            final = expert_policy(method, base, **(expert_kw or {}))
         if final is None:  # a method without a pass under the training regime
             raise ValueError(f"{method}: pipeline.heldout needs the training regime among the scored regimes")
         metrics = evaluate(final, cfg)  # the run seed, the held-out one, draws the workload and commands

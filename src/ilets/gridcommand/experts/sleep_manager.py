@@ -34,6 +34,12 @@ class SleepManager(_Expert):
                  "sleep")
         self.reads = tuple(dict.fromkeys((*expert.reads, *extra)))
 
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped expert's other attributes (a solver's statuses, the bound's choices)."""
+        if name == "expert":  # not set yet (a copy in the making): no recursion
+            raise AttributeError(name)
+        return getattr(self.expert, name)
+
     def reset(self, seed: int | None = None) -> None:
         self.expert.reset(seed)
 
