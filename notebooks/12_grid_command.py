@@ -73,6 +73,9 @@ glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, de
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
                                                    "gridcommand-grid-per-server-dvfs")), display=False)
+glue("gc_head_status", Markdown(C.designs_status(root, C.SLEEP_HEAD_DESIGN)), display=False)
+glue("gc_head_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SLEEP_HEAD_DESIGN))),
+     display=False)
 glue("gc_thermo_status", Markdown(C.designs_status(root, C.THERMOSTAT_DESIGN)), display=False)
 glue("gc_thermo_said", C.control_sentence(C.control_table(C.load_designs(root, "thermostat", C.THERMOSTAT_DESIGN),
                                                           "thermostat"), "thermostat"), display=False)
@@ -638,6 +641,17 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`gridcommand-grid-per-server-dvfs`: three levels, the BC budget design, no DAgger; the
 #   Lyapunov teacher then also picks the speed) is a scenario of its own, not a step of the
 #   designs above. {glue:md}`gc_speed_status` {glue:text}`gc_speed_said`
+# * **The sleep head.** With the sleep lever the environment's power manager decides which
+#   servers sleep; with `sleep_actions` the policy does, one action per server during a cut
+#   (the same task is handed over again), and the manager sleeps none by itself. The
+#   per-server policy scores each server's sleep from its own row, a second score beside the
+#   placement's (`ilets.agents.per_server.PerServerNet`), so no weight depends on the fleet
+#   size. The experts take the manager's rule as actions
+#   (`ilets.gridcommand.experts.SleepManager`: the longest-idle server whose saving fits in
+#   the power above the target, at decisions rather than at each timeout), so the teacher's
+#   demonstrations hold the sleep actions. Its positive control
+#   (`gridcommand-grid-per-server-sleep-head`) is the energy-ranked design with the head,
+#   its settings not re-tuned. {glue:md}`gc_head_status` {glue:text}`gc_head_said`
 # * **The thermostat as the teacher.** The thermostat's choice is the sign of the slot's
 #   projected error and then a least- or most-energy server, which one shared scorer can express
 #   once it sees that error: with `observe_slot` the environment shows the slot's meter against

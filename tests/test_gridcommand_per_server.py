@@ -466,7 +466,7 @@ def test_each_design_after_the_first_two_names_the_profile_that_fills_it(tmp_pat
     from ilets.report import command_control as C
     from ilets.study.command_scenario import load_profile
 
-    designs = {**{d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]}, **C.THERMOSTAT_DESIGN}
+    designs = {**{d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]}, **C.THERMOSTAT_DESIGN, **C.SLEEP_HEAD_DESIGN}
     for rel in designs.values():  # every profile exists and fills that folder's grid
         assert load_profile(C.design_profile(rel)).name == C.design_profile(rel)
     said = C.designs_status(tmp_path, designs)  # nothing shipped there: how to make each

@@ -43,6 +43,10 @@ DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, wit
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
+#: The sleep head's positive control (a scenario of its own: the policy puts servers to sleep
+#: and the teacher takes the power manager's rule as actions, so it is not a step of
+#: :data:`DESIGNS` either).
+SLEEP_HEAD_DESIGN = {"per-server with the sleep head": Path("shipped") / "gridcommand-per-server-sleep-head"}
 #: The thermostat-taught design (its teacher is the thermostat, not Lyapunov, and its scenario
 #: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
 THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat",

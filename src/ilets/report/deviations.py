@@ -354,8 +354,12 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"is above the target (a power manager following the operator, not the policy's choice); it draws "
                   f"sleep_fraction of its idle power; a task placed on it starts {sleepy.wake_s:g} s later "
                   "(wake_s, not scaled with the window), and the sleepers wake at the event's end; the envelope "
-                  "counts the lever with every timed-out server asleep",
-                  "ilets.gridcommand.sleep, Cloud.hold, GridCommandConfig.sleep_fraction/sleep_after_s/wake_s",
+                  "counts the lever with every timed-out server asleep; with the sleep head (sleep_actions, "
+                  "opt-in, gridcommand-quick-per-server-sleep-head) the policy puts an idle server to sleep at once, "
+                  "one action per server, the manager none, and the experts take the manager's rule as actions, at "
+                  "decisions rather than at each timeout",
+                  "ilets.gridcommand.sleep, Cloud.hold, GridCommandConfig.sleep_fraction/sleep_after_s/wake_s/"
+                  "sleep_actions, ilets.gridcommand.experts.SleepManager",
                   kind=EXTENSION),
         Deviation("Batch class", _NO_PAPER,
                   f"opt-in (batch_share, default {g.batch_share:g}: none; {batchy.batch_share:g} in "
