@@ -3,7 +3,7 @@
 One decision per task hand-over, as in :class:`ilets.agents.env.CloudSchedulingEnv`, with
 one more action and a target to follow:
 
-Actions, ``Discrete(M * L + 1)``
+Actions, ``Discrete(M * L + 1)`` (``+ K`` with cap levels, ``+ M`` with the sleep head)
     ``0..M-1`` place the task on that server (the plain scenario's action); with DVFS levels
     (``speed_levels``, ``L`` of them, the nominal 1.0 first) ``l * M + s`` places it on
     server ``s`` at speed level ``l`` (:meth:`GridCommandEnv.decode`; ``L = 1`` by default);
@@ -15,7 +15,11 @@ Actions, ``Discrete(M * L + 1)``
     the ``K`` actions after defer (from :attr:`GridCommandEnv.first_cap_action`) set the
     admission cap to a level: the same task is handed over again at the same time, at no
     cost, with the servers the cap excludes masked from then on until the policy sets
-    another (one change per task; the cap in force is one more observation number).
+    another (one change per task; the cap in force is one more observation number). With
+    the sleep head (``sleep_actions``) the ``M`` actions after those (from
+    :attr:`GridCommandEnv.first_sleep_action`) put a server to sleep during a down event,
+    allowed where it is awake with nothing to run: the same task is handed over again, and
+    the power manager puts no server to sleep by itself (:mod:`ilets.gridcommand.sleep`).
 Masks, :meth:`GridCommandEnv.action_masks` (sb3-contrib convention) and ``info["action_mask"]``
     one array, two ways to read it: the method for sb3-contrib, the info entry (Gymnasium's
     convention) on :meth:`~GridCommandEnv.reset` and on every step but the one that ends the
@@ -76,6 +80,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -388,7 +393,8 @@ class GridCommandEnv(SchedulingEnv):
 
     def _next_decision(self) -> None:
         """Hand over the next task: the earlier of the next arrival and the next re-arrival.
-        Allowed actions (:meth:`_masks`): one per placement, defer, then one per cap level; never all False."""
+        Allowed actions (:meth:`_masks`): one per placement, defer, one per cap level, one per
+        server to put to sleep; never all False."""
         cloud = self.cloud
         assert cloud is not None, "reset() first"
         pend = self._pending
@@ -561,34 +567,33 @@ class GridCommandEnv(SchedulingEnv):
         info.update(cost=cost, tracking=track, p_after=p_after)
         return self._end_step(cost, info)
 
-
     def _set_cap(self, level: float):
-        """The cap-setting action: the cap in force becomes ``level`` and the same task is handed
-        over again at the same time, with the servers the cap excludes masked; no cost of its
-        own (the cap pays through the placements it forces)."""
-        cloud = self.cloud
-        assert cloud is not None
+        """The cap-setting action: the cap in force becomes ``level``, then the same task again
+        (:meth:`_again`); the cap pays through the placements it forces."""
         self._cap_set, self._cap_changed = level, True
         self._cap_changes += 1
-        self._mask = self._masks(cloud)
-        info = {"task": self._current.index, "time": cloud.now, "infeasible": False, "deferred": False,
-                "target": self._target_now if self._active_cmd is not None else math.nan, "cap": level,
-                "cost": 0.0, "tracking": 0.0}
-        return self._end_step(0.0, info, again=True)
+        return self._again(cap=level)
 
     def _put_to_sleep(self, s: int):
-        """The sleep head's action: server ``s`` falls asleep now and the same task is handed
-        over again at the same time, the server's start held at its wake-up; no cost of its
-        own (the saving is charged to the slot tracker as the sleep goes on, and paid with
-        the next placements' rewards)."""
+        """The sleep head's action: server ``s`` falls asleep now, its start held at its
+        wake-up, then the same task again (:meth:`_again`); the saving is charged to the slot
+        tracker as the sleep goes on and paid with the next placements' rewards."""
         cloud, ledger = self.cloud, self.sleep
         assert cloud is not None and ledger is not None
         ledger.fall_asleep(s, cloud.now)
         cloud.hold(s, cloud.now + ledger.wake_s)
+        return self._again(slept=s)
+
+    def _again(self, **done: Any):
+        """End a step whose action placed nothing (a cap set, a server put to sleep): the same
+        task is handed over again at the same time with its masks renewed, at no cost;
+        ``done`` (what the action did) goes into the step's info."""
+        cloud = self.cloud
+        assert cloud is not None
         self._mask = self._masks(cloud)
         info = {"task": self._current.index, "time": cloud.now, "infeasible": False, "deferred": False,
-                "target": self._target_now if self._active_cmd is not None else math.nan, "slept": s,
-                "cost": 0.0, "tracking": 0.0}
+                "target": self._target_now if self._active_cmd is not None else math.nan, "cost": 0.0,
+                "tracking": 0.0, **done}
         return self._end_step(0.0, info, again=True)
 
 
