@@ -76,6 +76,8 @@ glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED
 glue("gc_head_status", Markdown(C.designs_status(root, C.SLEEP_HEAD_DESIGN)), display=False)
 glue("gc_head_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SLEEP_HEAD_DESIGN))),
      display=False)
+glue("gc_head_sleeps", C.sleep_use_sentence(C.sleep_use_table(root / C.SLEEP_HEAD_DESIGN["per-server with the sleep head"])),
+     display=False)
 glue("gc_thermo_status", Markdown(C.designs_status(root, C.THERMOSTAT_DESIGN)), display=False)
 glue("gc_thermo_said", C.control_sentence(C.control_table(C.load_designs(root, "thermostat", C.THERMOSTAT_DESIGN),
                                                           "thermostat"), "thermostat"), display=False)
@@ -652,6 +654,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   demonstrations hold the sleep actions. Its positive control
 #   (`gridcommand-grid-per-server-sleep-head`) is the energy-ranked design with the head,
 #   its settings not re-tuned. {glue:md}`gc_head_status` {glue:text}`gc_head_said`
+#   {glue:text}`gc_head_sleeps`
 # * **The thermostat as the teacher.** The thermostat's choice is the sign of the slot's
 #   projected error and then a least- or most-energy server, which one shared scorer can express
 #   once it sees that error: with `observe_slot` the environment shows the slot's meter against

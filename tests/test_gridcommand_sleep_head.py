@@ -135,3 +135,21 @@ def test_on_a_head_scenario_the_pipeline_teaches_the_sleep_actions():
     plain, wrapped = (evaluate(p, lever, seed=0) for p in (expert_policy("lyapunov"),
                                                            lambda obs, env, e=SleepManager(make_expert("lyapunov")): e.act(env)))
     assert plain == wrapped
+
+
+def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
+    import json
+
+    from ilets.report import command_control as C
+
+    cells = tmp_path / "cells"
+    cells.mkdir()
+    for method, sleeps in (("lyapunov", (12, 10)), ("bc", (6, 4)), ("ppo", (1, 1))):
+        for seed, n in enumerate(sleeps):
+            (cells / f"{method}-M50-s{seed}.json").write_text(json.dumps(
+                {"method": method, "servers": 50, "seed": seed, "status": "done", "scores": {"train": {"sleeps": n}}}))
+    table = C.sleep_use_table(tmp_path)
+    assert table.set_index("method")["sleeps"].to_dict() == {"bc": 5.0, "lyapunov": 11.0}  # learners from scratch left out
+    assert C.sleep_use_sentence(table) == ("Servers put to sleep per episode under the training regime (seed means): "
+                                           "at 50 servers Lyapunov 11.0, BC (clone alone) 5.0.")
+    assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""

@@ -127,6 +127,34 @@ def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
     }).reset_index(drop=True)
 
 
+def sleep_use_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Per fleet size and method (the teacher and the clone-based methods), the servers put to
+    sleep per episode under the training regime (``sleeps`` of the cells' records, which the
+    store does not keep), mean over seeds: whether a clone with the sleep head uses it as its
+    teacher does. Empty without such records."""
+    rows = [{"method": r["method"], "servers": r["servers"], "seed": r["seed"], "sleeps": r["scores"]["train"]["sleeps"]}
+            for r in done_records(Path(folder)) if r["method"] in (teacher, *CLONES)
+            and "sleeps" in r.get("scores", {}).get("train", {})]
+    if not rows:
+        return pd.DataFrame(columns=["servers", "method", "seeds", "sleeps"])
+    t = pd.DataFrame(rows)
+    return (t.groupby(["servers", "method"], sort=True).agg(seeds=("seed", "size"), sleeps=("sleeps", "mean"))
+            .reset_index())
+
+
+def sleep_use_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
+    """:func:`sleep_use_table` in a sentence: per fleet size, the teacher's sleeps per episode,
+    then each clone-based method's."""
+    if len(table) == 0:
+        return ""
+    parts = []
+    for servers, g in table.groupby("servers"):
+        by = g.set_index("method")["sleeps"]
+        order = [m for m in (teacher, *CLONES) if m in by.index]
+        parts.append(f"at {int(servers)} servers " + ", ".join(f"{LABELS.get(m, m)} {by[m]:.1f}" for m in order))
+    return ("Servers put to sleep per episode under the training regime (seed means): " + "; ".join(parts) + ".")
+
+
 def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     """Whether the frozen clone of each design meets the bar, per fleet size, in distribution
     (role ``train``); generated from :func:`control_table`."""
