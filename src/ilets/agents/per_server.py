@@ -64,7 +64,7 @@ class PerServerNet(nn.Module):
         self.context = nn.Linear(context, hidden)
         self.score = nn.Linear(hidden, 1)
         self.critic = nn.Linear(context, hidden)
-        # actions that are not a server (the grid-command scenario's defer): one logit each from
+        # actions that are not a server (the grid-command defer, cap levels): one logit each from
         # the pooled summary, after the servers' [ours]; none in the plain scenario
         self.extra = nn.Linear(context, n_extra) if n_extra else None
         self.sleep = nn.Linear(hidden, 1) if sleep_head else None
