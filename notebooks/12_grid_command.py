@@ -172,8 +172,7 @@ lever_deadlines = Z.lever_table(Z.load_lever(root / Z.PAPER_SHIPPED, root / Z.DE
 reach_deadlines = Z.reach_table(root / Z.PAPER_SHIPPED, root / Z.DEADLINES_SHIPPED, Z.DEADLINE_ARMS)
 glue("gc_deadlines_said", Z.deadlines_sentence(lever_deadlines, Z.band_bar(lever_deadlines, arms=Z.DEADLINE_ARMS),
                                                reach_deadlines), display=False)
-glue("gc_deadlines_envelope", R.sentences(deadline_results).get("envelope", "") if deadline_results else "",
-     display=False)
+glue("gc_deadlines_envelope", R.sentences(deadline_results)["envelope"], display=False)
 batchy = load_gridcommand_config("quick-sleep-batch")
 glue("gc_batch_share", f"{batchy.batch_share:.0%}", display=False)
 glue("gc_batch_slack", f"{batchy.batch_slack_h:g}", display=False)
