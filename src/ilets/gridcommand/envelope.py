@@ -43,8 +43,8 @@ import numpy as np
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.simulator.cloud import meets_deadline
 
-__all__ = ["RUN_MODES", "EventReach", "fit_schedule", "high_action", "keeping_deadline", "keeps_deadline", "low_action",
-           "reach"]
+__all__ = ["RUN_MODES", "EventReach", "can_wait", "earliest_finish", "finish_times", "fit_schedule", "high_action",
+           "keeping_deadline", "keeps_deadline", "low_action", "reach"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -111,14 +111,35 @@ def high_action(env: Any, keep_deadlines: bool = False) -> int:
     return keeping_deadline(env, a, lower=False) if keep_deadlines else a
 
 
+def finish_times(cloud: Any, task: Any, at: float | None = None) -> np.ndarray:
+    """Exact finish time of ``task`` on every server if assigned at ``at`` (default now)."""
+    return cloud.earliest_starts(task.cpu, at) + task.length / cloud.fleet.mips
+
+
+def earliest_finish(env: Any, servers: np.ndarray, defer_ok: bool, among: np.ndarray | None = None) -> int:
+    """The allowed server where the task finishes first (restricted to ``among`` if any of
+    those is allowed); defer if no server is allowed."""
+    if not servers.any():
+        return int(env.defer_action)
+    finish = finish_times(env.cloud, env.current_task)
+    pick = servers if among is None or not (servers & among).any() else servers & among
+    return int(np.argmin(np.where(pick, finish, np.inf)))
+
+
+def can_wait(env: Any, task: Any, wait_s: float) -> bool:
+    """True if, started after ``wait_s`` more seconds on its best server (today's queues), the
+    task would still meet its deadline: the slack allows a deferral."""
+    finish = finish_times(env.cloud, task, env.now + wait_s)
+    return bool(meets_deadline(finish.min() - task.arrival, task.deadline))
+
+
 def keeps_deadline(env: Any, action: int) -> bool:
     """Whether ``action`` still lets the current task meet its deadline (today's queues): a
     deferral if, started ``defer_s`` later on its best server, it would; a placement if it
     finishes in time there at the action's speed level."""
     task, cloud = env.current_task, env.cloud
     if action == int(env.defer_action):
-        finish = cloud.earliest_starts(task.cpu, env.now + float(env.config.defer_s)) + task.length / cloud.fleet.mips
-        return bool(meets_deadline(finish.min() - task.arrival, task.deadline))
+        return can_wait(env, task, float(env.config.defer_s))
     server, level = env.decode(action)
     start = float(cloud.earliest_start(server, task.cpu))
     finish = start + task.length / (float(cloud.fleet.mips[server]) * float(env.speeds[level]))
@@ -135,14 +156,11 @@ def keeping_deadline(env: Any, action: int, lower: bool) -> int:
     """
     if keeps_deadline(env, action):
         return action
-    task, cloud = env.current_task, env.cloud
+    task = env.current_task
     servers = np.asarray(env.action_masks(), bool)[:len(env.fleet)]
-    if not servers.any():
-        return int(env.defer_action)
-    finish = cloud.earliest_starts(task.cpu) + task.length / cloud.fleet.mips
-    ok = servers & meets_deadline(finish - task.arrival, task.deadline)
+    ok = servers & meets_deadline(finish_times(env.cloud, task) - task.arrival, task.deadline)
     if not ok.any():
-        return int(np.argmin(np.where(servers, finish, np.inf)))
+        return earliest_finish(env, servers, False)
     energy = _marginal_energy(env)
     return int(np.argmin(np.where(ok, energy, np.inf)) if lower else np.argmax(np.where(ok, energy, -np.inf)))
 

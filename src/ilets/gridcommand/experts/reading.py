@@ -7,6 +7,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+# the current task's finish times, the shared rule the envelope's deadline-keeping extremes use too
+from ilets.gridcommand.envelope import can_wait as _can_wait  # noqa: F401  (the experts import it from here)
+from ilets.gridcommand.envelope import earliest_finish as _earliest_finish
+from ilets.gridcommand.envelope import finish_times as _finish
 from ilets.gridcommand.milp import ServerClass
 from ilets.gridcommand.power import interval_energy
 from ilets.simulator.cloud import Cloud, meets_deadline
@@ -121,30 +125,8 @@ def _mask(env: Any) -> tuple[np.ndarray, bool]:
     return servers, bool(mask[defer])
 
 
-def _finish(cloud: Cloud, task: Task, at: float | None = None) -> np.ndarray:
-    """Exact finish time of ``task`` on every server if assigned at ``at`` (default now)."""
-    return cloud.earliest_starts(task.cpu, at) + task.length / cloud.fleet.mips
-
-
-def _earliest_finish(env: Any, servers: np.ndarray, defer_ok: bool, among: np.ndarray | None = None) -> int:
-    """The allowed server where the task finishes first (restricted to ``among`` if any of
-    those is allowed); defer if no server is allowed."""
-    if not servers.any():
-        return int(env.defer_action)
-    finish = _finish(env.cloud, env.current_task)
-    pick = servers if among is None or not (servers & among).any() else servers & among
-    return int(np.argmin(np.where(pick, finish, np.inf)))
-
-
 def _deferrals_left(env: Any) -> int:
     return max(0, int(_cfg(env, "max_deferrals", 0)) - int(env.deferrals_of_current))
-
-
-def _can_wait(env: Any, task: Task, wait_s: float) -> bool:
-    """True if, started after ``wait_s`` more seconds on its best server (today's queues), the
-    task would still meet its deadline: the slack allows a deferral."""
-    finish = _finish(env.cloud, task, env.now + wait_s)
-    return bool(meets_deadline(finish.min() - task.arrival, task.deadline))
 
 
 def _command(env: Any, t: float):

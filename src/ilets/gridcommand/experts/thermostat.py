@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from ilets.gridcommand.envelope import high_action, low_action
 from ilets.gridcommand.experts.reading import _command, _earliest_finish, _Expert, _mask
 from ilets.gridcommand.slot_meter import SlotMeter
