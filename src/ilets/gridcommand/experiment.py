@@ -25,6 +25,7 @@ from ilets.config import SEED_MAX, ConfigError
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.experts import BOUND
+from ilets.gridcommand.experts.hindsight import CANDIDATES
 from ilets.gridcommand.pipeline import METHODS, PipelineConfig
 
 #: The regime labels of a cell's two scores.
@@ -67,6 +68,11 @@ class ExperimentProfile:
     #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
     #: point that depends on the host's speed and load, so the grids use the node limit
     oracle_time_limit: float | None = None
+    #: the hindsight rung's members in tie order (names of
+    #: :data:`~ilets.gridcommand.experts.hindsight.CANDIDATES`); None: its default
+    #: :data:`~ilets.gridcommand.experts.hindsight.MEMBERS`, and the cell's settings digest is
+    #: the one it had before this field existed [ours]
+    bound_members: tuple[str, ...] | None = None
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
 
     def validate(self, where: str = "grid") -> "ExperimentProfile":
@@ -105,6 +111,12 @@ class ExperimentProfile:
         if BOUND in self.methods and self.oracle_node_limit is None:
             raise ConfigError(f"{where}.oracle_node_limit: the hindsight rung replays its oracle member exactly, "
                               "which a wall-clock limit does not allow; set a node limit")
+        if self.bound_members is not None:
+            if BOUND not in self.methods:
+                raise ConfigError(f"{where}.bound_members: set, but the grid does not run the {BOUND!r} rung")
+            members = list(self.bound_members)
+            if not members or len(set(members)) != len(members) or any(m not in CANDIDATES for m in members):
+                raise ConfigError(f"{where}.bound_members: expected distinct names of {CANDIDATES}, got {members}")
         self.pipeline.validate(f"{where}.pipeline")
         return self
 
@@ -120,7 +132,10 @@ class ExperimentProfile:
         if method == "oracle":
             return oracle
         if method == BOUND:  # its oracle member is the grid's oracle rung
-            return {"member_options": {"oracle": oracle}}
+            if self.bound_members is None:
+                return {"member_options": {"oracle": oracle}}
+            options = {"oracle": oracle} if "oracle" in self.bound_members else {}
+            return {"members": tuple(self.bound_members), "member_options": options}
         return {}
 
     def scenario_config(self) -> GridCommandConfig:

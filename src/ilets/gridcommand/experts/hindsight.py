@@ -44,6 +44,10 @@ from ilets.gridcommand.metrics import episode_reward, tracking_metrics
 
 #: The rungs it chooses among by default, most informed first, then doing nothing.
 MEMBERS: tuple[str, ...] = ("oracle", "mpc-perfect", "mpc-forecast", "lyapunov", "rule", "reference")
+#: Every rung it may choose among, in its tie order: the default members plus the
+#: tracking-first thermostat, which a grid adds to bound it too (``bound_members``); it comes
+#: after the rule, before doing nothing.
+CANDIDATES: tuple[str, ...] = (*MEMBERS[:-1], "thermostat", MEMBERS[-1])
 #: The oracle member's branch-and-bound node limit when none is given (the grids' own; a
 #: time limit would make the simulated and the real continuation differ on a busy host).
 ORACLE_NODE_LIMIT = 200
@@ -84,7 +88,8 @@ class HindsightExpert(_Expert):
     ``build(name, **options)`` makes a rung by name (the ladder's
     :func:`~ilets.gridcommand.experts.make_expert`, which passes itself: this module does not
     import the ladder, which imports it); ``members``: rung names of :data:`MEMBERS`;
-    ``member_options``: keyword options per member (e.g. the oracle's node limit). After an
+    ``member_options``: keyword options per member (e.g. the oracle's node limit). Members
+    outside :data:`MEMBERS` come from :data:`CANDIDATES`; ties keep the member given first. After an
     episode, ``choices`` holds ``(time, member, predicted final score)`` per switch time and
     ``simulations`` the episodes simulated.
     """
@@ -95,10 +100,10 @@ class HindsightExpert(_Expert):
     def __init__(self, build: Callable[..., GridExpert], members: tuple[str, ...] = MEMBERS, criterion: str = "episode_reward",
                  member_options: dict[str, dict] | None = None) -> None:
         if not members:
-            raise ValueError(f"members: expected at least one of {MEMBERS}")
-        unknown = [m for m in members if m not in MEMBERS]
+            raise ValueError(f"members: expected at least one of {CANDIDATES}")
+        unknown = [m for m in members if m not in CANDIDATES]
         if unknown or len(set(members)) != len(members):
-            raise ValueError(f"members: expected distinct names of {MEMBERS}, got {list(members)}")
+            raise ValueError(f"members: expected distinct names of {CANDIDATES}, got {list(members)}")
         if criterion not in CRITERIA:
             raise ValueError(f"criterion: expected one of {tuple(CRITERIA)}, got {criterion!r}")
         extra = sorted(set(member_options or {}) - set(members))
