@@ -126,3 +126,50 @@ def test_a_grid_with_the_bound_needs_a_node_limit_and_keeps_it_to_the_oracle_see
         dataclasses.replace(bound, oracle_node_limit=None, oracle_time_limit=2.0).validate()
     fewer = dataclasses.replace(bound, oracle_seeds=(0,)).validate()
     assert {c.seed for c in fewer.cells() if c.method == "hindsight"} == {0}
+
+
+def test_the_thermostat_may_be_a_member_and_is_then_bounded_too():
+    env = tiny_env()
+    members = ("lyapunov", "rule", "thermostat", "reference")
+    thermostat = scores(env, make_expert("thermostat"))["episode_reward"]
+    bound = make_expert("hindsight", members=members)
+    assert bound.members == members
+    assert scores(env, bound)["episode_reward"] >= thermostat
+
+
+def test_the_paper_grid_names_its_members_and_shares_the_full_window_rung_cells():
+    from ilets.gridcommand.experts.hindsight import CANDIDATES
+    from ilets.study.command_scenario import load_profile, settings_digest
+
+    bound, paper = load_profile("gridcommand-grid-paper-hindsight"), load_profile("gridcommand-grid-paper")
+    assert bound.scale == paper.scale == "paper" and set(bound.methods) - {"hindsight"} <= set(paper.methods)
+    options = bound.expert_options("hindsight")
+    # every rung of the full-window grid that is an expert is a member, and so is doing nothing
+    assert set(options["members"]) == set(bound.methods) - {"hindsight"} | {"reference"}
+    assert options["members"] == tuple(m for m in CANDIDATES if m in options["members"])
+    assert options["member_options"] == {"oracle": paper.expert_options("oracle")}
+    for cell in bound.cells():
+        if cell.method != "hindsight":
+            assert settings_digest(bound, cell) == settings_digest(paper, cell)
+    expert = make_expert("hindsight", **options)
+    assert expert.members == options["members"]
+
+
+def test_bound_members_unset_keeps_the_digest_and_set_is_validated():
+    import dataclasses
+
+    from ilets.study.command_scenario import load_profile
+
+    quick = load_profile("gridcommand-grid-hindsight")
+    assert quick.bound_members is None and "members" not in quick.expert_options("hindsight")
+    light = dataclasses.replace(quick, bound_members=("lyapunov", "rule")).validate()
+    # without the oracle among the members, its options are not passed (they would be refused)
+    assert light.expert_options("hindsight") == {"members": ("lyapunov", "rule"), "member_options": {}}
+    make_expert("hindsight", **light.expert_options("hindsight"))
+    for members, match in [((), "expected distinct names"), (("rule", "rule"), "expected distinct names"),
+                           (("rule", "ga"), "expected distinct names")]:
+        with pytest.raises(ConfigError, match=f"grid.bound_members: {match}"):
+            dataclasses.replace(quick, bound_members=members).validate()
+    without = dataclasses.replace(quick, methods=("rule",), bound_members=("rule",))
+    with pytest.raises(ConfigError, match="grid.bound_members: set, but the grid does not run"):
+        without.validate()

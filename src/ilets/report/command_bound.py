@@ -1,7 +1,7 @@
 """The grid-command chapter's numbers on the ladder's bound: the hindsight rung beside every rung.
 
-Read from one grid (``shipped/gridcommand-hindsight``, profile ``gridcommand-grid-hindsight``):
-the quick grid's rungs, whose cells are the quick grid's own (same settings digests), and the
+Read from one grid (``shipped/gridcommand-hindsight``, profile ``gridcommand-grid-hindsight``,
+or its paper-scale twin :data:`PAPER_SHIPPED`): the quick grid's rungs, whose cells are the quick grid's own (same settings digests), and the
 hindsight rung (:mod:`ilets.gridcommand.experts.hindsight`), which follows, between switch
 times, the rung whose simulated episode scores best on the episode's total reward. The bound
 is checked, not assumed: :func:`bound_table` counts the episodes on which some rung scored
@@ -21,6 +21,11 @@ from ilets.report.grid_command import LABELS, done_records, load_results
 
 #: Where the book reads the shipped grid (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-hindsight"
+#: The same at the paper's scale (profile :data:`PAPER_PROFILE`): the full window's rung cells
+#: (those of ``shipped/gridcommand-paper``, seeds of its oracle) and the bound over all of them,
+#: the thermostat included.
+PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-hindsight"
+PAPER_PROFILE = "gridcommand-grid-paper-hindsight"
 #: The scored objective the bound maximises, then what the ladder's other tables show.
 OBJECTIVE = "episode_reward"
 BOUND_METRICS: dict[str, tuple[str, bool, str]] = {

@@ -345,8 +345,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "nothing) to the episode's end on a copy of the environment and follows the best on the "
                   "episode's total reward until the next switch time (parallel rollout); never below any member "
                   f"on that score; its oracle member runs on a node limit ({ORACLE_NODE_LIMIT} by default, the "
-                  "grid's own in its grid), never a clock, so its replays are exact",
-                  "ilets.gridcommand.experts.hindsight, gridcommand-grid-hindsight", kind=EXTENSION),
+                  "grid's own in its grid), never a clock, so its replays are exact; at the paper scale "
+                  "(gridcommand-grid-paper-hindsight, the oracle's seeds only) its members also include the "
+                  "thermostat (bound_members), so it bounds every rung of the full-window grid",
+                  "ilets.gridcommand.experts.hindsight, gridcommand-grid-hindsight, "
+                  "gridcommand-grid-paper-hindsight", kind=EXTENSION),
         Deviation("Server sleep", _NO_PAPER,
                   f"opt-in (sleep_fraction, default {g.sleep_fraction:g}: off; {sleepy.sleep_fraction:g} in "
                   "gridcommand-quick-sleep): only during a down event, a server idle for "
@@ -375,7 +378,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "held to the slot's end) and takes the envelope's low action above the target, its high action "
                   "below it; it defers only a task whose slack allows it and replaces a placement that would miss "
                   "the deadline by the least- (lowering) or most-energy (raising) server that meets it; not one of "
-                  "the hindsight bound's members, so the bound need not beat it (chapter 12 reads whether it does)",
+                  "the quick-scale hindsight bound's members, so that bound need not beat it (chapter 12 reads "
+                  "whether it does); a member of the paper-scale bound",
                   "ilets.gridcommand.experts.thermostat, ilets.gridcommand.envelope.low_action/high_action",
                   kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
