@@ -1,9 +1,10 @@
 """The grid-command chapter's numbers on the ladder's bound: the hindsight rung beside every rung.
 
 Read from one grid (``shipped/gridcommand-hindsight``, profile ``gridcommand-grid-hindsight``,
-or its paper-scale twin :data:`PAPER_SHIPPED`): the quick grid's rungs, whose cells are the quick grid's own (same settings digests), and the
-hindsight rung (:mod:`ilets.gridcommand.experts.hindsight`), which follows, between switch
-times, the rung whose simulated episode scores best on the episode's total reward. The bound
+or its paper-scale twin :data:`PAPER_SHIPPED`): the grid's rungs, whose cells are the quick (or
+full-window) grid's own (same settings digests), and the hindsight rung
+(:mod:`ilets.gridcommand.experts.hindsight`), which follows, between switch times, the rung
+whose simulated episode scores best on the episode's total reward. The bound
 is checked, not assumed: :func:`bound_table` counts the episodes on which some rung scored
 above it (none may), per regime and fleet size, and the chapter prints that count.
 """
