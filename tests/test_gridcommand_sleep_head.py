@@ -153,3 +153,42 @@ def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
     assert C.sleep_use_sentence(table) == ("Servers put to sleep per episode under the training regime (seed means): "
                                            "at 50 servers Lyapunov 11.0, BC (clone alone) 5.0.")
     assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""
+
+
+def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():
+    from ilets.agents.oinpt import with_repeats
+    from ilets.gridcommand.pipeline import PipelineConfig, demonstrate, label_repeats
+
+    cfg = head_config()
+    env = GridCommandEnv(cfg)
+    plain = label_repeats(env, PipelineConfig())
+    assert plain == {env.defer_action: 1}
+    repeat = label_repeats(env, PipelineConfig(sleep_repeat=4, defer_repeat=2))
+    m = cfg.run.fleet.servers
+    assert repeat == {env.defer_action: 2, **{env.first_sleep_action + s: 4 for s in range(m)}}
+    demos = demonstrate(env, "lyapunov")
+    sleeps = int((demos.acts >= env.first_sleep_action).sum())
+    defers = int((demos.acts == env.defer_action).sum())
+    shown = with_repeats(demos, repeat)
+    assert sleeps > 0 and len(shown) == len(demos) + 3 * sleeps + defers
+    # without the head the option has nothing to weigh: a lever scenario's repeats are the deferral's
+    lever = GridCommandEnv(load_gridcommand_config("smoke", **SLEEP))
+    assert label_repeats(lever, PipelineConfig(sleep_repeat=4)) == {lever.defer_action: 1}
+
+
+@pytest.mark.parametrize("value", [0, 1.5, True])
+def test_bad_sleep_repeat_is_named(value):
+    from ilets.gridcommand.pipeline import PipelineConfig
+
+    with pytest.raises(ConfigError, match="pipeline.sleep_repeat: expected an integer >= 1"):
+        PipelineConfig(sleep_repeat=value).validate()
+
+
+def test_sleep_repeat_needs_a_scenario_with_sleep_actions():
+    from ilets.study.command_scenario import load_profile
+
+    pilot = load_profile("gridcommand-grid-clone-pilot-s4")
+    assert pilot.pipeline.sleep_repeat == 4 and pilot.scenario_config().sleep_actions
+    plain = dataclasses.replace(pilot, scenario="gridcommand-quick-per-server-sleep")
+    with pytest.raises(ConfigError, match="grid.pipeline.sleep_repeat: 4 repeats .* has no sleep actions"):
+        plain.validate()

@@ -118,6 +118,9 @@ class ExperimentProfile:
             if not members or len(set(members)) != len(members) or any(m not in CANDIDATES for m in members):
                 raise ConfigError(f"{where}.bound_members: expected distinct names of {CANDIDATES}, got {members}")
         self.pipeline.validate(f"{where}.pipeline")
+        if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
+            raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
+                              f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")
         return self
 
     @property

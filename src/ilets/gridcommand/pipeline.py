@@ -89,7 +89,8 @@ CLONE_CACHE_VERSION = 2
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
-PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat")
+PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
+                         "sleep_repeat")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -140,6 +141,12 @@ class PipelineConfig:
     #: BC's epochs are cut in proportion (:func:`event_epochs`), so every value takes the same
     #: gradient steps: a weight, not a larger budget. 1: as demonstrated
     event_repeat: int = 1
+    #: times each demonstrated sleep action (the sleep head's, ``sleep_actions``) appears in
+    #: BC's data, the first BC's and every DAgger round's [ours]: a teacher puts a few dozen
+    #: servers to sleep in an episode of thousands of decisions, so plain cross-entropy learns
+    #: to place and almost never to sleep. The added rows are a few per cent of the data, so
+    #: the epochs are not cut (``defer_repeat``'s reasoning). 1: as demonstrated
+    sleep_repeat: int = 1
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -160,10 +167,10 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
-        if not (isinstance(self.event_repeat, int) and not isinstance(self.event_repeat, bool)
-                and self.event_repeat >= 1):
-            raise ConfigError(f"{where}.event_repeat: expected an integer >= 1 (1: as demonstrated), "
-                              f"got {self.event_repeat!r}")
+        for key in ("event_repeat", "sleep_repeat"):
+            value = getattr(self, key)
+            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+                raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: as demonstrated), got {value!r}")
         if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
             raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
                               f"got {self.dagger_rounds!r}")
@@ -432,7 +439,7 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
-    repeat = {env.defer_action: pipe.defer_repeat}
+    repeat = label_repeats(env, pipe)
     rows = event_rows(env, demos, pipe.event_repeat)
     cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows)
     info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
@@ -461,6 +468,16 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
     info["clone_cpu_s"] = time.process_time() - c0
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, info
+
+
+def label_repeats(env: GridCommandEnv, pipe: PipelineConfig) -> dict[int, int]:
+    """Action -> times each decision with that label is shown to BC: a deferral
+    ``defer_repeat`` times, each sleep action of the sleep head ``sleep_repeat`` times."""
+    repeat = {env.defer_action: pipe.defer_repeat}
+    if env.sleep_actions and pipe.sleep_repeat != 1:
+        m = env.config.run.fleet.servers
+        repeat.update({env.first_sleep_action + s: pipe.sleep_repeat for s in range(m)})
+    return repeat
 
 
 def event_rows(env: GridCommandEnv, demos: Demonstrations, event_repeat: int) -> np.ndarray | None:

@@ -192,9 +192,15 @@ PILOT_ROUNDS_WIDENED = (8, 16)
 PILOT_EVENT_REPEATS = (1, 4, 16)
 #: Widening the event repeats multiplies the largest by four.
 PILOT_EVENT_REPEATS_WIDENED = (64,)
+#: Times each demonstrated sleep action is shown to BC (``sleep_repeat``; the sleep head's
+#: design, at 50 servers only, where its clone slept least against its teacher).
+PILOT_SLEEP_REPEATS = (1, 4, 16)
+#: Widening the sleep repeats multiplies the largest by four.
+PILOT_SLEEP_REPEATS_WIDENED = (64,)
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
           "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
-          "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v")}
+          "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
+          "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s")}
 #: Each pilot's teacher (Lyapunov where not named).
 PILOT_TEACHERS = {"event_repeat": "thermostat"}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
@@ -204,7 +210,8 @@ PILOT_TOLERANCE = 0.02
 _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{'s' if n > 1 else ''}"),
                 "bc_epochs": ("BC epochs", lambda n: f"{n} epochs"),
                 "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}"),
-                "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
+                "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
+                "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
 
 
 def design_profile(folder: Path) -> str:
@@ -302,6 +309,15 @@ def choose_event_repeat(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "event_repeat")
 
 
+def choose_sleep_repeat(table: pd.DataFrame) -> int | None:
+    """The sleep-weighting pilot's rule, written before any candidate ran: the BC-budget rule
+    (:func:`choose_bc_epochs`) over the repeats: among the candidates whose mean miss ratio is
+    at most :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, a smaller
+    repeat within :data:`PILOT_TOLERANCE` taken instead; a choice at the top of
+    :data:`PILOT_SLEEP_REPEATS` widens the range (:func:`pilot_widens`)."""
+    return _miss_bar_then_lowest_ratio(table, "sleep_repeat")
+
+
 def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
@@ -313,10 +329,10 @@ def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
 
 #: Each pilot's rule.
 CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
-          "event_repeat": choose_event_repeat}
+          "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat")
+WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
