@@ -168,7 +168,7 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
 @pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5),
                                          ("bc_epochs", -1), ("bc_epochs", 2.5), ("dagger_rounds", -1),
                                          ("dagger_rounds", 1.5), ("event_repeat", 0), ("event_repeat", 1.5),
-                                         ("event_repeat", True)])
+                                         ("event_repeat", True), ("sleep_repeat", 0), ("sleep_repeat", 2.5)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -179,6 +179,7 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
     assert P.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
     assert P.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
+    assert P.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
@@ -232,6 +233,24 @@ def test_the_dagger_rounds_pilot_takes_the_same_rule_over_rounds_and_widens_at_i
     # the repeat pilot never widens (its range predates widening)
     repeat = top.rename(columns={"dagger_rounds": "defer_repeat"})
     assert C.choose_defer_repeat(repeat) == 4 and not C.pilot_widens(repeat)
+
+
+def test_the_sleep_weighting_pilot_takes_the_budget_rule_and_shows_the_sleeps():
+    from ilets.report import command_control as C
+
+    def table(means):
+        return pd.DataFrame([{"sleep_repeat": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
+                              "deferrals": 1, "deferrals_teacher": 1, "sleeps": sl, "sleeps_teacher": 36.0}
+                             for n, (v, m, sl) in means.items() for seed in (100, 101)])
+
+    assert C.choose_sleep_repeat(table({1: (1.5, 1.0, 8.0), 4: (1.2, 1.0, 20.0), 16: (1.0, 1.3, 40.0)})) == 4
+    top = table({1: (1.5, 1.0, 8.0), 4: (1.2, 1.0, 20.0), 16: (1.0, 1.0, 35.0)})
+    assert C.pilot_widens(top) and "64" in str(C.PILOTS["sleep_repeat"][0])
+    shown = C.clone_pilot_display(top)
+    assert list(shown["sleep actions shown (times)"]) == ["1", "4", "16 (chosen)"]
+    assert list(shown["servers put to sleep (clone / teacher)"]) == ["8.0 / 36.0", "20.0 / 36.0", "35.0 / 36.0"]
+    said = C.clone_pilot_sentence(top)
+    assert "1.50x (once)" in said and "kept 16" in said and "to be widened" in said
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():

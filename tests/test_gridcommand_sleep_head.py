@@ -5,6 +5,7 @@ power manager's rule as actions (``SleepManager``); the per-server policy's seco
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -153,6 +154,9 @@ def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
     assert C.sleep_use_sentence(table) == ("Servers put to sleep per episode under the training regime (seed means): "
                                            "at 50 servers Lyapunov 11.0, BC (clone alone) 5.0.")
     assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""
+    # per design, named; a design not shipped says nothing
+    said = C.designs_sleep_use(tmp_path.parent, {"head": Path(tmp_path.name), "weighted": Path("none")})
+    assert said == "Design *head*: " + C.sleep_use_sentence(table)
 
 
 def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():

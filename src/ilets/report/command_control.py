@@ -46,7 +46,8 @@ SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per
 #: The sleep head's positive control (a scenario of its own: the policy puts servers to sleep
 #: and the teacher takes the power manager's rule as actions, so it is not a step of
 #: :data:`DESIGNS` either).
-SLEEP_HEAD_DESIGN = {"per-server with the sleep head": Path("shipped") / "gridcommand-per-server-sleep-head"}
+SLEEP_HEAD_DESIGN = {"per-server with the sleep head": Path("shipped") / "gridcommand-per-server-sleep-head",
+                     "the same, sleep actions weighted": Path("shipped") / "gridcommand-per-server-sleep-head-weighted"}
 #: The thermostat-taught design (its teacher is the thermostat, not Lyapunov, and its scenario
 #: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
 THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat",
@@ -142,6 +143,13 @@ def sleep_use_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
             .reset_index())
 
 
+def designs_sleep_use(root: Path, designs: Mapping[str, Path], teacher: str = "lyapunov") -> str:
+    """:func:`sleep_use_sentence` of each design's shipped grid that holds sleep counts, named."""
+    said = {design: sleep_use_sentence(sleep_use_table(Path(root) / rel, teacher), teacher)
+            for design, rel in designs.items()}
+    return " ".join(f"Design *{design}*: {text}" for design, text in said.items() if text)
+
+
 def sleep_use_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     """:func:`sleep_use_table` in a sentence: per fleet size, the teacher's sleeps per episode,
     then each clone-based method's."""
@@ -231,7 +239,8 @@ def designs_status(root: Path, designs: Mapping[str, Path]) -> str:
 def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     """Per candidate of the ``knob`` pilot (:data:`PILOTS`), fleet size and pilot seed, under the
     training regime: the frozen clone's tracking error, miss rate and deferrals over its
-    teacher's (:data:`PILOT_TEACHERS`) on the same seed (``track_ratio`` etc.), and, where the
+    teacher's (:data:`PILOT_TEACHERS`) on the same seed (``track_ratio`` etc.), the servers
+    each put to sleep (NaN without the sleep lever), and, where the
     clone recorded them, its agreement with the teacher on the decisions made during events,
     on the teacher's states after BC (``event_agreement``) and on its own in the first DAgger
     round (``own_event_agreement``; NaN where not recorded). Empty when no candidate's grid is
@@ -247,7 +256,11 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
         t = results.table[results.table["role"] == "train"]
         key = ["servers", "seed"]
         both = t[t["method"] == "bc"].merge(t[t["method"] == teacher], on=key, suffixes=("", "_teacher"))
-        trained = {(r["servers"], r["seed"]): r["train"] for r in done_records(folder) if r["method"] == "bc"}
+        records = list(done_records(folder))
+        trained = {(r["servers"], r["seed"]): r["train"] for r in records if r["method"] == "bc"}
+        # servers put to sleep under the training regime, where recorded (the store keeps none)
+        sleeps = {(r["servers"], r["seed"], r["method"]): r["scores"]["train"]["sleeps"] for r in records
+                  if "sleeps" in r.get("scores", {}).get("train", {})}
         for r in both.to_dict("records"):
             info = trained.get((r["servers"], r["seed"]), {})
             rows.append({knob: n, "servers": r["servers"], "seed": r["seed"],
@@ -255,9 +268,12 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
                          "miss_ratio": (1 - r["success_rate"]) / max(1 - r["success_rate_teacher"], 1e-12),
                          "deferrals": r["deferrals"], "deferrals_teacher": r["deferrals_teacher"],
                          "event_agreement": info.get("bc_agreement_after_event", np.nan),
-                         "own_event_agreement": info.get("dagger_agreement_event[0]", np.nan)})
+                         "own_event_agreement": info.get("dagger_agreement_event[0]", np.nan),
+                         **{k: sleeps.get((r["servers"], r["seed"], m), np.nan)
+                            for k, m in (("sleeps", "bc"), ("sleeps_teacher", teacher))}})
     return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
-                                       "deferrals_teacher", "event_agreement", "own_event_agreement"])
+                                       "deferrals_teacher", "event_agreement", "own_event_agreement", "sleeps",
+                                       "sleeps_teacher"])
 
 
 def _knob(table: pd.DataFrame) -> str:
@@ -373,6 +389,10 @@ def clone_pilot_display(table: pd.DataFrame) -> pd.DataFrame:
         "deferrals (clone / teacher)": [f"{a:.0f} / {b:.0f}" for a, b in zip(g["defer"], g["defer_teacher"])],
         "pilot seeds": g["seeds"],
     })
+    if "sleeps" in table and table["sleeps"].notna().any():  # scenarios with the sleep lever
+        sleeps = table.groupby([knob, "servers"])[["sleeps", "sleeps_teacher"]].mean().reset_index()
+        shown["servers put to sleep (clone / teacher)"] = [
+            f"{a:.1f} / {b:.1f}" for a, b in zip(sleeps["sleeps"], sleeps["sleeps_teacher"])]
     if "event_agreement" in table and table["event_agreement"].notna().any():  # recorded by the later pilots
         agree = table.groupby([knob, "servers"])[["event_agreement", "own_event_agreement"]].mean().reset_index()
         shown["agreement during events (teacher's / own states)"] = [

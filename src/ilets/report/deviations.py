@@ -240,7 +240,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
-    from ilets.report.command_control import PILOT_EPOCHS, PILOT_EVENT_REPEATS, PILOT_REPEATS, PILOT_ROUNDS
+    from ilets.report.command_control import (PILOT_EPOCHS, PILOT_EVENT_REPEATS, PILOT_REPEATS, PILOT_ROUNDS,
+                                              PILOT_SLEEP_REPEATS)
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -339,6 +340,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "off-event decisions apart",
                   "ilets.gridcommand.pipeline.event_rows/event_epochs/agreement_split, "
                   "ilets.report.command_control.choose_event_repeat", kind=EXTENSION),
+        Deviation("The sleep head's clone: sleep weighting", _NO_PAPER,
+                  f"pipeline.sleep_repeat (default {pipe.sleep_repeat}: as demonstrated) shows each demonstrated "
+                  "sleep action of the sleep head that many times in every BC, the first and each DAgger round's "
+                  "(a teacher sleeps a few dozen servers in thousands of decisions; the added rows are a few per "
+                  "cent, so the epochs are not cut); a fifth clone pilot (the sleep head's design, 50 servers, "
+                  "seeds no grid evaluates, the budget pilot's rule, written first) chose among "
+                  + ", ".join(map(str, PILOT_SLEEP_REPEATS)) + "; a named error without sleep actions",
+                  "ilets.gridcommand.pipeline.label_repeats, ilets.report.command_control.choose_sleep_repeat",
+                  kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
                   "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
                   "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
