@@ -904,10 +904,12 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 #   (its energy term then prefers the slow one even outside events, so it misses more
 #   deadlines: the lever needs weights of its own, chosen on pilot seeds); the other rungs
 #   and the oracle's classes (`ilets.gridcommand.milp.make_classes`) would gain a speed
-#   dimension, and the per-server policy one logit per level. The sleep lever (above) is the
-#   environment's power manager, not a choice of the policy; a sleep head on the per-server
-#   policy (a per-server logit "let it sleep", its rows already show a sleeping server's
-#   wake-up as wait) would make it one, and the experts would plan it (none does: `committed_profile` counts every idle server).
+#   dimension. The per-server policy already scores one row per (level, server).
+# * **Planning sleep and the cap.** With the sleep head (above) sleep is the policy's
+#   choice, but its teacher only takes the power manager's rule as actions: no rung plans
+#   sleep (`committed_profile` counts every idle server). With `cap_levels` the admission cap
+#   is an action, and no expert sets one yet; a rung that does, and whether a learner finds a
+#   cap policy of its own, is open.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.
