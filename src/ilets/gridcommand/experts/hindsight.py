@@ -87,9 +87,9 @@ class HindsightExpert(_Expert):
 
     ``build(name, **options)`` makes a rung by name (the ladder's
     :func:`~ilets.gridcommand.experts.make_expert`, which passes itself: this module does not
-    import the ladder, which imports it); ``members``: rung names of :data:`MEMBERS`;
-    ``member_options``: keyword options per member (e.g. the oracle's node limit). Members
-    outside :data:`MEMBERS` come from :data:`CANDIDATES`; ties keep the member given first. After an
+    import the ladder, which imports it); ``members``: rung names of :data:`CANDIDATES`
+    (default :data:`MEMBERS`), ties kept by the member given first; ``member_options``:
+    keyword options per member (e.g. the oracle's node limit). After an
     episode, ``choices`` holds ``(time, member, predicted final score)`` per switch time and
     ``simulations`` the episodes simulated.
     """
