@@ -175,7 +175,9 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
                 f"[{r['track_low']:+.0f}, {r['track_high']:+.0f}] against {LABELS.get(teacher, teacher)}, miss rate "
                 f"{r['miss_ratio']:.2f}x, {'meets' if r['meets_bar'] else 'misses'} the bar"
                 for r in g.sort_values("servers").to_dict("records")]
-        parts.append(f"the {design} clone ({'; '.join(bits)})")
+        # a design named after the one before it ("the same, ...") is named as a design
+        named = f"the clone of design *{design}*" if design.startswith("the ") else f"the {design} clone"
+        parts.append(f"{named} ({'; '.join(bits)})")
     return (f"Frozen, under the regime it was trained in, {' and '.join(parts)}. The bar: a tracking error at most "
             f"{TRACKING_BAR:.0%} above the teacher's and a miss rate at most {MISS_BAR:g} times its (positive "
             "changes: the clone tracks better).")
