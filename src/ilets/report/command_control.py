@@ -328,11 +328,9 @@ def choose_event_repeat(table: pd.DataFrame) -> int | None:
 
 
 def choose_sleep_repeat(table: pd.DataFrame) -> int | None:
-    """The sleep-weighting pilot's rule, written before any candidate ran: the BC-budget rule
-    (:func:`choose_bc_epochs`) over the repeats: among the candidates whose mean miss ratio is
-    at most :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, a smaller
-    repeat within :data:`PILOT_TOLERANCE` taken instead; a choice at the top of
-    :data:`PILOT_SLEEP_REPEATS` widens the range (:func:`pilot_widens`)."""
+    """The sleep-weighting pilot's rule, written before any candidate ran: the event pilot's
+    (:func:`choose_event_repeat`) over how often a sleep action is shown, widening at the top
+    of :data:`PILOT_SLEEP_REPEATS`."""
     return _miss_bar_then_lowest_ratio(table, "sleep_repeat")
 
 
