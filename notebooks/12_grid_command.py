@@ -282,8 +282,9 @@ plots.markdown_table(R.regimes_table(quick_window_s), {}, empty="")
 # the power now, and takes the envelope's low action above the target and its high action
 # below it, keeping deadlines where the slack allows; outside events it places by earliest
 # finish. It reads no more than the rule, plus which servers sleep. It is a tracking
-# reference, not an optimum of the reward, and not one of the hindsight rung's members: whether
-# the bound still beats it on the episode's total reward is read below.
+# reference, not an optimum of the reward, and not one of the quick-scale hindsight rung's
+# members (it is one at the paper scale): whether that bound still beats it on the episode's
+# total reward is read below.
 #
 # {glue:text}`gc_said_ladder` {glue:text}`gc_said_oracle` {glue:text}`gc_said_direction`
 
@@ -559,6 +560,7 @@ plots.markdown_table(R.differences_display(R.differences(table, "rule", "train")
 # every rung (the MILP oracle on seeds {glue:text}`gc_paper_oracle_seeds` only, for its cost)
 # and every learner, without the sleep lever (its grid with the lever is below). The clone is
 # made from the first {glue:text}`gc_paper_demo_tasks` of the teacher's training decisions.
+# The bound over these rungs, on the oracle's seeds, is the paper-scale hindsight grid above.
 #
 # {glue:md}`gc_paper_status`
 #
