@@ -149,8 +149,12 @@ def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
         for seed, n in enumerate(sleeps):
             (cells / f"{method}-M50-s{seed}.json").write_text(json.dumps(
                 {"method": method, "servers": 50, "seed": seed, "status": "done", "scores": {"train": {"sleeps": n}}}))
+    # a partial grid: the teacher's third seed has no clone beside it, so it is left out
+    (cells / "lyapunov-M50-s2.json").write_text(json.dumps(
+        {"method": "lyapunov", "servers": 50, "seed": 2, "status": "done", "scores": {"train": {"sleeps": 50}}}))
     table = C.sleep_use_table(tmp_path)
     assert table.set_index("method")["sleeps"].to_dict() == {"bc": 5.0, "lyapunov": 11.0}  # learners from scratch left out
+    assert set(table["seeds"]) == {2}
     assert C.sleep_use_sentence(table) == ("Servers put to sleep per episode under the training regime (seed means): "
                                            "at 50 servers Lyapunov 11.0, BC (clone alone) 5.0.")
     assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""

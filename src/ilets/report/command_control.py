@@ -131,14 +131,17 @@ def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
 def sleep_use_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
     """Per fleet size and method (the teacher and the clone-based methods), the servers put to
     sleep per episode under the training regime (``sleeps`` of the cells' records, which the
-    store does not keep), mean over seeds: whether a clone with the sleep head uses it as its
-    teacher does. Empty without such records."""
+    store does not keep), mean over the seeds on which every method ran: whether a clone with
+    the sleep head uses it as its teacher does. Empty without such records."""
     rows = [{"method": r["method"], "servers": r["servers"], "seed": r["seed"], "sleeps": r["scores"]["train"]["sleeps"]}
             for r in done_records(Path(folder)) if r["method"] in (teacher, *CLONES)
             and "sleeps" in r.get("scores", {}).get("train", {})]
     if not rows:
         return pd.DataFrame(columns=["servers", "method", "seeds", "sleeps"])
     t = pd.DataFrame(rows)
+    # paired: only the seeds on which every method of that fleet size ran (a partial grid)
+    methods = t.groupby("servers")["method"].transform("nunique")
+    t = t[t.groupby(["servers", "seed"])["method"].transform("nunique") == methods]
     return (t.groupby(["servers", "method"], sort=True).agg(seeds=("seed", "size"), sleeps=("sleeps", "mean"))
             .reset_index())
 
