@@ -134,7 +134,7 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
     assert C.control_sentence(table.iloc[0:0]) == "No clone of any design in these results."
     same = C.control_sentence(table.replace({"design": {"flat": "the same, weighted"}}))
-    assert "the clone of design *the same, weighted* (50 servers" in same and "the the" not in same
+    assert 'the clone of design "the same, weighted" (50 servers' in same and "the the" not in same
 
 
 def test_the_clone_pilot_rule_takes_the_lowest_ratio_or_a_smaller_repeat_within_tolerance():

@@ -160,7 +160,7 @@ def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
     assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""
     # per design, named; a design not shipped says nothing
     said = C.designs_sleep_use(tmp_path.parent, {"head": Path(tmp_path.name), "weighted": Path("none")})
-    assert said == "Design *head*: " + C.sleep_use_sentence(table)
+    assert said == 'Design "head": ' + C.sleep_use_sentence(table)
 
 
 def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():

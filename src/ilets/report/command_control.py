@@ -147,10 +147,11 @@ def sleep_use_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
 
 
 def designs_sleep_use(root: Path, designs: Mapping[str, Path], teacher: str = "lyapunov") -> str:
-    """:func:`sleep_use_sentence` of each design's shipped grid that holds sleep counts, named."""
+    """:func:`sleep_use_sentence` of each design's shipped grid that holds sleep counts, named
+    (plain text: the chapter glues it as text, not Markdown)."""
     said = {design: sleep_use_sentence(sleep_use_table(Path(root) / rel, teacher), teacher)
             for design, rel in designs.items()}
-    return " ".join(f"Design *{design}*: {text}" for design, text in said.items() if text)
+    return " ".join(f'Design "{design}": {text}' for design, text in said.items() if text)
 
 
 def sleep_use_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
@@ -179,7 +180,7 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
                 f"{r['miss_ratio']:.2f}x, {'meets' if r['meets_bar'] else 'misses'} the bar"
                 for r in g.sort_values("servers").to_dict("records")]
         # a design named after the one before it ("the same, ...") is named as a design
-        named = f"the clone of design *{design}*" if design.startswith("the ") else f"the {design} clone"
+        named = f'the clone of design "{design}"' if design.startswith("the ") else f"the {design} clone"
         parts.append(f"{named} ({'; '.join(bits)})")
     return (f"Frozen, under the regime it was trained in, {' and '.join(parts)}. The bar: a tracking error at most "
             f"{TRACKING_BAR:.0%} above the teacher's and a miss rate at most {MISS_BAR:g} times its (positive "
