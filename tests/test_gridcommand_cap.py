@@ -115,3 +115,63 @@ def test_bad_levels_are_named(kw, match):
 def test_a_level_at_or_below_idle_power_is_named():
     with pytest.raises(ConfigError, match=r"cap_levels: 0.05 is at or below server"):
         GridCommandEnv(dataclasses.replace(grid(), cap_levels=(0.05, 1.0)))
+
+
+# --- the power-cap rung (ilets.gridcommand.experts.power_cap) ------------------------------------
+
+def test_the_power_cap_rung_steps_the_cap_in_down_events_and_otherwise_places_as_the_baseline():
+    """Its cap changes follow the slot meter during the down event (a step down above the
+    target, a step up below it) and lift the cap outside it; each placement is the baseline's
+    earliest finish among the servers the cap allows; the cap lowers the event's power."""
+    from ilets.gridcommand.experts import make_expert
+    from ilets.gridcommand.experts.reading import _earliest_finish, _mask
+    from ilets.gridcommand.metrics import evaluate
+    from ilets.gridcommand.slot_meter import SlotMeter
+
+    levels = (0.6, 0.8, 1.0)
+    env = GridCommandEnv(dataclasses.replace(grid(DOWN), max_deferrals=4, cap_levels=levels))
+    expert = make_expert("cap")
+    env.reset()
+    expert.reset(0)
+    meter = SlotMeter()  # sampled at the same decisions, it projects what the rung sees
+    done, steps, placements = False, {"down": 0, "up": 0, "lift": 0}, 0
+    while not done:
+        before, now = env.admission_cap, env.now
+        projected = meter.projected(env.slot_edges, now, env.power_now)
+        a = expert.act(env)
+        if a >= env.first_cap_action:
+            level = levels[a - env.first_cap_action]
+            if env.active_command is None:
+                assert level == 1.0
+                steps["lift"] += 1
+            else:
+                assert (level < before) == (projected > env.target_at(now))
+                steps["down" if level < before else "up"] += 1
+        else:
+            servers, defer_ok = _mask(env)
+            assert a == _earliest_finish(env, servers, defer_ok)
+            placements += 1
+        _, _, done, _, info = env.step(a)
+    assert steps["down"] >= 1 and placements > 0 and info["final"]["cap_changes"] == sum(steps.values())
+    # without levels the rung is the baseline: the cap is what tracks
+    capped = evaluate(make_expert("cap"), dataclasses.replace(grid(DOWN), max_deferrals=4, cap_levels=levels))
+    plain = evaluate(make_expert("cap"), dataclasses.replace(grid(DOWN), max_deferrals=4))
+    assert capped["tracking_mae_w"] < plain["tracking_mae_w"]
+
+
+def test_a_grid_that_runs_the_power_cap_rung_needs_cap_levels():
+    from ilets.gridcommand.experiment import ExperimentProfile
+
+    with pytest.raises(ConfigError, match=r"grid\.methods: the 'cap' rung .* no cap levels \(cap_levels\)"):
+        ExperimentProfile(methods=("rule", "cap"), scenario="gridcommand-smoke").validate()
+    ExperimentProfile(methods=("rule", "cap"), scenario="gridcommand-quick-cap").validate()
+
+
+@pytest.mark.parametrize("name", ["rule", "lyapunov", "thermostat"])
+def test_a_rung_that_never_sets_the_cap_plays_the_plain_episode(name):
+    from ilets.gridcommand.experts import make_expert
+
+    plain = run_episode(GridCommandEnv(grid(DOWN)), make_expert(name).act)
+    capped = run_episode(GridCommandEnv(dataclasses.replace(grid(DOWN), cap_levels=(0.6, 1.0))), make_expert(name).act)
+    assert plain[0] == capped[0]
+    assert plain[1]["final"] == {k: v for k, v in capped[1]["final"].items() if k != "cap_changes"}

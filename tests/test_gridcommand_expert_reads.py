@@ -16,8 +16,8 @@ from ilets.gridcommand.experts import (DECIDING, ENV_READS, ReferenceExpert, exp
                                        privileged_reads)
 from ilets.gridcommand.pipeline import demonstrate
 
-#: the smoke episode with both levers on, so the sleep and batch paths are read too
-LEVERS = {"sleep_fraction": 0.1, "sleep_after_s": 0.1, "wake_s": 0.3, "batch_share": 0.3}
+#: the smoke episode with the levers on, so the sleep, batch and cap paths are read too
+LEVERS = {"sleep_fraction": 0.1, "sleep_after_s": 0.1, "wake_s": 0.3, "batch_share": 0.3, "cap_levels": (0.8, 0.9, 1.0)}
 OPTIONS = {"oracle": {"window": 10, "node_limit": 50}}
 
 

@@ -117,7 +117,7 @@ def test_shipped_grid_profiles_load():
     # every method but the hindsight bound, which has its own grid, and the thermostat that puts
     # deadlines second, which runs in the full-window sleep grid only
     assert quick.train_regime != quick.eval_regime
-    assert set(quick.methods) == set(P.METHODS) - {"hindsight", "thermostat-firm"}
+    assert set(quick.methods) == set(P.METHODS) - {"hindsight", "thermostat-firm", "cap"}
     assert G.load_profile("gridcommand-grid-smoke").scale == "smoke"
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from ilets.config import SEED_MAX, ConfigError
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
-from ilets.gridcommand.experts import BOUND
+from ilets.gridcommand.experts import BOUND, CAP_RUNG
 from ilets.gridcommand.experts.hindsight import CANDIDATES
 from ilets.gridcommand.pipeline import METHODS, PipelineConfig
 
@@ -54,7 +54,8 @@ class ExperimentProfile:
     scale: str = "quick"  #: the label every table and sentence carries (:data:`SCALES`)
     scenario: str = "gridcommand-quick"  #: the scenario profile (a gridcommand-* name or a path)
     #: every method but the hindsight bound (its own grid: whole simulated episodes per switch)
-    methods: tuple[str, ...] = tuple(m for m in METHODS if m != BOUND)
+    #: and the power cap (a scenario with cap levels)
+    methods: tuple[str, ...] = tuple(m for m in METHODS if m not in (BOUND, CAP_RUNG))
     servers: tuple[int, ...] = (50, 200)
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     train_regime: str = "shallow-long"
@@ -118,6 +119,10 @@ class ExperimentProfile:
             if not members or len(set(members)) != len(members) or any(m not in CANDIDATES for m in members):
                 raise ConfigError(f"{where}.bound_members: expected distinct names of {CANDIDATES}, got {members}")
         self.pipeline.validate(f"{where}.pipeline")
+        # the power-cap rung's only lever is the cap: without levels it would be the baseline
+        if CAP_RUNG in self.methods and not self.scenario_config().cap_levels:
+            raise ConfigError(f"{where}.methods: the {CAP_RUNG!r} rung sets the admission cap, but scenario "
+                              f"{self.scenario!r} has no cap levels (cap_levels)")
         if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
             raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
                               f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")

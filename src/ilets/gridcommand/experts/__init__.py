@@ -48,6 +48,10 @@ Beside the ladder, tracking first:
     average power: above the target the flexibility envelope's low action, below it the
     high one, each kept to deadlines where the slack allows. It shows whether the band is
     reachable; it does not optimise the reward.
+``cap``
+    :class:`PowerCapExpert`: the counterfactual's earliest finish, unchanged, under an
+    admission cap (``cap_levels``) stepped by the same slot feedback during down events: what
+    the operator's own lever, power capping, reaches without touching the scheduler.
 
 :class:`SleepManager` wraps any of them with the sleep lever's power manager taken as actions,
 for the sleep head (``sleep_actions``).
@@ -61,16 +65,18 @@ The package's modules: :mod:`~ilets.gridcommand.experts.reading` (the interface 
 experts read from the environment), :mod:`~ilets.gridcommand.experts.rollout` (an expert as
 ``imitation``'s rollout policy), one module per expert (:mod:`~ilets.gridcommand.experts.oracle`,
 :mod:`~ilets.gridcommand.experts.mpc`, :mod:`~ilets.gridcommand.experts.lyapunov`,
-:mod:`~ilets.gridcommand.experts.rule`, :mod:`~ilets.gridcommand.experts.thermostat`) and
+:mod:`~ilets.gridcommand.experts.rule`, :mod:`~ilets.gridcommand.experts.thermostat`,
+:mod:`~ilets.gridcommand.experts.power_cap`) and
 :mod:`~ilets.gridcommand.experts.ladder` (the experts by name, :func:`ladder_gaps`). Their public names are importable from here.
 """
 
 from ilets.gridcommand.experts.hindsight import HindsightExpert, ReferenceExpert
-from ilets.gridcommand.experts.ladder import (BOUND, DECIDING, EXPERT_LABELS, EXPERT_READS, EXPERT_SPECS, EXPERTS, LADDER,
+from ilets.gridcommand.experts.ladder import (BOUND, CAP_RUNG, DECIDING, EXPERT_LABELS, EXPERT_READS, EXPERT_SPECS, EXPERTS, LADDER,
                                               GridExpertSpec, ladder_gaps, make_expert)
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
+from ilets.gridcommand.experts.power_cap import PowerCapExpert
 from ilets.gridcommand.experts.reading import (ENV_READS, TARGET_SAMPLES, GridExpert, committed_cpu, future_tasks,
                                               privileged_reads, slot_inputs)
 from ilets.gridcommand.experts.rollout import expert_rollout_policy
@@ -78,8 +84,8 @@ from ilets.gridcommand.experts.rule import RuleExpert
 from ilets.gridcommand.experts.sleep_manager import SleepManager
 from ilets.gridcommand.experts.thermostat import ThermostatExpert
 
-__all__ = ["BOUND", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
+__all__ = ["BOUND", "CAP_RUNG", "DECIDING", "ENV_READS", "EXPERTS", "EXPERT_LABELS", "EXPERT_READS", "EXPERT_SPECS", "LADDER",
            "TARGET_SAMPLES", "GridExpert", "GridExpertSpec", "HindsightExpert", "LyapunovExpert", "MPCExpert", "OracleExpert",
-           "ReferenceExpert", "RuleExpert", "SleepManager", "ThermostatExpert",
+           "PowerCapExpert", "ReferenceExpert", "RuleExpert", "SleepManager", "ThermostatExpert",
            "committed_cpu", "expert_rollout_policy", "future_tasks", "ladder_gaps",
            "make_expert", "privileged_reads", "slot_inputs"]

@@ -18,6 +18,7 @@ from ilets.gridcommand.experts.hindsight import HindsightExpert
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
+from ilets.gridcommand.experts.power_cap import PowerCapExpert
 from ilets.gridcommand.experts.reading import GridExpert
 from ilets.gridcommand.experts.rule import RuleExpert
 from ilets.gridcommand.experts.thermostat import ThermostatExpert
@@ -31,7 +32,11 @@ class GridExpertSpec:
     label: str  #: how tables, figures and prose name it
 
 
-#: The expert ladder by name, most informed first, then the tracking-first thermostat.
+#: The rung whose only lever is the admission cap: it needs a scenario with ``cap_levels``.
+CAP_RUNG = "cap"
+
+#: The expert ladder by name, most informed first, then the tracking-first thermostat and the
+#: power cap.
 EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
     "hindsight": GridExpertSpec(lambda **kw: HindsightExpert(make_expert, **kw), "hindsight (best rung, rolled out)"),
     "oracle": GridExpertSpec(lambda **kw: OracleExpert(**kw), "oracle (hindsight MILP)"),
@@ -44,6 +49,9 @@ EXPERT_SPECS: MappingProxyType[str, GridExpertSpec] = MappingProxyType({
     # the same, deadlines second: the envelope's own actions, to tell a reach from its price
     "thermostat-firm": GridExpertSpec(lambda **kw: ThermostatExpert(keep_deadlines=False, **kw),
                                       "thermostat, deadlines second"),
+    # the operator's own lever: the baseline's scheduler under an admission cap set by feedback
+    # (a scenario with cap_levels); it reads the rule's state less the baseline, plus the cap
+    CAP_RUNG: GridExpertSpec(lambda **kw: PowerCapExpert(**kw), "power cap (slot feedback)"),
 })
 
 #: The expert ladder's names, most informed first.
