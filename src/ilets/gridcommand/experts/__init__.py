@@ -71,8 +71,8 @@ experts read from the environment), :mod:`~ilets.gridcommand.experts.rollout` (a
 """
 
 from ilets.gridcommand.experts.hindsight import HindsightExpert, ReferenceExpert
-from ilets.gridcommand.experts.ladder import (BOUND, CAP_RUNG, DECIDING, EXPERT_LABELS, EXPERT_READS, EXPERT_SPECS, EXPERTS, LADDER,
-                                              GridExpertSpec, ladder_gaps, make_expert)
+from ilets.gridcommand.experts.ladder import (BOUND, CAP_RUNG, DECIDING, EXPERT_LABELS, EXPERT_READS, EXPERT_SPECS, EXPERTS,
+                                              LADDER, GridExpertSpec, ladder_gaps, make_expert)
 from ilets.gridcommand.experts.lyapunov import LyapunovExpert
 from ilets.gridcommand.experts.mpc import MPCExpert
 from ilets.gridcommand.experts.oracle import OracleExpert
