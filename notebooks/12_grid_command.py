@@ -41,6 +41,7 @@ from ilets.report import deviations, plots
 from ilets.study.command_scenario import load_profile as load_grid_profile
 from ilets.report import grid_command as R
 from ilets.report import command_bound as B
+from ilets.report import command_cap as K
 from ilets.report import command_control as C
 from ilets.report import command_drift as D
 from ilets.report import command_sleep as Z
@@ -194,6 +195,11 @@ glue("gc_batch_said", Z.batch_sentence(lever_batch, batch_bars, reach_batch), di
 lever_low = Z.lever_table(Z.load_lever(root / Z.SHIPPED, root / Z.BATCH_LOW_SHIPPED, Z.BATCH_LOW_ARMS),
                           arms=Z.BATCH_LOW_ARMS)
 low_share = load_gridcommand_config("quick-sleep-batch-low").batch_share
+cap_results = R.load_results(root / K.SHIPPED)
+glue("gc_cap_status", Markdown(R.status_sentence(cap_results, root / K.SHIPPED, K.PROFILE)), display=False)
+glue("gc_cap_levels", ", ".join(f"{c:g}" for c in load_gridcommand_config("quick-cap").cap_levels), display=False)
+cap = K.cap_table(R.results_table(cap_results))
+glue("gc_cap_said", K.cap_sentence(cap), display=False)
 glue("gc_batch_share_said", Z.batch_share_sentence(batch_bars, Z.band_bar(lever_low, arms=Z.BATCH_LOW_ARMS),
                                                    (batchy.batch_share, low_share)), display=False)
 
@@ -478,6 +484,32 @@ plots.markdown_table(Z.lever_display(lever_deadlines), {}, empty="")
 # *Tables: the envelope's whole reach beside its reach within deadlines (down events over the
 # seeds both grids have), and the thermostat on each (seed means; the change is the paired
 # change of the tracking error, positive: better within deadlines). Paper scale.*
+#
+# ## The operator's own lever: a power cap
+#
+# A data centre asked to cut its draw usually caps its servers' power and leaves its
+# scheduler alone. With `cap_levels` (scenario `gridcommand-quick-cap`: levels
+# {glue:text}`gc_cap_levels` of each server's maximum, the lowest just above the largest
+# server's idle share) the cap is an action: while one is in force, a server is masked where
+# its power with the task counted would exceed that share of its maximum, and a task with no
+# server under the cap waits a deferral if its deadline allows. The power-cap rung
+# (`ilets.gridcommand.experts.power_cap`) places every task as the baseline does (earliest
+# finish among the allowed servers) and only steps the cap, by the thermostat's slot meter,
+# during down events; a cap cannot raise the power, so it lifts the cap outside them. Grid
+# `gridcommand-grid-cap` sets it beside the rule, Lyapunov and the thermostat, whose runs
+# there equal the main grid's (a rung that never sets the cap plays the plain episode).
+#
+# {glue:md}`gc_cap_status`
+#
+# {glue:text}`gc_cap_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(K.cap_display(cap), {}, empty="The power-cap grid has not run.")
+
+# %% [markdown]
+# *Table: the power-cap rung beside the rungs that never set the cap, under the training
+# (shallow-long) and drift (deep-short) regimes (seed means; tracking error as a share of
+# doing nothing's; quick scale).*
 #
 # ## The pipeline comparison
 #
@@ -910,8 +942,9 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 # * **Planning sleep and the cap.** With the sleep head (above) sleep is the policy's
 #   choice, but its teacher only takes the power manager's rule as actions: no rung plans
 #   sleep (`committed_profile` counts every idle server). With `cap_levels` the admission cap
-#   is an action, and no expert sets one yet; a rung that does, and whether a learner finds a
-#   cap policy of its own, is open.
+#   is an action, and the power-cap rung sets it by feedback (above); a rung that plans the
+#   cap with the placements, and a learner with a cap head (the per-server policy has none:
+#   a cap is one action for the whole fleet, a head beside defer), are open.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.

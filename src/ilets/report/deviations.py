@@ -392,6 +392,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "whether it does); a member of the paper-scale bound",
                   "ilets.gridcommand.experts.thermostat, ilets.gridcommand.envelope.low_action/high_action",
                   kind=EXTENSION),
+        Deviation("Power-cap expert", _NO_PAPER,
+                  "the operator's own lever as a rung [ours]: the baseline's scheduler (earliest finish among the "
+                  "servers the cap allows) with only the admission cap set (cap_levels; scenario "
+                  "gridcommand-quick-cap: 0.6-1.0 of each server's maximum), stepped one level per task by the "
+                  "thermostat's slot meter during down events (down above the target, up below it) and lifted "
+                  "outside them; a cap cannot raise the power, so it follows no up event; not a member of any "
+                  "bound; a grid that runs it needs cap levels (named error)",
+                  "ilets.gridcommand.experts.power_cap, ExperimentProfile.validate", kind=EXTENSION),
         Deviation("Target shape", _NO_PAPER, "linear ramp from the baseline to full depth over ramp_s, a step "
                   "back to the baseline at the end (the trials ramp in; the return is not specified)",
                   "GridCommand.ramp_factor", kind=EXTENSION),
