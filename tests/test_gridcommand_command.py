@@ -187,3 +187,48 @@ def test_regulation_signal_is_bounded_zero_mean_and_band_limited():
     assert not np.array_equal(x, regulation_signal(4096, 2.0, seed=4))
     with pytest.raises(CommandError, match="regulation_signal.n"):
         regulation_signal(1, 2.0, seed=0)
+
+
+# --- several days of commands per window (window_days) -------------------------------------------
+
+def test_days_fit_more_events_of_the_same_length_and_one_day_is_the_old_schedule():
+    reg = regime("shallow-long")
+    assert generate_schedule(reg, 0.0, 30.0, 3, days=1.0) == generate_schedule(reg, 0.0, 30.0, 3)
+    one = [generate_schedule(reg, 0.0, 30.0, s) for s in range(20)]
+    many = [generate_schedule(reg, 0.0, 420.0, s, days=14.0) for s in range(20)]
+    assert np.mean([len(x) for x in many]) > 10 * np.mean([len(x) for x in one])
+    lengths = [c.duration_s for x in many for c in x]  # 30 s a day, as in the one-day window
+    assert min(lengths) >= reg.duration_s[0] * 30 / 1500 - 1e-9 and max(lengths) <= reg.duration_s[1] * 30 / 1500 + 1e-9
+    with pytest.raises(CommandError, match="days: expected a finite number of days > 0"):
+        generate_schedule(reg, 0.0, 30.0, 3, days=0.0)
+
+
+def test_the_days_rule_and_the_multi_day_scenario_agree():
+    from scipy.stats import poisson
+
+    from ilets.gridcommand.command import days_for_events
+    from ilets.gridcommand.config import load_gridcommand_config
+
+    reg = regime("shallow-long")
+    days = days_for_events(reg)
+    assert poisson.cdf(19, 2.0 * days) < 0.05 <= poisson.cdf(19, 2.0 * (days - 1))
+    cfg, quick = load_gridcommand_config("quick-days"), load_gridcommand_config("quick")
+    assert cfg.window_days == days
+    # a day lasts as long as the quick window: the events keep their quick-scale lengths
+    assert cfg.run.workload.scale / cfg.window_days == pytest.approx(quick.run.workload.scale)
+    with pytest.raises(CommandError, match="generates no events"):
+        days_for_events(dataclasses.replace(reg, events_per_window=0.0))
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"window_days": 0}, r"window_days: expected a finite number of days > 0"),
+    ({"window_days": float("inf")}, r"window_days: expected a finite number"),
+    ({"window_days": True}, r"window_days: expected a finite number of days > 0"),
+    ({"window_days": 2, "regime": "none", "commands": ()}, r"window_days: fits a generated regime's events"),
+])
+def test_bad_window_days_are_named(kw, match):
+    from ilets.config import ConfigError
+    from ilets.gridcommand.config import load_gridcommand_config
+
+    with pytest.raises(ConfigError, match=rf"gridcommand\.{match}"):
+        dataclasses.replace(load_gridcommand_config("smoke"), **kw).validate()

@@ -381,13 +381,17 @@ def regime(name: str) -> CommandRegime:
         raise CommandError(f"regime: unknown regime {name!r}; expected one of {sorted(REGIMES)}") from None
 
 
-def generate_schedule(regime: CommandRegime, window_start: float, window_end: float, seed: int) -> CommandSchedule:
+def generate_schedule(regime: CommandRegime, window_start: float, window_end: float, seed: int,
+                      days: float = 1.0) -> CommandSchedule:
     """A seeded schedule of non-overlapping events inside ``[window_start, window_end)``.
 
-    The number of events is Poisson(``events_per_window``); depths, durations and notices
-    are uniform on their ranges, the direction is down with probability ``p_down``. Every
-    time is scaled by ``(window_end - window_start) / 1500`` first (the regime is written for
-    the paper's window; see the module docstring) [ours]. Events are placed by splitting the
+    The number of events is Poisson(``events_per_window * days``); depths, durations and
+    notices are uniform on their ranges, the direction is down with probability ``p_down``.
+    Every time is scaled by ``(window_end - window_start) / (1500 * days)`` first (the regime
+    is written for the paper's window, one day; see the module docstring) [ours]. ``days``
+    (default 1) lets one window stand for several days of commands, so that an episode holds
+    more events at the same event lengths (``GridCommandConfig.window_days``); at 1 the draws
+    are exactly those the generator made before it existed. Events are placed by splitting the
     window's free time (window minus durations minus the minimum gaps) into uniformly random
     gaps (a flat Dirichlet), so they never overlap and all lie inside the window; if the
     events do not fit, the last drawn ones are dropped until they do [ours]. The same
@@ -398,10 +402,12 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
     regime.validate()
     if not (math.isfinite(window_start) and math.isfinite(window_end)) or not window_start < window_end:
         raise CommandError(f"generate_schedule: expected window_start < window_end, got [{window_start}, {window_end})")
+    if not (math.isfinite(days) and days > 0):
+        raise CommandError(f"generate_schedule.days: expected a finite number of days > 0, got {days}")
     # a stream of its own: the workload draws from default_rng(seed) with the same run seed
     rng = np.random.default_rng([seed, _STREAM])
-    k = (window_end - window_start) / PAPER_ONLINE_WINDOW_S
-    n = int(rng.poisson(regime.events_per_window))
+    k = (window_end - window_start) / (PAPER_ONLINE_WINDOW_S * days)
+    n = int(rng.poisson(regime.events_per_window * days))
     depth = rng.uniform(*regime.depth, n)
     duration = rng.uniform(*regime.duration_s, n) * k
     notice = rng.uniform(*regime.notice_s, n) * k
@@ -425,6 +431,29 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
                                     band=regime.band))
         t += dur
     return CommandSchedule(tuple(commands)).validate(window_start, window_end)
+
+
+def days_for_events(regime: CommandRegime, at_least: int = 20, risk: float = 0.05, most: int = 365) -> int:
+    """The fewest days of ``regime`` one episode must hold (``GridCommandConfig.window_days``) so
+    that it has fewer than ``at_least`` events with probability below ``risk`` [ours].
+
+    The generator draws Poisson(``events_per_window * days``) events
+    (:func:`generate_schedule`), so no number of days makes ``at_least`` certain; this is the
+    rule the multi-day drift scenario's days were set by, written before any of its episodes
+    ran. Events the generator drops because they do not fit, or that the flexibility envelope
+    drops as unreachable, are not counted here: the chapter reports the realised counts.
+    """
+    from scipy.stats import poisson
+
+    regime.validate()
+    if at_least < 1 or not 0 < risk < 1:
+        raise CommandError(f"days_for_events: expected at_least >= 1 and 0 < risk < 1, got {at_least} and {risk}")
+    if regime.events_per_window <= 0:
+        raise CommandError(f"days_for_events: regime {regime.name!r} generates no events")
+    for days in range(1, most + 1):
+        if poisson.cdf(at_least - 1, regime.events_per_window * days) < risk:
+            return days
+    raise CommandError(f"days_for_events: more than {most} days of {regime.name!r} would be needed")
 
 
 def regulation_signal(n: int, dt_s: float, seed: int, cutoff_s: float = 60.0) -> np.ndarray:

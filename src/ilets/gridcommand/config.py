@@ -18,6 +18,7 @@ profiles do.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -81,7 +82,7 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels", "sleep_actions")
+                "cap_levels", "sleep_actions", "window_days")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,12 @@ class GridCommandConfig:
     #: policy set is one more observation number. Empty: no such action (``cap_fraction``, a
     #: cap fixed during down events, is the other way; the two exclude each other)
     cap_levels: tuple[float, ...] = ()
+    #: days of commands the online window stands for [ours]: a generated regime's times are
+    #: fitted to window / days and its expected events multiplied by days
+    #: (:func:`ilets.gridcommand.command.generate_schedule`), so an episode holds more events of
+    #: the same length. The workload is still the window's own (not days repeated): only the
+    #: command clock is compressed. 1: one day, the scenario as before
+    window_days: float = 1.0
     #: what the reward's tracking cost compares with the target [ours]: ``slot``, the committed
     #: slot-average power, the cost of an assignment being the change it makes to the scored
     #: slots' error (:mod:`ilets.gridcommand.tracking`; what the metrics score); ``instant``,
@@ -242,6 +249,13 @@ class GridCommandConfig:
                 raise ConfigError(f"{where}.{key}: expected a time > 0 s, got {getattr(self, key)}")
         if self.max_deferrals < 0:
             raise ConfigError(f"{where}.max_deferrals: expected an integer >= 0, got {self.max_deferrals}")
+        if not (isinstance(self.window_days, (int, float)) and not isinstance(self.window_days, bool)
+                and math.isfinite(self.window_days) and self.window_days > 0):
+            raise ConfigError(f"{where}.window_days: expected a finite number of days > 0 (1: the window is one "
+                              f"day), got {self.window_days!r}")
+        if self.window_days != 1 and self.regime not in REGIMES:
+            raise ConfigError(f"{where}.window_days: fits a generated regime's events to the window, but regime "
+                              f"is {self.regime!r}; expected one of {sorted(REGIMES)}")
         if not 0 < self.cap_fraction <= 1:
             raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
                               f"(0, 1] (1: no cap), got {self.cap_fraction}")
@@ -328,7 +342,7 @@ class GridCommandConfig:
                 sched = CommandSchedule(tuple(c.to_command(window_start) for c in self.commands))
                 return sched.validate(window_start, window_end, where=f"{where}")
             seed = self.run.seed if self.command_seed < 0 else self.command_seed
-            return generate_schedule(REGIMES[self.regime], window_start, window_end, seed)
+            return generate_schedule(REGIMES[self.regime], window_start, window_end, seed, self.window_days)
         except CommandError as err:
             raise ConfigError(f"{where}: {err}") from None
 

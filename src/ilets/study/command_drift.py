@@ -175,8 +175,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.out is None:
             raise ConfigError("--out: expected the folder the grids go to")
-        if args.max_cells is not None and args.max_cells < 0:
-            raise ConfigError(f"--max-cells: expected a number >= 0, got {args.max_cells}")
+        if args.max_cells is not None and args.max_cells < 1:
+            raise ConfigError(f"--max-cells: expected a number >= 1, got {args.max_cells}")
         for name, summary in run(family, args.out, progress=not args.quiet, max_cells=args.max_cells).items():
             print(f"{name}: ran {summary.get('ran')}, already done {summary.get('skipped_done')}, "
                   f"failed {summary.get('failed')}")
