@@ -161,3 +161,8 @@ def test_the_events_sentence_counts_each_seed_once_and_names_the_fewest():
     assert f"at most {D.most_events_per_window()} of its events" in text
     assert D.most_events_per_window() == 9  # (1500 + 30) // (125 + 30)
     assert D.events_sentence(rows.iloc[0:0]) == ""
+    # several days of commands: how many distinct episodes hold the wanted count
+    many = rows.assign(events=rows["events"] * 6, regime=rows["factor"] + rows["arm"])
+    said = D.events_sentence(many, days=14)
+    assert "With 14 days of commands per window an episode holds 12-30 events" in said
+    assert "4 of its 8 distinct episodes hold at least 20" in said and "at most" not in said

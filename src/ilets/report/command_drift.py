@@ -27,6 +27,12 @@ from ilets.report.grid_command import LABELS, METRICS
 
 #: Where the book reads the shipped results (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-drift"
+#: The same protocol with several days of commands per episode (family ``gridcommand-drift-days``,
+#: scenario ``gridcommand-quick-days``), so that each episode holds :data:`EVENTS_WANTED` events.
+DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-days"
+DAYS_FAMILY = "gridcommand-drift-days"
+#: The events one drift episode should hold (the issue's protocol).
+EVENTS_WANTED = 20
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
@@ -198,18 +204,25 @@ def most_events_per_window(name: str = DRIFT_BASE) -> int:
     return int((PAPER_ONLINE_WINDOW_S + r.min_gap_s) // (r.duration_s[0] + r.min_gap_s))
 
 
-def events_sentence(rows: pd.DataFrame) -> str:
+def events_sentence(rows: pd.DataFrame, days: float = 1.0, wanted: int = EVENTS_WANTED) -> str:
     """How many scored events each comparison rests on: per factor, arm and fleet size the
     events of one method's episodes summed over the seeds (every method of a seed meets the
-    same commands), the fewest of them; and why one episode cannot hold many more."""
+    same commands), the fewest of them; with one day of commands per window, why one episode
+    cannot hold many more; with ``days`` of them, how many episodes hold ``wanted`` events."""
     if len(rows) == 0:
         return ""
     one = rows.drop_duplicates(["factor", "arm", "servers", "seed"])
     pooled = one.groupby(["factor", "arm", "servers"])["events"].sum()
     per = one.groupby(["factor", "arm", "servers", "seed"])["events"].first()
     low = pooled.idxmin()
-    return (f"An episode holds {int(per.min())}-{int(per.max())} events (a {DRIFT_BASE} window holds at most "
-            f"{most_events_per_window()} of its events, each at its shortest with the least gap), so no comparison "
-            f"rests on one episode: summed over the seeds, each (factor, arm, fleet size) meets at least "
-            f"{int(pooled.min())} events ({low[0]}, {low[1]}, {low[2]} servers) and {int(pooled.median())} "
-            "at the median.")
+    pooled_said = (f"summed over the seeds, each (factor, arm, fleet size) meets at least {int(pooled.min())} events "
+                   f"({low[0]}, {low[1]}, {low[2]} servers) and {int(pooled.median())} at the median.")
+    if days == 1:
+        return (f"An episode holds {int(per.min())}-{int(per.max())} events (a {DRIFT_BASE} window holds at most "
+                f"{most_events_per_window()} of its events, each at its shortest with the least gap), so no "
+                f"comparison rests on one episode: {pooled_said}")
+    # an episode is a (regime, fleet size, seed): the arms of different grids may score the same one
+    episodes = one.drop_duplicates(["regime", "servers", "seed"])["events"]
+    return (f"With {days:g} days of commands per window an episode holds {int(per.min())}-{int(per.max())} events, "
+            f"and {int((episodes >= wanted).sum())} of its {len(episodes)} distinct episodes hold at least {wanted} "
+            f"(the count is random: Poisson, less the events the envelope drops); {pooled_said}")
