@@ -246,6 +246,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
     batchy = load_gridcommand_config("quick-sleep-batch")
+    multi_day = load_gridcommand_config("quick-days")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
 
     def _seeds(values) -> str:
@@ -275,6 +276,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "generalisation study's rate shift); learners trained under the base are scored under each, "
                   "beside a control trained under it",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
+        Deviation("Days of commands per window", _NO_PAPER,
+                  "opt-in (window_days, default 1): one window stands for that many days of commands, the "
+                  "regime's times fitted to window / days and its expected events multiplied by days; the "
+                  "workload stays the window's own (only the command clock is compressed). The multi-day drift "
+                  "scenario (gridcommand-quick-days) takes the fewest days for which a shallow-long episode has "
+                  f"fewer than 20 events with probability under 5 % ({multi_day.window_days:g}), its window longer "
+                  f"in proportion (scale {multi_day.run.workload.scale:g}), so events keep their quick-scale "
+                  "lengths; 50 servers only, for the cost",
+                  "GridCommandConfig.window_days, ilets.gridcommand.command.days_for_events", kind=EXTENSION),
         Deviation("Per-server policy on the grid command", _NO_PAPER,
                   "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
                   "summary reads them; deferring is one more logit from that summary; with speed levels the table "
