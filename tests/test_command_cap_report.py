@@ -57,3 +57,15 @@ def test_the_shipped_grid_reads():
     assert res is not None and res.profile.get("name") == K.PROFILE
     t = K.cap_table(R.results_table(res))
     assert set(t["method"]) >= {"cap", "thermostat"} and len(K.cap_display(t)) == len(t)
+
+
+def test_the_shipped_rungs_that_never_set_the_cap_equal_the_main_grids_runs():
+    """What the chapter says of the cap grid: its rule, Lyapunov and thermostat runs are the
+    main quick grid's, so the power-cap rung is set beside the very runs of that grid."""
+    root = Path(__file__).resolve().parents[1]
+    cap, main = (R.results_table(R.load_results(root / p)) for p in (K.SHIPPED, R.SHIPPED))
+    keys = ["method", "servers", "seed", "role"]
+    both = cap[cap["method"] != "cap"].merge(main, on=keys, suffixes=("", "_main"))
+    assert len(both) == (cap["method"] != "cap").sum() > 0
+    for col in ("episode_reward", "tracking_mae_rel", "misses_caused", "energy_kwh"):
+        assert (both[col] == both[f"{col}_main"]).all(), col
