@@ -200,3 +200,47 @@ def test_sleep_repeat_needs_a_scenario_with_sleep_actions():
     plain = dataclasses.replace(pilot, scenario="gridcommand-quick-per-server-sleep")
     with pytest.raises(ConfigError, match="grid.pipeline.sleep_repeat: 4 repeats .* has no sleep actions"):
         plain.validate()
+
+
+# --- the sleep columns in each row (observe_sleep) ----------------------------------------------
+
+def test_the_sleep_rows_show_what_the_power_managers_rule_reads():
+    """With ``observe_sleep`` every row keeps the plain table's columns bit for bit and gains
+    the two the rule reads; every sleep the teacher takes is the rule computed from the rows
+    alone: the longest-idle row whose saving fits, idle for at least ``sleep_after_s``."""
+    from ilets.gridcommand.features import SLEEP_ROW_FEATURES
+
+    run = {"policy": "per-server", "observation": "per-server"}
+    plain, rows = GridCommandEnv(head_config(run=run)), GridCommandEnv(head_config(run=run, observe_sleep=True))
+    m, (n_task, width) = len(plain.fleet), plain.table_layout
+    assert rows.table_layout == (n_task, width + len(SLEEP_ROW_FEATURES))
+    assert rows.observation_space.shape[0] == plain.observation_space.shape[0] + 2 * m
+    manager = SleepManager(make_expert("lyapunov"))
+    a, _ = plain.reset(seed=0)
+    b, _ = rows.reset(seed=0)
+    manager.reset(0)
+    done, sleeps, shown = False, 0, 0
+    while not done:
+        table = b[n_task:].reshape(m, width + 2)
+        assert np.array_equal(a[:n_task], b[:n_task]) and np.array_equal(a[n_task:].reshape(m, width), table[:, :width])
+        idle, fits = table[:, width], table[:, width + 1]
+        shown += int((idle > 0).any())
+        action = manager.act(rows)
+        if action >= rows.first_sleep_action:
+            ok = rows.action_masks()[rows.first_sleep_action:] & (fits == 1) & (idle >= np.float32(np.log1p(1.0)) - 1e-6)
+            assert ok[action - rows.first_sleep_action]
+            assert action - rows.first_sleep_action == int(np.argmax(np.where(ok, idle, -np.inf)))
+            sleeps += 1
+        a, _, done, _, _ = plain.step(action)
+        b, _, _, _, _ = rows.step(action)
+    assert sleeps > 0 and shown > 0
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"observe_sleep": True}, "observe_sleep: adds sleep columns"),  # the flat layout
+    ({"observe_sleep": True, "run": {"observation": "per-server"}, "sleep_fraction": 1.0}, "observe_sleep: adds"),
+    ({"observe_sleep": "yes"}, "observe_sleep: expected true or false"),
+])
+def test_bad_sleep_rows_are_named(kw, match):
+    with pytest.raises(ConfigError, match=rf"gridcommand-smoke\.yaml\.{match}"):
+        load_gridcommand_config("smoke", **{**SLEEP, **kw})

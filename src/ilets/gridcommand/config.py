@@ -82,7 +82,7 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels", "sleep_actions", "window_days")
+                "cap_levels", "sleep_actions", "window_days", "observe_sleep")
 
 
 @dataclass(frozen=True)
@@ -171,6 +171,11 @@ class GridCommandConfig:
     #: a small number) differs between servers in its third or fourth decimal; the thermostat
     #: and the envelope pick least- or most-energy servers; off: the table as it was [ours]
     observe_energy: bool = False
+    #: with a table layout and the sleep lever, each server's row also shows how long it has
+    #: idled in the active down event and whether its sleep saving fits in the power above the
+    #: target (:class:`ilets.gridcommand.features.SleepRows`): what the power manager's rule,
+    #: the sleep head's teacher, reads per server; off: the table as it was [ours]
+    observe_sleep: bool = False
     #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
     #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
     #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
@@ -317,12 +322,18 @@ class GridCommandConfig:
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines", "sleep_actions"):
+        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines", "sleep_actions",
+                    "observe_sleep"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
         if self.envelope_deadlines and self.envelope == "off":
             raise ConfigError(f"{where}.envelope_deadlines: sizes the commands by the envelope's runs, so it "
                               f"needs envelope: clip or record, got envelope: off")
+        if self.observe_sleep and (self.run.observation != "per-server" or not self.sleeps
+                                   or len(self.speed_levels) > 1):
+            raise ConfigError(f"{where}.observe_sleep: adds sleep columns to each server's row, so it needs "
+                              f"run.observation: per-server (got {self.run.observation!r}), the sleep lever "
+                              f"(sleep_fraction < 1, got {self.sleep_fraction:g}) and one speed level")
         if self.observe_energy and self.run.observation != "per-server":
             raise ConfigError(f"{where}.observe_energy: adds a column to each server's row, so it needs "
                               f"run.observation: per-server, got {self.run.observation!r}")

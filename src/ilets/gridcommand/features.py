@@ -30,6 +30,11 @@ With ``observe_queues`` one more block follows them (2 numbers, never capped):
   (:mod:`ilets.gridcommand.queues`), ``log1p(TRACK_SCALE * q_track)`` and
   ``log1p(q_deadline)``.
 
+With ``observe_sleep`` (the per-server layout and the sleep lever) every server's row gains
+:data:`SLEEP_ROW_FEATURES` (:class:`SleepRows`): how long it has been idle in the active down
+event and whether its sleep saving fits in the power above the target, what the power
+manager's rule reads per server (:class:`ilets.gridcommand.experts.SleepManager`).
+
 With ``observe_slot`` one more block follows (2 numbers):
 
 * :class:`SlotError`: the current slot's projected average power against the target, in
@@ -39,6 +44,7 @@ With ``observe_slot`` one more block follows (2 numbers):
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import numpy as np
@@ -49,7 +55,9 @@ if TYPE_CHECKING:
     from ilets.agents.observation import StateSpec
     from ilets.gridcommand.command import CommandSchedule, GridCommand
     from ilets.gridcommand.config import GridCommandConfig
+    from ilets.agents.observation import ServerTable
     from ilets.gridcommand.queues import VirtualQueues
+    from ilets.gridcommand.sleep import SleepLedger
     from ilets.simulator.cloud import Cloud, Fleet
     from ilets.simulator.objective import Task
 
@@ -88,6 +96,9 @@ class GridView(Protocol):
 
     @property
     def admission_cap(self) -> float: ...
+
+    @property
+    def sleep(self) -> SleepLedger | None: ...
 
 
 class GridBlock:
@@ -247,6 +258,63 @@ class AdmissionCap(GridBlock):
 
     def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
         out[0] = self.view.admission_cap
+
+
+#: The columns :class:`SleepRows` adds to each server's row (``observe_sleep``) [ours].
+SLEEP_ROW_FEATURES = MappingProxyType({
+    "idle_for": "log1p(time the server has had nothing to run in the active down event / sleep_after_s); "
+                "0 outside down events, for a server with work to run and for a sleeping one",
+    "saving_fits": "1 if, during a down event, the server's sleep saving is at most the fleet's power above the "
+                   "target now, else 0",
+})
+
+
+class SleepRows:
+    """A per-server table (:class:`ilets.agents.observation.ServerTable`) with
+    :data:`SLEEP_ROW_FEATURES` after each row's own columns [ours].
+
+    The sleep head scores each server's sleep action from that server's row, but the rule its
+    teacher takes as actions (:class:`ilets.gridcommand.experts.SleepManager`: the awake server
+    with nothing to run, idle for ``sleep_after_s`` within the event, whose saving fits in the
+    power above the target, the longest idle first) reads two things no row showed: how long
+    the server has idled and whether its saving fits. These columns show them, read from the
+    same sleep ledger, so the rule is a function of each row (the argmax of ``idle_for`` among
+    the rows with ``saving_fits`` and ``idle_for >= log1p(1)``).
+    """
+
+    def __init__(self, table: ServerTable, view: GridView) -> None:
+        if table.levels != 1:
+            raise ValueError("SleepRows: one row per server (no speed levels), as the sleep actions are")
+        self.table, self.view = table, view
+        self.width = table.width + len(SLEEP_ROW_FEATURES)
+
+    def size(self, m: int) -> int:
+        """Numbers the table takes for ``m`` servers."""
+        return self.width * m
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        """Upper bounds (lower bounds are 0): the table's, then ``inf`` and 1 per row."""
+        rows = self.table.high(fleet, spec).reshape(len(fleet), self.table.width)
+        return np.column_stack([rows, np.full(len(fleet), np.inf), np.ones(len(fleet))]).ravel()
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """Write the table's rows, each followed by its sleep columns."""
+        m, w = len(cloud.fleet), self.table.width
+        rows = out.reshape(m, self.width)
+        inner = np.empty(self.table.size(m), out.dtype)
+        self.table.write(cloud, task, spec, inner)
+        rows[:, :w] = inner.reshape(m, w)
+        view, ledger = self.view, self.view.sleep
+        c = view.active_command
+        if ledger is None or c is None or c.direction != "down":
+            rows[:, w:] = 0.0
+            return
+        now, drain = float(cloud.now), np.asarray(cloud.drain, dtype=float)
+        # as the rule reads it: idle since the last finish, the wake-up or the event's start
+        since = np.maximum(np.maximum(drain, ledger.ready), c.start_s)
+        idle = ~ledger.asleep & (drain <= now)
+        rows[:, w] = np.where(idle, np.log1p(np.maximum(0.0, now - since) / ledger.after_s), 0.0)
+        rows[:, w + 1] = ledger.saving_w <= float(view.power_now) - float(view.target_now)
 
 
 #: The grid-command blocks, in the order they follow the run's own layout.
