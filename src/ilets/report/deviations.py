@@ -359,6 +359,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(map(str, PILOT_SLEEP_REPEATS)) + "; a named error without sleep actions",
                   "ilets.gridcommand.pipeline.label_repeats, ilets.report.command_control.choose_sleep_repeat",
                   kind=EXTENSION),
+        Deviation("The sleep head's clone: the rule's inputs in each row", _NO_PAPER,
+                  "opt-in (observe_sleep, off by default): each server's row gains how long the server has had "
+                  "nothing to run in the active down event (log1p over sleep_after_s) and whether its sleep "
+                  "saving fits in the fleet's power above the target, what the power manager's rule (the head's "
+                  "teacher) reads per server, so its choice is a function of the rows; run as its own design "
+                  "(gridcommand-quick-per-server-sleep-rows), the sleep head's settings unchanged",
+                  "ilets.gridcommand.features.SleepRows, GridCommandConfig.observe_sleep", kind=EXTENSION),
         Deviation("The ladder's bound", _NO_PAPER,
                   "a hindsight rung above the ladder: at the first decision and every event's announcement and end "
                   "it simulates each of " + ", ".join(MEMBERS) + " (reference: the counterfactual policy, doing "
