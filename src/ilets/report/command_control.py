@@ -47,7 +47,8 @@ SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per
 #: and the teacher takes the power manager's rule as actions, so it is not a step of
 #: :data:`DESIGNS` either).
 SLEEP_HEAD_DESIGN = {"per-server with the sleep head": Path("shipped") / "gridcommand-per-server-sleep-head",
-                     "the same, sleep actions weighted": Path("shipped") / "gridcommand-per-server-sleep-head-weighted"}
+                     "the same, sleep actions weighted": Path("shipped") / "gridcommand-per-server-sleep-head-weighted",
+                     "the same, the rule's inputs in each row": Path("shipped") / "gridcommand-per-server-sleep-rows"}
 #: The thermostat-taught design (its teacher is the thermostat, not Lyapunov, and its scenario
 #: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
 THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat",
