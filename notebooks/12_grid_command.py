@@ -726,7 +726,12 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`pipeline.sleep_repeat`) and chooses how many times by the budget pilot's rule, committed
 #   before any candidate ran (`choose_sleep_repeat`; 50 servers only, where the clone slept
 #   least against its teacher). Design *the same, sleep actions weighted*
-#   (`gridcommand-grid-per-server-sleep-head-weighted`) takes the pilot's choice.
+#   (`gridcommand-grid-per-server-sleep-head-weighted`) takes the pilot's choice. The rule
+#   reads two things per server that no row showed: how long the server has idled in the
+#   event and whether its saving fits in the power above the target. With `observe_sleep`
+#   each row shows both (`ilets.gridcommand.features.SleepRows`), so the rule is a function
+#   of the rows; design *the same, the rule's inputs in each row*
+#   (`gridcommand-grid-per-server-sleep-rows`) is the head's design with only this change.
 #   {glue:md}`gc_head_status` {glue:text}`gc_head_said` {glue:text}`gc_head_sleeps`
 # * **The thermostat as the teacher.** The thermostat's choice is the sign of the slot's
 #   projected error and then a least- or most-energy server, which one shared scorer can express
