@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.experts import BOUND, EXPERTS
-from ilets.report.grid_command import LABELS, done_records, load_results
+from ilets.report.grid_command import LABELS, done_records, load_results, rungs_display
 
 #: Where the book reads the shipped grid (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-hindsight"
@@ -69,14 +69,7 @@ def bound_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def bound_display(bound: pd.DataFrame) -> pd.DataFrame:
     """:func:`bound_table` for display: one row per regime, fleet size and rung."""
-    if len(bound) == 0:
-        return pd.DataFrame()
-    out = pd.DataFrame({"regime": bound["regime"], "servers": bound["servers"],
-                        "rung": bound["method"].map(lambda m: LABELS.get(m, m))})
-    for key, (label, _, fmt) in BOUND_METRICS.items():
-        out[label] = bound[key].map(lambda v, f=fmt: format(v, f))
-    out["seeds"] = bound["seeds"]
-    return out
+    return rungs_display(bound, {key: (label, fmt) for key, (label, _, fmt) in BOUND_METRICS.items()})
 
 
 def _top(g: pd.DataFrame, metric: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from ilets.gridcommand.experts import CAP_RUNG, EXPERTS
-from ilets.report.grid_command import BAND_BAR, LABELS
+from ilets.report.grid_command import BAND_BAR, LABELS, rungs_display
 
 #: Where the book reads the shipped grid (relative to the repository root), and its profile.
 SHIPPED = Path("shipped") / "gridcommand-cap"
@@ -55,14 +55,7 @@ def cap_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def cap_display(cap: pd.DataFrame) -> pd.DataFrame:
     """:func:`cap_table` for display: one row per regime, fleet size and expert."""
-    if len(cap) == 0:
-        return pd.DataFrame()
-    out = pd.DataFrame({"regime": cap["regime"], "servers": cap["servers"],
-                        "expert": cap["method"].map(lambda m: LABELS.get(m, m))})
-    for key, (label, fmt) in CAP_METRICS.items():
-        out[label] = cap[key].map(lambda v, f=fmt: format(v, f))
-    out["seeds"] = cap["seeds"]
-    return out
+    return rungs_display(cap, CAP_METRICS, name="expert")
 
 
 def cap_sentence(cap: pd.DataFrame, bar: float = BAND_BAR, beside: str = BESIDE) -> str:

@@ -159,6 +159,20 @@ def _order(methods) -> list[str]:
     return [m for m in METHODS if m in present] + sorted(m for m in present if m not in METHODS)
 
 
+def rungs_display(table: pd.DataFrame, formats: dict[str, tuple[str, str]], name: str = "rung") -> pd.DataFrame:
+    """A per-(regime, fleet size, expert) table of seed means for display: regime, fleet size,
+    the expert's label (column ``name``), each metric of ``formats`` (``key -> (label,
+    format)``) formatted, and the seeds; empty when ``table`` is."""
+    if len(table) == 0:
+        return pd.DataFrame()
+    out = pd.DataFrame({"regime": table["regime"], "servers": table["servers"],
+                        name: table["method"].map(lambda m: LABELS.get(m, m))})
+    for key, (label, fmt) in formats.items():
+        out[label] = table[key].map(lambda v, f=fmt: format(v, f))
+    out["seeds"] = table["seeds"]
+    return out
+
+
 def _role(table: pd.DataFrame, role: str) -> pd.DataFrame:
     if role not in ("train", "eval"):
         raise ValueError(f"role: expected 'train' or 'eval', got {role!r}")
