@@ -124,7 +124,8 @@ glue("gc_drift_days_events", D.events_sentence(days_rows, days=days_scenario.win
 glue("gc_drift_days_said", D.drift_sentence(days_factors, scale=D.scale_of(days_rows)), display=False)
 glue("gc_drift_days", f"{days_scenario.window_days:g}", display=False)
 glue("gc_drift_days_scale", f"{days_scenario.run.workload.scale:g}", display=False)
-glue("gc_drift_days_wanted", f"{D.EVENTS_WANTED}", display=False)
+glue("gc_drift_days_wanted", f"{D.DRIFT_EVENTS}", display=False)
+glue("gc_drift_days_risk", f"{D.DRIFT_EVENTS_RISK:.0%}", display=False)
 glue("gc_every", f"{pipe.every}", display=False)
 glue("gc_window", f"{pipe.window}", display=False)
 table = R.results_table(results)
@@ -864,7 +865,7 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 # no comparison rests on one episode. The family `gridcommand-drift-days` runs the same
 # protocol on the scenario `gridcommand-quick-days`: {glue:text}`gc_drift_days` days of
 # commands per window (`window_days`; the fewest days for which a shallow-long episode has
-# fewer than {glue:text}`gc_drift_days_wanted` events with probability under 5 %,
+# fewer than {glue:text}`gc_drift_days_wanted` events with probability under {glue:text}`gc_drift_days_risk`,
 # `ilets.gridcommand.command.days_for_events`, a rule set before any episode ran), the window
 # longer in proportion (workload scale {glue:text}`gc_drift_days_scale`), so every event is
 # as long as above. Only the commands' clock runs several days: the workload is the window's

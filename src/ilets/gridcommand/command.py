@@ -433,7 +433,13 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
     return CommandSchedule(tuple(commands)).validate(window_start, window_end)
 
 
-def days_for_events(regime: CommandRegime, at_least: int = 20, risk: float = 0.05, most: int = 365) -> int:
+#: The drift protocol's events per episode, and the chance of fewer that :func:`days_for_events`
+#: accepts when it sets an episode's days [ours].
+DRIFT_EVENTS, DRIFT_EVENTS_RISK = 20, 0.05
+
+
+def days_for_events(regime: CommandRegime, at_least: int = DRIFT_EVENTS, risk: float = DRIFT_EVENTS_RISK,
+                    most: int = 365) -> int:
     """The fewest days of ``regime`` one episode must hold (``GridCommandConfig.window_days``) so
     that it has fewer than ``at_least`` events with probability below ``risk`` [ours].
 

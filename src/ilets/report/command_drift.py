@@ -21,18 +21,17 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD, REGIMES
+from ilets.gridcommand.command import DRIFT_EVENTS_RISK  # noqa: F401  (the chapter reads the rule's risk here)
+from ilets.gridcommand.command import DRIFT_BASE, DRIFT_EVENTS, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD, REGIMES
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, METRICS
 
 #: Where the book reads the shipped results (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-drift"
 #: The same protocol with several days of commands per episode (family ``gridcommand-drift-days``,
-#: scenario ``gridcommand-quick-days``), so that each episode holds :data:`EVENTS_WANTED` events.
+#: scenario ``gridcommand-quick-days``), so that each episode holds
+#: :data:`~ilets.gridcommand.command.DRIFT_EVENTS` events.
 DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-days"
-DAYS_FAMILY = "gridcommand-drift-days"
-#: The events one drift episode should hold (the issue's protocol).
-EVENTS_WANTED = 20
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
@@ -204,7 +203,7 @@ def most_events_per_window(name: str = DRIFT_BASE) -> int:
     return int((PAPER_ONLINE_WINDOW_S + r.min_gap_s) // (r.duration_s[0] + r.min_gap_s))
 
 
-def events_sentence(rows: pd.DataFrame, days: float = 1.0, wanted: int = EVENTS_WANTED) -> str:
+def events_sentence(rows: pd.DataFrame, days: float = 1.0, wanted: int = DRIFT_EVENTS) -> str:
     """How many scored events each comparison rests on: per factor, arm and fleet size the
     events of one method's episodes summed over the seeds (every method of a seed meets the
     same commands), the fewest of them; with one day of commands per window, why one episode

@@ -230,8 +230,8 @@ _NO_PAPER = "silent: the paper has no grid command (a scenario this study adds)"
 def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
-    from ilets.gridcommand.command import (DAY_S, DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD,
-                                           FIELD_REGIMES, PAPER_ONLINE_WINDOW_S)
+    from ilets.gridcommand.command import (DAY_S, DRIFT_BASE, DRIFT_EVENTS, DRIFT_EVENTS_RISK, DRIFT_FACTORS, DRIFT_LOAD,
+                                           DRIFT_TOWARD, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S)
     from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
@@ -281,7 +281,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "regime's times fitted to window / days and its expected events multiplied by days; the "
                   "workload stays the window's own (only the command clock is compressed). The multi-day drift "
                   "scenario (gridcommand-quick-days) takes the fewest days for which a shallow-long episode has "
-                  f"fewer than 20 events with probability under 5 % ({multi_day.window_days:g}), its window longer "
+                  f"fewer than {DRIFT_EVENTS} events with probability under {DRIFT_EVENTS_RISK:.0%} "
+                  f"({multi_day.window_days:g}), its window longer "
                   f"in proportion (scale {multi_day.run.workload.scale:g}), so events keep their quick-scale "
                   "lengths; 50 servers only, for the cost",
                   "GridCommandConfig.window_days, ilets.gridcommand.command.days_for_events", kind=EXTENSION),
