@@ -53,8 +53,10 @@ def learn_with(cfg, experts, steps=None, interrupt_at=None, every=30, max_pendin
     clock = StepClock(stop_at=steps, interrupt_at=interrupt_at)
     try:
         model.learn(total_timesteps=len(wl.online) + 64, callback=[clock, oail])
-    finally:
-        oail.close()
+    except BaseException:  # as ilets.agents.methods does
+        oail.close(wait=False)
+        raise
+    oail.close()
     return oail, clock, model
 
 
@@ -169,6 +171,34 @@ def test_no_orphan_processes_after_normal_exit_or_interrupt(tiny_config):
     with pytest.raises(KeyboardInterrupt):
         learn_with(tiny_config, ["slow:5.0:greedy"], every=30, interrupt_at=200, clock="wall")
     assert not children(before)
+
+
+def test_an_interrupted_close_returns_though_the_pool_is_blocked(tiny_config):
+    # CPython can run a signal handler between a lock's acquire and its `with` block (issue
+    # 74174): a SIGTERM there leaves a future's lock held by the main thread, and the pool's
+    # manager thread blocks on it for ever. Simulated here by holding a running future's lock;
+    # the work ignores the stop event, so the worker must be killed.
+    import threading
+
+    before = existing()
+    oail = OAILCallback(tiny_config.oail, tiny_config.experts, tiny_config.reward, seed=0)
+    oail.pool = pool = oail._new_pool()
+    busy = pool.submit(time.sleep, 600)
+    while not busy.running():
+        time.sleep(0.01)
+    manager = pool._executor_manager_thread
+    busy._condition.acquire()
+    try:
+        t0 = time.monotonic()
+        oail.close(wait=False)
+        took = time.monotonic() - t0
+        assert isinstance(manager, threading.Thread) and manager.is_alive()  # it was not joined
+    finally:
+        busy._condition.release()
+    assert took < OAILCallback.HUNG_GRACE_S + 10, took
+    assert not children(before)
+    manager.join(timeout=30)  # unblocked, it sees the killed worker and ends
+    assert not manager.is_alive()
 
 
 def test_past_window_uses_only_placed_tasks_and_upcoming_peeks_ahead(tiny_config, monkeypatch):

@@ -114,9 +114,12 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         callbacks.append(oail)
     try:
         model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
-    finally:
+    except BaseException:
         if oail is not None:
-            oail.close()
+            oail.close(wait=False)  # interrupted or failed: never wait on the pool (OAILCallback.close)
+        raise
+    if oail is not None:
+        oail.close()
     imitation = 0.0
     if oail is not None:
         extra.update(oail.counters.as_dict())

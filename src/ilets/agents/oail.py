@@ -258,22 +258,33 @@ class OAILCallback(BaseCallback):
     def _on_training_end(self) -> None:
         self.close()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """Cancel pending work and stop the worker processes (idempotent).
 
-        Workers are not killed: a process killed while it writes a result leaves a partial
-        message in the pool's result pipe, and the executor's manager thread then blocks
-        for ever (and with it the interpreter's exit). Instead queued work is cancelled, the
-        stop event asks a running expert to finish early, and the pool is joined; a GA or
-        PSO call lasts milliseconds.
+        With ``wait`` (the pass ended) workers are not killed: a process killed while it
+        writes a result leaves a partial message in the pool's result pipe, and the
+        executor's manager thread then blocks for ever (and with it the interpreter's exit).
+        Instead queued work is cancelled, the stop event asks a running expert to finish
+        early, and the pool is joined; a GA or PSO call lasts milliseconds.
+
+        Without ``wait`` (the run was interrupted or failed) the pool's manager thread is not
+        joined: workers get :attr:`HUNG_GRACE_S` after the stop event, then are killed. An
+        interrupt can leave a lock of a future or of the pool's queue held for ever, because
+        CPython may run the signal handler between the lock's acquire and its ``with`` block
+        (CPython issue 74174); the manager thread then blocks on that lock and joining it
+        would hang the run (seen once: SIGTERM to an ILETS- run). ``ilets`` leaves with
+        ``os._exit`` after an interrupt, so a blocked manager thread holds nothing up.
         """
         pool, self.pool = self.pool, None
         if pool is None:
             return
         self.counters.unapplied += len(self._pending)
         self._pending.clear()
-        self._stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        if wait:
+            self._stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+        else:
+            self._end_workers(pool)
 
     # --- per decision -----------------------------------------------------------------
     def _on_step(self) -> bool:
@@ -400,7 +411,8 @@ class OAILCallback(BaseCallback):
                 return None
         return None
 
-    #: wall seconds a replaced pool's workers get to end after the stop event before they are killed
+    #: wall seconds the workers of a replaced (or interrupted) pool get to end after the stop event before
+    #: they are killed
     HUNG_GRACE_S = 2.0
 
     def _replace_hung_pool(self, hung: _Pending) -> None:
@@ -410,16 +422,7 @@ class OAILCallback(BaseCallback):
         on which process computes them, so nothing else changes."""
         old, self.pool = self.pool, None
         assert old is not None, "a request timed out in the pool"
-        processes = list((getattr(old, "_processes", None) or {}).values())
-        self._stop.set()
-        old.shutdown(wait=False, cancel_futures=True)
-        deadline = time.monotonic() + self.HUNG_GRACE_S
-        for p in processes:
-            p.join(timeout=max(0.0, deadline - time.monotonic()))
-        for p in processes:
-            if p.is_alive():  # hung: not writing a result, so killing it cannot corrupt the pipe
-                p.kill()
-                p.join(timeout=5)
+        self._end_workers(old)
         self.pool = self._new_pool()
         for p in self._pending:
             f = p.future
@@ -428,6 +431,21 @@ class OAILCallback(BaseCallback):
             if f.done() and not f.cancelled() and not isinstance(f.exception(), BrokenProcessPool):
                 continue  # finished in the old pool: its result (or its own error) is intact
             p.future = self.pool.submit(run_emulator, p.req)
+
+    def _end_workers(self, pool: ProcessPoolExecutor) -> None:
+        """Stop ``pool`` without joining its manager thread: the stop event ends a slow expert
+        early, and a worker still alive :attr:`HUNG_GRACE_S` after it is killed (hung, or
+        idle behind a manager thread that cannot send its exit sentinel)."""
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        self._stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + self.HUNG_GRACE_S
+        for p in processes:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in processes:
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
 
     def _restart_pool(self) -> None:
         """Replace a broken pool; every request it held is resubmitted once, else lost."""
