@@ -134,20 +134,30 @@ def test_the_factor_table_pairs_the_arms_by_seed():
 @pytest.mark.slow
 def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     path = tmp_path / "family.yaml"
-    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band]\nmethods: [rule, bc]\n"
-                    "controls: [bc]\nservers: [5]\nseeds: [0, 1]\n")
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band, depth]\n"
+                    "methods: [rule, bc]\ncontrols: [bc]\nservers: [5]\nseeds: [0]\n")
     family = CD.load_family(path)
-    first = CD.run(family, tmp_path / "out", progress=False)
-    assert first["band/shifted"]["ran"] == 4 and first["band/control"]["ran"] == 2
-    again = CD.run(family, tmp_path / "out", progress=False)
-    assert again["band/shifted"]["skipped_done"] == 4 and again["band/shifted"]["ran"] == 0
-    info = CD.ship(tmp_path / "out", tmp_path / "shipped", family, note="test")
-    assert json.loads((tmp_path / "shipped/band/control/PROVENANCE.json").read_text())["cells"] == 2
-    assert (info["cells"], info["planned_units"], info["grids"]) == (6, 6, ["band/shifted", "band/control"])
+    out = tmp_path / "out"
+    first = CD.run(family, out, progress=False)
+    assert first["band/shifted"]["ran"] == 2 and first["band/control"]["ran"] == 1
+    # one clone cache for the family: both shifted grids train under the base regime, so the
+    # second reads the first's clone; each control trains under its own moved regime
+    assert all((out / grid / "cache").is_symlink() for grid in ("band/shifted", "depth/control"))
+    assert len(list((out / "cache").glob("clone-*.pt"))) == 1 + 2
+    cached = {g: json.loads((out / g / "cells" / "bc-M5-s0.json").read_text())["train"].get("clone_cached", False)
+              for g in ("band/shifted", "depth/shifted", "depth/control")}
+    assert cached == {"band/shifted": False, "depth/shifted": True, "depth/control": False}
+    again = CD.run(family, out, progress=False)
+    assert again["band/shifted"]["skipped_done"] == 2 and again["band/shifted"]["ran"] == 0
+    info = CD.ship(out, tmp_path / "shipped", family, note="test")
+    assert json.loads((tmp_path / "shipped/band/control/PROVENANCE.json").read_text())["cells"] == 1
+    assert (info["cells"], info["planned_units"]) == (6, 6)
+    assert info["grids"] == ["band/shifted", "band/control", "depth/shifted", "depth/control"]
     assert json.loads((tmp_path / "shipped/PROVENANCE.json").read_text())["note"] == "test"
+    assert not list((tmp_path / "shipped").rglob("clone-*.pt"))  # the cache is not shipped
     rows = D.load_drift(tmp_path / "shipped")
     assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
-        DRIFT_BASE, f"{DRIFT_BASE}+band"}
+        DRIFT_BASE, f"{DRIFT_BASE}+band", f"{DRIFT_BASE}+depth"}
     assert "band" in D.status_sentence(rows, tmp_path / "shipped")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,13 @@ SHIPPED = Path("shipped") / "gridcommand-drift"
 #: scenario ``gridcommand-quick-days``), so that each episode holds
 #: :data:`~ilets.gridcommand.command.DRIFT_EVENTS` events.
 DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-days"
+#: The same protocol with the clone-based methods of the design whose frozen clone met the bar
+#: (family ``gridcommand-drift-per-server``: the per-server policy, its scenario and pipeline
+#: those of ``gridcommand-grid-per-server-energy``).
+PER_SERVER_SHIPPED = Path("shipped") / "gridcommand-drift-per-server"
+#: Every drift family the chapter reads: its learner's design -> where it is shipped.
+FAMILIES = {"flat (family gridcommand-drift-quick)": SHIPPED, "flat (family gridcommand-drift-days)": DAYS_SHIPPED,
+            "per-server (family gridcommand-drift-per-server)": PER_SERVER_SHIPPED}
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
@@ -49,6 +56,20 @@ def load_drift(folder: Path) -> pd.DataFrame:
         parts.append(t[t["arm"].notna()])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["factor", "kind", "arm", "method", "servers", "seed", "role", "regime", "scale", *DRIFT_METRICS])
+
+
+def control_grids(root: Path, families: Mapping[str, Path] | None = None) -> dict[str, Path]:
+    """Per drift family (design -> shipped folder, by default :data:`FAMILIES`), the grid that
+    holds its positive control: the first factor's ``shifted`` grid shipped (relative to
+    ``root``). Its ``train`` role is every method trained and scored under the base regime, the
+    teacher on the same episodes, as in every factor's ``shifted`` grid; families not shipped
+    are left out. For :func:`ilets.report.command_control.load_designs`."""
+    out = {}
+    for design, folder in (FAMILIES if families is None else families).items():
+        found = [f for f in DRIFT_FACTORS if (Path(root) / folder / f / "shifted" / "cells").is_dir()]
+        if found:
+            out[design] = Path(folder) / found[0] / "shifted"
+    return out
 
 
 def scale_of(rows: pd.DataFrame) -> str:

@@ -25,6 +25,7 @@ seed's commands), so every comparison is paired by seed (:mod:`ilets.report.comm
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field
 from importlib import resources
@@ -111,12 +112,37 @@ def folder_of(out: Path, factor: str, kind: str) -> Path:
     return Path(out) / factor / kind
 
 
+def share_clone_cache(out: Path, grid: Path) -> None:
+    """Make ``grid``'s clone cache (``<grid>/cache``) the family's own, ``<out>/cache``.
+
+    Every ``shifted`` grid trains its clones under the base regime, so the seven factors'
+    grids would otherwise clone the same teacher seven times. The cache key is everything
+    that determines the clone (:func:`ilets.gridcommand.pipeline.clone_key`) and a cached
+    clone is the one a fresh clone makes, so sharing it changes no number, only the CPU
+    time the cells record. The link is a relative symbolic link; a grid whose cache already
+    exists (a folder from before, or a host without symbolic links) keeps its own.
+    """
+    shared, link = Path(out) / "cache", Path(grid) / "cache"
+    shared.mkdir(parents=True, exist_ok=True)
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        return
+    try:
+        link.symlink_to(os.path.relpath(shared, link.parent), target_is_directory=True)
+    except FileExistsError:  # another process of the family made it meanwhile
+        pass
+    except OSError:  # no symbolic links here: the grid clones on its own, with the same result
+        pass
+
+
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
-    """Run every grid of ``family`` not yet done (each resumes on its own); their summaries."""
+    """Run every grid of ``family`` not yet done (each resumes on its own, all sharing one clone
+    cache: :func:`share_clone_cache`); their summaries."""
     from ilets.study.grid import run_grid
 
     summaries = {}
     for factor, kind, profile in family.grids():
+        share_clone_cache(out, folder_of(out, factor, kind))
         summaries[f"{factor}/{kind}"] = run_grid(profile, folder_of(out, factor, kind), workers=1, progress=progress,
                                                  scenario="gridcommand", max_cells=max_cells)
     return summaries
