@@ -71,6 +71,29 @@ def test_the_shipped_family_expands_into_shifted_and_control_grids():
     assert CD.folder_of(Path("out"), "band", "control") == Path("out/band/control")
 
 
+def test_the_per_server_family_runs_the_design_whose_clone_met_the_bar():
+    # the family's learner is that grid's, unchanged: the same scenario and pipeline settings
+    from ilets.study.scenario import get_scenario
+
+    family = CD.load_family("per-server")
+    design = get_scenario("gridcommand").load_profile("gridcommand-grid-per-server-energy")
+    assert (family.scenario, family.pipeline) == (design.scenario, design.pipeline)
+    quick = CD.load_family("quick")
+    assert (family.factors, family.methods, family.controls, family.seeds) == (
+        quick.factors, quick.methods, quick.controls, quick.seeds)
+
+
+def test_each_family_reads_its_positive_control_from_its_first_shifted_grid(tmp_path):
+    for folder, factors in (("a", ("band", "depth")), ("b", ())):
+        for factor in factors:
+            (tmp_path / folder / factor / "shifted" / "cells").mkdir(parents=True)
+    grids = D.control_grids(tmp_path, {"flat": Path("a"), "per-server": Path("b")})
+    # depth comes before band in the protocol's order; a family not shipped is left out
+    assert grids == {"flat": Path("a/depth/shifted")}
+    said = D.status_sentence(D.load_drift(tmp_path / "b"), tmp_path / "b", "gridcommand-drift-per-server")
+    assert "--family gridcommand-drift-per-server --out results/b" in said
+
+
 @pytest.mark.parametrize("text, where", [
     ("factors: [depth, speed]", "factors[1]: 'speed'"),
     ("controls: [rule]", "controls[0]: 'rule'"),

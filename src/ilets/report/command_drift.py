@@ -78,12 +78,13 @@ def scale_of(rows: pd.DataFrame) -> str:
     return scales[0] if len(scales) == 1 else "mixed"
 
 
-def status_sentence(rows: pd.DataFrame, folder: Path) -> str:
+def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> str:
     """What the drift section shows: factors, grids, cells, seeds and fleet sizes, scale, and
-    the cells' CPU time and commits (from each grid's ``PROVENANCE.json``), or why nothing."""
+    the cells' CPU time and commits (from each grid's ``PROVENANCE.json``), or why nothing
+    (with the command that runs ``family``)."""
     if len(rows) == 0:
-        return (f"No drift-protocol results in `{folder.name}` yet: `python -m ilets.study.command_drift --out "
-                f"results/gridcommand-drift`, then `--ship`, computes and ships them.")
+        return (f"No drift-protocol results in `{folder.name}` yet: `python -m ilets.study.command_drift --family "
+                f"{family} --out results/{folder.name}`, then `--ship`, computes and ships them.")
     provenance = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*/*/PROVENANCE.json"))]
     cells = rows[rows["role"] == "train"]
     commits = sorted({c[:12] for p in provenance for c in p.get("commits", {})})

@@ -274,7 +274,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(f"{k}: {'/'.join(v)}" for k, v in DRIFT_FACTORS.items())
                   + f"); the load, which the trials do not move, goes to arrival rate x{DRIFT_LOAD:g} (the "
                   "generalisation study's rate shift); learners trained under the base are scored under each, "
-                  "beside a control trained under it",
+                  "beside a control trained under it. Families: the authors' flat policy (one day and "
+                  "several days of commands per window) and the per-server clone of the last clone design, "
+                  "with that grid's scenario and pipeline unchanged (gridcommand-drift-per-server, 50 servers); "
+                  "a family's grids share one clone cache, which changes no number",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Days of commands per window", _NO_PAPER,
                   "opt-in (window_days, default 1): one window stands for that many days of commands, the "
