@@ -172,6 +172,9 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert cached == {"band/shifted": False, "depth/shifted": True, "depth/control": False}
     again = CD.run(family, out, progress=False)
     assert again["band/shifted"]["skipped_done"] == 2 and again["band/shifted"]["ran"] == 0
+    # as a run of the same family with other seeds leaves it: shipping still lists these cells
+    manifest = out / "band/shifted/grid.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cells": ["rule-M5-s7", "bc-M5-s7"]}))
     info = CD.ship(out, tmp_path / "shipped", family, note="test")
     assert json.loads((tmp_path / "shipped/band/control/PROVENANCE.json").read_text())["cells"] == 1
     assert (info["cells"], info["planned_units"]) == (6, 6)

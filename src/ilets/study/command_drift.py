@@ -152,11 +152,14 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> dict:
     """Ship every grid of ``family`` found under ``src`` to the same place under ``dest``
     (:func:`ilets.study.shipping.ship`: cells, store, profile and provenance each), then the
     family's own ``PROVENANCE.json`` over all their cells, with the cells it plans
-    (``planned_units``) and the grids shipped. ``dest`` is replaced as a whole."""
+    (``planned_units``) and the grids shipped. Each grid is claimed for the family's profile
+    first, so runs of several family files that differ only in their seeds ship together.
+    ``dest`` is replaced as a whole."""
     import shutil
 
     from ilets.files import publish_folder
     from ilets.host import provenance_of
+    from ilets.study.grid import claim_folder
     from ilets.study.scenario import get_scenario
     from ilets.study.shipping import ship as ship_grid
 
@@ -165,9 +168,12 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> dict:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     grids, records = [], []
-    for factor, kind, _ in family.grids():
+    for factor, kind, profile in family.grids():
         folder = folder_of(src, factor, kind)
         if (folder / "cells").is_dir():
+            # the family's whole grid: the store then lists every finished cell of it, whichever
+            # run (a family file with some of the seeds, say) wrote the folder's manifest last
+            claim_folder(profile, folder, sc.cells(profile), sc)
             ship_grid(folder, folder_of(tmp, factor, kind), note=f"{note} ({factor}, {kind})", scenario=sc)
             grids.append(f"{factor}/{kind}")
             records += sc.records(folder_of(tmp, factor, kind))

@@ -90,7 +90,7 @@ class FolderInUse(ValueError):
     """A results folder that holds another profile's grid (the message names both)."""
 
 
-def _claim_folder(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any]) -> None:
+def claim_folder(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any]) -> None:
     """Write the manifest of ``profile``'s grid in ``out``, unless ``out`` holds another
     profile's grid: a folder belongs to one grid, since its store lists the cells of the grid
     whose ``grid.json`` is there, and two grids would each drop the other's rows. The same
@@ -155,7 +155,7 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
         raise ValueError(f"max_cells: expected >= 1, got {max_cells}")
     out = Path(out)
     cells = sc.cells(profile)
-    _claim_folder(profile, out, cells, sc)
+    claim_folder(profile, out, cells, sc)
     sc.prepare(out, cells)
     todo = [c for c in cells if not sc.is_done(c, out)]
     skipped = len(cells) - len(todo)
