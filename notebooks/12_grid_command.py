@@ -38,6 +38,7 @@ from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.experts import DECIDING
 from ilets.gridcommand.pipeline import PipelineConfig
 from ilets.report import deviations, plots
+from ilets.study.command_drift import load_family
 from ilets.study.command_scenario import load_profile as load_grid_profile
 from ilets.report import grid_command as R
 from ilets.report import command_bound as B
@@ -127,6 +128,14 @@ glue("gc_drift_days", f"{days_scenario.window_days:g}", display=False)
 glue("gc_drift_days_scale", f"{days_scenario.run.workload.scale:g}", display=False)
 glue("gc_drift_days_wanted", f"{D.DRIFT_EVENTS}", display=False)
 glue("gc_drift_days_risk", f"{D.DRIFT_EVENTS_RISK:.0%}", display=False)
+days_family = load_family("gridcommand-drift-days")
+glue("gc_drift_days_servers", ", ".join(map(str, days_family.servers)), display=False)
+ps_family = load_family(D.PER_SERVER_FAMILY)
+glue("gc_drift_ps_design", D.PER_SERVER_DESIGN, display=False)
+glue("gc_drift_ps_epochs", f"{ps_family.pipeline.bc_epochs}", display=False)
+glue("gc_drift_ps_rounds", f"{ps_family.pipeline.dagger_rounds}", display=False)
+glue("gc_drift_ps_servers", ", ".join(map(str, ps_family.servers)), display=False)
+glue("gc_drift_ps_factors", f"{len(ps_family.factors)}", display=False)
 ps_rows = D.load_drift(root / D.PER_SERVER_SHIPPED)
 ps_factors = D.factor_table(ps_rows)
 glue("gc_drift_ps_status", Markdown(D.status_sentence(ps_rows, root / D.PER_SERVER_SHIPPED,
@@ -847,8 +856,8 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 # trained. Each family's positive control is its own: the clone frozen, under the base regime
 # it was trained in, against its teacher on the same episodes (the clone section's bar).
 # {glue:text}`gc_drift_clones` The two families of the authors' flat policy answer what drift
-# does to that policy; the family of the next section answers it for a clone that can follow
-# its teacher.
+# does to that policy; the family of the last subsection asks it of the per-server clone,
+# whose own control is in the same sentence once it has run.
 
 # %% tags=["remove-input"]
 plots.markdown_table(D.factors_table(), {}, empty="")
@@ -885,8 +894,8 @@ plots.markdown_table(D.factor_display(factors, "tracking_mae_rel", part="control
 # `ilets.gridcommand.command.days_for_events`, a rule set before any episode ran), the window
 # longer in proportion (workload scale {glue:text}`gc_drift_days_scale`), so every event is
 # as long as above. Only the commands' clock runs several days: the workload is the window's
-# own. For the cost (each episode is that many times longer than its twin above), 50 servers
-# only.
+# own. For the cost (each episode is that many times longer than its twin above),
+# {glue:text}`gc_drift_days_servers` servers only.
 #
 # {glue:md}`gc_drift_days_status`
 #
@@ -903,19 +912,19 @@ plots.markdown_table(D.factor_display(days_factors, "tracking_mae_rel", part="co
 
 # %% [markdown]
 # *Tables: as the two above, with {glue:text}`gc_drift_days` days of commands per episode
-# (quick time base, 50 servers).*
+# (quick time base, {glue:text}`gc_drift_days_servers` servers).*
 #
-# ### With a clone that meets the bar
+# ### With the per-server clone
 #
 # The families above train the authors' flat policy. The family
 # `gridcommand-drift-per-server` runs the same protocol (factors, methods, controls, seeds)
-# with the clone-based methods of design *the same, with DAgger, servers ranked by energy*,
-# the clone section's last design: its scenario (the per-server policy, the Lyapunov queues
-# shown, the sleep lever on) and its pipeline settings, unchanged; its positive control is in
-# the sentence at the head of this section once it has run. One day
-# of commands per window, as in the first family, and 50 servers only, for the cost (each
-# clone is trained for 300 epochs and one DAgger round). The seven shifted grids share one
-# clone per seed (`command_drift.share_clone_cache`).
+# with the clone-based methods of design *{glue:text}`gc_drift_ps_design`*, the clone
+# section's last design: its scenario (the per-server policy, the Lyapunov queues shown, the
+# sleep lever on) and its pipeline settings, unchanged. One day of commands per window, as in
+# the first family, and {glue:text}`gc_drift_ps_servers` servers only, for the cost (each
+# clone is trained for {glue:text}`gc_drift_ps_epochs` BC epochs and
+# {glue:text}`gc_drift_ps_rounds` DAgger round(s)). The {glue:text}`gc_drift_ps_factors`
+# shifted grids share one clone per seed (`command_drift.share_clone_cache`).
 #
 # {glue:md}`gc_drift_ps_status`
 #
@@ -931,8 +940,8 @@ plots.markdown_table(D.factor_display(ps_factors, "tracking_mae_rel"), {},
 plots.markdown_table(D.factor_display(ps_factors, "tracking_mae_rel", part="control"), {}, empty="")
 
 # %% [markdown]
-# *Tables: as the first two of this section, with the per-server clone that met the bar (quick
-# scale, 50 servers).*
+# *Tables: as the first two of this section, with the per-server clone (quick scale,
+# {glue:text}`gc_drift_ps_servers` servers).*
 
 # %% [markdown]
 # ## Limits of these results

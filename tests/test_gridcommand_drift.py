@@ -75,8 +75,10 @@ def test_the_per_server_family_runs_the_design_whose_clone_met_the_bar():
     # the family's learner is that grid's, unchanged: the same scenario and pipeline settings
     from ilets.study.scenario import get_scenario
 
-    family = CD.load_family("per-server")
-    design = get_scenario("gridcommand").load_profile("gridcommand-grid-per-server-energy")
+    from ilets.report import command_control as C
+
+    family = CD.load_family(D.PER_SERVER_FAMILY)
+    design = get_scenario("gridcommand").load_profile(C.design_profile(C.DESIGNS[D.PER_SERVER_DESIGN]))
     assert (family.scenario, family.pipeline) == (design.scenario, design.pipeline)
     quick = CD.load_family("quick")
     assert (family.factors, family.methods, family.controls, family.seeds) == (
@@ -92,6 +94,31 @@ def test_each_family_reads_its_positive_control_from_its_first_shifted_grid(tmp_
     assert grids == {"flat": Path("a/depth/shifted")}
     said = D.status_sentence(D.load_drift(tmp_path / "b"), tmp_path / "b", "gridcommand-drift-per-server")
     assert "--family gridcommand-drift-per-server --out results/b" in said
+
+
+def test_the_shared_clone_cache_is_linked_once_and_relinked_when_dangling(tmp_path):
+    out, grid = tmp_path / "out", tmp_path / "out" / "band" / "shifted"
+    CD.share_clone_cache(out, grid)
+    assert (grid / "cache").is_symlink() and (grid / "cache").resolve() == (out / "cache").resolve()
+    (out / "cache").rmdir()  # the shared cache removed by hand: the link dangles
+    CD.share_clone_cache(out, grid)
+    assert (grid / "cache").is_dir() and (out / "cache").is_dir()
+    own = tmp_path / "out" / "depth" / "shifted" / "cache"
+    own.mkdir(parents=True)  # a grid with a cache of its own (from before) keeps it
+    CD.share_clone_cache(out, own.parent)
+    assert own.is_dir() and not own.is_symlink()
+
+
+def test_shipping_under_another_family_name_is_a_one_line_error(tmp_path, capsys):
+    path = tmp_path / "family.yaml"
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band]\nmethods: [rule]\n"
+                    "controls: [bc]\nservers: [5]\nseeds: [0]\n")
+    grid = tmp_path / "results" / "band" / "shifted"
+    (grid / "cells").mkdir(parents=True)
+    (grid / "grid.json").write_text(json.dumps({"profile": "other-band", "cells": []}))
+    assert CD.main(["--family", str(path), "--ship", str(tmp_path / "results"), "--to", str(tmp_path / "s")]) == 2
+    err = capsys.readouterr().err
+    assert "'other-band'" in err and "pass its --family" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("text, where", [

@@ -11,6 +11,7 @@ Requests and results travel pickled, so both are small (:meth:`Cloud.emulator_co
 from __future__ import annotations
 
 import os
+import signal
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,13 +34,18 @@ _STOP: Event | None = None
 
 
 def init_worker(stop: Event) -> None:
-    """Initialise an emulator process: keep the pool's stop event, die with the parent, load
-    the experts' kernels."""
+    """Initialise an emulator process: keep the pool's stop event, leave interrupts to the
+    parent, die with the parent, load the experts' kernels."""
     from ilets.agents.experts import warm_up
     from ilets.lifecycle import die_with_parent
 
     global _STOP
     _STOP = stop
+    # A forked worker inherits the run's handlers: SIGTERM would raise KeyboardInterrupt in it
+    # and Ctrl-C (sent to the whole process group) would stop it mid-result. The run decides:
+    # its close() asks a running expert to stop and ends the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     die_with_parent()
     # A forked worker inherits the parent's loaded kernels (nothing to do); one started by
     # spawn or forkserver loads them here, before its first request is timed.

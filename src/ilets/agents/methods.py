@@ -114,9 +114,13 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         callbacks.append(oail)
     try:
         model.learn(total_timesteps=len(workload.online) + cfg.ppo.n_steps, callback=callbacks)
+    except KeyboardInterrupt:
+        if oail is not None:
+            oail.close(wait=False)  # interrupted: never wait on the pool (OAILCallback.close)
+        raise
     except BaseException:
         if oail is not None:
-            oail.close(wait=False)  # interrupted or failed: never wait on the pool (OAILCallback.close)
+            oail.close()
         raise
     if oail is not None:
         oail.close()

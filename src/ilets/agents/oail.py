@@ -267,7 +267,7 @@ class OAILCallback(BaseCallback):
         Instead queued work is cancelled, the stop event asks a running expert to finish
         early, and the pool is joined; a GA or PSO call lasts milliseconds.
 
-        Without ``wait`` (the run was interrupted or failed) the pool's manager thread is not
+        Without ``wait`` (the run was interrupted) the pool's manager thread is not
         joined: workers get :attr:`HUNG_GRACE_S` after the stop event, then are killed. An
         interrupt can leave a lock of a future or of the pool's queue held for ever, because
         CPython may run the signal handler between the lock's acquire and its ``with`` block

@@ -36,9 +36,13 @@ DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-days"
 #: (family ``gridcommand-drift-per-server``: the per-server policy, its scenario and pipeline
 #: those of ``gridcommand-grid-per-server-energy``).
 PER_SERVER_SHIPPED = Path("shipped") / "gridcommand-drift-per-server"
+#: That family, and the clone design of :data:`ilets.report.command_control.DESIGNS` whose
+#: scenario and pipeline it runs (a test holds them equal).
+PER_SERVER_FAMILY = "gridcommand-drift-per-server"
+PER_SERVER_DESIGN = "the same, with DAgger, servers ranked by energy"
 #: Every drift family the chapter reads: its learner's design -> where it is shipped.
 FAMILIES = {"flat (family gridcommand-drift-quick)": SHIPPED, "flat (family gridcommand-drift-days)": DAYS_SHIPPED,
-            "per-server (family gridcommand-drift-per-server)": PER_SERVER_SHIPPED}
+            f"per-server (family {PER_SERVER_FAMILY})": PER_SERVER_SHIPPED}
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
@@ -83,8 +87,9 @@ def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> 
     the cells' CPU time and commits (from each grid's ``PROVENANCE.json``), or why nothing
     (with the command that runs ``family``)."""
     if len(rows) == 0:
-        return (f"No drift-protocol results in `{folder.name}` yet: `python -m ilets.study.command_drift --family "
-                f"{family} --out results/{folder.name}`, then `--ship`, computes and ships them.")
+        run = f"python -m ilets.study.command_drift --family {family}"
+        return (f"No drift-protocol results in `{folder.name}` yet: `{run} --out results/{folder.name}`, then "
+                f"`{run} --ship results/{folder.name} --to shipped/{folder.name}`, computes and ships them.")
     provenance = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*/*/PROVENANCE.json"))]
     cells = rows[rows["role"] == "train"]
     commits = sorted({c[:12] for p in provenance for c in p.get("commits", {})})

@@ -125,6 +125,8 @@ def share_clone_cache(out: Path, grid: Path) -> None:
     shared, link = Path(out) / "cache", Path(grid) / "cache"
     shared.mkdir(parents=True, exist_ok=True)
     link.parent.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() and not link.exists():  # dangling (the shared cache was removed): relink
+        link.unlink()
     if link.is_symlink() or link.exists():
         return
     try:
@@ -196,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    from ilets.study.grid import FolderInUse
+
     try:
         family = load_family(args.family)
         if args.ship is not None:
@@ -212,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         for name, summary in run(family, args.out, progress=not args.quiet, max_cells=args.max_cells).items():
             print(f"{name}: ran {summary.get('ran')}, already done {summary.get('skipped_done')}, "
                   f"failed {summary.get('failed')}")
+    except FolderInUse as err:  # most often --ship without the --family that ran the folder
+        print(f"error: {err}; a family's grids are named after it: pass its --family", file=sys.stderr)
+        return 2
     except (ConfigError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
