@@ -229,3 +229,20 @@ def test_the_events_sentence_counts_each_seed_once_and_names_the_fewest():
     said = D.events_sentence(many, days=14)
     assert "With 14 days of commands per window an episode holds 12-30 events" in said
     assert "4 of its 8 distinct episodes hold at least 20" in said and "at most" not in said
+
+
+def test_the_per_server_familys_base_arm_is_its_designs_own_grid():
+    """What the chapter says of the per-server family: its learner is the design's, unchanged.
+    Under the base regime its cells are that grid's cells, bit for bit, on every seed both ran
+    (every factor's shifted grid trains and scores the same base episodes)."""
+    from ilets.report import command_control as C
+    from ilets.report import grid_command as R
+
+    design = R.results_table(R.load_results(ROOT / C.DESIGNS[D.PER_SERVER_DESIGN]))
+    rows = D.load_drift(ROOT / D.PER_SERVER_SHIPPED)
+    base = rows[(rows["arm"] == "base")]
+    both = base.merge(design[design["role"] == "train"], on=["method", "servers", "seed"], suffixes=("", "_design"))
+    shared = base["method"].isin(set(design["method"])) & base["seed"].isin(set(design["seed"]))
+    assert len(both) == shared.sum() > 0
+    for col in ("episode_reward", "tracking_mae_rel", "misses_caused", "energy_kwh"):
+        assert (both[col] == both[f"{col}_design"]).all(), col
