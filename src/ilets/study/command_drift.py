@@ -131,10 +131,8 @@ def share_clone_cache(out: Path, grid: Path) -> None:
         return
     try:
         link.symlink_to(os.path.relpath(shared, link.parent), target_is_directory=True)
-    except FileExistsError:  # another process of the family made it meanwhile
-        pass
-    except OSError:  # no symbolic links here: the grid clones on its own, with the same result
-        pass
+    except OSError:  # made meanwhile by another process of the family, or no symbolic links here
+        pass  # (the grid then clones on its own, with the same result)
 
 
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
