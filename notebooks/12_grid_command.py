@@ -138,8 +138,8 @@ glue("gc_drift_ps_servers", ", ".join(map(str, ps_family.servers)), display=Fals
 glue("gc_drift_ps_factors", f"{len(ps_family.factors)}", display=False)
 ps_rows = D.load_drift(root / D.PER_SERVER_SHIPPED)
 ps_factors = D.factor_table(ps_rows)
-glue("gc_drift_ps_status", Markdown(D.status_sentence(ps_rows, root / D.PER_SERVER_SHIPPED,
-                                                      "gridcommand-drift-per-server")), display=False)
+glue("gc_drift_ps_status", Markdown(D.status_sentence(ps_rows, root / D.PER_SERVER_SHIPPED, D.PER_SERVER_FAMILY)),
+     display=False)
 glue("gc_drift_ps_events", D.events_sentence(ps_rows), display=False)
 glue("gc_drift_ps_said", D.drift_sentence(ps_factors, scale=D.scale_of(ps_rows)), display=False)
 glue("gc_drift_clones", C.control_sentence(C.control_table(C.load_designs(root, designs=D.control_grids(root)))),

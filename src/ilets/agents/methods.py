@@ -118,12 +118,9 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         if oail is not None:
             oail.close(wait=False)  # interrupted: never wait on the pool (OAILCallback.close)
         raise
-    except BaseException:
+    finally:
         if oail is not None:
-            oail.close()
-        raise
-    if oail is not None:
-        oail.close()
+            oail.close()  # idempotent: a no-op after the above
     imitation = 0.0
     if oail is not None:
         extra.update(oail.counters.as_dict())
