@@ -71,6 +71,9 @@ control = C.control_table(C.load_designs(root))
 glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
+gap_design = list(C.DESIGNS)[-1]
+glue("gc_gap_design", gap_design, display=False)
+glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[gap_design])), display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
@@ -90,6 +93,8 @@ events_pilot = C.clone_pilot_table(root, knob="event_repeat")
 glue("gc_events_pilot_said", C.clone_pilot_sentence(events_pilot), display=False)
 sleeps_pilot = C.clone_pilot_table(root, knob="sleep_repeat")
 glue("gc_sleeps_pilot_said", C.clone_pilot_sentence(sleeps_pilot), display=False)
+defers_pilot = C.clone_pilot_table(root, knob="defer_repeat_energy")
+glue("gc_defers_pilot_said", C.clone_pilot_sentence(defers_pilot), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
@@ -658,6 +663,11 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # multiple of the teacher's; the bar: tracking at most 10 % worse, a miss rate at most 1.1
 # times the teacher's).*
 #
+# A mean over seeds can hide where a clone falls short. Per seed of the last design
+# (*{glue:text}`gc_gap_design`*), the seeds on which its frozen clone tracks worse than the
+# bar allows, and the tasks the teacher and the clone deferred in each episode:
+# {glue:text}`gc_gap_said`
+#
 # What the observation shows and what it does not bounds what a clone can learn. The
 # per-server rows show each server's exact wait, execution time, energy and deadline
 # outcome, so the teacher's placements for deadlines and energy are in reach. When to follow
@@ -723,6 +733,13 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   suggested it; design *the same, with DAgger, servers ranked by energy*
 #   (`gridcommand-grid-per-server-energy`) changes only this over design *the same, with
 #   DAgger*, with its settings, and the step below compares the two.
+# * **Deferrals, weighted in that design.** The deferral gap above sets, per seed, what the
+#   teacher and the energy-ranked design's clone deferred beside how far the clone fell short.
+#   A sixth clone pilot (below) shows each demonstrated deferral several times to BC in that
+#   design (`pipeline.defer_repeat`; 50 servers, the one fleet size where the teacher defers;
+#   pilot seeds 100-105, where the first deferral pilot had two seeds with a few deferrals an
+#   episode) and chooses how many times by the budget pilot's rule, committed before any
+#   candidate ran (`choose_defer_repeat_energy`). {glue:text}`gc_defers_pilot_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
@@ -791,6 +808,9 @@ plots.markdown_table(C.clone_pilot_display(events_pilot), {}, empty="The event-w
 
 # %% tags=["remove-input"]
 plots.markdown_table(C.clone_pilot_display(sleeps_pilot), {}, empty="The sleep-weighting pilot has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.clone_pilot_display(defers_pilot), {}, empty="The deferral-weighting pilot has not run.")
 
 # %% [markdown]
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of

@@ -4,6 +4,8 @@ imitates its teacher, and named errors; the plain per-server policy is unchanged
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +257,35 @@ def test_the_sleep_weighting_pilot_takes_the_budget_rule_and_shows_the_sleeps():
     assert "1.50x (once)" in said and "kept 16" in said and "to be widened" in said
 
 
+def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candidate_has_its_profile():
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile as load_grid_profile
+
+    table = pd.DataFrame([{"defer_repeat_energy": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
+                           "deferrals": d, "deferrals_teacher": 60}
+                          for n, (v, m, d) in {1: (1.4, 0.9, 0), 4: (1.1, 1.0, 30), 16: (1.0, 1.2, 90)}.items()
+                          for seed in range(100, 106)])
+    assert C.choose_defer_repeat_energy(table) == 4  # 16 tracks best but misses the miss bar
+    assert not C.pilot_widens(table)
+    assert list(C.clone_pilot_display(table)["deferrals shown (times)"]) == ["1", "4 (chosen)", "16"]
+    top = table.assign(miss_ratio=1.0)
+    assert C.choose_defer_repeat_energy(top) == 16 and C.pilot_widens(top)
+    # every pilot's candidates before widening are profiles of their own, setting the pilot's knob
+    base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
+            "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
+            "defer_repeat_energy": C.PILOT_DEFER_REPEATS}
+    assert set(base) == set(C.PILOTS)
+    for pilot, candidates in base.items():
+        knob = pilot.removesuffix("_energy")
+        for n in candidates:
+            profile = load_grid_profile(f"gridcommand-grid-clone-pilot-{C.PILOTS[pilot][1]}{n}")
+            assert getattr(profile.pipeline, knob) == n and min(profile.seeds) >= 100
+    energy = load_grid_profile("gridcommand-grid-per-server-energy")
+    pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
+    assert pilot.scenario == energy.scenario
+    assert pilot.pipeline == dataclasses.replace(energy.pipeline, heldout=False)
+
+
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
     from ilets.report import command_control as C
 
@@ -307,6 +338,44 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     assert "BC + PPO + OAIL at 50 servers ends worse than" in said and "none of them tracks better" in said
     assert len(C.heldout_display(table)) == len(table)
     assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."
+
+
+def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_over_the_bar(tmp_path):
+    import json
+
+    from ilets.report import command_control as C
+
+    cells = tmp_path / "cells"
+    cells.mkdir()
+
+    def cell(method, servers, seed, track, deferrals):
+        (cells / f"{method}-M{servers}-s{seed}.json").write_text(json.dumps(
+            {"method": method, "servers": servers, "seed": seed, "status": "done",
+             "scores": {"train": {"tracking_mae_rel": track, "deferrals": deferrals}}}))
+
+    # 50 servers: the clone falls short exactly where the teacher defers and it does not
+    for seed, (teacher_defers, clone_defers, excess) in enumerate([(0, 0, 0.0), (5, 4, 0.05), (80, 0, 0.9),
+                                                                    (200, 0, 1.5)]):
+        cell("lyapunov", 50, seed, 0.2, teacher_defers)
+        cell("bc", 50, seed, 0.2 * (1 + excess), clone_defers)
+        cell("bc+ppo", 50, seed, 9.0, 0)  # fine-tuned methods are not the frozen clone
+    cell("lyapunov", 200, 0, 0.1, 0)
+    cell("bc", 200, 0, 0.1, 0)
+    cell("lyapunov", 200, 1, 0.1, 3)  # a teacher seed without its clone is left out
+    table = C.deferral_gap_table(tmp_path)
+    assert list(zip(table["servers"], table["seed"])) == [(50, 0), (50, 1), (50, 2), (50, 3), (200, 0)]
+    assert list(table["over_bar"]) == [False, False, True, True, False]
+    assert table["track_excess"].tolist() == pytest.approx([0.0, 0.05, 0.9, 1.5, 0.0])
+    said = C.deferral_gap_sentence(table)
+    assert ("at 50 servers the frozen clone tracked more than 10% worse than Lyapunov on 2 of 4 seeds (2, 3; there "
+            "Lyapunov deferred 80, 200 tasks and the clone 0, 0); on the other seeds Lyapunov deferred a median of "
+            "2.5 tasks, the clone 2") in said
+    assert "rank correlation of +1.00" in said
+    # one seed, none over the bar, nothing to correlate
+    assert "at 200 servers the frozen clone tracked more than 10% worse than Lyapunov on none of 1 seeds; on them " \
+           "Lyapunov deferred a median of 0 tasks, the clone 0." in said
+    assert said.count("rank correlation") == 1
+    assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == ""
 
 
 def test_design_steps_compare_each_design_with_the_one_before():

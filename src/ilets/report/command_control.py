@@ -188,6 +188,61 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
+def deferral_gap_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Per fleet size and seed of one design's grid, under the training regime: the tasks the
+    teacher and its frozen clone (``bc``) deferred in the episode and their tracking errors,
+    with the clone's excess (``track_excess``: its error over the teacher's, minus 1) and
+    whether that excess is over :data:`TRACKING_BAR`. Deferral counts live only in the cells'
+    records (the store does not keep them). Empty when no seed has both cells."""
+    cols = ["servers", "seed", "teacher_deferrals", "clone_deferrals", "track_teacher", "track_clone",
+            "track_excess", "over_bar"]
+    by = {(r["method"], r["servers"], r["seed"]): r["scores"]["train"] for r in done_records(Path(folder))
+          if r["method"] in (teacher, "bc") and "deferrals" in r.get("scores", {}).get("train", {})}
+    rows = []
+    for (method, servers, seed), own in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+        if method != "bc" or (teacher, servers, seed) not in by:
+            continue
+        ref = by[(teacher, servers, seed)]
+        excess = own["tracking_mae_rel"] / ref["tracking_mae_rel"] - 1.0 if ref["tracking_mae_rel"] > 0 else np.nan
+        rows.append({"servers": servers, "seed": seed, "teacher_deferrals": int(ref["deferrals"]),
+                     "clone_deferrals": int(own["deferrals"]), "track_teacher": ref["tracking_mae_rel"],
+                     "track_clone": own["tracking_mae_rel"], "track_excess": excess,
+                     "over_bar": bool(excess > TRACKING_BAR)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
+    """:func:`deferral_gap_table` in prose, per fleet size: the seeds on which the frozen
+    clone tracks more than :data:`TRACKING_BAR` worse than its teacher, the deferrals of both
+    there and elsewhere (medians), and the rank correlation (Spearman, over seeds) between
+    the deferrals the clone leaves out (the teacher's minus its own) and its excess error.
+    Whether deferring is what the clone lacks is read from these numbers, not assumed."""
+    from scipy.stats import spearmanr
+
+    if len(table) == 0:
+        return ""
+    who = LABELS.get(teacher, teacher)
+    parts = []
+    for servers, g in table.groupby("servers"):
+        over, rest = g[g["over_bar"]], g[~g["over_bar"]]
+        said = (f"at {int(servers)} servers the frozen clone tracked more than {TRACKING_BAR:.0%} worse than {who} "
+                f"on {f'{len(over)} of' if len(over) else 'none of'} {len(g)} seeds")
+        if len(over):
+            said += (f" ({', '.join(str(s) for s in over['seed'])}; there {who} deferred "
+                     f"{', '.join(str(n) for n in over['teacher_deferrals'])} tasks and the clone "
+                     f"{', '.join(str(n) for n in over['clone_deferrals'])})")
+        if len(rest):
+            said += (f"; on {'the other seeds' if len(over) else 'them'} {who} deferred a median of "
+                     f"{rest['teacher_deferrals'].median():g} tasks, the clone {rest['clone_deferrals'].median():g}")
+        left_out = g["teacher_deferrals"] - g["clone_deferrals"]
+        if len(g) >= 3 and left_out.nunique() > 1 and g["track_excess"].nunique() > 1:
+            rho = float(spearmanr(left_out, g["track_excess"]).statistic)
+            said += (f"; over the seeds, the deferrals the clone leaves out and its excess tracking error have a "
+                     f"rank correlation of {rho:+.2f}")
+        parts.append(said)
+    return ("Per episode, under the training regime: " + "; ".join(parts) + ".")
+
+
 #: The clone pilots, each a knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` with its
 #: candidates, every candidate a grid shipped under ``shipped/gridcommand-clone-pilot/<prefix><n>``
 #: (profiles ``gridcommand-grid-clone-pilot-<prefix><n>``): how many times a demonstrated
@@ -212,10 +267,18 @@ PILOT_EVENT_REPEATS_WIDENED = (64,)
 PILOT_SLEEP_REPEATS = (1, 4, 16)
 #: Widening the sleep repeats multiplies the largest by four.
 PILOT_SLEEP_REPEATS_WIDENED = (64,)
+#: Times each demonstrated deferral is shown to BC in the energy-ranked design (the knob
+#: ``defer_repeat`` again, its second pilot: that design, pilot seeds 100-105, 50 servers, where
+#: the teacher defers); widening multiplies the largest by four.
+PILOT_DEFER_REPEATS = (1, 4, 16)
+PILOT_DEFER_REPEATS_WIDENED = (64,)
+#: Each pilot by name (the knob it sets, but ``defer_repeat_energy``, the second pilot of
+#: ``defer_repeat``): its candidates and the prefix of its folders.
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
           "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
           "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
-          "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s")}
+          "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
+          "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w")}
 #: Each pilot's teacher (Lyapunov where not named).
 PILOT_TEACHERS = {"event_repeat": "thermostat"}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
@@ -226,7 +289,8 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "bc_epochs": ("BC epochs", lambda n: f"{n} epochs"),
                 "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}"),
                 "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
-                "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
+                "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
+                "defer_repeat_energy": ("deferrals shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
 
 
 def design_profile(folder: Path) -> str:
@@ -339,6 +403,14 @@ def choose_sleep_repeat(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "sleep_repeat")
 
 
+def choose_defer_repeat_energy(table: pd.DataFrame) -> int | None:
+    """The second deferral pilot's rule (the energy-ranked design), written before any
+    candidate ran: the budget pilot's (:func:`choose_bc_epochs`) over how often a deferral is
+    shown, widening at the top of :data:`PILOT_DEFER_REPEATS`. (The first deferral pilot's
+    rule, :func:`choose_defer_repeat`, predates the miss bar and widening in the rules.)"""
+    return _miss_bar_then_lowest_ratio(table, "defer_repeat_energy")
+
+
 def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
@@ -350,10 +422,11 @@ def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
 
 #: Each pilot's rule.
 CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
-          "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat}
+          "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat,
+          "defer_repeat_energy": choose_defer_repeat_energy}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat")
+WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
