@@ -240,8 +240,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
-    from ilets.report.command_control import (PILOT_EPOCHS, PILOT_EVENT_REPEATS, PILOT_REPEATS, PILOT_ROUNDS,
-                                              PILOT_SLEEP_REPEATS)
+    from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
+                                              PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS)
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -325,10 +325,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
                   f"demonstrated deferral may be shown n times in BC (defer_repeat, default {pipe.defer_repeat}): "
                   "a clone pilot on seeds no grid evaluates, with its rule written first, chose among "
-                  + ", ".join(map(str, PILOT_REPEATS)) + "; "
+                  + ", ".join(map(str, PILOT_REPEATS)) + "; a sixth clone pilot weighs deferrals again in the "
+                  "energy-ranked design (50 servers, pilot seeds 100-105, the budget pilot's rule, written first) "
+                  "among " + ", ".join(map(str, PILOT_DEFER_REPEATS)) + "; "
                   f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
-                  "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat",
+                  "ilets.gridcommand.pipeline.PipelineConfig, ilets.report.command_control.choose_defer_repeat/"
+                  "choose_defer_repeat_energy",
                   kind=EXTENSION),
         Deviation("The grid-command clone's BC budget and DAgger", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
                   "paper-scale pilot for the flat policy on 5,000 GA+PSO decisions)",
