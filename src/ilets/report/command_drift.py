@@ -32,7 +32,7 @@ SHIPPED = Path("shipped") / "gridcommand-drift"
 #: scenario ``gridcommand-quick-days``), so that each episode holds
 #: :data:`~ilets.gridcommand.command.DRIFT_EVENTS` events.
 DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-days"
-#: The same protocol with the clone-based methods of the design whose frozen clone met the bar
+#: The same protocol with the clone-based methods of the clone section's last design
 #: (family ``gridcommand-drift-per-server``: the per-server policy, its scenario and pipeline
 #: those of ``gridcommand-grid-per-server-energy``).
 PER_SERVER_SHIPPED = Path("shipped") / "gridcommand-drift-per-server"
