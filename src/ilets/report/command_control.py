@@ -234,9 +234,10 @@ def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str
         if len(rest):
             said += (f"; on {'the other seeds' if len(over) else 'them'} {who} deferred a median of "
                      f"{rest['teacher_deferrals'].median():g} tasks, the clone {rest['clone_deferrals'].median():g}")
-        left_out = g["teacher_deferrals"] - g["clone_deferrals"]
-        if len(g) >= 3 and left_out.nunique() > 1 and g["track_excess"].nunique() > 1:
-            rho = float(spearmanr(left_out, g["track_excess"]).statistic)
+        scored = g.dropna(subset=["track_excess"])  # a seed whose episode held no tracking error
+        left_out = scored["teacher_deferrals"] - scored["clone_deferrals"]
+        if len(scored) >= 3 and left_out.nunique() > 1 and scored["track_excess"].nunique() > 1:
+            rho = float(spearmanr(left_out, scored["track_excess"]).statistic)
             said += (f"; over the seeds, the deferrals the clone leaves out and its excess tracking error have a "
                      f"rank correlation of {rho:+.2f}")
         parts.append(said)
