@@ -71,7 +71,7 @@ control = C.control_table(C.load_designs(root))
 glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
-gap_design = list(C.DESIGNS)[-1]
+gap_design = C.last_design(root)
 glue("gc_gap_design", gap_design, display=False)
 glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[gap_design])), display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)

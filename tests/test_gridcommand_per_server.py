@@ -376,6 +376,10 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
            "Lyapunov deferred a median of 0 tasks, the clone 0." in said
     assert said.count("rank correlation") == 1
     assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == ""
+    # the chapter reads the last design shipped
+    designs = {"first": Path(tmp_path.name), "second": Path("none")}
+    assert C.last_design(tmp_path.parent, designs) == "first"
+    assert C.last_design(tmp_path / "nowhere", designs) == "second"
 
 
 def test_design_steps_compare_each_design_with_the_one_before():

@@ -211,6 +211,14 @@ def deferral_gap_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def last_design(root: Path, designs: Mapping[str, Path] | None = None) -> str:
+    """The last design (of ``designs``, name -> folder; by default :data:`DESIGNS`) whose grid
+    is shipped under ``root`` with a finished cell; the last design when none is."""
+    designs = DESIGNS if designs is None else designs
+    shipped = [d for d, rel in designs.items() if done_records(Path(root) / rel)]
+    return shipped[-1] if shipped else list(designs)[-1]
+
+
 def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     """:func:`deferral_gap_table` in prose, per fleet size: the seeds on which the frozen
     clone tracks more than :data:`TRACKING_BAR` worse than its teacher, the deferrals of both
