@@ -663,10 +663,9 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # multiple of the teacher's; the bar: tracking at most 10 % worse, a miss rate at most 1.1
 # times the teacher's).*
 #
-# A mean over seeds can hide where a clone falls short. Per seed of the last design
-# (*{glue:text}`gc_gap_design`*), the seeds on which its frozen clone tracks worse than the
-# bar allows, and the tasks the teacher and the clone deferred in each episode:
-# {glue:text}`gc_gap_said`
+# A mean over seeds can hide where a clone falls short. The last design's grid
+# (*{glue:text}`gc_gap_design`*) read seed by seed, with the tasks the teacher and its clone
+# deferred: {glue:text}`gc_gap_said`
 #
 # What the observation shows and what it does not bounds what a clone can learn. The
 # per-server rows show each server's exact wait, execution time, energy and deadline
@@ -736,10 +735,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # * **Deferrals, weighted in that design.** The deferral gap above sets, per seed, what the
 #   teacher and the energy-ranked design's clone deferred beside how far the clone fell short.
 #   A sixth clone pilot (below) shows each demonstrated deferral several times to BC in that
-#   design (`pipeline.defer_repeat`; 50 servers, the one fleet size where the teacher defers;
-#   pilot seeds 100-105, where the first deferral pilot had two seeds with a few deferrals an
-#   episode) and chooses how many times by the budget pilot's rule, committed before any
-#   candidate ran (`choose_defer_repeat_energy`). {glue:text}`gc_defers_pilot_said`
+#   design (`pipeline.defer_repeat`; 50 servers, where that design's teacher deferred on its
+#   first seeds, none at 200; six pilot seeds, 100-105, where the pilots before took two) and
+#   chooses how many times by the budget pilot's rule, committed before any candidate ran
+#   (`choose_defer_repeat_energy`). {glue:text}`gc_defers_pilot_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
@@ -810,7 +809,8 @@ plots.markdown_table(C.clone_pilot_display(events_pilot), {}, empty="The event-w
 plots.markdown_table(C.clone_pilot_display(sleeps_pilot), {}, empty="The sleep-weighting pilot has not run.")
 
 # %% tags=["remove-input"]
-plots.markdown_table(C.clone_pilot_display(defers_pilot), {}, empty="The deferral-weighting pilot has not run.")
+plots.markdown_table(C.clone_pilot_display(defers_pilot), {},
+                     empty="The deferral-weighting pilot of the energy-ranked design has not run.")
 
 # %% [markdown]
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of

@@ -267,16 +267,23 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
                           for seed in range(100, 106)])
     assert C.choose_defer_repeat_energy(table) == 4  # 16 tracks best but misses the miss bar
     assert not C.pilot_widens(table)
-    assert list(C.clone_pilot_display(table)["deferrals shown (times)"]) == ["1", "4 (chosen)", "16"]
+    assert list(C.clone_pilot_display(table)["deferrals shown, energy-ranked design (times)"]) == [
+        "1", "4 (chosen)", "16"]
+    assert C.clone_pilot_sentence(table) == (
+        "On pilot seeds 100, 101, 102, 103, 104, 105 at 50 servers, the frozen greedy clone tracked at 1.40x (once), "
+        "1.10x (4 times), 1.00x (16 times) its teacher's error (mean over seeds and fleet sizes); the rule kept 4, "
+        "whose miss rate is 1.00 times the teacher's.")
     top = table.assign(miss_ratio=1.0)
     assert C.choose_defer_repeat_energy(top) == 16 and C.pilot_widens(top)
+    assert not C.pilot_widens(table.iloc[0:0])
+    assert "has not run" in C.clone_pilot_sentence(C.clone_pilot_table(Path("/nonexistent"), "defer_repeat_energy"))
     # every pilot's candidates before widening are profiles of their own, setting the pilot's knob
     base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
             "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
             "defer_repeat_energy": C.PILOT_DEFER_REPEATS}
     assert set(base) == set(C.PILOTS)
     for pilot, candidates in base.items():
-        knob = pilot.removesuffix("_energy")
+        knob = C.PILOT_KNOBS.get(pilot, pilot)
         for n in candidates:
             profile = load_grid_profile(f"gridcommand-grid-clone-pilot-{C.PILOTS[pilot][1]}{n}")
             assert getattr(profile.pipeline, knob) == n and min(profile.seeds) >= 100
@@ -362,24 +369,32 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     cell("lyapunov", 200, 0, 0.1, 0)
     cell("bc", 200, 0, 0.1, 0)
     cell("lyapunov", 200, 1, 0.1, 3)  # a teacher seed without its clone is left out
+    cell("lyapunov", 200, 2, 0.0, 0)  # an episode with no tracking error: named apart
+    cell("bc", 200, 2, 0.0, 0)
     table = C.deferral_gap_table(tmp_path)
-    assert list(zip(table["servers"], table["seed"])) == [(50, 0), (50, 1), (50, 2), (50, 3), (200, 0)]
-    assert list(table["over_bar"]) == [False, False, True, True, False]
-    assert table["track_excess"].tolist() == pytest.approx([0.0, 0.05, 0.9, 1.5, 0.0])
+    assert list(zip(table["servers"], table["seed"])) == [(50, 0), (50, 1), (50, 2), (50, 3), (200, 0), (200, 2)]
+    assert list(table["over_bar"]) == [False, False, True, True, False, False]
+    assert table["track_excess"].tolist()[:5] == pytest.approx([0.0, 0.05, 0.9, 1.5, 0.0])
     said = C.deferral_gap_sentence(table)
-    assert ("at 50 servers the frozen clone tracked more than 10% worse than Lyapunov on 2 of 4 seeds (2, 3; there "
-            "Lyapunov deferred 80, 200 tasks and the clone 0, 0); on the other seeds Lyapunov deferred a median of "
-            "2.5 tasks, the clone 2") in said
+    assert said.startswith("Per episode, under the training regime, at 50 servers the frozen clone tracked more than "
+                           "10% worse than Lyapunov on 2 of 4 seeds (2, 3; there Lyapunov deferred 80, 200 tasks and "
+                           "the clone 0, 0); on the other seeds Lyapunov deferred a median of 2.5 tasks, the clone 2")
     assert "rank correlation of +1.00" in said
-    # one seed, none over the bar, nothing to correlate
-    assert "at 200 servers the frozen clone tracked more than 10% worse than Lyapunov on none of 1 seeds; on them " \
-           "Lyapunov deferred a median of 0 tasks, the clone 0." in said
+    # one seed with a tracking error, none over the bar, nothing to correlate
+    assert said.endswith("at 200 servers the frozen clone tracked more than 10% worse than Lyapunov on none of 1 seed "
+                         "with a tracking error (seed 2 held none); on them Lyapunov deferred a median of 0 tasks, "
+                         "the clone 0.")
     assert said.count("rank correlation") == 1
-    assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == ""
+    assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == (
+        "No seed of this design has both Lyapunov and its frozen clone.")
     # the chapter reads the last design shipped
-    designs = {"first": Path(tmp_path.name), "second": Path("none")}
-    assert C.last_design(tmp_path.parent, designs) == "first"
-    assert C.last_design(tmp_path / "nowhere", designs) == "second"
+    (tmp_path.parent / "later" / "cells").mkdir(parents=True)
+    (tmp_path.parent / "later" / "cells" / "bc-M50-s0.json").write_text(
+        (cells / "bc-M50-s0.json").read_text())
+    designs = {"first": Path(tmp_path.name), "later": Path("later"), "last": Path("none")}
+    assert C.last_design(tmp_path.parent, designs) == "later"
+    assert C.last_design(tmp_path.parent, {k: designs[k] for k in ("first", "last")}) == "first"
+    assert C.last_design(tmp_path / "nowhere", designs) == "last"
 
 
 def test_design_steps_compare_each_design_with_the_one_before():

@@ -224,32 +224,38 @@ def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str
     clone tracks more than :data:`TRACKING_BAR` worse than its teacher, the deferrals of both
     there and elsewhere (medians), and the rank correlation (Spearman, over seeds) between
     the deferrals the clone leaves out (the teacher's minus its own) and its excess error.
-    Whether deferring is what the clone lacks is read from these numbers, not assumed."""
+    Seeds whose episode held no tracking error are named apart. Whether deferring is what the
+    clone lacks is read from these numbers, not assumed."""
     from scipy.stats import spearmanr
 
-    if len(table) == 0:
-        return ""
     who = LABELS.get(teacher, teacher)
+    if len(table) == 0:
+        return f"No seed of this design has both {who} and its frozen clone."
     parts = []
     for servers, g in table.groupby("servers"):
+        unscored = g[g["track_excess"].isna()]
+        g = g.dropna(subset=["track_excess"])
         over, rest = g[g["over_bar"]], g[~g["over_bar"]]
+        n = len(g)
         said = (f"at {int(servers)} servers the frozen clone tracked more than {TRACKING_BAR:.0%} worse than {who} "
-                f"on {f'{len(over)} of' if len(over) else 'none of'} {len(g)} seeds")
+                f"on {f'{len(over)} of' if len(over) else 'none of'} {n} seed{'s' if n != 1 else ''}")
+        if len(unscored):
+            said += (f" with a tracking error (seed{'s' if len(unscored) > 1 else ''} "
+                     f"{', '.join(str(s) for s in unscored['seed'])} held none)")
         if len(over):
             said += (f" ({', '.join(str(s) for s in over['seed'])}; there {who} deferred "
-                     f"{', '.join(str(n) for n in over['teacher_deferrals'])} tasks and the clone "
-                     f"{', '.join(str(n) for n in over['clone_deferrals'])})")
+                     f"{', '.join(str(k) for k in over['teacher_deferrals'])} tasks and the clone "
+                     f"{', '.join(str(k) for k in over['clone_deferrals'])})")
         if len(rest):
             said += (f"; on {'the other seeds' if len(over) else 'them'} {who} deferred a median of "
                      f"{rest['teacher_deferrals'].median():g} tasks, the clone {rest['clone_deferrals'].median():g}")
-        scored = g.dropna(subset=["track_excess"])  # a seed whose episode held no tracking error
-        left_out = scored["teacher_deferrals"] - scored["clone_deferrals"]
-        if len(scored) >= 3 and left_out.nunique() > 1 and scored["track_excess"].nunique() > 1:
-            rho = float(spearmanr(left_out, scored["track_excess"]).statistic)
+        left_out = g["teacher_deferrals"] - g["clone_deferrals"]
+        if n >= 3 and left_out.nunique() > 1 and g["track_excess"].nunique() > 1:
+            rho = float(spearmanr(left_out, g["track_excess"]).statistic)
             said += (f"; over the seeds, the deferrals the clone leaves out and its excess tracking error have a "
                      f"rank correlation of {rho:+.2f}")
         parts.append(said)
-    return ("Per episode, under the training regime: " + "; ".join(parts) + ".")
+    return "Per episode, under the training regime, " + "; ".join(parts) + "."
 
 
 #: The clone pilots, each a knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` with its
@@ -288,6 +294,9 @@ PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PIL
           "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
           "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
           "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w")}
+#: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
+#: where not listed).
+PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat"}
 #: Each pilot's teacher (Lyapunov where not named).
 PILOT_TEACHERS = {"event_repeat": "thermostat"}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
@@ -299,7 +308,8 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "dagger_rounds": ("DAgger rounds", lambda n: f"{n} round{'s' if n > 1 else ''}"),
                 "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
                 "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
-                "defer_repeat_energy": ("deferrals shown (times)", lambda n: "once" if n == 1 else f"{n} times")}
+                "defer_repeat_energy": ("deferrals shown, energy-ranked design (times)",
+                                        lambda n: "once" if n == 1 else f"{n} times")}
 
 
 def design_profile(folder: Path) -> str:
@@ -441,8 +451,10 @@ WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer
 def pilot_widens(table: pd.DataFrame) -> bool:
     """Whether a widening pilot (:data:`WIDENING`) chose the largest candidate it ran, so that
     its range must be widened before the choice stands."""
+    if len(table) == 0:
+        return False
     knob = _knob(table)
-    return knob in WIDENING and CHOOSE[knob](table) == max(table[knob], default=None)
+    return knob in WIDENING and CHOOSE[knob](table) == max(table[knob])
 
 
 def rounds_standing_sentence(table: pd.DataFrame, used: int) -> str:

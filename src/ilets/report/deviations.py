@@ -245,6 +245,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
+    defer_pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
     batchy = load_gridcommand_config("quick-sleep-batch")
     multi_day = load_gridcommand_config("quick-days")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
@@ -326,7 +327,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"demonstrated deferral may be shown n times in BC (defer_repeat, default {pipe.defer_repeat}): "
                   "a clone pilot on seeds no grid evaluates, with its rule written first, chose among "
                   + ", ".join(map(str, PILOT_REPEATS)) + "; a sixth clone pilot weighs deferrals again in the "
-                  "energy-ranked design (50 servers, pilot seeds 100-105, the budget pilot's rule, written first) "
+                  f"energy-ranked design ({'/'.join(map(str, defer_pilot.servers))} servers, pilot seeds "
+                  f"{min(defer_pilot.seeds)}-{max(defer_pilot.seeds)}, the budget pilot's rule, written first) "
                   "among " + ", ".join(map(str, PILOT_DEFER_REPEATS)) + "; "
                   f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
