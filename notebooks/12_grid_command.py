@@ -71,9 +71,12 @@ control = C.control_table(C.load_designs(root))
 glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
-gap_design = C.last_design(root)
-glue("gc_gap_design", gap_design, display=False)
-glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[gap_design])), display=False)
+glue("gc_gap_design", C.GAP_DESIGN, display=False)
+glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[C.GAP_DESIGN])), display=False)
+glue("gc_defers_status", Markdown(C.designs_status(root, {C.DEFERS_DESIGN: C.DESIGNS[C.DEFERS_DESIGN]})),
+     display=False)
+glue("gc_defers_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[C.DEFERS_DESIGN])),
+     display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
@@ -663,9 +666,9 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # multiple of the teacher's; the bar: tracking at most 10 % worse, a miss rate at most 1.1
 # times the teacher's).*
 #
-# A mean over seeds can hide where a clone falls short. The last design's grid
-# (*{glue:text}`gc_gap_design`*) read seed by seed, with the tasks the teacher and its clone
-# deferred: {glue:text}`gc_gap_said`
+# A mean over seeds can hide where a clone falls short. The grid of design
+# *{glue:text}`gc_gap_design`* (the last one run at both fleet sizes) read seed by seed, with
+# the tasks the teacher and its clone deferred: {glue:text}`gc_gap_said`
 #
 # What the observation shows and what it does not bounds what a clone can learn. The
 # per-server rows show each server's exact wait, execution time, energy and deadline
@@ -738,7 +741,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   design (`pipeline.defer_repeat`; 50 servers, where that design's teacher deferred on its
 #   first seeds, none at 200; six pilot seeds, 100-105, where the pilots before took two) and
 #   chooses how many times by the budget pilot's rule, committed before any candidate ran
-#   (`choose_defer_repeat_energy`). {glue:text}`gc_defers_pilot_said`
+#   (`choose_defer_repeat_energy`). {glue:text}`gc_defers_pilot_said` Design *the same,
+#   deferrals weighted* (`gridcommand-grid-per-server-energy-defers`, 50 servers only, as the
+#   pilot) takes the pilot's choice, its other settings the energy-ranked design's.
+#   {glue:md}`gc_defers_status` Seed by seed: {glue:text}`gc_defers_gap_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

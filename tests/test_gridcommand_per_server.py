@@ -387,32 +387,28 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     assert said.count("rank correlation") == 1
     assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == (
         "No seed of this design has both Lyapunov and its frozen clone.")
-    # the chapter reads the last design shipped
-    (tmp_path.parent / "later" / "cells").mkdir(parents=True)
-    (tmp_path.parent / "later" / "cells" / "bc-M50-s0.json").write_text(
-        (cells / "bc-M50-s0.json").read_text())
-    designs = {"first": Path(tmp_path.name), "later": Path("later"), "last": Path("none")}
-    assert C.last_design(tmp_path.parent, designs) == "later"
-    assert C.last_design(tmp_path.parent, {k: designs[k] for k in ("first", "last")}) == "first"
-    assert C.last_design(tmp_path / "nowhere", designs) == "last"
+    assert C.GAP_DESIGN in C.DESIGNS and C.GAP_DESIGN in C.HELDOUT_DESIGNS
+    # the deferral-weighted design is the energy-ranked one with the pilot's choice, 50 servers only
+    assert list(C.DESIGNS)[-2:] == [C.GAP_DESIGN, C.DEFERS_DESIGN]
 
 
 def test_design_steps_compare_each_design_with_the_one_before():
     from ilets.report import command_control as C
 
-    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35)))
+    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25)))
     assert len(track) == len(C.DESIGNS)
     rows = pd.DataFrame([{"design": d, "method": "bc", "role": "train", "servers": 50, "seed": s,
                           "tracking_mae_rel": v + 0.01 * s} for d, v in track.items() for s in range(4)])
     steps = C.design_steps(rows, reps=500)
     names = list(C.DESIGNS)
     # each design against the one before, but the energy-ranked one against the DAgger design it changes
-    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-2], names[1:-1])) + [
-        ("the same, with DAgger", "the same, with DAgger, servers ranked by energy")]
+    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-3], names[1:-2])) + [
+        ("the same, with DAgger", "the same, with DAgger, servers ranked by energy"),
+        ("the same, with DAgger, servers ranked by energy", "the same, deferrals weighted")]
     assert list(steps["verdict"]) == ["better", "unresolved", "better", "worse", "better", "unresolved", "better",
-                                      "better"]
+                                      "better", "better"]
     said = C.design_steps_sentence(steps)
-    assert said.count("at 50 servers") == 8 and "from flat to per-server at 50 servers +14.0%" in said
+    assert said.count("at 50 servers") == 9 and "from flat to per-server at 50 servers +14.0%" in said
     assert C.design_steps_sentence(steps.iloc[0:0]) == "No two designs' clones to compare."
 
 

@@ -36,7 +36,8 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
            "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds",
-           "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy"}
+           "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy",
+           "the same, deferrals weighted": Path("shipped") / "gridcommand-per-server-energy-defers"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
 DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger"}
@@ -188,6 +189,13 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
+#: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the last
+#: one run at both fleet sizes; the deferral-weighted design after it is read the same way.
+GAP_DESIGN = "the same, with DAgger, servers ranked by energy"
+#: The deferral-weighted design (50 servers only, as its pilot), a step of :data:`DESIGNS`.
+DEFERS_DESIGN = "the same, deferrals weighted"
+
+
 def deferral_gap_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
     """Per fleet size and seed of one design's grid, under the training regime: the tasks the
     teacher and its frozen clone (``bc``) deferred in the episode and their tracking errors,
@@ -209,14 +217,6 @@ def deferral_gap_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
                      "track_clone": own["tracking_mae_rel"], "track_excess": excess,
                      "over_bar": bool(excess > TRACKING_BAR)})
     return pd.DataFrame(rows, columns=cols)
-
-
-def last_design(root: Path, designs: Mapping[str, Path] | None = None) -> str:
-    """The last design (of ``designs``, name -> folder; by default :data:`DESIGNS`) whose grid
-    is shipped under ``root`` with a finished cell; the last design when none is."""
-    designs = DESIGNS if designs is None else designs
-    shipped = [d for d, rel in designs.items() if done_records(Path(root) / rel)]
-    return shipped[-1] if shipped else list(designs)[-1]
 
 
 def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
