@@ -239,9 +239,6 @@ def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str
         n = len(g)
         said = (f"at {int(servers)} servers the frozen clone tracked more than {TRACKING_BAR:.0%} worse than {who} "
                 f"on {f'{len(over)} of' if len(over) else 'none of'} {n} seed{'s' if n != 1 else ''}")
-        if len(unscored):
-            said += (f" with a tracking error (seed{'s' if len(unscored) > 1 else ''} "
-                     f"{', '.join(str(s) for s in unscored['seed'])} held none)")
         if len(over):
             said += (f" ({', '.join(str(s) for s in over['seed'])}; there {who} deferred "
                      f"{', '.join(str(k) for k in over['teacher_deferrals'])} tasks and the clone "
@@ -254,6 +251,9 @@ def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str
             rho = float(spearmanr(left_out, g["track_excess"]).statistic)
             said += (f"; over the seeds, the deferrals the clone leaves out and its excess tracking error have a "
                      f"rank correlation of {rho:+.2f}")
+        if len(unscored):
+            said += (f" (seed{'s' if len(unscored) > 1 else ''} {', '.join(str(s) for s in unscored['seed'])}: "
+                     "no tracking error, the episode held no event)")
         parts.append(said)
     return "Per episode, under the training regime, " + "; ".join(parts) + "."
 
