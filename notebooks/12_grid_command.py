@@ -1071,6 +1071,13 @@ plots.markdown_table(D.factor_display(ps_factors, "tracking_mae_rel", part="cont
 #   is an action, and the power-cap rung sets it by feedback (above); a rung that plans the
 #   cap with the placements, and a learner with a cap head (the per-server policy has none:
 #   a cap is one action for the whole fleet, a head beside defer), are open.
+# * **Deferral scored like a placement.** Lyapunov scores deferring as the best placement
+#   `defer_s` later (`ilets.gridcommand.experts.lyapunov`), a minimum over the servers; the
+#   per-server policy scores it as one logit from its pooled summary. A second row per server,
+#   the server seen taking the task `defer_s` later (as the speed rows add one per level,
+#   `ilets.agents.observation.ServerTable`), with the defer logit the log-sum-exp of those
+#   rows' scores, would let the one scorer compare now and later server by server. The
+#   seed-by-seed reading of the clone section is where to look first.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.
