@@ -39,10 +39,11 @@ def test_pilot_seeds_are_never_evaluated_by_a_grid():
              if p.name.startswith("gridcommand-grid-") and p.name.endswith(".yaml")]
     pilots = [n for n in names if n.startswith("gridcommand-grid-clone-pilot-")]
     assert names and pilots
+    assert set(PL.PILOT_SEEDS) <= set(PL.RESERVED_SEEDS)
     for name in set(names) - set(pilots):
-        assert not set(PL.PILOT_SEEDS) & set(G.load_profile(name).seeds), name
-    for name in pilots:  # the clone pilot's grids run on the pilot seeds and only there
-        assert set(G.load_profile(name).seeds) <= set(PL.PILOT_SEEDS), name
+        assert not set(PL.RESERVED_SEEDS) & set(G.load_profile(name).seeds), name
+    for name in pilots:  # the clone pilot's grids run on the reserved seeds and only there
+        assert set(G.load_profile(name).seeds) <= set(PL.RESERVED_SEEDS), name
 
 
 def test_the_pilot_resumes_without_recomputing(tmp_path, monkeypatch):

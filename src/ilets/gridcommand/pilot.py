@@ -44,6 +44,10 @@ from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.pipeline import evaluation_config
 
 PILOT_SEEDS = (100, 101)
+#: Every seed set aside for pilots, which no grid evaluates: the scenario pilot's
+#: :data:`PILOT_SEEDS`, and the further seeds a clone pilot may take (the second deferral
+#: pilot, ``gridcommand-grid-clone-pilot-w*``, takes all six).
+RESERVED_SEEDS = (*PILOT_SEEDS, 102, 103, 104, 105)
 NODE_LIMITS = (50, 200, 1000)
 NODE_TOLERANCE = 0.005
 TRACK_GAINS = (50.0, 100.0, 200.0, 400.0, 800.0)
