@@ -67,15 +67,17 @@ glue("gc_experts", ", ".join(DECIDING), display=False)
 glue("gc_scale_note", Markdown(R.scale_note(results)), display=False)
 pipe = PipelineConfig()
 glue("gc_teacher", pipe.teacher, display=False)
-control = C.control_table(C.load_designs(root))
+designs = C.load_designs(root)
+control = C.control_table(designs)
 glue("gc_control_status", Markdown(R.status_sentence(R.load_results(root / C.DESIGNS["per-server"]),
                                                      root / C.DESIGNS["per-server"])), display=False)
 glue("gc_control_said", C.control_sentence(control), display=False)
 glue("gc_gap_design", C.GAP_DESIGN, display=False)
-glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[C.GAP_DESIGN])), display=False)
+glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.GAP_DESIGN])),
+     display=False)
 glue("gc_defers_status", Markdown(C.designs_status(root, {C.DEFERS_DESIGN: C.DESIGNS[C.DEFERS_DESIGN]})),
      display=False)
-glue("gc_defers_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(root / C.DESIGNS[C.DEFERS_DESIGN])),
+glue("gc_defers_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.DEFERS_DESIGN])),
      display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
@@ -117,7 +119,7 @@ glue("gc_pilot_tolerance", f"{C.PILOT_TOLERANCE:.0%}", display=False)
 heldout_name, heldout_rows = C.heldout_design(root)
 heldout = C.heldout_table(heldout_rows)
 glue("gc_heldout_design", heldout_name, display=False)
-glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(C.load_designs(root))), display=False)
+glue("gc_design_steps_said", C.design_steps_sentence(C.design_steps(designs)), display=False)
 glue("gc_heldout_said", C.heldout_sentence(heldout), display=False)
 drift_rows = D.load_drift(root / D.SHIPPED)
 factors = D.factor_table(drift_rows)

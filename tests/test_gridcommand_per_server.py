@@ -347,31 +347,29 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."
 
 
-def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_over_the_bar(tmp_path):
-    import json
-
+def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_over_the_bar():
     from ilets.report import command_control as C
 
-    cells = tmp_path / "cells"
-    cells.mkdir()
+    rows = []
 
-    def cell(method, servers, seed, track, deferrals):
-        (cells / f"{method}-M{servers}-s{seed}.json").write_text(json.dumps(
-            {"method": method, "servers": servers, "seed": seed, "status": "done",
-             "scores": {"train": {"tracking_mae_rel": track, "deferrals": deferrals}}}))
+    def cell(method, servers, seed, track, deferrals, role="train"):
+        rows.append({"method": method, "servers": servers, "seed": seed, "role": role, "tracking_mae_rel": track,
+                     "deferrals": float(deferrals)})
 
     # 50 servers: the clone falls short exactly where the teacher defers and it does not
     for seed, (teacher_defers, clone_defers, excess) in enumerate([(0, 0, 0.0), (5, 4, 0.05), (80, 0, 0.9),
                                                                     (200, 0, 1.5)]):
         cell("lyapunov", 50, seed, 0.2, teacher_defers)
         cell("bc", 50, seed, 0.2 * (1 + excess), clone_defers)
+        cell("bc", 50, seed, 9.0, 0, role="eval")  # only the training regime is read
         cell("bc+ppo", 50, seed, 9.0, 0)  # fine-tuned methods are not the frozen clone
     cell("lyapunov", 200, 0, 0.1, 0)
     cell("bc", 200, 0, 0.1, 0)
     cell("lyapunov", 200, 1, 0.1, 3)  # a teacher seed without its clone is left out
-    cell("lyapunov", 200, 2, 0.0, 0)  # an episode with no tracking error: named apart
-    cell("bc", 200, 2, 0.0, 0)
-    table = C.deferral_gap_table(tmp_path)
+    cell("lyapunov", 200, 2, float("nan"), 0)  # an episode with no tracking error: named apart
+    cell("bc", 200, 2, float("nan"), 0)
+    rows = pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # in no particular order
+    table = C.deferral_gap_table(rows)
     assert list(zip(table["servers"], table["seed"])) == [(50, 0), (50, 1), (50, 2), (50, 3), (200, 0), (200, 2)]
     assert list(table["over_bar"]) == [False, False, True, True, False, False]
     assert table["track_excess"].tolist()[:5] == pytest.approx([0.0, 0.05, 0.9, 1.5, 0.0])
@@ -385,7 +383,7 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
                          "on them Lyapunov deferred a median of 0 tasks, the clone 0 (seed 2: no tracking error, the "
                          "episode held no event).")
     assert said.count("rank correlation") == 1
-    assert C.deferral_gap_sentence(C.deferral_gap_table(tmp_path / "none")) == (
+    assert C.deferral_gap_sentence(C.deferral_gap_table(rows[rows["method"] == "lyapunov"])) == (
         "No seed of this design has both Lyapunov and its frozen clone.")
     assert C.GAP_DESIGN in C.DESIGNS and C.GAP_DESIGN in C.HELDOUT_DESIGNS
     # the deferral-weighted design is the energy-ranked one with the pilot's choice, 50 servers only

@@ -196,27 +196,27 @@ GAP_DESIGN = "the same, with DAgger, servers ranked by energy"
 DEFERS_DESIGN = "the same, deferrals weighted"
 
 
-def deferral_gap_table(folder: Path, teacher: str = "lyapunov") -> pd.DataFrame:
-    """Per fleet size and seed of one design's grid, under the training regime: the tasks the
-    teacher and its frozen clone (``bc``) deferred in the episode and their tracking errors,
-    with the clone's excess (``track_excess``: its error over the teacher's, minus 1) and
-    whether that excess is over :data:`TRACKING_BAR`. Deferral counts live only in the cells'
-    records (the store does not keep them). Empty when no seed has both cells."""
+def deferral_gap_table(rows: pd.DataFrame, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Per fleet size and seed of one design's rows (:func:`load_designs`, or a grid's results
+    table), under the training regime: the tasks the teacher and its frozen clone (``bc``)
+    deferred in the episode and their tracking errors, with the clone's excess
+    (``track_excess``: its error over the teacher's, minus 1; NaN where the teacher's is not
+    positive, an episode without an event) and whether that excess is over
+    :data:`TRACKING_BAR`. Seeds where either cell is missing are left out."""
     cols = ["servers", "seed", "teacher_deferrals", "clone_deferrals", "track_teacher", "track_clone",
             "track_excess", "over_bar"]
-    by = {(r["method"], r["servers"], r["seed"]): r["scores"]["train"] for r in done_records(Path(folder))
-          if r["method"] in (teacher, "bc") and "deferrals" in r.get("scores", {}).get("train", {})}
-    rows = []
-    for (method, servers, seed), own in sorted(by.items(), key=lambda kv: (kv[0][1], kv[0][2])):
-        if method != "bc" or (teacher, servers, seed) not in by:
-            continue
-        ref = by[(teacher, servers, seed)]
-        excess = own["tracking_mae_rel"] / ref["tracking_mae_rel"] - 1.0 if ref["tracking_mae_rel"] > 0 else np.nan
-        rows.append({"servers": servers, "seed": seed, "teacher_deferrals": int(ref["deferrals"]),
-                     "clone_deferrals": int(own["deferrals"]), "track_teacher": ref["tracking_mae_rel"],
-                     "track_clone": own["tracking_mae_rel"], "track_excess": excess,
-                     "over_bar": bool(excess > TRACKING_BAR)})
-    return pd.DataFrame(rows, columns=cols)
+    t = rows[rows["role"] == "train"]
+    both = t[t["method"] == "bc"].merge(t[t["method"] == teacher], on=["servers", "seed"], suffixes=("", "_teacher"))
+    if len(both) == 0:
+        return pd.DataFrame(columns=cols)
+    both = both.sort_values(["servers", "seed"])
+    teacher_track = both["tracking_mae_rel_teacher"]
+    excess = (both["tracking_mae_rel"] / teacher_track - 1.0).where(teacher_track > 0)
+    return pd.DataFrame({"servers": both["servers"], "seed": both["seed"],
+                         "teacher_deferrals": both["deferrals_teacher"].astype(int),
+                         "clone_deferrals": both["deferrals"].astype(int), "track_teacher": teacher_track,
+                         "track_clone": both["tracking_mae_rel"], "track_excess": excess,
+                         "over_bar": excess > TRACKING_BAR}, columns=cols).reset_index(drop=True)
 
 
 def deferral_gap_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
