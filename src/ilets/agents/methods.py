@@ -75,7 +75,7 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     from ilets.agents.ppo import make_ppo
 
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
-    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, cfg.finetune)
+    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, cfg.finetune, cfg.defer_head)
     extra: dict[str, float] = {}
     spec = METHOD_SPECS[cfg.method]
     if spec.oinpt:

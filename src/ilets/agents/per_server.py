@@ -54,10 +54,22 @@ class PerServerNet(nn.Module):
         sleep_head: a second score per server from the same hidden layer, after the extra
             actions: the grid-command scenario's sleep actions, one per server
             (``sleep_actions``) [ours]; like the placement score, no weight depends on M.
+        defer_rows: score the first extra action (the grid-command defer) per server, as
+            placements are: a "later" score per server from the same hidden layer,
+            ``later_i = w_l . h_i + b_l``, and the defer logit ``logsumexp_i later_i``, so the
+            masked softmax gives deferring the probability it would give M "place it on server
+            i later" actions [ours]. Why: the Lyapunov teacher scores a deferral as the best
+            placement ``defer_s`` later and defers when that beats the best placement now, a
+            comparison of two minima over servers; one logit from the pooled summary can only
+            approximate it, and the frozen clones that left the teacher's deferrals out were
+            the ones over the bar. The other extra actions (cap levels) keep their pooled logits.
     """
 
-    def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False) -> None:
+    def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False,
+                 defer_rows: bool = False) -> None:
         super().__init__()
+        if defer_rows and n_extra < 1:
+            raise ValueError("defer_rows: scores the first extra action (defer) per server, but there is none (n_extra 0)")
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         context = n_task + 2 * width
         self.row = nn.Linear(width, hidden, bias=False)
@@ -66,7 +78,9 @@ class PerServerNet(nn.Module):
         self.critic = nn.Linear(context, hidden)
         # actions that are not a server (the grid-command defer, cap levels): one logit each from
         # the pooled summary, after the servers' [ours]; none in the plain scenario
-        self.extra = nn.Linear(context, n_extra) if n_extra else None
+        pooled = n_extra - 1 if defer_rows else n_extra  # extra actions scored from the pooled summary
+        self.extra = nn.Linear(context, pooled) if pooled else None
+        self.later = nn.Linear(hidden, 1) if defer_rows else None
         self.sleep = nn.Linear(hidden, 1) if sleep_head else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
         self.latent_dim_pi = 0
@@ -92,7 +106,11 @@ class PerServerNet(nn.Module):
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
         z = self.score(h).squeeze(-1)  # (B, M)
-        parts = [z] + ([] if self.extra is None else [self.extra(ctx)])
+        parts = [z]
+        if self.later is not None:
+            parts.append(th.logsumexp(self.later(h).squeeze(-1), dim=1, keepdim=True))  # (B, 1): defer
+        if self.extra is not None:
+            parts.append(self.extra(ctx))
         if self.sleep is not None:
             parts.append(self.sleep(h).squeeze(-1))
         return parts[0] if len(parts) == 1 else th.cat(parts, dim=1)  # (B, M + n_extra [+ M])
@@ -123,9 +141,9 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     mlp_extractor: PerServerNet  # type: ignore[assignment]
 
     def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0,
-                 sleep_head: bool = False, **kwargs: Any) -> None:
+                 sleep_head: bool = False, defer_rows: bool = False, **kwargs: Any) -> None:
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
-        self.sleep_head = bool(sleep_head)
+        self.sleep_head, self.defer_rows = bool(sleep_head), bool(defer_rows)
         kwargs.setdefault("activation_fn", nn.Tanh)
         super().__init__(*args, **kwargs)
 
@@ -136,10 +154,13 @@ class PerServerPolicy(MaskableActorCriticPolicy):
             data.update(n_extra=self.n_extra)
         if self.sleep_head:
             data.update(sleep_head=True)
+        if self.defer_rows:
+            data.update(defer_rows=True)
         return data
 
     def _build_mlp_extractor(self) -> None:
-        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra, self.sleep_head)
+        self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra, self.sleep_head,
+                                          self.defer_rows)
 
     def _build(self, lr_schedule) -> None:
         """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
@@ -149,7 +170,7 @@ class PerServerPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # SB3's gains: sqrt(2) inside, 0.01 for the scores, 1 for the value
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
-            for head in (self.mlp_extractor.extra, self.mlp_extractor.sleep):
+            for head in (self.mlp_extractor.extra, self.mlp_extractor.later, self.mlp_extractor.sleep):
                 if head is not None:
                     self.init_weights(head, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
@@ -186,8 +207,12 @@ class PerServerNumpy:
             self.w_value = arr(self.policy.value_net.weight[0])
             self.b_value = np.float32(self.policy.value_net.bias.item())
             self.n_extra = net.n_extra
+            self.pooled_extra = net.extra is not None
             if net.extra is not None:
                 self.w_extra, self.b_extra = arr(net.extra.weight.T), arr(net.extra.bias)
+            self.defer_rows = net.later is not None
+            if net.later is not None:
+                self.w_later, self.b_later = arr(net.later.weight[0]), np.float32(net.later.bias.item())
             self.sleep_head = net.sleep is not None
             if net.sleep is not None:
                 self.w_sleep, self.b_sleep = arr(net.sleep.weight[0]), np.float32(net.sleep.bias.item())
@@ -196,13 +221,22 @@ class PerServerNumpy:
         return (len(obs) - self.n_task) // self.width
 
     def _with_extra(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """The servers' scores ``z`` followed by the other actions' logits (``W_e ctx + b_e``),
-        then, with the sleep head, each server's sleep score (its hidden layer recomputed
-        here: the compiled kernels keep only the placement score)."""
-        parts = [z] + ([ctx @ self.w_extra + self.b_extra] if self.n_extra else [])
-        if self.sleep_head:
+        """The servers' scores ``z`` followed by the other actions' logits: with the later
+        rows, the defer logit ``logsumexp_i later_i``; then the pooled ones (``W_e ctx + b_e``);
+        then, with the sleep head, each server's sleep score. The later and sleep scores read
+        each server's hidden layer, recomputed here: the compiled kernels keep only the
+        placement score."""
+        parts = [z]
+        if self.defer_rows or self.sleep_head:
             rows = obs[self.n_task:].reshape(-1, self.width)
             h = np.maximum(rows @ self.w_row + (ctx @ self.w_context + self.b_context), np.float32(0))
+        if self.defer_rows:
+            later = h @ self.w_later + self.b_later
+            top = later.max()
+            parts.append(np.array([top + np.log(np.exp(later - top).sum())], np.float32))
+        if self.pooled_extra:
+            parts.append(ctx @ self.w_extra + self.b_extra)
+        if self.sleep_head:
             parts.append(h @ self.w_sleep + self.b_sleep)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 

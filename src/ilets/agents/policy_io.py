@@ -35,6 +35,8 @@ def save_policy(model, folder: Path, policy: str, layout: str, servers: int,
     if policy == "per-server":
         net = model.policy.mlp_extractor
         meta.update(n_task=net.n_task, width=net.width, hidden=net.hidden)
+        if net.later is not None:  # only when set: folders saved before it existed read the same
+            meta.update(defer_head="rows")
     weights = model.policy.state_dict() if state is None else state
     th.save({k: v.detach().clone() for k, v in weights.items()}, folder / "policy.pt")
     (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -88,6 +90,11 @@ def load_policy(folder: Path, model) -> dict[str, Any]:
     if want == "per-server" and (meta.get("n_task"), meta.get("width")) != TABLE_LAYOUTS[meta["layout"]]:
         raise PolicyLoadError(f"{path}: n_task/width: expected {TABLE_LAYOUTS[meta['layout']]} for layout "
                               f"{meta['layout']!r}, got {(meta.get('n_task'), meta.get('width'))}")
+    if want == "per-server":
+        heads = (meta.get("defer_head", "pooled"), "rows" if model.policy.mlp_extractor.later is not None else "pooled")
+        if heads[0] != heads[1]:
+            raise PolicyLoadError(f"{path}: defer_head: the folder's policy scores deferring {heads[0]!r}, the run's "
+                                  f"{heads[1]!r} (run.defer_head)")
     weights = folder / "policy.pt"
     try:
         state = th.load(weights, weights_only=True, map_location="cpu")

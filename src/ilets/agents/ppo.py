@@ -28,7 +28,7 @@ from sb3_contrib import MaskablePPO
 from ilets.agents.masked import act_masked, sample_masked, unchecked_distributions
 from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
 from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
-from ilets.config import FinetuneConfig, PPOConfig
+from ilets.config import DEFER_HEADS, FinetuneConfig, PPOConfig
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
 
@@ -54,7 +54,7 @@ def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict[str, Any]:
 
 
 def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32,
-             finetune: FinetuneConfig | None = None) -> "FastMaskablePPO":
+             finetune: FinetuneConfig | None = None, defer_head: str = "pooled") -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
     ``policy`` "flat" is the authors' MLP (``cfg.hidden`` units); "per-server" is
@@ -62,7 +62,10 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
     an env whose observation is a table layout (``env.unwrapped.state``). It is a
     :class:`FastMaskablePPO`; ``cfg.fast_rollout=False`` makes it collect rollouts with
     sb3-contrib's stock loop instead. ``finetune`` switches on the fine-tuning aids of
-    :class:`FastMaskablePPO` (all off by default).
+    :class:`FastMaskablePPO` (all off by default). ``defer_head`` "rows" scores the first
+    action after the servers' (the grid-command defer) per server
+    (:class:`ilets.agents.per_server.PerServerNet`'s ``defer_rows``); "pooled", from the
+    pooled summary.
     """
     th.set_num_threads(1)
     kwargs = ppo_kwargs(cfg, seed)
@@ -85,9 +88,15 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
         raise ValueError(f"policy 'per-server': an observation of {env.observation_space.shape} and "
                          f"{env.action_space.n} actions are not {n_task} numbers, rows of {width} and an action "
                          "per row (then others)")
+    if defer_head not in DEFER_HEADS:
+        raise ValueError(f"defer_head: expected one of {DEFER_HEADS}, got {defer_head!r}")
+    if defer_head == "rows" and n_extra < 1:
+        raise ValueError("defer_head 'rows' scores the action to defer per server, but this env has none "
+                         "(only the grid-command scenario defers)")
     kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden,
                                    **({"n_extra": n_extra} if n_extra else {}),
-                                   **({"sleep_head": True} if sleep_head else {}))
+                                   **({"sleep_head": True} if sleep_head else {}),
+                                   **({"defer_rows": True} if defer_head == "rows" else {}))
     return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
 
 

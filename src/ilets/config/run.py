@@ -24,6 +24,10 @@ OBSERVATIONS = ("paper", "rich", "per-server")
 POLICIES = ("flat", "per-server")
 #: which observation layouts each policy can read
 POLICY_LAYOUTS = {"flat": OBSERVATIONS, "per-server": ("per-server",)}
+#: How the per-server policy scores deferring (the grid-command scenario's defer action):
+#: "pooled", one logit from the pooled summary; "rows", a "later" score per server, the defer
+#: logit their logsumexp (ilets.agents.per_server.PerServerNet, defer_rows) [ours].
+DEFER_HEADS = ("pooled", "rows")
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
@@ -43,6 +47,7 @@ class RunConfig(_Typed):
     observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors'), "rich" (5M+2) or "per-server" [ours]
     policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
     server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
+    defer_head: str = "pooled"  #: a scorer of DEFER_HEADS for the per-server policy's defer action [ours]
     curve_every: int = 500  #: decisions per learning-curve point
     #: a per-server cell folder whose final policy (its ``policy/`` weights) the learner starts
     #: from instead of a fresh network, and fine-tunes toward as it would a clone: a learner
@@ -70,6 +75,11 @@ class RunConfig(_Typed):
                               f"which needs oail.window_mode 'past', got {self.oail.window_mode!r}")
         if self.policy not in POLICIES:
             raise ConfigError(f"{where}.policy: expected one of {POLICIES}, got {self.policy!r}")
+        if self.defer_head not in DEFER_HEADS:
+            raise ConfigError(f"{where}.defer_head: expected one of {DEFER_HEADS}, got {self.defer_head!r}")
+        if self.defer_head != "pooled" and self.policy != "per-server":
+            raise ConfigError(f"{where}.defer_head: {self.defer_head!r} scores deferring per server, which needs "
+                              f"policy 'per-server', got {self.policy!r}")
         if self.observation not in POLICY_LAYOUTS[self.policy]:
             raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
                               f"{POLICY_LAYOUTS[self.policy]}, got {self.observation!r}")
@@ -107,7 +117,7 @@ class RunConfig(_Typed):
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
-                "workload.cpu_source", "warm_start", "oinpt.label_noise")
+                "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head")
 
 
 def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,

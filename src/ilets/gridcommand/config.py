@@ -82,7 +82,7 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels", "sleep_actions", "window_days", "observe_sleep")
+                "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head")
 
 
 @dataclass(frozen=True)

@@ -433,7 +433,7 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     run = train_cfg.run
     c0 = time.process_time()
     env = GridCommandEnv(train_cfg)
-    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden)
+    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
     oinpt: OINPTConfig = run.oinpt
     if pipe.bc_epochs:
@@ -513,7 +513,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     run = eval_cfg.run
     c0 = time.process_time()
     env = ScoredEnv(eval_cfg)
-    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden)
+    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     if cloned is not None and method.startswith("bc"):
         model.policy.load_state_dict(cloned)
     callbacks: list[BaseCallback] = [StopAtEpisodeEnd()]
@@ -605,7 +605,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
                 info[f"simulations[{regime}]"] = int(getattr(expert, "simulations", 0))
         elif method == "bc":
             env = GridCommandEnv(cfg)
-            model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden)
+            model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden,
+                             defer_head=cfg.run.defer_head)
             assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"

@@ -118,7 +118,7 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
                "unpickled, which this command never does; re-running the cell writes the folder)"
                if cfg.policy == "flat" and weights == "policy" else "this cell kept no such folder")
         raise EvaluateError(f"{folder}: not found; {why}")
-    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden)
+    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, defer_head=cfg.defer_head)
     load_policy(folder, model)
     return PPOPolicy(model, StateSpec.of(cfg), name=f"{cfg.method}:{weights}")
 
