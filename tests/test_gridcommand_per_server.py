@@ -5,6 +5,7 @@ imitates its teacher, and named errors; the plain per-server policy is unchanged
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from pathlib import Path
 
@@ -37,16 +38,34 @@ def scenario(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("caps", [(), (0.9, 1.0)])
-def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scenario, caps):
-    """Defer, and each admission-cap level when the policy may set one, is one more logit."""
-    cfg = P.evaluation_config(load_gridcommand_config(scenario, cap_levels=list(caps)), "shallow-long", 6, 0)
+@pytest.mark.parametrize("caps, defer_head", [((), "pooled"), ((0.9, 1.0), "pooled"), ((), "rows"),
+                                              ((0.9, 1.0), "rows")])
+def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scenario, caps, defer_head):
+    """Defer, and each admission-cap level when the policy may set one, is one more logit;
+    with deferral scored per server, the defer logit is the logsumexp of a "later" score per
+    server, and numpy computes the same logits as torch."""
+    base = load_gridcommand_config(scenario, cap_levels=list(caps), run={"defer_head": defer_head})
+    cfg = P.evaluation_config(base, "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     n_command = sum(b.size(6) for b in grid_blocks(env))
     assert env.table_layout == (len(TASK_FEATURES) + n_command, len(SERVER_FEATURES))
     assert env.observation_space.shape == (len(TASK_FEATURES) + n_command + 6 * len(SERVER_FEATURES),)
-    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden)
+    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden, defer_head=defer_head)
     assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1 + len(caps)
+    extractor = model.policy.mlp_extractor
+    assert (extractor.later is not None) == (defer_head == "rows")
+    th.manual_seed(0)
+    with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
+        for w in model.policy.parameters():
+            w.add_(0.3 * th.randn_like(w))
+    if defer_head == "rows":
+        obs, _ = env.reset(seed=0)
+        x = th.as_tensor(obs[None])
+        rows, ctx = extractor.split(x)
+        h = th.relu(extractor.row(rows) + extractor.context(ctx).unsqueeze(1))
+        with th.no_grad():
+            logits = extractor.forward_actor(x)[0]
+            assert th.allclose(logits[env.defer_action], th.logsumexp(extractor.later(h)[0, :, 0], 0))
     net = numpy_actor_critic(model.policy)
     obs, _ = env.reset(seed=0)
     for _ in range(40):
@@ -59,6 +78,76 @@ def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scen
         a = net.act(obs, mask)
         assert mask[a]
         obs, *_ = env.step(a)
+
+
+def _defer_or_place(n: int, servers: int, rng: np.random.Generator) -> tuple[th.Tensor, th.Tensor]:
+    """Observations (one task number q, then rows (a_i, b_i)) and the action of a teacher that,
+    as Lyapunov, places on the server of least cost now, ``a_i + q b_i``, or defers (action
+    ``servers``) when its best placement later, ``min_i a_i + 0.3``, costs less."""
+    q = rng.uniform(0, 2, (n, 1))
+    a, b = rng.uniform(0, 1, (n, servers)), rng.uniform(0, 1, (n, servers))
+    cost = np.concatenate([a + q * b, a.min(axis=1, keepdims=True) + 0.3], axis=1)
+    obs = np.concatenate([q, np.stack([a, b], axis=2).reshape(n, -1)], axis=1).astype(np.float32)
+    return th.as_tensor(obs), th.as_tensor(cost.argmin(axis=1))
+
+
+def test_deferral_scored_per_server_learns_the_teachers_minimum_over_servers_better_than_one_pooled_logit():
+    """The reason for ``defer_head: rows``, on a teacher whose deferral compares two minima
+    over servers: trained alike, the per-server defer score gets the defer-or-place decision
+    right on nearly every held-out state, the pooled logit on markedly fewer."""
+    from ilets.agents.per_server import PerServerNet
+
+    right = {}
+    for rows in (False, True):
+        th.manual_seed(0)
+        rng = np.random.default_rng(0)
+        (x, y), (x_test, y_test) = _defer_or_place(2000, 6, rng), _defer_or_place(2000, 6, rng)
+        net = PerServerNet(1, 2, 32, n_extra=1, defer_rows=rows)
+        opt = th.optim.Adam(net.parameters(), lr=1e-2)
+        for _ in range(800):
+            loss = th.nn.functional.cross_entropy(net.forward_actor(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        with th.no_grad():
+            chosen = net.forward_actor(x_test).argmax(dim=1)
+        right[rows] = float(((chosen == 6) == (y_test == 6)).float().mean())
+    assert right[True] >= 0.95 and right[True] - right[False] >= 0.04, right
+
+
+def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp_path):
+    from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
+    from ilets.config import RunConfig
+
+    with pytest.raises(ConfigError, match=r"run\.defer_head: expected one of \('pooled', 'rows'\), got 'max'"):
+        dataclasses.replace(RunConfig(), defer_head="max").validate()
+    with pytest.raises(ConfigError, match=r"run\.defer_head: 'rows' scores deferring per server, which needs policy "
+                                          r"'per-server', got 'flat'"):
+        dataclasses.replace(RunConfig(), defer_head="rows").validate()
+    assert dataclasses.replace(RunConfig(), policy="per-server", observation="per-server",
+                               defer_head="rows").digest() != dataclasses.replace(
+        RunConfig(), policy="per-server", observation="per-server").digest()
+    # the plain scenario has nothing to defer
+    from test_per_server import env_of, per_server
+
+    plain = dataclasses.replace(per_server(RunConfig(fleet=dataclasses.replace(RunConfig().fleet, servers=4))),
+                                defer_head="rows")
+    with pytest.raises(ValueError, match="defer_head 'rows' scores the action to defer per server, but this env has none"):
+        make_ppo(env_of(plain), plain.ppo, 0, "per-server", defer_head="rows")
+    # a policy folder says how it scores deferring; a run that scores it otherwise is told so
+    cfg = P.evaluation_config(load_gridcommand_config(scenario, run={"defer_head": "rows"}), "shallow-long", 6, 0)
+    env = GridCommandEnv(cfg)
+    save_policy(make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"), tmp_path / "p", "per-server",
+                "per-server", 6)
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: defer_head: the folder's policy scores deferring 'rows', "
+                                              r"the run's 'pooled'"):
+        load_policy(tmp_path / "p", make_ppo(env, cfg.run.ppo, 0, "per-server"))
+    assert load_policy(tmp_path / "p", make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"))["servers"] == 6
+    # the numbers before the rows are the run's (here with the command's blocks), not the layout's alone
+    meta = json.loads((tmp_path / "p" / "policy.json").read_text())
+    (tmp_path / "p" / "policy.json").write_text(json.dumps({**meta, "n_task": len(TASK_FEATURES)}))
+    with pytest.raises(PolicyLoadError, match=rf"policy\.json: n_task/width: expected \({env.table_layout[0]}, "):
+        load_policy(tmp_path / "p", make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"))
 
 
 @pytest.mark.slow  # two clones and two method cells

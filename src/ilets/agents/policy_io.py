@@ -15,7 +15,6 @@ from typing import Any
 
 import torch as th
 
-from ilets.agents.observation import TABLE_LAYOUTS
 from ilets.config import POLICY_LAYOUTS, ConfigError
 
 #: bump when the folder's format changes
@@ -87,11 +86,14 @@ def load_policy(folder: Path, model) -> dict[str, Any]:
     if want == "flat" and meta["servers"] != servers:
         raise PolicyLoadError(f"{path}: servers: a flat policy trained on {meta['servers']} servers cannot schedule "
                               f"{servers} (its input size is fixed by the fleet); the per-server policy can")
-    if want == "per-server" and (meta.get("n_task"), meta.get("width")) != TABLE_LAYOUTS[meta["layout"]]:
-        raise PolicyLoadError(f"{path}: n_task/width: expected {TABLE_LAYOUTS[meta['layout']]} for layout "
-                              f"{meta['layout']!r}, got {(meta.get('n_task'), meta.get('width'))}")
     if want == "per-server":
-        heads = (meta.get("defer_head", "pooled"), "rows" if model.policy.mlp_extractor.later is not None else "pooled")
+        # the model's own numbers, not the layout's: an env may lay more numbers before the rows
+        # (the grid-command scenario's command blocks)
+        net = model.policy.mlp_extractor
+        if (meta.get("n_task"), meta.get("width")) != (net.n_task, net.width):
+            raise PolicyLoadError(f"{path}: n_task/width: expected {(net.n_task, net.width)} for the run's "
+                                  f"observation (layout {meta['layout']!r}), got {(meta.get('n_task'), meta.get('width'))}")
+        heads = (meta.get("defer_head", "pooled"), "rows" if net.later is not None else "pooled")
         if heads[0] != heads[1]:
             raise PolicyLoadError(f"{path}: defer_head: the folder's policy scores deferring {heads[0]!r}, the run's "
                                   f"{heads[1]!r} (run.defer_head)")
