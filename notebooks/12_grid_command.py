@@ -79,6 +79,10 @@ glue("gc_defers_status", Markdown(C.designs_status(root, {C.DEFERS_DESIGN: C.DES
      display=False)
 glue("gc_defers_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.DEFERS_DESIGN])),
      display=False)
+glue("gc_later_status", Markdown(C.designs_status(root, {C.LATER_DESIGN: C.DESIGNS[C.LATER_DESIGN]})),
+     display=False)
+glue("gc_later_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.LATER_DESIGN])),
+     display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
@@ -669,7 +673,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 # times the teacher's).*
 #
 # A mean over seeds can hide where a clone falls short. The grid of design
-# *{glue:text}`gc_gap_design`* (the last one run at both fleet sizes) read seed by seed, with
+# *{glue:text}`gc_gap_design`* (the first run on ten seeds at both fleet sizes) read seed by seed, with
 # the tasks the teacher and its clone deferred: {glue:text}`gc_gap_said`
 #
 # What the observation shows and what it does not bounds what a clone can learn. The
@@ -747,6 +751,19 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   deferrals weighted* (`gridcommand-grid-per-server-energy-defers`, 50 servers only, as the
 #   pilot) takes the pilot's choice, its other settings the energy-ranked design's.
 #   {glue:md}`gc_defers_status` Seed by seed: {glue:text}`gc_defers_gap_said`
+# * **Deferral scored per server.** Lyapunov scores a deferral as its best placement
+#   {glue:text}`gc_defer_s` later and defers when that beats its best placement now: two
+#   minima over servers. The designs above give deferring one logit from the pooled summary,
+#   which can only approximate that comparison. With `run.defer_head: rows` the per-server
+#   policy scores "this task on server *i*, later" from server *i*'s row, a second score from
+#   the same hidden layer as the placement's, and the defer logit is the logsumexp of those
+#   scores, so the softmax gives deferring what it would give one such action per server
+#   (`ilets.agents.per_server.PerServerNet`; a test shows this head learning a teacher that
+#   defers by comparing two minima, where one pooled logit falls well short). A structure,
+#   not a number, so no pilot: design *the same, deferral scored per server*
+#   (`gridcommand-grid-per-server-later`) changes only this over the energy-ranked design,
+#   its settings not re-tuned, at both fleet sizes on ten seeds, and the step below compares
+#   the two. {glue:md}`gc_later_status` Seed by seed: {glue:text}`gc_later_gap_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
@@ -1073,13 +1090,13 @@ plots.markdown_table(D.factor_display(ps_factors, "tracking_mae_rel", part="cont
 #   is an action, and the power-cap rung sets it by feedback (above); a rung that plans the
 #   cap with the placements, and a learner with a cap head (the per-server policy has none:
 #   a cap is one action for the whole fleet, a head beside defer), are open.
-# * **Deferral scored like a placement.** Lyapunov scores deferring as the best placement
-#   `defer_s` later (`ilets.gridcommand.experts.lyapunov`), a minimum over the servers; the
-#   per-server policy scores it as one logit from its pooled summary. A second row per server,
-#   the server seen taking the task `defer_s` later (as the speed rows add one per level,
-#   `ilets.agents.observation.ServerTable`), with the defer logit the log-sum-exp of those
-#   rows' scores, would let the one scorer compare now and later server by server. The
-#   seed-by-seed reading of the clone section is where to look first.
+# * **Deferral read from rows of its own.** Design *the same, deferral scored per server*
+#   (above) scores "later" on each server from that server's row as it is now; Lyapunov
+#   reads the server as it will be `defer_s` later (its wait then, and whether the task would
+#   then miss its deadline). A second row per server showing that state (as the speed rows
+#   add one per level, `ilets.agents.observation.ServerTable`), scored by the later head,
+#   would give the scorer what the teacher reads. The seed-by-seed reading of the clone
+#   section is where to look first.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.

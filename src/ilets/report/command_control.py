@@ -37,10 +37,12 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
            "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds",
            "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy",
-           "the same, deferrals weighted": Path("shipped") / "gridcommand-per-server-energy-defers"}
+           "the same, deferrals weighted": Path("shipped") / "gridcommand-per-server-energy-defers",
+           "the same, deferral scored per server": Path("shipped") / "gridcommand-per-server-later"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
-DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger"}
+DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger",
+               "the same, deferral scored per server": "the same, with DAgger, servers ranked by energy"}
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
@@ -189,11 +191,15 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
-#: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the last
-#: one run at both fleet sizes; the deferral-weighted design after it is read the same way.
+#: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the
+#: energy-ranked one, the first run on ten seeds at both fleet sizes; the two deferral designs
+#: after it are read the same way.
 GAP_DESIGN = "the same, with DAgger, servers ranked by energy"
 #: The deferral-weighted design (50 servers only, as its pilot), a step of :data:`DESIGNS`.
 DEFERS_DESIGN = "the same, deferrals weighted"
+#: The energy-ranked design with deferral scored per server (``run.defer_head: rows``; 50 and
+#: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
+LATER_DESIGN = "the same, deferral scored per server"
 
 
 def deferral_gap_table(rows: pd.DataFrame, teacher: str = "lyapunov") -> pd.DataFrame:
@@ -525,7 +531,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`).
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
                    "the same, BC budget from its pilot", "the same, with DAgger",
-                   "the same, with DAgger, servers ranked by energy")
+                   "the same, with DAgger, servers ranked by energy", "the same, deferral scored per server")
 
 
 def heldout_design(root: Path, designs: Mapping[str, Path] | None = None) -> tuple[str, pd.DataFrame]:
