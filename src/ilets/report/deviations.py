@@ -321,6 +321,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "probe of the thermostat's clone on pilot seed 100",
                   "ilets.agents.observation.ServerTable(energy_gap=True), GridCommandConfig.observe_energy",
                   kind=EXTENSION),
+        Deviation("Deferral scored per server", _NO_PAPER,
+                  f"opt-in (run.defer_head, default {_D.defer_head!r}; per-server policy, grid-command scenario "
+                  "only): the per-server policy scores the defer action as a 'later' score per server from the "
+                  "same hidden layer as its placement score, the defer logit their logsumexp, instead of one logit "
+                  "from the pooled summary; the Lyapunov teacher scores a deferral as its best placement defer_s "
+                  "later, a minimum over servers; a structure with no number of its own, so no pilot; one design "
+                  "(gridcommand-grid-per-server-later) changes only this over the energy-ranked design",
+                  "ilets.agents.per_server.PerServerNet(defer_rows=True), ilets.config.run.DEFER_HEADS",
+                  kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
