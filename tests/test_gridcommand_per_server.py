@@ -475,27 +475,39 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     assert C.deferral_gap_sentence(C.deferral_gap_table(rows[rows["method"] == "lyapunov"])) == (
         "No seed of this design has both Lyapunov and its frozen clone.")
     assert C.GAP_DESIGN in C.DESIGNS and C.GAP_DESIGN in C.HELDOUT_DESIGNS
-    # the deferral-weighted design is the energy-ranked one with the pilot's choice, 50 servers only
-    assert list(C.DESIGNS)[-2:] == [C.GAP_DESIGN, C.DEFERS_DESIGN]
+    # the two deferral designs follow the energy-ranked one; deferral scored per server changes
+    # only the policy's defer head over it (its grid, the energy design's with the scenario that sets it)
+    assert list(C.DESIGNS)[-3:] == [C.GAP_DESIGN, C.DEFERS_DESIGN, C.LATER_DESIGN]
+    assert C.DESIGN_BASE[C.LATER_DESIGN] == C.GAP_DESIGN and C.LATER_DESIGN in C.HELDOUT_DESIGNS
+    from ilets.study.command_scenario import load_profile
+
+    energy, later = (load_profile(C.design_profile(C.DESIGNS[d])) for d in (C.GAP_DESIGN, C.LATER_DESIGN))
+    assert later.scenario_config().run.defer_head == "rows" and energy.scenario_config().run.defer_head == "pooled"
+    assert later.scenario_config() == dataclasses.replace(
+        energy.scenario_config(), run=dataclasses.replace(energy.scenario_config().run, defer_head="rows"))
+    assert (later.pipeline, later.servers, later.seeds, later.methods) == (
+        energy.pipeline, energy.servers, energy.seeds, energy.methods)
 
 
 def test_design_steps_compare_each_design_with_the_one_before():
     from ilets.report import command_control as C
 
-    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25)))
+    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25, 0.20)))
     assert len(track) == len(C.DESIGNS)
     rows = pd.DataFrame([{"design": d, "method": "bc", "role": "train", "servers": 50, "seed": s,
                           "tracking_mae_rel": v + 0.01 * s} for d, v in track.items() for s in range(4)])
     steps = C.design_steps(rows, reps=500)
     names = list(C.DESIGNS)
-    # each design against the one before, but the energy-ranked one against the DAgger design it changes
-    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-3], names[1:-2])) + [
-        ("the same, with DAgger", "the same, with DAgger, servers ranked by energy"),
-        ("the same, with DAgger, servers ranked by energy", "the same, deferrals weighted")]
+    # each design against the one before, but the energy-ranked one against the DAgger design it
+    # changes, and deferral scored per server against the energy-ranked one
+    energy = "the same, with DAgger, servers ranked by energy"
+    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-4], names[1:-3])) + [
+        ("the same, with DAgger", energy), (energy, "the same, deferrals weighted"),
+        (energy, "the same, deferral scored per server")]
     assert list(steps["verdict"]) == ["better", "unresolved", "better", "worse", "better", "unresolved", "better",
-                                      "better", "better"]
+                                      "better", "better", "better"]
     said = C.design_steps_sentence(steps)
-    assert said.count("at 50 servers") == 9 and "from flat to per-server at 50 servers +14.0%" in said
+    assert said.count("at 50 servers") == 10 and "from flat to per-server at 50 servers +14.0%" in said
     assert C.design_steps_sentence(steps.iloc[0:0]) == "No two designs' clones to compare."
 
 
