@@ -261,7 +261,8 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
 @pytest.mark.parametrize("field,value", [("clone_action", "argmax"), ("defer_repeat", 0), ("defer_repeat", 2.5),
                                          ("bc_epochs", -1), ("bc_epochs", 2.5), ("dagger_rounds", -1),
                                          ("dagger_rounds", 1.5), ("event_repeat", 0), ("event_repeat", 1.5),
-                                         ("event_repeat", True), ("sleep_repeat", 0), ("sleep_repeat", 2.5)])
+                                         ("event_repeat", True), ("sleep_repeat", 0), ("sleep_repeat", 2.5),
+                                         ("train_episodes", 0), ("train_episodes", 2.5)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -273,6 +274,7 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert P.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
     assert P.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
     assert P.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
+    assert P.PipelineConfig(train_episodes=4).plain()["train_episodes"] == 4
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
@@ -369,7 +371,7 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
     # every pilot's candidates before widening are profiles of their own, setting the pilot's knob
     base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
             "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
-            "defer_repeat_energy": C.PILOT_DEFER_REPEATS}
+            "defer_repeat_energy": C.PILOT_DEFER_REPEATS, "train_episodes": C.PILOT_TRAIN_EPISODES}
     assert set(base) == set(C.PILOTS)
     for pilot, candidates in base.items():
         knob = C.PILOT_KNOBS.get(pilot, pilot)
@@ -380,6 +382,21 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
     pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
     assert pilot.scenario == energy.scenario
     assert pilot.pipeline == dataclasses.replace(energy.pipeline, heldout=False)
+    # the training-episodes pilot's candidate 1 is the deferral pilot's candidate 1, cell for cell
+    from ilets.gridcommand.experiment import Cell
+    from ilets.study.command_scenario import settings_digest
+
+    episodes = load_grid_profile("gridcommand-grid-clone-pilot-t1")
+    assert (episodes.scenario, episodes.pipeline, episodes.seeds) == (pilot.scenario, pilot.pipeline, pilot.seeds)
+    assert settings_digest(episodes, Cell("bc", 50, 100)) == settings_digest(pilot, Cell("bc", 50, 100))
+    # its rule is the budget pilot's, fewer episodes within tolerance, widening at the top
+    table = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
+                           "deferrals": 10, "deferrals_teacher": 60}
+                          for n, v in {1: 3.0, 4: 1.5, 16: 1.49}.items() for seed in range(100, 106)])
+    assert C.choose_train_episodes(table) == 4 and not C.pilot_widens(table)
+    assert C.choose_train_episodes(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1}))) == 16
+    assert C.pilot_widens(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1})))
+    assert list(C.clone_pilot_display(table)["training episodes"]) == ["1", "4 (chosen)", "16"]
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
@@ -554,6 +571,41 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
     assert e0 == 12 and len(rounds) == 2
     for size, epochs in rounds:  # the aggregate grows; epochs x size stays that of the first BC
         assert size > n and epochs == max(1, round(12 * n / size))
+
+
+def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episodes_gradient_steps(scenario,
+                                                                                                  monkeypatch):
+    train = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 3)
+    episodes = P.training_episodes(train, 3)
+    assert episodes[0] is train and P.training_episodes(train, 1) == [train]
+    seeds = [e.run.seed for e in episodes]
+    assert seeds == [3, 3 + P.TRAIN_EPISODE_OFFSET + 1, 3 + P.TRAIN_EPISODE_OFFSET + 2]
+    # other workloads' offline segments, their own commands, the same fleet and regime; none is
+    # the scored or the held-out episode of any seed a grid runs
+    assert {e.segment for e in episodes} == {"offline"} and {e.regime for e in episodes} == {"shallow-long"}
+    assert [e.command_seed for e in episodes[1:]] == [s + P.TRAIN_COMMAND_OFFSET for s in seeds[1:]]
+    assert all(e.run.fleet == train.run.fleet for e in episodes)
+    assert min(seeds[1:]) > P.HELDOUT_SEED_OFFSET + 10_000
+    envs = [GridCommandEnv(e) for e in episodes]
+    tasks = [len(e.tasks) for e in envs]
+    lengths = {tuple(e.tasks.length[:20]) for e in envs}
+    seen = []
+    real = P.behaviour_clone
+
+    def spy(model, demos, cfg, seed, repeat=None, rows=None):
+        seen.append((len(demos), cfg.bc_epochs))
+        return real(model, demos, cfg, seed, repeat, rows)
+
+    monkeypatch.setattr(P, "behaviour_clone", spy)
+    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, train_episodes=3)
+    state, info = P.clone(train, pipe, 3)
+    (n, epochs), (aggregate, round_epochs) = seen
+    first = len(P.demonstrate(GridCommandEnv(train), "lyapunov"))
+    assert info["train_episodes"] == 3 and info["demo_decisions"] == n > first and len(lengths) == 3  # three workloads
+    assert epochs == max(1, round(12 * first / n))  # the first episode's steps over all three
+    assert aggregate == n + info["dagger_states"] and info["dagger_states"] >= sum(tasks)  # each episode relabelled
+    again, _ = P.clone(train, pipe, 3)
+    assert all(th.equal(state[k], again[k]) for k in state)  # deterministic
 
 
 def test_the_energy_column_ranks_the_servers_beside_the_rows_as_they_were(scenario):

@@ -46,6 +46,7 @@ one server) [ours]. Methods: :data:`METHODS`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -82,6 +83,11 @@ LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
 METHODS = EXPERTS + LEARNED
 #: Training commands are drawn with ``seed + TRAIN_COMMAND_OFFSET`` [ours] (module docstring).
 TRAIN_COMMAND_OFFSET = 10_000
+#: A clone's further training episodes (``train_episodes``) take the offline segment of the
+#: workload of run seed ``seed + TRAIN_EPISODE_OFFSET + k``, k = 1, 2, ... [ours]: workloads no
+#: grid scores (the scored episode is the run seed's online segment, the held-out one
+#: ``seed + HELDOUT_SEED_OFFSET``'s).
+TRAIN_EPISODE_OFFSET = 40_000
 #: Bump when cloning changes (the cache key of :func:`cached_clone`).
 CLONE_CACHE_VERSION = 2
 
@@ -90,7 +96,7 @@ CLONE_CACHE_VERSION = 2
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
 PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
-                         "sleep_repeat")
+                         "sleep_repeat", "train_episodes")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -147,6 +153,14 @@ class PipelineConfig:
     #: to place and almost never to sleep. The added rows are a few per cent of the data, so
     #: the epochs are not cut (``defer_repeat``'s reasoning). 1: as demonstrated
     sleep_repeat: int = 1
+    #: training episodes the clone learns from [ours]: the teacher demonstrates on each, BC
+    #: learns them all, and each DAgger round relabels the clone's states on each. The first is
+    #: the run's training episode; the others are other workloads' offline segments with their
+    #: own commands (:func:`training_episodes`), so the clone meets more events than one
+    #: episode's few. BC takes the gradient steps it would take on the first episode alone
+    #: (its epochs cut in proportion, as ``event_repeat`` does): more data, not a larger budget.
+    #: 1: the training episode only
+    train_episodes: int = 1
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -167,7 +181,7 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
-        for key in ("event_repeat", "sleep_repeat"):
+        for key in ("event_repeat", "sleep_repeat", "train_episodes"):
             value = getattr(self, key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: as demonstrated), got {value!r}")
@@ -207,6 +221,18 @@ def scenario_config(base: GridCommandConfig, regime: str, servers: int, seed: in
 def training_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
     """The training episode's configuration: offline segment, commands from their own seed."""
     return scenario_config(base, regime, servers, seed, "offline", seed + TRAIN_COMMAND_OFFSET)
+
+
+def training_episodes(train_cfg: GridCommandConfig, n: int) -> list[GridCommandConfig]:
+    """The ``n`` episodes a clone learns from (``train_episodes``): ``train_cfg`` (the run's
+    training episode, :func:`training_config`), then the offline segments of the workloads of
+    run seeds ``seed + TRAIN_EPISODE_OFFSET + k`` with commands from their own seeds (``+
+    TRAIN_COMMAND_OFFSET``), on the same fleet and under the same regime."""
+    seed = train_cfg.run.seed
+    more = [dataclasses.replace(train_cfg, run=dataclasses.replace(train_cfg.run, seed=seed + TRAIN_EPISODE_OFFSET + k),
+                                command_seed=seed + TRAIN_EPISODE_OFFSET + k + TRAIN_COMMAND_OFFSET).validate()
+            for k in range(1, n)]
+    return [train_cfg, *more]
 
 
 def evaluation_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
@@ -432,13 +458,19 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     ``state_dict`` and what cloning recorded."""
     run = train_cfg.run
     c0 = time.process_time()
-    env = GridCommandEnv(train_cfg)
+    envs = [GridCommandEnv(cfg) for cfg in training_episodes(train_cfg, pipe.train_episodes)]
+    env = envs[0]
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
-    demos = demonstrate(env, pipe.teacher, pipe.demo_tasks)
+    shown = [demonstrate(e, pipe.teacher, pipe.demo_tasks) for e in envs]
+    demos = functools.reduce(_joined, shown)
     oinpt: OINPTConfig = run.oinpt
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
+    if len(envs) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
+        oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(shown[0]) / len(demos))))
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
+    if len(envs) > 1:
+        info["train_episodes"] = len(envs)
     repeat = label_repeats(env, pipe)
     rows = event_rows(env, demos, pipe.event_repeat)
     cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows)
@@ -452,8 +484,12 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         # one policy over the growing aggregate), each round with the first BC's number of
         # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
         # round costs what the first BC did
-        actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
-        own, agreed = relabel(env, pipe.teacher, actor, pipe.demo_tasks)
+        played = []
+        for e in envs:  # the same actor plays each training episode in turn
+            actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
+            played.append(relabel(e, pipe.teacher, actor, pipe.demo_tasks))
+        own = functools.reduce(_joined, [d for d, _ in played])
+        agreed = np.concatenate([a for _, a in played])
         # on the clone's own states, before this round's BC
         info.update(agreement_split(env, own, agreed, "dagger_agreement", f"[{r}]"))
         seen = _joined(seen, own)

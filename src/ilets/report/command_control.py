@@ -293,13 +293,19 @@ PILOT_SLEEP_REPEATS_WIDENED = (64,)
 #: the teacher defers); widening multiplies the largest by four.
 PILOT_DEFER_REPEATS = (1, 4, 16)
 PILOT_DEFER_REPEATS_WIDENED = (64,)
+#: Training episodes the clone learns from in the energy-ranked design (``train_episodes``;
+#: pilot seeds 100-105, 50 servers, as the second deferral pilot; candidate 1 is that design
+#: as it is, the same cells as that pilot's candidate 1); widening multiplies the largest by four.
+PILOT_TRAIN_EPISODES = (1, 4, 16)
+PILOT_TRAIN_EPISODES_WIDENED = (64,)
 #: Each pilot by name (the knob it sets, but ``defer_repeat_energy``, the second pilot of
 #: ``defer_repeat``): its candidates and the prefix of its folders.
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
           "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
           "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
           "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
-          "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w")}
+          "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w"),
+          "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t")}
 #: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
 #: where not listed).
 PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat"}
@@ -315,7 +321,8 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "event_repeat": ("event decisions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
                 "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
                 "defer_repeat_energy": ("deferrals shown, energy-ranked design (times)",
-                                        lambda n: "once" if n == 1 else f"{n} times")}
+                                        lambda n: "once" if n == 1 else f"{n} times"),
+                "train_episodes": ("training episodes", lambda n: f"{n} episode{'s' if n > 1 else ''}")}
 
 
 def design_profile(folder: Path) -> str:
@@ -436,6 +443,16 @@ def choose_defer_repeat_energy(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "defer_repeat_energy")
 
 
+def choose_train_episodes(table: pd.DataFrame) -> int | None:
+    """The training-episodes pilot's rule (the energy-ranked design), written and committed
+    before any candidate ran: the budget pilot's (:func:`choose_bc_epochs`) over how many
+    episodes the clone learns from: among the candidates whose mean miss ratio is at most
+    :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, fewer episodes within
+    :data:`PILOT_TOLERANCE` taken instead (they cost less), widening at the top of
+    :data:`PILOT_TRAIN_EPISODES`."""
+    return _miss_bar_then_lowest_ratio(table, "train_episodes")
+
+
 def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
@@ -448,10 +465,10 @@ def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
 #: Each pilot's rule.
 CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
           "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat,
-          "defer_repeat_energy": choose_defer_repeat_energy}
+          "defer_repeat_energy": choose_defer_repeat_energy, "train_episodes": choose_train_episodes}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy")
+WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
