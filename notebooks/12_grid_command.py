@@ -104,6 +104,9 @@ sleeps_pilot = C.clone_pilot_table(root, knob="sleep_repeat")
 glue("gc_sleeps_pilot_said", C.clone_pilot_sentence(sleeps_pilot), display=False)
 defers_pilot = C.clone_pilot_table(root, knob="defer_repeat_energy")
 glue("gc_defers_pilot_said", C.clone_pilot_sentence(defers_pilot), display=False)
+episodes_pilot = C.clone_pilot_table(root, knob="train_episodes")
+glue("gc_episodes_pilot_said", C.clone_pilot_sentence(episodes_pilot), display=False)
+glue("gc_episodes_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES)), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
@@ -764,6 +767,20 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`gridcommand-grid-per-server-later`) changes only this over the energy-ranked design,
 #   its settings not re-tuned, at both fleet sizes on ten seeds, and the step below compares
 #   the two. {glue:md}`gc_later_status` Seed by seed: {glue:text}`gc_later_gap_said`
+# * **More training episodes.** Every design above clones its teacher on one training
+#   episode, with its few events (1-9 at this scale). A probe of the energy-ranked design's
+#   clone on evaluation seed 5 (a scratch script, not shipped; it chose nothing) found it
+#   repeating most of the teacher's deferrals on its training episode and almost none on the
+#   scored episode, even on the teacher's own states there: it had learned that episode, not
+#   when to defer. With `pipeline.train_episodes` the teacher demonstrates on several
+#   training episodes (other workloads' offline segments with their own commands, never
+#   scored: `ilets.gridcommand.pipeline.training_episodes`), BC learns them all with the
+#   gradient steps it takes on one (more data, not a larger budget), and each DAgger round
+#   relabels the clone's states on each. A seventh clone pilot (below; the energy-ranked
+#   design, 50 servers, pilot seeds 100-105, candidates {glue:text}`gc_episodes_candidates`
+#   episodes, its candidate 1 that design as it is) chooses how many by the budget pilot's
+#   rule, committed before any candidate ran (`choose_train_episodes`).
+#   {glue:text}`gc_episodes_pilot_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
@@ -836,6 +853,9 @@ plots.markdown_table(C.clone_pilot_display(sleeps_pilot), {}, empty="The sleep-w
 # %% tags=["remove-input"]
 plots.markdown_table(C.clone_pilot_display(defers_pilot), {},
                      empty="The deferral-weighting pilot of the energy-ranked design has not run.")
+
+# %% tags=["remove-input"]
+plots.markdown_table(C.clone_pilot_display(episodes_pilot), {}, empty="The training-episodes pilot has not run.")
 
 # %% [markdown]
 # *Table: the clone pilot (quick scale, pilot seeds; tracking and miss rate as multiples of

@@ -237,15 +237,17 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.features import SLOT_ERROR_BANDS, TRACK_SCALE
-    from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, PipelineConfig
+    from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, TRAIN_EPISODE_OFFSET, PipelineConfig
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
     from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
-                                              PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS)
+                                              PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS,
+                                              PILOT_TRAIN_EPISODES)
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
     defer_pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
+    episodes_pilot = load_grid_profile("gridcommand-grid-clone-pilot-t1")
     batchy = load_gridcommand_config("quick-sleep-batch")
     multi_day = load_gridcommand_config("quick-days")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
@@ -358,6 +360,18 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "missed the bar) chose among " + ", ".join(map(str, PILOT_ROUNDS)) + " rounds by the same rule",
                   "ilets.gridcommand.pipeline.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.pipeline."
                   "relabel, ilets.report.command_control.choose_bc_epochs/choose_dagger_rounds", kind=EXTENSION),
+        Deviation("The grid-command clone's training episodes", "one training episode (the offline segment)",
+                  f"pipeline.train_episodes (default {pipe.train_episodes}: the run's training episode only) lets the "
+                  "teacher demonstrate on further training episodes, the offline segments of other workloads (run "
+                  f"seed + {TRAIN_EPISODE_OFFSET:,} + k) with their own commands, never scored; BC learns them all "
+                  "with the gradient steps it takes on the first (its epochs cut in proportion) and each DAgger round "
+                  "relabels the clone's states on each; a seventh clone pilot (the energy-ranked design, "
+                  f"{'/'.join(map(str, episodes_pilot.servers))} servers, pilot seeds {min(episodes_pilot.seeds)}-"
+                  f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + "; a scratch probe of that design's clone on "
+                  "evaluation seed 5 (it chose nothing) suggested it",
+                  "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes, "
+                  "ilets.report.command_control.choose_train_episodes", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,
                   f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
                   "during an event (read from its observation) that many times in every BC, the first and each "
