@@ -107,6 +107,7 @@ glue("gc_defers_pilot_said", C.clone_pilot_sentence(defers_pilot), display=False
 episodes_pilot = C.clone_pilot_table(root, knob="train_episodes")
 glue("gc_episodes_pilot_said", C.clone_pilot_sentence(episodes_pilot), display=False)
 glue("gc_episodes_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES)), display=False)
+glue("gc_transfer_said", C.transfer_sentence(C.load_transfer(root)), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
@@ -768,11 +769,12 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   its settings not re-tuned, at both fleet sizes on ten seeds, and the step below compares
 #   the two. {glue:md}`gc_later_status` Seed by seed: {glue:text}`gc_later_gap_said`
 # * **More training episodes.** Every design above clones its teacher on one training
-#   episode, with its few events (1-9 at this scale). A probe of the energy-ranked design's
-#   clone on evaluation seed 5 (a scratch script, not shipped; it chose nothing) found it
-#   repeating most of the teacher's deferrals on its training episode and almost none on the
-#   scored episode, even on the teacher's own states there: it had learned that episode, not
-#   when to defer. With `pipeline.train_episodes` the teacher demonstrates on several
+#   episode, with its few events (1-9 at this scale). A probe of the clone on the teacher's own
+#   states of its training episode and of the scored one (`ilets.study.clone_transfer`, first
+#   run on the energy-ranked design's evaluation seed 5, where its clone was furthest over the
+#   bar; it chose nothing) tells a clone that cannot express its teacher from one that learned
+#   its training episode rather than the rule: {glue:text}`gc_transfer_said` With
+#   `pipeline.train_episodes` the teacher demonstrates on several
 #   training episodes (other workloads' offline segments with their own commands, never
 #   scored: `ilets.gridcommand.pipeline.training_episodes`), BC learns them all with the
 #   gradient steps it takes on one (more data, not a larger budget), and each DAgger round

@@ -762,3 +762,44 @@ def test_the_rounds_standing_sentence_says_whether_a_design_used_the_standing_ch
     assert C.rounds_standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8).endswith("keeps 8, the design's own.")
     assert "not the design's 8" in C.rounds_standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
     assert "has not run" in C.rounds_standing_sentence(table({}).iloc[0:0], 8)
+
+
+def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episode(scenario, tmp_path, capsys):
+    from ilets.report import command_control as C
+    from ilets.study import clone_transfer as T
+
+    train = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
+    state, _ = P.clone(train, P.PipelineConfig(clone_action="greedy", bc_epochs=2), 2)
+    env = GridCommandEnv(train)
+    demos = P.demonstrate(env, "lyapunov")
+    row = T.agreement_on(state, train, demos, env)
+    assert row["decisions"] == len(demos) and 0.0 <= row["agreement"] <= 1.0
+    assert row["teacher_deferrals"] == int((demos.acts == env.defer_action).sum())
+    # labelled with the clone's own greedy choices, it agrees on every state (and defers wherever it defers)
+    model = make_ppo(env, train.run.ppo, 2, "per-server")
+    model.policy.load_state_dict(state)
+    with th.no_grad():
+        own = model.policy.get_distribution(th.as_tensor(demos.obs), action_masks=demos.masks).distribution.probs
+    acts = own.argmax(dim=1).numpy()
+    allowed = np.flatnonzero(demos.masks[:, env.defer_action])
+    assert len(allowed)
+    relabelled = dataclasses.replace(demos, acts=acts)
+    same = T.agreement_on(state, train, relabelled, env)
+    assert same["agreement"] == 1.0 and same["clone_deferrals"] == int((acts == env.defer_action).sum())
+    assert np.isnan(same["deferral_recall"]) or same["deferral_recall"] == 1.0
+    # the chapter's sentence, from rows as the CLI writes them
+    rows = pd.DataFrame([{"profile": "p", "servers": 6, "seed": 2, "episode": "training", **row},
+                         {"profile": "p", "servers": 6, "seed": 2, "episode": "scored",
+                          **{**row, "teacher_deferrals": 0, "deferral_recall": float("nan")}}])
+    said = C.transfer_sentence(rows)
+    assert said.startswith("On the teacher's own states (frozen, greedy): the clone of `p` at 6 servers, seed 2: on "
+                           "its training episode agreement ")
+    assert said.endswith("the teacher did not defer.")
+    assert C.transfer_sentence(rows.iloc[0:0]) == "The clone-transfer probe has not run."
+    assert C.transfer_sentence(rows.iloc[:1]) == "The clone-transfer probe has no seed with both episodes."
+    assert len(C.load_transfer(tmp_path)) == 0
+    # bad input: one line, exit code 2
+    assert T.main(["--profile", "no-such-profile", "--seeds", "0", "--out", str(tmp_path / "t.json")]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert T.main(["--profile", "x", "--servers", "0", "--seeds", "0", "--out", str(tmp_path / "t.json")]) == 2
+    assert "--servers: expected fleet sizes >= 1" in capsys.readouterr().err

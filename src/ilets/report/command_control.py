@@ -18,6 +18,7 @@ most :data:`MISS_BAR` times the teacher's.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Mapping
 
@@ -200,6 +201,44 @@ DEFERS_DESIGN = "the same, deferrals weighted"
 #: The energy-ranked design with deferral scored per server (``run.defer_head: rows``; 50 and
 #: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
 LATER_DESIGN = "the same, deferral scored per server"
+
+
+#: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
+TRANSFER_RECORD = Path("shipped") / "gridcommand-clone-transfer.json"
+
+
+def load_transfer(root: Path) -> pd.DataFrame:
+    """The rows of the shipped clone-transfer record under ``root`` (empty when absent)."""
+    path = Path(root) / TRANSFER_RECORD
+    if not path.is_file():
+        return pd.DataFrame(columns=["profile", "servers", "seed", "episode", "agreement", "event_agreement",
+                                     "teacher_deferrals", "clone_deferrals", "deferral_recall"])
+    return pd.DataFrame(json.loads(path.read_text())["rows"])
+
+
+def transfer_sentence(rows: pd.DataFrame) -> str:
+    """The clone-transfer probe in words: per profile, fleet size and seed, the clone's
+    agreement with its teacher (overall, during events) and its deferral recall on the
+    teacher's states of its training episode, then of the scored one."""
+    if len(rows) == 0:
+        return "The clone-transfer probe has not run."
+
+    def said(r: dict) -> str:
+        recall = ("the teacher did not defer" if pd.isna(r["deferral_recall"]) else
+                  f"it also deferred {r['deferral_recall']:.0%} of the teacher's {int(r['teacher_deferrals'])} deferrals")
+        events = "" if pd.isna(r["event_agreement"]) else f", {r['event_agreement']:.0%} during events"
+        return f"agreement {r['agreement']:.0%}{events}, {recall}"
+
+    parts = []
+    for (profile, servers, seed), g in rows.groupby(["profile", "servers", "seed"], sort=False):
+        by = {r["episode"]: r for r in g.to_dict("records")}
+        if set(by) != {"training", "scored"}:
+            continue
+        parts.append(f"the clone of `{profile}` at {int(servers)} servers, seed {int(seed)}: on its training episode "
+                     f"{said(by['training'])}; on the scored episode {said(by['scored'])}")
+    if not parts:
+        return "The clone-transfer probe has no seed with both episodes."
+    return "On the teacher's own states (frozen, greedy): " + "; ".join(parts) + "."
 
 
 def deferral_gap_table(rows: pd.DataFrame, teacher: str = "lyapunov") -> pd.DataFrame:

@@ -368,8 +368,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "relabels the clone's states on each; a seventh clone pilot (the energy-ranked design, "
                   f"{'/'.join(map(str, episodes_pilot.servers))} servers, pilot seeds {min(episodes_pilot.seeds)}-"
                   f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
-                  + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + "; a scratch probe of that design's clone on "
-                  "evaluation seed 5 (it chose nothing) suggested it",
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + "; a probe of that design's clone on its teacher's "
+                  "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
                   "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes, "
                   "ilets.report.command_control.choose_train_episodes", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,

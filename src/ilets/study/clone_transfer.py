@@ -1,0 +1,111 @@
+"""What a frozen grid-command clone carries from its training episodes to the scored one [ours].
+
+A clone is judged on the scored episode (the online segment), but it learns from its
+training episodes (offline segments, :func:`ilets.gridcommand.pipeline.training_episodes`).
+When it falls short there, two causes look alike in its tracking error: it cannot express
+what its teacher does (then it disagrees on the training episode too), or it learned the
+training episode rather than the rule (then it agrees there and not on the scored one).
+This probe tells them apart. On the teacher's own states (its demonstrations, so neither
+episode drifts under the clone's errors) it measures the clone's greedy agreement with the
+teacher, overall and on the decisions made during events, and its *deferral recall*: the
+share of the teacher's deferrals the clone also makes; once on the first training episode
+(what BC saw) and once on the scored episode (what it did not).
+
+``python -m ilets.study.clone_transfer --profile P --servers 50 --seeds 5 --out F.json``
+clones as the grid does (read from ``--cache``, a grid's ``cache/`` folder, when it holds the
+clone) and writes the rows with the machine, the date and the commit
+(:func:`ilets.host.write_benchmark`). Chapter 12 reads the shipped record
+(:func:`ilets.report.command_control.transfer_sentence`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch as th
+
+from ilets.agents.masked import unchecked_distributions
+from ilets.agents.oinpt import Demonstrations
+from ilets.agents.ppo import make_ppo
+from ilets.config import ConfigError
+from ilets.gridcommand import pipeline as P
+from ilets.gridcommand.config import GridCommandConfig
+from ilets.gridcommand.env import GridCommandEnv
+
+#: The episodes the probe reads: the first training episode and the scored one.
+EPISODES = ("training", "scored")
+
+
+def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env: GridCommandEnv) -> dict[str, float]:
+    """The clone (a policy ``state`` made for ``cfg``) on the teacher's demonstrations
+    ``demos`` of ``env``: its greedy agreement overall and during events, and its deferral
+    recall (NaN where the teacher never deferred), with the teacher's and the clone's
+    deferral counts on those states."""
+    run = cfg.run
+    model = make_ppo(env, run.ppo, run.seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+    model.policy.load_state_dict(state)
+    with th.no_grad(), unchecked_distributions():
+        probs = model.policy.get_distribution(th.as_tensor(np.array(demos.obs)), action_masks=demos.masks)
+        chosen = probs.distribution.probs.argmax(dim=1).numpy()
+    agreed = chosen == demos.acts
+    during = env.during_event(demos.obs)
+    teacher, clone = demos.acts == env.defer_action, chosen == env.defer_action
+    return {"decisions": int(len(agreed)), "agreement": float(agreed.mean()),
+            "event_agreement": float(agreed[during].mean()) if during.any() else float("nan"),
+            "teacher_deferrals": int(teacher.sum()), "clone_deferrals": int(clone.sum()),
+            "deferral_recall": float((teacher & clone).sum() / teacher.sum()) if teacher.any() else float("nan")}
+
+
+def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) -> list[dict[str, Any]]:
+    """One row per episode of :data:`EPISODES` for the clone of ``profile`` (a grid profile
+    with a clone-based method) at ``servers`` and ``seed``, cloned as the grid clones it
+    (:func:`ilets.gridcommand.pipeline.cached_clone`)."""
+    from ilets.study.command_scenario import load_profile
+
+    grid = load_profile(profile)
+    base, pipe = grid.scenario_config(), grid.pipeline.validate()
+    train_cfg = P.training_config(base, grid.train_regime, servers, seed)
+    c0 = time.process_time()
+    state, info = P.cached_clone(train_cfg, pipe, seed, cache_dir)
+    rows = []
+    for episode, cfg in zip(EPISODES, (train_cfg, P.evaluation_config(base, grid.train_regime, servers, seed))):
+        env = GridCommandEnv(cfg)
+        demos = P.demonstrate(env, pipe.teacher, pipe.demo_tasks)
+        rows.append({"profile": grid.name, "servers": servers, "seed": seed, "episode": episode,
+                     **agreement_on(state, train_cfg, demos, env)})
+    for row in rows:
+        row["cpu_s"] = time.process_time() - c0
+        row["clone_cached"] = bool(info.get("clone_cached", False))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Probe the clones of a grid profile and write the rows as JSON."""
+    from ilets.host import write_benchmark
+
+    ap = argparse.ArgumentParser(prog="python -m ilets.study.clone_transfer", description=__doc__.splitlines()[0])
+    ap.add_argument("--profile", required=True, help="a grid profile whose methods clone a teacher")
+    ap.add_argument("--servers", type=int, nargs="+", default=[50])
+    ap.add_argument("--seeds", type=int, nargs="+", required=True)
+    ap.add_argument("--cache", type=Path, default=None, help="a grid's cache/ folder (clones read or written there)")
+    ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    args = ap.parse_args(argv)
+    try:
+        if any(m < 1 for m in args.servers):
+            raise ConfigError(f"--servers: expected fleet sizes >= 1, got {args.servers}")
+        rows = [row for m in args.servers for s in args.seeds for row in probe(args.profile, m, s, args.cache)]
+        write_benchmark(args.out, {"probe": "clone_transfer", "rows": rows})
+    except (ConfigError, OSError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(rows)} rows to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
