@@ -39,11 +39,13 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds",
            "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy",
            "the same, deferrals weighted": Path("shipped") / "gridcommand-per-server-energy-defers",
-           "the same, deferral scored per server": Path("shipped") / "gridcommand-per-server-later"}
+           "the same, deferral scored per server": Path("shipped") / "gridcommand-per-server-later",
+           "the same, 16 training episodes": Path("shipped") / "gridcommand-per-server-episodes"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
 DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger",
-               "the same, deferral scored per server": "the same, with DAgger, servers ranked by energy"}
+               "the same, deferral scored per server": "the same, with DAgger, servers ranked by energy",
+               "the same, 16 training episodes": "the same, with DAgger, servers ranked by energy"}
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
@@ -201,6 +203,10 @@ DEFERS_DESIGN = "the same, deferrals weighted"
 #: The energy-ranked design with deferral scored per server (``run.defer_head: rows``; 50 and
 #: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
 LATER_DESIGN = "the same, deferral scored per server"
+#: The energy-ranked design with the clone learning from 16 training episodes (the
+#: training-episodes pilot's largest candidate when it started; 50 servers, the teacher and the
+#: frozen clone only), a step of :data:`DESIGNS` read seed by seed as the ones above.
+EPISODES_DESIGN = "the same, 16 training episodes"
 
 
 #: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
