@@ -107,7 +107,19 @@ glue("gc_defers_pilot_said", C.clone_pilot_sentence(defers_pilot), display=False
 episodes_pilot = C.clone_pilot_table(root, knob="train_episodes")
 glue("gc_episodes_pilot_said", C.clone_pilot_sentence(episodes_pilot), display=False)
 glue("gc_episodes_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES)), display=False)
-glue("gc_transfer_said", C.transfer_sentence(C.load_transfer(root)), display=False)
+transfer = C.load_transfer(root)
+episodes_profile = load_grid_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
+glue("gc_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == "gridcommand-grid-per-server-energy"]),
+     display=False)
+glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == episodes_profile.name]),
+     display=False)
+glue("gc_episodes_design", C.EPISODES_DESIGN, display=False)
+glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
+                                                 "training episodes"), display=False)
+glue("gc_episodes_status", Markdown(C.designs_status(root, {C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN]})),
+     display=False)
+glue("gc_episodes_gap_said",
+     C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.EPISODES_DESIGN])), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
@@ -117,7 +129,7 @@ glue("gc_budget_candidates", ", ".join(map(str, C.PILOT_EPOCHS)), display=False)
 rounds_pilot = C.clone_pilot_table(root, knob="dagger_rounds")
 glue("gc_rounds_pilot_said", C.clone_pilot_sentence(rounds_pilot), display=False)
 glue("gc_rounds_candidates", ", ".join(map(str, C.PILOT_ROUNDS)), display=False)
-glue("gc_rounds_standing", C.rounds_standing_sentence(
+glue("gc_rounds_standing", C.standing_sentence(
     rounds_pilot, load_grid_profile("gridcommand-grid-per-server-dagger-rounds").pipeline.dagger_rounds), display=False)
 glue("gc_dagger_rounds", f"{load_grid_profile('gridcommand-grid-per-server-dagger').pipeline.dagger_rounds}",
      display=False)
@@ -782,7 +794,12 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   design, 50 servers, pilot seeds 100-105, candidates {glue:text}`gc_episodes_candidates`
 #   episodes, its candidate 1 that design as it is) chooses how many by the budget pilot's
 #   rule, committed before any candidate ran (`choose_train_episodes`).
-#   {glue:text}`gc_episodes_pilot_said`
+#   {glue:text}`gc_episodes_pilot_said` Design *{glue:text}`gc_episodes_design`*
+#   (`gridcommand-grid-per-server-episodes`; 50 servers, as the pilot; the teacher and the
+#   frozen clone only) ran with the largest candidate the pilot had run when it started;
+#   {glue:text}`gc_episodes_standing` {glue:md}`gc_episodes_status` Seed by seed:
+#   {glue:text}`gc_episodes_gap_said` The probe above, on the same seed:
+#   {glue:text}`gc_episodes_transfer_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

@@ -494,7 +494,8 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     assert C.GAP_DESIGN in C.DESIGNS and C.GAP_DESIGN in C.HELDOUT_DESIGNS
     # the two deferral designs follow the energy-ranked one; deferral scored per server changes
     # only the policy's defer head over it (its grid, the energy design's with the scenario that sets it)
-    assert list(C.DESIGNS)[-3:] == [C.GAP_DESIGN, C.DEFERS_DESIGN, C.LATER_DESIGN]
+    assert list(C.DESIGNS)[-4:] == [C.GAP_DESIGN, C.DEFERS_DESIGN, C.LATER_DESIGN, C.EPISODES_DESIGN]
+    assert C.DESIGN_BASE[C.EPISODES_DESIGN] == C.GAP_DESIGN
     assert C.DESIGN_BASE[C.LATER_DESIGN] == C.GAP_DESIGN and C.LATER_DESIGN in C.HELDOUT_DESIGNS
     from ilets.study.command_scenario import load_profile
 
@@ -504,12 +505,18 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
         energy.scenario_config(), run=dataclasses.replace(energy.scenario_config().run, defer_head="rows"))
     assert (later.pipeline, later.servers, later.seeds, later.methods) == (
         energy.pipeline, energy.servers, energy.seeds, energy.methods)
+    # the episodes design: the energy design's scenario and pipeline, but the training episodes
+    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
+    assert episodes.scenario == energy.scenario and episodes.pipeline == dataclasses.replace(
+        energy.pipeline, train_episodes=episodes.pipeline.train_episodes)
+    assert episodes.pipeline.train_episodes in C.PILOT_TRAIN_EPISODES and episodes.seeds == energy.seeds
+    assert C.EPISODES_DESIGN == f"the same, {episodes.pipeline.train_episodes} training episodes"
 
 
 def test_design_steps_compare_each_design_with_the_one_before():
     from ilets.report import command_control as C
 
-    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25, 0.20)))
+    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25, 0.20, 0.50)))
     assert len(track) == len(C.DESIGNS)
     rows = pd.DataFrame([{"design": d, "method": "bc", "role": "train", "servers": 50, "seed": s,
                           "tracking_mae_rel": v + 0.01 * s} for d, v in track.items() for s in range(4)])
@@ -518,13 +525,13 @@ def test_design_steps_compare_each_design_with_the_one_before():
     # each design against the one before, but the energy-ranked one against the DAgger design it
     # changes, and deferral scored per server against the energy-ranked one
     energy = "the same, with DAgger, servers ranked by energy"
-    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-4], names[1:-3])) + [
+    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-5], names[1:-4])) + [
         ("the same, with DAgger", energy), (energy, "the same, deferrals weighted"),
-        (energy, "the same, deferral scored per server")]
+        (energy, "the same, deferral scored per server"), (energy, "the same, 16 training episodes")]
     assert list(steps["verdict"]) == ["better", "unresolved", "better", "worse", "better", "unresolved", "better",
-                                      "better", "better", "better"]
+                                      "better", "better", "better", "worse"]
     said = C.design_steps_sentence(steps)
-    assert said.count("at 50 servers") == 10 and "from flat to per-server at 50 servers +14.0%" in said
+    assert said.count("at 50 servers") == 11 and "from flat to per-server at 50 servers +14.0%" in said
     assert C.design_steps_sentence(steps.iloc[0:0]) == "No two designs' clones to compare."
 
 
@@ -751,17 +758,22 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
         {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in P.HELDOUT_METRICS}}]
 
 
-def test_the_rounds_standing_sentence_says_whether_a_design_used_the_standing_choice():
+def test_the_standing_sentence_says_whether_a_design_used_the_standing_choice():
     from ilets.report import command_control as C
 
     def table(means):
         return pd.DataFrame([{"dagger_rounds": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
                               "deferrals": 1, "deferrals_teacher": 1} for n, v in means.items() for seed in (100, 101)])
 
-    assert "provisional" in C.rounds_standing_sentence(table({1: 2.0, 8: 1.1}), 8)
-    assert C.rounds_standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8).endswith("keeps 8, the design's own.")
-    assert "not the design's 8" in C.rounds_standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
-    assert "has not run" in C.rounds_standing_sentence(table({}).iloc[0:0], 8)
+    assert "provisional" in C.standing_sentence(table({1: 2.0, 8: 1.1}), 8)
+    assert C.standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8).endswith("keeps 8, the design's own.")
+    assert "not the design's 8" in C.standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
+    assert "has not run" in C.standing_sentence(table({}).iloc[0:0], 8)
+    episodes = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,
+                              "deferrals": 1, "deferrals_teacher": 1} for n, v in {1: 3.2, 4: 2.0, 16: 1.3}.items()])
+    assert C.standing_sentence(episodes, 16, "training episodes").endswith(
+        "keeps 16, its largest candidate, so its range is to be widened before the choice stands: the design's 16 "
+        "training episodes are provisional.")
 
 
 def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episode(scenario, tmp_path, capsys):

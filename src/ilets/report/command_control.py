@@ -525,15 +525,16 @@ def pilot_widens(table: pd.DataFrame) -> bool:
     return knob in WIDENING and CHOOSE[knob](table) == max(table[knob])
 
 
-def rounds_standing_sentence(table: pd.DataFrame, used: int) -> str:
-    """Whether the rounds a design used (``used``) is the DAgger-rounds pilot's standing choice:
-    the rule's choice, over a range it does not still need to widen."""
-    chosen = choose_dagger_rounds(table)
+def standing_sentence(table: pd.DataFrame, used: int, unit: str = "rounds") -> str:
+    """Whether the value a design used (``used``, counted in ``unit``) is its pilot's standing
+    choice (the pilot of :func:`clone_pilot_table` ``table``): the rule's choice, over a range
+    it does not still need to widen."""
+    chosen = CHOOSE[_knob(table)](table) if len(table.columns) else None
     if chosen is None:
-        return "the pilot has not run, so the design's rounds are not its choice."
+        return f"the pilot has not run, so the design's {unit} are not its choice."
     if pilot_widens(table):
         return (f"the pilot's rule now keeps {chosen}, its largest candidate, so its range is to be widened before "
-                f"the choice stands: the design's {used} rounds are provisional.")
+                f"the choice stands: the design's {used} {unit} are provisional.")
     return (f"the pilot's rule, over its widened range, keeps {chosen}, "
             + ("the design's own." if chosen == used else f"not the design's {used}: the design is not its choice."))
 
