@@ -815,3 +815,9 @@ def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episo
     assert "error:" in capsys.readouterr().err
     assert T.main(["--profile", "x", "--servers", "0", "--seeds", "0", "--out", str(tmp_path / "t.json")]) == 2
     assert "--servers: expected fleet sizes >= 1" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{}")
+    assert T.main(["--profile", "x", "--seeds", "0", "--out", str(tmp_path / "bad.json"), "--append"]) == 2
+    assert "bad.json: not a clone-transfer record" in capsys.readouterr().err
+    (tmp_path / "ok.json").write_text(json.dumps({"rows": [{"profile": "a", "servers": 6, "seed": 2}]}))
+    assert T._kept_rows(tmp_path / "ok.json") == [{"profile": "a", "servers": 6, "seed": 2}]
+    assert T._kept_rows(tmp_path / "none.json") == []

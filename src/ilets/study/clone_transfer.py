@@ -14,13 +14,15 @@ share of the teacher's deferrals the clone also makes; once on the first trainin
 ``python -m ilets.study.clone_transfer --profile P --servers 50 --seeds 5 --out F.json``
 clones as the grid does (read from ``--cache``, a grid's ``cache/`` folder, when it holds the
 clone) and writes the rows with the machine, the date and the commit
-(:func:`ilets.host.write_benchmark`). Chapter 12 reads the shipped record
+(:func:`ilets.host.write_benchmark`; each row also keeps its own commit and date, so
+``--append`` adds another profile's rows to a record). Chapter 12 reads the shipped record
 (:func:`ilets.report.command_control.transfer_sentence`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -84,9 +86,20 @@ def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) 
     return rows
 
 
+def _kept_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows an earlier run wrote to ``path`` (none when it does not exist)."""
+    if not path.is_file():
+        return []
+    try:
+        rows = json.loads(path.read_text())["rows"]
+    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path}: not a clone-transfer record (rows: {err}); expected the JSON this probe writes")
+    return list(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Probe the clones of a grid profile and write the rows as JSON."""
-    from ilets.host import write_benchmark
+    from ilets.host import host_record, write_benchmark
 
     ap = argparse.ArgumentParser(prog="python -m ilets.study.clone_transfer", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", required=True, help="a grid profile whose methods clone a teacher")
@@ -94,11 +107,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", required=True)
     ap.add_argument("--cache", type=Path, default=None, help="a grid's cache/ folder (clones read or written there)")
     ap.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the rows --out already holds for other (profile, servers, seed)")
     args = ap.parse_args(argv)
     try:
         if any(m < 1 for m in args.servers):
             raise ConfigError(f"--servers: expected fleet sizes >= 1, got {args.servers}")
-        rows = [row for m in args.servers for s in args.seeds for row in probe(args.profile, m, s, args.cache)]
+        kept = _kept_rows(args.out) if args.append else []
+        host = host_record()
+        rows = [{**row, "commit": host["commit"], "date_utc": host["date_utc"]}
+                for m in args.servers for s in args.seeds for row in probe(args.profile, m, s, args.cache)]
+        new = {(r["profile"], r["servers"], r["seed"]) for r in rows}
+        rows = [r for r in kept if (r["profile"], r["servers"], r["seed"]) not in new] + rows
         write_benchmark(args.out, {"probe": "clone_transfer", "rows": rows})
     except (ConfigError, OSError) as err:
         print(f"error: {err}", file=sys.stderr)
