@@ -563,8 +563,9 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
     assert any(not th.equal(first[k], plain[k]) for k in first)
 
 
-def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypatch):
-    seen = []
+def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
+    """Every BC call the pipeline makes from now on, as (decisions shown, epochs)."""
+    seen: list[tuple[int, int]] = []
     real = P.behaviour_clone
 
     def spy(model, demos, cfg, seed, repeat=None, rows=None):
@@ -572,6 +573,11 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
         return real(model, demos, cfg, seed, repeat, rows)
 
     monkeypatch.setattr(P, "behaviour_clone", spy)
+    return seen
+
+
+def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypatch):
+    seen = _bc_calls(monkeypatch)
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=12), 0)
     (n, e0), *rounds = seen
@@ -596,14 +602,7 @@ def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episo
     envs = [GridCommandEnv(e) for e in episodes]
     tasks = [len(e.tasks) for e in envs]
     lengths = {tuple(e.tasks.length[:20]) for e in envs}
-    seen = []
-    real = P.behaviour_clone
-
-    def spy(model, demos, cfg, seed, repeat=None, rows=None):
-        seen.append((len(demos), cfg.bc_epochs))
-        return real(model, demos, cfg, seed, repeat, rows)
-
-    monkeypatch.setattr(P, "behaviour_clone", spy)
+    seen = _bc_calls(monkeypatch)
     pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, train_episodes=3)
     state, info = P.clone(train, pipe, 3)
     (n, epochs), (aggregate, round_epochs) = seen
