@@ -33,7 +33,8 @@ the oracle and MPC) and needs no hindsight.
 Episodes [ours]: the clone is made on the workload's *offline* segment under the training
 regime, with that regime's commands drawn from their own seed (``seed + TRAIN_COMMAND_OFFSET``:
 the online and offline windows are equally long, so the run seed would draw the same
-command pattern shifted by one window). Every method is scored on the *online* segment by
+command pattern shifted by one window); with ``train_episodes`` also on other workloads'
+offline segments (:func:`training_episodes`). Every method is scored on the *online* segment by
 the exact metrics of :mod:`ilets.gridcommand.metrics`: the experts and ``bc`` (the clone
 frozen) by :func:`ilets.gridcommand.metrics.evaluate`; ``ppo`` (from scratch), ``bc+ppo``
 and ``bc+ppo+oail`` over the very pass they learn in (the study's online protocol: there
