@@ -111,8 +111,8 @@ transfer = C.load_transfer(root)
 episodes_profile = load_grid_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
 glue("gc_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == "gridcommand-grid-per-server-energy"]),
      display=False)
-glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == episodes_profile.name]),
-     display=False)
+glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
+    [episodes_profile.name, C.design_profile(C.DESIGNS[C.LATER_DESIGN])])]), display=False)
 glue("gc_episodes_design", C.EPISODES_DESIGN, display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
@@ -798,7 +798,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`gridcommand-grid-per-server-episodes`; 50 servers, as the pilot; the teacher and the
 #   frozen clone only) ran with the largest candidate the pilot had run when it started;
 #   {glue:text}`gc_episodes_standing` {glue:md}`gc_episodes_status` Seed by seed:
-#   {glue:text}`gc_episodes_gap_said` The probe above, on the same seed:
+#   {glue:text}`gc_episodes_gap_said` The probe above, on the same seed, for this design's
+#   clone and for the clone of design *the same, deferral scored per server*:
 #   {glue:text}`gc_episodes_transfer_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
