@@ -1130,13 +1130,17 @@ plots.markdown_table(D.factor_display(ps_factors, "tracking_mae_rel", part="cont
 #   is an action, and the power-cap rung sets it by feedback (above); a rung that plans the
 #   cap with the placements, and a learner with a cap head (the per-server policy has none:
 #   a cap is one action for the whole fleet, a head beside defer), are open.
-# * **Deferral read from rows of its own.** Design *the same, deferral scored per server*
-#   (above) scores "later" on each server from that server's row as it is now; Lyapunov
-#   reads the server as it will be `defer_s` later (its wait then, and whether the task would
-#   then miss its deadline). A second row per server showing that state (as the speed rows
-#   add one per level, `ilets.agents.observation.ServerTable`), scored by the later head,
-#   would give the scorer what the teacher reads. The seed-by-seed reading of the clone
-#   section is where to look first.
+# * **Rows that show the teacher's own terms.** The clone-transfer probe (clone section)
+#   finds the clones repeating most of the teacher's deferrals on the training episode they
+#   learned and almost none on the scored one, with deferral scored per server and with 16
+#   training episodes alike: the rule does not transfer. Lyapunov defers when the tracking
+#   queue times the energy the task would add on a server in the next `defer_s` outweighs
+#   the extra wait of placing it later: a product of a pooled number and a per-server number,
+#   which a ReLU scorer over `log1p` features can only piece together. Rows that show each
+#   server's energy in the next `defer_s` and its extra wait if deferred, in log scale beside
+#   the queue's log (`ilets.agents.observation.ServerTable`, `ilets.gridcommand.features`),
+#   would make that comparison a sum the scorer can represent on any episode; the probe
+#   (`python -m ilets.study.clone_transfer`) says whether it then transfers.
 # * **Carbon-intensity signals.** A carbon price is a target of another kind: a new
 #   observation block beside `ilets.gridcommand.features.GRID_BLOCKS` (a `GridBlock` with
 #   `size`, `high` and `write`) and a cost term of its own next to `objective.tracking_term`.
