@@ -1004,7 +1004,7 @@ plots.markdown_table(D.factor_display(days_factors, "tracking_mae_rel", part="co
 # The families above train the authors' flat policy. The family
 # `gridcommand-drift-per-server` runs the same protocol (factors, methods, controls, seeds)
 # with the clone-based methods of design *{glue:text}`gc_drift_ps_design`*, the clone
-# section's last design: its scenario (the per-server policy, the Lyapunov queues shown, the
+# section's energy-ranked design (the last one when the family was written): its scenario (the per-server policy, the Lyapunov queues shown, the
 # sleep lever on) and its pipeline settings, unchanged. One day of commands per window, as in
 # the first family, and {glue:text}`gc_drift_ps_servers` servers only, for the cost (each
 # clone is trained for {glue:text}`gc_drift_ps_epochs` BC epochs and
