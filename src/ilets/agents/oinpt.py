@@ -230,10 +230,14 @@ def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: Exper
 
 
 def to_transitions(demos: Demonstrations):
-    """The demonstrations as ``imitation`` Transitions (full form: 1.0.1 needs next_obs/dones)."""
+    """The demonstrations as ``imitation`` Transitions (full form: 1.0.1 needs next_obs/dones).
+
+    BC reads observations and actions only, so ``next_obs`` is the observations themselves (a
+    view, no copy: a clone that learns from many episodes holds gigabytes of them); dones
+    mark the last decision."""
     from imitation.data.types import Transitions
 
-    next_obs = np.concatenate([demos.obs[1:], demos.obs[-1:]])
+    next_obs = demos.obs
     dones = np.zeros(len(demos), dtype=bool)
     dones[-1] = True
     infos = np.array([{}] * len(demos))
