@@ -115,6 +115,17 @@ def test_deferral_scored_per_server_learns_the_teachers_minimum_over_servers_bet
     assert right[True] >= 0.95 and right[True] - right[False] >= 0.04, right
 
 
+def test_the_clone_cache_key_is_unchanged_by_the_defer_head_at_its_default():
+    """Clones cached before run.defer_head existed are still found; the rows head keys its own."""
+    from ilets.study.command_scenario import load_profile
+
+    grid = load_profile("gridcommand-grid-per-server-energy")
+    train = P.training_config(grid.scenario_config(), grid.train_regime, 50, 0)
+    assert P.clone_key(train, grid.pipeline, 0) == "a0b3f43c1b7fed08"  # as computed before the field
+    rows = dataclasses.replace(train, run=dataclasses.replace(train.run, defer_head="rows"))
+    assert P.clone_key(rows, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
+
+
 def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp_path):
     from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
     from ilets.config import RunConfig
@@ -134,6 +145,15 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
                                 defer_head="rows")
     with pytest.raises(ValueError, match="defer_head 'rows' scores the action to defer per server, but this env has none"):
         make_ppo(env_of(plain), plain.ppo, 0, "per-server", defer_head="rows")
+    # and the cloud study's profile says so when it loads, naming the file and field
+    from ilets.study.profiles import load_profile as load_cloud_profile
+
+    path = tmp_path / "cloud.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "methods": ["drl"], "servers": [4], "seeds": [0],
+                                    "run": {"policy": "per-server", "observation": "per-server",
+                                            "defer_head": "rows"}}))
+    with pytest.raises(ConfigError, match=r"cloud\.yaml\.run\.defer_head: 'rows' scores the grid-command"):
+        load_cloud_profile(path)
     # a policy folder says how it scores deferring; a run that scores it otherwise is told so
     cfg = P.evaluation_config(load_gridcommand_config(scenario, run={"defer_head": "rows"}), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
@@ -786,14 +806,12 @@ def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episo
     row = T.agreement_on(state, train, demos, env)
     assert row["decisions"] == len(demos) and 0.0 <= row["agreement"] <= 1.0
     assert row["teacher_deferrals"] == int((demos.acts == env.defer_action).sum())
-    # labelled with the clone's own greedy choices, it agrees on every state (and defers wherever it defers)
+    # labelled with the clone's own greedy choices as the grid acts them (the numpy path), it
+    # agrees on every state, and its deferrals are counted where it defers
     model = make_ppo(env, train.run.ppo, 2, "per-server")
     model.policy.load_state_dict(state)
-    with th.no_grad():
-        own = model.policy.get_distribution(th.as_tensor(demos.obs), action_masks=demos.masks).distribution.probs
-    acts = own.argmax(dim=1).numpy()
-    allowed = np.flatnonzero(demos.masks[:, env.defer_action])
-    assert len(allowed)
+    actor = numpy_actor_critic(model.policy)
+    acts = np.array([actor.act(o, m) for o, m in zip(demos.obs, demos.masks)])
     relabelled = dataclasses.replace(demos, acts=acts)
     same = T.agreement_on(state, train, relabelled, env)
     assert same["agreement"] == 1.0 and same["clone_deferrals"] == int((acts == env.defer_action).sum())

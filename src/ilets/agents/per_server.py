@@ -61,8 +61,12 @@ class PerServerNet(nn.Module):
             i later" actions [ours]. Why: the Lyapunov teacher scores a deferral as the best
             placement ``defer_s`` later and defers when that beats the best placement now, a
             comparison of two minima over servers; one logit from the pooled summary can only
-            approximate it, and the frozen clones that left the teacher's deferrals out were
-            the ones over the bar. The other extra actions (cap levels) keep their pooled logits.
+            approximate it. Unlike the teacher's minimum over the servers allowed now, the
+            logsumexp runs over every row (the scorer sees whether a task fits in the row),
+            and at initialisation, with every later score near 0, the defer logit is near
+            log M: deferring starts far likelier than one action in M + 1 (BC moves it; a
+            learner from scratch would start deferring often). The other extra actions (cap
+            levels) keep their pooled logits.
     """
 
     def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False,

@@ -47,7 +47,6 @@ one server) [ours]. Methods: :data:`METHODS`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -159,7 +158,10 @@ class PipelineConfig:
     #: the run's training episode; the others are other workloads' offline segments with their
     #: own commands (:func:`training_episodes`), so the clone meets more events than one
     #: episode's few. BC takes the gradient steps it would take on the first episode alone
-    #: (its epochs cut in proportion, as ``event_repeat`` does): more data, not a larger budget.
+    #: (its epochs cut in proportion, rounded to whole epochs, as ``event_repeat`` does): more
+    #: data, not a larger budget. The further episodes of run seeds s and s + 1 overlap (seed s's
+    #: k-th is seed s + 1's (k - 1)-th), so the clones of neighbouring seeds share training
+    #: workloads; their scored episodes do not.
     #: 1: the training episode only
     train_episodes: int = 1
 
@@ -324,11 +326,15 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     return demos, np.asarray(taken, np.int64)
 
 
-def _joined(a: Demonstrations, b: Demonstrations) -> Demonstrations:
-    """DAgger's aggregate: ``a``'s decisions then ``b``'s (no held-out part, no action costs)."""
-    return Demonstrations(obs=np.concatenate([a.obs, b.obs]), acts=np.concatenate([a.acts, b.acts]),
-                          masks=np.concatenate([a.masks, b.masks]), rewards=np.concatenate([a.rewards, b.rewards]),
-                          experts=np.concatenate([a.experts, b.experts]), seconds=a.seconds + b.seconds)
+def _joined(*parts: Demonstrations) -> Demonstrations:
+    """The decisions of ``parts`` in order, one copy of each array (DAgger's aggregate, the
+    episodes of ``train_episodes``; no held-out part, no action costs); one part: itself."""
+    if len(parts) == 1:
+        return parts[0]
+    return Demonstrations(obs=np.concatenate([d.obs for d in parts]), acts=np.concatenate([d.acts for d in parts]),
+                          masks=np.concatenate([d.masks for d in parts]),
+                          rewards=np.concatenate([d.rewards for d in parts]),
+                          experts=np.concatenate([d.experts for d in parts]), seconds=sum(d.seconds for d in parts))
 
 
 class GridCorrections(BaseCallback):
@@ -463,15 +469,15 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     env = envs[0]
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     shown = [demonstrate(e, pipe.teacher, pipe.demo_tasks) for e in envs]
-    demos = functools.reduce(_joined, shown)
+    demos = _joined(*shown)
     oinpt: OINPTConfig = run.oinpt
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
+    info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
     if len(envs) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
         oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(shown[0]) / len(demos))))
-    info: dict[str, Any] = {"demo_decisions": len(demos), "demo_cpu_s": demos.seconds}
-    if len(envs) > 1:
         info["train_episodes"] = len(envs)
+    del shown  # the joined copy is what BC reads
     repeat = label_repeats(env, pipe)
     rows = event_rows(env, demos, pipe.event_repeat)
     cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows)
@@ -489,8 +495,9 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         for e in envs:  # the same actor plays each training episode in turn
             actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
             played.append(relabel(e, pipe.teacher, actor, pipe.demo_tasks))
-        own = functools.reduce(_joined, [d for d, _ in played])
+        own = _joined(*(d for d, _ in played))
         agreed = np.concatenate([a for _, a in played])
+        del played
         # on the clone's own states, before this round's BC
         info.update(agreement_split(env, own, agreed, "dagger_agreement", f"[{r}]"))
         seen = _joined(seen, own)
@@ -570,9 +577,15 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     return out, info, model
 
 
+#: Fields added to the configuration after clones were cached: at their defaults they are left
+#: out of :func:`clone_key`, so a cache made before they existed is still found.
+CLONE_KEY_ADDED = ("run.defer_head",)
+
+
 def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:
     """A hash of everything that determines :func:`clone`'s result (its cache key)."""
-    blob = json.dumps([CLONE_CACHE_VERSION, to_dict(train_cfg), pipe.plain(), seed], sort_keys=True)
+    plain = drop_added_defaults(to_dict(train_cfg), CLONE_KEY_ADDED, to_dict(GridCommandConfig()))
+    blob = json.dumps([CLONE_CACHE_VERSION, plain, pipe.plain(), seed], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 

@@ -151,4 +151,7 @@ def _validate(p: Profile, where: str) -> None:
     if p.workers < 1:
         raise ConfigError(f"{where}.workers: expected >= 1, got {p.workers}")
     p.run.validate(f"{where}.run")
+    if p.run.defer_head != "pooled":  # the plain scenario has no action to defer
+        raise ConfigError(f"{where}.run.defer_head: {p.run.defer_head!r} scores the grid-command scenario's defer "
+                          "action, which the cloud study has not; expected 'pooled'")
     p.cells(where)
