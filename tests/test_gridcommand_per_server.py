@@ -54,6 +54,9 @@ def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scen
     assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1 + len(caps)
     extractor = model.policy.mlp_extractor
     assert (extractor.later is not None) == (defer_head == "rows")
+    # the pooled summary scores every extra action but the defer when deferral is scored per server
+    pooled = 1 + len(caps) - (defer_head == "rows")
+    assert (extractor.extra.out_features if extractor.extra is not None else 0) == pooled
     th.manual_seed(0)
     with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
         for w in model.policy.parameters():
