@@ -824,7 +824,7 @@ def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episo
                          {"profile": "p", "servers": 6, "seed": 2, "episode": "scored",
                           **{**row, "teacher_deferrals": 0, "deferral_recall": float("nan")}}])
     said = C.transfer_sentence(rows)
-    assert said.startswith("On the teacher's own states (frozen, greedy): the clone of `p` at 6 servers, seed 2: on "
+    assert said.startswith("On the teacher's own states (frozen, greedy): the clone of p at 6 servers, seed 2: on "
                            "its first training episode agreement ")
     assert said.endswith("the teacher did not defer.")
     assert C.transfer_sentence(rows.iloc[0:0]) == "The clone-transfer probe has not run."

@@ -240,7 +240,7 @@ def transfer_sentence(rows: pd.DataFrame) -> str:
         by = {r["episode"]: r for r in g.to_dict("records")}
         if set(by) != {"training", "scored"}:
             continue
-        parts.append(f"the clone of `{profile}` at {int(servers)} servers, seed {int(seed)}: on its first training episode "
+        parts.append(f"the clone of {profile} at {int(servers)} servers, seed {int(seed)}: on its first training episode "
                      f"{said(by['training'])}; on the scored episode {said(by['scored'])}")
     if not parts:
         return "The clone-transfer probe has no seed with both episodes."
