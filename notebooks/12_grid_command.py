@@ -778,8 +778,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   defers by comparing two minima better than one pooled logit does). A structure,
 #   not a number, so no pilot: design *the same, deferral scored per server*
 #   (`gridcommand-grid-per-server-later`) changes only this over the energy-ranked design,
-#   its settings not re-tuned, at both fleet sizes on ten seeds, and the step below compares
-#   the two. {glue:md}`gc_later_status` Seed by seed: {glue:text}`gc_later_gap_said`
+#   its settings not re-tuned, planned at both fleet sizes on ten seeds (the status line says
+#   what is shipped), and the step below compares the two. {glue:md}`gc_later_status` Seed by seed: {glue:text}`gc_later_gap_said`
 # * **More training episodes.** Every design above clones its teacher on one training
 #   episode, with its few events. A probe of the clone on the teacher's own states of its
 #   training episode and of the scored one (`ilets.study.clone_transfer`, run on the
