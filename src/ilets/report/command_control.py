@@ -29,6 +29,20 @@ from ilets.gridcommand.pipeline import HELDOUT_METRICS, LEARNED
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, done_records, load_results, status_sentence
 
+#: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the
+#: energy-ranked one, the first run on ten seeds at both fleet sizes; the two deferral designs
+#: after it are read the same way.
+GAP_DESIGN = "the same, with DAgger, servers ranked by energy"
+#: The deferral-weighted design (50 servers only, as its pilot), a step of :data:`DESIGNS`.
+DEFERS_DESIGN = "the same, deferrals weighted"
+#: The energy-ranked design with deferral scored per server (``run.defer_head: rows``; 50 and
+#: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
+LATER_DESIGN = "the same, deferral scored per server"
+#: The energy-ranked design with the clone learning from 16 training episodes (the
+#: training-episodes pilot's largest candidate when it started; 50 servers, the teacher and the
+#: frozen clone only), a step of :data:`DESIGNS` read seed by seed as the ones above.
+EPISODES_DESIGN = "the same, 16 training episodes"
+
 #: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
 DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped") / "gridcommand-per-server",
            "per-server + queues": Path("shipped") / "gridcommand-per-server-queues",
@@ -37,15 +51,13 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            "the same, BC budget from its pilot": Path("shipped") / "gridcommand-per-server-budget",
            "the same, with DAgger": Path("shipped") / "gridcommand-per-server-dagger",
            "the same, 8 DAgger rounds": Path("shipped") / "gridcommand-per-server-dagger-rounds",
-           "the same, with DAgger, servers ranked by energy": Path("shipped") / "gridcommand-per-server-energy",
-           "the same, deferrals weighted": Path("shipped") / "gridcommand-per-server-energy-defers",
-           "the same, deferral scored per server": Path("shipped") / "gridcommand-per-server-later",
-           "the same, 16 training episodes": Path("shipped") / "gridcommand-per-server-episodes"}
+           GAP_DESIGN: Path("shipped") / "gridcommand-per-server-energy",
+           DEFERS_DESIGN: Path("shipped") / "gridcommand-per-server-energy-defers",
+           LATER_DESIGN: Path("shipped") / "gridcommand-per-server-later",
+           EPISODES_DESIGN: Path("shipped") / "gridcommand-per-server-episodes"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
-DESIGN_BASE = {"the same, with DAgger, servers ranked by energy": "the same, with DAgger",
-               "the same, deferral scored per server": "the same, with DAgger, servers ranked by energy",
-               "the same, 16 training episodes": "the same, with DAgger, servers ranked by energy"}
+DESIGN_BASE = {GAP_DESIGN: "the same, with DAgger", LATER_DESIGN: GAP_DESIGN, EPISODES_DESIGN: GAP_DESIGN}
 #: The speed rows' positive control (a scenario of its own: the teacher also picks the speed,
 #: so it is not a step of :data:`DESIGNS`).
 SPEED_DESIGN = {"per-server with speed rows": Path("shipped") / "gridcommand-per-server-dvfs"}
@@ -194,19 +206,6 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
-#: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the
-#: energy-ranked one, the first run on ten seeds at both fleet sizes; the two deferral designs
-#: after it are read the same way.
-GAP_DESIGN = "the same, with DAgger, servers ranked by energy"
-#: The deferral-weighted design (50 servers only, as its pilot), a step of :data:`DESIGNS`.
-DEFERS_DESIGN = "the same, deferrals weighted"
-#: The energy-ranked design with deferral scored per server (``run.defer_head: rows``; 50 and
-#: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
-LATER_DESIGN = "the same, deferral scored per server"
-#: The energy-ranked design with the clone learning from 16 training episodes (the
-#: training-episodes pilot's largest candidate when it started; 50 servers, the teacher and the
-#: frozen clone only), a step of :data:`DESIGNS` read seed by seed as the ones above.
-EPISODES_DESIGN = "the same, 16 training episodes"
 
 
 #: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
@@ -594,8 +593,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
 #: :data:`DESIGNS` order; the chapter reads the last one shipped (:func:`heldout_design`). The
 #: designs after the energy-ranked one are not listed: none is shipped at both fleet sizes.
 HELDOUT_DESIGNS = ("per-server + queues, greedy clone", "per-server + queues, greedy clone, sleep",
-                   "the same, BC budget from its pilot", "the same, with DAgger",
-                   "the same, with DAgger, servers ranked by energy")
+                   "the same, BC budget from its pilot", "the same, with DAgger", GAP_DESIGN)
 
 
 def heldout_design(root: Path, designs: Mapping[str, Path] | None = None) -> tuple[str, pd.DataFrame]:
