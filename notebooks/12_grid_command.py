@@ -75,14 +75,10 @@ glue("gc_control_said", C.control_sentence(control), display=False)
 glue("gc_gap_design", C.GAP_DESIGN, display=False)
 glue("gc_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.GAP_DESIGN])),
      display=False)
-glue("gc_defers_status", Markdown(C.designs_status(root, {C.DEFERS_DESIGN: C.DESIGNS[C.DEFERS_DESIGN]})),
-     display=False)
-glue("gc_defers_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.DEFERS_DESIGN])),
-     display=False)
-glue("gc_later_status", Markdown(C.designs_status(root, {C.LATER_DESIGN: C.DESIGNS[C.LATER_DESIGN]})),
-     display=False)
-glue("gc_later_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.LATER_DESIGN])),
-     display=False)
+for key, design in (("defers", C.DEFERS_DESIGN), ("later", C.LATER_DESIGN), ("episodes", C.EPISODES_DESIGN)):
+    glue(f"gc_{key}_status", Markdown(C.designs_status(root, {design: C.DESIGNS[design]})), display=False)
+    glue(f"gc_{key}_gap_said", C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == design])),
+         display=False)
 glue("gc_speed_said", C.control_sentence(C.control_table(C.load_designs(root, designs=C.SPEED_DESIGN))), display=False)
 glue("gc_speed_status", Markdown(R.status_sentence(R.load_results(root / C.SPEED_DESIGN["per-server with speed rows"]),
                                                    root / C.SPEED_DESIGN["per-server with speed rows"],
@@ -116,10 +112,6 @@ glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile
 glue("gc_episodes_design", C.EPISODES_DESIGN, display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
-glue("gc_episodes_status", Markdown(C.designs_status(root, {C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN]})),
-     display=False)
-glue("gc_episodes_gap_said",
-     C.deferral_gap_sentence(C.deferral_gap_table(designs[designs["design"] == C.EPISODES_DESIGN])), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
