@@ -303,7 +303,7 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
     seen = []
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
         seen.append(cfg.bc_epochs)
         return {"bc_agreement_before": 0.0, "bc_agreement_after": 0.0}
 
@@ -587,13 +587,16 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
 
 
 def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
-    """Every BC call the pipeline makes from now on, as (decisions shown, epochs)."""
+    """Every BC call the pipeline makes from now on, as (decisions shown, epochs); each must
+    leave out the cloning report (the pipeline records none of it, and over many training
+    episodes its one forward pass holds gigabytes)."""
     seen: list[tuple[int, int]] = []
     real = P.behaviour_clone
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
+        assert report is False, "the pipeline's BC must leave out the cloning report"
         seen.append((len(demos), cfg.bc_epochs))
-        return real(model, demos, cfg, seed, repeat, rows)
+        return real(model, demos, cfg, seed, repeat, rows, report)
 
     monkeypatch.setattr(P, "behaviour_clone", spy)
     return seen
@@ -683,9 +686,9 @@ def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(sc
     seen = []
     real = P.behaviour_clone
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
         seen.append((demos, cfg.bc_epochs, rows))
-        return real(model, demos, cfg, seed, repeat, rows)
+        return real(model, demos, cfg, seed, repeat, rows, report)
 
     monkeypatch.setattr(P, "behaviour_clone", spy)
     cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events

@@ -58,6 +58,23 @@ def test_same_seed_same_metrics(tiny_config, method, tmp_path):
     np.testing.assert_array_equal(a.log.reward, b.log.reward)
 
 
+def test_bc_without_its_report_trains_the_same_weights_and_skips_the_report(tiny_config):
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
+    bc = dataclasses.replace(cfg.oinpt, bc_epochs=5)
+    models, out = [], []
+    for report in (True, False):
+        th.manual_seed(0)  # BC's batches are drawn from torch's global generator
+        models.append(make_ppo(CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet), cfg.ppo, seed=0))
+        out.append(behaviour_clone(models[-1], demos, bc, seed=0, report=report))
+    full, lean = out
+    assert "bc_top1_train" in full and not any(k.startswith("bc_top") for k in lean)
+    assert {k: full[k] for k in lean} == lean  # the agreements are the same numbers
+    a, b = (m.policy.state_dict() for m in models)
+    assert all(th.equal(a[k], b[k]) for k in a)  # the report only reads the policy
+
+
 def test_bc_trains_the_very_policy_ppo_then_uses(tiny_config, tmp_path):
     cfg = tiny_config
     wl, fleet = setup(cfg)

@@ -245,13 +245,17 @@ def to_transitions(demos: Demonstrations):
 
 
 def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
-                    repeat: dict[int, int] | None = None, rows: np.ndarray | None = None) -> dict[str, float]:
+                    repeat: dict[int, int] | None = None, rows: np.ndarray | None = None,
+                    report: bool = True) -> dict[str, float]:
     """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after.
     ``repeat``: action -> how many times each decision with that label is shown to BC, and
     ``rows``: how many times each decision is shown, on top (:func:`with_repeats`); agreement
-    is measured on ``demos`` as demonstrated."""
+    is measured on ``demos`` as demonstrated. ``report``: with it, the returned numbers also
+    hold :func:`cloning_report`'s, which scores every decision in one forward pass (about five
+    times the observations' memory with the per-server policy), so a caller that records
+    none of them, over hundreds of thousands of decisions, leaves it out."""
     with unchecked_distributions():
-        return _behaviour_clone(model, demos, cfg, seed, repeat or {}, rows)
+        return _behaviour_clone(model, demos, cfg, seed, repeat or {}, rows, report)
 
 
 def with_repeats(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray | None = None) -> Demonstrations:
@@ -291,10 +295,11 @@ def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[De
 
 
 def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
-                     repeat: dict[int, int], rows: np.ndarray | None = None) -> dict[str, float]:
+                     repeat: dict[int, int], rows: np.ndarray | None = None,
+                     report: bool = True) -> dict[str, float]:
     """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set, then
-    :func:`with_repeats`); the agreement and the cloning report are measured against the
-    expert's own labels, each decision once."""
+    :func:`with_repeats`); the agreement and (``report``) the cloning report are measured
+    against the expert's own labels, each decision once."""
     from imitation.algorithms import bc
     from imitation.util import logger as imit_logger
 
@@ -312,7 +317,7 @@ def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
         trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
     noise = {"bc_labels_changed": changed} if cfg.label_noise else {}
     return {"bc_agreement_before": before, "bc_agreement_after": action_agreement(model.policy, demos),
-            **cloning_report(model.policy, demos), **noise}
+            **(cloning_report(model.policy, demos) if report else {}), **noise}
 
 
 def cloning_report(policy, demos: Demonstrations, prefix: str = "bc_") -> dict[str, float]:

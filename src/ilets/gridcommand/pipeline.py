@@ -480,7 +480,9 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     del shown  # the joined copy is what BC reads
     repeat = label_repeats(env, pipe)
     rows = event_rows(env, demos, pipe.event_repeat)
-    cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows)
+    # report=False: the clone records only the agreements below, and the cloning report's one
+    # forward pass over every decision would hold gigabytes with many training episodes
+    cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows, report=False)
     info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
     seen = demos
     for r in range(pipe.dagger_rounds):
@@ -503,7 +505,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         seen = _joined(seen, own)
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         rows = event_rows(env, seen, pipe.event_repeat)
-        behaviour_clone(model, seen, event_epochs(steps, rows), seed + 1 + r, repeat=repeat, rows=rows)
+        behaviour_clone(model, seen, event_epochs(steps, rows), seed + 1 + r, repeat=repeat, rows=rows,
+                        report=False)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(seen) - len(demos)
     # on the teacher's own states, after the last BC
