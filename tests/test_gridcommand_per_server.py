@@ -586,6 +586,29 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
     assert any(not th.equal(first[k], plain[k]) for k in first)
 
 
+def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    env = GridCommandEnv(cfg)
+    model = make_ppo(env, cfg.run.ppo, 0, cfg.run.policy, cfg.run.server_hidden)
+    obs, _ = env.reset()
+
+    def draws(policy) -> list[int]:
+        return [policy(obs, env) for _ in range(40)]
+
+    # stream 0 is the stream a single episode always drew
+    actor = numpy_actor_critic(model.policy)
+    rng = np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0x424300,)))
+    assert draws(P.sampled_policy(model, 3)) == [actor.act(obs, env.action_masks(), rng) for _ in range(40)]
+    assert draws(P.sampled_policy(model, 3, 0)) == draws(P.sampled_policy(model, 3))
+    assert draws(P.sampled_policy(model, 3, 1)) != draws(P.sampled_policy(model, 3, 0))
+    streams = []
+    real = P.sampled_policy
+    monkeypatch.setattr(P, "sampled_policy", lambda m, seed, stream=0: streams.append((seed, stream)) or
+                        real(m, seed, stream))
+    P.clone(cfg, P.PipelineConfig(dagger_rounds=1, bc_epochs=1, train_episodes=3), 0)
+    assert streams == [(1, 0), (1, 1), (1, 2)]  # round 0 draws seed + 1, one stream per episode
+
+
 def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
     """Every BC call the pipeline makes from now on, as (decisions shown, epochs); each must
     leave out the cloning report (the pipeline records none of it, and over many training

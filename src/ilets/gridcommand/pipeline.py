@@ -439,11 +439,14 @@ class StopAtEpisodeEnd(BaseCallback):
         return not bool(self.locals["dones"][0])
 
 
-def sampled_policy(model, seed: int) -> Callable[[np.ndarray, GridCommandEnv], int]:
+def sampled_policy(model, seed: int, stream: int = 0) -> Callable[[np.ndarray, GridCommandEnv], int]:
     """The model's masked policy, sampled with a generator seeded from ``seed`` (how a
-    learner acts during its pass), as an ``(obs, env) -> action`` policy."""
+    learner acts during its pass), as an ``(obs, env) -> action`` policy. ``stream``: one
+    independent stream per value (a DAgger round's training episodes each draw their own;
+    stream 0 is the one a single episode has always drawn)."""
     actor = _numpy_actor(model)
-    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(0x424300,)))  # its own stream
+    key = (0x424300,) if stream == 0 else (0x424300, stream)
+    rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))  # its own stream
     return lambda obs, env: actor.act(obs, env.action_masks(), rng)
 
 
@@ -494,8 +497,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
         # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
         # round costs what the first BC did
         played = []
-        for e in envs:  # the same actor plays each training episode in turn
-            actor = sampled_policy(model, seed + 1 + r) if pipe.clone_action == "sampled" else greedy_policy(model)
+        for k, e in enumerate(envs):  # the same actor plays each training episode in turn, each its own draws
+            actor = sampled_policy(model, seed + 1 + r, k) if pipe.clone_action == "sampled" else greedy_policy(model)
             played.append(relabel(e, pipe.teacher, actor, pipe.demo_tasks))
         own = _joined(*(d for d, _ in played))
         agreed = np.concatenate([a for _, a in played])
