@@ -39,8 +39,9 @@ DEFERS_DESIGN = "the same, deferrals weighted"
 #: 200 servers), a step of :data:`DESIGNS` read seed by seed as the two above.
 LATER_DESIGN = "the same, deferral scored per server"
 #: The energy-ranked design with the clone learning from 16 training episodes (the
-#: training-episodes pilot's largest candidate when it started; 50 servers, the teacher and the
-#: frozen clone only), a step of :data:`DESIGNS` read seed by seed as the ones above.
+#: training-episodes pilot's largest candidate when it started; 50 and 200 servers, the teacher
+#: and the frozen clone first, the fine-tuning methods after), a step of :data:`DESIGNS` read
+#: seed by seed as the ones above.
 EPISODES_DESIGN = "the same, 16 training episodes"
 
 #: The grids: design -> shipped folder (relative to the repository root); a missing one is skipped.
