@@ -532,7 +532,8 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
     assert episodes.scenario == energy.scenario and episodes.pipeline == dataclasses.replace(
         energy.pipeline, train_episodes=episodes.pipeline.train_episodes)
-    assert episodes.pipeline.train_episodes in C.PILOT_TRAIN_EPISODES and episodes.seeds == energy.seeds
+    assert episodes.pipeline.train_episodes in C.PILOT_TRAIN_EPISODES
+    assert (episodes.seeds, episodes.servers, episodes.methods) == (energy.seeds, energy.servers, energy.methods)
     assert C.EPISODES_DESIGN == f"the same, {episodes.pipeline.train_episodes} training episodes"
 
 
