@@ -787,8 +787,10 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   episodes, its candidate 1 that design as it is) chooses how many by the budget pilot's
 #   rule, committed before any candidate ran (`choose_train_episodes`).
 #   {glue:text}`gc_episodes_pilot_said` Design *{glue:text}`gc_episodes_design`*
-#   (`gridcommand-grid-per-server-episodes`; 50 servers, as the pilot; the teacher and the
-#   frozen clone only) ran with the largest candidate the pilot had run when it started;
+#   (`gridcommand-grid-per-server-episodes`; 50 servers first, as the pilot, then 200; the
+#   teacher and the frozen clone first, the fine-tuning methods after, so the held-out section
+#   below can ask its question of a clone that meets the bar: the status line says what is
+#   shipped) ran with the largest candidate the pilot had run when it started;
 #   {glue:text}`gc_episodes_standing` {glue:md}`gc_episodes_status` Seed by seed:
 #   {glue:text}`gc_episodes_gap_said` The probe above, on the same seed, for this design's
 #   clone and for the clone of design *the same, deferral scored per server*. The clones of
