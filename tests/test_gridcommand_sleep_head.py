@@ -80,13 +80,20 @@ def test_the_power_manager_as_actions_sleeps_and_every_account_agrees():
     assert manager.name == "lyapunov+sleep"
 
 
-def test_the_per_server_policy_scores_sleep_from_each_row():
+@pytest.mark.parametrize("defer_head", ["pooled", "rows"])
+def test_the_per_server_policy_scores_sleep_from_each_row(defer_head):
+    """The sleep head beside each defer head and the cap levels: numpy computes torch's logits."""
     cfg = load_gridcommand_config("smoke", **SLEEP, sleep_actions=True, cap_levels=[0.9, 1.0],
-                                  run={"policy": "per-server", "observation": "per-server"})
+                                  run={"policy": "per-server", "observation": "per-server", "defer_head": defer_head})
     env = GridCommandEnv(cfg)
     m = len(env.fleet)
-    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden)
+    model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden, defer_head=defer_head)
     assert isinstance(model.policy, PerServerPolicy) and model.policy.sleep_head and model.policy.n_extra == 3
+    assert (model.policy.mlp_extractor.later is not None) == (defer_head == "rows")
+    th.manual_seed(0)
+    with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
+        for w in model.policy.parameters():
+            w.add_(0.3 * th.randn_like(w))
     net = numpy_actor_critic(model.policy)
     obs, _ = env.reset(seed=0)
     manager = SleepManager(make_expert("lyapunov"))
