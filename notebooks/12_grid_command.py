@@ -103,6 +103,7 @@ glue("gc_defers_pilot_said", C.clone_pilot_sentence(defers_pilot), display=False
 episodes_pilot = C.clone_pilot_table(root, knob="train_episodes")
 glue("gc_episodes_pilot_said", C.clone_pilot_sentence(episodes_pilot), display=False)
 glue("gc_episodes_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES)), display=False)
+glue("gc_episodes_widened", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_WIDENED)), display=False)
 transfer = C.load_transfer(root)
 episodes_profile = load_grid_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
 glue("gc_transfer_said",
@@ -784,7 +785,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   gradient steps it takes on one (more data, not a larger budget), and each DAgger round
 #   relabels the clone's states on each. A seventh clone pilot (below; the energy-ranked
 #   design, 50 servers, pilot seeds 100-105, candidates {glue:text}`gc_episodes_candidates`
-#   episodes, its candidate 1 that design as it is) chooses how many by the budget pilot's
+#   episodes, widened by {glue:text}`gc_episodes_widened` should its rule pick the largest, its
+#   candidate 1 that design as it is) chooses how many by the budget pilot's
 #   rule, committed before any candidate ran (`choose_train_episodes`).
 #   {glue:text}`gc_episodes_pilot_said` Design *{glue:text}`gc_episodes_design`*
 #   (`gridcommand-grid-per-server-episodes`; 50 servers first, as the pilot, then 200; the

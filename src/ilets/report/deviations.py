@@ -242,7 +242,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
     from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
                                               PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS,
-                                              PILOT_TRAIN_EPISODES)
+                                              PILOT_TRAIN_EPISODES, PILOT_TRAIN_EPISODES_WIDENED)
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -370,7 +370,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "episodes do not); a seventh clone pilot (the energy-ranked design, "
                   f"{'/'.join(map(str, episodes_pilot.servers))} servers, pilot seeds {min(episodes_pilot.seeds)}-"
                   f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
-                  + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + "; a probe of that design's clone on its teacher's "
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + ", then, its rule having picked the largest, also "
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES_WIDENED)) + "; a probe of that design's clone on its teacher's "
                   "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
                   "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes, "
                   "ilets.report.command_control.choose_train_episodes", kind=EXTENSION),
