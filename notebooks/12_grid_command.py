@@ -785,7 +785,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   gradient steps it takes on one (more data, not a larger budget), and each DAgger round
 #   relabels the clone's states on each. A seventh clone pilot (below; the energy-ranked
 #   design, 50 servers, pilot seeds 100-105, candidates {glue:text}`gc_episodes_candidates`
-#   episodes, widened by {glue:text}`gc_episodes_widened` should its rule pick the largest, its
+#   episodes, then {glue:text}`gc_episodes_widened` should its rule pick the largest, its
 #   candidate 1 that design as it is) chooses how many by the budget pilot's
 #   rule, committed before any candidate ran (`choose_train_episodes`).
 #   {glue:text}`gc_episodes_pilot_said` Design *{glue:text}`gc_episodes_design`*

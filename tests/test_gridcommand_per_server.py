@@ -604,8 +604,12 @@ def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(sc
     assert draws(P.sampled_policy(model, 3, 1)) != draws(P.sampled_policy(model, 3, 0))
     streams = []
     real = P.sampled_policy
-    monkeypatch.setattr(P, "sampled_policy", lambda m, seed, stream=0: streams.append((seed, stream)) or
-                        real(m, seed, stream))
+
+    def spy(m, seed, stream=0):
+        streams.append((seed, stream))
+        return real(m, seed, stream)
+
+    monkeypatch.setattr(P, "sampled_policy", spy)
     P.clone(cfg, P.PipelineConfig(dagger_rounds=1, bc_epochs=1, train_episodes=3), 0)
     assert streams == [(1, 0), (1, 1), (1, 2)]  # round 0 draws seed + 1, one stream per episode
 
