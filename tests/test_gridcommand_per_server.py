@@ -285,7 +285,8 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
                                          ("bc_epochs", -1), ("bc_epochs", 2.5), ("dagger_rounds", -1),
                                          ("dagger_rounds", 1.5), ("event_repeat", 0), ("event_repeat", 1.5),
                                          ("event_repeat", True), ("sleep_repeat", 0), ("sleep_repeat", 2.5),
-                                         ("train_episodes", 0), ("train_episodes", 2.5)])
+                                         ("train_episodes", 0), ("train_episodes", 2.5),
+                                         ("train_episode_stride", 0), ("train_episode_stride", True)])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -298,6 +299,7 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert P.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
     assert P.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
     assert P.PipelineConfig(train_episodes=4).plain()["train_episodes"] == 4
+    assert P.PipelineConfig(train_episode_stride=16).plain()["train_episode_stride"] == 16
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
@@ -614,6 +616,24 @@ def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(sc
     assert streams == [(1, 0), (1, 1), (1, 2)]  # round 0 draws seed + 1, one stream per episode
 
 
+def test_the_clone_takes_its_training_workloads_at_the_pipelines_stride(scenario, monkeypatch):
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def spy(train_cfg, n, stride=1):
+        asked.append((train_cfg.run.seed, n, stride))
+        raise Stop
+
+    monkeypatch.setattr(P, "training_episodes", spy)
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)
+    for pipe in (P.PipelineConfig(train_episodes=3), P.PipelineConfig(train_episodes=3, train_episode_stride=8)):
+        with pytest.raises(Stop):
+            P.clone(cfg, pipe, 2)
+    assert asked == [(2, 3, 1), (2, 3, 8)]
+
+
 def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
     """Every BC call the pipeline makes from now on, as (decisions shown, epochs); each must
     leave out the cloning report (the pipeline records none of it, and over many training
@@ -653,6 +673,16 @@ def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episo
     assert [e.command_seed for e in episodes[1:]] == [s + P.TRAIN_COMMAND_OFFSET for s in seeds[1:]]
     assert all(e.run.fleet == train.run.fleet for e in episodes)
     assert min(seeds[1:]) > P.HELDOUT_SEED_OFFSET + 10_000
+    # stride 1 (the default): neighbouring seeds share all but one further workload; a stride of
+    # at least n - 1 gives every seed its own, and the first episode is the run's either way
+    def further(seed: int, n: int, stride: int) -> set[int]:
+        run = dataclasses.replace(train, run=dataclasses.replace(train.run, seed=seed))
+        return {e.run.seed for e in P.training_episodes(run, n, stride)[1:]}
+    assert len(further(3, 5, 1) & further(4, 5, 1)) == 3
+    assert all(not further(s, 5, 4) & further(t, 5, 4) for s in range(10) for t in range(s))
+    assert P.training_episodes(train, 3, 4)[0] is train
+    assert [e.run.seed for e in P.training_episodes(train, 3, 4)[1:]] == [3 * 4 + P.TRAIN_EPISODE_OFFSET + k
+                                                                           for k in (1, 2)]
     envs = [GridCommandEnv(e) for e in episodes]
     tasks = [len(e.tasks) for e in envs]
     lengths = {tuple(e.tasks.length[:20]) for e in envs}

@@ -84,8 +84,8 @@ METHODS = EXPERTS + LEARNED
 #: Training commands are drawn with ``seed + TRAIN_COMMAND_OFFSET`` [ours] (module docstring).
 TRAIN_COMMAND_OFFSET = 10_000
 #: A clone's further training episodes (``train_episodes``) take the offline segment of the
-#: workload of run seed ``seed + TRAIN_EPISODE_OFFSET + k``, k = 1, 2, ... [ours]: workloads no
-#: grid scores (the scored episode is the run seed's online segment, the held-out one
+#: workload of run seed ``seed * train_episode_stride + TRAIN_EPISODE_OFFSET + k``, k = 1, 2, ...
+#: [ours]: workloads no grid scores (the scored episode is the run seed's online segment, the held-out one
 #: ``seed + HELDOUT_SEED_OFFSET``'s).
 TRAIN_EPISODE_OFFSET = 40_000
 #: Bump when cloning changes (the cache key of :func:`cached_clone`).
@@ -96,7 +96,7 @@ CLONE_CACHE_VERSION = 2
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
 PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
-                         "sleep_repeat", "train_episodes")
+                         "sleep_repeat", "train_episodes", "train_episode_stride")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -159,11 +159,18 @@ class PipelineConfig:
     #: own commands (:func:`training_episodes`), so the clone meets more events than one
     #: episode's few. BC takes the gradient steps it would take on the first episode alone
     #: (its epochs cut in proportion, rounded to whole epochs, as ``event_repeat`` does): more
-    #: data, not a larger budget. The further episodes of run seeds s and s + 1 overlap (seed s's
-    #: k-th is seed s + 1's (k - 1)-th), so the clones of neighbouring seeds share training
-    #: workloads; their scored episodes do not.
+    #: data, not a larger budget. At ``train_episode_stride`` 1 the further episodes of run
+    #: seeds s and s + 1 overlap (seed s's k-th is seed s + 1's (k - 1)-th), so the clones of
+    #: neighbouring seeds share training workloads; their scored episodes do not.
     #: 1: the training episode only
     train_episodes: int = 1
+    #: how far apart the further training workloads of neighbouring run seeds start [ours]:
+    #: run seed s learns from workloads ``s * stride + TRAIN_EPISODE_OFFSET + k``, k = 1 ..
+    #: ``train_episodes - 1`` (:func:`training_episodes`). 1 (the first designs'): neighbouring
+    #: seeds share all but one workload, so their clones are not independent draws and a
+    #: seed-paired interval is narrower than independent seeds would give; a stride of at least
+    #: ``train_episodes - 1`` gives every seed workloads of its own
+    train_episode_stride: int = 1
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -188,6 +195,10 @@ class PipelineConfig:
             value = getattr(self, key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: as demonstrated), got {value!r}")
+        stride = self.train_episode_stride
+        if not (isinstance(stride, int) and not isinstance(stride, bool) and stride >= 1):
+            raise ConfigError(f"{where}.train_episode_stride: expected an integer >= 1 (1: neighbouring seeds share "
+                              f"training workloads), got {stride!r}")
         if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
             raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
                               f"got {self.dagger_rounds!r}")
@@ -226,14 +237,15 @@ def training_config(base: GridCommandConfig, regime: str, servers: int, seed: in
     return scenario_config(base, regime, servers, seed, "offline", seed + TRAIN_COMMAND_OFFSET)
 
 
-def training_episodes(train_cfg: GridCommandConfig, n: int) -> list[GridCommandConfig]:
+def training_episodes(train_cfg: GridCommandConfig, n: int, stride: int = 1) -> list[GridCommandConfig]:
     """The ``n`` episodes a clone learns from (``train_episodes``): ``train_cfg`` (the run's
     training episode, :func:`training_config`), then the offline segments of the workloads of
-    run seeds ``seed + TRAIN_EPISODE_OFFSET + k`` with commands from their own seeds (``+
-    TRAIN_COMMAND_OFFSET``), on the same fleet and under the same regime."""
-    seed = train_cfg.run.seed
-    more = [dataclasses.replace(train_cfg, run=dataclasses.replace(train_cfg.run, seed=seed + TRAIN_EPISODE_OFFSET + k),
-                                command_seed=seed + TRAIN_EPISODE_OFFSET + k + TRAIN_COMMAND_OFFSET).validate()
+    run seeds ``seed * stride + TRAIN_EPISODE_OFFSET + k`` (``train_episode_stride``) with
+    commands from their own seeds (``+ TRAIN_COMMAND_OFFSET``), on the same fleet and under the
+    same regime."""
+    first = train_cfg.run.seed * stride + TRAIN_EPISODE_OFFSET
+    more = [dataclasses.replace(train_cfg, run=dataclasses.replace(train_cfg.run, seed=first + k),
+                                command_seed=first + k + TRAIN_COMMAND_OFFSET).validate()
             for k in range(1, n)]
     return [train_cfg, *more]
 
@@ -468,7 +480,8 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     ``state_dict`` and what cloning recorded."""
     run = train_cfg.run
     c0 = time.process_time()
-    envs = [GridCommandEnv(cfg) for cfg in training_episodes(train_cfg, pipe.train_episodes)]
+    episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
+    envs = [GridCommandEnv(cfg) for cfg in episodes]
     env = envs[0]
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     shown = [demonstrate(e, pipe.teacher, pipe.demo_tasks) for e in envs]

@@ -363,17 +363,21 @@ def _extension_rows() -> tuple[Deviation, ...]:
         Deviation("The grid-command clone's training episodes", "one training episode (the offline segment)",
                   f"pipeline.train_episodes (default {pipe.train_episodes}: the run's training episode only) lets the "
                   "teacher demonstrate on further training episodes, the offline segments of other workloads (run "
-                  f"seed + {TRAIN_EPISODE_OFFSET:,} + k) with their own commands, never scored; BC learns them all "
+                  f"seed x pipeline.train_episode_stride + {TRAIN_EPISODE_OFFSET:,} + k) with their own commands, "
+                  "never scored; BC learns them all "
                   "with the gradient steps it takes on the first (its epochs cut in proportion) and each DAgger round "
-                  "relabels the clone's states on each; the further episodes of neighbouring run seeds overlap (seed "
+                  f"relabels the clone's states on each; at the default stride ({pipe.train_episode_stride}) the "
+                  "further episodes of neighbouring run seeds overlap (seed "
                   "s's k-th is seed s + 1's (k - 1)-th), so their clones share training workloads (their scored "
-                  "episodes do not); a seventh clone pilot (the energy-ranked design, "
+                  "episodes do not) and seed-paired intervals are narrower than independent seeds would give; a "
+                  "stride of at least train_episodes - 1 gives each seed its own; a seventh clone pilot (the "
+                  "energy-ranked design, "
                   f"{'/'.join(map(str, episodes_pilot.servers))} servers, pilot seeds {min(episodes_pilot.seeds)}-"
                   f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + ", then, its rule having picked the largest, also "
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES_WIDENED)) + "; a probe of that design's clone on its teacher's "
                   "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
-                  "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes, "
+                  "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes/train_episode_stride, "
                   "ilets.report.command_control.choose_train_episodes", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,
                   f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
