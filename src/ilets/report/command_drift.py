@@ -24,6 +24,7 @@ import pandas as pd
 from ilets.gridcommand.command import DRIFT_EVENTS_RISK  # noqa: F401  (the chapter reads the rule's risk here)
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_EVENTS, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TOWARD, REGIMES
 from ilets.report import stats as S
+from ilets.report.command_control import EPISODES_DESIGN, GAP_DESIGN
 from ilets.report.grid_command import LABELS, METRICS
 
 #: Where the book reads the shipped results (relative to the repository root).
@@ -39,10 +40,17 @@ PER_SERVER_SHIPPED = Path("shipped") / "gridcommand-drift-per-server"
 #: That family, and the clone design of :data:`ilets.report.command_control.DESIGNS` whose
 #: scenario and pipeline it runs (a test holds them equal).
 PER_SERVER_FAMILY = "gridcommand-drift-per-server"
-PER_SERVER_DESIGN = "the same, with DAgger, servers ranked by energy"
+PER_SERVER_DESIGN = GAP_DESIGN
+#: The same protocol with the clone-based methods of the design whose frozen clone met the bar
+#: (family ``gridcommand-drift-per-server-episodes``: the energy-ranked design with the clone
+#: learning from 16 training episodes), and that design (a test holds them equal).
+EPISODES_SHIPPED = Path("shipped") / "gridcommand-drift-per-server-episodes"
+EPISODES_FAMILY = "gridcommand-drift-per-server-episodes"
+EPISODES_FAMILY_DESIGN = EPISODES_DESIGN
 #: Every drift family the chapter reads: its learner's design -> where it is shipped.
 FAMILIES = {"flat (family gridcommand-drift-quick)": SHIPPED, "flat (family gridcommand-drift-days)": DAYS_SHIPPED,
-            f"per-server (family {PER_SERVER_FAMILY})": PER_SERVER_SHIPPED}
+            f"per-server (family {PER_SERVER_FAMILY})": PER_SERVER_SHIPPED,
+            f"per-server (16 training episodes; family {EPISODES_FAMILY})": EPISODES_SHIPPED}
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
