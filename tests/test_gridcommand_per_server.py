@@ -476,6 +476,12 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     assert "BC + PPO + OAIL at 50 servers ends worse than" in said and "none of them tracks better" in said
     assert len(C.heldout_display(table)) == len(table)
     assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."
+    # a grid part-way: at 200 servers the clone and its teacher ran, the fine-tuning not yet; no
+    # row and no verdict there for what did not run
+    more = rows[rows["method"].isin(["bc", "lyapunov"])].assign(servers=200)
+    table = C.heldout_table(pd.concat([rows, more], ignore_index=True), reps=200)
+    assert set(table[table["servers"] == 200]["method"]) == {"bc"}
+    assert "at 200 servers ends" not in C.heldout_sentence(table) and "n/a" not in C.heldout_sentence(table)
 
 
 def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_over_the_bar():

@@ -625,14 +625,16 @@ def heldout_rows(folder: Path) -> pd.DataFrame:
 def heldout_table(rows: pd.DataFrame, teacher: str = "lyapunov", reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
     """On the held-out episode, paired by seed: each method that fine-tunes the clone against
     the frozen clone (``against`` ``bc``), and every clone-based method against the teacher;
-    the tracking error (lower is better) as :func:`ilets.report.stats.compare` gives it."""
+    the tracking error (lower is better) as :func:`ilets.report.stats.compare` gives it. A
+    fleet size where one of the two has no scored seed (a grid part-way) has no row: there is
+    nothing to judge."""
     pairs = [(m, "bc") for m in CLONES if m != "bc"] + [(m, teacher) for m in CLONES]
     parts = []
     for x, y in pairs:
         if not {x, y} <= set(rows["method"]):
             continue
         comp = S.compare(rows, x, y, ["tracking_mae_rel"], ("servers",), directions=False, reps=reps)
-        parts.append(comp.assign(against=y))
+        parts.append(comp[comp["verdict"] != "no data"].assign(against=y))
     cols = ["method", "against", "servers", "mean_x", "mean_y", "rel_pct", "rel_ci_low", "rel_ci_high", "verdict", "n_x"]
     if not parts:
         return pd.DataFrame(columns=cols)
