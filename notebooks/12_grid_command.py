@@ -893,8 +893,10 @@ plots.markdown_table(C.clone_pilot_display(episodes_pilot), {}, empty="The train
 # the training regime; the teacher itself) is also scored frozen and greedy on a held-out
 # episode: the online segment of another workload, with its own commands, that no method
 # saw (`pipeline.heldout`). Shown: the last such design, *{glue:text}`gc_heldout_design`*.
-# Paired by seed; a held-out episode whose commands held no event to track has no tracking
-# error, so its seed drops out of the pairs (the table's seeds).
+# Paired by seed, on the tracking error and, beside it, the deadline miss rate (a method
+# that tracks better by missing more deadlines ends worse); a held-out episode whose commands
+# held no event to track has no tracking error, so its seed drops out of the tracking pairs
+# (the table's seeds).
 #
 # {glue:text}`gc_heldout_said`
 

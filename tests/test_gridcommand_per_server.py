@@ -474,6 +474,14 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     said = C.heldout_sentence(table)
     assert "BC + PPO at 50 servers ends no worse than the frozen clone" in said
     assert "BC + PPO + OAIL at 50 servers ends worse than" in said and "none of them tracks better" in said
+    # tracking better by missing more deadlines is not "no worse"
+    missing = rows.assign(success_rate=np.where(rows["method"] == "bc+ppo", 0.8 - 0.01 * rows["seed"], 0.9))
+    table_m = C.heldout_table(missing, reps=500)
+    tuned = table_m[(table_m["method"] == "bc+ppo") & (table_m["against"] == "bc")].iloc[0]
+    assert tuned["verdict"] == "better" and tuned["miss_verdict"] == "worse"
+    assert tuned["miss_mean_x"] == pytest.approx(0.215) and tuned["miss_mean_y"] == pytest.approx(0.1)
+    assert "BC + PPO at 50 servers ends worse than the frozen clone" in C.heldout_sentence(table_m)
+    assert "% / " in C.heldout_display(table_m)["miss rate (method / against)"].iloc[0]
     assert len(C.heldout_display(table)) == len(table)
     assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."
     # a grid part-way: at 200 servers the clone and its teacher ran, the fine-tuning not yet; no
