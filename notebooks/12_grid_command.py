@@ -802,7 +802,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   clone and for the clone of design *the same, deferral scored per server*. The clones of
 #   neighbouring seeds share most of their further training episodes (seed s's k-th is seed
 #   s + 1's (k - 1)-th; `training_episodes`), so their errors are less independent than
-#   the seeds' count suggests; their scored episodes are distinct:
+#   the seeds' count suggests (`pipeline.train_episode_stride` spreads them apart; this
+#   design keeps the default, which shares them); their scored episodes are distinct:
 #   {glue:text}`gc_episodes_transfer_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every

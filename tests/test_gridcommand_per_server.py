@@ -535,7 +535,8 @@ def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_
     # only the policy's defer head over it (its grid, the energy design's with the scenario that sets it)
     assert list(C.DESIGNS)[-4:] == [C.GAP_DESIGN, C.DEFERS_DESIGN, C.LATER_DESIGN, C.EPISODES_DESIGN]
     assert C.DESIGN_BASE[C.EPISODES_DESIGN] == C.GAP_DESIGN
-    assert C.DESIGN_BASE[C.LATER_DESIGN] == C.GAP_DESIGN and C.HELDOUT_DESIGNS[-1] == C.GAP_DESIGN
+    assert C.DESIGN_BASE[C.LATER_DESIGN] == C.GAP_DESIGN and C.HELDOUT_DESIGNS[-2:] == (C.GAP_DESIGN,
+                                                                                        C.EPISODES_DESIGN)
     from ilets.study.command_scenario import load_profile
 
     energy, later = (load_profile(C.design_profile(C.DESIGNS[d])) for d in (C.GAP_DESIGN, C.LATER_DESIGN))
