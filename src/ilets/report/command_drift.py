@@ -130,10 +130,11 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
     ``drift_*``: ``moved`` against ``base`` (:func:`ilets.report.stats.compare`; positive: better
     under the moved regime). ``control_*``: ``moved`` against ``control`` (positive: the method
     trained under the base does better there than the control trained under the moved regime;
-    NaN for an expert, which has no control)."""
+    NaN for an expert, which has no control; ``control_seeds``: the seeds that comparison pairs,
+    fewer than ``seeds`` while a control grid is part-way)."""
     cols = ["factor", "servers", "method", "metric", "seeds", "mean_base", "mean_moved", "drift_pct", "drift_low",
             "drift_high", "drift_verdict", "mean_control", "control_pct", "control_low", "control_high",
-            "control_verdict"]
+            "control_verdict", "control_seeds"]
     if len(rows) == 0:
         return pd.DataFrame(columns=cols)
     directions = {m: METRICS[m][1] for m in metrics}
@@ -145,9 +146,9 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
                                  "rel_ci_high": f"{prefix}_high", "verdict": f"{prefix}_verdict", "n_x": "seeds"})
 
     drift = arms("moved", "base", "drift").rename(columns={"mean_x": "mean_moved"})
-    control = arms("moved", "control", "control")
+    control = arms("moved", "control", "control").rename(columns={"seeds": "control_seeds"})
     out = drift.merge(control[[*by, "metric", "mean_control", "control_pct", "control_low", "control_high",
-                               "control_verdict"]], on=[*by, "metric"], how="left")
+                               "control_verdict", "control_seeds"]], on=[*by, "metric"], how="left")
     out = out[out["drift_verdict"] != "no data"]
     order = {f: i for i, f in enumerate(DRIFT_FACTORS)}
     methods = {m: i for i, m in enumerate(LABELS)}
@@ -211,7 +212,8 @@ def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale:
     if len(c):
         ahead = int((c["control_verdict"] == "worse").sum())
         behind = int((c["control_verdict"] == "better").sum())
-        text += (f" Against a control trained under the moved regime, the method trained under {DRIFT_BASE} "
+        text += (f" Against a control trained under the moved regime ({int(c['control_seeds'].min())} paired seeds "
+                 f"or more), the method trained under {DRIFT_BASE} "
                  f"does worse in {ahead} of {len(c)} comparisons and better in {behind} (with an interval; the "
                  "rest unresolved): ")
         text += ("no comparison is resolved with these seeds." if ahead == behind == 0 else
