@@ -191,14 +191,12 @@ class PipelineConfig:
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
-        for key in ("event_repeat", "sleep_repeat", "train_episodes"):
+        for key, one in (("event_repeat", "as demonstrated"), ("sleep_repeat", "as demonstrated"),
+                         ("train_episodes", "as demonstrated"),
+                         ("train_episode_stride", "neighbouring seeds share training workloads")):
             value = getattr(self, key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: as demonstrated), got {value!r}")
-        stride = self.train_episode_stride
-        if not (isinstance(stride, int) and not isinstance(stride, bool) and stride >= 1):
-            raise ConfigError(f"{where}.train_episode_stride: expected an integer >= 1 (1: neighbouring seeds share "
-                              f"training workloads), got {stride!r}")
+                raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: {one}), got {value!r}")
         if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
             raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
                               f"got {self.dagger_rounds!r}")
