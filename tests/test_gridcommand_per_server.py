@@ -708,6 +708,8 @@ def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episo
     first = len(P.demonstrate(GridCommandEnv(train), "lyapunov"))
     assert info["train_episodes"] == 3 and info["demo_decisions"] == n > first and len(lengths) == 3  # three workloads
     assert epochs == max(1, round(12 * first / n))  # the first episode's steps over all three
+    # the demonstrations' seconds are wall seconds: the record names them so (not "cpu")
+    assert info["demo_wall_s"] > 0 and "demo_cpu_s" not in info
     assert aggregate == n + info["dagger_states"] and info["dagger_states"] >= sum(tasks)  # each episode relabelled
     again, _ = P.clone(train, pipe, 3)
     assert all(th.equal(state[k], again[k]) for k in state)  # deterministic
