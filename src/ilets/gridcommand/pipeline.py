@@ -488,7 +488,7 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tupl
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     # the teacher's demonstrations take wall seconds (``Demonstrations.seconds``, as in the
-    # cloud study): named for what they are (cells before 2026-12-05 call it ``demo_cpu_s``)
+    # cloud study): named for what they are (cells computed before this name call it ``demo_cpu_s``)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_wall_s": demos.seconds}
     if len(envs) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
         oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(shown[0]) / len(demos))))
