@@ -220,7 +220,13 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     rows = D.load_drift(tmp_path / "shipped")
     assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
         DRIFT_BASE, f"{DRIFT_BASE}+band", f"{DRIFT_BASE}+depth"}
-    assert "band" in D.status_sentence(rows, tmp_path / "shipped")
+    said = D.status_sentence(rows, tmp_path / "shipped")
+    assert "band" in said and "of" not in said.split(", factors")[0]  # every grid complete: none part-way
+    # a grid whose manifest plans more cells than it holds (a control grid part-way) is named
+    manifest = tmp_path / "shipped/band/control/grid.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cells": ["bc-M5-s0", "bc-M5-s1"]}))
+    assert D.part_way(rows[rows["role"] == "train"], tmp_path / "shipped") == ["band control: 1 of 2 cells"]
+    assert "(band control: 1 of 2 cells)" in D.status_sentence(rows, tmp_path / "shipped")
 
 
 def test_the_events_sentence_counts_each_seed_once_and_names_the_fewest():

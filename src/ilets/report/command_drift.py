@@ -104,12 +104,32 @@ def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> 
     factors = [f for f in DRIFT_FACTORS if f in set(rows["factor"])]
     missing = [f for f in DRIFT_FACTORS if f not in factors]
     return (f"Read from `{folder.name}` ({scale_of(rows)} scale, not paper scale): {len(cells)} cells in "
-            f"{rows.groupby(['factor', 'kind']).ngroups} grids, factors {', '.join(factors)}"
+            f"{rows.groupby(['factor', 'kind']).ngroups} grids"
+            + "".join(f" ({', '.join(partway)})" for partway in [part_way(cells, folder)] if partway)
+            + f", factors {', '.join(factors)}"
             + (f" (not yet run: {', '.join(missing)})" if missing else "")
             + f"; fleet sizes {', '.join(map(str, sorted(set(rows['servers']))))}; seeds "
             f"{', '.join(map(str, sorted(set(rows['seed']))))}; "
             f"{sum(p.get('cpu_hours', 0.0) for p in provenance):.2f} CPU-hours, at commit "
             f"{', '.join(commits) or 'unrecorded'}.")
+
+
+def part_way(cells: pd.DataFrame, folder: Path) -> list[str]:
+    """``"<factor> <kind>: n of N cells"`` for each grid under ``folder`` that holds fewer
+    cells (``cells``: one row per cell) than its manifest plans (``grid.json``), in the
+    protocol's order."""
+    from ilets.study.command_drift import KINDS
+    from ilets.study.grid import manifest_cell_count
+
+    out = []
+    counts = cells.groupby(["factor", "kind"]).size()
+    for factor in DRIFT_FACTORS:
+        for kind in KINDS:
+            planned = manifest_cell_count(Path(folder) / factor / kind)
+            done = int(counts.get((factor, kind), 0))
+            if done and planned is not None and done < planned:
+                out.append(f"{factor} {kind}: {done} of {planned} cells")
+    return out
 
 
 def factors_table() -> pd.DataFrame:
