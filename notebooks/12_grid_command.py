@@ -947,8 +947,9 @@ plots.markdown_table(R.drift_display(drift, "tracking_mae_rel"), {}, empty="")
 # trained. Each family's positive control is its own: the clone frozen, under the base regime
 # it was trained in, against its teacher on the same episodes (the clone section's bar).
 # {glue:text}`gc_drift_clones` The two families of the authors' flat policy answer what drift
-# does to that policy; the family of the last subsection asks it of the per-server clone,
-# whose own control is in the same sentence once it has run.
+# does to that policy; the families of the last two subsections ask it of the per-server
+# clone (the last one of the clone that meets the bar), whose controls are in the same
+# sentence once they have run.
 
 # %% tags=["remove-input"]
 plots.markdown_table(D.factors_table(), {}, empty="")
