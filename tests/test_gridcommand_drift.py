@@ -186,8 +186,15 @@ def test_the_factor_table_pairs_the_arms_by_seed():
     # a control grid part-way: its comparison says how few seeds it pairs
     part = _rows()
     part = part[~((part["arm"] == "control") & (part["seed"] == 2))]
-    said = D.drift_sentence(D.factor_table(part, reps=200))
+    part_table = D.factor_table(part, reps=200)
+    said = D.drift_sentence(part_table)
     assert "(quick scale, 3 paired seeds or more)" in said and "moved regime (2 paired seeds or more)" in said
+    # ... and its display sets the two arms side by side on the seeds they pair, not on all of them
+    bc = part_table[part_table["metric"] == "tracking_mae_rel"].set_index("method").loc["bc"]
+    assert bc["mean_moved_paired"] == pytest.approx(0.9005) and bc["mean_moved"] == pytest.approx(0.901)
+    shown = D.factor_display(part_table, part="control").iloc[0]
+    assert shown["seeds"] == 2 and shown["trained under the base"] == f"{bc['mean_moved_paired']:.3f}"
+    assert shown["control"] == f"{bc['mean_control']:.3f}" and D.factor_display(part_table).iloc[0]["seeds"] == 3
 
 
 @pytest.mark.slow
@@ -264,3 +271,19 @@ def test_the_per_server_familys_base_arm_is_its_designs_own_grid(shipped, design
     for col in ("episode_reward", "tracking_mae_rel", "misses_caused", "energy_kwh"):
         # NaN on both sides is equal: a seed whose episode held no event has no tracking error
         np.testing.assert_array_equal(both[col].to_numpy(), both[f"{col}_design"].to_numpy(), err_msg=col)
+
+
+def test_a_grid_shipped_before_its_first_cell_adds_no_rows_and_no_warning(tmp_path):
+    import warnings
+
+    rows = _rows()
+    for (factor, kind), part in [(("depth", "shifted"), rows[rows["kind"] == "shifted"]),
+                                 (("band", "control"), pd.DataFrame(columns=rows.columns))]:
+        # the store of a grid with no finished cell: its columns, no rows, no types (object)
+        store = tmp_path / factor / kind / "store"
+        store.mkdir(parents=True)
+        part.drop(columns=["factor", "kind", "arm"]).to_parquet(store / "results.parquet")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # pandas warns when it concatenates an empty frame
+        loaded = D.load_drift(tmp_path)
+    assert set(loaded["factor"]) == {"depth"} and len(loaded) == (rows["kind"] == "shifted").sum()

@@ -65,7 +65,8 @@ def load_drift(folder: Path) -> pd.DataFrame:
         factor, kind = store.parents[2].name, store.parents[1].name
         t = pd.read_parquet(store).assign(factor=factor, kind=kind)
         t["arm"] = [ARMS.get((kind, role)) for role in t["role"]]
-        parts.append(t[t["arm"].notna()])
+        if t["arm"].notna().any():  # a grid shipped before its first cell finished adds nothing
+            parts.append(t[t["arm"].notna()])
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
         columns=["factor", "kind", "arm", "method", "servers", "seed", "role", "regime", "scale", *DRIFT_METRICS])
 
@@ -151,10 +152,11 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
     under the moved regime). ``control_*``: ``moved`` against ``control`` (positive: the method
     trained under the base does better there than the control trained under the moved regime;
     NaN for an expert, which has no control; ``control_seeds``: the seeds that comparison pairs,
-    fewer than ``seeds`` while a control grid is part-way)."""
+    fewer than ``seeds`` while a control grid is part-way, and ``mean_moved_paired`` the moved
+    arm's mean on those seeds, the one ``mean_control`` is set beside)."""
     cols = ["factor", "servers", "method", "metric", "seeds", "mean_base", "mean_moved", "drift_pct", "drift_low",
-            "drift_high", "drift_verdict", "mean_control", "control_pct", "control_low", "control_high",
-            "control_verdict", "control_seeds"]
+            "drift_high", "drift_verdict", "mean_moved_paired", "mean_control", "control_pct", "control_low",
+            "control_high", "control_verdict", "control_seeds"]
     if len(rows) == 0:
         return pd.DataFrame(columns=cols)
     directions = {m: METRICS[m][1] for m in metrics}
@@ -166,8 +168,9 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
                                  "rel_ci_high": f"{prefix}_high", "verdict": f"{prefix}_verdict", "n_x": "seeds"})
 
     drift = arms("moved", "base", "drift").rename(columns={"mean_x": "mean_moved"})
-    control = arms("moved", "control", "control").rename(columns={"seeds": "control_seeds"})
-    out = drift.merge(control[[*by, "metric", "mean_control", "control_pct", "control_low", "control_high",
+    control = arms("moved", "control", "control").rename(columns={"seeds": "control_seeds",
+                                                                  "mean_x": "mean_moved_paired"})
+    out = drift.merge(control[[*by, "metric", "mean_moved_paired", "mean_control", "control_pct", "control_low", "control_high",
                                "control_verdict", "control_seeds"]], on=[*by, "metric"], how="left")
     out = out[out["drift_verdict"] != "no data"]
     order = {f: i for i, f in enumerate(DRIFT_FACTORS)}
@@ -187,8 +190,8 @@ def _change(row: dict, prefix: str) -> str:
 def factor_display(table: pd.DataFrame, metric: str = "tracking_mae_rel", part: str = "drift") -> pd.DataFrame:
     """One metric of :func:`factor_table` for display, one row per factor, fleet size and method:
     ``part="drift"`` the two regimes and the change; ``"control"`` the method trained under the
-    base beside the control trained under the moved regime, both scored there (methods with a
-    control only)."""
+    base beside the control trained under the moved regime, both scored there, on the seeds
+    they pair (methods with a control only)."""
     t = table[table["metric"] == metric]
     if part == "control":
         t = t[t["mean_control"].notna()]
@@ -199,12 +202,14 @@ def factor_display(table: pd.DataFrame, metric: str = "tracking_mae_rel", part: 
     recs = t.to_dict("records")
     head = {"factor": t["factor"], "servers": t["servers"], "method": t["method"].map(lambda m: LABELS.get(m, m))}
     if part == "control":
-        cols = {"trained under the base": t["mean_moved"].map(fmt), "control": t["mean_control"].map(fmt),
-                "base-trained against control": [_change(r, "control") for r in recs]}
+        # both means on the seeds the comparison pairs: while a control grid is part-way they
+        # are fewer than the drift comparison's
+        cols = {"trained under the base": t["mean_moved_paired"].map(fmt), "control": t["mean_control"].map(fmt),
+                "base-trained against control": [_change(r, "control") for r in recs], "seeds": t["control_seeds"]}
     else:
         cols = {f"under {DRIFT_BASE}": t["mean_base"].map(fmt), "factor moved": t["mean_moved"].map(fmt),
-                "change": [_change(r, "drift") for r in recs]}
-    return pd.DataFrame({**head, **cols, "seeds": t["seeds"]}).reset_index(drop=True)
+                "change": [_change(r, "drift") for r in recs], "seeds": t["seeds"]}
+    return pd.DataFrame({**head, **cols}).reset_index(drop=True)
 
 
 def drift_sentence(table: pd.DataFrame, metric: str = "tracking_mae_rel", scale: str = "quick") -> str:
