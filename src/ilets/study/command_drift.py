@@ -20,6 +20,9 @@ seed's commands), so every comparison is paired by seed (:mod:`ilets.report.comm
 
     python -m ilets.study.command_drift --out results/gridcommand-drift
     python -m ilets.study.command_drift --ship results/gridcommand-drift --to shipped/gridcommand-drift
+
+Two processes (say) share a family's work by seed, ``--seeds 0,2,4`` and ``--seeds 1,3``
+beside each other on one ``--out`` (:func:`only_seeds`), and ship once afterwards.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
@@ -135,6 +138,24 @@ def share_clone_cache(out: Path, grid: Path) -> None:
         pass  # (the grid then clones on its own, with the same result)
 
 
+def only_seeds(family: DriftFamily, seeds: str) -> DriftFamily:
+    """``family`` with only ``seeds`` (``"0,2,4"``, a subset of its own): processes that each
+    run other seeds share one results folder, and each seed's clone is made once (a seed's
+    ``bc`` and ``bc+ppo`` cells share it, so splitting by seed, not by cell, keeps two
+    processes from cloning the same seed). Its grids keep the family's names, so shipping
+    the family afterwards lists every seed's cells (:func:`ship`). Named ``ConfigError`` otherwise."""
+    try:
+        picked = tuple(int(s) for s in seeds.split(","))
+    except ValueError:
+        raise ConfigError(f"--seeds: expected comma-separated integers such as 0,2,4, got {seeds!r}") from None
+    for s in picked:
+        if s not in family.seeds:
+            raise ConfigError(f"--seeds: {s} is not one of family {family.name!r}'s seeds {list(family.seeds)}")
+    if len(set(picked)) != len(picked):
+        raise ConfigError(f"--seeds: repeated entries in {list(picked)}")
+    return replace(family, seeds=picked)
+
+
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
     """Run every grid of ``family`` not yet done (each resumes on its own, all sharing one clone
     cache: :func:`share_clone_cache`); their summaries."""
@@ -194,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--to", type=Path, help="where --ship copies them")
     ap.add_argument("--note", default="", help="the provenance note of --ship")
     ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
+    ap.add_argument("--seeds", help="run only these of the family's seeds (0,2,4): processes with other seeds "
+                                    "can share --out; ship once afterwards")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     from ilets.study.grid import FolderInUse
@@ -211,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError("--out: expected the folder the grids go to")
         if args.max_cells is not None and args.max_cells < 1:
             raise ConfigError(f"--max-cells: expected a number >= 1, got {args.max_cells}")
+        if args.seeds is not None:
+            family = only_seeds(family, args.seeds)
         for name, summary in run(family, args.out, progress=not args.quiet, max_cells=args.max_cells).items():
             print(f"{name}: ran {summary.get('ran')}, already done {summary.get('skipped_done')}, "
                   f"failed {summary.get('failed')}")
