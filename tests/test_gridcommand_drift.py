@@ -229,6 +229,7 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
         DRIFT_BASE, f"{DRIFT_BASE}+band", f"{DRIFT_BASE}+depth"}
     said = D.status_sentence(rows, tmp_path / "shipped")
     assert "band" in said and "of" not in said.split(", factors")[0]  # every grid complete: none part-way
+    assert D.part_way(rows[rows["role"] == "train"], tmp_path / "shipped") == []
     # a grid whose manifest plans more cells than it holds (a control grid part-way) is named
     manifest = tmp_path / "shipped/band/control/grid.json"
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cells": ["bc-M5-s0", "bc-M5-s1"]}))

@@ -104,9 +104,10 @@ def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> 
     commits = sorted({c[:12] for p in provenance for c in p.get("commits", {})})
     factors = [f for f in DRIFT_FACTORS if f in set(rows["factor"])]
     missing = [f for f in DRIFT_FACTORS if f not in factors]
+    partway = part_way(cells, folder)
     return (f"Read from `{folder.name}` ({scale_of(rows)} scale, not paper scale): {len(cells)} cells in "
             f"{rows.groupby(['factor', 'kind']).ngroups} grids"
-            + "".join(f" ({', '.join(partway)})" for partway in [part_way(cells, folder)] if partway)
+            + (f" ({', '.join(partway)})" if partway else "")
             + f", factors {', '.join(factors)}"
             + (f" (not yet run: {', '.join(missing)})" if missing else "")
             + f"; fleet sizes {', '.join(map(str, sorted(set(rows['servers']))))}; seeds "
