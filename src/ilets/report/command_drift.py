@@ -118,18 +118,24 @@ def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> 
 
 def part_way(cells: pd.DataFrame, folder: Path) -> list[str]:
     """``"<factor> <kind>: n of N cells"`` for each grid under ``folder`` that holds fewer
-    cells (``cells``: one row per cell) than its manifest plans (``grid.json``), in the
-    protocol's order."""
+    cells (``cells``: one row per cell) than its manifest plans (``grid.json``), and
+    ``"<factor> <kind>: not yet run"`` for a grid with no cell (no folder, or none finished) of a
+    factor whose other grid has some, in the protocol's order. A factor with no cell at all is
+    the status sentence's "not yet run" list, not repeated here."""
     from ilets.study.command_drift import KINDS
     from ilets.study.grid import manifest_cell_count
 
     out = []
     counts = cells.groupby(["factor", "kind"]).size()
     for factor in DRIFT_FACTORS:
+        if not any(counts.get((factor, kind), 0) for kind in KINDS):
+            continue
         for kind in KINDS:
             planned = manifest_cell_count(Path(folder) / factor / kind)
             done = int(counts.get((factor, kind), 0))
-            if done and planned is not None and done < planned:
+            if not done:
+                out.append(f"{factor} {kind}: not yet run")
+            elif planned is not None and done < planned:
                 out.append(f"{factor} {kind}: {done} of {planned} cells")
     return out
 
