@@ -88,6 +88,22 @@ def test_the_per_server_families_run_their_designs_unchanged(name, design_name):
         quick.factors, quick.methods, quick.controls, quick.seeds)
 
 
+def test_the_per_server_days_family_changes_only_the_days_and_the_training_episodes():
+    # its scenario is the 16-episode family's with quick-days's two changes; its pipeline is that
+    # family's with one declared change (one fourteen-day training episode), nothing else
+    from ilets.gridcommand.config import load_gridcommand_config
+
+    days, episodes = CD.load_family(D.PER_SERVER_DAYS_FAMILY), CD.load_family(D.EPISODES_FAMILY)
+    assert days.pipeline == dataclasses.replace(episodes.pipeline, train_episodes=1)
+    assert (days.factors, days.methods, days.controls, days.seeds, days.servers, days.scale) == (
+        episodes.factors, episodes.methods, episodes.controls, episodes.seeds, episodes.servers, episodes.scale)
+    names = (days.scenario, episodes.scenario, "gridcommand-quick-days", "gridcommand-quick")
+    moved, base, quick_days, quick = (load_gridcommand_config(n.removeprefix("gridcommand-")) for n in names)
+    assert moved == dataclasses.replace(base, window_days=quick_days.window_days, run=dataclasses.replace(
+        base.run, workload=dataclasses.replace(base.run.workload, scale=quick_days.run.workload.scale)))
+    assert quick_days.window_days > quick.window_days and moved != base
+
+
 def test_each_family_reads_its_positive_control_from_its_first_shifted_grid(tmp_path):
     for folder, factors in (("a", ("band", "depth")), ("b", ())):
         for factor in factors:
