@@ -279,7 +279,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "generalisation study's rate shift); learners trained under the base are scored under each, "
                   "beside a control trained under it. Families: the authors' flat policy (one day and "
                   "several days of commands per window) and the per-server clone of the last clone design, "
-                  "with that grid's scenario and pipeline unchanged (gridcommand-drift-per-server, 50 servers); "
+                  "with that grid's scenario and pipeline unchanged (gridcommand-drift-per-server, 50 servers), "
+                  "the same with the 16-episode clone that meets the bar (gridcommand-drift-per-server-episodes), "
+                  "and that family on several days of commands per window with one declared change, the clone "
+                  "learning from one multi-day training episode, about the 16 one-day episodes' tasks and events "
+                  "(gridcommand-drift-per-server-days); "
                   "a family's grids share one clone cache, which changes no number",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Days of commands per window", _NO_PAPER,
