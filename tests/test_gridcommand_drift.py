@@ -315,9 +315,9 @@ def test_a_grid_shipped_before_its_first_cell_adds_no_rows_and_no_warning(tmp_pa
     assert set(loaded["factor"]) == {"depth"} and len(loaded) == (rows["kind"] == "shifted").sum()
 
 
-def test_processes_split_a_family_by_seed_and_bad_seeds_are_named(tmp_path, capsys):
+def test_processes_split_a_family_by_seed_or_factor_and_bad_ones_are_named(tmp_path, capsys):
     path = tmp_path / "family.yaml"
-    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band]\n"
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band, depth]\n"
                     "methods: [rule]\ncontrols: [bc]\nservers: [5]\nseeds: [0, 1]\n")
     family = CD.load_family(path)
     assert CD.only_seeds(family, "1").seeds == (1,) and CD.only_seeds(family, "1,0").seeds == (1, 0)
@@ -327,9 +327,17 @@ def test_processes_split_a_family_by_seed_and_bad_seeds_are_named(tmp_path, caps
             CD.only_seeds(family, bad)
         assert CD.main(["--family", str(path), "--out", str(tmp_path / "bad"), "--seeds", bad, "--quiet"]) == 2
         assert said.split(":")[0] in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    # a subset of the factors runs in the family's order (band first here), whatever order is given
+    assert CD.only_factors(family, "depth,band").factors == ("band", "depth")
+    assert CD.only_factors(family, "band").factors == ("band",)
+    for bad, said in (("load", "--factors: load is not one of family 'tiny'"), ("band,band", "repeated entries")):
+        with pytest.raises(ConfigError, match=said):
+            CD.only_factors(family, bad)
+        assert CD.main(["--family", str(path), "--out", str(tmp_path / "bad"), "--factors", bad, "--quiet"]) == 2
+        assert said.split(":")[0] in capsys.readouterr().err and not (tmp_path / "bad").exists()
     out = tmp_path / "out"
-    assert CD.main(["--family", str(path), "--out", str(out), "--seeds", "1", "--quiet"]) == 0
-    assert sorted(p.name for p in out.glob("band/*/cells/*.json")) == ["bc-M5-s1.json", "rule-M5-s1.json"]
-    # shipping the whole family afterwards lists the seed that ran and plans both
+    assert CD.main(["--family", str(path), "--out", str(out), "--seeds", "1", "--factors", "band", "--quiet"]) == 0
+    assert sorted(p.name for p in out.glob("*/*/cells/*.json")) == ["bc-M5-s1.json", "rule-M5-s1.json"]
+    # shipping the whole family afterwards lists the seed and factor that ran and plans all
     info = CD.ship(out, tmp_path / "shipped", family)
-    assert (info["cells"], info["planned_units"]) == (2, 4)
+    assert (info["cells"], info["planned_units"], info["grids"]) == (2, 8, ["band/shifted", "band/control"])

@@ -138,22 +138,37 @@ def share_clone_cache(out: Path, grid: Path) -> None:
         pass  # (the grid then clones on its own, with the same result)
 
 
+def _subset(option: str, text: str, allowed: tuple, family: str, cast: type = str) -> tuple:
+    """The comma-separated entries of ``text`` (each ``cast``), all among ``allowed`` and none
+    repeated, in the order given; ``ConfigError`` naming ``option`` otherwise."""
+    try:
+        picked = tuple(cast(s.strip()) for s in text.split(","))
+    except ValueError:
+        raise ConfigError(f"{option}: expected comma-separated integers such as 0,2,4, got {text!r}") from None
+    for s in picked:
+        if s not in allowed:
+            raise ConfigError(f"{option}: {s} is not one of family {family!r}'s {option[2:]} {list(allowed)}")
+    if len(set(picked)) != len(picked):
+        raise ConfigError(f"{option}: repeated entries in {list(picked)}")
+    return picked
+
+
 def only_seeds(family: DriftFamily, seeds: str) -> DriftFamily:
     """``family`` with only ``seeds`` (``"0,2,4"``, a subset of its own): processes that each
     run other seeds share one results folder, and each seed's clone is made once (a seed's
     ``bc`` and ``bc+ppo`` cells share it, so splitting by seed, not by cell, keeps two
     processes from cloning the same seed). Its grids keep the family's names, so shipping
     the family afterwards lists every seed's cells (:func:`ship`). Named ``ConfigError`` otherwise."""
-    try:
-        picked = tuple(int(s) for s in seeds.split(","))
-    except ValueError:
-        raise ConfigError(f"--seeds: expected comma-separated integers such as 0,2,4, got {seeds!r}") from None
-    for s in picked:
-        if s not in family.seeds:
-            raise ConfigError(f"--seeds: {s} is not one of family {family.name!r}'s seeds {list(family.seeds)}")
-    if len(set(picked)) != len(picked):
-        raise ConfigError(f"--seeds: repeated entries in {list(picked)}")
-    return replace(family, seeds=picked)
+    return replace(family, seeds=_subset("--seeds", seeds, family.seeds, family.name, int))
+
+
+def only_factors(family: DriftFamily, factors: str) -> DriftFamily:
+    """``family`` with only ``factors`` (``"depth"``, a subset of its own), run in the family's
+    order: a costly family runs its first factor's grids, whose ``shifted`` grid holds its
+    positive control, before the rest. Its grids keep the family's names, as with
+    :func:`only_seeds`. Named ``ConfigError`` otherwise."""
+    picked = _subset("--factors", factors, family.factors, family.name)
+    return replace(family, factors=tuple(f for f in family.factors if f in picked))
 
 
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
     ap.add_argument("--seeds", help="run only these of the family's seeds (0,2,4): processes with other seeds "
                                     "can share --out; ship once afterwards")
+    ap.add_argument("--factors", help="run only these of the family's factors (depth,band), in the family's "
+                                      "order; ship once afterwards")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     from ilets.study.grid import FolderInUse
@@ -236,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--max-cells: expected a number >= 1, got {args.max_cells}")
         if args.seeds is not None:
             family = only_seeds(family, args.seeds)
+        if args.factors is not None:
+            family = only_factors(family, args.factors)
         for name, summary in run(family, args.out, progress=not args.quiet, max_cells=args.max_cells).items():
             print(f"{name}: ran {summary.get('ran')}, already done {summary.get('skipped_done')}, "
                   f"failed {summary.get('failed')}")
