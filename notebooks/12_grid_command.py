@@ -1070,11 +1070,13 @@ plots.markdown_table(D.factor_display(per_server_factors["ep"], "tracking_mae_re
 #
 # The family `gridcommand-drift-per-server-days` joins the last two: the family above on
 # {glue:text}`gc_drift_days` days of commands per episode (the multi-day family's scenario
-# change, on the per-server scenario), with one declared change, written before any cell ran:
-# the clone learns from {glue:text}`gc_drift_dy_episodes` fourteen-day training episode, not
-# {glue:text}`gc_drift_ep_episodes` one-day ones. One such episode holds the tasks of fourteen
-# quick windows and about 28 events, nearly the 16 episodes' data, at nearly their cost; 16
-# fourteen-day episodes would cost fourteen times more. Whether this clone still meets the
+# change, on the per-server scenario), with two declared changes, written before any clone
+# ran: the clone learns from {glue:text}`gc_drift_dy_episodes` fourteen-day training episode, not
+# {glue:text}`gc_drift_ep_episodes` one-day ones, for {glue:text}`gc_drift_dy_epochs` BC epochs,
+# not {glue:text}`gc_drift_ep_epochs`. One such episode holds the tasks of fourteen quick
+# windows and about 28 events, nearly the 16 episodes' data (16 fourteen-day episodes would
+# cost fourteen times more), and the fewer epochs over it take the 16-episode clone's gradient
+# steps (its epochs count over one one-day episode's demonstrations). Whether this clone still meets the
 # bar is read first, in the clone section's positive-control table (its row for this family:
 # the frozen clone beside its teacher on the same episodes), before any row below.
 # {glue:text}`gc_drift_dy_servers` servers only, for the cost.

@@ -48,8 +48,9 @@ EPISODES_SHIPPED = Path("shipped") / "gridcommand-drift-per-server-episodes"
 EPISODES_FAMILY = "gridcommand-drift-per-server-episodes"
 EPISODES_FAMILY_DESIGN = EPISODES_DESIGN
 #: That family with fourteen days of commands per episode (family
-#: ``gridcommand-drift-per-server-days``; one declared change: the clone learns from one
-#: fourteen-day training episode, about the 16 quick episodes' tasks and events).
+#: ``gridcommand-drift-per-server-days``; declared changes: the clone learns from one
+#: fourteen-day training episode, about the 16 quick episodes' tasks and events, with as many
+#: gradient steps).
 PER_SERVER_DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-per-server-days"
 PER_SERVER_DAYS_FAMILY = "gridcommand-drift-per-server-days"
 #: Every drift family the chapter reads: its learner's design -> where it is shipped.

@@ -281,8 +281,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "several days of commands per window) and the per-server clone of the last clone design, "
                   "with that grid's scenario and pipeline unchanged (gridcommand-drift-per-server, 50 servers), "
                   "the same with the 16-episode clone that meets the bar (gridcommand-drift-per-server-episodes), "
-                  "and that family on several days of commands per window with one declared change, the clone "
-                  "learning from one multi-day training episode, about the 16 one-day episodes' tasks and events "
+                  "and that family on several days of commands per window with the clone learning from one "
+                  "multi-day training episode, about the 16 one-day episodes' tasks and events, with as many "
+                  "gradient steps (its BC epochs cut in proportion) "
                   "(gridcommand-drift-per-server-days); "
                   "a family's grids share one clone cache, which changes no number",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
