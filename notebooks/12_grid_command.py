@@ -167,14 +167,14 @@ for key, name, shipped, design in (("ps", D.PER_SERVER_FAMILY, D.PER_SERVER_SHIP
     family_rows = D.load_drift(root / shipped)
     per_server_factors[key] = D.factor_table(family_rows)
     glue(f"gc_drift_{key}_status", Markdown(D.status_sentence(family_rows, root / shipped, name)), display=False)
-    days = load_gridcommand_config(family.scenario.removeprefix("gridcommand-")).window_days
+    days = load_gridcommand_config(family.scenario).window_days
     glue(f"gc_drift_{key}_events", D.events_sentence(family_rows, days=days), display=False)
     glue(f"gc_drift_{key}_said", D.drift_sentence(per_server_factors[key], scale=D.scale_of(family_rows)),
          display=False)
-glue("gc_drift_dy_control", C.control_sentence(C.control_table(C.load_designs(root, designs=D.control_grids(
-    root, {k: v for k, v in D.FAMILIES.items() if v == D.PER_SERVER_DAYS_SHIPPED})))), display=False)
-glue("gc_drift_clones", C.control_sentence(C.control_table(C.load_designs(root, designs=D.control_grids(root)))),
-     display=False)
+drift_clones = C.control_table(C.load_designs(root, designs=D.control_grids(root)))
+glue("gc_drift_clones", C.control_sentence(drift_clones), display=False)
+days_design = [k for k, v in D.FAMILIES.items() if v == D.PER_SERVER_DAYS_SHIPPED]
+glue("gc_drift_dy_control", C.control_sentence(drift_clones[drift_clones["design"].isin(days_design)]), display=False)
 glue("gc_every", f"{pipe.every}", display=False)
 glue("gc_window", f"{pipe.window}", display=False)
 table = R.results_table(results)

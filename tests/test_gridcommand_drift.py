@@ -96,7 +96,7 @@ def test_the_per_server_days_family_changes_only_the_days_and_keeps_the_clones_d
 
     days, episodes = CD.load_family(D.PER_SERVER_DAYS_FAMILY), CD.load_family(D.EPISODES_FAMILY)
     names = (days.scenario, episodes.scenario, "gridcommand-quick-days", "gridcommand-quick")
-    moved, base, quick_days, quick = (load_gridcommand_config(n.removeprefix("gridcommand-")) for n in names)
+    moved, base, quick_days, quick = (load_gridcommand_config(n) for n in names)
     # the 16-episode clone's steps are its epochs over one quick window's demonstrations
     # (pipeline.clone); one window as many times longer as its scale takes as many times fewer
     longer = moved.run.workload.scale / base.run.workload.scale
