@@ -26,7 +26,7 @@ from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.experts import BOUND, CAP_RUNG
 from ilets.gridcommand.experts.hindsight import CANDIDATES
-from ilets.gridcommand.pipeline import METHODS, PipelineConfig
+from ilets.gridcommand.pipeline import METHODS, PipelineConfig, training_base
 
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")
@@ -123,6 +123,8 @@ class ExperimentProfile:
         if CAP_RUNG in self.methods and not self.scenario_config().cap_levels:
             raise ConfigError(f"{where}.methods: the {CAP_RUNG!r} rung sets the admission cap, but scenario "
                               f"{self.scenario!r} has no cap levels (cap_levels)")
+        # a training window the scenario refuses would fail every learner's cell, one after another
+        training_base(self.scenario_config(), self.pipeline, f"{where}.pipeline")
         if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
             raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
                               f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")

@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -96,7 +97,7 @@ CLONE_CACHE_VERSION = 2
 CLONE_ACTIONS = ("sampled", "greedy")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
 PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
-                         "sleep_repeat", "train_episodes", "train_episode_stride")
+                         "sleep_repeat", "train_episodes", "train_episode_stride", "train_days")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -171,6 +172,13 @@ class PipelineConfig:
     #: seed-paired interval is narrower than independent seeds would give; a stride of at least
     #: ``train_episodes - 1`` gives every seed workloads of its own
     train_episode_stride: int = 1
+    #: days of commands in each episode the clone learns from [ours]: 0, the scenario's own
+    #: ``window_days``; else its training episodes (and its DAgger rounds) are the scenario's
+    #: with ``window_days`` set to this and the workload scale cut in the same proportion, so a
+    #: day holds the same tasks and events (:func:`training_base`); the scored and held-out
+    #: episodes keep the scenario's window. A clone of fourteen-day episodes can so learn from
+    #: the one-day episodes of the clone that met the bar
+    train_days: float = 0.0
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -205,6 +213,10 @@ class PipelineConfig:
                               f"got {self.bc_epochs!r}")
         if not isinstance(self.heldout, bool):
             raise ConfigError(f"{where}.heldout: expected true or false, got {self.heldout!r}")
+        if not (isinstance(self.train_days, (int, float)) and not isinstance(self.train_days, bool)
+                and math.isfinite(self.train_days) and self.train_days >= 0):
+            raise ConfigError(f"{where}.train_days: expected a finite number of days >= 0 (0: the scenario's own "
+                              f"window_days), got {self.train_days!r}")
         return self
 
     def plain(self) -> dict[str, Any]:
@@ -233,6 +245,25 @@ def scenario_config(base: GridCommandConfig, regime: str, servers: int, seed: in
 def training_config(base: GridCommandConfig, regime: str, servers: int, seed: int) -> GridCommandConfig:
     """The training episode's configuration: offline segment, commands from their own seed."""
     return scenario_config(base, regime, servers, seed, "offline", seed + TRAIN_COMMAND_OFFSET)
+
+
+def training_base(base: GridCommandConfig, pipe: PipelineConfig, where: str = "pipeline") -> GridCommandConfig:
+    """The scenario a clone's training episodes are drawn from (``train_days``): ``base``
+    itself at 0 or at its own window; else ``base`` with ``window_days`` set to ``train_days``
+    and the workload scale cut in the same proportion (a day keeps its tasks). Only those two
+    fields change, so the observation and action spaces are the scored episodes'. A named
+    :class:`ConfigError` when the shorter scenario is not valid."""
+    days = pipe.train_days
+    if not days or days == base.window_days:
+        return base
+    workload = base.run.workload
+    run = dataclasses.replace(base.run, workload=dataclasses.replace(
+        workload, scale=workload.scale * days / base.window_days))
+    try:
+        return dataclasses.replace(base, run=run, window_days=days).validate()
+    except ConfigError as err:
+        raise ConfigError(f"{where}.train_days: {days:g} days of training episodes do not fit the scenario "
+                          f"({err})") from None
 
 
 def training_episodes(train_cfg: GridCommandConfig, n: int, stride: int = 1) -> list[GridCommandConfig]:
@@ -655,7 +686,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     scores: dict[str, dict] = {}
     cloned = None
     if method.startswith("bc"):
-        cloned, info = cached_clone(training_config(base, train_regime, servers, seed), pipe, seed, cache_dir)
+        cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, servers, seed), pipe,
+                                    seed, cache_dir)
     final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
     for regime in eval_regimes:
         cfg = evaluation_config(base, regime, servers, seed)

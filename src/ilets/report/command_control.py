@@ -343,6 +343,13 @@ PILOT_DEFER_REPEATS_WIDENED = (64,)
 #: as it is, the same cells as that pilot's candidate 1); widening multiplies the largest by four.
 PILOT_TRAIN_EPISODES = (1, 4, 16)
 PILOT_TRAIN_EPISODES_WIDENED = (64,)
+#: Days of commands in each training episode of the per-server days family's clone
+#: (``train_days``; pilot seeds 100-105, 50 servers, scored on fourteen-day episodes): 14, the
+#: family's clone as it is (one fourteen-day episode), and 1, the 16-episode design's clone (16
+#: one-day episodes). Two designs, not a range: nothing widens.
+PILOT_TRAIN_DAYS = (1, 14)
+#: The candidate of :data:`PILOT_TRAIN_DAYS` the per-server days family was first run with.
+TRAIN_DAYS_AS_RUN = 14
 #: Each pilot by name (the knob it sets, but ``defer_repeat_energy``, the second pilot of
 #: ``defer_repeat``): its candidates and the prefix of its folders.
 PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
@@ -350,7 +357,8 @@ PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PIL
           "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
           "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
           "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w"),
-          "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t")}
+          "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t"),
+          "train_days": (PILOT_TRAIN_DAYS, "y")}
 #: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
 #: where not listed).
 PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat"}
@@ -367,7 +375,9 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                 "sleep_repeat": ("sleep actions shown (times)", lambda n: "once" if n == 1 else f"{n} times"),
                 "defer_repeat_energy": ("deferrals shown, energy-ranked design (times)",
                                         lambda n: "once" if n == 1 else f"{n} times"),
-                "train_episodes": ("training episodes", lambda n: f"{n} episode{'s' if n > 1 else ''}")}
+                "train_episodes": ("training episodes", lambda n: f"{n} episode{'s' if n > 1 else ''}"),
+                "train_days": ("days per training episode",
+                               lambda n: f"{n}-day training episode{'s' if n == 1 else ''}")}
 
 
 def design_profile(folder: Path) -> str:
@@ -498,19 +508,40 @@ def choose_train_episodes(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "train_episodes")
 
 
+def choose_train_days(table: pd.DataFrame) -> int | None:
+    """The training-window pilot's rule (the per-server days family), written and committed
+    before any candidate ran: among the candidates whose mean miss ratio is at most
+    :data:`MISS_BAR` (both if neither is), the lower mean ``track_ratio``; the family's own
+    design (:data:`TRAIN_DAYS_AS_RUN`) is kept when it is within :data:`PILOT_TOLERANCE`
+    (relative) of that best, so the family changes only for a gain. None: no candidate ran."""
+    if len(table) == 0:
+        return None
+    track = _within_miss_bar(table, "train_days")
+    best = float(track.min())
+    if TRAIN_DAYS_AS_RUN in track.index and track[TRAIN_DAYS_AS_RUN] <= best * (1 + PILOT_TOLERANCE):
+        return TRAIN_DAYS_AS_RUN
+    return int(track.idxmin())
+
+
+def _within_miss_bar(table: pd.DataFrame, knob: str) -> pd.Series:
+    """Mean ``track_ratio`` per candidate, of those whose mean miss ratio is at most
+    :data:`MISS_BAR` (all of them if none is)."""
+    g = table.groupby(knob)
+    track, miss = g["track_ratio"].mean(), g["miss_ratio"].mean()
+    return track[miss <= MISS_BAR] if (miss <= MISS_BAR).any() else track
+
+
 def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
     if len(table) == 0:
         return None
-    g = table.groupby(knob)
-    track, miss = g["track_ratio"].mean(), g["miss_ratio"].mean()
-    allowed = track[miss <= MISS_BAR] if (miss <= MISS_BAR).any() else track
-    return _lowest_ratio(allowed)
+    return _lowest_ratio(_within_miss_bar(table, knob))
 
 
 #: Each pilot's rule.
 CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
           "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat,
-          "defer_repeat_energy": choose_defer_repeat_energy, "train_episodes": choose_train_episodes}
+          "defer_repeat_energy": choose_defer_repeat_energy, "train_episodes": choose_train_episodes,
+          "train_days": choose_train_days}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
 WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes")
