@@ -286,7 +286,9 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
                                          ("dagger_rounds", 1.5), ("event_repeat", 0), ("event_repeat", 1.5),
                                          ("event_repeat", True), ("sleep_repeat", 0), ("sleep_repeat", 2.5),
                                          ("train_episodes", 0), ("train_episodes", 2.5),
-                                         ("train_episode_stride", 0), ("train_episode_stride", True)])
+                                         ("train_episode_stride", 0), ("train_episode_stride", True),
+                                         ("train_days", -1), ("train_days", float("nan")), ("train_days", True),
+                                         ("train_days", "1")])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
         P.PipelineConfig(**{field: value}).validate()
@@ -300,6 +302,41 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
     assert P.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
     assert P.PipelineConfig(train_episodes=4).plain()["train_episodes"] == 4
     assert P.PipelineConfig(train_episode_stride=16).plain()["train_episode_stride"] == 16
+    assert P.PipelineConfig(train_days=1).plain()["train_days"] == 1
+
+
+def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monkeypatch):
+    days = load_gridcommand_config("gridcommand-quick-days-per-server-sleep-energy")
+    one = load_gridcommand_config("gridcommand-quick-per-server-sleep-energy")
+    assert days.window_days == 14 and one.window_days == 1
+    # one day of the fourteen-day scenario is the one-day scenario, field for field
+    assert P.training_base(days, P.PipelineConfig(train_days=1)) == one
+    for same in (0, 14):  # 0 and the scenario's own window: the scenario itself
+        assert P.training_base(days, P.PipelineConfig(train_days=same)) is days
+    with pytest.raises(ConfigError, match="pipeline.train_days: 1000 days .* do not fit.*workload.scale"):
+        P.training_base(days, P.PipelineConfig(train_days=1000))
+
+    class Stop(Exception):
+        pass
+
+    def spy(train_cfg, pipe, seed, cache_dir=None):
+        asked.append(train_cfg)
+        raise Stop
+
+    asked: list = []
+    monkeypatch.setattr(P, "cached_clone", spy)
+    with pytest.raises(Stop):  # the clone learns on one-day episodes; the scored ones keep fourteen
+        P.run_method("bc", days, 50, 3, "shallow-long", ("shallow-long",), P.PipelineConfig(train_days=1))
+    assert asked == [P.training_config(one, "shallow-long", 50, 3)]
+
+
+def test_a_training_window_the_scenario_refuses_is_named_when_the_grid_loads():
+    from ilets.study.command_scenario import load_profile
+
+    pilot = load_profile("gridcommand-grid-clone-pilot-y1")
+    bad = dataclasses.replace(pilot, pipeline=dataclasses.replace(pilot.pipeline, train_days=1000))
+    with pytest.raises(ConfigError, match="grid.pipeline.train_days: 1000 days"):
+        bad.validate()
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
@@ -396,7 +433,8 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
     # every pilot's candidates before widening are profiles of their own, setting the pilot's knob
     base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
             "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
-            "defer_repeat_energy": C.PILOT_DEFER_REPEATS, "train_episodes": C.PILOT_TRAIN_EPISODES}
+            "defer_repeat_energy": C.PILOT_DEFER_REPEATS, "train_episodes": C.PILOT_TRAIN_EPISODES,
+            "train_days": C.PILOT_TRAIN_DAYS}
     assert set(base) == set(C.PILOTS)
     for pilot, candidates in base.items():
         knob = C.PILOT_KNOBS.get(pilot, pilot)
@@ -422,6 +460,36 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
     assert C.choose_train_episodes(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1}))) == 16
     assert C.pilot_widens(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1})))
     assert list(C.clone_pilot_display(table)["training episodes"]) == ["1", "4 (chosen)", "16"]
+
+
+def test_the_training_window_pilot_sets_the_days_familys_clone_beside_the_16_episode_clone():
+    from ilets.report import command_control as C
+    from ilets.study.command_drift import load_family
+    from ilets.study.command_scenario import load_profile as load_grid_profile
+
+    family = load_family("gridcommand-drift-per-server-days")
+    episodes = load_grid_profile("gridcommand-grid-per-server-episodes")
+    as_run, short = (load_grid_profile(f"gridcommand-grid-clone-pilot-y{n}") for n in (14, 1))
+    assert as_run.scenario == short.scenario == family.scenario
+    assert as_run.seeds == short.seeds and min(as_run.seeds) >= 100 and as_run.servers == short.servers == (50,)
+    # candidate 14: the family's clone as it is; candidate 1: the 16-episode design's clone
+    assert as_run.pipeline == dataclasses.replace(family.pipeline, heldout=False, train_days=14)
+    assert short.pipeline == dataclasses.replace(episodes.pipeline, heldout=False, train_days=1)
+    assert C.TRAIN_DAYS_AS_RUN == 14 and set(C.PILOT_TRAIN_DAYS) == {1, 14}
+    # the rule: the lower mean tracking ratio among those within the miss bar, the family's own
+    # design kept within the tolerance; two designs, nothing widens
+    def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
+        return pd.DataFrame([{"train_days": n, "servers": 50, "seed": seed, "track_ratio": v,
+                              "miss_ratio": (miss or {}).get(n, 1.0), "deferrals": 1, "deferrals_teacher": 1}
+                             for n, v in track.items() for seed in range(100, 106)])
+    assert C.choose_train_days(pilot({1: 1.00, 14: 1.01})) == 14
+    assert C.choose_train_days(pilot({1: 1.00, 14: 1.05})) == 1
+    assert C.choose_train_days(pilot({1: 1.00, 14: 1.30}, {1: 1.5})) == 14  # 1 misses too many deadlines
+    assert C.choose_train_days(pilot({1: 1.00, 14: 1.30}, {1: 1.5, 14: 1.5})) == 1  # neither within: both
+    assert C.choose_train_days(pilot({14: 1.3})) == 14 and C.choose_train_days(pilot({}).iloc[0:0]) is None
+    assert not C.pilot_widens(pilot({1: 1.00, 14: 1.30}))
+    assert "1.00x (1-day training episodes), 1.30x (14-day training episode)" in C.clone_pilot_sentence(
+        pilot({1: 1.00, 14: 1.30}))
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
@@ -871,6 +939,10 @@ def test_the_standing_sentence_says_whether_a_design_used_the_standing_choice():
     assert "has not run" in C.standing_sentence(table({}).iloc[0:0], 8)
     episodes = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,
                               "deferrals": 1, "deferrals_teacher": 1} for n, v in {1: 3.2, 4: 2.0, 16: 1.3}.items()])
+    days = pd.DataFrame([{"train_days": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,
+                          "deferrals": 1, "deferrals_teacher": 1} for n, v in {1: 1.0, 14: 1.3}.items()])
+    assert C.standing_sentence(days, 14, "days per training episode") == (
+        "the pilot's rule keeps 1, not the design's 14: the design is not its choice.")
     assert C.standing_sentence(episodes, 16, "training episodes").endswith(
         "keeps 16, its largest candidate, so its range is to be widened before the choice stands: the design's 16 "
         "training episodes are provisional.")

@@ -559,14 +559,15 @@ def pilot_widens(table: pd.DataFrame) -> bool:
 def standing_sentence(table: pd.DataFrame, used: int, unit: str = "rounds") -> str:
     """Whether the value a design used (``used``, counted in ``unit``) is its pilot's standing
     choice (the pilot of :func:`clone_pilot_table` ``table``): the rule's choice, over a range
-    it does not still need to widen."""
+    it does not still need to widen (a pilot of a few designs, not a range, never widens)."""
     chosen = CHOOSE[_knob(table)](table) if len(table.columns) else None
     if chosen is None:
         return f"the pilot has not run, so the design's {unit} are not its choice."
     if pilot_widens(table):
         return (f"the pilot's rule now keeps {chosen}, its largest candidate, so its range is to be widened before "
                 f"the choice stands: the design's {used} {unit} are provisional.")
-    return (f"the pilot's rule, over its widened range, keeps {chosen}, "
+    over = ", over its widened range," if _knob(table) in WIDENING else ""
+    return (f"the pilot's rule{over} keeps {chosen}, "
             + ("the design's own." if chosen == used else f"not the design's {used}: the design is not its choice."))
 
 

@@ -284,7 +284,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "and that family on several days of commands per window with the clone learning from one "
                   "multi-day training episode, about the 16 one-day episodes' tasks and events, with as many "
                   "gradient steps (its BC epochs cut in proportion) "
-                  "(gridcommand-drift-per-server-days); "
+                  "(gridcommand-drift-per-server-days; a clone pilot on pilot seeds sets that clone beside the "
+                  "16-episode clone itself, learning from one-day episodes with pipeline.train_days, by a rule "
+                  "committed before either ran: gridcommand-grid-clone-pilot-y*, choose_train_days); "
                   "a family's grids share one clone cache, which changes no number",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Days of commands per window", _NO_PAPER,
@@ -297,6 +299,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"in proportion (scale {multi_day.run.workload.scale:g}), so events keep their quick-scale "
                   "lengths; 50 servers only, for the cost",
                   "GridCommandConfig.window_days, ilets.gridcommand.command.days_for_events", kind=EXTENSION),
+        Deviation("Training window of a clone", _NO_PAPER,
+                  "opt-in (pipeline.train_days, default 0: the scenario's own window_days): the clone's training "
+                  "episodes and DAgger rounds hold that many days of commands, the workload scale cut in the same "
+                  "proportion so a day keeps its tasks and events, while the scored and held-out episodes keep the "
+                  "scenario's window; one day of the fourteen-day per-server scenario is the one-day scenario field "
+                  "for field (tested), so a clone of it is the 16-episode design's clone",
+                  "ilets.gridcommand.pipeline.training_base, PipelineConfig.train_days", kind=EXTENSION),
         Deviation("Per-server policy on the grid command", _NO_PAPER,
                   "opt-in (run.policy: per-server): the command's blocks follow the task numbers, so the pooled "
                   "summary reads them; deferring is one more logit from that summary; with speed levels the table "
