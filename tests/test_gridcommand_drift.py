@@ -88,20 +88,20 @@ def test_the_per_server_families_run_their_designs_unchanged(name, design_name):
         quick.factors, quick.methods, quick.controls, quick.seeds)
 
 
-def test_the_per_server_days_family_changes_only_the_days_and_keeps_the_clones_data_and_steps():
+def test_the_per_server_days_family_scores_the_16_episode_clone_on_fourteen_day_episodes():
     # its scenario is the 16-episode family's with quick-days's two changes; its pipeline is that
-    # family's with the declared changes (one fourteen-day training episode, as many gradient
-    # steps), nothing else
+    # family's, its training episodes kept one day long (train_days), so the clone learns from
+    # the 16-episode family's own training episodes: the same clone
     from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.gridcommand.pipeline import training_base, training_config
 
     days, episodes = CD.load_family(D.PER_SERVER_DAYS_FAMILY), CD.load_family(D.EPISODES_FAMILY)
     names = (days.scenario, episodes.scenario, "gridcommand-quick-days", "gridcommand-quick")
     moved, base, quick_days, quick = (load_gridcommand_config(n) for n in names)
-    # the 16-episode clone's steps are its epochs over one quick window's demonstrations
-    # (pipeline.clone); one window as many times longer as its scale takes as many times fewer
-    longer = moved.run.workload.scale / base.run.workload.scale
-    assert days.pipeline == dataclasses.replace(episodes.pipeline, train_episodes=1,
-                                                bc_epochs=round(episodes.pipeline.bc_epochs / longer))
+    assert days.pipeline == dataclasses.replace(episodes.pipeline, train_days=base.window_days)
+    assert training_base(moved, days.pipeline) == base
+    assert (training_config(training_base(moved, days.pipeline), "shallow-long", 50, 4)
+            == training_config(base, "shallow-long", 50, 4))
     assert (days.factors, days.methods, days.controls, days.seeds, days.servers, days.scale) == (
         episodes.factors, episodes.methods, episodes.controls, episodes.seeds, episodes.servers, episodes.scale)
     assert moved == dataclasses.replace(base, window_days=quick_days.window_days, run=dataclasses.replace(

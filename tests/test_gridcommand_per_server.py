@@ -472,9 +472,18 @@ def test_the_training_window_pilot_sets_the_days_familys_clone_beside_the_16_epi
     as_run, short = (load_grid_profile(f"gridcommand-grid-clone-pilot-y{n}") for n in (14, 1))
     assert as_run.scenario == short.scenario == family.scenario
     assert as_run.seeds == short.seeds and min(as_run.seeds) >= 100 and as_run.servers == short.servers == (50,)
-    # candidate 14: the family's clone as it is; candidate 1: the 16-episode design's clone
-    assert as_run.pipeline == dataclasses.replace(family.pipeline, heldout=False, train_days=14)
+    # candidate 14: the clone the family first ran with (one fourteen-day episode, the 16-episode
+    # clone's gradient steps: its epochs over one window fourteen times longer); candidate 1:
+    # the 16-episode design's clone
+    longer = as_run.scenario_config().run.workload.scale / episodes.scenario_config().run.workload.scale
+    assert as_run.pipeline == dataclasses.replace(episodes.pipeline, heldout=False, train_days=14, train_episodes=1,
+                                                  bc_epochs=round(episodes.pipeline.bc_epochs / longer))
     assert short.pipeline == dataclasses.replace(episodes.pipeline, heldout=False, train_days=1)
+    # the family runs the rule's choice on the shipped pilot
+    chosen = C.choose_train_days(C.clone_pilot_table(Path(__file__).resolve().parents[1], "train_days"))
+    if chosen is not None:
+        picked = load_grid_profile(f"gridcommand-grid-clone-pilot-y{chosen}")
+        assert family.pipeline == dataclasses.replace(picked.pipeline, heldout=True)
     assert C.TRAIN_DAYS_AS_RUN == 14 and set(C.PILOT_TRAIN_DAYS) == {1, 14}
     # the rule: the lower mean tracking ratio among those within the miss bar, the family's own
     # design kept within the tolerance; two designs, nothing widens
