@@ -545,6 +545,8 @@ CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "d
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
 WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes")
+#: The pilots whose rule reads the miss bar (their sentence gives the chosen miss rate).
+MISS_BAR_PILOTS = (*WIDENING, "train_days")
 
 
 def pilot_widens(table: pd.DataFrame) -> bool:
@@ -615,7 +617,7 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     said = ", ".join(f"{means[n]:.2f}x ({name(n)})" for n in sorted(means.index))
     text = (f"On pilot seeds {seeds} at {fleets} servers, the frozen greedy clone tracked at {said} its teacher's "
             f"error (mean over seeds and fleet sizes); the rule kept {chosen}.")
-    if knob in WIDENING:
+    if knob in MISS_BAR_PILOTS:
         text = text[:-1] + (f", whose miss rate is {misses[chosen]:.2f} times the teacher's"
                             + (" (its largest candidate: the range is to be widened before the choice stands)."
                                if pilot_widens(table) else "."))

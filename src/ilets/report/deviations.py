@@ -281,12 +281,12 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "several days of commands per window) and the per-server clone of the last clone design, "
                   "with that grid's scenario and pipeline unchanged (gridcommand-drift-per-server, 50 servers), "
                   "the same with the 16-episode clone that meets the bar (gridcommand-drift-per-server-episodes), "
-                  "and that family on several days of commands per window with the clone learning from one "
-                  "multi-day training episode, about the 16 one-day episodes' tasks and events, with as many "
-                  "gradient steps (its BC epochs cut in proportion) "
-                  "(gridcommand-drift-per-server-days; a clone pilot on pilot seeds sets that clone beside the "
-                  "16-episode clone itself, learning from one-day episodes with pipeline.train_days, by a rule "
-                  "committed before either ran: gridcommand-grid-clone-pilot-y*, choose_train_days); "
+                  "and that family on several days of commands per scored episode with the same 16-episode "
+                  "clone, its training episodes kept one day long (pipeline.train_days; "
+                  "gridcommand-drift-per-server-days), chosen by a clone pilot on pilot seeds over the clone the "
+                  "family first ran with, one multi-day training episode with as many gradient steps (its BC "
+                  "epochs cut in proportion), by a rule committed before either ran "
+                  "(gridcommand-grid-clone-pilot-y*, choose_train_days); "
                   "a family's grids share one clone cache, which changes no number",
                   "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
         Deviation("Days of commands per window", _NO_PAPER,
