@@ -345,8 +345,8 @@ PILOT_TRAIN_EPISODES = (1, 4, 16)
 PILOT_TRAIN_EPISODES_WIDENED = (64,)
 #: Days of commands in each training episode of the per-server days family's clone
 #: (``train_days``; pilot seeds 100-105, 50 servers, scored on fourteen-day episodes): 14, the
-#: family's clone as it is (one fourteen-day episode), and 1, the 16-episode design's clone (16
-#: one-day episodes). Two designs, not a range: nothing widens.
+#: clone the family was first run with (one fourteen-day episode), and 1, the 16-episode
+#: design's clone (16 one-day episodes). Two designs, not a range: nothing widens.
 PILOT_TRAIN_DAYS = (1, 14)
 #: The candidate of :data:`PILOT_TRAIN_DAYS` the per-server days family was first run with.
 TRAIN_DAYS_AS_RUN = 14
