@@ -47,17 +47,16 @@ PER_SERVER_DESIGN = GAP_DESIGN
 EPISODES_SHIPPED = Path("shipped") / "gridcommand-drift-per-server-episodes"
 EPISODES_FAMILY = "gridcommand-drift-per-server-episodes"
 EPISODES_FAMILY_DESIGN = EPISODES_DESIGN
-#: That family with fourteen days of commands per episode (family
-#: ``gridcommand-drift-per-server-days``; declared changes: the clone learns from one
-#: fourteen-day training episode, about the 16 quick episodes' tasks and events, with as many
-#: gradient steps).
+#: That family with fourteen days of commands per scored episode and the same clone, its 16
+#: training episodes kept one day long (family ``gridcommand-drift-per-server-days``,
+#: ``pipeline.train_days``; the training-window pilot's choice).
 PER_SERVER_DAYS_SHIPPED = Path("shipped") / "gridcommand-drift-per-server-days"
 PER_SERVER_DAYS_FAMILY = "gridcommand-drift-per-server-days"
 #: Every drift family the chapter reads: its learner's design -> where it is shipped.
 FAMILIES = {"flat (family gridcommand-drift-quick)": SHIPPED, "flat (family gridcommand-drift-days)": DAYS_SHIPPED,
             f"per-server (family {PER_SERVER_FAMILY})": PER_SERVER_SHIPPED,
             f"per-server (16 training episodes; family {EPISODES_FAMILY})": EPISODES_SHIPPED,
-            f"per-server (one fourteen-day training episode; family {PER_SERVER_DAYS_FAMILY})":
+            f"per-server (16 one-day training episodes, fourteen-day scored ones; family {PER_SERVER_DAYS_FAMILY})":
                 PER_SERVER_DAYS_SHIPPED}
 #: (grid kind, role) -> arm.
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
