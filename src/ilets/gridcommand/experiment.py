@@ -124,7 +124,9 @@ class ExperimentProfile:
             raise ConfigError(f"{where}.methods: the {CAP_RUNG!r} rung sets the admission cap, but scenario "
                               f"{self.scenario!r} has no cap levels (cap_levels)")
         # a training window the scenario refuses would fail every learner's cell, one after another
-        training_base(self.scenario_config(), self.pipeline, f"{where}.pipeline")
+        # (the scenario is loaded only when the knob is set: profile loading stays as it was)
+        if self.pipeline.train_days:
+            training_base(self.scenario_config(), self.pipeline, f"{where}.pipeline")
         if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
             raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
                               f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")
