@@ -1025,7 +1025,7 @@ plots.markdown_table(D.factor_display(days_factors, "tracking_mae_rel", part="co
 # the first family, and {glue:text}`gc_drift_ps_servers` servers only, for the cost (each
 # clone is trained for {glue:text}`gc_drift_ps_epochs` BC epochs and
 # {glue:text}`gc_drift_ps_rounds` DAgger round(s)). The {glue:text}`gc_drift_ps_factors`
-# shifted grids share one clone per seed (`command_drift.share_clone_cache`).
+# shifted grids share one clone per seed (`command_drift.share_grid_cache`).
 #
 # {glue:md}`gc_drift_ps_status`
 #

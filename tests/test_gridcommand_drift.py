@@ -122,14 +122,14 @@ def test_each_family_reads_its_positive_control_from_its_first_shifted_grid(tmp_
 
 def test_the_shared_clone_cache_is_linked_once_and_relinked_when_dangling(tmp_path):
     out, grid = tmp_path / "out", tmp_path / "out" / "band" / "shifted"
-    CD.share_clone_cache(out, grid)
+    CD.share_grid_cache(out, grid)
     assert (grid / "cache").is_symlink() and (grid / "cache").resolve() == (out / "cache").resolve()
     (out / "cache").rmdir()  # the shared cache removed by hand: the link dangles
-    CD.share_clone_cache(out, grid)
+    CD.share_grid_cache(out, grid)
     assert (grid / "cache").is_dir() and (out / "cache").is_dir()
     own = tmp_path / "out" / "depth" / "shifted" / "cache"
     own.mkdir(parents=True)  # a grid with a cache of its own (from before) keeps it
-    CD.share_clone_cache(out, own.parent)
+    CD.share_grid_cache(out, own.parent)
     assert own.is_dir() and not own.is_symlink()
 
 

@@ -174,3 +174,51 @@ def test_an_envelope_that_keeps_deadlines_sizes_commands_to_that_reach(clipped):
     assert settings_plain(dataclasses.replace(config("clip"), envelope_deadlines=True))["envelope_deadlines"] is True
     with pytest.raises(ConfigError, match=r"gridcommand\.envelope_deadlines: .*needs envelope: clip or record"):
         dataclasses.replace(config("off"), envelope_deadlines=True).validate()
+
+
+def test_a_cached_reach_is_the_computed_one_and_is_read_back(tmp_path, clipped, monkeypatch):
+    first = GridCommandEnv(config("clip"), envelope_cache=tmp_path)
+    files = list(tmp_path.glob("reach-*.json"))
+    assert len(files) == 1
+    import ilets.gridcommand.env as E
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("the cached reach was not read")
+
+    monkeypatch.setattr(E, "reach", no_runs)
+    second = GridCommandEnv(config("clip"), envelope_cache=tmp_path)
+    for env in (first, second):  # float for float, the envelope and the commands sized to it
+        assert env.envelope == clipped.envelope and env.schedule == clipped.schedule
+    with pytest.raises(AssertionError, match="not read"):  # another episode: another key
+        GridCommandEnv(dataclasses.replace(config("clip"), envelope_deadlines=True), envelope_cache=tmp_path)
+
+
+@pytest.mark.parametrize("text, problem", [("{cut", "JSONDecodeError"), ('{"reach": [[0.1, 2.0]]}', "1 events, expected 2")])
+def test_a_damaged_reach_cache_is_computed_again(tmp_path, clipped, text, problem):
+    GridCommandEnv(config("clip"), envelope_cache=tmp_path)
+    path = next(tmp_path.glob("reach-*.json"))
+    path.write_text(text)
+    with pytest.warns(UserWarning, match=f"{path.name}: damaged reach cache \\({problem}\\)"):
+        env = GridCommandEnv(config("clip"), envelope_cache=tmp_path)
+    assert env.envelope == clipped.envelope
+    assert GridCommandEnv(config("clip"), envelope_cache=tmp_path).envelope == clipped.envelope  # written again
+
+
+def test_the_reach_key_reads_every_input(clipped):
+    from ilets.gridcommand.envelope import reach_key
+
+    env = clipped
+    args = (env.config, env.tasks, env.fleet, env.window, env.schedule, env.slot_edges, env.baseline.power_w)
+    key = reach_key(*args)
+    assert reach_key(*args) == key
+    later = dataclasses.replace(env.tasks, deadline=env.tasks.deadline + np.eye(1, len(env.tasks))[0])
+    changed = [
+        (dataclasses.replace(env.config, run=dataclasses.replace(env.config.run, seed=1)),) + args[1:],
+        args[:1] + (later,) + args[2:],
+        args[:2] + (dataclasses.replace(env.fleet, mips=env.fleet.mips + 1.0),) + args[3:],
+        args[:3] + ((env.window[0], env.window[1] + 1.0),) + args[4:],
+        args[:4] + (type(env.schedule)(()),) + args[5:],
+        args[:5] + (env.slot_edges + 0.5,) + args[6:],
+        args[:6] + (env.baseline.power_w * 1.01,),
+    ]
+    assert len({key, *(reach_key(*c) for c in changed)}) == 1 + len(changed)

@@ -202,3 +202,31 @@ def test_the_clone_cache_never_unpickles_objects(tmp_path, scenario, capsys):
         state, info = P.cached_clone(cfg, pipe, 0, tmp_path)
     assert "ran code from the cache" not in capsys.readouterr().out
     assert "clone_cached" not in info and state
+
+
+def test_a_grid_cache_of_envelopes_changes_no_number(tmp_path, scenario, monkeypatch):
+    """Every episode a method makes or scores (training, scored, held out) reads its envelope
+    from the cache the second time: the same numbers as computing it."""
+    base = load_gridcommand_config(scenario)
+    pipe = P.PipelineConfig(every=40, window=20, heldout=True, train_episodes=2)
+    host = lambda out: {part: {k: v for k, v in d.items() if not G.host_key(k)}  # noqa: E731
+                        for part, d in (("train", out["train"]), *out["scores"].items())}
+    fresh = {}
+    for method in ("rule", "bc+ppo"):
+        fresh[method] = host(P.run_method(method, base, 6, 0, "shallow-long", ("shallow-long", "deep-short"), pipe))
+        cold = P.run_method(method, base, 6, 0, "shallow-long", ("shallow-long", "deep-short"), pipe,
+                            cache_dir=tmp_path / method)
+        assert host(cold) == fresh[method]
+        assert len(list((tmp_path / method).glob("reach-*.json"))) == (3 if method == "rule" else 5)
+    import ilets.gridcommand.env as E
+
+    def no_runs(*args, **kwargs):
+        raise AssertionError("an envelope was computed again")
+
+    monkeypatch.setattr(E, "reach", no_runs)
+    for method in ("rule", "bc+ppo"):  # bc+ppo: its clone's training episodes too (clone cache cleared)
+        for clone in (tmp_path / method).glob("clone-*.pt"):
+            clone.unlink()
+        warm = P.run_method(method, base, 6, 0, "shallow-long", ("shallow-long", "deep-short"), pipe,
+                            cache_dir=tmp_path / method)
+        assert host(warm) == fresh[method]

@@ -80,6 +80,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -91,7 +92,7 @@ from ilets.agents.scheduling_env import SchedulingEnv
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import CommandShape, EventTiming, SleepRows, grid_blocks
-from ilets.gridcommand.envelope import EventReach, fit_schedule, reach
+from ilets.gridcommand.envelope import EventReach, cached_reach, fit_schedule, reach, reach_key
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
@@ -125,12 +126,17 @@ class GridCommandEnv(SchedulingEnv):
         sleep_gated: with the sleep lever, put servers to sleep only as far as the power is
             above the target (the default); False: every server that times out sleeps, the
             lever's whole reach (the flexibility envelope's extreme runs).
+        envelope_cache: a folder where the envelope's reach of each episode is kept and read
+            again (:func:`ilets.gridcommand.envelope.cached_reach`): the same episode, the
+            same numbers, without its two extreme runs; None (the default): computed.
     """
 
     def __init__(self, config: GridCommandConfig | None = None, tasks: TaskTable | None = None,
                  fleet: Fleet | None = None, window: tuple[float, float] | None = None,
-                 schedule: CommandSchedule | None = None, sleep_gated: bool = True) -> None:
+                 schedule: CommandSchedule | None = None, sleep_gated: bool = True,
+                 envelope_cache: str | Path | None = None) -> None:
         super().__init__()
+        self.envelope_cache = envelope_cache
         #: sleep only as far as the power is above the target (see ``sleep_gated`` above)
         self.sleep_gated = bool(sleep_gated)
         self.config = (config if config is not None else load_gridcommand_config(DEFAULT_PROFILE)).validate()
@@ -245,9 +251,13 @@ class GridCommandEnv(SchedulingEnv):
                 return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
                                       sleep_gated=False)
 
-            found = reach(make_env, self.schedule, edges, self.baseline.power_w,
-                          make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
-                          cfg.envelope_deadlines)
+            # keyed by the episode's own configuration: the extremes read its envelope_runs and
+            # envelope_deadlines, which the bare one does not keep
+            key = reach_key(dataclasses.replace(cfg, run=run), tasks, self.fleet, self.window, self.schedule, edges,
+                            self.baseline.power_w)
+            found = cached_reach(self.envelope_cache, key, len(self.schedule), lambda: reach(
+                make_env, self.schedule, edges, self.baseline.power_w,
+                make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs, cfg.envelope_deadlines))
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None

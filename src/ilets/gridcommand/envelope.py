@@ -29,22 +29,35 @@ has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fi
 then sizes each command to the envelope (``envelope: clip``: depth at most
 ``envelope_margin`` times the reachable depth; an event with no reachable change is dropped)
 or leaves it and records whether it fits (``envelope: record``).
+
+The extreme runs are two more plays of the episode, most of the time an expert's cell
+takes, and every method of a grid scores the same episodes: :func:`cached_reach` keeps each
+episode's reach in a results folder's cache, keyed by everything :func:`reach` reads
+(:func:`reach_key`), so a grid computes it once per episode [ours]. A cached reach is the
+one :func:`reach` returns, float for float (tested).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import json
+import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
+from ilets.config.strict import to_dict
+from ilets.files import atomic_write
 from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.simulator.cloud import meets_deadline
 
-__all__ = ["RUN_MODES", "EventReach", "can_wait", "earliest_finish", "finish_times", "fit_schedule", "high_action",
-           "keeping_deadline", "keeps_deadline", "low_action", "reach"]
+__all__ = ["REACH_CACHE_VERSION", "RUN_MODES", "EventReach", "cached_reach", "can_wait", "earliest_finish",
+           "finish_times", "fit_schedule", "high_action", "keeping_deadline", "keeps_deadline", "low_action", "reach",
+           "reach_key"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -209,6 +222,55 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
                 power = _extreme_run(make_env(CommandSchedule((c,))), direction, extreme, reference, edges, c.end_s)
                 out[i] = _event_reach(c, power, edges, baseline_w)
     return out
+
+
+#: Part of every :func:`reach_key`: raise it when a change to the extreme runs, or to anything
+#: they simulate, changes what :func:`reach` returns, so no cache made before is read.
+#: (``ilets verify`` re-runs cells without any cache, so a stale one cannot pass unseen.)
+REACH_CACHE_VERSION = 1
+
+
+def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], schedule: CommandSchedule,
+              edges: np.ndarray, baseline_w: np.ndarray) -> str:
+    """A hash of everything :func:`reach` reads for one episode (the cache key of
+    :func:`cached_reach`): the configuration the extreme runs are built with (its run seed
+    draws the reference's and the batch class's choices), the task table and fleet by
+    content, the window, the schedule, the slots and the baseline."""
+    h = hashlib.sha256(json.dumps([REACH_CACHE_VERSION, to_dict(config), [float(w) for w in window],
+                                   to_dict(schedule)], sort_keys=True, default=repr).encode())
+    for a in (tasks.arrival, tasks.cpu, tasks.length, tasks.deadline, fleet.capacity, fleet.mips, fleet.p_idle,
+              fleet.p_act, edges, baseline_w):
+        a = np.ascontiguousarray(a)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()[:24]
+
+
+def cached_reach(folder: str | Path | None, key: str, events: int,
+                 compute: Callable[[], list[tuple[float, float]]]) -> list[tuple[float, float]]:
+    """``compute()`` (:func:`reach` of one episode), read from ``folder`` when it holds ``key``
+    (:func:`reach_key`), written there otherwise; ``folder`` None: computed every time.
+
+    JSON keeps a float's shortest repr, which reads back as the same float, so a cached reach
+    is the computed one bit for bit. A file that cannot be read, or holds another number of
+    events than ``events``, is computed again (a warning says so).
+    """
+    if folder is None:
+        return compute()
+    path = Path(folder) / f"reach-{key}.json"
+    if path.is_file():
+        try:
+            saved = [(float(f), float(w)) for f, w in json.loads(path.read_text())["reach"]]
+            if len(saved) == events:
+                return saved
+            problem = f"{len(saved)} events, expected {events}"
+        except (OSError, ValueError, KeyError, TypeError) as err:  # e.g. a file cut short by a kill
+            problem = type(err).__name__
+        warnings.warn(f"{path}: damaged reach cache ({problem}); computing the reach again", stacklevel=2)
+        path.unlink(missing_ok=True)
+    found = compute()
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps({"version": REACH_CACHE_VERSION, "reach": found})))
+    return found
 
 
 def _extreme_run(env: Any, direction: str, extreme: Callable[[Any], int], reference: Any, edges: np.ndarray,

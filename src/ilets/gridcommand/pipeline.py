@@ -50,8 +50,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
-import tempfile
 import time
 import warnings
 from collections import deque
@@ -69,6 +67,7 @@ from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.config.run import drop_added_defaults
+from ilets.files import atomic_write
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
@@ -503,14 +502,16 @@ def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
     return lambda obs, env: actor.act(obs, env.action_masks())
 
 
-def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> tuple[dict, dict]:
+def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
+          envelope_cache: Path | None = None) -> tuple[dict, dict]:
     """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
     policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
-    ``state_dict`` and what cloning recorded."""
+    ``state_dict`` and what cloning recorded. ``envelope_cache``: where the training
+    episodes' envelopes are kept (:class:`GridCommandEnv`; the same clone either way)."""
     run = train_cfg.run
     c0 = time.process_time()
     episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
-    envs = [GridCommandEnv(cfg) for cfg in episodes]
+    envs = [GridCommandEnv(cfg, envelope_cache=envelope_cache) for cfg in episodes]
     env = envs[0]
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     shown = [demonstrate(e, pipe.teacher, pipe.demo_tasks) for e in envs]
@@ -593,12 +594,12 @@ def event_epochs(cfg: OINPTConfig, rows: np.ndarray | None) -> OINPTConfig:
 
 
 def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-                cloned: dict | None = None) -> tuple[dict, dict, Any]:
+                cloned: dict | None = None, envelope_cache: Path | None = None) -> tuple[dict, dict, Any]:
     """One learning pass of ``ppo``, ``bc+ppo`` or ``bc+ppo+oail`` over ``eval_cfg``'s episode.
 
     ``cloned``: the policy's state after :func:`clone` (needed by the ``bc+`` methods).
     Returns the pass's metrics (as :func:`evaluate` reports them), what learning recorded,
-    and the model.
+    and the model. ``envelope_cache``: as :func:`clone`'s.
     """
     if method not in LEARNED[1:]:
         raise ValueError(f"method: expected one of {LEARNED[1:]} for an online pass, got {method!r}")
@@ -606,7 +607,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
         raise ValueError(f"method {method!r}: needs the cloned policy (cloned=)")
     run = eval_cfg.run
     c0 = time.process_time()
-    env = ScoredEnv(eval_cfg)
+    env = ScoredEnv(eval_cfg, envelope_cache=envelope_cache)
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     if cloned is not None and method.startswith("bc"):
         model.policy.load_state_dict(cloned)
@@ -646,6 +647,7 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     ``bc``, ``bc+ppo`` and ``bc+ppo+oail`` of one (seed, fleet, training regime) share the
     same clone (cloning is deterministic from the seed: the cached state is the one a fresh
     clone makes, tested), so a grid computes it once [ours]. A damaged file is recomputed.
+    The training episodes' envelopes are kept in ``cache_dir`` too (:func:`clone`).
     """
     if cache_dir is None:
         return clone(train_cfg, pipe, seed)
@@ -658,15 +660,8 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
             warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
             path.unlink(missing_ok=True)
-    state, info = clone(train_cfg, pipe, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        th.save({"state": state, "info_json": json.dumps(info, default=float)}, name)
-        os.replace(name, path)
-    finally:
-        Path(name).unlink(missing_ok=True)
+    state, info = clone(train_cfg, pipe, seed, cache_dir)
+    atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
     return state, info
 
 
@@ -677,7 +672,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
 
     Returns ``{"train": <what cloning and learning recorded>, "scores": {regime: <metrics>}}``;
     deterministic from ``seed`` (same seed, same numbers). ``cache_dir``: where clones are
-    shared between methods (:func:`cached_clone`).
+    shared between methods (:func:`cached_clone`), and every episode's envelope
+    (:class:`GridCommandEnv`'s ``envelope_cache``): the numbers are the same without it.
     """
     check_method(method)
     pipe = (pipe or PipelineConfig()).validate()
@@ -695,7 +691,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         if method in EXPERTS:
             expert = scenario_expert(method, base, **(expert_kw or {}))
             expert.reset()
-            scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed)
+            scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed,
+                                      envelope_cache=cache_dir)
             statuses = getattr(expert, "statuses", None)
             if statuses:  # solver experts: how many solves were proven optimal (vs cut by the limit)
                 info[f"solves[{regime}]"] = len(statuses)
@@ -705,17 +702,17 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
                 info[f"members[{regime}]"] = [member for _, member, _ in choices]
                 info[f"simulations[{regime}]"] = int(getattr(expert, "simulations", 0))
         elif method == "bc":
-            env = GridCommandEnv(cfg)
+            env = GridCommandEnv(cfg, envelope_cache=cache_dir)
             model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden,
                              defer_head=cfg.run.defer_head)
             assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"
-                                      else greedy_policy(model), cfg, seed=seed)
+                                      else greedy_policy(model), cfg, seed=seed, envelope_cache=cache_dir)
             if regime == train_regime:
                 final = greedy_policy(model)
         else:
-            scores[regime], learned, model = online_pass(method, cfg, pipe, seed, cloned)
+            scores[regime], learned, model = online_pass(method, cfg, pipe, seed, cloned, cache_dir)
             info.update({f"{k}[{regime}]": v for k, v in learned.items()})
             if regime == train_regime:
                 final = greedy_policy(model)
@@ -726,6 +723,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             final = expert_policy(method, base, **(expert_kw or {}))
         if final is None:  # a method without a pass under the training regime
             raise ValueError(f"{method}: pipeline.heldout needs the training regime among the scored regimes")
-        metrics = evaluate(final, cfg)  # the run seed, the held-out one, draws the workload and commands
+        # the run seed, the held-out one, draws the workload and commands
+        metrics = evaluate(final, cfg, envelope_cache=cache_dir)
         info.update({f"heldout_{k}": float(metrics[k]) for k in HELDOUT_METRICS})
     return {"train": info, "scores": scores}

@@ -115,14 +115,16 @@ def folder_of(out: Path, factor: str, kind: str) -> Path:
     return Path(out) / factor / kind
 
 
-def share_clone_cache(out: Path, grid: Path) -> None:
-    """Make ``grid``'s clone cache (``<grid>/cache``) the family's own, ``<out>/cache``.
+def share_grid_cache(out: Path, grid: Path) -> None:
+    """Make ``grid``'s cache (``<grid>/cache``: clones and envelopes) the family's own, ``<out>/cache``.
 
     Every ``shifted`` grid trains its clones under the base regime, so the seven factors'
-    grids would otherwise clone the same teacher seven times. The cache key is everything
-    that determines the clone (:func:`ilets.gridcommand.pipeline.clone_key`) and a cached
-    clone is the one a fresh clone makes, so sharing it changes no number, only the CPU
-    time the cells record. The link is a relative symbolic link; a grid whose cache already
+    grids would otherwise clone the same teacher seven times; and every grid scores the base
+    regime's and the held-out episodes, whose envelopes are then computed once for the family.
+    Each cache key is everything that determines what it keeps
+    (:func:`ilets.gridcommand.pipeline.clone_key`, :func:`ilets.gridcommand.envelope.reach_key`)
+    and a cached clone or reach is the one a fresh run makes, so sharing them changes no
+    number, only the CPU time the cells record. The link is a relative symbolic link; a grid whose cache already
     exists (a folder from before, or a host without symbolic links) keeps its own.
     """
     shared, link = Path(out) / "cache", Path(grid) / "cache"
@@ -173,12 +175,12 @@ def only_factors(family: DriftFamily, factors: str) -> DriftFamily:
 
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
     """Run every grid of ``family`` not yet done (each resumes on its own, all sharing one clone
-    cache: :func:`share_clone_cache`); their summaries."""
+    cache: :func:`share_grid_cache`); their summaries."""
     from ilets.study.grid import run_grid
 
     summaries = {}
     for factor, kind, profile in family.grids():
-        share_clone_cache(out, folder_of(out, factor, kind))
+        share_grid_cache(out, folder_of(out, factor, kind))
         summaries[f"{factor}/{kind}"] = run_grid(profile, folder_of(out, factor, kind), workers=1, progress=progress,
                                                  scenario="gridcommand", max_cells=max_cells)
     return summaries
