@@ -222,3 +222,32 @@ def test_the_reach_key_reads_every_input(clipped):
         args[:6] + (env.baseline.power_w * 1.01,),
     ]
     assert len({key, *(reach_key(*c) for c in changed)}) == 1 + len(changed)
+
+
+@pytest.mark.parametrize("fields", [{}, {"sleep_fraction": 0.1, "observe_queues": True},
+                                    {"speed_levels": (1.0, 0.6, 1.4), "envelope_deadlines": True},
+                                    {"run": dataclasses.replace(RUN, observation="per-server"), "sleep_fraction": 0.1,
+                                     "observe_sleep": True}])
+def test_runs_that_build_no_observation_reach_as_far(fields):
+    """The extreme runs build no observation (their policies read the env): the reach is the
+    one of runs that build every observation, float for float."""
+    from ilets.gridcommand.envelope import reach
+    from ilets.agents.policies import make_heuristic
+
+    cfg = dataclasses.replace(config("record"), **fields).validate()
+    env = GridCommandEnv(cfg)
+    bare = dataclasses.replace(cfg, envelope="off", envelope_deadlines=False, sleep_actions=False)
+    built = []
+
+    def observing(schedule):
+        e = GridCommandEnv(bare, tasks=env.tasks, fleet=env.fleet, window=env.window, schedule=schedule,
+                           sleep_gated=False)
+        built.append(e)
+        return e
+
+    found = reach(observing, env.schedule, env.slot_edges, env.baseline.power_w,
+                  make_heuristic(cfg.reference, seed=cfg.run.seed, reward=cfg.run.reward), cfg.envelope_runs,
+                  cfg.envelope_deadlines)
+    assert built and all(e.observing for e in built)
+    assert [r.reachable_depth for r in env.envelope] == [f if c.depth_unit == "fraction" else w
+                                                         for c, (f, w) in zip(env.schedule, found)]

@@ -230,3 +230,10 @@ def test_a_grid_cache_of_envelopes_changes_no_number(tmp_path, scenario, monkeyp
         warm = P.run_method(method, base, 6, 0, "shallow-long", ("shallow-long", "deep-short"), pipe,
                             cache_dir=tmp_path / method)
         assert host(warm) == fresh[method]
+
+
+@pytest.mark.parametrize("expert", ["lyapunov", "rule"])
+def test_an_expert_scored_without_observations_scores_the_same(scenario, expert):
+    cfg = P.evaluation_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
+    seen = [P.evaluate(P.expert_policy(expert), cfg, observing=flag) for flag in (True, False)]
+    assert seen[0] == seen[1]

@@ -248,8 +248,10 @@ class GridCommandEnv(SchedulingEnv):
             bare = dataclasses.replace(cfg, run=run, envelope="off", envelope_deadlines=False, sleep_actions=False)
 
             def make_env(schedule: CommandSchedule) -> GridCommandEnv:
-                return GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
-                                      sleep_gated=False)
+                env = GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
+                                     sleep_gated=False)
+                env.observing = False  # the extremes and the reference read the env, not the observation
+                return env
 
             # keyed by the episode's own configuration: the extremes read its envelope_runs and
             # envelope_deadlines, which the bare one does not keep

@@ -691,7 +691,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         if method in EXPERTS:
             expert = scenario_expert(method, base, **(expert_kw or {}))
             expert.reset()
-            scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed,
+            scores[regime] = evaluate(lambda obs, env, e=expert: int(e.act(env)), cfg, seed=seed, observing=False,
                                       envelope_cache=cache_dir)
             statuses = getattr(expert, "statuses", None)
             if statuses:  # solver experts: how many solves were proven optimal (vs cut by the limit)
@@ -724,6 +724,6 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
         if final is None:  # a method without a pass under the training regime
             raise ValueError(f"{method}: pipeline.heldout needs the training regime among the scored regimes")
         # the run seed, the held-out one, draws the workload and commands
-        metrics = evaluate(final, cfg, envelope_cache=cache_dir)
+        metrics = evaluate(final, cfg, observing=method not in EXPERTS, envelope_cache=cache_dir)
         info.update({f"heldout_{k}": float(metrics[k]) for k in HELDOUT_METRICS})
     return {"train": info, "scores": scores}
