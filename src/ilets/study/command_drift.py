@@ -174,8 +174,8 @@ def only_factors(family: DriftFamily, factors: str) -> DriftFamily:
 
 
 def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | None = None) -> dict[str, dict]:
-    """Run every grid of ``family`` not yet done (each resumes on its own, all sharing one clone
-    cache: :func:`share_grid_cache`); their summaries."""
+    """Run every grid of ``family`` not yet done (each resumes on its own, all sharing one cache
+    of clones and envelopes: :func:`share_grid_cache`); their summaries."""
     from ilets.study.grid import run_grid
 
     summaries = {}
