@@ -111,6 +111,10 @@ glue("gc_transfer_said",
 glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
     [episodes_profile.name, C.design_profile(C.DESIGNS[C.LATER_DESIGN])])]), display=False)
 glue("gc_episodes_design", C.EPISODES_DESIGN, display=False)
+glue("gc_own_design", next(iter(C.OWN_WORKLOADS_DESIGN)), display=False)
+glue("gc_own_status", Markdown(C.designs_status(root, C.OWN_WORKLOADS_DESIGN)), display=False)
+glue("gc_own_said", C.own_workloads_sentence(C.load_designs(
+    root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.OWN_WORKLOADS_DESIGN})), display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
@@ -812,7 +816,12 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   s + 1's (k - 1)-th; `training_episodes`), so their errors are less independent than
 #   the seeds' count suggests (`pipeline.train_episode_stride` spreads them apart; this
 #   design keeps the default, which shares them); their scored episodes are distinct:
-#   {glue:text}`gc_episodes_transfer_said`
+#   {glue:text}`gc_episodes_transfer_said` Design *{glue:text}`gc_own_design`*
+#   (`gridcommand-grid-per-server-episodes-own`, not a step of the designs: the same settings
+#   with `train_episode_stride: 16`, so no two seeds share a training workload; nothing is
+#   chosen by it; Lyapunov and the frozen clone) asks whether this design's positive control
+#   stands when the seeds' clones are independent draws. {glue:md}`gc_own_status`
+#   {glue:text}`gc_own_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

@@ -251,6 +251,31 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert 'the clone of design "the same, weighted" (50 servers' in same and "the the" not in same
 
 
+def test_the_own_workloads_design_is_the_episodes_design_but_its_stride_and_is_read_on_shared_seeds():
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile
+
+    own_name, own_folder = next(iter(C.OWN_WORKLOADS_DESIGN.items()))
+    own = load_profile(C.design_profile(own_folder))
+    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
+    assert own.pipeline == dataclasses.replace(episodes.pipeline, train_episode_stride=own.pipeline.train_episodes)
+    assert own.scenario == episodes.scenario and set(own.methods) == {"lyapunov", "bc"}
+    assert set(own.servers) <= set(episodes.servers) and own.seeds == episodes.seeds
+    rows = _store_rows({C.EPISODES_DESIGN: 0.32, own_name: 0.60})
+    assert C.own_workloads_sentence(rows[rows["design"] != own_name]) == (
+        "The design with each seed's own training workloads has not run.")
+    mine = rows["design"] == own_name
+    said = C.own_workloads_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)],
+                                               rows[mine].assign(servers=200)]), reps=300)
+    assert said.startswith("On the seeds both designs have (2: 1, 2): Frozen, under the regime it was trained in, ")
+    assert said.count("50 servers") == 2 and "200 servers" not in said
+    first, mine_said = said.split(f'the clone of design "{own_name}"')
+    assert f'the clone of design "{C.EPISODES_DESIGN}" (50 servers' in first and "meets the bar" in first
+    assert "misses the bar" in mine_said and "meets" not in mine_said
+    moved = rows.assign(servers=np.where(mine, 200, 50))
+    assert C.own_workloads_sentence(moved) == "The two designs share no fleet size and seed yet."
+
+
 def test_the_clone_pilot_rule_takes_the_lowest_ratio_or_a_smaller_repeat_within_tolerance():
     from ilets.report import command_control as C
 

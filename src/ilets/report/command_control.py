@@ -56,6 +56,12 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
            DEFERS_DESIGN: Path("shipped") / "gridcommand-per-server-energy-defers",
            LATER_DESIGN: Path("shipped") / "gridcommand-per-server-later",
            EPISODES_DESIGN: Path("shipped") / "gridcommand-per-server-episodes"}
+#: The 16-episode design with each seed's own training workloads (``train_episode_stride`` 16;
+#: the design shares 15 of 16 between neighbouring seeds). Not a step of :data:`DESIGNS`: it
+#: changes no setting a clone learns with, only whether the seeds' clones are independent
+#: draws; read beside the 16-episode design (:func:`own_workloads_sentence`).
+OWN_WORKLOADS_DESIGN = {"the same, each seed's own training workloads":
+                        Path("shipped") / "gridcommand-per-server-episodes-own"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
 DESIGN_BASE = {GAP_DESIGN: "the same, with DAgger", LATER_DESIGN: GAP_DESIGN, EPISODES_DESIGN: GAP_DESIGN}
@@ -207,6 +213,26 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
+
+
+def own_workloads_sentence(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> str:
+    """The positive control of the own-workloads design beside the 16-episode design's
+    (:data:`OWN_WORKLOADS_DESIGN`), on the fleet sizes and seeds both have: ``rows`` from
+    :func:`load_designs` over the two. Whether each design's frozen clone meets the bar
+    there, from :func:`control_sentence`."""
+    own = next(iter(OWN_WORKLOADS_DESIGN))
+    mine = rows[rows["design"] == own]
+    if len(mine) == 0:
+        return "The design with each seed's own training workloads has not run."
+    first = rows[rows["design"] == EPISODES_DESIGN]
+    units = set(zip(mine["servers"], mine["seed"])) & set(zip(first["servers"], first["seed"]))
+    both = pd.concat([first, mine], ignore_index=True)
+    shared = both[[unit in units for unit in zip(both["servers"], both["seed"])]]
+    if len(shared) == 0:
+        return "The two designs share no fleet size and seed yet."
+    seeds = sorted({s for _, s in units})
+    return (f"On the seeds both designs have ({len(seeds)}: {', '.join(map(str, seeds))}): "
+            + control_sentence(control_table(shared, reps=reps)))
 
 
 #: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
