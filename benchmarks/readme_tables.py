@@ -291,6 +291,16 @@ def gridcommand(dec: dict | None, exp: dict | None) -> list[str]:
     return out
 
 
+def envelope_cache(d: dict) -> list[str]:
+    """A grid-command cell with its episodes' envelopes computed, and read from a grid's cache."""
+    same = "the same numbers in every run" if d["same_numbers"] else "**the runs' numbers differ**"
+    return [f"**Envelope cache** (`bench_envelope_cache.py`): one {d['method']} cell of the drift family's scenario "
+            f"cut to {d['days']:g} days of commands ({d['servers']} servers, {d['episodes']} episodes scored), as a "
+            f"grid runs it, median of {d['repeats']} A B pairs: {d['median_computed_cpu_s']:.1f} s CPU computing each "
+            f"episode's envelope, {d['median_cached_cpu_s']:.1f} s reading it from the grid's cache "
+            f"({d['speedup']:.2f}x), {same}."]
+
+
 def render(results: Path = RESULTS) -> str:
     """The whole generated block: the host line, then one paragraph and table per benchmark."""
     blocks = [[host_line(results), "",
@@ -306,6 +316,9 @@ def render(results: Path = RESULTS) -> str:
             continue
         blocks.append(fn(d) if d else [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"])
     blocks.append(gridcommand(_load("gridcommand_decision.json", results), _load("gridcommand_experts.json", results)))
+    cache = _load("envelope_cache.json", results)
+    blocks.append(envelope_cache(cache) if cache else
+                  ["(`benchmarks/results/envelope_cache.json` is missing: run `make bench`.)"])
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 

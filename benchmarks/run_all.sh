@@ -20,4 +20,5 @@ step benchmarks/bench_numerics.py --out "$R/numerics.json"
 step benchmarks/bench_report_stats.py --results shipped/paper --out "$R/report_stats.json"
 step benchmarks/bench_gridcommand_decision.py --write
 step benchmarks/bench_gridcommand_experts.py --write
+step benchmarks/bench_envelope_cache.py --out "$R/envelope_cache.json"
 echo "== $(date -u +%H:%M:%S) done"
