@@ -301,6 +301,11 @@ def envelope_cache(d: dict) -> list[str]:
             f"({d['speedup']:.2f}x), {same}."]
 
 
+def _missing(name: str) -> list[str]:
+    """The line that stands for a benchmark whose JSON is missing."""
+    return [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"]
+
+
 def render(results: Path = RESULTS) -> str:
     """The whole generated block: the host line, then one paragraph and table per benchmark."""
     blocks = [[host_line(results), "",
@@ -314,11 +319,10 @@ def render(results: Path = RESULTS) -> str:
         if d and name == "per_server.json":
             blocks.append(per_server(d, _load("decision_time.json", results)))
             continue
-        blocks.append(fn(d) if d else [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"])
+        blocks.append(fn(d) if d else _missing(name))
     blocks.append(gridcommand(_load("gridcommand_decision.json", results), _load("gridcommand_experts.json", results)))
     cache = _load("envelope_cache.json", results)
-    blocks.append(envelope_cache(cache) if cache else
-                  ["(`benchmarks/results/envelope_cache.json` is missing: run `make bench`.)"])
+    blocks.append(envelope_cache(cache) if cache else _missing("envelope_cache.json"))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 

@@ -1,14 +1,29 @@
-"""Files written so that a reader never sees half of one: one temporary file and one rename."""
+"""Files written so that a reader never sees half of one: one temporary file and one rename;
+and the content digest of arrays that keys the caches written so."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
+
 #: The provenance file of a shipped results folder.
 PROVENANCE = "PROVENANCE.json"
+
+
+def content_digest(arrays: Mapping[str, np.ndarray | None]) -> str:
+    """SHA-256 over every array's name, dtype, shape and bytes (a cache file's content digest)."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        a = np.ascontiguousarray(arrays[name])
+        h.update(f"{name}|{a.dtype.str}|{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def atomic_write(path: Path, write: Callable[[Path], object]) -> None:

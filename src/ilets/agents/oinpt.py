@@ -26,7 +26,6 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec
 from ilets.config import ExpertConfig, OINPTConfig, RewardConfig, to_dict
 from ilets.expert_table import team
+from ilets.files import content_digest
 from ilets.simulator.cloud import Cloud, Fleet
 from ilets.workloads.workload import TaskTable
 
@@ -115,16 +115,6 @@ class Demonstrations:
                       and d.masks[np.arange(n), d.acts].all()):
             raise ValueError("an action names a server outside the fleet or one the mask forbids")
         return d
-
-
-def content_digest(arrays: Mapping[str, np.ndarray | None]) -> str:
-    """SHA-256 over every array's name, dtype, shape and bytes (a cache file's content digest)."""
-    h = hashlib.sha256()
-    for name in sorted(arrays):
-        a = np.ascontiguousarray(arrays[name])
-        h.update(f"{name}|{a.dtype.str}|{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def demo_key(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: ExpertConfig,

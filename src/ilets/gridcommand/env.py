@@ -253,13 +253,18 @@ class GridCommandEnv(SchedulingEnv):
                 env.observing = False  # the extremes and the reference read the env, not the observation
                 return env
 
-            # keyed by the episode's own configuration: the extremes read its envelope_runs and
-            # envelope_deadlines, which the bare one does not keep
-            key = reach_key(dataclasses.replace(cfg, run=run), tasks, self.fleet, self.window, self.schedule, edges,
-                            self.baseline.power_w)
-            found = cached_reach(self.envelope_cache, key, len(self.schedule), lambda: reach(
-                make_env, self.schedule, edges, self.baseline.power_w,
-                make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs, cfg.envelope_deadlines))
+            def computed() -> list[tuple[float, float]]:
+                return reach(make_env, self.schedule, edges, self.baseline.power_w,
+                             make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
+                             cfg.envelope_deadlines)
+
+            if self.envelope_cache is None:
+                found = computed()
+            else:  # keyed by the episode's own configuration: the extremes read its envelope_runs
+                # and envelope_deadlines, which the bare one does not keep
+                key = reach_key(dataclasses.replace(cfg, run=run), tasks, self.fleet, self.window, self.schedule,
+                                edges, self.baseline.power_w)
+                found = cached_reach(self.envelope_cache, key, len(self.schedule), computed)
             self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None

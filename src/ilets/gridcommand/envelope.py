@@ -51,8 +51,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ilets.config.strict import to_dict
-from ilets.files import atomic_write
+from ilets.files import atomic_write, content_digest
 from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.gridcommand.power import episode_digest
 from ilets.simulator.cloud import meets_deadline
 
 __all__ = ["REACH_CACHE_VERSION", "RUN_MODES", "EventReach", "cached_reach", "can_wait", "earliest_finish",
@@ -236,27 +237,21 @@ def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], 
     :func:`cached_reach`): the configuration the extreme runs are built with (its run seed
     draws the reference's and the batch class's choices), the task table and fleet by
     content, the window, the schedule, the slots and the baseline."""
-    h = hashlib.sha256(json.dumps([REACH_CACHE_VERSION, to_dict(config), [float(w) for w in window],
-                                   to_dict(schedule)], sort_keys=True, default=repr).encode())
-    for a in (tasks.arrival, tasks.cpu, tasks.length, tasks.deadline, fleet.capacity, fleet.mips, fleet.p_idle,
-              fleet.p_act, edges, baseline_w):
-        a = np.ascontiguousarray(a)
-        h.update(f"{a.dtype}{a.shape}".encode())
-        h.update(a.tobytes())
-    return h.hexdigest()[:24]
+    blob = json.dumps([REACH_CACHE_VERSION, to_dict(config), [float(w) for w in window], to_dict(schedule),
+                       episode_digest(tasks, fleet), content_digest({"edges": edges, "baseline_w": baseline_w})],
+                      sort_keys=True, default=repr)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
 
 
-def cached_reach(folder: str | Path | None, key: str, events: int,
+def cached_reach(folder: str | Path, key: str, events: int,
                  compute: Callable[[], list[tuple[float, float]]]) -> list[tuple[float, float]]:
     """``compute()`` (:func:`reach` of one episode), read from ``folder`` when it holds ``key``
-    (:func:`reach_key`), written there otherwise; ``folder`` None: computed every time.
+    (:func:`reach_key`), written there otherwise.
 
     JSON keeps a float's shortest repr, which reads back as the same float, so a cached reach
     is the computed one bit for bit. A file that cannot be read, or holds another number of
     events than ``events``, is computed again (a warning says so).
     """
-    if folder is None:
-        return compute()
     path = Path(folder) / f"reach-{key}.json"
     if path.is_file():
         try:

@@ -15,7 +15,6 @@ of :mod:`ilets.gridcommand.command` are derived from.
 from __future__ import annotations
 
 import bisect
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping
@@ -24,6 +23,7 @@ import numpy as np
 
 from ilets.agents.policies import make_heuristic, schedule
 from ilets.config import RunConfig
+from ilets.files import content_digest
 from ilets.simulator.cloud import Cloud, Fleet
 from ilets.workloads.workload import TaskTable
 
@@ -162,15 +162,6 @@ class Counterfactual:
         object.__setattr__(self, "_power_list", self.power_w.tolist())
 
 
-def _digest(*arrays: np.ndarray, extra: str = "") -> str:
-    h = hashlib.sha1(extra.encode())
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str(a.dtype).encode() + str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
-
-
 class _Memo:
     """A small in-process LRU of counterfactual runs (read-only results, never written to disk).
 
@@ -197,11 +188,18 @@ class _Memo:
 _MEMO = _Memo()
 
 
+def episode_digest(tasks: TaskTable, fleet: Fleet) -> str:
+    """:func:`ilets.files.content_digest` of an episode's task table and fleet: what the
+    counterfactual and the envelope's extreme runs read of them."""
+    return content_digest({"arrival": tasks.arrival, "cpu": tasks.cpu, "length": tasks.length,
+                           "deadline": tasks.deadline, "capacity": fleet.capacity, "mips": fleet.mips,
+                           "p_idle": fleet.p_idle, "p_act": fleet.p_act})
+
+
 def _reference_run(config: RunConfig, tasks: TaskTable, fleet: Fleet, reference: str,
                    cache: bool) -> tuple[dict, dict]:
     """Records (read-only arrays) and summary of the plain run with ``reference``, memoised."""
-    key = _digest(tasks.arrival, tasks.cpu, tasks.length, tasks.deadline, fleet.capacity, fleet.mips,
-                  fleet.p_idle, fleet.p_act, extra=f"{reference}|{config.seed}|{config.reward!r}")
+    key = f"{episode_digest(tasks, fleet)}|{reference}|{config.seed}|{config.reward!r}"
     if cache and (hit := _MEMO.get(key)) is not None:
         return hit
     policy = make_heuristic(reference, seed=config.seed, reward=config.reward)

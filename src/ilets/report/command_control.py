@@ -213,8 +213,6 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
             "changes: the clone tracks better).")
 
 
-
-
 def own_workloads_sentence(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> str:
     """The positive control of the own-workloads design beside the 16-episode design's
     (:data:`OWN_WORKLOADS_DESIGN`), on the fleet sizes and seeds both have: ``rows`` from

@@ -124,8 +124,9 @@ def share_grid_cache(out: Path, grid: Path) -> None:
     Each cache key is everything that determines what it keeps
     (:func:`ilets.gridcommand.pipeline.clone_key`, :func:`ilets.gridcommand.envelope.reach_key`)
     and a cached clone or reach is the one a fresh run makes, so sharing them changes no
-    number, only the CPU time the cells record. The link is a relative symbolic link; a grid whose cache already
-    exists (a folder from before, or a host without symbolic links) keeps its own.
+    number, only the CPU time the cells record. The link is a relative symbolic link; a grid
+    whose cache already exists (a folder from before, or a host without symbolic links) keeps
+    its own.
     """
     shared, link = Path(out) / "cache", Path(grid) / "cache"
     shared.mkdir(parents=True, exist_ok=True)
