@@ -459,7 +459,7 @@ def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candid
     base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
             "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
             "defer_repeat_energy": C.PILOT_DEFER_REPEATS, "train_episodes": C.PILOT_TRAIN_EPISODES,
-            "train_days": C.PILOT_TRAIN_DAYS}
+            "train_days": C.PILOT_TRAIN_DAYS, "train_episodes_own": C.PILOT_TRAIN_EPISODES_OWN}
     assert set(base) == set(C.PILOTS)
     for pilot, candidates in base.items():
         knob = C.PILOT_KNOBS.get(pilot, pilot)
@@ -525,6 +525,40 @@ def test_the_training_window_pilot_sets_the_days_familys_clone_beside_the_16_epi
     assert C.clone_pilot_sentence(pilot({1: 1.00, 14: 1.30})).endswith(
         "1.00x (1-day training episodes), 1.30x (14-day training episode) its teacher's error (mean over seeds and "
         "fleet sizes); the rule kept 1, whose miss rate is 1.00 times the teacher's.")
+
+
+def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_its_data():
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile as load_grid_profile
+
+    own = load_grid_profile("gridcommand-grid-per-server-episodes-own")
+    sixteen, more = (load_grid_profile(f"gridcommand-grid-clone-pilot-o{n}") for n in C.PILOT_TRAIN_EPISODES_OWN)
+    # candidate 16 is the own-workloads design on pilot seeds, scoring no held-out episode
+    assert (sixteen.scenario, sixteen.methods, sixteen.servers) == (own.scenario, own.methods, own.servers)
+    assert sixteen.pipeline == dataclasses.replace(own.pipeline, heldout=False)
+    assert min(sixteen.seeds) >= 100 and more.seeds == sixteen.seeds
+    # candidate 64: four times the data, each seed's own, nothing else changed
+    assert more.scenario == sixteen.scenario
+    assert more.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=64, train_episode_stride=64)
+    assert C.PILOT_TRAIN_EPISODES_OWN == (16, 64) and C.PILOT_TRAIN_EPISODES_OWN_WIDENED == (256,)
+    # the rule: the budget pilot's, fewer episodes within the tolerance, widening at the top
+    def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
+        return pd.DataFrame([{"train_episodes_own": n, "servers": 50, "seed": seed, "track_ratio": v,
+                              "miss_ratio": (miss or {}).get(n, 1.0), "deferrals": 1, "deferrals_teacher": 1}
+                             for n, v in track.items() for seed in range(100, 106)])
+    assert C.choose_train_episodes_own(pilot({16: 1.00, 64: 0.99})) == 16 and not C.pilot_widens(
+        pilot({16: 1.00, 64: 0.99}))
+    assert C.choose_train_episodes_own(pilot({16: 1.10, 64: 1.00})) == 64 and C.pilot_widens(
+        pilot({16: 1.10, 64: 1.00}))
+    assert C.choose_train_episodes_own(pilot({16: 1.10, 64: 1.00}, {64: 1.5})) == 16  # 64 misses too many
+    assert not C.pilot_widens(pilot({16: 1.10, 64: 1.00, 256: 0.9}, {256: 1.5}))
+    assert C.choose_train_episodes_own(pilot({}).iloc[0:0]) is None
+    assert list(C.clone_pilot_display(pilot({16: 1.10, 64: 1.00}))["training episodes, each seed's own"]) == [
+        "16", "64 (chosen)"]
+    assert C.clone_pilot_sentence(pilot({16: 1.10, 64: 1.00})).endswith(
+        "1.10x (16 episodes), 1.00x (64 episodes) its teacher's error (mean over seeds and fleet sizes); the rule "
+        "kept 64, whose miss rate is 1.00 times the teacher's (its largest candidate: the range is to be widened "
+        "before the choice stands).")
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():

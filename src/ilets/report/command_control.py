@@ -367,6 +367,12 @@ PILOT_DEFER_REPEATS_WIDENED = (64,)
 #: as it is, the same cells as that pilot's candidate 1); widening multiplies the largest by four.
 PILOT_TRAIN_EPISODES = (1, 4, 16)
 PILOT_TRAIN_EPISODES_WIDENED = (64,)
+#: Training episodes the clone learns from when each seed has its own
+#: (``train_episodes`` with ``train_episode_stride`` equal to it; the 16-episode design, pilot
+#: seeds 100-105, 50 servers): 16, that design with its own workloads
+#: (:data:`OWN_WORKLOADS_DESIGN`), and 64; widening multiplies the largest by four.
+PILOT_TRAIN_EPISODES_OWN = (16, 64)
+PILOT_TRAIN_EPISODES_OWN_WIDENED = (256,)
 #: Days of commands in each training episode of the per-server days family's clone
 #: (``train_days``; pilot seeds 100-105, 50 servers, scored on fourteen-day episodes): 14, the
 #: clone the family was first run with (one fourteen-day episode), and 1, the 16-episode
@@ -382,10 +388,11 @@ PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PIL
           "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
           "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w"),
           "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t"),
-          "train_days": (PILOT_TRAIN_DAYS, "y")}
+          "train_days": (PILOT_TRAIN_DAYS, "y"),
+          "train_episodes_own": (PILOT_TRAIN_EPISODES_OWN + PILOT_TRAIN_EPISODES_OWN_WIDENED, "o")}
 #: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
 #: where not listed).
-PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat"}
+PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat", "train_episodes_own": "train_episodes"}
 #: Each pilot's teacher (Lyapunov where not named).
 PILOT_TEACHERS = {"event_repeat": "thermostat"}
 PILOT_FOLDER = Path("shipped") / "gridcommand-clone-pilot"
@@ -401,7 +408,8 @@ _PILOT_WORDS = {"defer_repeat": ("deferral shown (times)", lambda n: f"{n} time{
                                         lambda n: "once" if n == 1 else f"{n} times"),
                 "train_episodes": ("training episodes", lambda n: f"{n} episode{'s' if n > 1 else ''}"),
                 "train_days": ("days per training episode",
-                               lambda n: f"{n}-day training episode{'s' if n == 1 else ''}")}
+                               lambda n: f"{n}-day training episode{'s' if n == 1 else ''}"),
+                "train_episodes_own": ("training episodes, each seed's own", lambda n: f"{n} episodes")}
 
 
 def design_profile(folder: Path) -> str:
@@ -547,6 +555,15 @@ def choose_train_days(table: pd.DataFrame) -> int | None:
     return int(track.idxmin())
 
 
+def choose_train_episodes_own(table: pd.DataFrame) -> int | None:
+    """The own-workloads training-episodes pilot's rule, written and committed before any
+    candidate ran: the first training-episodes pilot's (:func:`choose_train_episodes`) over
+    :data:`PILOT_TRAIN_EPISODES_OWN`: among the candidates whose mean miss ratio is at most
+    :data:`MISS_BAR` (all if none is), the lowest mean ``track_ratio``, fewer episodes within
+    :data:`PILOT_TOLERANCE` taken instead (they cost less), widening at the top."""
+    return _miss_bar_then_lowest_ratio(table, "train_episodes_own")
+
+
 def _within_miss_bar(table: pd.DataFrame, knob: str) -> pd.Series:
     """Mean ``track_ratio`` per candidate, of those whose mean miss ratio is at most
     :data:`MISS_BAR` (all of them if none is)."""
@@ -565,10 +582,11 @@ def _miss_bar_then_lowest_ratio(table: pd.DataFrame, knob: str) -> int | None:
 CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "dagger_rounds": choose_dagger_rounds,
           "event_repeat": choose_event_repeat, "sleep_repeat": choose_sleep_repeat,
           "defer_repeat_energy": choose_defer_repeat_energy, "train_episodes": choose_train_episodes,
-          "train_days": choose_train_days}
+          "train_days": choose_train_days, "train_episodes_own": choose_train_episodes_own}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes")
+WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes",
+            "train_episodes_own")
 #: The pilots whose rule reads the miss bar (their sentence gives the chosen miss rate).
 MISS_BAR_PILOTS = (*WIDENING, "train_days")
 
