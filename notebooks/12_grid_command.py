@@ -117,6 +117,12 @@ glue("gc_own_said", C.own_workloads_sentence(C.load_designs(
     root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.OWN_WORKLOADS_DESIGN})), display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
+own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
+glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
+glue("gc_own_pilot_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN)), display=False)
+glue("gc_own_pilot_widened", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN_WIDENED)), display=False)
+glue("gc_own_standing", C.standing_sentence(own_pilot, episodes_profile.pipeline.train_episodes,
+                                            "training episodes"), display=False)
 glue("gc_queues_status", Markdown(C.designs_status(root, {d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]})),
      display=False)
 clone_pilot = C.clone_pilot_table(root)
@@ -821,7 +827,14 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   with `train_episode_stride: 16`, so no two seeds share a training workload; nothing is
 #   chosen by it; Lyapunov and the frozen clone) asks whether this design's positive control
 #   stands when the seeds' clones are independent draws. {glue:md}`gc_own_status`
-#   {glue:text}`gc_own_said`
+#   {glue:text}`gc_own_said` The seventh pilot's six seeds shared most of their training
+#   workloads too, so a pilot of its own (`gridcommand-grid-clone-pilot-o*`: the same pilot
+#   seeds and fleet, each seed's own workloads, candidates {glue:text}`gc_own_pilot_candidates`
+#   episodes, then {glue:text}`gc_own_pilot_widened` should its rule pick the largest; its
+#   candidate 16 is this design on pilot seeds) asks whether more data would carry the clone
+#   back inside the bar, by the same rule, committed before any candidate ran
+#   (`choose_train_episodes_own`). {glue:text}`gc_own_pilot_said` For the 16-episode design,
+#   {glue:text}`gc_own_standing`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

@@ -242,7 +242,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
     from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
                                               PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS,
-                                              PILOT_TRAIN_EPISODES, PILOT_TRAIN_EPISODES_WIDENED)
+                                              PILOT_TRAIN_EPISODES, PILOT_TRAIN_EPISODES_OWN,
+                                              PILOT_TRAIN_EPISODES_OWN_WIDENED, PILOT_TRAIN_EPISODES_WIDENED)
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
     sleepy = load_gridcommand_config("quick-sleep")
@@ -386,7 +387,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "episodes do not) and seed-paired intervals are narrower than independent seeds would give; a "
                   "stride of at least train_episodes - 1 gives each seed its own (the 16-episode design with "
                   "stride 16, gridcommand-grid-per-server-episodes-own, reads its positive control on independent "
-                  "clones); a seventh clone pilot (the "
+                  "clones, and a pilot of its own, gridcommand-grid-clone-pilot-o*, on pilot seeds, chooses among "
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES_OWN)) + " such episodes, widening to "
+                  + ", ".join(map(str, PILOT_TRAIN_EPISODES_OWN_WIDENED)) + ", by the rule of the pilot below, "
+                  "committed first); a seventh clone pilot (the "
                   "energy-ranked design, "
                   f"{'/'.join(map(str, episodes_pilot.servers))} servers, pilot seeds {min(episodes_pilot.seeds)}-"
                   f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
@@ -394,7 +398,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES_WIDENED)) + "; a probe of that design's clone on its teacher's "
                   "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
                   "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes/train_episode_stride, "
-                  "ilets.report.command_control.choose_train_episodes", kind=EXTENSION),
+                  "ilets.report.command_control.choose_train_episodes/choose_train_episodes_own", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,
                   f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
                   "during an event (read from its observation) that many times in every BC, the first and each "
