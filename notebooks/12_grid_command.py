@@ -44,6 +44,7 @@ from ilets.report import grid_command as R
 from ilets.report import command_bound as B
 from ilets.report import command_cap as K
 from ilets.report import command_control as C
+from ilets.report.command_criteria import criteria_sentence, criteria_table
 from ilets.report import command_drift as D
 from ilets.report import command_sleep as Z
 from ilets.workloads.workload import load_workload
@@ -52,6 +53,8 @@ root = Path.cwd().parent  # chapters execute in notebooks/
 results = R.load_results(root / R.SHIPPED)
 glue("gc_status", Markdown(R.status_sentence(results, root / R.SHIPPED)), display=False)
 glue("gc_provenance", R.provenance_sentence(results), display=False)
+criteria = criteria_table(root)
+glue("gc_criteria_said", criteria_sentence(criteria), display=False)
 for key, text in R.calibration_numbers().items():
     glue(f"gc_{key}", text, display=False)
 quick = load_gridcommand_config("quick")
@@ -275,6 +278,22 @@ cap = K.cap_table(R.results_table(cap_results))
 glue("gc_cap_said", K.cap_sentence(cap), display=False)
 glue("gc_batch_share_said", Z.batch_share_sentence(batch_bars, Z.band_bar(lever_low, arms=Z.BATCH_LOW_ARMS),
                                                    (batchy.batch_share, low_share)), display=False)
+
+# %% [markdown]
+# ## Where the scenario stands against its bar
+#
+# The scenario was built to meet a bar: commands the fleet can follow and an expert that
+# follows them, a ladder whose top is an upper bound, a clone that matches its teacher,
+# fine-tuning that does not undo it, a drift protocol with a control per factor, and the
+# full window shipped and re-run. Each row below is decided by a rule in
+# `ilets.report.command_criteria` from the shipped results the sections after it read, so it
+# changes when a grid is shipped; the sections give the detail. Two more criteria are the
+# test suite's, not the results': the scenario with a command of depth 0 equals the plain one
+# bit for bit, and every new knob is named, with its file and field, in a one-line error.
+# {glue:text}`gc_criteria_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(criteria, {})
 
 # %% [markdown]
 # ## The command and its calibration

@@ -256,11 +256,14 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cells": ["bc-M5-s0", "bc-M5-s1"]}))
     assert D.part_way(rows[rows["role"] == "train"], tmp_path / "shipped") == ["band control: 1 of 2 cells"]
     assert "(band control: 1 of 2 cells)" in D.status_sentence(rows, tmp_path / "shipped")
+    # the factors with both grids whole: band's control is part-way, so only depth has its row
+    assert D.complete_factors(rows, tmp_path / "shipped") == ["depth"]
     # a factor's grid with no cell beside one that has some is named; a factor with none is not
     # (the status sentence lists it once, as a factor not yet run)
     no_control = rows[~((rows["factor"] == "depth") & (rows["kind"] == "control"))]
     assert D.part_way(no_control[no_control["role"] == "train"], tmp_path / "shipped") == [
         "depth control: not yet run", "band control: 1 of 2 cells"]  # the protocol's order
+    assert D.complete_factors(no_control, tmp_path / "shipped") == []
     no_band = rows[rows["factor"] != "band"]
     assert D.part_way(no_band[no_band["role"] == "train"], tmp_path / "shipped") == []
     said = D.status_sentence(no_band, tmp_path / "shipped")

@@ -72,7 +72,7 @@ def bound_display(bound: pd.DataFrame) -> pd.DataFrame:
     return rungs_display(bound, {key: (label, fmt) for key, (label, _, fmt) in BOUND_METRICS.items()})
 
 
-def _top(g: pd.DataFrame, metric: str) -> str:
+def top_rung(g: pd.DataFrame, metric: str) -> str:
     """The rung with the best seed mean of ``metric`` in one (regime, fleet size) group."""
     higher = BOUND_METRICS[metric][1]
     return str(g.loc[g[metric].idxmax() if higher else g[metric].idxmin(), "method"])
@@ -87,19 +87,19 @@ def bound_sentence(bound: pd.DataFrame) -> str:
     groups = list(bound.groupby(["regime", "servers"], sort=False))
     episodes = int(bound.loc[bound["method"] == BOUND, "seeds"].sum())
     violations = int(bound.loc[bound["method"] == BOUND, "violations"].sum())
-    top = [f"{regime} at {servers}" for (regime, servers), g in groups if _top(g, OBJECTIVE) == BOUND]
+    top = [f"{regime} at {servers}" for (regime, servers), g in groups if top_rung(g, OBJECTIVE) == BOUND]
     text = [f"On the episode's total reward, the scored objective, a rung scored above the hindsight rung on "
             f"{violations} of {episodes} (regime, fleet size, seed) episodes, and by the seed means the hindsight "
             f"rung is the top of the ladder in {len(top)} of {len(groups)} (regime, fleet size) pairs."]
     below = []
     for (regime, servers), g in groups:
         rest = g[g["method"] != BOUND]
-        best = _top(rest, OBJECTIVE)
+        best = top_rung(rest, OBJECTIVE)
         if best != "oracle" and "oracle" in set(rest["method"]):
             below.append(f"{regime} at {servers} servers ({LABELS.get(best, best)})")
     if below:
         text.append("Below it, the MILP oracle is not the best of the other rungs under " + "; ".join(below) + ".")
-    lowest = Counter(_top(g, "tracking_mae_rel") for _, g in groups)
+    lowest = Counter(top_rung(g, "tracking_mae_rel") for _, g in groups)
     said = ", ".join(f"{LABELS.get(m, m)} in {n}" for m, n in lowest.most_common())
     text.append(f"On tracking error, which the hindsight rung does not optimise (the reward also prices energy, "
                 f"waiting and missed deadlines), the lowest seed mean is {said} of the {len(groups)} pairs.")

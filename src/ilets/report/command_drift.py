@@ -123,28 +123,46 @@ def status_sentence(rows: pd.DataFrame, folder: Path, family: str = "quick") -> 
             f"{', '.join(commits) or 'unrecorded'}.")
 
 
+def grid_progress(cells: pd.DataFrame, folder: Path) -> dict[tuple[str, str], tuple[int, int | None]]:
+    """Per (factor, kind) of a factor with some cell, in the protocol's order: the grid's
+    finished cells (``cells``: one row per cell) and the cells its manifest plans (``grid.json``
+    under ``folder``; None without one)."""
+    from ilets.study.command_drift import KINDS
+    from ilets.study.grid import manifest_cell_count
+
+    counts = cells.groupby(["factor", "kind"]).size()
+    return {(factor, kind): (int(counts.get((factor, kind), 0)), manifest_cell_count(Path(folder) / factor / kind))
+            for factor in DRIFT_FACTORS if any(counts.get((factor, k), 0) for k in KINDS) for kind in KINDS}
+
+
 def part_way(cells: pd.DataFrame, folder: Path) -> list[str]:
     """``"<factor> <kind>: n of N cells"`` for each grid under ``folder`` that holds fewer
     cells (``cells``: one row per cell) than its manifest plans (``grid.json``), and
     ``"<factor> <kind>: not yet run"`` for a grid with no cell (no folder, or none finished) of a
-    factor whose other grid has some, in the protocol's order. A factor with no cell at all is
-    the status sentence's "not yet run" list, not repeated here."""
-    from ilets.study.command_drift import KINDS
-    from ilets.study.grid import manifest_cell_count
-
+    factor whose other grid has some, in the protocol's order (:func:`grid_progress`). A factor
+    with no cell at all is the status sentence's "not yet run" list, not repeated here."""
     out = []
-    counts = cells.groupby(["factor", "kind"]).size()
-    for factor in DRIFT_FACTORS:
-        if not any(counts.get((factor, kind), 0) for kind in KINDS):
-            continue
-        for kind in KINDS:
-            planned = manifest_cell_count(Path(folder) / factor / kind)
-            done = int(counts.get((factor, kind), 0))
-            if not done:
-                out.append(f"{factor} {kind}: not yet run")
-            elif planned is not None and done < planned:
-                out.append(f"{factor} {kind}: {done} of {planned} cells")
+    for (factor, kind), (done, planned) in grid_progress(cells, folder).items():
+        if not done:
+            out.append(f"{factor} {kind}: not yet run")
+        elif planned is not None and done < planned:
+            out.append(f"{factor} {kind}: {done} of {planned} cells")
     return out
+
+
+def complete_factors(rows: pd.DataFrame, folder: Path) -> list[str]:
+    """The factors of a shipped family (``rows`` from :func:`load_drift` of ``folder``) whose
+    shifted grid and control grid both hold every cell their manifests plan: the factors the
+    drift table has a whole row for, its control included."""
+    from ilets.study.command_drift import KINDS
+
+    progress = grid_progress(rows[rows["role"] == "train"], folder)
+
+    def whole(factor: str, kind: str) -> bool:
+        done, planned = progress.get((factor, kind), (0, None))
+        return done > 0 and (planned is None or done >= planned)
+
+    return [f for f in DRIFT_FACTORS if all(whole(f, kind) for kind in KINDS)]
 
 
 def factors_table() -> pd.DataFrame:

@@ -429,12 +429,12 @@ def results_bar_sentence(results: GridResults | None, bar: float = BAND_BAR) -> 
     return band_bar_sentence(results_table(results), results.regimes, bar)
 
 
-def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float = BAND_BAR) -> str:
-    """The issue's band bar per regime and fleet size: the expert whose events reach the band
-    most often (seed means of ``band_reached_share``, experts only), whether it reaches it on
-    at least ``bar`` of them, and its price: the deadline misses it causes against the
-    baseline run (seed mean of ``misses_caused``, where recorded)."""
-    parts, met, pairs = [], 0, 0
+def band_bar_table(table: pd.DataFrame, bar: float = BAND_BAR) -> pd.DataFrame:
+    """The issue's band bar per regime role and fleet size: the expert whose events reach the
+    band most often (seed means of ``band_reached_share``, experts only), that share, whether
+    it is at least ``bar``, and its price: the deadline misses it causes against the baseline
+    run (seed mean of ``misses_caused``; NaN where not recorded)."""
+    rows = []
     for role in ("train", "eval"):
         t = _role(table, role)
         for s, g in t[t["method"].isin(EXPERTS)].groupby("servers"):
@@ -442,31 +442,54 @@ def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float =
             if share.empty:
                 continue
             top = str(share.idxmax())
-            pairs, met = pairs + 1, met + int(share[top] >= bar)
-            price = (f" at {g.loc[g['method'] == top, 'misses_caused'].mean():+,.0f} deadline misses caused"
-                     if "misses_caused" in g else "")
-            parts.append(f"{regimes.get(role, role)} at {s} servers {LABELS.get(top, top)} {share[top]:.0%}{price}")
-    if not pairs:
+            rows.append({"role": role, "servers": s, "method": top, "share": float(share[top]),
+                         "meets": bool(share[top] >= bar),
+                         "misses_caused": (float(g.loc[g["method"] == top, "misses_caused"].mean())
+                                           if "misses_caused" in g else np.nan)})
+    return pd.DataFrame(rows, columns=["role", "servers", "method", "share", "meets", "misses_caused"])
+
+
+def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float = BAND_BAR) -> str:
+    """:func:`band_bar_table` in words: in how many (regime, fleet size) pairs the bar is met,
+    and per pair the expert that reaches the band most often, and its price."""
+    best = band_bar_table(table, bar)
+    if len(best) == 0:
         return "No expert's band times are recorded."
-    return (f"The bar, an expert that reaches the band on at least {bar:.0%} of events, is met in {met} of {pairs} "
-            f"(regime, fleet size) pairs (the expert that reaches it most often: {'; '.join(parts)}).")
+    parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers {LABELS.get(r['method'], r['method'])} "
+             f"{r['share']:.0%}" + ("" if np.isnan(r["misses_caused"])
+                                   else f" at {r['misses_caused']:+,.0f} deadline misses caused")
+             for r in best.to_dict("records")]
+    return (f"The bar, an expert that reaches the band on at least {bar:.0%} of events, is met in "
+            f"{int(best['meets'].sum())} of {len(best)} (regime, fleet size) pairs (the expert that reaches it most "
+            f"often: {'; '.join(parts)}).")
+
+
+def envelope_table(table: pd.DataFrame) -> pd.DataFrame:
+    """What the flexibility envelope did to the generated events, per regime role and fleet
+    size, summed over the seeds: events generated, dropped as unreachable and, of those kept,
+    made shallower (the schedule is the seed's, the same for every method, so it is read from
+    one method's row per seed). Empty when the results predate the envelope."""
+    keys = ("events", "events_dropped", "events_clipped")
+    cols = ["role", "servers", "generated", "dropped", "clipped"]
+    if any(k not in table for k in keys) or table["events_dropped"].isna().all():
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for role in ("train", "eval"):
+        for s, g in _role(table, role).groupby("servers"):
+            kept, dropped, clipped = (int(v) for v in g.groupby("seed")[list(keys)].first().sum())
+            rows.append({"role": role, "servers": s, "generated": kept + dropped, "dropped": dropped,
+                         "clipped": clipped})
+    return pd.DataFrame(rows, columns=cols)
 
 
 def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
-    """What the flexibility envelope did to the generated events, per regime and fleet size:
-    events kept, dropped as unreachable and made shallower (the schedule is the seed's, the
-    same for every method, so it is read from one method's rows per seed)."""
-    keys = ("events", "events_dropped", "events_clipped")
-    if any(k not in table for k in keys) or table["events_dropped"].isna().all():
+    """:func:`envelope_table` in words, per regime and fleet size."""
+    events = envelope_table(table)
+    if len(events) == 0:
         return "These results predate the flexibility envelope: every command was scored as generated."
-    parts = []
-    for role in ("train", "eval"):
-        t = _role(table, role)
-        for s, g in t.groupby("servers"):
-            per_seed = g.groupby("seed")[list(keys)].first().sum()
-            kept, dropped, clipped = (int(per_seed[k]) for k in keys)
-            parts.append(f"{regimes.get(role, role)} at {s} servers: {kept + dropped} generated, {dropped} dropped as "
-                         f"unreachable, {clipped} of the {kept} kept made shallower")
+    parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers: {r['generated']} generated, "
+             f"{r['dropped']} dropped as unreachable, {r['clipped']} of the {r['generated'] - r['dropped']} kept made "
+             "shallower" for r in events.to_dict("records")]
     return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the profile's "
             "share of its reachable depth, so its target lies inside what the levers reached.")
 

@@ -1,0 +1,148 @@
+"""The grid-command scenario's bar, each criterion's rule on small tables and on the shipped results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ilets.gridcommand.command import DRIFT_FACTORS
+from ilets.report import command_control as C
+from ilets.report import command_criteria as K
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def results(dropped: int = 0, share: float = 0.9, fleets=(50, 200)) -> pd.DataFrame:
+    """A results table: two experts, both regimes, two seeds; the envelope dropped ``dropped``
+    events per seed, and the better expert reaches the band on ``share`` of events."""
+    return pd.DataFrame([{"role": role, "servers": m, "seed": seed, "method": method, "events": 4,
+                          "events_dropped": dropped, "events_clipped": 1,
+                          "band_reached_share": share if method == "lyapunov" else share / 2, "misses_caused": 3.0}
+                         for role in ("train", "eval") for m in fleets for seed in (0, 1)
+                         for method in ("lyapunov", "rule")])
+
+
+def test_the_envelope_criterion_needs_every_grid_to_drop_nothing_and_reach_the_band():
+    good = K.envelope_status({"a": results(), "b": results()})
+    assert good.status == K.MET
+    assert "a (50 and 200 servers): 0 of 32 generated events dropped" in good.evidence
+    assert "in 4 of 4 (regime, fleet size) pairs" in good.evidence
+    assert K.envelope_status({"a": results(), "b": results(dropped=1)}).status == K.IN_PART
+    assert K.envelope_status({"a": results(share=0.5), "b": results(dropped=1)}).status == K.NOT_MET
+    assert K.envelope_status({"a": results(fleets=(50,))}).status == K.NOT_MET  # one fleet size is not both
+    unshipped = K.envelope_status({"a": results(), "b": None})
+    assert unshipped.status == K.MET and "b: not shipped" in unshipped.evidence
+    assert K.envelope_status({"b": None}).status == K.NOT_RUN
+
+
+def bound(violations: int = 0, top: str = "hindsight") -> pd.DataFrame:
+    return pd.DataFrame([{"role": "train", "regime": "r", "servers": m, "method": method, "seeds": 3,
+                          "episode_reward": 2.0 if method == top else 1.0, "tracking_mae_rel": 0.5,
+                          "misses_caused": 0.0, "violations": violations if method == "hindsight" else float("nan")}
+                         for m in (50, 200) for method in ("hindsight", "oracle", "rule")])
+
+
+def test_the_bound_criterion_counts_episodes_above_the_bound_and_the_top_rung():
+    met = K.bound_status({"q": bound(), "f": bound()})
+    assert met.status == K.MET and "a rung above the hindsight rung on 0 of 6 episodes" in met.evidence
+    assert "on top in 2 of 2" in met.evidence and "3 seeds" in met.evidence
+    assert K.bound_status({"q": bound(), "f": bound(violations=1)}).status == K.IN_PART
+    assert K.bound_status({"q": bound(top="oracle")}).status == K.NOT_MET
+    assert K.bound_status({"q": pd.DataFrame(columns=["servers"])}).status == K.NOT_RUN
+
+
+def control(design: str, meets: dict[int, bool], track: float = -1.0) -> pd.DataFrame:
+    return pd.DataFrame([{"design": design, "role": role, "servers": m, "method": method, "meets_bar": ok,
+                          "track_pct": track, "miss_ratio": 0.95}
+                         for m, ok in meets.items() for role in ("train", "eval") for method in ("bc", "bc+ppo")])
+
+
+def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
+    episodes = control(C.EPISODES_DESIGN, {50: True, 200: True})
+    other = control("flat", {50: False, 200: True})
+    own_ok, own_bad = (control("own", {50: ok}, track=-13.0) for ok in (True, False))
+    assert K.clone_status(pd.concat([other, episodes]), own_ok).status == K.MET
+    robust = K.clone_status(pd.concat([other, episodes]), own_bad)
+    assert robust.status == K.IN_PART
+    assert robust.evidence == (f"*{C.EPISODES_DESIGN}* meets it at both fleet sizes (50 servers -1 % tracking, 0.95x "
+                               "misses, 200 servers -1 % tracking, 0.95x misses); with each seed's own training "
+                               "workloads it misses it (50 servers -13 % tracking, 0.95x misses).")
+    # no own-workloads twin shipped: the design's own reading stands
+    assert K.clone_status(episodes, pd.DataFrame()).status == K.MET
+    # the twin speaks only for the 16-episode design
+    assert K.clone_status(control("other", {50: True, 200: True}), own_bad).status == K.MET
+    some = K.clone_status(other, pd.DataFrame())
+    assert some.status == K.IN_PART and "it is met by *flat* at 200 servers" in some.evidence
+    # the bar is read under the training regime, for the frozen clone only
+    eval_only = episodes.assign(meets_bar=episodes["role"] == "eval")
+    assert K.clone_status(eval_only, pd.DataFrame()).status == K.NOT_MET
+    assert K.clone_status(pd.DataFrame(), pd.DataFrame()).status == K.NOT_RUN
+
+
+def heldout(worse_at: tuple = (), better: bool = True) -> pd.DataFrame:
+    rows = [{"method": m, "against": "bc", "servers": s, "verdict": "worse" if s in worse_at else "unresolved",
+             "miss_verdict": "unresolved", "n_x": 8} for m in ("bc+ppo", "bc+ppo+oail") for s in (50, 200)]
+    rows += [{"method": m, "against": "lyapunov", "servers": s,
+              "verdict": "better" if better and m == "bc+ppo" and s == 200 else "unresolved",
+              "miss_verdict": "unresolved", "n_x": 8} for m in ("bc", "bc+ppo") for s in (50, 200)]
+    return pd.DataFrame(rows)
+
+
+def test_the_finetuning_criterion_reads_worse_verdicts_against_the_clone():
+    met = K.finetune_status("d", heldout())
+    assert met.status == K.MET
+    assert met.evidence == ("Design *d*, BC + PPO, BC + PPO + OAIL: worse than the frozen clone at no fleet size "
+                            "(8 paired seeds); tracking better than the teacher: BC + PPO at 200 servers.")
+    part = K.finetune_status("d", heldout(worse_at=(200,), better=False))
+    assert part.status == K.IN_PART and "clone at 200 servers (8" in part.evidence and part.evidence.endswith(": none.")
+    misses = heldout()
+    misses.loc[misses["against"] == "bc", "miss_verdict"] = "worse"
+    assert K.finetune_status("d", misses).status == K.NOT_MET
+    # the clone itself better than the teacher is not fine-tuning beating it
+    clone = heldout(better=False)
+    clone.loc[(clone["method"] == "bc") & (clone["against"] == "lyapunov"), "verdict"] = "better"
+    assert K.finetune_status("d", clone).evidence.endswith(": none.")
+    assert K.finetune_status("d", pd.DataFrame()).status == K.NOT_RUN
+
+
+def drift(seeds: int, events: int) -> pd.DataFrame:
+    return pd.DataFrame([{"regime": r, "servers": 50, "seed": s, "events": events} for r in ("a", "b")
+                         for s in range(seeds)])
+
+
+@pytest.mark.parametrize("families,status", [
+    ({"whole": (list(DRIFT_FACTORS), drift(10, 25))}, K.MET),
+    ({"few events": (list(DRIFT_FACTORS), drift(10, 3)), "short": (["depth"], drift(10, 25))}, K.IN_PART),
+    ({"few seeds": (list(DRIFT_FACTORS), drift(2, 25))}, K.IN_PART),
+    ({"none whole": ([], drift(10, 25))}, K.NOT_MET),
+    ({"unshipped": ([], drift(0, 25))}, K.NOT_RUN)])
+def test_the_drift_criterion_wants_one_family_whole_with_enough_events_and_seeds(families, status):
+    assert K.drift_status(families).status == status
+
+
+def test_the_drift_criterion_says_each_familys_factors_seeds_and_events():
+    said = K.drift_status({"f": (["depth", "notice"], drift(10, 25))}).evidence
+    assert said == (f"f: 2 of {len(DRIFT_FACTORS)} factors with their control, 10 seeds, 25 events in the median "
+                    "episode (100% hold at least 20).")
+
+
+def test_the_full_window_criterion_wants_every_cell_and_every_rerun_exact():
+    ok = pd.DataFrame({"reproduced": ["yes", "yes"]})
+    assert K.full_window_status(94, 94, ok).status == K.MET
+    assert K.full_window_status(94, 94, ok).evidence == (
+        "94 of 94 planned cells shipped; 2 of 2 recorded re-runs reproduced exactly.")
+    assert K.full_window_status(90, 94, ok).status == K.IN_PART
+    assert K.full_window_status(94, 94, pd.DataFrame({"reproduced": ["yes", "no"]})).status == K.IN_PART
+    assert K.full_window_status(94, 94, pd.DataFrame({"reproduced": []})).status == K.IN_PART
+    assert K.full_window_status(0, 94, ok).status == K.NOT_RUN
+
+
+def test_the_shipped_results_give_every_criterion_a_status():
+    table = K.criteria_table(ROOT)
+    assert len(table) == 6 and set(table["status"]) <= set(K.STATUSES)
+    assert all(table["evidence"].str.len() > 0)
+    said = K.criteria_sentence(table)
+    assert said.startswith("Of the 6 criteria the shipped results decide: ")
+    assert sum(int(part.split()[0]) for part in said.split(": ")[1].rstrip(".").split(", ")) == 6
