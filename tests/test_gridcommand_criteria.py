@@ -14,11 +14,12 @@ from ilets.report import command_criteria as K
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def results(dropped: int = 0, share: float = 0.9, fleets=(50, 200)) -> pd.DataFrame:
+def results(dropped: int = 0, share: float = 0.9, fleets=(50, 200), fits: float = 1.0) -> pd.DataFrame:
     """A results table: two experts, both regimes, two seeds; the envelope dropped ``dropped``
-    events per seed, and the better expert reaches the band on ``share`` of events."""
+    events per seed, ``fits`` of those kept are within its reach, and the better expert reaches
+    the band on ``share`` of events."""
     return pd.DataFrame([{"role": role, "servers": m, "seed": seed, "method": method, "events": 4,
-                          "events_dropped": dropped, "events_clipped": 1,
+                          "events_dropped": dropped, "events_clipped": 1, "feasible_share": fits,
                           "band_reached_share": share if method == "lyapunov" else share / 2, "misses_caused": 3.0}
                          for role in ("train", "eval") for m in fleets for seed in (0, 1)
                          for method in ("lyapunov", "rule")])
@@ -27,9 +28,13 @@ def results(dropped: int = 0, share: float = 0.9, fleets=(50, 200)) -> pd.DataFr
 def test_the_envelope_criterion_needs_every_grid_to_drop_nothing_and_reach_the_band():
     good = K.envelope_status({"a": results(), "b": results()})
     assert good.status == K.MET
-    assert "a (50 and 200 servers): 0 of 32 generated events dropped" in good.evidence
+    assert "a (50 and 200 servers): 0 of 32 generated events dropped as unreachable, 0 kept outside" in good.evidence
     assert "in 4 of 4 (regime, fleet size) pairs" in good.evidence
     assert K.envelope_status({"a": results(), "b": results(dropped=1)}).status == K.IN_PART
+    outside = K.envelope_status({"a": results(fits=0.75)})  # one of each seed's 4 events asks past the reach
+    assert outside.status == K.NOT_MET and "8 kept outside the envelope" in outside.evidence
+    unrecorded = K.envelope_status({"a": results().drop(columns="feasible_share")})
+    assert unrecorded.status == K.NOT_MET and "outside unrecorded" in unrecorded.evidence
     assert K.envelope_status({"a": results(share=0.5), "b": results(dropped=1)}).status == K.NOT_MET
     assert K.envelope_status({"a": results(fleets=(50,))}).status == K.NOT_MET  # one fleet size is not both
     unshipped = K.envelope_status({"a": results(), "b": None})

@@ -466,19 +466,25 @@ def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float =
 
 def envelope_table(table: pd.DataFrame) -> pd.DataFrame:
     """What the flexibility envelope did to the generated events, per regime role and fleet
-    size, summed over the seeds: events generated, dropped as unreachable and, of those kept,
-    made shallower (the schedule is the seed's, the same for every method, so it is read from
-    one method's row per seed). Empty when the results predate the envelope."""
-    keys = ("events", "events_dropped", "events_clipped")
-    cols = ["role", "servers", "generated", "dropped", "clipped"]
+    size, summed over the seeds: events generated, dropped as unreachable, and of those kept,
+    made shallower and left outside what the levers reached (``outside``, from the cells'
+    ``feasible_share``; NaN where not recorded). The schedule is the seed's, the same for every
+    method, so it is read from one method's row per seed. Empty when the results predate the
+    envelope."""
+    keys = ["events", "events_dropped", "events_clipped"]
+    cols = ["role", "servers", "generated", "dropped", "clipped", "outside"]
     if any(k not in table for k in keys) or table["events_dropped"].isna().all():
         return pd.DataFrame(columns=cols)
+    share = "feasible_share" if "feasible_share" in table else None
     rows = []
     for role in ("train", "eval"):
         for s, g in _role(table, role).groupby("servers"):
-            kept, dropped, clipped = (int(v) for v in g.groupby("seed")[list(keys)].first().sum())
+            per_seed = g.groupby("seed")[keys + ([share] if share else [])].first()
+            kept, dropped, clipped = (int(per_seed[k].sum()) for k in keys)
+            outside = (float((per_seed["events"] * (1.0 - per_seed[share])).round().sum(min_count=1))
+                       if share else np.nan)
             rows.append({"role": role, "servers": s, "generated": kept + dropped, "dropped": dropped,
-                         "clipped": clipped})
+                         "clipped": clipped, "outside": outside})
     return pd.DataFrame(rows, columns=cols)
 
 
