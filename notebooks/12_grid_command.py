@@ -40,6 +40,7 @@ from ilets.gridcommand.pipeline import PipelineConfig
 from ilets.report import deviations, plots
 from ilets.study.command_drift import load_family
 from ilets.study.command_scenario import load_profile as load_grid_profile
+from ilets.study.verify import recorded_table
 from ilets.report import grid_command as R
 from ilets.report import command_bound as B
 from ilets.report import command_cap as K
@@ -202,6 +203,8 @@ summary = R.comparison_table(table, "train")
 paper_results = R.load_results(root / R.PAPER_SHIPPED)
 glue("gc_paper_status", Markdown(R.status_sentence(paper_results, root / R.PAPER_SHIPPED, R.PAPER_PROFILE)),
      display=False)
+glue("gc_paper_provenance", R.provenance_sentence(paper_results), display=False)
+glue("gc_paper_verified", recorded_table(root / R.PAPER_SHIPPED, "gridcommand")[1], display=False)
 for key, text in R.sentences(paper_results).items():
     glue(f"gc_paper_said_{key}", text, display=False)
 paper_profile = load_grid_profile(R.PAPER_PROFILE)
@@ -686,7 +689,8 @@ plots.markdown_table(R.differences_display(R.differences(table, "rule", "train")
 # made from the first {glue:text}`gc_paper_demo_tasks` of the teacher's training decisions.
 # The bound over these rungs, on the oracle's seeds, is the paper-scale hindsight grid above.
 #
-# {glue:md}`gc_paper_status`
+# {glue:md}`gc_paper_status` Provenance: {glue:text}`gc_paper_provenance` Re-runs (chapter 10
+# lists them): {glue:text}`gc_paper_verified`
 #
 # {glue:text}`gc_paper_said_best` {glue:text}`gc_paper_said_ladder` {glue:text}`gc_paper_said_oracle`
 # {glue:text}`gc_paper_said_clone` {glue:text}`gc_paper_said_oail` {glue:text}`gc_paper_said_misses`

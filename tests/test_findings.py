@@ -927,3 +927,16 @@ def test_every_learner_sentence_says_who_does_not_lose():
     assert G.every_learner_sentence(t, "f").startswith("With f, every learner (DRL and ILETS) loses to the best "
                                                        "heuristic at every fleet size tested (50 and 100 servers)")
     assert G.best_heuristics_text(t) == "on response time greedy-cost at 50 and 100 servers"
+
+
+def test_chapter_10_shows_the_recorded_reruns_of_both_shipped_grid_command_grids():
+    from ilets.report.findings import verified_folders
+    from ilets.report.grid_command import PAPER_SHIPPED, SHIPPED
+    from ilets.study.verify import recorded_table
+
+    root = Path(__file__).resolve().parents[1]
+    shown = verified_folders(root / "shipped" / "paper")
+    for folder in (SHIPPED, PAPER_SHIPPED):
+        assert shown[str(folder)] == (root / folder, "gridcommand")
+        table, _ = recorded_table(root / folder, "gridcommand")
+        assert len(table) and set(table["reproduced"]) == {"yes"}

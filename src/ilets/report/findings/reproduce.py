@@ -35,16 +35,18 @@ def hardware_table(info: Mapping) -> pd.DataFrame:
 def verified_folders(main: Path) -> dict[str, tuple[Path, str]]:
     """The results folders whose recorded verification chapter 10 shows, label -> (folder,
     scenario): the main results ``main``, the reduced-scale, per-server and worlds grids the
-    book reads beside them (:mod:`ilets.study.results`) and the shipped grid-command results;
-    a folder that is absent, has no cells, or is one already listed is left out."""
-    from ilets.report.grid_command import SHIPPED
+    book reads beside them (:mod:`ilets.study.results`) and the shipped grid-command results,
+    quick and full-window; a folder that is absent, has no cells, or is one already listed is
+    left out."""
+    from ilets.report.grid_command import PAPER_SHIPPED, SHIPPED
     from ilets.study.results import repo_root, per_server_dir, scale_dir, worlds_dir
 
     root = repo_root()
     found: dict[str, tuple[Path, str]] = {}
     seen: set[Path] = set()
     for folder, scenario in ((Path(main), "cloud"), (scale_dir(), "cloud"), (per_server_dir(), "cloud"),
-                             (worlds_dir(), "cloud"), (root / SHIPPED, "gridcommand")):
+                             (worlds_dir(), "cloud"), (root / SHIPPED, "gridcommand"),
+                             (root / PAPER_SHIPPED, "gridcommand")):
         where = folder.resolve()
         if where in seen or not (where / "cells").is_dir():
             continue
