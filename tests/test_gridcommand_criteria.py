@@ -78,6 +78,7 @@ def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
     assert K.clone_status(episodes, pd.DataFrame()).status == K.MET
     # the twin speaks only for the 16-episode design
     assert K.clone_status(control("other", {50: True, 200: True}), own_bad).status == K.MET
+    assert K.clone_status(pd.concat([episodes, control("other", {50: True, 200: True})]), own_bad).status == K.MET
     some = K.clone_status(other, pd.DataFrame())
     assert some.status == K.IN_PART and "it is met by *flat* at 200 servers" in some.evidence
     # the bar is read under the training regime, for the frozen clone only
