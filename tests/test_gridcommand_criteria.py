@@ -152,3 +152,20 @@ def test_the_shipped_results_give_every_criterion_a_status():
     said = K.criteria_sentence(table)
     assert said.startswith("Of the 6 criteria the shipped results decide: ")
     assert sum(int(part.split()[0]) for part in said.split(": ")[1].rstrip(".").split(", ")) == 6
+
+
+def test_the_readme_block_is_generated_from_the_shipped_results():
+    readme = (ROOT / "README.md").read_text()
+    start, end = K.README_MARKERS
+    assert readme.split(start, 1)[1].split(end, 1)[0] == "\n" + K.readme_block(ROOT)
+
+
+def test_the_readme_block_is_written_between_its_markers(tmp_path, capsys):
+    target = tmp_path / "README.md"
+    target.write_text(f"before\n{K.README_MARKERS[0]}\nSTALE\n{K.README_MARKERS[1]}\nafter\n")
+    assert K.main(["--root", str(ROOT), "--write", str(target)]) == 0
+    text = target.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "STALE" not in text
+    assert "| criterion | status | evidence |" in text
+    assert K.main(["--root", str(ROOT), "--write", str(tmp_path / "none.md")]) == 2  # no markers: one line
+    assert capsys.readouterr().err.count("\n") == 1

@@ -265,3 +265,34 @@ def criteria_sentence(table: pd.DataFrame) -> str:
     counts = table["status"].value_counts()
     said = ", ".join(f"{int(counts[s])} {s}" for s in STATUSES if s in counts)
     return f"Of the {len(table)} criteria the shipped results decide: {said}."
+
+
+#: Where README holds :func:`readme_block`.
+README_MARKERS = ("<!-- gridcommand-bar:start -->", "<!-- gridcommand-bar:end -->")
+
+
+def readme_block(root: Path) -> str:
+    """README's summary of the bar: :func:`criteria_sentence` and the table of
+    :func:`criteria_table` over the results shipped under ``root``, as Markdown."""
+    table = criteria_table(root)
+    # unpadded pipe rows: tabulate pads every cell to the longest evidence, a wall in the raw file
+    rows = ["| criterion | status | evidence |", "|:--|:--|:--|",
+            *(f"| {r['criterion']} | {r['status']} | {r['evidence']} |" for r in table.to_dict("records"))]
+    return f"{criteria_sentence(table)}\n\n" + "\n".join(rows) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print README's summary of the grid-command bar, or write it between :data:`README_MARKERS`."""
+    import argparse
+
+    from ilets.files import print_or_write_marked
+
+    ap = argparse.ArgumentParser(prog="python -m ilets.report.command_criteria", description=main.__doc__)
+    ap.add_argument("--root", type=Path, default=Path("."), help="the repository whose shipped/ to read (default: .)")
+    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
+    args = ap.parse_args(argv)
+    return print_or_write_marked(readme_block(args.root), args.write, README_MARKERS, "the grid-command bar")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
