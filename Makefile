@@ -10,7 +10,7 @@ WHERE = $(BIN)/python -c "from ilets.study.results import results_dir, scale_dir
 # ilets, such as the book's notebook kernels: the variables as KEY=value words.
 NUMERICS = $(BIN)/python -c "from ilets.numerics import env_words; print(env_words())"
 
-.PHONY: book book-only grid test test-fast coverage lint typecheck env clean-book force-book bench artifacts
+.PHONY: book book-only grid test test-fast coverage lint typecheck env clean-book force-book bench artifacts readme
 
 # The virtual environment, installed from the exact lock (CPU torch) plus this package.
 $(BIN)/.installed: requirements.lock pyproject.toml
@@ -89,6 +89,15 @@ coverage: env
 bench: env
 	bash benchmarks/run_all.sh $(BIN)/python
 	$(BIN)/python benchmarks/readme_tables.py --write README.md
+
+# README's generated blocks from the shipped results: the headline and shipped-folder table,
+# the positive control, the per-server learners and the grid-command bar (tests keep each equal
+# to what these write).
+readme: env
+	$(BIN)/python -m ilets.report.headline --results shipped/paper --write README.md
+	$(BIN)/python -m ilets.report.positive_control --write README.md
+	$(BIN)/python -m ilets.report.per_server --write README.md
+	$(BIN)/python -m ilets.report.command_criteria --write README.md
 
 # The measurements chapters 3, 4 and 8 quote (the fleet-load table, the experts' optimality gaps
 # and call costs, the decision latency), measured once with the settings of the results the book
