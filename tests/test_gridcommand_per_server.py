@@ -1003,7 +1003,11 @@ def test_the_standing_sentence_says_whether_a_design_used_the_standing_choice():
                               "deferrals": 1, "deferrals_teacher": 1} for n, v in means.items() for seed in (100, 101)])
 
     assert "provisional" in C.standing_sentence(table({1: 2.0, 8: 1.1}), 8)
-    assert C.standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8).endswith("keeps 8, the design's own.")
+    assert C.standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8) == (
+        "the pilot's rule, over its widened range, keeps 8, the design's own.")
+    # a range the rule never had to widen is not called widened
+    assert C.standing_sentence(table({1: 1.1, 2: 1.3, 4: 1.4}), 1) == "the pilot's rule keeps 1, the design's own."
+    assert set(C.PILOT_WIDENED) == set(C.WIDENING)
     assert "not the design's 8" in C.standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
     assert "has not run" in C.standing_sentence(table({}).iloc[0:0], 8)
     episodes = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,

@@ -390,6 +390,12 @@ PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PIL
           "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t"),
           "train_days": (PILOT_TRAIN_DAYS, "y"),
           "train_episodes_own": (PILOT_TRAIN_EPISODES_OWN + PILOT_TRAIN_EPISODES_OWN_WIDENED, "o")}
+#: Each widening pilot's candidates past its first range (run only when the rule picks the
+#: largest of that range).
+PILOT_WIDENED = {"bc_epochs": PILOT_EPOCHS_WIDENED, "dagger_rounds": PILOT_ROUNDS_WIDENED,
+                 "event_repeat": PILOT_EVENT_REPEATS_WIDENED, "sleep_repeat": PILOT_SLEEP_REPEATS_WIDENED,
+                 "defer_repeat_energy": PILOT_DEFER_REPEATS_WIDENED, "train_episodes": PILOT_TRAIN_EPISODES_WIDENED,
+                 "train_episodes_own": PILOT_TRAIN_EPISODES_OWN_WIDENED}
 #: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
 #: where not listed).
 PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat", "train_episodes_own": "train_episodes"}
@@ -610,7 +616,8 @@ def standing_sentence(table: pd.DataFrame, used: int, unit: str = "rounds") -> s
     if pilot_widens(table):
         return (f"the pilot's rule now keeps {chosen}, its largest candidate, so its range is to be widened before "
                 f"the choice stands: the design's {used} {unit} are provisional.")
-    over = ", over its widened range," if _knob(table) in WIDENING else ""
+    widened = set(table[_knob(table)]) & set(PILOT_WIDENED.get(_knob(table), ()))
+    over = ", over its widened range," if widened else ""
     return (f"the pilot's rule{over} keeps {chosen}, "
             + ("the design's own." if chosen == used else f"not the design's {used}: the design is not its choice."))
 
