@@ -541,6 +541,10 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
     assert more.scenario == sixteen.scenario
     assert more.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=64, train_episode_stride=64)
     assert C.PILOT_TRAIN_EPISODES_OWN == (16, 64) and C.PILOT_TRAIN_EPISODES_OWN_WIDENED == (256,)
+    # the widened candidate, four times the largest, nothing else changed
+    widest = load_grid_profile("gridcommand-grid-clone-pilot-o256")
+    assert widest.seeds == sixteen.seeds and widest.scenario == sixteen.scenario
+    assert widest.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=256, train_episode_stride=256)
     # the rule: the budget pilot's, fewer episodes within the tolerance, widening at the top
     def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
         return pd.DataFrame([{"train_episodes_own": n, "servers": 50, "seed": seed, "track_ratio": v,
