@@ -123,6 +123,7 @@ glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profil
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
 glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
+glue("gc_own_pilot_draw", C.workload_draw_sentence(episodes_pilot, own_pilot), display=False)
 glue("gc_own_pilot_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN)), display=False)
 glue("gc_own_pilot_widened", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN_WIDENED)), display=False)
 glue("gc_own_standing", C.standing_sentence(own_pilot, episodes_profile.pipeline.train_episodes,
@@ -856,8 +857,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   episodes, then {glue:text}`gc_own_pilot_widened` should its rule pick the largest; its
 #   candidate 16 is this design on pilot seeds) asks whether more data would carry the clone
 #   back inside the bar, by the same rule, committed before any candidate ran
-#   (`choose_train_episodes_own`). {glue:text}`gc_own_pilot_said` For the 16-episode design,
-#   {glue:text}`gc_own_standing`
+#   (`choose_train_episodes_own`). {glue:text}`gc_own_pilot_said` {glue:text}`gc_own_pilot_draw`
+#   For the 16-episode design, {glue:text}`gc_own_standing`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

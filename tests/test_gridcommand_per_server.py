@@ -557,6 +557,14 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
     assert C.choose_train_episodes_own(pilot({16: 1.10, 64: 1.00}, {64: 1.5})) == 16  # 64 misses too many
     assert not C.pilot_widens(pilot({16: 1.10, 64: 1.00, 256: 0.9}, {256: 1.5}))
     assert C.choose_train_episodes_own(pilot({}).iloc[0:0]) is None
+    # the same candidates with shared workloads beside their own: how far the draw moves a ratio
+    shared = pilot({16: 1.29, 64: 1.31}).rename(columns={"train_episodes_own": "train_episodes"})
+    shared = pd.concat([shared, shared.assign(train_episodes=4, track_ratio=2.0)])
+    assert C.workload_draw_sentence(shared, pilot({16: 1.47, 64: 1.19})) == (
+        "On the same pilot seeds, which workloads the clones learned from moved their mean tracking ratio (16 "
+        "episodes 1.29x shared, 1.47x own; 64 episodes 1.31x shared, 1.19x own) by up to 14%, more than the pilots' "
+        "tolerance (2%).")
+    assert C.workload_draw_sentence(shared, pilot({}).iloc[0:0]) == ""
     assert list(C.clone_pilot_display(pilot({16: 1.10, 64: 1.00}))["training episodes, each seed's own"]) == [
         "16", "64 (chosen)"]
     assert C.clone_pilot_sentence(pilot({16: 1.10, 64: 1.00})).endswith(

@@ -570,6 +570,27 @@ def choose_train_episodes_own(table: pd.DataFrame) -> int | None:
     return _miss_bar_then_lowest_ratio(table, "train_episodes_own")
 
 
+def workload_draw_sentence(shared: pd.DataFrame, own: pd.DataFrame) -> str:
+    """The training-episodes pilot run twice on the same pilot seeds, its clones' workloads
+    shared between neighbouring seeds (``shared``, :func:`clone_pilot_table` of
+    ``train_episodes``) and each seed's own (``own``, of ``train_episodes_own``): per candidate
+    both ran, the mean tracking ratios side by side, and the largest move between them
+    (relative to the smaller) beside the pilots' tolerance, since a move larger than the
+    tolerance can change a rule's choice."""
+    if len(shared) == 0 or len(own) == 0:
+        return ""
+    a = shared.groupby("train_episodes")["track_ratio"].mean()
+    b = own.groupby("train_episodes_own")["track_ratio"].mean()
+    both = sorted(set(a.index) & set(b.index))
+    if not both:
+        return ""
+    said = "; ".join(f"{n} episodes {a[n]:.2f}x shared, {b[n]:.2f}x own" for n in both)
+    move = max(abs(a[n] - b[n]) / min(a[n], b[n]) for n in both)  # relative, as the tolerance is
+    return (f"On the same pilot seeds, which workloads the clones learned from moved their mean tracking ratio ({said}) "
+            f"by up to {move:.0%}, {'more' if move > PILOT_TOLERANCE else 'less'} than the pilots' tolerance "
+            f"({PILOT_TOLERANCE:.0%}).")
+
+
 def _within_miss_bar(table: pd.DataFrame, knob: str) -> pd.Series:
     """Mean ``track_ratio`` per candidate, of those whose mean miss ratio is at most
     :data:`MISS_BAR` (all of them if none is)."""
