@@ -134,6 +134,9 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     assert R.misses_sentence(table[table["method"].isin(["rule", "oracle"])]).startswith("These results lack")
     assert "quick-scale results" in R.scale_note(res) and "not run" in R.scale_note(res)
     assert "no results" in R.scale_note(None)
+    # with the full-window grid shipped beside them, the note points to it instead
+    beside = R.scale_note(res, res)
+    assert "not run" not in beside and f"cells in `{R.PAPER_SHIPPED}`) is read in its own section" in beside
     status = R.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
     # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 11 methods (the

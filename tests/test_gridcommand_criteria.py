@@ -37,9 +37,19 @@ def test_the_envelope_criterion_needs_every_grid_to_drop_nothing_and_reach_the_b
     assert unrecorded.status == K.NOT_MET and "outside unrecorded" in unrecorded.evidence
     assert K.envelope_status({"a": results(share=0.5), "b": results(dropped=1)}).status == K.NOT_MET
     assert K.envelope_status({"a": results(fleets=(50,))}).status == K.NOT_MET  # one fleet size is not both
-    unshipped = K.envelope_status({"a": results(), "b": None})
-    assert unshipped.status == K.MET and "b: not shipped" in unshipped.evidence
+    unshipped = K.envelope_status({"a": results(), "b": None})  # a listed grid not shipped fails
+    assert unshipped.status == K.IN_PART and "b: not shipped" in unshipped.evidence
     assert K.envelope_status({"b": None}).status == K.NOT_RUN
+    # one seed without a recorded share: the count is unknown, not zero
+    gap = results()
+    gap.loc[gap["seed"] == 1, "feasible_share"] = float("nan")
+    assert K.envelope_status({"a": gap}).status == K.NOT_MET
+    # context grids are reported, not judged
+    told = K.envelope_status({"a": results()}, {"c": results(dropped=1)})
+    assert told.status == K.MET and told.evidence.endswith(" Not judged: c (50 and 200 servers): 8 of 40 generated "
+                                                           "events dropped as unreachable, 0 kept outside the "
+                                                           "envelope; an expert reaches the band on at least 80% of "
+                                                           "events in 4 of 4 (regime, fleet size) pairs.")
 
 
 def bound(violations: int = 0, top: str = "hindsight") -> pd.DataFrame:
@@ -56,6 +66,7 @@ def test_the_bound_criterion_counts_episodes_above_the_bound_and_the_top_rung():
     assert K.bound_status({"q": bound(), "f": bound(violations=1)}).status == K.IN_PART
     assert K.bound_status({"q": bound(top="oracle")}).status == K.NOT_MET
     assert K.bound_status({"q": pd.DataFrame(columns=["servers"])}).status == K.NOT_RUN
+    assert K.bound_status({"q": bound(), "f": pd.DataFrame(columns=["servers"])}).status == K.IN_PART
 
 
 def control(design: str, meets: dict[int, bool], track: float = -1.0) -> pd.DataFrame:
@@ -71,9 +82,10 @@ def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
     assert K.clone_status(pd.concat([other, episodes]), own_ok).status == K.MET
     robust = K.clone_status(pd.concat([other, episodes]), own_bad)
     assert robust.status == K.IN_PART
-    assert robust.evidence == (f"*{C.EPISODES_DESIGN}* meets it at both fleet sizes (50 servers -1 % tracking, 0.95x "
-                               "misses, 200 servers -1 % tracking, 0.95x misses); with each seed's own training "
-                               "workloads it misses it (50 servers -13 % tracking, 0.95x misses).")
+    assert robust.evidence == (f"*{C.EPISODES_DESIGN}* meets it at both fleet sizes (50 servers: tracking error +1 %, "
+                               "miss rate 0.95x, 200 servers: tracking error +1 %, miss rate 0.95x); with each seed's "
+                               "own training workloads it misses it (50 servers: tracking error +13 %, miss rate "
+                               "0.95x).")
     # no own-workloads twin shipped: the design's own reading stands
     assert K.clone_status(episodes, pd.DataFrame()).status == K.MET
     # the twin speaks only for the 16-episode design
@@ -113,15 +125,19 @@ def test_the_finetuning_criterion_reads_worse_verdicts_against_the_clone():
     assert K.finetune_status("d", pd.DataFrame()).status == K.NOT_RUN
 
 
-def drift(seeds: int, events: int) -> pd.DataFrame:
-    return pd.DataFrame([{"regime": r, "servers": 50, "seed": s, "events": events} for r in ("a", "b")
-                         for s in range(seeds)])
+def drift(seeds: int, events: int, fewer: int | None = None) -> pd.DataFrame:
+    """A family's rows: every factor's two grids with ``seeds`` seeds (``fewer`` in the load
+    factor's control), each episode holding ``events``."""
+    return pd.DataFrame([{"factor": f, "kind": k, "regime": f"{f}-{k}", "servers": 50, "seed": s, "events": events}
+                         for f in DRIFT_FACTORS for k in ("shifted", "control")
+                         for s in range(fewer if fewer is not None and (f, k) == ("load", "control") else seeds)])
 
 
 @pytest.mark.parametrize("families,status", [
     ({"whole": (list(DRIFT_FACTORS), drift(10, 25))}, K.MET),
     ({"few events": (list(DRIFT_FACTORS), drift(10, 3)), "short": (["depth"], drift(10, 25))}, K.IN_PART),
     ({"few seeds": (list(DRIFT_FACTORS), drift(2, 25))}, K.IN_PART),
+    ({"one grid short": (list(DRIFT_FACTORS), drift(10, 25, fewer=2))}, K.IN_PART),
     ({"none whole": ([], drift(10, 25))}, K.NOT_MET),
     ({"unshipped": ([], drift(0, 25))}, K.NOT_RUN)])
 def test_the_drift_criterion_wants_one_family_whole_with_enough_events_and_seeds(families, status):
@@ -130,28 +146,31 @@ def test_the_drift_criterion_wants_one_family_whole_with_enough_events_and_seeds
 
 def test_the_drift_criterion_says_each_familys_factors_seeds_and_events():
     said = K.drift_status({"f": (["depth", "notice"], drift(10, 25))}).evidence
-    assert said == (f"f: 2 of {len(DRIFT_FACTORS)} factors with their control, 10 seeds, 25 events in the median "
-                    "episode (100% hold at least 20).")
+    assert said == (f"f: 2 of {len(DRIFT_FACTORS)} factors with their control (10 seeds in the fewest of their "
+                    "grids), 25 events in the median episode (100% hold at least 20).")
+    none = K.drift_status({"f": ([], drift(10, 25))}).evidence
+    assert none.startswith(f"f: 0 of {len(DRIFT_FACTORS)} factors with their control, 25 events")
 
 
-def test_the_full_window_criterion_wants_every_cell_and_every_rerun_exact():
-    ok = pd.DataFrame({"reproduced": ["yes", "yes"]})
-    assert K.full_window_status(94, 94, ok).status == K.MET
-    assert K.full_window_status(94, 94, ok).evidence == (
-        "94 of 94 planned cells shipped; 2 of 2 recorded re-runs reproduced exactly.")
-    assert K.full_window_status(90, 94, ok).status == K.IN_PART
-    assert K.full_window_status(94, 94, pd.DataFrame({"reproduced": ["yes", "no"]})).status == K.IN_PART
-    assert K.full_window_status(94, 94, pd.DataFrame({"reproduced": []})).status == K.IN_PART
-    assert K.full_window_status(0, 94, ok).status == K.NOT_RUN
+def test_the_full_window_criterion_wants_every_cell_traced_and_every_rerun_exact():
+    ok, traced = pd.DataFrame({"reproduced": ["yes", "yes"]}), {"cells": 94}
+    assert K.full_window_status(94, 94, traced, ok).status == K.MET
+    assert K.full_window_status(94, 94, traced, ok).evidence == (
+        "94 of 94 planned cells shipped, 94 of them in its provenance; 2 of 2 recorded re-runs reproduced exactly.")
+    assert K.full_window_status(90, 94, {"cells": 90}, ok).status == K.IN_PART
+    assert K.full_window_status(94, 94, {}, ok).status == K.IN_PART  # no provenance
+    assert K.full_window_status(94, 94, traced, pd.DataFrame({"reproduced": ["yes", "no"]})).status == K.IN_PART
+    assert K.full_window_status(94, 94, traced, pd.DataFrame({"reproduced": []})).status == K.IN_PART
+    assert K.full_window_status(0, 94, traced, ok).status == K.NOT_RUN
 
 
 def test_the_shipped_results_give_every_criterion_a_status():
     table = K.criteria_table(ROOT)
     assert len(table) == 6 and set(table["status"]) <= set(K.STATUSES)
     assert all(table["evidence"].str.len() > 0)
-    said = K.criteria_sentence(table)
-    assert said.startswith("Of the 6 criteria the shipped results decide: ")
-    assert sum(int(part.split()[0]) for part in said.split(": ")[1].rstrip(".").split(", ")) == 6
+    counts = table["status"].value_counts()
+    assert K.criteria_sentence(table) == "Of the 6 criteria read from the shipped results: " + ", ".join(
+        f"{counts[s]} {s}" for s in K.STATUSES if s in counts) + "."
 
 
 def test_the_readme_block_is_generated_from_the_shipped_results():

@@ -258,6 +258,11 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert "(band control: 1 of 2 cells)" in D.status_sentence(rows, tmp_path / "shipped")
     # the factors with both grids whole: band's control is part-way, so only depth has its row
     assert D.complete_factors(rows, tmp_path / "shipped") == ["depth"]
+    depth_manifest = tmp_path / "shipped/depth/shifted/grid.json"
+    kept = depth_manifest.read_text()
+    depth_manifest.unlink()  # a grid with no manifest: nothing says what it planned, so not whole
+    assert D.complete_factors(rows, tmp_path / "shipped") == []
+    depth_manifest.write_text(kept)
     # a factor's grid with no cell beside one that has some is named; a factor with none is not
     # (the status sentence lists it once, as a factor not yet run)
     no_control = rows[~((rows["factor"] == "depth") & (rows["kind"] == "control"))]

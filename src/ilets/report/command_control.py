@@ -574,13 +574,18 @@ def workload_draw_sentence(shared: pd.DataFrame, own: pd.DataFrame) -> str:
     """The training-episodes pilot run twice on the same pilot seeds, its clones' workloads
     shared between neighbouring seeds (``shared``, :func:`clone_pilot_table` of
     ``train_episodes``) and each seed's own (``own``, of ``train_episodes_own``): per candidate
-    both ran, the mean tracking ratios side by side, and the largest move between them
+    both ran, the mean tracking ratios over the (fleet size, seed) pairs both have side by side, and the largest move between them
     (relative to the smaller) beside the pilots' tolerance, since a move larger than the
     tolerance can change a rule's choice."""
     if len(shared) == 0 or len(own) == 0:
         return ""
-    a = shared.groupby("train_episodes")["track_ratio"].mean()
-    b = own.groupby("train_episodes_own")["track_ratio"].mean()
+    units = set(zip(shared["servers"], shared["seed"])) & set(zip(own["servers"], own["seed"]))
+
+    def paired(t: pd.DataFrame, knob: str) -> pd.Series:
+        keep = [unit in units for unit in zip(t["servers"], t["seed"])]
+        return t[keep].groupby(knob)["track_ratio"].mean()
+
+    a, b = paired(shared, "train_episodes"), paired(own, "train_episodes_own")
     both = sorted(set(a.index) & set(b.index))
     if not both:
         return ""
@@ -612,8 +617,7 @@ CHOOSE = {"defer_repeat": choose_defer_repeat, "bc_epochs": choose_bc_epochs, "d
           "train_days": choose_train_days, "train_episodes_own": choose_train_episodes_own}
 #: The pilots whose range widens when the rule picks its largest candidate (the repeat
 #: pilot's range was fixed before widening was part of the rules).
-WIDENING = ("bc_epochs", "dagger_rounds", "event_repeat", "sleep_repeat", "defer_repeat_energy", "train_episodes",
-            "train_episodes_own")
+WIDENING = tuple(PILOT_WIDENED)
 #: The pilots whose rule reads the miss bar (their sentence gives the chosen miss rate).
 MISS_BAR_PILOTS = (*WIDENING, "train_days")
 

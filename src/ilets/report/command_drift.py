@@ -153,16 +153,24 @@ def part_way(cells: pd.DataFrame, folder: Path) -> list[str]:
 def complete_factors(rows: pd.DataFrame, folder: Path) -> list[str]:
     """The factors of a shipped family (``rows`` from :func:`load_drift` of ``folder``) whose
     shifted grid and control grid both hold every cell their manifests plan: the factors the
-    drift table has a whole row for, its control included."""
+    drift table has a whole row for, its control included. A grid without a manifest is not
+    whole: nothing says what it planned."""
     from ilets.study.command_drift import KINDS
 
     progress = grid_progress(rows[rows["role"] == "train"], folder)
 
     def whole(factor: str, kind: str) -> bool:
         done, planned = progress.get((factor, kind), (0, None))
-        return done > 0 and (planned is None or done >= planned)
+        return planned is not None and 0 < planned <= done
 
     return [f for f in DRIFT_FACTORS if all(whole(f, kind) for kind in KINDS)]
+
+
+def episode_events(rows: pd.DataFrame) -> pd.Series:
+    """The events of each distinct scored episode of a family (``rows`` from
+    :func:`load_drift`): an episode is a (regime, fleet size, seed), and the arms of different
+    grids may score the same one, so it is counted once."""
+    return rows.drop_duplicates(["regime", "servers", "seed"])["events"]
 
 
 def factors_table() -> pd.DataFrame:
@@ -314,8 +322,7 @@ def events_sentence(rows: pd.DataFrame, days: float = 1.0, wanted: int = DRIFT_E
         return (f"An episode holds {int(per.min())}-{int(per.max())} events (a {DRIFT_BASE} window holds at most "
                 f"{most_events_per_window()} of its events, each at its shortest with the least gap), so no "
                 f"comparison rests on one episode: {pooled_said}")
-    # an episode is a (regime, fleet size, seed): the arms of different grids may score the same one
-    episodes = one.drop_duplicates(["regime", "servers", "seed"])["events"]
+    episodes = episode_events(one)
     return (f"With {days:g} days of commands per window an episode holds {int(per.min())}-{int(per.max())} events, "
             f"and {int((episodes >= wanted).sum())} of its {len(episodes)} distinct episodes hold at least {wanted} "
             f"(the count is random: Poisson, less the events the envelope drops); {pooled_said}")

@@ -105,8 +105,6 @@ def results_table(results: GridResults | None) -> pd.DataFrame:
 def status_sentence(results: GridResults | None, folder: Path, profile: str = "gridcommand-grid-quick") -> str:
     """What the chapter shows: the scale, cells, seeds and fleet sizes, or why nothing (and how
     to make it: the grid ``profile`` that fills ``folder``)."""
-    from ilets.study.command_scenario import profile_cell_count
-
     if results is None:
         where = "/".join(Path(folder).parts[-2:])
         return (f"No grid-command results are in `{where}/` of this checkout, so the tables below are "
@@ -115,8 +113,7 @@ def status_sentence(results: GridResults | None, folder: Path, profile: str = "g
     t = results.table
     workload = ", ".join(f"{w:g}" for w in sorted(set(t["workload_scale"])))
     reg = results.regimes
-    done = t[["method", "servers", "seed"]].drop_duplicates().shape[0]
-    planned = profile_cell_count(results.profile) if results.profile else None  # None: no profile shipped
+    done, planned = cell_progress(results)
     of = f" of {planned} planned" if planned else ""
     unfinished = " (the grid had not finished when these were shipped)" if planned and done < planned else ""
     scale = "" if results.scale == "paper" else ", not paper-scale"
@@ -127,13 +124,29 @@ def status_sentence(results: GridResults | None, folder: Path, profile: str = "g
             f"under {reg.get('train', 'n/a')} and {reg.get('eval', 'n/a')}.")
 
 
-def scale_note(results: GridResults | None) -> str:
-    """Whether these results may speak for the full window, and what would."""
+def cell_progress(results: GridResults) -> tuple[int, int | None]:
+    """The cells a results folder holds, and how many its shipped profile plans (None when no
+    profile is shipped)."""
+    from ilets.study.command_scenario import profile_cell_count
+
+    done = results.table[["method", "servers", "seed"]].drop_duplicates().shape[0]
+    return done, (profile_cell_count(results.profile) if results.profile else None)
+
+
+def scale_note(results: GridResults | None, paper: GridResults | None = None) -> str:
+    """Whether these results may speak for the full window, and what does: the full-window
+    grid ``paper`` (``shipped/gridcommand-paper``) where it is shipped."""
     if results is not None and results.scale == "paper":
         return "These results cover the full online window."
     shown = f"{results.scale}-scale" if results is not None else "no"
+    if paper is not None:
+        done, planned = cell_progress(paper)
+        return (f"The chapter's main tables show {shown} results, a short window of the workload; the full-window grid "
+                f"(`{PAPER_PROFILE}`, {done}{f' of {planned}' if planned else ''} cells in "
+                f"`{PAPER_SHIPPED}`) is read in its own section, and a claim about the full window is made only "
+                "from it.")
     return (f"The chapter shows {shown} results, a short window of the workload; the full-window grid is "
-            "`gridcommand-grid-paper` (`ilets grid --scenario gridcommand --profile gridcommand-grid-paper`), not run "
+            f"`{PAPER_PROFILE}` (`ilets grid --scenario gridcommand --profile {PAPER_PROFILE}`), not run "
             "in this repository, so no claim here is made at the full window's scale.")
 
 
@@ -481,8 +494,10 @@ def envelope_table(table: pd.DataFrame) -> pd.DataFrame:
         for s, g in _role(table, role).groupby("servers"):
             per_seed = g.groupby("seed")[keys + ([share] if share else [])].first()
             kept, dropped, clipped = (int(per_seed[k].sum()) for k in keys)
-            outside = (float((per_seed["events"] * (1.0 - per_seed[share])).round().sum(min_count=1))
-                       if share else np.nan)
+            # one seed with events and no recorded share leaves the count unknown, not zero
+            known = share is not None and not (per_seed[share].isna() & (per_seed["events"] > 0)).any()
+            outside = (float((per_seed["events"] * (1.0 - per_seed[share].fillna(1.0))).round().sum())
+                       if known else np.nan)
             rows.append({"role": role, "servers": s, "generated": kept + dropped, "dropped": dropped,
                          "clipped": clipped, "outside": outside})
     return pd.DataFrame(rows, columns=cols)
@@ -496,8 +511,15 @@ def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
     parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers: {r['generated']} generated, "
              f"{r['dropped']} dropped as unreachable, {r['clipped']} of the {r['generated'] - r['dropped']} kept made "
              "shallower" for r in events.to_dict("records")]
-    return ("Events over every seed (" + "; ".join(parts) + "). Every kept event asks for at most the profile's "
-            "share of its reachable depth, so its target lies inside what the levers reached.")
+    outside = events["outside"]
+    if outside.isna().any():
+        fit = "Whether every kept event lies inside what the levers reached is not recorded for every seed."
+    elif outside.sum() == 0:
+        fit = ("Every kept event asks for at most the profile's share of its reachable depth, so its target lies "
+               "inside what the levers reached.")
+    else:
+        fit = f"{int(outside.sum())} kept events ask for more than the levers reached."
+    return "Events over every seed (" + "; ".join(parts) + "). " + fit
 
 
 def done_records(folder: Path | None) -> list[dict]:
