@@ -237,3 +237,31 @@ def test_an_expert_scored_without_observations_scores_the_same(scenario, expert)
     cfg = P.evaluation_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
     seen = [P.evaluate(P.expert_policy(expert), cfg, observing=flag) for flag in (True, False)]
     assert seen[0] == seen[1]
+
+
+def test_the_aggregate_holds_the_joined_decisions_in_order_and_grows_in_place():
+    from ilets.agents.oinpt import Demonstrations
+    from ilets.gridcommand.pipeline import _Aggregate
+
+    def part(n: int, start: int, expert: str = "lyapunov") -> Demonstrations:
+        return Demonstrations(obs=np.arange(start, start + 3 * n, dtype=np.float32).reshape(n, 3),
+                              acts=np.arange(start, start + n, dtype=np.int64), masks=np.ones((n, 2), bool),
+                              rewards=np.full(n, -1.0, np.float32), experts=np.array([expert] * n), seconds=0.5)
+
+    parts = [part(2, 0), part(3, 100), part(4, 200, "thermostat-firm")]  # past the capacity, a longer name
+    aggregate = _Aggregate(capacity=3)
+    for p in parts:
+        aggregate.add(p)
+    joined = aggregate.view()
+    assert len(aggregate) == len(joined) == 9 and joined.seconds == 1.5
+    for name in ("obs", "acts", "masks", "rewards", "experts"):
+        expected = np.concatenate([getattr(p, name) for p in parts])
+        assert np.array_equal(getattr(joined, name), expected), name
+        assert getattr(joined, name).dtype == expected.dtype, name
+    assert np.array_equal(aggregate.view(2, 5).acts, [100, 101, 102])
+    # a view taken before the aggregate grows keeps its values
+    early = _Aggregate(capacity=2)
+    early.add(parts[0])
+    first = early.view()
+    early.add(parts[1])
+    assert np.array_equal(first.acts, [0, 1]) and len(early.view()) == 5

@@ -366,15 +366,47 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     return demos, np.asarray(taken, np.int64)
 
 
-def _joined(*parts: Demonstrations) -> Demonstrations:
-    """The decisions of ``parts`` in order, one copy of each array (DAgger's aggregate, the
-    episodes of ``train_episodes``; no held-out part, no action costs); one part: itself."""
-    if len(parts) == 1:
-        return parts[0]
-    return Demonstrations(obs=np.concatenate([d.obs for d in parts]), acts=np.concatenate([d.acts for d in parts]),
-                          masks=np.concatenate([d.masks for d in parts]),
-                          rewards=np.concatenate([d.rewards for d in parts]),
-                          experts=np.concatenate([d.experts for d in parts]), seconds=sum(d.seconds for d in parts))
+class _Aggregate:
+    """Labelled decisions in order, each array held once in a buffer that grows in place:
+    the demonstrations of every training episode, then each DAgger round's states [ours].
+    Why not ``np.concatenate``: joining the aggregate with a round's states holds the old
+    aggregate, the round and the joined copy at once, about twice the aggregate at its
+    largest, and with hundreds of training episodes that passes this machine's memory.
+    :meth:`view` returns views, so the arrays BC reads are the same values in the same order."""
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        self._n = 0
+        self._arrays: dict[str, np.ndarray] = {}
+        self.seconds = 0.0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def add(self, part: Demonstrations) -> None:
+        """Append ``part``'s decisions (its obs, actions, masks, rewards and experts)."""
+        new = {"obs": part.obs, "acts": part.acts, "masks": part.masks, "rewards": part.rewards,
+               "experts": part.experts}
+        end = self._n + len(part)
+        if not self._arrays:
+            self._arrays = {k: np.empty((max(self._capacity, end), *a.shape[1:]), a.dtype) for k, a in new.items()}
+        elif end > len(self._arrays["acts"]):  # past the estimate: grow (a copy, rare)
+            size = max(end, 2 * len(self._arrays["acts"]))
+            self._arrays = {k: np.concatenate([a[:self._n], np.empty((size - self._n, *a.shape[1:]), a.dtype)])
+                            for k, a in self._arrays.items()}
+        for k, a in new.items():
+            if a.dtype != self._arrays[k].dtype:  # e.g. a longer expert name: widen the column
+                self._arrays[k] = self._arrays[k].astype(np.result_type(self._arrays[k], a))
+            self._arrays[k][self._n:end] = a
+        self._n = end
+        self.seconds += part.seconds
+
+    def view(self, start: int = 0, stop: int | None = None) -> Demonstrations:
+        """Decisions ``start:stop`` (all so far by default), as views of the buffer."""
+        cut = slice(start, self._n if stop is None else stop)
+        a = self._arrays
+        return Demonstrations(obs=a["obs"][cut], acts=a["acts"][cut], masks=a["masks"][cut],
+                              rewards=a["rewards"][cut], experts=a["experts"][cut], seconds=self.seconds)
 
 
 class GridCorrections(BaseCallback):
@@ -511,28 +543,38 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     run = train_cfg.run
     c0 = time.process_time()
     episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
-    envs = [GridCommandEnv(cfg, envelope_cache=envelope_cache) for cfg in episodes]
-    env = envs[0]
+    env = GridCommandEnv(episodes[0], envelope_cache=envelope_cache)
+
+    def episode_env(k: int) -> GridCommandEnv:
+        # each further episode's env is built when it is played and dropped after: hundreds of
+        # them held at once would take gigabytes; reset() replays an episode exactly, so a
+        # fresh env plays it as a kept one would (the envelope cache spares its reach)
+        return env if k == 0 else GridCommandEnv(episodes[k], envelope_cache=envelope_cache)
+
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
-    shown = [demonstrate(e, pipe.teacher, pipe.demo_tasks) for e in envs]
-    demos = _joined(*shown)
+    first = demonstrate(env, pipe.teacher, pipe.demo_tasks)
+    # room for the demonstrations and each DAgger round's states, about as many as the teacher's
+    aggregate = _Aggregate(len(first) * len(episodes) * (1 + pipe.dagger_rounds) * 11 // 10)
+    aggregate.add(first)
+    for k in range(1, len(episodes)):
+        aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
+    demos = aggregate.view()
     oinpt: OINPTConfig = run.oinpt
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
     # the teacher's demonstrations take wall seconds (``Demonstrations.seconds``, as in the
     # cloud study): named for what they are (cells computed before this name call it ``demo_cpu_s``)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_wall_s": demos.seconds}
-    if len(envs) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
-        oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(shown[0]) / len(demos))))
-        info["train_episodes"] = len(envs)
-    del shown  # the joined copy is what BC reads
+    if len(episodes) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
+        oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(first) / len(demos))))
+        info["train_episodes"] = len(episodes)
+    del first  # the aggregate's copy is what BC reads
     repeat = label_repeats(env, pipe)
     rows = event_rows(env, demos, pipe.event_repeat)
     # report=False: the clone records only the agreements below, and the cloning report's one
     # forward pass over every decision would hold gigabytes with many training episodes
     cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows, report=False)
     info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
-    seen = demos
     for r in range(pipe.dagger_rounds):
         # DAgger [ours, not imitation's trainer: its expert is a policy over observations, while
         # the ladder's experts read the environment's state]: the clone, acting as it is scored,
@@ -541,22 +583,21 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         # one policy over the growing aggregate), each round with the first BC's number of
         # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
         # round costs what the first BC did
-        played = []
-        for k, e in enumerate(envs):  # the same actor plays each training episode in turn, each its own draws
+        start, agreed = len(aggregate), []
+        for k in range(len(episodes)):  # the same actor plays each training episode in turn, each its own draws
             actor = sampled_policy(model, seed + 1 + r, k) if pipe.clone_action == "sampled" else greedy_policy(model)
-            played.append(relabel(e, pipe.teacher, actor, pipe.demo_tasks))
-        own = _joined(*(d for d, _ in played))
-        agreed = np.concatenate([a for _, a in played])
-        del played
+            own_k, agreed_k = relabel(episode_env(k), pipe.teacher, actor, pipe.demo_tasks)
+            aggregate.add(own_k)
+            agreed.append(agreed_k)
         # on the clone's own states, before this round's BC
-        info.update(agreement_split(env, own, agreed, "dagger_agreement", f"[{r}]"))
-        seen = _joined(seen, own)
+        info.update(agreement_split(env, aggregate.view(start), np.concatenate(agreed), "dagger_agreement", f"[{r}]"))
+        seen = aggregate.view()
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         rows = event_rows(env, seen, pipe.event_repeat)
         behaviour_clone(model, seen, event_epochs(steps, rows), seed + 1 + r, repeat=repeat, rows=rows,
                         report=False)
     if pipe.dagger_rounds:
-        info["dagger_states"] = len(seen) - len(demos)
+        info["dagger_states"] = len(aggregate) - len(demos)
     # on the teacher's own states, after the last BC
     info.update(agreement_split(env, demos, greedy_agreement(model.policy, demos), "bc_agreement_after"))
     if oinpt.critic_pretrain:
