@@ -828,7 +828,8 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
 
 
 def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episodes_gradient_steps(scenario,
-                                                                                                  monkeypatch):
+                                                                                                  monkeypatch,
+                                                                                                  tmp_path):
     train = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 3)
     episodes = P.training_episodes(train, 3)
     assert episodes[0] is train and P.training_episodes(train, 1) == [train]
@@ -865,6 +866,10 @@ def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episo
     assert aggregate == n + info["dagger_states"] and info["dagger_states"] >= sum(tasks)  # each episode relabelled
     again, _ = P.clone(train, pipe, 3)
     assert all(th.equal(state[k], again[k]) for k in state)  # deterministic
+    # the episodes' envs are built again for each round: with a kept envelope cache or the
+    # clone's own temporary one, the same clone
+    cached, _ = P.clone(train, pipe, 3, tmp_path)
+    assert all(th.equal(state[k], cached[k]) for k in state) and any(tmp_path.iterdir())
 
 
 def test_the_energy_column_ranks_the_servers_beside_the_rows_as_they_were(scenario):

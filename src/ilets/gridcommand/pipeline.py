@@ -50,6 +50,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import tempfile
 import time
 import warnings
 from collections import deque
@@ -539,7 +540,18 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
     policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
     ``state_dict`` and what cloning recorded. ``envelope_cache``: where the training
-    episodes' envelopes are kept (:class:`GridCommandEnv`; the same clone either way)."""
+    episodes' envelopes are kept (:class:`GridCommandEnv`; the same clone either way); without
+    one, a temporary folder for the clone's own span, since each DAgger round builds the
+    further episodes' envs again and would otherwise compute their reach again."""
+    if envelope_cache is None and pipe.train_episodes > 1 and pipe.dagger_rounds:
+        with tempfile.TemporaryDirectory(prefix="ilets-reach-") as tmp:
+            return _clone(train_cfg, pipe, seed, Path(tmp))
+    return _clone(train_cfg, pipe, seed, envelope_cache)
+
+
+def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
+           envelope_cache: Path | None) -> tuple[dict, dict]:
+    """:func:`clone`, its envelope cache settled."""
     run = train_cfg.run
     c0 = time.process_time()
     episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
