@@ -81,6 +81,21 @@ def replace_marked(doc: str, markers: tuple[str, str], text: str, where: object)
     return f"{head}{start}\n{text}{end}{rest.split(end, 1)[1]}"
 
 
+def marked_block_main(argv: list[str] | None, prog: str, description: str | None, source: tuple[str, Path | None, str],
+                      block: Callable[[Path | None], str], markers: tuple[str, str], what: str) -> int:
+    """A README generator's command line: ``--<flag>`` (``source``: the flag, its default and
+    its help; where the generator reads its results) and ``--write``; the ``block`` made from
+    that folder printed, or written between ``markers`` (:func:`print_or_write_marked`)."""
+    import argparse
+
+    flag, default, help_text = source
+    ap = argparse.ArgumentParser(prog=prog, description=description)
+    ap.add_argument(f"--{flag}", type=Path, default=default, help=help_text)
+    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
+    args = ap.parse_args(argv)
+    return print_or_write_marked(block(getattr(args, flag)), args.write, markers, what)
+
+
 def print_or_write_marked(text: str, target: Path | None, markers: tuple[str, str], what: str) -> int:
     """A README generator's output: ``text`` printed, or with ``target`` written between its
     ``markers`` (atomically); 0, or 2 with a one-line error when the markers are missing."""

@@ -312,15 +312,11 @@ def readme_block(root: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print README's summary of the grid-command bar, or write it between :data:`README_MARKERS`."""
-    import argparse
+    from ilets.files import marked_block_main
 
-    from ilets.files import print_or_write_marked
-
-    ap = argparse.ArgumentParser(prog="python -m ilets.report.command_criteria", description=main.__doc__)
-    ap.add_argument("--root", type=Path, default=Path("."), help="the repository whose shipped/ to read (default: .)")
-    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
-    args = ap.parse_args(argv)
-    return print_or_write_marked(readme_block(args.root), args.write, README_MARKERS, "the grid-command bar")
+    return marked_block_main(argv, "python -m ilets.report.command_criteria", main.__doc__,
+                             ("root", Path("."), "the repository whose shipped/ to read (default: .)"),
+                             lambda root: readme_block(root or Path(".")), README_MARKERS, "the grid-command bar")
 
 
 if __name__ == "__main__":

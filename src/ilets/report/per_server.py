@@ -123,15 +123,12 @@ def readme_block(shipped: Path, reps: int = 2000) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print README's per-server paragraph, or write it between :data:`README_MARKERS`."""
-    import argparse
+    from ilets.files import marked_block_main
 
-    from ilets.files import print_or_write_marked
-
-    ap = argparse.ArgumentParser(prog="python -m ilets.report.per_server", description=main.__doc__)
-    ap.add_argument("--shipped", type=Path, default=Path("shipped"), help="the shipped folders' root")
-    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
-    args = ap.parse_args(argv)
-    return print_or_write_marked(readme_block(args.shipped), args.write, README_MARKERS, "the per-server paragraph")
+    return marked_block_main(argv, "python -m ilets.report.per_server", main.__doc__,
+                             ("shipped", Path("shipped"), "the shipped folders' root"),
+                             lambda shipped: readme_block(shipped or Path("shipped")), README_MARKERS,
+                             "the per-server paragraph")
 
 
 if __name__ == "__main__":

@@ -224,16 +224,12 @@ def readme_block(folder: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print README's positive-control paragraph, or write it between :data:`README_MARKERS`."""
-    import argparse
+    from ilets.files import marked_block_main
 
-    from ilets.files import print_or_write_marked
-
-    ap = argparse.ArgumentParser(prog="python -m ilets.report.positive_control", description=main.__doc__)
-    ap.add_argument("--results", type=Path, default=None, help="a positive-control folder (default: the book's)")
-    ap.add_argument("--write", type=Path, default=None, help="the file whose marked block to replace")
-    args = ap.parse_args(argv)
-    return print_or_write_marked(readme_block(args.results or control_dir()), args.write, README_MARKERS,
-                                 "the positive-control paragraph")
+    return marked_block_main(argv, "python -m ilets.report.positive_control", main.__doc__,
+                             ("results", None, "a positive-control folder (default: the book's)"),
+                             lambda results: readme_block(results or control_dir()), README_MARKERS,
+                             "the positive-control paragraph")
 
 
 if __name__ == "__main__":
