@@ -380,22 +380,20 @@ PILOT_TRAIN_EPISODES_OWN_WIDENED = (256,)
 PILOT_TRAIN_DAYS = (1, 14)
 #: The candidate of :data:`PILOT_TRAIN_DAYS` the per-server days family was first run with.
 TRAIN_DAYS_AS_RUN = 14
-#: Each pilot by name (the knob it sets, but ``defer_repeat_energy``, the second pilot of
-#: ``defer_repeat``): its candidates and the prefix of its folders.
-PILOTS = {"defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS + PILOT_EPOCHS_WIDENED, "e"),
-          "dagger_rounds": (PILOT_ROUNDS + PILOT_ROUNDS_WIDENED, "d"),
-          "event_repeat": (PILOT_EVENT_REPEATS + PILOT_EVENT_REPEATS_WIDENED, "v"),
-          "sleep_repeat": (PILOT_SLEEP_REPEATS + PILOT_SLEEP_REPEATS_WIDENED, "s"),
-          "defer_repeat_energy": (PILOT_DEFER_REPEATS + PILOT_DEFER_REPEATS_WIDENED, "w"),
-          "train_episodes": (PILOT_TRAIN_EPISODES + PILOT_TRAIN_EPISODES_WIDENED, "t"),
-          "train_days": (PILOT_TRAIN_DAYS, "y"),
-          "train_episodes_own": (PILOT_TRAIN_EPISODES_OWN + PILOT_TRAIN_EPISODES_OWN_WIDENED, "o")}
 #: Each widening pilot's candidates past its first range (run only when the rule picks the
 #: largest of that range).
 PILOT_WIDENED = {"bc_epochs": PILOT_EPOCHS_WIDENED, "dagger_rounds": PILOT_ROUNDS_WIDENED,
                  "event_repeat": PILOT_EVENT_REPEATS_WIDENED, "sleep_repeat": PILOT_SLEEP_REPEATS_WIDENED,
                  "defer_repeat_energy": PILOT_DEFER_REPEATS_WIDENED, "train_episodes": PILOT_TRAIN_EPISODES_WIDENED,
                  "train_episodes_own": PILOT_TRAIN_EPISODES_OWN_WIDENED}
+#: Each pilot by name (the knob it sets, but ``defer_repeat_energy``, the second pilot of
+#: ``defer_repeat``): its candidates, its first range then :data:`PILOT_WIDENED`, and the
+#: prefix of its folders.
+PILOTS = {knob: (first + PILOT_WIDENED.get(knob, ()), prefix) for knob, (first, prefix) in {
+    "defer_repeat": (PILOT_REPEATS, "r"), "bc_epochs": (PILOT_EPOCHS, "e"), "dagger_rounds": (PILOT_ROUNDS, "d"),
+    "event_repeat": (PILOT_EVENT_REPEATS, "v"), "sleep_repeat": (PILOT_SLEEP_REPEATS, "s"),
+    "defer_repeat_energy": (PILOT_DEFER_REPEATS, "w"), "train_episodes": (PILOT_TRAIN_EPISODES, "t"),
+    "train_days": (PILOT_TRAIN_DAYS, "y"), "train_episodes_own": (PILOT_TRAIN_EPISODES_OWN, "o")}.items()}
 #: The knob of :class:`ilets.gridcommand.pipeline.PipelineConfig` each pilot sets (its own name
 #: where not listed).
 PILOT_KNOBS = {"defer_repeat_energy": "defer_repeat", "train_episodes_own": "train_episodes"}
@@ -574,9 +572,9 @@ def workload_draw_sentence(shared: pd.DataFrame, own: pd.DataFrame) -> str:
     """The training-episodes pilot run twice on the same pilot seeds, its clones' workloads
     shared between neighbouring seeds (``shared``, :func:`clone_pilot_table` of
     ``train_episodes``) and each seed's own (``own``, of ``train_episodes_own``): per candidate
-    both ran, the mean tracking ratios over the (fleet size, seed) pairs both have side by side, and the largest move between them
-    (relative to the smaller) beside the pilots' tolerance, since a move larger than the
-    tolerance can change a rule's choice."""
+    both ran, the mean tracking ratios over the (fleet size, seed) pairs both have, side by
+    side, and the largest move between them (relative to the smaller) beside the pilots'
+    tolerance, since a move larger than the tolerance can change a rule's choice."""
     if len(shared) == 0 or len(own) == 0:
         return ""
     units = set(zip(shared["servers"], shared["seed"])) & set(zip(own["servers"], own["seed"]))

@@ -263,9 +263,15 @@ def criteria_table(root: Path) -> pd.DataFrame:
     from ilets.study.verify import recorded_table
 
     root = Path(root)
+    loaded: dict[Path, R.GridResults | None] = {}  # the full window is both judged and shown
+
+    def load(folder: Path) -> R.GridResults | None:
+        if folder not in loaded:
+            loaded[folder] = R.load_results(root / folder)
+        return loaded[folder]
 
     def results_of(folder: Path) -> pd.DataFrame | None:
-        results = R.load_results(root / folder)
+        results = load(folder)
         return None if results is None else R.results_table(results)
 
     bounds = {label: B.bound_table(t) if (t := results_of(folder)) is not None else pd.DataFrame(columns=["servers"])
@@ -275,7 +281,7 @@ def criteria_table(root: Path) -> pd.DataFrame:
     for family, folder in D.FAMILIES.items():
         drift = D.load_drift(root / folder)
         families[family] = (D.complete_factors(drift, root / folder) if len(drift) else [], drift)
-    paper = R.load_results(root / R.PAPER_SHIPPED)
+    paper = load(R.PAPER_SHIPPED)
     done, planned = R.cell_progress(paper) if paper is not None else (0, None)
     criteria = [envelope_status({label: results_of(folder) for label, folder in ENVELOPE_GRIDS.items()},
                                 {label: results_of(folder) for label, folder in ENVELOPE_CONTEXT.items()}),
