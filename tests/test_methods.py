@@ -115,6 +115,28 @@ def test_critic_pretraining_fits_expert_returns(tiny_config):
         assert th.equal(a, b)  # the cloned actor is untouched
 
 
+
+def test_critic_pretraining_in_chunks_trains_the_same_critic(tiny_config, monkeypatch):
+    """The MSE made a few decisions at a time measures the same critic (training never reads
+    it) and agrees with the one-pass MSE up to float32 rounding."""
+    from ilets.agents import oinpt
+
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
+    ocfg = dataclasses.replace(cfg.oinpt, critic_epochs=3)
+    outs, weights = [], []
+    for chunk in (oinpt.MSE_CHUNK, 7):
+        monkeypatch.setattr(oinpt, "MSE_CHUNK", chunk)
+        model = make_ppo(CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet), cfg.ppo, seed=0)
+        outs.append(pretrain_critic(model, demos, cfg.ppo.gamma, ocfg, seed=0))
+        weights.append([p.detach().clone() for p in model.policy.parameters()])
+    assert len(demos) > 7
+    for a, b in zip(*weights):
+        assert th.equal(a, b)
+    for key in ("critic_mse_before", "critic_mse_after"):
+        assert outs[1][key] == pytest.approx(outs[0][key], rel=1e-5)
+
 def test_demonstrations_are_cached_by_key(tiny_config, tmp_path):
     cfg = tiny_config
     wl, fleet = setup(cfg)
