@@ -36,6 +36,8 @@ LEVERS = ("none", "sleep")
 ENVELOPE_RUNS = ("joint", "per-event")
 #: The grid with one envelope run per event, beside :data:`SHIPPED` (the joint run).
 EACH_SHIPPED = Path("shipped") / "gridcommand-sleep-each"
+#: The same at the full online window (thermostat-firm and Lyapunov), beside :data:`PAPER_SHIPPED`.
+PAPER_EACH_SHIPPED = Path("shipped") / "gridcommand-paper-sleep-each"
 #: The grid with the batch class on top of the sleep lever, beside :data:`SHIPPED`, and the arms.
 BATCH_SHIPPED = Path("shipped") / "gridcommand-sleep-batch"
 BATCH_ARMS = ("sleep", "sleep + batch")

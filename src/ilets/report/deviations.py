@@ -517,10 +517,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "event that cannot move the power (an inner estimate: simple extremes that ignore deadlines); "
                   f"envelope_runs: {g.envelope_runs} (one run per direction serves all its events, so an event "
                   "starts in what the extreme left of the one before); per-event (opt-in, "
-                  "gridcommand-quick-sleep-each): a run per event with that event alone, stopped at its end, from "
-                  "the counterfactual's state; envelope_deadlines (opt-in, gridcommand-paper-sleep-deadlines): both "
-                  "extremes give way to a deadline they could keep, by the thermostat's rule, so the commands are "
-                  "sized to the reach within deadlines",
+                  "gridcommand-quick-sleep-each, gridcommand-paper-sleep-each): a run per event with that event "
+                  "alone, stopped at its end, from the counterfactual's state; envelope_deadlines (opt-in, "
+                  "gridcommand-paper-sleep-deadlines): both extremes give way to a deadline they could keep, by "
+                  "the thermostat's rule, so the commands are sized to the reach within deadlines",
                   "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin/envelope_runs/"
                   "envelope_deadlines",
                   kind=EXTENSION),
