@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -124,12 +125,15 @@ def test_critic_pretraining_in_chunks_trains_the_same_critic(tiny_config, monkey
     cfg = tiny_config
     wl, fleet = setup(cfg)
     demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
+    demos.obs.setflags(write=False)  # as a DAgger aggregate's are: read in place, without a warning
     ocfg = dataclasses.replace(cfg.oinpt, critic_epochs=3)
     outs, weights = [], []
     for chunk in (oinpt.MSE_CHUNK, 7):
         monkeypatch.setattr(oinpt, "MSE_CHUNK", chunk)
         model = make_ppo(CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet), cfg.ppo, seed=0)
-        outs.append(pretrain_critic(model, demos, cfg.ppo.gamma, ocfg, seed=0))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            outs.append(pretrain_critic(model, demos, cfg.ppo.gamma, ocfg, seed=0))
         weights.append([p.detach().clone() for p in model.policy.parameters()])
     assert len(demos) > 7
     for a, b in zip(*weights):

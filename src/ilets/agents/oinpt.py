@@ -390,7 +390,9 @@ def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig
     policy = model.policy
     params = critic_parameters(policy)
     opt = th.optim.Adam(params, lr=cfg.learning_rate)
-    obs = th.as_tensor(np.asarray(demos.obs))
+    with warnings.catch_warnings():  # a read-only aggregate is only read here: a view is safe
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        obs = th.as_tensor(np.asarray(demos.obs))
     target = th.as_tensor(discounted_returns(demos.rewards, gamma), dtype=th.float32)
     gen = th.Generator().manual_seed(seed)
 
