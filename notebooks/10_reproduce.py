@@ -133,6 +133,12 @@ Markdown(recorded.to_markdown(index=False))
 # before the pin, and reproduces only on such a host with `ILETS_NUMERICS=native` (a
 # folder's provenance note says which cells those are, if any).
 #
+# The cap does not reach across CPU vendors. Per-server grid-command cells computed on an
+# Intel Xeon did not reproduce on an AMD EPYC host in portable mode, where cells computed on
+# another AMD family did (checked 2026-12-06; the libraries may still pick their kernels or
+# their blocking by vendor). Every cell records its CPU, and `ilets verify` names a re-run on
+# the other vendor as such: such a re-run checks the cap, not the cell.
+#
 # How much do the kernels matter? {glue:md}`kernels_text`
 
 # %% tags=["remove-input"]

@@ -109,12 +109,25 @@ def test_numerics_sentence_groups_checks_by_kernels():
 def test_kernels_hint_names_the_kernels_of_cell_and_rerun(tmp_path):
     from ilets.study.verify import kernels_hint
 
-    for name, system in (("a", {"numerics": {"effective": "portable"}}), ("b", {})):
+    intel = {"numerics": {"effective": "portable"}, "cpu_model": "Intel(R) Xeon(R) Processor"}
+    for name, system in (("a", intel), ("b", {})):
         (tmp_path / "cells" / name).mkdir(parents=True)
         (tmp_path / "cells" / name / "system.json").write_text(json.dumps(system))
-    assert "not the CPU's kernels" in kernels_hint(tmp_path, "a", "portable")
+    assert "not the CPU's kernels" in kernels_hint(tmp_path, "a", "portable", cpu="Intel(R) Xeon(R) Gold")
+    assert "not the CPU's kernels" in kernels_hint(tmp_path, "a", "portable", cpu="")  # an unknown vendor: no claim
+    across = kernels_hint(tmp_path, "a", "portable", cpu="AMD EPYC")
+    assert "computed on an Intel CPU and re-run on an AMD one" in across and "re-run on an Intel host" in across
     assert "computed with portable kernels, re-run with native ones" in kernels_hint(tmp_path, "a", "native")
     assert "ILETS_NUMERICS=native" in kernels_hint(tmp_path, "b", "portable")
+
+
+def test_cpu_vendor_from_model_names():
+    from ilets.host import cpu_vendor
+
+    assert cpu_vendor("Intel(R) Xeon(R) Processor") == "Intel"
+    assert cpu_vendor("AMD EPYC") == "AMD"
+    assert cpu_vendor("AMD EPYC 9B14 96-Core Processor") == "AMD"
+    assert cpu_vendor("") == "" and cpu_vendor("Apple M2") == ""
 
 
 def test_kernel_effects_pairs_the_same_cells_computed_twice(tmp_path):

@@ -50,6 +50,11 @@ def cpu_id() -> str:
     return " ".join(f"{k.replace('cpu ', '')} {fields[k]}" for k in ("cpu family", "model", "stepping") if k in fields)
 
 
+def cpu_vendor(model: str) -> str:
+    """``"Intel"`` or ``"AMD"`` from a CPU model name (as :func:`cpu_model` gives it), else ``""``."""
+    return next((v for v in ("Intel", "AMD") if v.lower() in model.lower()), "")
+
+
 def machine_label(cpu: str, cores, cpu_ident: str = "") -> str:
     """A machine as results name it: ``"AMD EPYC (family 26 model 2 stepping 1) x 2 cores"``
     (without the parenthesis when ``cpu_ident`` is empty, as older records have it)."""

@@ -1,11 +1,15 @@
-"""Portable numerics: the same floating-point results on every x86-64 CPU with AVX2 and FMA.
+"""Portable numerics: the same floating-point results on x86-64 CPUs with AVX2 and FMA of one vendor.
 
 Why: numpy, OpenBLAS, PyTorch (ATen), MKL and oneDNN each pick their SIMD kernels at run
 time from the CPU. On a CPU with AVX-512 they choose other kernels than on an AVX2-only
 CPU, which sum in another order, so a learner's first update rounds differently and its
 whole trajectory drifts. The paper grid met this: DRL, DRL+ and ILETS cells computed on an
 AVX2 host did not reproduce on an AVX-512 host of the same model name (``"AMD EPYC"``);
-with the kernels capped at AVX2 by :data:`PORTABLE_ENV` they reproduced bit for bit.
+with the kernels capped at AVX2 by :data:`PORTABLE_ENV` they reproduced bit for bit. The cap
+does not reach across vendors: per-server grid-command cells computed on an Intel Xeon did not
+reproduce on an AMD EPYC, where cells computed on another AMD family did (checked 2026-12-06;
+the libraries may still choose their kernels or blocking by vendor). A verification therefore
+runs on the vendor that computed the cell (:func:`ilets.study.verify.kernels_hint` says so).
 
 ``import ilets`` calls :func:`pin` before anything imports numpy, so the ``ilets`` command,
 its grid workers (they inherit the environment) and scripts that import ``ilets`` first run

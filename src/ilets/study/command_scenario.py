@@ -572,11 +572,10 @@ class GridCommandScenario:
         diffs, added = compare_records(a, b, f"{Path(recorded).name} ")
         return diffs, added, float(b.get("wall_s", math.nan))
 
-    def cell_numerics(self, path: Path) -> str:
-        """The floating-point kernels the cell's record says it ran with."""
-        rec = _read_json(path) or {}
-        machine = rec.get("machine")
-        return recorded_mode(machine) if isinstance(machine, dict) and machine else NOT_RECORDED
+    def cell_system(self, path: Path) -> dict[str, Any]:
+        """The cell record's ``machine`` (``{}`` when absent or unreadable)."""
+        machine = (_read_json(path) or {}).get("machine")
+        return machine if isinstance(machine, dict) else {}
 
 
 def _read_json(path: Path) -> dict | None:

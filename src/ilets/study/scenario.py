@@ -155,8 +155,10 @@ class Scenario(Protocol[ProfileT, CellT]):
         has (recorded before it existed: not a difference), and the re-run's wall seconds."""
         ...
 
-    def cell_numerics(self, path: Path) -> str:
-        """The floating-point kernels a recorded cell ran with (:func:`ilets.numerics.recorded_mode`)."""
+    def cell_system(self, path: Path) -> dict[str, Any]:
+        """The machine record a recorded cell was computed on (its CPU model and the
+        floating-point kernels, :func:`ilets.numerics.recorded_mode`, among it); ``{}`` when
+        absent or unreadable."""
         ...
 
 
@@ -310,13 +312,13 @@ class CloudScenario:
         wall = json.loads((Path(rerun) / "metrics.json").read_text()).get("wall_s", float("nan"))
         return compare_folders(recorded, rerun), added_metrics(recorded, rerun), wall
 
-    def cell_numerics(self, path: Path) -> str:
-        """From the cell's ``system.json`` (:data:`ilets.numerics.NOT_RECORDED` when absent or unreadable)."""
+    def cell_system(self, path: Path) -> dict[str, Any]:
+        """The cell's ``system.json`` (``{}`` when absent or unreadable)."""
         try:
             system = json.loads((Path(path) / "system.json").read_text())
         except (OSError, ValueError):
             system = {}
-        return recorded_mode(system if isinstance(system, dict) else {})
+        return system if isinstance(system, dict) else {}
 
 
 def compute_record(system: Mapping[str, Any], metrics: Mapping[str, Any]) -> ComputeRecord:

@@ -38,7 +38,7 @@ from typing import Any
 
 import pandas as pd
 
-from ilets.numerics import NOT_RECORDED
+from ilets.numerics import NOT_RECORDED, recorded_mode
 # re-exported: the paper study's comparison of two cell folders lives with its scenario
 from ilets.study.scenario import HOST_KEYS, added_metrics  # noqa: F401
 from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, compare_folders, get_scenario
@@ -293,7 +293,7 @@ def recorded_table(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SC
                 f"No verification is recorded with these results ({path.name} is absent).")
     checks = _recorded_checks(path)
     table = pd.DataFrame([{"cell": c["cell"], "computed at": _cell_commit(folder, c["cell"], sc),
-                           "computed with": sc.cell_numerics(sc.cell_path(folder, c["cell"])),
+                           "computed with": recorded_mode(sc.cell_system(sc.cell_path(folder, c["cell"]))),
                            "checked at": str((c.get("code") or {}).get("commit"))[:12],
                            "checked on": f"{c.get('checked_utc')} UTC, {c.get('machine')}",
                            "checked with": c.get("numerics") or NOT_RECORDED,
@@ -334,12 +334,25 @@ def recorded_tables(folders: dict[str, tuple[Path, str]]) -> tuple[pd.DataFrame,
     return out, text
 
 
-def kernels_hint(folder: Path, cell: str, now: str, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> str:
-    """Why a re-run in ``now`` kernels (:func:`ilets.numerics.record`'s ``effective``) may
-    differ from ``cell`` of ``folder`` (of ``scenario``), judged from the kernels the cell recorded."""
+def kernels_hint(folder: Path, cell: str, now: str, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO,
+                 cpu: str | None = None) -> str:
+    """Why a re-run in ``now`` kernels (:func:`ilets.numerics.record`'s ``effective``) on
+    ``cpu`` (a CPU model name; this host's by default) may differ from ``cell`` of ``folder``
+    (of ``scenario``), judged from the kernels and the CPU the cell recorded.
+
+    The portable kernels make AMD hosts of two families and AVX2 and AVX-512 hosts agree, but
+    not CPUs of two vendors: per-server grid-command cells computed on an Intel Xeon did not
+    reproduce on an AMD EPYC (2026-12-06), where cells computed on another AMD family did."""
+    from ilets.host import cpu_model, cpu_vendor
+
     sc = get_scenario(scenario)
-    made = sc.cell_numerics(sc.cell_path(Path(folder), cell))
+    system = sc.cell_system(sc.cell_path(Path(folder), cell))
+    made = recorded_mode(system)
     if made == now:
+        was, here = cpu_vendor(system.get("cpu_model", "")), cpu_vendor(cpu_model() if cpu is None else cpu)
+        if was and here and was != here:
+            return (f"computed and re-run with {now} kernels, but computed on an {was} CPU and re-run on an {here} "
+                    f"one: the portable kernels do not make results agree across CPU vendors; re-run on an {was} host")
         return f"computed and re-run with {now} kernels: the difference is not the CPU's kernels"
     if made == NOT_RECORDED:
         return (f"the cell predates the kernels' record; re-run here with {now} kernels. A cell computed with an "
