@@ -236,12 +236,9 @@ reach = Z.reach_table(root / R.SHIPPED, root / Z.SHIPPED)
 glue("gc_sleep_said", Z.lever_sentence(lever, Z.band_bar(lever), reach), display=False)
 glue("gc_band_bar", f"{Z.BAND_BAR:.0%}", display=False)
 sensitivity = Z.sensitivity_tables(root)
-each_results = R.load_results(root / Z.EACH_SHIPPED)
-glue("gc_sleep_each_status", Markdown(R.status_sentence(each_results, root / Z.EACH_SHIPPED,
-                                                        "gridcommand-grid-sleep-each")), display=False)
-runs = Z.lever_table(Z.load_lever(root / Z.SHIPPED, root / Z.EACH_SHIPPED, Z.ENVELOPE_RUNS), arms=Z.ENVELOPE_RUNS)
-reach_each = Z.reach_table(root / Z.SHIPPED, root / Z.EACH_SHIPPED, Z.ENVELOPE_RUNS)
-glue("gc_sleep_each_said", Z.runs_sentence(Z.band_bar(runs, arms=Z.ENVELOPE_RUNS), reach_each), display=False)
+each_status, reach_each, each_said = Z.runs_comparison(root, Z.SHIPPED, Z.EACH_SHIPPED, "gridcommand-grid-sleep-each")
+glue("gc_sleep_each_status", Markdown(each_status), display=False)
+glue("gc_sleep_each_said", each_said, display=False)
 glue("gc_sleep_sensitivity_said", Z.sensitivity_sentences(sensitivity), display=False)
 paper_sleep = R.load_results(root / Z.PAPER_SHIPPED)
 paper_plain = R.load_results(root / Z.PAPER_WITHOUT)
@@ -253,14 +250,10 @@ lever_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_WITHOUT, root / Z.PAPER_
 reach_paper = Z.reach_table(root / Z.PAPER_WITHOUT, root / Z.PAPER_SHIPPED)
 glue("gc_sleep_paper_said", Z.lever_sentence(lever_paper, Z.band_bar(lever_paper), reach_paper), display=False)
 glue("gc_sleep_paper_bar", R.results_bar_sentence(paper_sleep), display=False)
-paper_each = R.load_results(root / Z.PAPER_EACH_SHIPPED)
-glue("gc_sleep_paper_each_status", Markdown(R.status_sentence(paper_each, root / Z.PAPER_EACH_SHIPPED,
-                                                              "gridcommand-grid-paper-sleep-each")), display=False)
-runs_paper = Z.lever_table(Z.load_lever(root / Z.PAPER_SHIPPED, root / Z.PAPER_EACH_SHIPPED, Z.ENVELOPE_RUNS),
-                           arms=Z.ENVELOPE_RUNS)
-reach_paper_each = Z.reach_table(root / Z.PAPER_SHIPPED, root / Z.PAPER_EACH_SHIPPED, Z.ENVELOPE_RUNS)
-glue("gc_sleep_paper_each_said", Z.runs_sentence(Z.band_bar(runs_paper, arms=Z.ENVELOPE_RUNS), reach_paper_each),
-     display=False)
+paper_each_status, reach_paper_each, paper_each_said = Z.runs_comparison(
+    root, Z.PAPER_SHIPPED, Z.PAPER_EACH_SHIPPED, "gridcommand-grid-paper-sleep-each")
+glue("gc_sleep_paper_each_status", Markdown(paper_each_status), display=False)
+glue("gc_sleep_paper_each_said", paper_each_said, display=False)
 deadline_results = R.load_results(root / Z.DEADLINES_SHIPPED)
 glue("gc_deadlines_status", Markdown(R.status_sentence(deadline_results, root / Z.DEADLINES_SHIPPED,
                                                        "gridcommand-grid-paper-sleep-deadlines")), display=False)

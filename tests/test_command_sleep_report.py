@@ -174,3 +174,15 @@ def test_the_deadlines_sentence_gives_each_experts_band_and_misses_with_both_env
     assert "in 2 of the 2 (regime, fleet size) pairs with commands sized within deadlines" in said
     assert "among the same experts: 0 of 2)" in said
     assert C.deadlines_sentence(table, bars.iloc[0:0], reach).endswith("keeps deadlines has not run.")
+
+
+def test_runs_comparison_reads_the_shipped_quick_grids_and_says_when_one_is_absent(tmp_path):
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    status, reach, said = C.runs_comparison(root, C.SHIPPED, C.EACH_SHIPPED, "gridcommand-grid-sleep-each")
+    assert "quick-scale" in status and set(reach["lever"]) == set(C.ENVELOPE_RUNS)
+    assert said.startswith("With one envelope run per event, the envelope kept")
+    status, reach, said = C.runs_comparison(tmp_path, C.SHIPPED, C.EACH_SHIPPED, "gridcommand-grid-sleep-each")
+    assert "run `ilets grid --scenario gridcommand --profile gridcommand-grid-sleep-each" in status
+    assert reach.empty and said.startswith("The grid with one envelope run per event is not")

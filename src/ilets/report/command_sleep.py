@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from ilets.report import stats as S
-from ilets.report.grid_command import BAND_BAR, LABELS, done_records, load_results
+from ilets.report.grid_command import BAND_BAR, LABELS, done_records, load_results, status_sentence
 
 #: Where the book reads the shipped grid with the sleep lever (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-sleep"
@@ -355,3 +355,16 @@ def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR
             f"in {n_each} of the {len(met[each])} (regime, fleet size) pairs (the joint run: {n_joint} of "
             f"{len(met[joint])}). Each run is scored against its own commands, which the two envelopes size "
             "differently.")
+
+
+
+def runs_comparison(root: Path, joint: Path, each: Path, profile: str) -> tuple[str, pd.DataFrame, str]:
+    """The grid with one envelope run per event (``each``, made by grid ``profile``) beside the
+    joint run's (``joint``), both under ``root``: its status sentence
+    (:func:`~ilets.report.grid_command.status_sentence`), the :func:`reach_table` of the two and
+    the :func:`runs_sentence` over the experts both have."""
+    root = Path(root)
+    status = status_sentence(load_results(root / each), root / each, profile)
+    runs = lever_table(load_lever(root / joint, root / each, ENVELOPE_RUNS), arms=ENVELOPE_RUNS)
+    reach = reach_table(root / joint, root / each, ENVELOPE_RUNS)
+    return status, reach, runs_sentence(band_bar(runs, arms=ENVELOPE_RUNS), reach)

@@ -57,8 +57,8 @@ FOLDER_FILES = ("profile.yaml", "profile.json", "grid.json", "VERIFY.json")
 
 def numerics_text(counts: dict) -> str:
     """The cells' floating-point kernels in words, from :func:`provenance`'s ``numerics``."""
-    meaning = {"portable": "reproducible on x86-64 CPUs with AVX2 of the vendor that computed them", "native": "the host's own kernels",
-               NOT_RECORDED: "computed before cells recorded it"}
+    meaning = {"portable": "reproducible on x86-64 CPUs with AVX2 of the vendor that computed them",
+               "native": "the host's own kernels", NOT_RECORDED: "computed before cells recorded it"}
     return "; ".join(f"{name} for {n:,} cells ({meaning.get(name, '')})" for name, n in counts.items())
 
 
