@@ -48,9 +48,12 @@ DRIFT_SEEDS = 10
 #: The grids the envelope criterion judges (label -> shipped folder): each scale with the levers
 #: it needs, the quick grid as it is and the full window with the sleep lever.
 ENVELOPE_GRIDS = {"quick scale": R.SHIPPED, "full window, sleep lever": Z.PAPER_SHIPPED}
-#: Grids the envelope criterion reports beside them without judging: the full window without
-#: the sleep lever, which its idle power leaves unable to follow most cuts (the sleep section).
-ENVELOPE_CONTEXT = {"full window without the sleep lever": R.PAPER_SHIPPED}
+#: Grids the envelope criterion reports beside them without judging: the full window with the
+#: lever and one envelope run per event (``envelope_runs: per-event``, an opt-in way of
+#: measuring the reach, which sizes other commands), and without the lever, which its idle
+#: power leaves unable to follow most cuts (the sleep section).
+ENVELOPE_CONTEXT = {"full window, sleep lever, one envelope run per event": Z.PAPER_EACH_SHIPPED,
+                    "full window without the sleep lever": R.PAPER_SHIPPED}
 #: The grids holding the hindsight rung beside every other rung (label -> shipped folder).
 BOUND_GRIDS = {"quick scale": B.SHIPPED, "full window": B.PAPER_SHIPPED}
 
