@@ -357,7 +357,6 @@ def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR
             "differently.")
 
 
-
 def runs_comparison(root: Path, joint: Path, each: Path, profile: str) -> tuple[str, pd.DataFrame, str]:
     """The grid with one envelope run per event (``each``, made by grid ``profile``) beside the
     joint run's (``joint``), both under ``root``: its status sentence
