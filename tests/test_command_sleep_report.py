@@ -132,6 +132,14 @@ def test_the_envelope_runs_sentence_reads_both_arms():
     assert "kept 11 down events and dropped 0" in said and "(the joint run: 8 kept, 3 dropped)" in said
     assert "in 2 of the 2 (regime, fleet size) pairs (the joint run: 0 of 2)" in said
     assert C.runs_sentence(bars.iloc[0:0], reach).startswith("The grid with one envelope run per event is not")
+    # the same comparison with unreachable events moved: the moved events are said
+    arms = C.REDRAW_ARMS
+    bars = C.band_bar(C.lever_table(C.lever_rows(_store(0.0), _store(0.3), arms), reps=200, arms=arms), arms=arms)
+    moved = reach.assign(lever=list(arms), redrawn=[0, 3], dropped=[3, 0])
+    said = C.runs_sentence(bars, moved, arms=arms)
+    assert said.startswith("With unreachable events moved to a new start, the envelope kept 11 down events, moved 3 "
+                           "events to a start they could be followed from and dropped 0 events as unreachable")
+    assert C.runs_sentence(bars.iloc[0:0], moved, arms=arms).startswith("The grid with unreachable events moved")
 
 
 def test_the_batch_sentence_sets_the_batch_class_beside_sleep_alone():

@@ -289,6 +289,10 @@ def test_envelope_sentence_counts_each_seeds_schedule_once(table):
     assert "shallow-long at 50 servers: 11 generated, 1 dropped as unreachable, 5 of the 10 kept made shallower" in text
     assert "deep-short at 200 servers: 11 generated, 1 dropped as unreachable, 10 of the 10 kept" in text
     assert "predate" in R.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})
+    assert (R.envelope_table(t)["redrawn"] == 0).all()  # results from before envelope_redraws moved nothing
+    moved = t.assign(events_redrawn=np.where(t["seed"] == 1, 1.0, np.nan))  # NaN: a cell without the knob
+    assert "shallow-long at 50 servers: 11 generated, 1 moved to a new start, 1 dropped" in R.envelope_sentence(
+        moved, {"train": "shallow-long", "eval": "deep-short"})
 
 
 def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):

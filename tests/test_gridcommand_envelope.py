@@ -251,3 +251,99 @@ def test_runs_that_build_no_observation_reach_as_far(fields):
     assert built and all(e.observing for e in built)
     assert [r.reachable_depth for r in env.envelope] == [f if c.depth_unit == "fraction" else w
                                                          for c, (f, w) in zip(env.schedule, found)]
+
+
+# --- unreachable events moved to a new start (envelope_redraws) ---------------------------------
+
+def _drawn(redraws: int, runs: str = "joint") -> GridCommandConfig:
+    """A generated episode small enough that the fleet cannot move some of its events at all."""
+    return GridCommandConfig(run=RUN, regime="shallow-long", slot_s=0.25, window_days=4, envelope_redraws=redraws,
+                             envelope_runs=runs).validate()
+
+
+def test_event_room_is_between_the_neighbours_and_their_gaps():
+    from ilets.gridcommand.command import event_room
+
+    sched = GridCommandEnv(config("off", DEEP_DOWN, UP)).schedule
+    lo, hi = event_room(sched, 0, 0.0, 100.0, 0.1)
+    assert lo == pytest.approx(0.1) and hi == pytest.approx(sched[1].start_s - 0.1 - sched[0].duration_s)
+    lo, hi = event_room(sched, 1, 0.0, 100.0, 0.1)
+    assert lo == pytest.approx(sched[0].end_s + 0.1) and hi == pytest.approx(100.0 - 0.1 - sched[1].duration_s)
+    lo, hi = event_room(sched, 1, 0.0, sched[1].end_s, 1.0)  # a gap it cannot keep: no room
+    assert lo > hi
+
+
+def _fake_measure(calls: list, before: float):
+    """A reach that is zero for any event starting before ``before`` and 0.1 elsewhere."""
+    def measure(schedule):
+        calls.append(len(schedule))
+        return [(0.0, 0.0) if c.start_s < before else (0.1, 10.0) for c in schedule]
+    return measure
+
+
+@pytest.mark.parametrize("runs, measured", [("joint", 2), ("per-event", 1)])
+def test_an_unreachable_event_moves_inside_its_room_until_it_reaches(runs, measured):
+    from ilets.gridcommand.command import CommandSchedule, event_room
+    from ilets.gridcommand.envelope import redraw_unreachable
+
+    sched = GridCommandEnv(config("off", DEEP_DOWN, UP)).schedule
+    reachable_from = sched[0].start_s + 0.1  # the down event has no reach where it starts
+    calls: list = []
+    measure = _fake_measure(calls, reachable_from)
+
+    def room(s, i):
+        return event_room(s, i, sched[0].start_s - 1.0, sched[1].end_s + 1.0, 0.0)
+
+    moved, found, moves = redraw_unreachable(sched, measure(sched), measure, room, 16, np.random.default_rng(0), runs)
+    assert moves[0] >= 1 and moves[1] == 0 and found[0][0] == 0.1
+    assert reachable_from <= moved[0].start_s <= room(sched, 0)[1] and moved[1] == sched[1]
+    assert dataclasses.replace(moved[0], start_s=sched[0].start_s) == sched[0]  # only when it happens moves
+    assert set(calls[1:]) == {measured}  # per-event: the moved event alone; joint: the whole schedule
+    again = redraw_unreachable(sched, measure(sched), measure, room, 16, np.random.default_rng(0), runs)
+    assert again[0] == moved and again[2] == moves  # the same stream, the same draws
+    # too few draws, or no room at all: the event keeps its start, for fit_schedule to drop
+    low = (sched[0].start_s - 1.0, reachable_from - 0.05)
+    kept, _, none = redraw_unreachable(sched, measure(sched), measure, lambda s, i: low, 16,
+                                       np.random.default_rng(0), runs)
+    assert kept == sched and none == [0, 0]
+    assert redraw_unreachable(sched, measure(sched), measure, lambda s, i: (5.0, 4.0), 16,
+                              np.random.default_rng(0), runs)[2] == [0, 0]
+    assert isinstance(moved, CommandSchedule)
+
+
+@pytest.mark.parametrize("runs", ["joint", "per-event"])
+def test_redraws_move_unreachable_events_and_the_metrics_count_them(runs):
+    plain, moved = GridCommandEnv(_drawn(0, runs)), GridCommandEnv(_drawn(8, runs))
+    dropped = sum(not r.kept for r in plain.envelope)
+    assert dropped > 0 and len(moved.envelope) == len(plain.envelope)  # the same events generated
+    assert sum(not r.kept for r in moved.envelope) < dropped
+    for r in moved.envelope:
+        assert (r.redraws > 0) <= (r.kept and r.reachable_depth >= MIN_DEPTH)
+    assert GridCommandEnv(_drawn(8, runs)).envelope == moved.envelope  # deterministic
+    out = evaluate(EarliestFinish(), _drawn(8, runs))
+    assert out["events_redrawn"] == sum(r.kept and r.redraws > 0 for r in moved.envelope) > 0
+    assert out["events_dropped"] == sum(not r.kept for r in moved.envelope)
+    assert "events_redrawn" not in evaluate(EarliestFinish(), _drawn(0, runs))  # records from before stay as they were
+    # events keep their order and the generator's gaps
+    starts = [c.start_s for c in moved.schedule]
+    assert starts == sorted(starts)
+    gap = moved.config.event_gap_s(*moved.window)
+    assert all(b.start_s - a.end_s >= gap - 1e-9 for a, b in zip(moved.schedule, list(moved.schedule)[1:]))
+
+
+def test_redraws_at_zero_leave_the_settings_digest_alone():
+    from ilets.gridcommand.config import settings_plain
+
+    assert "envelope_redraws" not in settings_plain(_drawn(0))
+    assert settings_plain(_drawn(8))["envelope_redraws"] == 8
+
+
+@pytest.mark.parametrize("kw, said", [({"envelope_redraws": -1}, "expected a whole number"),
+                                      ({"envelope_redraws": 2.5}, "expected a whole number"),
+                                      ({"envelope_redraws": True}, "expected a whole number"),
+                                      ({"envelope_redraws": 17}, "expected a whole number"),
+                                      ({"envelope_redraws": 4, "envelope": "record"}, "needs envelope: clip"),
+                                      ({"envelope_redraws": 4, "regime": "explicit"}, "a generated regime")])
+def test_redraws_are_checked(kw, said):
+    with pytest.raises(ConfigError, match=rf"gridcommand\.envelope_redraws: .*{said}"):
+        dataclasses.replace(config("clip"), **kw).validate()

@@ -58,6 +58,8 @@ DepthUnit = Literal["fraction", "watts"]
 #: second word of the generator's seed ("grid" in ASCII), so that a run seed gives commands
 #: independent of the workload drawn from the same seed [ours]
 _STREAM = 0x67726964
+#: third word of the stream that re-draws an unreachable event's start ("move" in ASCII)
+_REDRAW_STREAM = 0x6D6F7665
 DEPTH_UNITS = ("fraction", "watts")
 
 
@@ -406,7 +408,7 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
         raise CommandError(f"generate_schedule.days: expected a finite number of days > 0, got {days}")
     # a stream of its own: the workload draws from default_rng(seed) with the same run seed
     rng = np.random.default_rng([seed, _STREAM])
-    k = (window_end - window_start) / (PAPER_ONLINE_WINDOW_S * days)
+    k = time_factor(window_start, window_end, days)
     n = int(rng.poisson(regime.events_per_window * days))
     depth = rng.uniform(*regime.depth, n)
     duration = rng.uniform(*regime.duration_s, n) * k
@@ -431,6 +433,31 @@ def generate_schedule(regime: CommandRegime, window_start: float, window_end: fl
                                     band=regime.band))
         t += dur
     return CommandSchedule(tuple(commands)).validate(window_start, window_end)
+
+
+def time_factor(window_start: float, window_end: float, days: float = 1.0) -> float:
+    """What :func:`generate_schedule` multiplies a regime's times by to fit them to the window
+    (the regime is written for one paper window a day)."""
+    return (window_end - window_start) / (PAPER_ONLINE_WINDOW_S * days)
+
+
+def event_room(schedule: CommandSchedule, i: int, window_start: float, window_end: float,
+               gap_s: float) -> tuple[float, float]:
+    """The starts event ``i`` of ``schedule`` may move to and keep its place: at least
+    ``gap_s`` after the previous event's end (or the window's start) and ending at least
+    ``gap_s`` before the next event's start (or the window's end), as :func:`generate_schedule`
+    places it. ``lo > hi`` when it has no room to move."""
+    c = schedule[i]
+    lo = (schedule[i - 1].end_s if i > 0 else window_start) + gap_s
+    hi = (schedule[i + 1].start_s if i + 1 < len(schedule) else window_end) - gap_s - c.duration_s
+    return lo, hi
+
+
+def redraw_rng(seed: int) -> np.random.Generator:
+    """The stream the envelope draws a moved event's new start from
+    (:func:`ilets.gridcommand.envelope.redraw_unreachable`): the schedule's own seed, a third
+    word of its own, so the schedule's draws are those made without it [ours]."""
+    return np.random.default_rng([seed, _STREAM, _REDRAW_STREAM])
 
 
 #: The drift protocol's events per episode, and the chance of fewer that :func:`days_for_events`

@@ -28,7 +28,7 @@ from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig, che
 from ilets.config.run import drop_added_defaults
 from ilets.gridcommand.envelope import RUN_MODES
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
-                                       Direction, GridCommand, generate_schedule)
+                                       Direction, GridCommand, generate_schedule, time_factor)
 
 #: Regime names besides the built-in ones: no command at all, or the explicit ``commands`` list.
 NO_COMMAND, EXPLICIT = "none", "explicit"
@@ -36,6 +36,9 @@ NO_COMMAND, EXPLICIT = "none", "explicit"
 TRACKING_MODES = ("slot", "instant")
 #: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
 ENVELOPE_MODES = ("clip", "record", "off")
+#: Most draws ``envelope_redraws`` may ask for: each costs one or two more plays of the
+#: episode, and an event no draw in this many reaches has no moment to follow it [ours].
+MAX_REDRAWS = 16
 #: The file-name prefixes in ``ilets/configs`` of what is not a scenario profile: the grids
 #: (:mod:`ilets.gridcommand.experiment`) and the drift protocol (:mod:`ilets.study.command_drift`).
 NOT_SCENARIOS = ("gridcommand-grid-", "gridcommand-drift-")
@@ -82,7 +85,7 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head")
+                "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws")
 
 
 @dataclass(frozen=True)
@@ -153,6 +156,11 @@ class GridCommandConfig:
     #: flexibility a fleet could offer under its service levels; off: the levers' whole
     #: reach, deadlines ignored [ours]
     envelope_deadlines: bool = False
+    #: with ``envelope: clip``, an event the levers cannot move at all is moved to a new start
+    #: between its neighbours, drawn up to this many times, before it is dropped
+    #: (:func:`ilets.gridcommand.envelope.redraw_unreachable`): every generated event is then
+    #: followed where the episode has a moment that can follow it; 0: dropped as drawn [ours]
+    envelope_redraws: int = 0
     tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
     segment: str = "online"  #: the workload segment: "online" or "offline"
     #: show the drift-plus-penalty expert's two virtual queues (the tracking debt and the
@@ -326,6 +334,14 @@ class GridCommandConfig:
                     "observe_sleep"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
+        if isinstance(self.envelope_redraws, bool) or not isinstance(self.envelope_redraws, int) \
+                or not 0 <= self.envelope_redraws <= MAX_REDRAWS:
+            raise ConfigError(f"{where}.envelope_redraws: expected a whole number of draws in [0, {MAX_REDRAWS}], "
+                              f"got {self.envelope_redraws!r}")
+        if self.envelope_redraws and (self.envelope != "clip" or self.regime not in REGIMES):
+            raise ConfigError(f"{where}.envelope_redraws: moves generated events the envelope would drop, so it "
+                              f"needs envelope: clip and a generated regime, got envelope: {self.envelope} and "
+                              f"regime: {self.regime}")
         if self.envelope_deadlines and self.envelope == "off":
             raise ConfigError(f"{where}.envelope_deadlines: sizes the commands by the envelope's runs, so it "
                               f"needs envelope: clip or record, got envelope: off")
@@ -352,10 +368,22 @@ class GridCommandConfig:
             if self.regime == EXPLICIT:
                 sched = CommandSchedule(tuple(c.to_command(window_start) for c in self.commands))
                 return sched.validate(window_start, window_end, where=f"{where}")
-            seed = self.run.seed if self.command_seed < 0 else self.command_seed
-            return generate_schedule(REGIMES[self.regime], window_start, window_end, seed, self.window_days)
+            return generate_schedule(REGIMES[self.regime], window_start, window_end, self.schedule_seed,
+                                     self.window_days)
         except CommandError as err:
             raise ConfigError(f"{where}: {err}") from None
+
+    @property
+    def schedule_seed(self) -> int:
+        """The seed the generated schedule is drawn from: ``command_seed``, or the run's."""
+        return self.run.seed if self.command_seed < 0 else self.command_seed
+
+    def event_gap_s(self, window_start: float, window_end: float) -> float:
+        """The least time between two generated events in this window (the regime's
+        ``min_gap_s`` fitted to it as :func:`generate_schedule` fits it); 0 without a regime."""
+        if self.regime not in REGIMES:
+            return 0.0
+        return REGIMES[self.regime].min_gap_s * time_factor(window_start, window_end, self.window_days)
 
     def workload_of(self, run: RunConfig | None = None) -> WorkloadConfig:
         """The workload the episode meets: ``run``'s (default the config's) with its arrival

@@ -56,7 +56,8 @@ Observation
 Flexibility envelope (``envelope``, :mod:`ilets.gridcommand.envelope`)
     before the episode, two runs with the levers pushed to an extreme inside the events find
     how far each event can move the power; ``clip`` (the default) sizes each command to it,
-    ``record`` keeps the commands and records whether each fits (:attr:`GridCommandEnv.envelope`).
+    ``record`` keeps the commands and records whether each fits (:attr:`GridCommandEnv.envelope`);
+    ``envelope_redraws`` moves an event with no reach to a new start before dropping it.
 Baseline and target
     the counterfactual run (the plain scenario with ``reference``, by default
     Earliest-Finish, :func:`ilets.gridcommand.power.counterfactual`) gives the slot-average
@@ -78,6 +79,7 @@ No configuration (``GridCommandEnv()``, ``gym.make(GRID_ENV_ID)`` with no argume
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import math
 from pathlib import Path
@@ -89,10 +91,10 @@ from gymnasium import spaces
 from ilets.agents.observation import TABLE_LAYOUTS, FeatureBlock, ServerTable, StateSpec, layout_high, write_blocks
 from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
-from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.gridcommand.command import CommandSchedule, GridCommand, event_room, redraw_rng
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
 from ilets.gridcommand.features import CommandShape, EventTiming, SleepRows, grid_blocks
-from ilets.gridcommand.envelope import EventReach, cached_reach, fit_schedule, reach, reach_key
+from ilets.gridcommand.envelope import EventReach, cached_reach, fit_schedule, reach, reach_key, redraw_unreachable
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
@@ -245,7 +247,9 @@ class GridCommandEnv(SchedulingEnv):
         #: what the flexibility envelope found per event (empty with envelope: off)
         self.envelope: list[EventReach] = []
         if cfg.envelope != "off" and len(self.schedule):
-            bare = dataclasses.replace(cfg, run=run, envelope="off", envelope_deadlines=False, sleep_actions=False)
+            episode = dataclasses.replace(cfg, run=run)
+            bare = dataclasses.replace(episode, envelope="off", envelope_deadlines=False, envelope_redraws=0,
+                                       sleep_actions=False)
 
             def make_env(schedule: CommandSchedule) -> GridCommandEnv:
                 env = GridCommandEnv(bare, tasks=tasks, fleet=self.fleet, window=self.window, schedule=schedule,
@@ -253,19 +257,27 @@ class GridCommandEnv(SchedulingEnv):
                 env.observing = False  # the extremes and the reference read the env, not the observation
                 return env
 
-            def computed() -> list[tuple[float, float]]:
-                return reach(make_env, self.schedule, edges, self.baseline.power_w,
-                             make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
-                             cfg.envelope_deadlines)
+            def measured(schedule: CommandSchedule) -> list[tuple[float, float]]:
+                def computed() -> list[tuple[float, float]]:
+                    return reach(make_env, schedule, edges, self.baseline.power_w,
+                                 make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
+                                 cfg.envelope_deadlines)
 
-            if self.envelope_cache is None:
-                found = computed()
-            else:  # keyed by the episode's own configuration: the extremes read its envelope_runs
+                if self.envelope_cache is None:
+                    return computed()
+                # keyed by the episode's own configuration: the extremes read its envelope_runs
                 # and envelope_deadlines, which the bare one does not keep
-                key = reach_key(dataclasses.replace(cfg, run=run), tasks, self.fleet, self.window, self.schedule,
-                                edges, self.baseline.power_w)
-                found = cached_reach(self.envelope_cache, key, len(self.schedule), computed)
-            self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin)
+                key = reach_key(episode, tasks, self.fleet, self.window, schedule, edges, self.baseline.power_w)
+                return cached_reach(self.envelope_cache, key, len(schedule), computed)
+
+            found, moves = measured(self.schedule), None
+            if cfg.envelope_redraws:  # an unreachable event moved before it is dropped
+                room = functools.partial(event_room, window_start=w0, window_end=w1, gap_s=cfg.event_gap_s(w0, w1))
+                self.schedule, found, moves = redraw_unreachable(self.schedule, found, measured, room,
+                                                                 cfg.envelope_redraws,
+                                                                 redraw_rng(episode.schedule_seed), cfg.envelope_runs)
+            self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin,
+                                                        moves)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None
         if cfg.sleeps:

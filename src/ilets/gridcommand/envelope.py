@@ -28,7 +28,10 @@ sleeper waking at once; such an event's reach can come out at zero and the event
 has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fit_schedule`
 then sizes each command to the envelope (``envelope: clip``: depth at most
 ``envelope_margin`` times the reachable depth; an event with no reachable change is dropped)
-or leaves it and records whether it fits (``envelope: record``).
+or leaves it and records whether it fits (``envelope: record``). With ``envelope_redraws``
+(off by default) an event with no reachable change is first moved to a new start drawn
+between its neighbours, up to that many draws, and dropped only when none reaches
+(:func:`redraw_unreachable`).
 
 The extreme runs are two more plays of the episode, most of the time an expert's cell
 takes, and every method of a grid scores the same episodes: :func:`cached_reach` keeps each
@@ -58,7 +61,7 @@ from ilets.simulator.cloud import meets_deadline
 
 __all__ = ["REACH_CACHE_VERSION", "RUN_MODES", "EventReach", "cached_reach", "can_wait", "earliest_finish",
            "finish_times", "fit_schedule", "high_action", "keeping_deadline", "keeps_deadline", "low_action", "reach",
-           "reach_key"]
+           "reach_key", "redraw_unreachable"]
 
 #: below this reachable depth an event is dropped by ``envelope: clip`` (nothing to follow)
 MIN_DEPTH = 1e-3
@@ -75,6 +78,9 @@ class EventReach:
     depth: float  #: the depth the episode uses (clipped, or as requested)
     kept: bool  #: False: dropped, no reachable change
     feasible: bool  #: the depth used is within the reachable depth
+    #: the draw of a new start that gave the event a reach (:func:`redraw_unreachable`); 0: at
+    #: the start generated (or none of the draws reached)
+    redraws: int = 0
 
 
 def _marginal_energy(env: Any) -> np.ndarray:
@@ -300,17 +306,61 @@ def _event_reach(c: GridCommand, power: np.ndarray, edges: np.ndarray, baseline_
             max(0.0, float(change_w.min())))
 
 
+def redraw_unreachable(schedule: CommandSchedule, reachable: list[tuple[float, float]],
+                       measure: Callable[[CommandSchedule], list[tuple[float, float]]],
+                       room: Callable[[CommandSchedule, int], tuple[float, float]], tries: int,
+                       rng: np.random.Generator, runs: str = "joint",
+                       ) -> tuple[CommandSchedule, list[tuple[float, float]], list[int]]:
+    """Move each event the fleet cannot move at all (reach below :data:`MIN_DEPTH`) to a new
+    start instead of leaving :func:`fit_schedule` to drop it [ours]: up to ``tries`` starts
+    drawn uniformly from ``room(schedule, i)`` (between its neighbours, as the generator places
+    events: :func:`ilets.gridcommand.command.event_room`), the first at which the event has a
+    reach kept. Its depth, duration, notice and direction stay as drawn; only when it happens
+    moves. The schedule, its reach, and per event the draw that was kept (0: not moved).
+
+    Events are taken in time order. ``measure(schedule)`` is :func:`reach` of a whole
+    schedule. With ``runs: joint`` every draw is measured on the whole schedule, since a moved
+    event changes what the events after it inherit (not those before it: the runs up to its
+    new start are the same); the reach of the later events is then the one measured with it
+    moved. With ``per-event`` only the moved event is measured, alone, as :func:`reach` would.
+    An event with no draw that reaches keeps its start and is dropped as before.
+    """
+    if runs not in RUN_MODES:
+        raise ValueError(f"runs: expected one of {RUN_MODES}, got {runs!r}")
+    moves = [0] * len(schedule)
+    for i in range(len(schedule)):
+        if schedule[i].duration_s <= 0 or reachable[i][0] >= MIN_DEPTH:
+            continue
+        for draw in range(1, tries + 1):
+            lo, hi = room(schedule, i)
+            if hi < lo:  # no room between its neighbours
+                break
+            commands = list(schedule)
+            commands[i] = dataclasses.replace(commands[i], start_s=float(rng.uniform(lo, hi)))
+            moved = CommandSchedule(tuple(commands))
+            if runs == "joint":
+                found = measure(moved)
+            else:
+                found = list(reachable)
+                found[i] = measure(CommandSchedule((moved[i],)))[0]
+            if found[i][0] >= MIN_DEPTH:
+                schedule, reachable, moves[i] = moved, found, draw
+                break
+    return schedule, reachable, moves
+
+
 def fit_schedule(schedule: CommandSchedule, reachable: list[tuple[float, float]], mode: str,
-                 margin: float) -> tuple[CommandSchedule, list[EventReach]]:
+                 margin: float, moves: list[int] | None = None) -> tuple[CommandSchedule, list[EventReach]]:
     """The schedule the episode uses, and what the envelope found per event.
 
     ``clip``: each command's depth at most ``margin`` times its reach (in the command's own
     unit), an event that cannot move the power at all (less than :data:`MIN_DEPTH` of the
     baseline) dropped; ``record``: unchanged. Events without a duration are kept as they are.
+    ``moves``: per event, the draw :func:`redraw_unreachable` kept (recorded, default none).
     """
     kept: list[GridCommand] = []
     found: list[EventReach] = []
-    for c, (fraction, watts) in zip(schedule, reachable):
+    for c, (fraction, watts), moved in zip(schedule, reachable, moves or [0] * len(schedule)):
         if c.duration_s <= 0:
             kept.append(c)
             continue
@@ -318,9 +368,9 @@ def fit_schedule(schedule: CommandSchedule, reachable: list[tuple[float, float]]
         depth = c.depth
         if mode == "clip":
             if fraction < MIN_DEPTH:
-                found.append(EventReach(c.start_s, c.direction, c.depth, r, 0.0, False, False))
+                found.append(EventReach(c.start_s, c.direction, c.depth, r, 0.0, False, False, moved))
                 continue
             depth = min(c.depth, margin * r)
         kept.append(dataclasses.replace(c, depth=depth))
-        found.append(EventReach(c.start_s, c.direction, c.depth, r, depth, True, depth <= r))
+        found.append(EventReach(c.start_s, c.direction, c.depth, r, depth, True, depth <= r, moved))
     return CommandSchedule(tuple(kept)), found

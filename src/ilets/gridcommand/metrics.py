@@ -185,7 +185,8 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
 def envelope_summary(env: GridCommandEnv, per_event: list[dict[str, Any]]) -> dict[str, float]:
     """The flexibility envelope's record (:mod:`ilets.gridcommand.envelope`): each scored
     event's requested and reachable depth and whether its depth fits (added to ``per_event``,
-    in place), how many events were dropped as unreachable and how many made shallower, the
+    in place), how many events were dropped as unreachable and how many made shallower (and,
+    with ``envelope_redraws``, how many were moved to a start they could be followed from), the
     share of events that fit, and
     the tracking error over those that fit (duration-weighted). NaN with ``envelope: off``."""
     found = [r for r in env.envelope if r.kept]
@@ -195,13 +196,18 @@ def envelope_summary(env: GridCommandEnv, per_event: list[dict[str, Any]]) -> di
         return nan
     for row, r in zip(per_event, found):
         row.update(requested_depth=r.requested_depth, reachable_depth=r.reachable_depth, feasible=r.feasible)
+        if env.config.envelope_redraws:
+            row["redraws"] = r.redraws
     fits = [row for row in per_event if row.get("feasible")]
     weights = np.array([row["end_s"] - row["start_s"] for row in fits])
     errors = np.array([row["mae_rel"] for row in fits], dtype=float)
-    return {"events_dropped": float(sum(not r.kept for r in env.envelope)),
-            "events_clipped": float(sum(r.kept and r.depth < r.requested_depth for r in env.envelope)),
-            "feasible_share": float(np.mean([row.get("feasible", False) for row in per_event])) if per_event else math.nan,
-            "tracking_mae_rel_feasible": float(weights @ errors / weights.sum()) if len(fits) else math.nan}
+    out = {"events_dropped": float(sum(not r.kept for r in env.envelope)),
+           "events_clipped": float(sum(r.kept and r.depth < r.requested_depth for r in env.envelope)),
+           "feasible_share": float(np.mean([row.get("feasible", False) for row in per_event])) if per_event else math.nan,
+           "tracking_mae_rel_feasible": float(weights @ errors / weights.sum()) if len(fits) else math.nan}
+    if env.config.envelope_redraws:  # only then: the records made before the knob stay as they were
+        out["events_redrawn"] = float(sum(r.kept and r.redraws > 0 for r in env.envelope))
+    return out
 
 
 #: A grid policy: the observation and the environment in, an action out.

@@ -38,6 +38,12 @@ ENVELOPE_RUNS = ("joint", "per-event")
 EACH_SHIPPED = Path("shipped") / "gridcommand-sleep-each"
 #: The same at the full online window (thermostat-firm and Lyapunov), beside :data:`PAPER_SHIPPED`.
 PAPER_EACH_SHIPPED = Path("shipped") / "gridcommand-paper-sleep-each"
+#: The joint run with unreachable events moved to a new start (``envelope_redraws``), as arms,
+#: and its full-window grid (thermostat-firm and Lyapunov), beside :data:`PAPER_SHIPPED`.
+REDRAW_ARMS = ("joint", "re-drawn")
+PAPER_REDRAW_SHIPPED = Path("shipped") / "gridcommand-paper-sleep-redraw"
+#: What each second arm of :func:`runs_comparison` is, in a sentence's words.
+RUNS_WORDS = {"per-event": "With one envelope run per event", "re-drawn": "With unreachable events moved to a new start"}
 #: The grid with the batch class on top of the sleep lever, beside :data:`SHIPPED`, and the arms.
 BATCH_SHIPPED = Path("shipped") / "gridcommand-sleep-batch"
 BATCH_ARMS = ("sleep", "sleep + batch")
@@ -133,7 +139,8 @@ def reach_table(without: Path, with_lever: Path, arms: tuple[str, str] = LEVERS)
                     continue
                 seen.add(key)
                 drops.append({"lever": lever, "servers": r["servers"], "seed": r["seed"], "regime": key[2],
-                              "dropped": scores.get("events_dropped", 0.0)})
+                              "dropped": scores.get("events_dropped", 0.0),
+                              "redrawn": scores.get("events_redrawn", 0.0)})
                 rows += [{"lever": lever, "servers": r["servers"], "seed": r["seed"], "regime": key[2],
                           "reachable": e["reachable_depth"], "asked_w": e["requested_w"]}
                          for e in scores.get("per_event", []) if e["direction"] == "down" and "reachable_depth" in e]
@@ -142,20 +149,24 @@ def reach_table(without: Path, with_lever: Path, arms: tuple[str, str] = LEVERS)
     both = t[t["lever"] == arms[0]][keys].drop_duplicates().merge(t[t["lever"] == arms[1]][keys].drop_duplicates())
     t = t.merge(both, on=keys)  # the seeds both folders have, so the two means are over the same workloads
     if t.empty:
-        return pd.DataFrame(columns=["regime", "servers", "lever", "events", "dropped", "reachable", "asked_w"])
-    dropped = (pd.DataFrame(drops).merge(both, on=keys).groupby(["regime", "servers", "lever"])["dropped"].sum()
-               .astype(int))
+        return pd.DataFrame(columns=["regime", "servers", "lever", "events", "dropped", "redrawn", "reachable",
+                                     "asked_w"])
+    counts = (pd.DataFrame(drops).merge(both, on=keys).groupby(["regime", "servers", "lever"])[["dropped", "redrawn"]]
+              .sum().astype(int))
     out = (t.groupby(["regime", "servers", "lever"], sort=False)
            .agg(events=("reachable", "size"), reachable=("reachable", "mean"), asked_w=("asked_w", "mean"))
            .reset_index())
-    out.insert(4, "dropped", [int(dropped.get(k, 0)) for k in zip(out["regime"], out["servers"], out["lever"])])
+    at = list(zip(out["regime"], out["servers"], out["lever"]))
+    for place, col in ((4, "dropped"), (5, "redrawn")):
+        out.insert(place, col, [int(counts[col].get(k, 0)) for k in at])
     return out
 
 
 def reach_display(reach: pd.DataFrame) -> pd.DataFrame:
     """:func:`reach_table` for display."""
     return (reach.assign(reachable=reach["reachable"].map("{:.1%}".format), asked_w=reach["asked_w"].map("{:,.0f}".format))
-            .rename(columns={"events": "down events", "dropped": "events dropped", "reachable": "mean reachable depth",
+            .rename(columns={"events": "down events", "dropped": "events dropped", "redrawn": "events moved",
+                             "reachable": "mean reachable depth",
                              "asked_w": "mean change asked (W)"}))
 
 
@@ -334,22 +345,29 @@ def sensitivity_sentences(tables: pd.DataFrame, bar: float = BAND_BAR) -> str:
     return " ".join(sensitivity_sentence(g, bar, str(expert)) for expert, g in tables.groupby("expert", sort=False))
 
 
-def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR) -> str:
-    """What one envelope run per event changes against the joint run (both with the lever,
-    :data:`ENVELOPE_RUNS` as the arms of :func:`band_bar` and :func:`reach_table`): the events
-    generated and dropped, and in how many (regime, fleet size) pairs an expert reaches the
-    band on at least ``bar`` of the events."""
-    joint, each = ENVELOPE_RUNS
+def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR,
+                  arms: tuple[str, str] = ENVELOPE_RUNS) -> str:
+    """What another way of fitting the envelope (the second of ``arms``: one envelope run per
+    event, :data:`ENVELOPE_RUNS`, or unreachable events moved, :data:`REDRAW_ARMS`) changes
+    against the joint run (both with the lever, ``arms`` as the arms of :func:`band_bar` and
+    :func:`reach_table`): the events generated, moved and dropped, and in how many
+    (regime, fleet size) pairs an expert reaches the band on at least ``bar`` of the events."""
+    joint, each = arms
+    said = RUNS_WORDS[each]
     if len(bars) == 0 or each not in set(bars["lever"]):
-        return "The grid with one envelope run per event is not in this checkout."
-    lost = reach.groupby("lever")["dropped"].sum() if len(reach) else pd.Series(dtype=float)
-    kept = reach.groupby("lever")["events"].sum() if len(reach) else pd.Series(dtype=float)
-    met = {arm: bars[bars["lever"] == arm] for arm in ENVELOPE_RUNS}
+        return f"The grid {said[0].lower() + said[1:]} is not in this checkout."
+    counts = [c for c in ("dropped", "redrawn", "events") if c in reach]
+    sums = reach.groupby("lever")[counts].sum() if len(reach) else pd.DataFrame()
+    lost, moved, kept = ((sums[c] if c in sums else pd.Series(dtype=float)) for c in ("dropped", "redrawn", "events"))
+    met = {arm: bars[bars["lever"] == arm] for arm in arms}
     parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
              for r in met[each].to_dict("records")]
     n_each, n_joint = int(met[each]["meets"].sum()), int(met[joint]["meets"].sum())
-    return (f"With one envelope run per event, the envelope kept {int(kept.get(each, 0))} down events and dropped "
-            f"{int(lost.get(each, 0))} events as unreachable (the joint run: {int(kept.get(joint, 0))} kept, "
+    did = ([f"kept {int(kept.get(each, 0))} down events"]
+           + ([f"moved {int(moved.get(each, 0))} events to a start they could be followed from"]
+              if moved.get(each, 0) else [])
+           + [f"dropped {int(lost.get(each, 0))} events as unreachable"])
+    return (f"{said}, the envelope {', '.join(did[:-1])} and {did[-1]} (the joint run: {int(kept.get(joint, 0))} kept, "
             f"{int(lost.get(joint, 0))} dropped), on the same seeds. The expert whose events reach the band most "
             f"often then reaches it on {'; '.join(parts)}: an expert reaches the band on at least {bar:.0%} of events "
             f"in {n_each} of the {len(met[each])} (regime, fleet size) pairs (the joint run: {n_joint} of "
@@ -357,13 +375,15 @@ def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR
             "differently.")
 
 
-def runs_comparison(root: Path, joint: Path, each: Path, profile: str) -> tuple[str, pd.DataFrame, str]:
-    """The grid with one envelope run per event (``each``, made by grid ``profile``) beside the
-    joint run's (``joint``), both under ``root``: its status sentence
+def runs_comparison(root: Path, joint: Path, each: Path, profile: str,
+                    arms: tuple[str, str] = ENVELOPE_RUNS) -> tuple[str, pd.DataFrame, str]:
+    """The grid with another way of fitting the envelope (``each``, made by grid ``profile``:
+    one run per event, or with ``arms`` :data:`REDRAW_ARMS` unreachable events moved) beside
+    the joint run's (``joint``), both under ``root``: its status sentence
     (:func:`~ilets.report.grid_command.status_sentence`), the :func:`reach_table` of the two and
     the :func:`runs_sentence` over the experts both have."""
     root = Path(root)
     status = status_sentence(load_results(root / each), root / each, profile)
-    runs = lever_table(load_lever(root / joint, root / each, ENVELOPE_RUNS), arms=ENVELOPE_RUNS)
-    reach = reach_table(root / joint, root / each, ENVELOPE_RUNS)
-    return status, reach, runs_sentence(band_bar(runs, arms=ENVELOPE_RUNS), reach)
+    runs = lever_table(load_lever(root / joint, root / each, arms), arms=arms)
+    reach = reach_table(root / joint, root / each, arms)
+    return status, reach, runs_sentence(band_bar(runs, arms=arms), reach, arms=arms)

@@ -480,26 +480,29 @@ def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float =
 def envelope_table(table: pd.DataFrame) -> pd.DataFrame:
     """What the flexibility envelope did to the generated events, per regime role and fleet
     size, summed over the seeds: events generated, dropped as unreachable, and of those kept,
-    made shallower and left outside what the levers reached (``outside``, from the cells'
+    made shallower, moved to a new start (``redrawn``, ``envelope_redraws``; 0 without it) and
+    left outside what the levers reached (``outside``, from the cells'
     ``feasible_share``; NaN where not recorded). The schedule is the seed's, the same for every
     method, so it is read from one method's row per seed. Empty when the results predate the
     envelope."""
     keys = ["events", "events_dropped", "events_clipped"]
-    cols = ["role", "servers", "generated", "dropped", "clipped", "outside"]
+    cols = ["role", "servers", "generated", "dropped", "clipped", "redrawn", "outside"]
     if any(k not in table for k in keys) or table["events_dropped"].isna().all():
         return pd.DataFrame(columns=cols)
     share = "feasible_share" if "feasible_share" in table else None
+    moved = "events_redrawn" if "events_redrawn" in table else None
     rows = []
     for role in ("train", "eval"):
         for s, g in _role(table, role).groupby("servers"):
-            per_seed = g.groupby("seed")[keys + ([share] if share else [])].first()
+            per_seed = g.groupby("seed")[keys + [k for k in (share, moved) if k]].first()
             kept, dropped, clipped = (int(per_seed[k].sum()) for k in keys)
             # one seed with events and no recorded share leaves the count unknown, not zero
             known = share is not None and not (per_seed[share].isna() & (per_seed["events"] > 0)).any()
             outside = (float((per_seed["events"] * (1.0 - per_seed[share].fillna(1.0))).round().sum())
                        if known else np.nan)
+            redrawn = int(per_seed[moved].fillna(0.0).sum()) if moved else 0
             rows.append({"role": role, "servers": s, "generated": kept + dropped, "dropped": dropped,
-                         "clipped": clipped, "outside": outside})
+                         "clipped": clipped, "redrawn": redrawn, "outside": outside})
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -509,8 +512,9 @@ def envelope_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
     if len(events) == 0:
         return "These results predate the flexibility envelope: every command was scored as generated."
     parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers: {r['generated']} generated, "
-             f"{r['dropped']} dropped as unreachable, {r['clipped']} of the {r['generated'] - r['dropped']} kept made "
-             "shallower" for r in events.to_dict("records")]
+             + (f"{r['redrawn']} moved to a new start, " if r["redrawn"] else "")
+             + f"{r['dropped']} dropped as unreachable, {r['clipped']} of the {r['generated'] - r['dropped']} kept "
+             "made shallower" for r in events.to_dict("records")]
     outside = events["outside"]
     if outside.isna().any():
         fit = "Whether every kept event lies inside what the levers reached is not recorded for every seed."

@@ -69,7 +69,7 @@ COMMAND_METRICS = ("tracking_mae_rel", "tracking_mae_w", "in_band_fraction", "ti
                    "baseline_energy_kwh", "energy_shift_j", "energy_after_j", "avg_response_s", "deferrals",
                    "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s",
                    "time_to_band_median_s", "band_reached_share", "episode_reward", "events_dropped",
-                   "events_clipped", "feasible_share", "tracking_mae_rel_feasible")
+                   "events_clipped", "feasible_share", "tracking_mae_rel_feasible", "events_redrawn")
 #: The profile's keys a grid-command profile file must give: without them it would be the
 #: default grid (every method, 50 and 200 servers, seeds 0-4: the 90-cell quick grid).
 REQUIRED_KEYS = ("methods", "servers", "seeds", "scenario")
