@@ -254,6 +254,11 @@ paper_each_status, reach_paper_each, paper_each_said = Z.runs_comparison(
     root, Z.PAPER_SHIPPED, Z.PAPER_EACH_SHIPPED, "gridcommand-grid-paper-sleep-each")
 glue("gc_sleep_paper_each_status", Markdown(paper_each_status), display=False)
 glue("gc_sleep_paper_each_said", paper_each_said, display=False)
+paper_redraw_status, reach_paper_redraw, paper_redraw_said = Z.runs_comparison(
+    root, Z.PAPER_SHIPPED, Z.PAPER_REDRAW_SHIPPED, "gridcommand-grid-paper-sleep-redraw", arms=Z.REDRAW_ARMS)
+glue("gc_sleep_paper_redraw_status", Markdown(paper_redraw_status), display=False)
+glue("gc_sleep_paper_redraw_said", paper_redraw_said, display=False)
+glue("gc_redraws", str(load_gridcommand_config("paper-sleep-redraw").envelope_redraws), display=False)
 deadline_results = R.load_results(root / Z.DEADLINES_SHIPPED)
 glue("gc_deadlines_status", Markdown(R.status_sentence(deadline_results, root / Z.DEADLINES_SHIPPED,
                                                        "gridcommand-grid-paper-sleep-deadlines")), display=False)
@@ -572,6 +577,28 @@ plots.markdown_table(Z.reach_display(reach_paper_each), {},
 # %% [markdown]
 # *Table: the envelope's joint run beside one run per event at the full online window (down
 # events over the seeds both grids have; paper scale).*
+#
+# Either way of measuring drops an event whose moment the levers cannot move at all. The
+# generator can instead move such an event
+# (`envelope_redraws`, off by default): the joint run measures it, and an event with no reach
+# gets a new start drawn uniformly between its neighbours (its depth, duration, notice and
+# direction as drawn), up to {glue:text}`gc_redraws` draws, each measured by the same runs;
+# only an event that no draw can follow is dropped. This is the full-window grid the
+# envelope criterion judges (decided before it ran; scenario `gridcommand-paper-sleep-redraw`,
+# grid `gridcommand-grid-paper-sleep-redraw`, the same two experts).
+#
+# {glue:md}`gc_sleep_paper_redraw_status`
+#
+# {glue:text}`gc_sleep_paper_redraw_said`
+
+# %% tags=["remove-input"]
+plots.markdown_table(Z.reach_display(reach_paper_redraw), {},
+                     empty="The full-window grid with unreachable events moved has not run.")
+
+# %% [markdown]
+# *Table: the envelope's joint run with unreachable events dropped beside the same run with
+# them moved to a new start, at the full online window (down events over the seeds both grids
+# have; paper scale).*
 #
 # The envelope can instead measure the reach the levers have *within* deadlines
 # (`envelope_deadlines`): both extreme runs give way to a deadline they could keep, by the

@@ -520,9 +520,13 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "gridcommand-quick-sleep-each, gridcommand-paper-sleep-each): a run per event with that event "
                   "alone, stopped at its end, from the counterfactual's state; envelope_deadlines (opt-in, "
                   "gridcommand-paper-sleep-deadlines): both extremes give way to a deadline they could keep, by "
-                  "the thermostat's rule, so the commands are sized to the reach within deadlines",
+                  "the thermostat's rule, so the commands are sized to the reach within deadlines; "
+                  f"envelope_redraws: {g.envelope_redraws} (an event that cannot move the power is dropped as drawn); "
+                  "with N > 0 (opt-in, gridcommand-paper-sleep-redraw: 8) such an event is first moved to a new start "
+                  "drawn uniformly between its neighbours and their gaps (depth, duration, notice and direction as "
+                  "drawn), up to N draws measured by the same runs, and dropped only when none reaches",
                   "ilets.gridcommand.envelope, GridCommandConfig.envelope/envelope_margin/envelope_runs/"
-                  "envelope_deadlines",
+                  "envelope_deadlines/envelope_redraws",
                   kind=EXTENSION),
         Deviation("SLA penalty", _NO_PAPER, f"the grid-command profiles charge a task that will miss its deadline "
                   f"{load_gridcommand_config('quick').run.reward.deadline_penalty:g} more (reward.deadline_penalty; the plain "
