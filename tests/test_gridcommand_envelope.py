@@ -347,3 +347,12 @@ def test_redraws_at_zero_leave_the_settings_digest_alone():
 def test_redraws_are_checked(kw, said):
     with pytest.raises(ConfigError, match=rf"gridcommand\.envelope_redraws: .*{said}"):
         dataclasses.replace(config("clip"), **kw).validate()
+
+
+def test_the_reach_key_ignores_the_redraws_which_reach_never_reads(clipped):
+    from ilets.gridcommand.envelope import reach_key
+
+    env = clipped
+    args = (env.tasks, env.fleet, env.window, env.schedule, env.slot_edges, env.baseline.power_w)
+    cfg = _drawn(0)
+    assert reach_key(cfg, *args) == reach_key(dataclasses.replace(cfg, envelope_redraws=8), *args)

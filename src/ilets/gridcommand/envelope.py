@@ -242,8 +242,11 @@ def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], 
     """A hash of everything :func:`reach` reads for one episode (the cache key of
     :func:`cached_reach`): the configuration the extreme runs are built with (its run seed
     draws the reference's and the batch class's choices), the task table and fleet by
-    content, the window, the schedule, the slots and the baseline."""
-    blob = json.dumps([REACH_CACHE_VERSION, to_dict(config), [float(w) for w in window], to_dict(schedule),
+    content, the window, the schedule, the slots and the baseline. Not ``envelope_redraws``:
+    it chooses which schedules are measured, and :func:`reach` never reads it, so a key is
+    the one made before the field existed."""
+    plain = {k: v for k, v in to_dict(config).items() if k != "envelope_redraws"}
+    blob = json.dumps([REACH_CACHE_VERSION, plain, [float(w) for w in window], to_dict(schedule),
                        episode_digest(tasks, fleet), content_digest({"edges": edges, "baseline_w": baseline_w})],
                       sort_keys=True, default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
