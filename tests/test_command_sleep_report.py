@@ -125,9 +125,9 @@ def test_the_envelope_runs_sentence_reads_both_arms():
     bars = C.band_bar(table, arms=arms)
     assert set(bars["lever"]) == set(arms)
     reach = pd.DataFrame([{"regime": "deep-short", "servers": 50, "lever": "joint", "events": 8, "dropped": 3,
-                           "reachable": 0.06, "asked_w": 1.0},
+                           "redrawn": 0, "reachable": 0.06, "asked_w": 1.0},
                           {"regime": "deep-short", "servers": 50, "lever": "per-event", "events": 11, "dropped": 0,
-                           "reachable": 0.14, "asked_w": 1.0}])
+                           "redrawn": 0, "reachable": 0.14, "asked_w": 1.0}])
     said = C.runs_sentence(bars, reach)
     assert "kept 11 down events and dropped 0" in said and "(the joint run: 8 kept, 3 dropped)" in said
     assert "in 2 of the 2 (regime, fleet size) pairs (the joint run: 0 of 2)" in said

@@ -334,10 +334,10 @@ def redraw_unreachable(schedule: CommandSchedule, reachable: list[tuple[float, f
     for i in range(len(schedule)):
         if schedule[i].duration_s <= 0 or reachable[i][0] >= MIN_DEPTH:
             continue
+        lo, hi = room(schedule, i)  # the schedule changes only when a draw is kept
+        if hi < lo:  # no room between its neighbours
+            continue
         for draw in range(1, tries + 1):
-            lo, hi = room(schedule, i)
-            if hi < lo:  # no room between its neighbours
-                break
             commands = list(schedule)
             commands[i] = dataclasses.replace(commands[i], start_s=float(rng.uniform(lo, hi)))
             moved = CommandSchedule(tuple(commands))

@@ -356,9 +356,8 @@ def runs_sentence(bars: pd.DataFrame, reach: pd.DataFrame, bar: float = BAND_BAR
     said = RUNS_WORDS[each]
     if len(bars) == 0 or each not in set(bars["lever"]):
         return f"The grid {said[0].lower() + said[1:]} is not in this checkout."
-    counts = [c for c in ("dropped", "redrawn", "events") if c in reach]
-    sums = reach.groupby("lever")[counts].sum() if len(reach) else pd.DataFrame()
-    lost, moved, kept = ((sums[c] if c in sums else pd.Series(dtype=float)) for c in ("dropped", "redrawn", "events"))
+    sums = reach.groupby("lever")[["dropped", "redrawn", "events"]].sum()  # reach_table has them, empty or not
+    lost, moved, kept = sums["dropped"], sums["redrawn"], sums["events"]
     met = {arm: bars[bars["lever"] == arm] for arm in arms}
     parts = [f"{r['regime']} at {r['servers']} servers {r['share']:.0%} ({LABELS.get(r['best'], r['best'])})"
              for r in met[each].to_dict("records")]
