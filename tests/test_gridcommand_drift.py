@@ -354,3 +354,39 @@ def test_processes_split_a_family_by_seed_or_factor_and_bad_ones_are_named(tmp_p
     # shipping the whole family afterwards lists the seed and factor that ran and plans all
     info = CD.ship(out, tmp_path / "shipped", family)
     assert (info["cells"], info["planned_units"], info["grids"]) == (2, 8, ["band/shifted", "band/control"])
+
+
+def test_a_process_leaves_a_held_cell_for_last_and_goes_on_to_the_next_grids(tmp_path):
+    import threading
+    import time
+
+    from filelock import FileLock
+
+    from ilets.study.run import lock_path
+
+    path = tmp_path / "family.yaml"
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band, depth]\n"
+                    "methods: [rule]\ncontrols: [bc]\nservers: [5]\nseeds: [0]\n")
+    family, out = CD.load_family(path), tmp_path / "out"
+    last = out / "depth/control/cells/bc-M5-s0.json"  # the family's last grid
+    held, seen = threading.Event(), []
+
+    def other() -> None:  # another process on band's first cell, until this one has done the rest
+        with FileLock(str(lock_path(out / "band/shifted", "rule-M5-s0"))):
+            held.set()
+            for _ in range(600):
+                if last.is_file():
+                    break
+                time.sleep(0.1)
+            seen.append(last.is_file())
+
+    holder = threading.Thread(target=other)
+    holder.start()
+    held.wait(60)
+    summaries = CD.run(family, out, progress=False)
+    holder.join()
+    assert seen == [True]  # the last grid was done while the first grid's cell was still held
+    # ...and the held cell was computed afterwards, in the pass that waits (its lock let go)
+    assert (out / "band/shifted/cells/rule-M5-s0.json").stat().st_mtime >= last.stat().st_mtime
+    assert {g: (s["ran"], s["busy"]) for g, s in summaries.items()} == {
+        "band/shifted": (1, 0), "band/control": (1, 0), "depth/shifted": (1, 0), "depth/control": (1, 0)}

@@ -184,6 +184,49 @@ def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):
     assert {k: v for k, v in info2.items() if k != "clone_cached"} == pytest.approx(info1)
 
 
+def test_a_clone_another_process_is_making_is_waited_for_or_left_busy(tmp_path, scenario):
+    import threading
+
+    import torch as th
+    from filelock import FileLock
+
+    from ilets.files import HeldByAnother
+    from ilets.study.run import BUSY, RAN, run_claimed
+
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig()
+    path = tmp_path / f"clone-{P.clone_key(cfg, pipe, 0)}.pt"
+    fresh, _ = P.clone(cfg, pipe, 0)
+    held, finish = threading.Event(), threading.Event()
+
+    def other() -> None:  # another process making this clone: it holds the lock, writes, lets go
+        with FileLock(str(path) + ".lock"):
+            held.set()
+            finish.wait(60)
+            th.save({"state": fresh, "info_json": "{}"}, path)
+
+    maker = threading.Thread(target=other)
+    maker.start()
+    held.wait(60)
+    try:
+        with pytest.raises(HeldByAnother, match=f"{path.name}.lock: held by another process"):
+            P.cached_clone(cfg, pipe, 0, tmp_path, wait=False)
+        assert not path.exists()
+        # its cell is busy, not failed; asked to wait, a cell's compute waits itself, so the error is raised
+        make = lambda: P.cached_clone(cfg, pipe, 0, tmp_path, wait=False)  # noqa: E731
+        assert run_claimed(tmp_path / "grid", "bc-M6-s0", lambda: False, make, wait=False) == BUSY
+        with pytest.raises(HeldByAnother):
+            run_claimed(tmp_path / "grid", "bc-M6-s0", lambda: False, make, wait=True)
+        threading.Timer(0.5, finish.set).start()
+        # the waiting one reads the other's clone when it lets go, and does not make it again
+        waited, info = P.cached_clone(cfg, pipe, 0, tmp_path)
+    finally:
+        finish.set()
+        maker.join()
+    assert info == {"clone_cached": True} and all(th.equal(fresh[k], waited[k]) for k in fresh)
+    assert run_claimed(tmp_path / "grid", "bc-M6-s0", lambda: False, make, wait=False) == RAN
+
+
 class _Payload:
     """An object whose unpickling would run code: the cache must never unpickle it."""
 

@@ -16,6 +16,16 @@ import numpy as np
 PROVENANCE = "PROVENANCE.json"
 
 
+class HeldByAnother(RuntimeError):
+    """A shared input that another process is making now (a cached clone two cells of a grid
+    share): the cell that needs it is busy too, and is left to a later pass
+    (:func:`ilets.study.run.run_claimed`) instead of making the same input a second time."""
+
+    def __init__(self, lock: Path) -> None:
+        super().__init__(f"{lock}: held by another process")
+        self.lock = Path(lock)
+
+
 def content_digest(arrays: Mapping[str, np.ndarray | None]) -> str:
     """SHA-256 over every array's name, dtype, shape and bytes (a cache file's content digest)."""
     h = hashlib.sha256()

@@ -68,7 +68,7 @@ from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.config.run import drop_added_defaults
-from ilets.files import atomic_write
+from ilets.files import HeldByAnother, atomic_write
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
@@ -694,39 +694,57 @@ def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> 
 
 
 def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-                 cache_dir: Path | None = None) -> tuple[dict, dict]:
+                 cache_dir: Path | None = None, wait: bool = True) -> tuple[dict, dict]:
     """:func:`clone`, read from ``cache_dir`` when it holds this key, written there otherwise.
 
     ``bc``, ``bc+ppo`` and ``bc+ppo+oail`` of one (seed, fleet, training regime) share the
     same clone (cloning is deterministic from the seed: the cached state is the one a fresh
     clone makes, tested), so a grid computes it once [ours]. A damaged file is recomputed.
     The training episodes' envelopes are kept in ``cache_dir`` too (:func:`clone`).
+
+    The clone is made under a lock beside its file, so processes sharing ``cache_dir`` (two
+    grids on one folder, whose neighbouring cells ``bc`` and ``bc+ppo`` of a seed share a
+    clone) make it once: the second waits for it and reads it, or with ``wait=False`` raises
+    :class:`~ilets.files.HeldByAnother` at once (its cell is then busy, and taken up again
+    once the process has done the cells nobody holds).
     """
+    from filelock import FileLock, Timeout
+
     if cache_dir is None:
         return clone(train_cfg, pipe, seed)
     path = Path(cache_dir) / f"clone-{clone_key(train_cfg, pipe, seed)}.pt"
-    if path.is_file():
-        try:
-            # tensors and a JSON string only: torch's safe loader, no unpickling of code
-            saved = th.load(path, weights_only=True)
-            return saved["state"], {**json.loads(saved["info_json"]), "clone_cached": True}
-        except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
-            warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
-            path.unlink(missing_ok=True)
-    state, info = clone(train_cfg, pipe, seed, cache_dir)
-    atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
-    return state, info
+    lock = FileLock(str(path) + ".lock", timeout=-1 if wait else 0)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise HeldByAnother(Path(lock.lock_file)) from None
+    try:
+        if path.is_file():
+            try:
+                # tensors and a JSON string only: torch's safe loader, no unpickling of code
+                saved = th.load(path, weights_only=True)
+                return saved["state"], {**json.loads(saved["info_json"]), "clone_cached": True}
+            except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
+                warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
+                path.unlink(missing_ok=True)
+        state, info = clone(train_cfg, pipe, seed, cache_dir)
+        atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
+        return state, info
+    finally:
+        lock.release()
 
 
 def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, train_regime: str,
                eval_regimes: tuple[str, ...], pipe: PipelineConfig | None = None,
-               expert_kw: dict | None = None, cache_dir: Path | None = None) -> dict[str, Any]:
+               expert_kw: dict | None = None, cache_dir: Path | None = None, wait: bool = True) -> dict[str, Any]:
     """Make ``method`` under ``train_regime`` (the clone) and score it under each of ``eval_regimes``.
 
     Returns ``{"train": <what cloning and learning recorded>, "scores": {regime: <metrics>}}``;
     deterministic from ``seed`` (same seed, same numbers). ``cache_dir``: where clones are
-    shared between methods (:func:`cached_clone`), and every episode's envelope
-    (:class:`GridCommandEnv`'s ``envelope_cache``): the numbers are the same without it.
+    shared between methods (:func:`cached_clone`; ``wait=False``: raise
+    :class:`~ilets.files.HeldByAnother` when another process is making the clone), and every
+    episode's envelope (:class:`GridCommandEnv`'s ``envelope_cache``): the numbers are the
+    same without it.
     """
     check_method(method)
     pipe = (pipe or PipelineConfig()).validate()
@@ -736,7 +754,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     cloned = None
     if method.startswith("bc"):
         cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, servers, seed), pipe,
-                                    seed, cache_dir)
+                                    seed, cache_dir, wait)
     final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
     for regime in eval_regimes:
         cfg = evaluation_config(base, regime, servers, seed)

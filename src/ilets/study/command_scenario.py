@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ilets.config import ConfigError, from_dict, read_yaml, to_dict
-from ilets.files import atomic_write
+from ilets.files import HeldByAnother, atomic_write
 from ilets.host import ComputeRecord, machine_record, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
 
@@ -292,12 +292,13 @@ def _set_aside(path: Path, why: str, label: str) -> None:
     os.replace(path, dest)
 
 
-def cell_record(cell: CommandCell, cache_dir: Path | None = None) -> dict:
+def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = True) -> dict:
     """Compute one grid-command cell's record: its identity, the profile's scale and regimes,
     provenance (start, commit, machine), the digest of its settings, what training recorded,
     the scores per regime role (``train``, ``eval``) and the CPU and wall seconds (of this
     process: the pipeline runs in it). ``cache_dir`` holds the clones the ``bc`` methods of one
-    seed and fleet share."""
+    seed and fleet share (``wait=False``: :class:`~ilets.files.HeldByAnother` when another
+    process is making the one this cell needs)."""
     from ilets.gridcommand import pipeline
     from ilets.study.results import STATUS_DONE
 
@@ -312,7 +313,7 @@ def cell_record(cell: CommandCell, cache_dir: Path | None = None) -> dict:
                            "started_utc": started, **source_version(), "machine": machine_record(COMMAND_PACKAGES)}
     regimes = tuple(dict.fromkeys(profile.regimes.values()))
     result = pipeline.run_method(c.method, base, c.servers, c.seed, profile.train_regime, regimes,
-                                 profile.pipeline, profile.expert_options(c.method), cache_dir)
+                                 profile.pipeline, profile.expert_options(c.method), cache_dir, wait)
     rec.update(status=STATUS_DONE, train=result["train"],
                scores={role: result["scores"][r] for role, r in profile.regimes.items()})
     rec.update(cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - w0)
@@ -465,7 +466,9 @@ class GridCommandScenario:
                 _set_aside(path, why, label)
             c0, w0 = time.process_time(), time.perf_counter()
             try:
-                rec = cell_record(cell, Path(out) / "cache")
+                rec = cell_record(cell, Path(out) / "cache", wait)
+            except HeldByAnother:  # not a failure: the cell is busy (run_claimed)
+                raise
             except Exception as err:  # recorded as a failed attempt; the cell stays undone and is retried
                 run.record_failure(out, cell.name, {"method": cell.cell.method, "variant": "",
                                                     "servers": cell.cell.servers, "seed": cell.cell.seed},

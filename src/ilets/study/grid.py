@@ -134,12 +134,15 @@ def manifest_cell_count(out: Path) -> int | None:
 
 def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | None = None,
              progress: bool = True, slurm_partition: str | None = None,
-             scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, max_cells: int | None = None) -> dict:
+             scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, max_cells: int | None = None,
+             wait_busy: bool = True) -> dict:
     """Run the profile's cells not yet done; returns counts and compute totals.
 
     ``profile`` is a profile of ``scenario`` (:mod:`ilets.study.scenario`; the paper's study by
     default). ``max_cells`` computes at most that many of the cells not yet done (the rest
-    stay for the next start).
+    stay for the next start). ``wait_busy=False`` leaves the cells another process holds to
+    it instead of waiting for them (counted as ``busy``): a runner of several grids then goes
+    on to its next grid and comes back for them (:func:`ilets.study.command_drift.run`).
     """
     from tqdm import tqdm
 
@@ -178,10 +181,11 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
         # First pass: skip the cells another process holds; then wait for those (and
         # compute any whose holder failed or died), so the store below is complete.
         busy = _tally(run(todo, False), counts, bar, refresh_store, sc.cell_name)
-        if busy:
+        if busy and wait_busy:
             # messages to stderr: stdout carries the JSON summary alone (`ilets grid > summary.json`)
             bar.write(f"{len(busy)} cell(s) are being computed by another process; waiting for them", file=sys.stderr)
             _tally(run(busy, True), counts, bar, refresh_store, sc.cell_name)
+            busy = []
     finally:
         bar.close()
         # also after an interrupt: the store then lists every cell finished before it
@@ -189,6 +193,7 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     compute = compute_table(out, sc.compute_rows(out))
     return {"profile": profile.name, "scenario": sc.name, "cells": len(cells), "skipped_done": skipped,
             "ran": counts[RAN], "failed": counts["failed"], "done_elsewhere": counts["elsewhere"],
+            "busy": len(busy),
             "grid_wall_s": time.perf_counter() - t0,
             "cell_cpu_s_total": float(compute["cpu_s"].sum()) if len(compute) else 0.0,
             "store": {k: str(v) for k, v in store.items()}}

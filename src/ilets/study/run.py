@@ -325,10 +325,13 @@ def run_claimed(out: Path, name: str, done: Callable[[], bool], compute: Callabl
     ``done()`` says it is finished; the one locking discipline of every scenario's cells.
 
     Returns :data:`RAN`, :data:`DONE` or, only with ``wait=False``, :data:`BUSY` (another
-    process holds the lock). ``done()`` is asked again once the lock is held: the holder
-    before may have finished the cell.
+    process holds the lock, or ``compute()`` raised :class:`~ilets.files.HeldByAnother`: an
+    input the cell shares with another cell is being made by another process). ``done()`` is
+    asked again once the lock is held: the holder before may have finished the cell.
     """
     from filelock import FileLock, Timeout
+
+    from ilets.files import HeldByAnother
 
     if done():
         return DONE
@@ -341,7 +344,12 @@ def run_claimed(out: Path, name: str, done: Callable[[], bool], compute: Callabl
     try:
         if done():  # finished by the process that held the lock
             return DONE
-        compute()
+        try:
+            compute()
+        except HeldByAnother:
+            if wait:  # compute() waits itself when asked to: this is not expected, so not hidden
+                raise
+            return BUSY
         return RAN
     finally:
         lock.release()
