@@ -158,9 +158,9 @@ def _subset(option: str, text: str, allowed: tuple, family: str, cast: type = st
 
 def only_seeds(family: DriftFamily, seeds: str) -> DriftFamily:
     """``family`` with only ``seeds`` (``"0,2,4"``, a subset of its own): processes that each
-    run other seeds share one results folder, and each seed's clone is made once (a seed's
-    ``bc`` and ``bc+ppo`` cells share it, so splitting by seed, not by cell, keeps two
-    processes from cloning the same seed). Its grids keep the family's names, so shipping
+    run other seeds share one results folder (processes on the same seeds share it too: a
+    seed's clone, which its ``bc`` and ``bc+ppo`` cells share, is made under a lock, once,
+    :func:`ilets.gridcommand.pipeline.cached_clone`). Its grids keep the family's names, so shipping
     the family afterwards lists every seed's cells (:func:`ship`). Named ``ConfigError`` otherwise."""
     return replace(family, seeds=_subset("--seeds", seeds, family.seeds, family.name, int))
 
