@@ -344,7 +344,7 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
     class Stop(Exception):
         pass
 
-    def spy(train_cfg, pipe, seed, cache_dir=None):
+    def spy(train_cfg, pipe, seed, cache_dir=None, wait=True):
         asked.append(train_cfg)
         raise Stop
 
