@@ -390,3 +390,32 @@ def test_a_process_leaves_a_held_cell_for_last_and_goes_on_to_the_next_grids(tmp
     assert (out / "band/shifted/cells/rule-M5-s0.json").stat().st_mtime >= last.stat().st_mtime
     assert {g: (s["ran"], s["busy"]) for g, s in summaries.items()} == {
         "band/shifted": (1, 0), "band/control": (1, 0), "depth/shifted": (1, 0), "depth/control": (1, 0)}
+
+
+def test_adding_to_a_shipped_family_ships_whole_grids_and_keeps_the_rest_file_for_file(tmp_path, capsys):
+    path = tmp_path / "family.yaml"
+    path.write_text("name: tiny\nscale: smoke\nscenario: gridcommand-smoke\nfactors: [band, depth]\n"
+                    "methods: [rule]\ncontrols: [bc]\nservers: [5]\nseeds: [0, 1]\n")
+    family, dest = CD.load_family(path), tmp_path / "shipped"
+    first, later = tmp_path / "first", tmp_path / "later"
+    assert CD.main(["--family", str(path), "--out", str(first), "--factors", "band", "--quiet"]) == 0
+    CD.ship(first, dest, family, note="band")
+    (dest / "band/shifted/VERIFY.json").write_text("{}")  # a recorded re-run, added by hand after shipping
+    kept = {p.relative_to(dest): p.read_bytes() for p in (dest / "band").rglob("*") if p.is_file()}
+    # a later run: depth's shifted grid whole, its control part-way (one seed), and band part-way
+    assert CD.main(["--family", str(path), "--out", str(later), "--factors", "depth", "--quiet"]) == 0
+    assert CD.main(["--family", str(path), "--out", str(later), "--factors", "band", "--seeds", "1", "--quiet"]) == 0
+    (later / "depth/control/cells/bc-M5-s0.json").unlink()
+    info = CD.main(["--family", str(path), "--ship", str(later), "--to", str(dest), "--add", "--note", "more"])
+    assert info == 0 and "shipped 6 of 8 cells in 3 grids" in capsys.readouterr().out
+    provenance = json.loads((dest / "PROVENANCE.json").read_text())
+    assert provenance["grids"] == ["band/shifted", "band/control", "depth/shifted"] and provenance["note"] == "more"
+    assert {p.relative_to(dest): p.read_bytes() for p in (dest / "band").rglob("*") if p.is_file()} == kept
+    assert not (dest / "depth/control").exists()  # part-way: left for a later --add
+    # without --add the destination is replaced by what the run holds, part-way grids included
+    CD.ship(later, dest, family)
+    assert json.loads((dest / "PROVENANCE.json").read_text())["grids"] == [
+        "band/shifted", "band/control", "depth/shifted", "depth/control"]
+    assert not (dest / "band/shifted/VERIFY.json").exists()
+    assert CD.main(["--family", str(path), "--out", str(later), "--add"]) == 2
+    assert "--add: only with --ship" in capsys.readouterr().err

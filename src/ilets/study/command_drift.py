@@ -202,13 +202,18 @@ def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | 
     return summaries
 
 
-def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> dict:
+def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool = False) -> dict:
     """Ship every grid of ``family`` found under ``src`` to the same place under ``dest``
     (:func:`ilets.study.shipping.ship`: cells, store, profile and provenance each), then the
     family's own ``PROVENANCE.json`` over all their cells, with the cells it plans
     (``planned_units``) and the grids shipped. Each grid is claimed for the family's profile
     first, so runs of several family files that differ only in their seeds ship together.
-    ``dest`` is replaced as a whole."""
+    ``dest`` is replaced as a whole.
+
+    ``add=True`` adds to what ``dest`` already holds instead: only the grids ``src`` holds
+    whole (every cell done) are shipped, and every other grid of ``dest`` is kept as it is,
+    file for file (its own provenance and recorded re-runs included), so a family is shipped
+    factor by factor as its grids finish, with no part-way grid and no shipped grid rewritten."""
     import shutil
 
     from ilets.files import publish_folder
@@ -223,14 +228,19 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "") -> dict:
     tmp.mkdir(parents=True)
     grids, records = [], []
     for factor, kind, profile in family.grids():
-        folder = folder_of(src, factor, kind)
-        if (folder / "cells").is_dir():
+        folder, shipped = folder_of(src, factor, kind), folder_of(dest, factor, kind)
+        cells = sc.cells(profile)
+        if (folder / "cells").is_dir() and (not add or all(sc.is_done(c, folder) for c in cells)):
             # the family's whole grid: the store then lists every finished cell of it, whichever
             # run (a family file with some of the seeds, say) wrote the folder's manifest last
-            claim_folder(profile, folder, sc.cells(profile), sc)
+            claim_folder(profile, folder, cells, sc)
             ship_grid(folder, folder_of(tmp, factor, kind), note=f"{note} ({factor}, {kind})", scenario=sc)
-            grids.append(f"{factor}/{kind}")
-            records += sc.records(folder_of(tmp, factor, kind))
+        elif add and (shipped / "cells").is_dir():
+            shutil.copytree(shipped, folder_of(tmp, factor, kind))
+        else:
+            continue
+        grids.append(f"{factor}/{kind}")
+        records += sc.records(folder_of(tmp, factor, kind))
     if not grids:
         shutil.rmtree(tmp)
         raise ConfigError(f"{src}: no grid of the family {family.name!r} there (run it first)")
@@ -247,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ship", type=Path, metavar="FROM", help="ship the grids under FROM (with --to) instead")
     ap.add_argument("--to", type=Path, help="where --ship copies them")
     ap.add_argument("--note", default="", help="the provenance note of --ship")
+    ap.add_argument("--add", action="store_true", help="with --ship: ship only the grids FROM holds whole and "
+                                                       "keep every other grid --to holds as it is")
     ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
     ap.add_argument("--seeds", help="run only these of the family's seeds (0,2,4): processes with other seeds "
                                     "can share --out; ship once afterwards")
@@ -258,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         family = load_family(args.family)
+        if args.add and args.ship is None:
+            raise ConfigError("--add: only with --ship FROM --to DEST (it adds FROM's whole grids to DEST)")
         if args.ship is not None:
             if args.to is None:
                 raise ConfigError("--ship needs --to (where the shipped grids go)")
-            info = ship(args.ship, args.to, family, args.note)
+            info = ship(args.ship, args.to, family, args.note, add=args.add)
             print(f"shipped {info['cells']} of {info['planned_units']} cells in {len(info['grids'])} grids to "
                   f"{args.to} ({info['cpu_hours']:.2f} CPU-hours)")
             return 0
