@@ -389,7 +389,8 @@ def test_a_process_leaves_a_held_cell_for_last_and_goes_on_to_the_next_grids(tmp
     # ...and the held cell was computed afterwards, in the pass that waits (its lock let go)
     assert (out / "band/shifted/cells/rule-M5-s0.json").stat().st_mtime >= last.stat().st_mtime
     assert {g: (s["ran"], s["busy"]) for g, s in summaries.items()} == {
-        "band/shifted": (1, 0), "band/control": (1, 0), "depth/shifted": (1, 0), "depth/control": (1, 0)}
+        "band/shifted": (1, []), "band/control": (1, []), "depth/shifted": (1, []), "depth/control": (1, [])}
+    assert all(s["ran"] + s["skipped_done"] + s["done_elsewhere"] + s["failed"] == s["cells"] for s in summaries.values())
 
 
 def test_adding_to_a_shipped_family_ships_whole_grids_and_keeps_the_rest_file_for_file(tmp_path, capsys):
@@ -412,10 +413,19 @@ def test_adding_to_a_shipped_family_ships_whole_grids_and_keeps_the_rest_file_fo
     assert provenance["grids"] == ["band/shifted", "band/control", "depth/shifted"] and provenance["note"] == "more"
     assert {p.relative_to(dest): p.read_bytes() for p in (dest / "band").rglob("*") if p.is_file()} == kept
     assert not (dest / "depth/control").exists()  # part-way: left for a later --add
-    # without --add the destination is replaced by what the run holds, part-way grids included
-    CD.ship(later, dest, family)
+    # the same folder shipped again once it holds every grid whole: only the new grid is added
+    (dest / "depth/shifted/VERIFY.json").write_text("{}")
+    kept = {p.relative_to(dest): p.read_bytes() for p in dest.rglob("*") if p.is_file() and p.parent != dest}
+    assert CD.main(["--family", str(path), "--out", str(later), "--quiet"]) == 0
+    CD.ship(later, dest, family, note="all", add=True)
     assert json.loads((dest / "PROVENANCE.json").read_text())["grids"] == [
         "band/shifted", "band/control", "depth/shifted", "depth/control"]
+    now = {p.relative_to(dest): p.read_bytes() for p in dest.rglob("*") if p.is_file() and p.parent != dest}
+    assert {k: v for k, v in now.items() if k.parts[:2] != ("depth", "control")} == kept
+    # without --add the destination is replaced by what the run holds, part-way grids included
+    (later / "depth/control/cells/bc-M5-s0.json").unlink()
+    CD.ship(later, dest, family)
+    assert json.loads((dest / "PROVENANCE.json").read_text())["cells"] == 7
     assert not (dest / "band/shifted/VERIFY.json").exists()
     assert CD.main(["--family", str(path), "--out", str(later), "--add"]) == 2
     assert "--add: only with --ship" in capsys.readouterr().err

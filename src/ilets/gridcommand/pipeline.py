@@ -713,20 +713,31 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     if cache_dir is None:
         return clone(train_cfg, pipe, seed)
     path = Path(cache_dir) / f"clone-{clone_key(train_cfg, pipe, seed)}.pt"
+
+    def cached() -> tuple[dict, dict] | None:
+        if not path.is_file():
+            return None
+        try:
+            # tensors and a JSON string only: torch's safe loader, no unpickling of code
+            saved = th.load(path, weights_only=True)
+            return saved["state"], {**json.loads(saved["info_json"]), "clone_cached": True}
+        except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
+            warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
+            path.unlink(missing_ok=True)
+            return None
+
+    found = cached()  # a clone written whole (one rename) is read without the lock
+    if found is not None:
+        return found
     lock = FileLock(str(path) + ".lock", timeout=-1 if wait else 0)
     try:
         lock.acquire()
     except Timeout:
         raise HeldByAnother(Path(lock.lock_file)) from None
     try:
-        if path.is_file():
-            try:
-                # tensors and a JSON string only: torch's safe loader, no unpickling of code
-                saved = th.load(path, weights_only=True)
-                return saved["state"], {**json.loads(saved["info_json"]), "clone_cached": True}
-            except Exception as err:  # noqa: BLE001 -- a file cut short by a kill: make the clone again
-                warnings.warn(f"{path}: damaged clone cache ({type(err).__name__}); cloning again", stacklevel=2)
-                path.unlink(missing_ok=True)
+        found = cached()  # made by the process that held the lock
+        if found is not None:
+            return found
         state, info = clone(train_cfg, pipe, seed, cache_dir)
         atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
         return state, info

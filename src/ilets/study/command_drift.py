@@ -185,9 +185,9 @@ def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | 
     each grid waits at its own end, as a single grid does, so no grid computes more than that."""
     from ilets.study.grid import run_grid
 
-    def one(factor: str, kind: str, profile: Any, wait: bool) -> dict:
+    def one(factor: str, kind: str, profile: Any, wait: bool, only: list[str] | None = None) -> dict:
         return run_grid(profile, folder_of(out, factor, kind), workers=1, progress=progress, scenario="gridcommand",
-                        max_cells=max_cells, wait_busy=wait)
+                        max_cells=max_cells, wait_busy=wait, only=only)
 
     summaries = {}
     for factor, kind, profile in family.grids():
@@ -196,9 +196,13 @@ def run(family: DriftFamily, out: Path, progress: bool = True, max_cells: int | 
     for factor, kind, profile in family.grids():  # then the cells other processes held, waited for
         first = summaries[f"{factor}/{kind}"]
         if first["busy"]:
-            second = one(factor, kind, profile, wait=True)
-            summaries[f"{factor}/{kind}"] = {**second, "skipped_done": first["skipped_done"],
-                                             **{k: first[k] + second[k] for k in ("ran", "failed", "done_elsewhere")}}
+            second = one(factor, kind, profile, wait=True, only=first["busy"])
+            # a held cell its holder finished before this pass counts as done elsewhere
+            between = len(first["busy"]) - sum(second[k] for k in ("ran", "failed", "done_elsewhere"))
+            summaries[f"{factor}/{kind}"] = {
+                **second, "skipped_done": first["skipped_done"],
+                **{k: first[k] + second[k] for k in ("ran", "failed", "grid_wall_s")},
+                "done_elsewhere": first["done_elsewhere"] + second["done_elsewhere"] + between}
     return summaries
 
 
@@ -210,10 +214,12 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
     first, so runs of several family files that differ only in their seeds ship together.
     ``dest`` is replaced as a whole.
 
-    ``add=True`` adds to what ``dest`` already holds instead: only the grids ``src`` holds
-    whole (every cell done) are shipped, and every other grid of ``dest`` is kept as it is,
-    file for file (its own provenance and recorded re-runs included), so a family is shipped
-    factor by factor as its grids finish, with no part-way grid and no shipped grid rewritten."""
+    ``add=True`` adds to what ``dest`` already holds instead: a grid ``dest`` holds whole is
+    kept as it is, file for file (its own provenance and recorded re-runs included), whatever
+    ``src`` holds of it; any other grid is shipped only when ``src`` holds it whole (every cell
+    done), else ``dest``'s part-way copy, if any, is kept. So a family ships factor by factor as
+    its grids finish, from one results folder again and again, with no part-way grid added and
+    no shipped grid rewritten. Only the family's grids are kept: ``dest`` is still replaced."""
     import shutil
 
     from ilets.files import publish_folder
@@ -230,12 +236,15 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
     for factor, kind, profile in family.grids():
         folder, shipped = folder_of(src, factor, kind), folder_of(dest, factor, kind)
         cells = sc.cells(profile)
-        if (folder / "cells").is_dir() and (not add or all(sc.is_done(c, folder) for c in cells)):
+        held = len(sc.records(shipped)) if add and (shipped / "cells").is_dir() else None
+        if held == len(cells):  # shipped whole before: kept
+            shutil.copytree(shipped, folder_of(tmp, factor, kind))
+        elif (folder / "cells").is_dir() and (not add or all(sc.is_done(c, folder) for c in cells)):
             # the family's whole grid: the store then lists every finished cell of it, whichever
             # run (a family file with some of the seeds, say) wrote the folder's manifest last
             claim_folder(profile, folder, cells, sc)
             ship_grid(folder, folder_of(tmp, factor, kind), note=f"{note} ({factor}, {kind})", scenario=sc)
-        elif add and (shipped / "cells").is_dir():
+        elif held is not None:  # shipped part-way before, and not whole here either: kept
             shutil.copytree(shipped, folder_of(tmp, factor, kind))
         else:
             continue

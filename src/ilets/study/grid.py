@@ -45,7 +45,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from ilets.study.run import BUSY, RAN, atomic_json, cell_name
 from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, get_scenario
@@ -135,14 +135,15 @@ def manifest_cell_count(out: Path) -> int | None:
 def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | None = None,
              progress: bool = True, slurm_partition: str | None = None,
              scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, max_cells: int | None = None,
-             wait_busy: bool = True) -> dict:
+             wait_busy: bool = True, only: Collection[str] | None = None) -> dict:
     """Run the profile's cells not yet done; returns counts and compute totals.
 
     ``profile`` is a profile of ``scenario`` (:mod:`ilets.study.scenario`; the paper's study by
     default). ``max_cells`` computes at most that many of the cells not yet done (the rest
     stay for the next start). ``wait_busy=False`` leaves the cells another process holds to
-    it instead of waiting for them (counted as ``busy``): a runner of several grids then goes
-    on to its next grid and comes back for them (:func:`ilets.study.command_drift.run`).
+    it instead of waiting for them (named in ``busy``): a runner of several grids then goes
+    on to its next grid and comes back for them with ``only`` (these cell names alone;
+    :func:`ilets.study.command_drift.run`).
     """
     from tqdm import tqdm
 
@@ -162,6 +163,7 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     sc.prepare(out, cells)
     todo = [c for c in cells if not sc.is_done(c, out)]
     skipped = len(cells) - len(todo)
+    todo = todo if only is None else [c for c in todo if sc.cell_name(c) in only]
     todo = todo if max_cells is None else todo[:max_cells]
     counts = {RAN: 0, "failed": 0, "elsewhere": 0}
     bar = tqdm(total=len(cells), initial=skipped, desc=f"grid {profile.name}", unit="cell",
@@ -193,7 +195,7 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     compute = compute_table(out, sc.compute_rows(out))
     return {"profile": profile.name, "scenario": sc.name, "cells": len(cells), "skipped_done": skipped,
             "ran": counts[RAN], "failed": counts["failed"], "done_elsewhere": counts["elsewhere"],
-            "busy": len(busy),
+            "busy": [sc.cell_name(c) for c in busy],
             "grid_wall_s": time.perf_counter() - t0,
             "cell_cpu_s_total": float(compute["cpu_s"].sum()) if len(compute) else 0.0,
             "store": {k: str(v) for k, v in store.items()}}
