@@ -266,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ship", type=Path, metavar="FROM", help="ship the grids under FROM (with --to) instead")
     ap.add_argument("--to", type=Path, help="where --ship copies them")
     ap.add_argument("--note", default="", help="the provenance note of --ship")
-    ap.add_argument("--add", action="store_true", help="with --ship: ship only the grids FROM holds whole and "
-                                                       "keep every other grid --to holds as it is")
+    ap.add_argument("--add", action="store_true", help="with --ship: keep every grid --to holds whole as it is and "
+                                                       "add only the grids FROM holds whole")
     ap.add_argument("--max-cells", type=int, default=None, help="compute at most this many cells per grid")
     ap.add_argument("--seeds", help="run only these of the family's seeds (0,2,4): processes with other seeds "
                                     "can share --out; ship once afterwards")
