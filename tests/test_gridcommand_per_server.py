@@ -756,6 +756,28 @@ def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario
     assert any(not th.equal(first[k], plain[k]) for k in first)
 
 
+def test_a_clone_whose_observations_are_kept_in_a_file_is_the_clone_kept_in_memory(scenario, monkeypatch):
+    # the aggregate goes to a temporary file past a share of the host's memory: only where
+    # the values live may depend on the host, so the clone must be the same tensor for tensor
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    in_memory, info = P.clone(cfg, pipe, 0)
+    backed = []
+    real = P._Aggregate
+
+    def spy(capacity, memory_limit=None):
+        assert memory_limit == P.aggregate_memory_limit() > 0  # the pipeline passes the host's limit
+        backed.append(real(capacity, 0))
+        return backed[-1]
+
+    monkeypatch.setattr(P, "_Aggregate", spy)
+    in_file, info_file = P.clone(cfg, pipe, 0)
+    assert backed and backed[0].file_backed and isinstance(backed[0].view().obs, np.memmap)
+    assert all(th.equal(in_memory[k], in_file[k]) for k in in_memory)
+    same = {k for k in info if not k.endswith(("_s", "seconds"))}
+    assert {k: info[k] for k in same} == {k: info_file[k] for k in same}
+
+
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)

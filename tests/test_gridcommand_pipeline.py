@@ -308,3 +308,13 @@ def test_the_aggregate_holds_the_joined_decisions_in_order_and_grows_in_place():
     first = early.view()
     early.add(parts[1])
     assert np.array_equal(first.acts, [0, 1]) and len(early.view()) == 5
+    # kept in a file (its estimate past the memory limit): the same values, grown the same way
+    spilled = _Aggregate(capacity=3, memory_limit=0)
+    for p in parts:
+        spilled.add(p)
+    assert spilled.file_backed and isinstance(spilled.view().obs, np.memmap)
+    for name in ("obs", "acts", "masks", "rewards", "experts"):
+        assert np.array_equal(getattr(spilled.view(), name), getattr(joined, name)), name
+    roomy = _Aggregate(capacity=3, memory_limit=10**9)
+    roomy.add(parts[0])
+    assert not roomy.file_backed and not isinstance(roomy.view().obs, np.memmap)

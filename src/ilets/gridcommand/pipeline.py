@@ -50,6 +50,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import os
 import tempfile
 import time
 import warnings
@@ -367,19 +368,51 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     return demos, np.asarray(taken, np.int64)
 
 
+#: The share of this host's memory past which the aggregate's observations are kept in a
+#: temporary file rather than in memory (:class:`_Aggregate`).
+SPILL_SHARE = 0.5
+
+
+def aggregate_memory_limit() -> int:
+    """Bytes of observations an aggregate keeps in memory (:data:`SPILL_SHARE` of this host's
+    physical memory); larger ones go to a temporary file. Only where the values live depends on
+    the host, never the values, so a clone is the same either way (tested)."""
+    return int(SPILL_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+
+
+def _file_backed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """An array of ``shape`` held in an unnamed temporary file (in ``TMPDIR``) that the
+    operating system pages in and out: the file is unlinked at once, and its mapping keeps it
+    until the array is dropped, so a killed run leaves nothing behind."""
+    size = max(1, math.prod(shape) * np.dtype(dtype).itemsize)
+    with tempfile.TemporaryFile(prefix="ilets-aggregate-") as f:
+        f.truncate(size)  # sparse: disk is taken as rows are written
+        return np.memmap(f, dtype=dtype, mode="r+", shape=shape)
+
+
 class _Aggregate:
     """Labelled decisions in order, each array held once in a buffer that grows in place:
     the demonstrations of every training episode, then each DAgger round's states [ours].
     Why not ``np.concatenate``: joining the aggregate with a round's states holds the old
     aggregate, the round and the joined copy at once, about twice the aggregate at its
     largest, and with hundreds of training episodes that passes this machine's memory.
-    :meth:`view` returns views, so the arrays BC reads are the same values in the same order."""
+    :meth:`view` returns views, so the arrays BC reads are the same values in the same order.
+    Observations past ``memory_limit`` bytes (estimated from ``capacity``) are kept in a
+    temporary file (:func:`_file_backed`): 256 one-day episodes at 200 servers hold about
+    40 GB of them. BC reads them by the minibatch, so the page cache serves it."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, memory_limit: int | None = None) -> None:
         self._capacity = max(1, capacity)
+        self._memory_limit = memory_limit
         self._n = 0
         self._arrays: dict[str, np.ndarray] = {}
         self.seconds = 0.0
+        self.file_backed = False
+
+    def _empty(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        if name == "obs" and self.file_backed:
+            return _file_backed(shape, dtype)
+        return np.empty(shape, dtype)
 
     def __len__(self) -> int:
         return self._n
@@ -390,11 +423,16 @@ class _Aggregate:
                "experts": part.experts}
         end = self._n + len(part)
         if not self._arrays:
-            self._arrays = {k: np.empty((max(self._capacity, end), *a.shape[1:]), a.dtype) for k, a in new.items()}
+            rows = max(self._capacity, end)
+            row_bytes = math.prod(part.obs.shape[1:]) * part.obs.dtype.itemsize
+            self.file_backed = self._memory_limit is not None and rows * row_bytes > self._memory_limit
+            self._arrays = {k: self._empty(k, (rows, *a.shape[1:]), a.dtype) for k, a in new.items()}
         elif end > len(self._arrays["acts"]):  # past the estimate: grow (a copy, rare)
             size = max(end, 2 * len(self._arrays["acts"]))
-            self._arrays = {k: np.concatenate([a[:self._n], np.empty((size - self._n, *a.shape[1:]), a.dtype)])
-                            for k, a in self._arrays.items()}
+            grown = {k: self._empty(k, (size, *a.shape[1:]), a.dtype) for k, a in self._arrays.items()}
+            for k, a in self._arrays.items():
+                grown[k][:self._n] = a[:self._n]
+            self._arrays = grown
         for k, a in new.items():
             if a.dtype != self._arrays[k].dtype:  # e.g. a longer expert name: widen the column
                 self._arrays[k] = self._arrays[k].astype(np.result_type(self._arrays[k], a))
@@ -566,7 +604,8 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     first = demonstrate(env, pipe.teacher, pipe.demo_tasks)
     # room for the demonstrations and each DAgger round's states, about as many as the teacher's
-    aggregate = _Aggregate(len(first) * len(episodes) * (1 + pipe.dagger_rounds) * 11 // 10)
+    aggregate = _Aggregate(len(first) * len(episodes) * (1 + pipe.dagger_rounds) * 11 // 10,
+                           aggregate_memory_limit())
     aggregate.add(first)
     for k in range(1, len(episodes)):
         aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
