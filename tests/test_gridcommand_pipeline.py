@@ -4,6 +4,8 @@ itself runs through the study's runner: tests/test_scenario.py."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import yaml
@@ -318,3 +320,15 @@ def test_the_aggregate_holds_the_joined_decisions_in_order_and_grows_in_place():
     roomy = _Aggregate(capacity=3, memory_limit=10**9)
     roomy.add(parts[0])
     assert not roomy.file_backed and not isinstance(roomy.view().obs, np.memmap)
+
+
+def test_the_aggregates_memory_limit_is_half_the_memory_available_now(tmp_path):
+    from ilets.gridcommand.pipeline import SPILL_SHARE, aggregate_memory_limit
+
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   16000000 kB\n")
+    assert aggregate_memory_limit(meminfo) == int(SPILL_SHARE * 16_000_000 * 1024)
+    # no MemAvailable (or no file): the share of the physical memory
+    physical = int(SPILL_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    meminfo.write_text("MemTotal:       24000000 kB\n")
+    assert aggregate_memory_limit(meminfo) == physical == aggregate_memory_limit(tmp_path / "absent")

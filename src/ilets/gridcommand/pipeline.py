@@ -368,15 +368,22 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     return demos, np.asarray(taken, np.int64)
 
 
-#: The share of this host's memory past which the aggregate's observations are kept in a
-#: temporary file rather than in memory (:class:`_Aggregate`).
+#: The share of the memory this host has free, when a clone starts collecting, past which its
+#: aggregate's observations are kept in a temporary file rather than in memory (:class:`_Aggregate`).
 SPILL_SHARE = 0.5
 
 
-def aggregate_memory_limit() -> int:
-    """Bytes of observations an aggregate keeps in memory (:data:`SPILL_SHARE` of this host's
-    physical memory); larger ones go to a temporary file. Only where the values live depends on
-    the host, never the values, so a clone is the same either way (tested)."""
+def aggregate_memory_limit(meminfo: Path = Path("/proc/meminfo")) -> int:
+    """Bytes of observations an aggregate keeps in memory: :data:`SPILL_SHARE` of the memory
+    available now (``MemAvailable``; of the physical memory where the kernel does not say), so
+    that two clones made side by side do not both hold theirs. Only where the values live
+    depends on the host, never the values: a clone is the same either way (tested)."""
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(SPILL_SHARE * int(line.split()[1]) * 1024)
+    except OSError:
+        pass
     return int(SPILL_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
 
 
