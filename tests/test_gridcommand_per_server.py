@@ -779,6 +779,46 @@ def test_a_clone_whose_observations_are_kept_in_a_file_is_the_clone_kept_in_memo
     assert {k: info[k] for k in same} == {k: info_file[k] for k in same}
 
 
+def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(scenario, monkeypatch):
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    batch = cfg.run.oinpt.batch_size
+    one = P.PipelineConfig(clone_action="greedy", bc_epochs=3)
+    # one training episode, no DAgger: the meant steps are whole epochs, so the two budgets
+    # are one clone (imitation's minibatches come in the same order counted either way)
+    plain, plain_info = P.clone(cfg, one, 0)
+    exact, exact_info = P.clone(cfg, dataclasses.replace(one, bc_step_budget="exact"), 0)
+    assert all(th.equal(plain[k], exact[k]) for k in plain)
+    assert plain_info["bc_step_share"] == exact_info["bc_step_share"] == 1.0
+    one = dataclasses.replace(one, dagger_rounds=1)
+    # four episodes: whole epochs (rounded, at least one) take another share, recorded; exact
+    # takes the first episode's minibatches in each BC, counted at imitation's trainer
+    taken: list[tuple[int | None, int]] = []
+    real = P.behaviour_clone
+
+    def spy(model, demos, bc_cfg, seed, **kw):
+        taken.append((kw.get("batches"), bc_cfg.bc_epochs))
+        return real(model, demos, bc_cfg, seed, **kw)
+
+    monkeypatch.setattr(P, "behaviour_clone", spy)
+    four = dataclasses.replace(one, train_episodes=4, train_episode_stride=4)
+    first = len(P.demonstrate(GridCommandEnv(cfg), "lyapunov"))
+    meant = 3 * (first // batch)
+    _, whole = P.clone(cfg, four, 0)
+    assert [b for b, _ in taken] == [None, None]  # epochs, as the designs ran
+    shown = whole["demo_decisions"]
+    assert whole["bc_step_share"] == taken[0][1] * (shown // batch) / meant
+    assert whole["bc_step_share[0]"] == taken[1][1] * ((shown + whole["dagger_states"]) // batch) / meant
+    taken.clear()
+    _, info = P.clone(cfg, dataclasses.replace(four, bc_step_budget="exact"), 0)
+    assert [b for b, _ in taken] == [meant, meant]
+    assert info["bc_step_share"] == info["bc_step_share[0]"] == 1.0
+    with pytest.raises(ConfigError, match=r"pipeline.bc_step_budget: expected one of \('whole_epochs', 'exact'\)"):
+        P.PipelineConfig(bc_step_budget="steps").validate()
+    # the default is left out of a settings digest: what was computed before it keeps its key
+    assert "bc_step_budget" not in one.plain() and four.plain() != dataclasses.replace(
+        four, bc_step_budget="exact").plain()
+
+
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)

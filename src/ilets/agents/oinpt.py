@@ -236,16 +236,18 @@ def to_transitions(demos: Demonstrations):
 
 def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
                     repeat: dict[int, int] | None = None, rows: np.ndarray | None = None,
-                    report: bool = True) -> dict[str, float]:
+                    report: bool = True, batches: int | None = None) -> dict[str, float]:
     """Train ``model.policy`` in place by BC on ``demos``; returns accuracy before/after.
     ``repeat``: action -> how many times each decision with that label is shown to BC, and
     ``rows``: how many times each decision is shown, on top (:func:`with_repeats`); agreement
     is measured on ``demos`` as demonstrated. ``report``: with it, the returned numbers also
     hold :func:`cloning_report`'s, which scores every decision in one forward pass (about five
     times the observations' memory with the per-server policy), so a caller that records
-    none of them, over hundreds of thousands of decisions, leaves it out."""
+    none of them, over hundreds of thousands of decisions, leaves it out. ``batches``: BC
+    takes this many minibatches (imitation's ``n_batches``, passing through the data as often
+    as it takes) instead of ``cfg.bc_epochs`` passes."""
     with unchecked_distributions():
-        return _behaviour_clone(model, demos, cfg, seed, repeat or {}, rows, report)
+        return _behaviour_clone(model, demos, cfg, seed, repeat or {}, rows, report, batches)
 
 
 def with_repeats(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray | None = None) -> Demonstrations:
@@ -253,13 +255,7 @@ def with_repeats(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray
     decision order), times ``rows[i]`` for decision ``i`` when given: a weight for a rare label
     or a rare kind of state, for a BC that takes no sample weights (repeating a sample weighs
     its loss the same in expectation). No repeats: ``demos``."""
-    times = np.ones(len(demos), dtype=np.int64)
-    for action, n in repeat.items():
-        times[demos.acts == action] = n
-    if rows is not None:
-        if len(rows) != len(demos):
-            raise ValueError(f"with_repeats: rows has {len(rows)} entries for {len(demos)} decisions")
-        times *= np.asarray(rows, np.int64)
+    times = repeat_times(demos, repeat, rows)
     if (times == 1).all():
         return demos
     idx = np.repeat(np.arange(len(demos)), times)
@@ -267,6 +263,20 @@ def with_repeats(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray
                                rewards=demos.rewards[idx], experts=demos.experts[idx],
                                action_costs=None if demos.action_costs is None else demos.action_costs[idx],
                                heldout=demos.heldout)
+
+
+def repeat_times(demos: Demonstrations, repeat: dict[int, int], rows: np.ndarray | None = None) -> np.ndarray:
+    """How many times :func:`with_repeats` shows each decision of ``demos`` (int64, one per
+    decision): ``repeat[a]`` for a decision labelled ``a`` (1 for other labels), times
+    ``rows[i]`` when given."""
+    times = np.ones(len(demos), dtype=np.int64)
+    for action, n in repeat.items():
+        times[demos.acts == action] = n
+    if rows is not None:
+        if len(rows) != len(demos):
+            raise ValueError(f"with_repeats: rows has {len(rows)} entries for {len(demos)} decisions")
+        times *= np.asarray(rows, np.int64)
+    return times
 
 
 def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[Demonstrations, float]:
@@ -286,7 +296,7 @@ def with_label_noise(demos: Demonstrations, share: float, seed: int) -> tuple[De
 
 def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
                      repeat: dict[int, int], rows: np.ndarray | None = None,
-                     report: bool = True) -> dict[str, float]:
+                     report: bool = True, batches: int | None = None) -> dict[str, float]:
     """BC on ``demos`` (with :func:`with_label_noise` when ``cfg.label_noise`` is set, then
     :func:`with_repeats`); the agreement and (``report``) the cloning report are measured
     against the expert's own labels, each decision once."""
@@ -304,7 +314,10 @@ def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
     )
     with warnings.catch_warnings():  # imitation's logger converts loss tensors that need grad
         warnings.filterwarnings("ignore", message=".*requires_grad.*")
-        trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
+        if batches is None:
+            trainer.train(n_epochs=cfg.bc_epochs, progress_bar=False, log_interval=10**9)
+        else:
+            trainer.train(n_batches=batches, progress_bar=False, log_interval=10**9)
     noise = {"bc_labels_changed": changed} if cfg.label_noise else {}
     return {"bc_agreement_before": before, "bc_agreement_after": action_agreement(model.policy, demos),
             **(cloning_report(model.policy, demos) if report else {}), **noise}

@@ -63,7 +63,7 @@ import numpy as np
 import torch as th
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
-from ilets.agents.oinpt import Demonstrations, behaviour_clone, greedy_agreement, pretrain_critic
+from ilets.agents.oinpt import Demonstrations, behaviour_clone, greedy_agreement, pretrain_critic, repeat_times
 from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
@@ -96,9 +96,13 @@ CLONE_CACHE_VERSION = 2
 
 #: How the frozen clone acts when scored (:attr:`PipelineConfig.clone_action`).
 CLONE_ACTIONS = ("sampled", "greedy")
+#: How BC's gradient steps are counted when a clone learns from more than its training
+#: episode (:attr:`PipelineConfig.bc_step_budget`).
+BC_STEP_BUDGETS = ("whole_epochs", "exact")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
 PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
-                         "sleep_repeat", "train_episodes", "train_episode_stride", "train_days")
+                         "sleep_repeat", "train_episodes", "train_episode_stride", "train_days",
+                         "bc_step_budget")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -180,6 +184,16 @@ class PipelineConfig:
     #: episodes keep the scenario's window. A clone of fourteen-day episodes can so learn from
     #: the one-day episodes of the clone that met the bar
     train_days: float = 0.0
+    #: how BC's gradient steps are counted [ours]. Every BC (the first and each DAgger
+    #: round's) is meant to take the steps BC takes on the first training episode alone:
+    #: ``bc_epochs`` passes over its decisions. ``whole_epochs`` (the designs as run) scales the
+    #: epochs to the data BC is shown and rounds them to whole epochs, at least one; past
+    #: about ``bc_epochs`` training episodes that floor gives more steps than meant (256
+    #: episodes at 300 epochs: 0.85 times the steps in the first BC, 1.7 times in a DAgger
+    #: round over twice the data). ``exact`` takes ``bc_epochs`` x the first episode's decisions
+    #: / the batch size minibatches in every BC, whatever the data. Each clone records the
+    #: share it took (``bc_step_share``, :func:`clone`)
+    bc_step_budget: str = "whole_epochs"
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -197,6 +211,9 @@ class PipelineConfig:
             raise ConfigError(f"{where}.weight: expected a number > 0, got {self.weight}")
         if self.clone_action not in CLONE_ACTIONS:
             raise ConfigError(f"{where}.clone_action: expected one of {CLONE_ACTIONS}, got {self.clone_action!r}")
+        if self.bc_step_budget not in BC_STEP_BUDGETS:
+            raise ConfigError(f"{where}.bc_step_budget: expected one of {BC_STEP_BUDGETS}, "
+                              f"got {self.bc_step_budget!r}")
         if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
             raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
                               f"got {self.defer_repeat!r}")
@@ -623,15 +640,29 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     # the teacher's demonstrations take wall seconds (``Demonstrations.seconds``, as in the
     # cloud study): named for what they are (cells computed before this name call it ``demo_cpu_s``)
     info: dict[str, Any] = {"demo_decisions": len(demos), "demo_wall_s": demos.seconds}
+    # the minibatches BC takes on the first episode alone: what every BC is meant to take
+    meant = oinpt.bc_epochs * (len(first) // oinpt.batch_size)
+    exact = max(1, meant) if pipe.bc_step_budget == "exact" else None
     if len(episodes) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
         oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(first) / len(demos))))
         info["train_episodes"] = len(episodes)
     del first  # the aggregate's copy is what BC reads
     repeat = label_repeats(env, pipe)
+
+    def bc_config(data: Demonstrations, cfg: OINPTConfig, rows: np.ndarray | None, key: str) -> OINPTConfig:
+        # BC's own epochs for ``data`` (``event_epochs``), and the share of the meant steps
+        # they take, recorded (under ``exact``, the meant steps themselves)
+        cfg = event_epochs(cfg, rows)
+        took = exact if exact is not None else cfg.bc_epochs * (
+            int(repeat_times(data, repeat, rows).sum()) // cfg.batch_size)
+        info[key] = took / meant if meant else math.nan
+        return cfg
+
     rows = event_rows(env, demos, pipe.event_repeat)
     # report=False: the clone records only the agreements below, and the cloning report's one
     # forward pass over every decision would hold gigabytes with many training episodes
-    cloned = behaviour_clone(model, demos, event_epochs(oinpt, rows), seed, repeat=repeat, rows=rows, report=False)
+    cloned = behaviour_clone(model, demos, bc_config(demos, oinpt, rows, "bc_step_share"), seed, repeat=repeat,
+                             rows=rows, report=False, batches=exact)
     info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
     for r in range(pipe.dagger_rounds):
         # DAgger [ours, not imitation's trainer: its expert is a policy over observations, while
@@ -652,8 +683,8 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         seen = aggregate.view()
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         rows = event_rows(env, seen, pipe.event_repeat)
-        behaviour_clone(model, seen, event_epochs(steps, rows), seed + 1 + r, repeat=repeat, rows=rows,
-                        report=False)
+        behaviour_clone(model, seen, bc_config(seen, steps, rows, f"bc_step_share[{r}]"), seed + 1 + r,
+                        repeat=repeat, rows=rows, report=False, batches=exact)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(aggregate) - len(demos)
     # on the teacher's own states, after the last BC

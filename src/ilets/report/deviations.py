@@ -380,7 +380,11 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "teacher demonstrate on further training episodes, the offline segments of other workloads (run "
                   f"seed x pipeline.train_episode_stride + {TRAIN_EPISODE_OFFSET:,} + k) with their own commands, "
                   "never scored; BC learns them all "
-                  "with the gradient steps it takes on the first (its epochs cut in proportion) and each DAgger round "
+                  "with the gradient steps it takes on the first (its epochs cut in proportion, rounded to whole epochs, "
+                  "at least one: past about as many episodes as BC's epochs that floor gives more steps than meant, "
+                  "e.g. 1.7 times in the DAgger round at 256 episodes and 300 epochs; pipeline.bc_step_budget: exact "
+                  "takes the first episode's minibatches in every BC, and each clone records the share it took, "
+                  "bc_step_share) and each DAgger round "
                   f"relabels the clone's states on each; at the default stride ({pipe.train_episode_stride}) the "
                   "further episodes of neighbouring run seeds overlap (seed "
                   "s's k-th is seed s + 1's (k - 1)-th), so their clones share training workloads (their scored "
@@ -397,7 +401,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + ", then, its rule having picked the largest, also "
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES_WIDENED)) + "; a probe of that design's clone on its teacher's "
                   "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
-                  "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes/train_episode_stride, "
+                  "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes/train_episode_stride/"
+                  "bc_step_budget, "
                   "ilets.report.command_control.choose_train_episodes/choose_train_episodes_own", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,
                   f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
