@@ -125,6 +125,11 @@ glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profil
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
 glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
 glue("gc_own_pilot_draw", C.workload_draw_sentence(episodes_pilot, own_pilot), display=False)
+glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root)), display=False)
+glue("gc_own_bc_epochs", f"{episodes_profile.pipeline.bc_epochs:,}", display=False)
+glue("gc_own_exact", ", ".join(f"{n:,}" for n in C.PILOTS["train_episodes_own"][0] if load_grid_profile(
+    f"gridcommand-grid-clone-pilot-o{n}").pipeline.bc_step_budget == "exact"), display=False)
+glue("gc_own_sensitivity", str(C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0]), display=False)
 glue("gc_own_pilot_candidates", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN)), display=False)
 glue("gc_own_pilot_widened", ", ".join(map(str, C.PILOT_TRAIN_EPISODES_OWN_WIDENED)), display=False)
 glue("gc_own_standing", C.standing_sentence(own_pilot, episodes_profile.pipeline.train_episodes,
@@ -903,7 +908,14 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   episodes, then {glue:text}`gc_own_pilot_widened` should its rule pick the largest; its
 #   candidate 16 is this design on pilot seeds) asks whether more data would carry the clone
 #   back inside the bar, by the same rule, committed before any candidate ran
-#   (`choose_train_episodes_own`). {glue:text}`gc_own_pilot_said` {glue:text}`gc_own_pilot_draw`
+#   (`choose_train_episodes_own`). BC takes the first episode's gradient steps over all the
+#   episodes, its epochs rounded to whole ones, at least one; past about as many episodes as
+#   its {glue:text}`gc_own_bc_epochs` epochs that floor gives it more steps than meant (the
+#   deviations table), so candidate {glue:text}`gc_own_exact` counts its steps exactly
+#   (`pipeline.bc_step_budget: exact`), and candidate {glue:text}`gc_own_sensitivity` is also run
+#   so (`gridcommand-grid-clone-pilot-o256-exact`, read by no rule).
+#   {glue:text}`gc_own_pilot_said`
+#   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every

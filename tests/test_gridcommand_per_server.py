@@ -589,6 +589,29 @@ def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
     assert C.clone_pilot_sentence(empty) == "The clone pilot over DAgger rounds has not run."
 
 
+def test_the_whole_epoch_floor_is_modelled_and_its_sensitivity_said():
+    from ilets.report import command_control as C
+
+    # one episode: the meant steps; 16: epochs 18.75 -> 19, a round over twice the data 9.5 -> 10;
+    # 256: the floor of one epoch, 256/300 of the steps, then one epoch over twice the data
+    assert P.whole_epoch_step_shares(1, 300) == (1.0, 1.0)
+    assert P.whole_epoch_step_shares(16, 300) == (19 * 16 / 300, 10 * 32 / 300)
+    assert P.whole_epoch_step_shares(256, 300, dagger_rounds=2) == (256 / 300, 512 / 300, 768 / 300)
+    # the sensitivity: one candidate as its pilot ran it beside its steps counted exactly
+    def rows(budget: str, track: float, share: float) -> list[dict]:
+        return [{"train_episodes_own": 256, "servers": 50, "seed": seed, "track_ratio": track + 0.02 * i,
+                 "miss_ratio": 0.9, "step_share": share, "dagger_step_share": share, "budget": budget}
+                for i, seed in enumerate((100, 101))]
+    table = pd.DataFrame(rows("whole_epochs", 1.10, np.nan) + rows("exact", 1.20, 1.0))
+    assert C.step_budget_sentence(table) == (
+        "Counted exactly (1.00 and 1.00 times the steps BC takes on the first training episode alone in the first BC "
+        "and the DAgger round), the 256 episodes clone tracked at 1.21x its teacher's error (miss rate 0.90x) on "
+        "pilot seeds 100, 101, against 1.11x (0.90x) in whole epochs as its pilot ran it: a move of 9%, more than "
+        "the pilots' tolerance (2%).")
+    assert C.step_budget_sentence(table.iloc[0:0]) == ""
+    assert len(C.step_budget_table(Path("/nonexistent"))) == 0
+
+
 def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
     pipe = P.PipelineConfig(clone_action="greedy", heldout=True)
     base = load_gridcommand_config(scenario)

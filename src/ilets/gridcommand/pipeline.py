@@ -695,6 +695,22 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, info
 
 
+def whole_epoch_step_shares(train_episodes: int, bc_epochs: int, dagger_rounds: int = 1) -> tuple[float, ...]:
+    """The share of the meant steps (``bc_epochs`` passes over the first training episode)
+    each BC takes under ``bc_step_budget`` ``whole_epochs``, the first BC's then each DAgger
+    round's, in a model of the data: every training episode as long as the first and every
+    round adding as many states as the demonstrations, whole minibatches ignored. A clone's
+    own shares depend on its data (a round's epochs are rounded half to even, so a round
+    just under or over half the data takes one epoch more or less): each records them
+    (``bc_step_share``); this is what a design's shares are near, before it runs."""
+    epochs = max(1, round(bc_epochs / train_episodes)) if train_episodes > 1 else bc_epochs
+    shares = [epochs * train_episodes / bc_epochs]
+    for r in range(dagger_rounds):  # round r is BC over the demonstrations and r + 1 rounds' states
+        seen = train_episodes * (r + 2)
+        shares.append(max(1, round(epochs * train_episodes / seen)) * seen / bc_epochs)
+    return tuple(shares)
+
+
 def label_repeats(env: GridCommandEnv, pipe: PipelineConfig) -> dict[int, int]:
     """Action -> times each decision with that label is shown to BC: a deferral
     ``defer_repeat`` times, each sleep action of the sleep head ``sleep_repeat`` times."""

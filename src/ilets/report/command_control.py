@@ -437,13 +437,18 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     each put to sleep (NaN without the sleep lever), and, where the
     clone recorded them, its agreement with the teacher on the decisions made during events,
     on the teacher's states after BC (``event_agreement``) and on its own in the first DAgger
-    round (``own_event_agreement``; NaN where not recorded). Empty when no candidate's grid is
-    there."""
+    round (``own_event_agreement``), and the share of the meant BC steps its first BC and its
+    first DAgger round took (``step_share``, ``dagger_step_share``; NaN where not recorded).
+    Empty when no candidate's grid is there."""
     candidates, prefix = PILOTS[knob]
-    teacher = PILOT_TEACHERS.get(knob, "lyapunov")
+    return _pilot_rows([(n, Path(root) / PILOT_FOLDER / f"{prefix}{n}") for n in candidates], knob,
+                       PILOT_TEACHERS.get(knob, "lyapunov"))
+
+
+def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.DataFrame:
+    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there."""
     rows = []
-    for n in candidates:
-        folder = Path(root) / PILOT_FOLDER / f"{prefix}{n}"
+    for n, folder in grids:
         results = load_results(folder)
         if results is None:
             continue
@@ -464,10 +469,53 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
                          "event_agreement": info.get("bc_agreement_after_event", np.nan),
                          "own_event_agreement": info.get("dagger_agreement_event[0]", np.nan),
                          **{k: sleeps.get((r["servers"], r["seed"], m), np.nan)
-                            for k, m in (("sleeps", "bc"), ("sleeps_teacher", teacher))}})
+                            for k, m in (("sleeps", "bc"), ("sleeps_teacher", teacher))},
+                         "step_share": info.get("bc_step_share", np.nan),
+                         "dagger_step_share": info.get("bc_step_share[0]", np.nan)})
     return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
                                        "deferrals_teacher", "event_agreement", "own_event_agreement", "sleeps",
-                                       "sleeps_teacher"])
+                                       "sleeps_teacher", "step_share", "dagger_step_share"])
+
+
+#: Pilot candidates also run with BC's steps counted exactly (``pipeline.bc_step_budget``), beside
+#: the candidate as its pilot ran it: knob -> (candidate, folder under :data:`PILOT_FOLDER`). Not
+#: candidates: no rule reads them; they measure how much of a candidate's ratio its budget made.
+STEP_BUDGET_SENSITIVITY = {"train_episodes_own": (256, "o256-exact")}
+#: The meant BC steps of a clone that learns from more than its training episode, in words.
+_MEANT_STEPS = "the steps BC takes on the first training episode alone"
+
+
+def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFrame:
+    """:func:`clone_pilot_table` rows of ``knob``'s candidate in :data:`STEP_BUDGET_SENSITIVITY`,
+    as its pilot ran it (``budget`` ``whole_epochs``) and with its steps counted exactly
+    (``exact``), on the seeds both have; empty when either is not there."""
+    n, exact_folder = STEP_BUDGET_SENSITIVITY[knob]
+    teacher = PILOT_TEACHERS.get(knob, "lyapunov")
+    as_run = _pilot_rows([(n, Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}")], knob, teacher)
+    exact = _pilot_rows([(n, Path(root) / PILOT_FOLDER / exact_folder)], knob, teacher)
+    units = set(zip(as_run["servers"], as_run["seed"])) & set(zip(exact["servers"], exact["seed"]))
+    both = pd.concat([as_run.assign(budget="whole_epochs"), exact.assign(budget="exact")], ignore_index=True)
+    return both[[u in units for u in zip(both["servers"], both["seed"])]].reset_index(drop=True)
+
+
+def step_budget_sentence(table: pd.DataFrame) -> str:
+    """What counting BC's steps exactly changed (:func:`step_budget_table`): the candidate's mean
+    tracking and miss ratios as its pilot ran it and exactly, the steps each took (recorded
+    shares, where recorded), and whether the move passes the pilots' tolerance."""
+    if len(table) == 0:
+        return ""
+    knob = _knob(table)
+    n = int(table[knob].iloc[0])
+    g = table.groupby("budget")
+    track, miss = g["track_ratio"].mean(), g["miss_ratio"].mean()
+    move = abs(track["exact"] - track["whole_epochs"]) / min(track)
+    shares = table[table["budget"] == "exact"][["step_share", "dagger_step_share"]].mean()
+    return (f"Counted exactly ({shares['step_share']:.2f} and {shares['dagger_step_share']:.2f} times {_MEANT_STEPS} "
+            f"in the first BC and the DAgger round), the {_PILOT_WORDS[knob][1](n)} clone tracked at "
+            f"{track['exact']:.2f}x its teacher's error (miss rate {miss['exact']:.2f}x) on pilot seeds "
+            f"{', '.join(map(str, sorted(table['seed'].unique())))}, against {track['whole_epochs']:.2f}x "
+            f"({miss['whole_epochs']:.2f}x) in whole epochs as its pilot ran it: a move of {move:.0%}, "
+            f"{'more' if move > PILOT_TOLERANCE else 'less'} than the pilots' tolerance ({PILOT_TOLERANCE:.0%}).")
 
 
 def _knob(table: pd.DataFrame) -> str:

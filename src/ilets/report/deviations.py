@@ -227,6 +227,11 @@ EXTENSION = "extension (ours)"
 _NO_PAPER = "silent: the paper has no grid command (a scenario this study adds)"
 
 
+#: The design the whole-epoch floor is shown at (training episodes, BC epochs): the own-workloads
+#: pilot's widened candidate 256 at the designs' 300 epochs.
+FLOOR_EXAMPLE = (256, 300)
+
+
 def _extension_rows() -> tuple[Deviation, ...]:
     """The grid-command rows, quoting the code's values (imported here: the report layer reads
     the scenarios layer, and the deviations chapter must not pay for it at import)."""
@@ -237,7 +242,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.features import SLOT_ERROR_BANDS, TRACK_SCALE
-    from ilets.gridcommand.pipeline import HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, TRAIN_EPISODE_OFFSET, PipelineConfig
+    from ilets.gridcommand.pipeline import (HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, TRAIN_EPISODE_OFFSET,
+                                           PipelineConfig, whole_epoch_step_shares)
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
     from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
@@ -249,6 +255,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     sleepy = load_gridcommand_config("quick-sleep")
     defer_pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
     episodes_pilot = load_grid_profile("gridcommand-grid-clone-pilot-t1")
+    floor = whole_epoch_step_shares(*FLOOR_EXAMPLE, dagger_rounds=1)
     batchy = load_gridcommand_config("quick-sleep-batch")
     multi_day = load_gridcommand_config("quick-days")
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
@@ -382,7 +389,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "never scored; BC learns them all "
                   "with the gradient steps it takes on the first (its epochs cut in proportion, rounded to whole epochs, "
                   "at least one: past about as many episodes as BC's epochs that floor gives more steps than meant, "
-                  "e.g. 1.7 times in the DAgger round at 256 episodes and 300 epochs; pipeline.bc_step_budget: exact "
+                  f"e.g. {floor[0]:.2f} times in the first BC and {floor[1]:.2f} in the DAgger round at "
+                  f"{FLOOR_EXAMPLE[0]} episodes and {FLOOR_EXAMPLE[1]} epochs, episodes of equal length "
+                  "(ilets.gridcommand.pipeline.whole_epoch_step_shares); pipeline.bc_step_budget: exact "
                   "takes the first episode's minibatches in every BC, and each clone records the share it took, "
                   "bc_step_share) and each DAgger round "
                   f"relabels the clone's states on each; at the default stride ({pipe.train_episode_stride}) the "
