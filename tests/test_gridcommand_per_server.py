@@ -540,11 +540,23 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
     # candidate 64: four times the data, each seed's own, nothing else changed
     assert more.scenario == sixteen.scenario
     assert more.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=64, train_episode_stride=64)
-    assert C.PILOT_TRAIN_EPISODES_OWN == (16, 64) and C.PILOT_TRAIN_EPISODES_OWN_WIDENED == (256,)
+    assert C.PILOT_TRAIN_EPISODES_OWN == (16, 64) and C.PILOT_TRAIN_EPISODES_OWN_WIDENED == (256, 1024)
     # the widened candidate, four times the largest, nothing else changed
-    widest = load_grid_profile("gridcommand-grid-clone-pilot-o256")
+    wide = load_grid_profile("gridcommand-grid-clone-pilot-o256")
+    assert wide.seeds == sixteen.seeds and wide.scenario == sixteen.scenario
+    assert wide.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=256, train_episode_stride=256)
+    # widened again, four times 256, its BC steps counted exactly (whole epochs would floor at
+    # one: several times the meant steps), and 256 so counted beside it, read by no rule
+    widest = load_grid_profile("gridcommand-grid-clone-pilot-o1024")
     assert widest.seeds == sixteen.seeds and widest.scenario == sixteen.scenario
-    assert widest.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=256, train_episode_stride=256)
+    assert widest.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=1024, train_episode_stride=1024,
+                                                  bc_step_budget="exact")
+    assert P.whole_epoch_step_shares(1024, widest.pipeline.bc_epochs)[0] > 3
+    exact = load_grid_profile(f"gridcommand-grid-clone-pilot-{C.STEP_BUDGET_SENSITIVITY['train_episodes_own'][1]}")
+    assert (exact.seeds, exact.scenario, exact.servers, exact.methods) == (wide.seeds, wide.scenario, wide.servers,
+                                                                           wide.methods)
+    assert exact.pipeline == dataclasses.replace(wide.pipeline, bc_step_budget="exact")
+    assert C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0] == 256
     # the rule: the budget pilot's, fewer episodes within the tolerance, widening at the top
     def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
         return pd.DataFrame([{"train_episodes_own": n, "servers": 50, "seed": seed, "track_ratio": v,

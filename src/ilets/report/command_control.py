@@ -370,9 +370,11 @@ PILOT_TRAIN_EPISODES_WIDENED = (64,)
 #: Training episodes the clone learns from when each seed has its own
 #: (``train_episodes`` with ``train_episode_stride`` equal to it; the 16-episode design, pilot
 #: seeds 100-105, 50 servers): 16, that design with its own workloads
-#: (:data:`OWN_WORKLOADS_DESIGN`), and 64; widening multiplies the largest by four.
+#: (:data:`OWN_WORKLOADS_DESIGN`), and 64; widening multiplies the largest by four. 1,024 counts
+#: BC's steps exactly (``pipeline.bc_step_budget``): in whole epochs it would take several times
+#: the meant steps (:func:`ilets.gridcommand.pipeline.whole_epoch_step_shares`).
 PILOT_TRAIN_EPISODES_OWN = (16, 64)
-PILOT_TRAIN_EPISODES_OWN_WIDENED = (256,)
+PILOT_TRAIN_EPISODES_OWN_WIDENED = (256, 1024)
 #: Days of commands in each training episode of the per-server days family's clone
 #: (``train_days``; pilot seeds 100-105, 50 servers, scored on fourteen-day episodes): 14, the
 #: clone the family was first run with (one fourteen-day episode), and 1, the 16-episode
@@ -494,7 +496,9 @@ def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFr
     as_run = _pilot_rows([(n, Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}")], knob, teacher)
     exact = _pilot_rows([(n, Path(root) / PILOT_FOLDER / exact_folder)], knob, teacher)
     units = set(zip(as_run["servers"], as_run["seed"])) & set(zip(exact["servers"], exact["seed"]))
-    both = pd.concat([as_run.assign(budget="whole_epochs"), exact.assign(budget="exact")], ignore_index=True)
+    # records, not concat: the run as its pilot ran it recorded no shares (all-NaN columns)
+    both = pd.DataFrame([*as_run.assign(budget="whole_epochs").to_dict("records"),
+                         *exact.assign(budget="exact").to_dict("records")], columns=[*as_run.columns, "budget"])
     return both[[u in units for u in zip(both["servers"], both["seed"])]].reset_index(drop=True)
 
 
