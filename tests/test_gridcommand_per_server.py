@@ -557,6 +557,7 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
                                                                            wide.methods)
     assert exact.pipeline == dataclasses.replace(wide.pipeline, bc_step_budget="exact")
     assert C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0] == 256
+    assert C.exact_step_candidates("train_episodes_own") == [1024] and C.exact_step_candidates("bc_epochs") == []
     # the rule: the budget pilot's, fewer episodes within the tolerance, widening at the top
     def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
         return pd.DataFrame([{"train_episodes_own": n, "servers": 50, "seed": seed, "track_ratio": v,

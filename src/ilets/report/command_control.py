@@ -487,6 +487,16 @@ STEP_BUDGET_SENSITIVITY = {"train_episodes_own": (256, "o256-exact")}
 _MEANT_STEPS = "the steps BC takes on the first training episode alone"
 
 
+def exact_step_candidates(knob: str = "train_episodes_own") -> list[int]:
+    """The candidates of ``knob``'s pilot whose grid profile counts BC's steps exactly
+    (``pipeline.bc_step_budget``)."""
+    from ilets.study.command_scenario import load_profile
+
+    prefix = PILOTS[knob][1]
+    return [n for n in PILOTS[knob][0]
+            if load_profile(f"gridcommand-grid-clone-pilot-{prefix}{n}").pipeline.bc_step_budget == "exact"]
+
+
 def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFrame:
     """:func:`clone_pilot_table` rows of ``knob``'s candidate in :data:`STEP_BUDGET_SENSITIVITY`,
     as its pilot ran it (``budget`` ``whole_epochs``) and with its steps counted exactly
