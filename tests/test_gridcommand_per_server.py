@@ -855,6 +855,55 @@ def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(s
         four, bc_step_budget="exact").plain()
 
 
+def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
+    base = load_gridcommand_config(scenario)
+    pipe = P.PipelineConfig(clone_action="greedy", bc_epochs=2, train_servers=4)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    # the 4-server cell makes the clone; the 6-server cell scores that same clone on its own fleet
+    small = P.run_method("bc", base, 4, 0, "shallow-long", ("shallow-long",), pipe, cache_dir=cache)
+    moved = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe, cache_dir=cache)
+    assert not small["train"].get("clone_cached") and moved["train"]["clone_cached"]
+    assert moved["train"]["demo_decisions"] == small["train"]["demo_decisions"]
+    # the same numbers without the cache (the clone is made again, on 4 servers)
+    again = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    def numbers(cell: dict) -> dict:  # what the cell scored, less the seconds it took
+        return {k: v for k, v in cell["scores"]["shallow-long"].items() if k != "eval_cpu_s"}
+
+    assert numbers(again) == numbers(moved)
+    # learned on its own fleet, the 6-server clone is another
+    own = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), dataclasses.replace(pipe, train_servers=0))
+    assert numbers(own) != numbers(moved) and own["train"]["bc_agreement_after"] != small["train"]["bc_agreement_after"]
+    # and so is every learner that starts from the clone
+    tuned = P.run_method("bc+ppo", base, 6, 0, "shallow-long", ("shallow-long",), pipe, cache_dir=cache)
+    assert tuned["train"]["clone_cached"]
+    # the flat policy's weights depend on the fleet: named, before anything runs
+    flat = dataclasses.replace(base, run=dataclasses.replace(base.run, policy="flat"))
+    with pytest.raises(ConfigError, match=r"pipeline.train_servers: 4 servers: only the per-server policy"):
+        P.run_method("bc", flat, 6, 0, "shallow-long", ("shallow-long",), pipe)
+    with pytest.raises(ConfigError, match=r"pipeline.train_servers: expected 0 \(the scored fleet\)"):
+        P.PipelineConfig(train_servers=-1).validate()
+    assert "train_servers" not in P.PipelineConfig().plain()
+    # and in a grid profile, when it is loaded
+    from ilets.study.command_scenario import load_profile as load_grid_profile
+
+    grid = load_grid_profile("gridcommand-grid-per-server-episodes")
+    moved = dataclasses.replace(grid, pipeline=dataclasses.replace(grid.pipeline, train_servers=50))
+    assert moved.validate() is moved
+    assert moved.scenario_config().run.policy == "per-server"
+    flat_grid = dataclasses.replace(moved, scenario="gridcommand-quick")
+    assert flat_grid.scenario_config().run.policy == "flat"
+    with pytest.raises(ConfigError, match=r"grid.pipeline.train_servers: 50 servers: only the per-server policy"):
+        flat_grid.validate()
+    # the shipped transfer grid: the 16-episode design's teacher and clone at 200 servers, the
+    # clone learned on 50, nothing else changed
+    from50 = load_grid_profile("gridcommand-grid-per-server-episodes-from50")
+    assert (from50.scenario, from50.seeds, from50.train_regime, from50.eval_regime) == (
+        grid.scenario, grid.seeds, grid.train_regime, grid.eval_regime)
+    assert from50.methods == ("lyapunov", "bc") and from50.servers == (200,)
+    assert from50.pipeline == dataclasses.replace(grid.pipeline, train_servers=50)
+
+
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)

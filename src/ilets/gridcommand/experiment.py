@@ -26,7 +26,7 @@ from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.experts import BOUND, CAP_RUNG
 from ilets.gridcommand.experts.hindsight import CANDIDATES
-from ilets.gridcommand.pipeline import METHODS, PipelineConfig, training_base
+from ilets.gridcommand.pipeline import METHODS, PipelineConfig, check_train_servers, training_base
 
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")
@@ -127,6 +127,8 @@ class ExperimentProfile:
         # (the scenario is loaded only when the knob is set: profile loading stays as it was)
         if self.pipeline.train_days:
             training_base(self.scenario_config(), self.pipeline, f"{where}.pipeline")
+        if self.pipeline.train_servers:  # a clone moved to a fleet its policy cannot run on
+            check_train_servers(self.scenario_config(), self.pipeline, f"{where}.pipeline")
         if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
             raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
                               f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")

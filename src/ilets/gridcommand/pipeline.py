@@ -102,7 +102,7 @@ BC_STEP_BUDGETS = ("whole_epochs", "exact")
 #: Fields added to :class:`PipelineConfig` after cells were shipped (left out at their defaults).
 PIPELINE_ADDED_FIELDS = ("clone_action", "defer_repeat", "heldout", "bc_epochs", "dagger_rounds", "event_repeat",
                          "sleep_repeat", "train_episodes", "train_episode_stride", "train_days",
-                         "bc_step_budget")
+                         "bc_step_budget", "train_servers")
 #: The held-out episode's workload and command seed: the run seed plus this [ours]
 HELDOUT_SEED_OFFSET = 20_000
 #: What the held-out episode records (``heldout_<name>``).
@@ -194,6 +194,14 @@ class PipelineConfig:
     #: / the batch size minibatches in every BC, whatever the data. Each clone records the
     #: share it took (``bc_step_share``, :func:`clone`)
     bc_step_budget: str = "whole_epochs"
+    #: the fleet size the clone learns on [ours]: 0, the scored fleet's; else its training
+    #: episodes (and DAgger rounds) have this many servers and the clone is scored, and
+    #: fine-tuned, on the scored fleet. Only the per-server policy can be moved so (no weight
+    #: of it depends on the number of servers; the observation's command and power numbers
+    #: are over the fleet's maximum power): a clone of 50 servers scored at 200 asks whether
+    #: what it learned holds on another fleet, at a quarter of the observations a 200-server
+    #: clone holds (:func:`check_train_servers`)
+    train_servers: int = 0
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
         """Named :class:`ConfigError` for an impossible value; returns self."""
@@ -223,6 +231,10 @@ class PipelineConfig:
             value = getattr(self, key)
             if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
                 raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: {one}), got {value!r}")
+        if not (isinstance(self.train_servers, int) and not isinstance(self.train_servers, bool)
+                and self.train_servers >= 0):
+            raise ConfigError(f"{where}.train_servers: expected 0 (the scored fleet) or a number of servers >= 1, "
+                              f"got {self.train_servers!r}")
         if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
             raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
                               f"got {self.dagger_rounds!r}")
@@ -241,6 +253,17 @@ class PipelineConfig:
         """As plain data for a settings digest or a cache key: :data:`PIPELINE_ADDED_FIELDS` at
         their defaults left out, so what was computed before they existed keeps its keys."""
         return drop_added_defaults(to_dict(self), PIPELINE_ADDED_FIELDS, to_dict(PipelineConfig()))
+
+
+def check_train_servers(base: GridCommandConfig, pipe: PipelineConfig, where: str = "pipeline") -> int:
+    """The fleet size ``pipe``'s clone learns on, given the scored fleet ``base`` (0: the scored
+    fleet's own, :attr:`PipelineConfig.train_servers`); a named :class:`ConfigError` when the
+    clone is to be moved to another fleet with a policy whose weights depend on its size."""
+    if pipe.train_servers and base.run.policy != "per-server":
+        raise ConfigError(f"{where}.train_servers: {pipe.train_servers} servers: only the per-server policy runs on "
+                          f"a fleet it did not learn on (the {base.run.policy!r} policy's weights depend on the "
+                          "number of servers); expected 0")
+    return pipe.train_servers
 
 
 def check_method(method: str) -> str:
@@ -856,8 +879,9 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     info: dict[str, Any] = {}
     scores: dict[str, dict] = {}
     cloned = None
+    learned_on = check_train_servers(base, pipe) or servers
     if method.startswith("bc"):
-        cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, servers, seed), pipe,
+        cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, learned_on, seed), pipe,
                                     seed, cache_dir, wait)
     final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
     for regime in eval_regimes:

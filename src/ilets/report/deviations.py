@@ -413,6 +413,15 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "ilets.gridcommand.pipeline.training_episodes, PipelineConfig.train_episodes/train_episode_stride/"
                   "bc_step_budget, "
                   "ilets.report.command_control.choose_train_episodes/choose_train_episodes_own", kind=EXTENSION),
+        Deviation("The grid-command clone's fleet", "each fleet size its own policy, trained on that fleet",
+                  f"pipeline.train_servers (default {pipe.train_servers}: the scored fleet's) lets a per-server clone "
+                  "learn on another fleet size (its training episodes and DAgger rounds have that many servers) and "
+                  "be scored, and fine-tuned, on the scored fleet: no weight of the per-server policy depends on the "
+                  "number of servers, and the command and power numbers of its observation are over the fleet's "
+                  "maximum power; the clone of one seed is made once and shared by its cells at every scored fleet "
+                  "size (the clone cache); the flat policy, whose weights depend on the fleet, refuses it with a "
+                  "named error",
+                  "ilets.gridcommand.pipeline.PipelineConfig.train_servers, check_train_servers", kind=EXTENSION),
         Deviation("The grid-command clone's event weighting", _NO_PAPER,
                   f"pipeline.event_repeat (default {pipe.event_repeat}: as demonstrated) shows each decision made "
                   "during an event (read from its observation) that many times in every BC, the first and each "
