@@ -120,6 +120,10 @@ glue("gc_own_design", next(iter(C.OWN_WORKLOADS_DESIGN)), display=False)
 glue("gc_own_status", Markdown(C.designs_status(root, C.OWN_WORKLOADS_DESIGN)), display=False)
 glue("gc_own_said", C.own_workloads_sentence(C.load_designs(
     root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.OWN_WORKLOADS_DESIGN})), display=False)
+glue("gc_from50_design", next(iter(C.FLEET_TRANSFER_DESIGN)), display=False)
+glue("gc_from50_status", Markdown(C.designs_status(root, C.FLEET_TRANSFER_DESIGN)), display=False)
+glue("gc_from50_said", C.fleet_transfer_sentence(C.load_designs(
+    root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.FLEET_TRANSFER_DESIGN})), display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
@@ -915,7 +919,13 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   so (`gridcommand-grid-clone-pilot-o256-exact`, read by no rule).
 #   {glue:text}`gc_own_pilot_said`
 #   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said`
-#   For the 16-episode design, {glue:text}`gc_own_standing`
+#   For the 16-episode design, {glue:text}`gc_own_standing` Design
+#   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step
+#   of the designs either: the same settings with `pipeline.train_servers: 50`, scored at 200
+#   servers; Lyapunov and the frozen clone; nothing is chosen by it) asks whether a clone must
+#   be made on every fleet. No weight of the per-server policy depends on the number of
+#   servers, and a clone's demonstrations at 200 servers hold four times the observations of
+#   50. {glue:md}`gc_from50_status` {glue:text}`gc_from50_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

@@ -276,6 +276,28 @@ def test_the_own_workloads_design_is_the_episodes_design_but_its_stride_and_is_r
     assert C.own_workloads_sentence(moved) == "The two designs share no fleet size and seed yet."
 
 
+def test_the_fleet_transfer_design_is_read_beside_the_clone_learned_on_its_fleet():
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile
+
+    name, folder = next(iter(C.FLEET_TRANSFER_DESIGN.items()))
+    moved = load_profile(C.design_profile(folder))
+    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
+    assert moved.pipeline == dataclasses.replace(episodes.pipeline, train_servers=50)
+    assert moved.pipeline.train_servers not in moved.servers and set(moved.servers) <= set(episodes.servers)
+    rows = _store_rows({C.EPISODES_DESIGN: 0.32, name: 0.60})
+    rows = rows.assign(servers=np.where(rows["design"] == name, 200, rows["servers"]))
+    assert C.fleet_transfer_sentence(rows[rows["design"] != name]) == (
+        "The design whose clone learns on another fleet has not run.")
+    # read at 200 servers only, beside the clone learned there
+    assert C.fleet_transfer_sentence(rows) == "The two designs share no fleet size and seed yet."
+    at200 = pd.concat([rows, rows[rows["design"] == C.EPISODES_DESIGN].assign(servers=200)], ignore_index=True)
+    said = C.fleet_transfer_sentence(at200, reps=300)
+    assert said.startswith("On the seeds both designs have (3: 0, 1, 2): ") and "(50 servers:" not in said
+    first, mine = said.split(f'the clone of design "{name}"')
+    assert "meets the bar" in first and "misses the bar" in mine
+
+
 def test_the_clone_pilot_rule_takes_the_lowest_ratio_or_a_smaller_repeat_within_tolerance():
     from ilets.report import command_control as C
 

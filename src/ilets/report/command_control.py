@@ -62,6 +62,12 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
 #: draws; read beside the 16-episode design (:func:`own_workloads_sentence`).
 OWN_WORKLOADS_DESIGN = {"the same, each seed's own training workloads":
                         Path("shipped") / "gridcommand-per-server-episodes-own"}
+#: The 16-episode design with its clone learning on 50 servers and scored on 200
+#: (``pipeline.train_servers``). Not a step of :data:`DESIGNS`: it changes no setting a clone
+#: learns with, only the fleet it learns on; read beside the 16-episode design's clone learned
+#: on 200 (:func:`fleet_transfer_sentence`).
+FLEET_TRANSFER_DESIGN = {"the same, clone learned on 50 servers":
+                         Path("shipped") / "gridcommand-per-server-episodes-from50"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
 #: design it is compared with (:func:`design_steps`); every other design, the one before it.
 DESIGN_BASE = {GAP_DESIGN: "the same, with DAgger", LATER_DESIGN: GAP_DESIGN, EPISODES_DESIGN: GAP_DESIGN}
@@ -218,10 +224,24 @@ def own_workloads_sentence(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> st
     (:data:`OWN_WORKLOADS_DESIGN`), on the fleet sizes and seeds both have: ``rows`` from
     :func:`load_designs` over the two. Whether each design's frozen clone meets the bar
     there, from :func:`control_sentence`."""
-    own = next(iter(OWN_WORKLOADS_DESIGN))
-    mine = rows[rows["design"] == own]
+    return _beside_episodes_design(rows, next(iter(OWN_WORKLOADS_DESIGN)),
+                                   "The design with each seed's own training workloads has not run.", reps)
+
+
+def fleet_transfer_sentence(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> str:
+    """The positive control of the clone learned on 50 servers and scored on 200
+    (:data:`FLEET_TRANSFER_DESIGN`) beside the 16-episode design's clone learned on 200, on
+    the seeds both have: ``rows`` from :func:`load_designs` over the two."""
+    return _beside_episodes_design(rows, next(iter(FLEET_TRANSFER_DESIGN)),
+                                   "The design whose clone learns on another fleet has not run.", reps)
+
+
+def _beside_episodes_design(rows: pd.DataFrame, twin: str, not_run: str, reps: int) -> str:
+    """:func:`control_sentence` of design ``twin`` and the 16-episode design on the fleet sizes
+    and seeds both have (``not_run`` when ``twin`` has no rows)."""
+    mine = rows[rows["design"] == twin]
     if len(mine) == 0:
-        return "The design with each seed's own training workloads has not run."
+        return not_run
     first = rows[rows["design"] == EPISODES_DESIGN]
     units = set(zip(mine["servers"], mine["seed"])) & set(zip(first["servers"], first["seed"]))
     both = pd.concat([first, mine], ignore_index=True)
