@@ -924,6 +924,11 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
         grid.scenario, grid.seeds, grid.train_regime, grid.eval_regime)
     assert from50.methods == ("lyapunov", "bc") and from50.servers == (200,)
     assert from50.pipeline == dataclasses.replace(grid.pipeline, train_servers=50)
+    # and the own-workloads design's clone, learned on 50, scored on both fleets
+    own, own_from50 = (load_grid_profile(f"gridcommand-grid-per-server-episodes-own{s}") for s in ("", "-from50"))
+    assert own_from50.pipeline == dataclasses.replace(own.pipeline, train_servers=50)
+    assert own_from50.servers == (50, 200) and own.servers == (50,)
+    assert (own_from50.scenario, own_from50.methods, own_from50.seeds) == (own.scenario, own.methods, own.seeds)
 
 
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
