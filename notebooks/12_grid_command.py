@@ -116,14 +116,12 @@ glue("gc_transfer_said",
 glue("gc_episodes_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
     [episodes_profile.name, C.design_profile(C.DESIGNS[C.LATER_DESIGN])])]), display=False)
 glue("gc_episodes_design", C.EPISODES_DESIGN, display=False)
-glue("gc_own_design", next(iter(C.OWN_WORKLOADS_DESIGN)), display=False)
-glue("gc_own_status", Markdown(C.designs_status(root, C.OWN_WORKLOADS_DESIGN)), display=False)
-glue("gc_own_said", C.own_workloads_sentence(C.load_designs(
-    root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.OWN_WORKLOADS_DESIGN})), display=False)
-glue("gc_from50_design", next(iter(C.FLEET_TRANSFER_DESIGN)), display=False)
-glue("gc_from50_status", Markdown(C.designs_status(root, C.FLEET_TRANSFER_DESIGN)), display=False)
-glue("gc_from50_said", C.fleet_transfer_sentence(C.load_designs(
-    root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **C.FLEET_TRANSFER_DESIGN})), display=False)
+for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_DESIGN),
+                  ("from50", C.FLEET_TRANSFER_DESIGN)):
+    glue(f"gc_{key}_design", next(iter(twin)), display=False)
+    glue(f"gc_{key}_status", Markdown(C.designs_status(root, twin)), display=False)
+    glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
+        root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
@@ -925,7 +923,11 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   servers; Lyapunov and the frozen clone; nothing is chosen by it) asks whether a clone must
 #   be made on every fleet. No weight of the per-server policy depends on the number of
 #   servers, and a clone's demonstrations at 200 servers hold four times the observations of
-#   50. {glue:md}`gc_from50_status` {glue:text}`gc_from50_said`
+#   50. {glue:md}`gc_from50_status` {glue:text}`gc_from50_said` Design
+#   *{glue:text}`gc_own_from50_design`* (`gridcommand-grid-per-server-episodes-own-from50`)
+#   does the same for the own-workloads design: each seed's one clone, learned on 50 servers,
+#   scored on 50 (the own-workloads design's computation) and on 200, the fleet that design
+#   could not clone on. {glue:md}`gc_own_from50_status` {glue:text}`gc_own_from50_said`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control

@@ -90,6 +90,14 @@ def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
                                "miss rate 0.95x, 200 servers: tracking error +1 %, miss rate 0.95x); with each seed's "
                                "own training workloads it misses it (50 servers: tracking error +13 %, miss rate "
                                "0.95x).")
+    # a second twin, its clone learned on 50 servers, scored on both fleets: named, and read
+    from50 = control(next(iter(C.OWN_FROM50_DESIGN)), {50: False, 200: True}, track=-13.0)
+    both_twins = K.clone_status(pd.concat([other, episodes]), pd.concat([own_bad, from50]))
+    assert both_twins.status == K.IN_PART and both_twins.evidence.endswith(
+        "with each seed's own training workloads it misses it (50 servers: tracking error +13 %, miss rate 0.95x); "
+        "with each seed's own training workloads and its clone learned on 50 servers it misses it (50 servers: "
+        "tracking error +13 %, miss rate 0.95x, 200 servers: tracking error +13 %, miss rate 0.95x).")
+    assert K.clone_status(episodes, control(next(iter(C.OWN_FROM50_DESIGN)), {50: True, 200: True})).status == K.MET
     # no own-workloads twin shipped: the design's own reading stands
     assert K.clone_status(episodes, pd.DataFrame()).status == K.MET
     # the twin speaks only for the 16-episode design

@@ -262,18 +262,18 @@ def test_the_own_workloads_design_is_the_episodes_design_but_its_stride_and_is_r
     assert own.scenario == episodes.scenario and set(own.methods) == {"lyapunov", "bc"}
     assert set(own.servers) <= set(episodes.servers) and own.seeds == episodes.seeds
     rows = _store_rows({C.EPISODES_DESIGN: 0.32, own_name: 0.60})
-    assert C.own_workloads_sentence(rows[rows["design"] != own_name]) == (
+    assert C.twin_sentence(rows[rows["design"] != own_name], own_name) == (
         "The design with each seed's own training workloads has not run.")
     mine = rows["design"] == own_name
-    said = C.own_workloads_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)],
-                                               rows[mine].assign(servers=200)]), reps=300)
+    said = C.twin_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)],
+                                      rows[mine].assign(servers=200)]), own_name, reps=300)
     assert said.startswith("On the seeds both designs have (2: 1, 2): Frozen, under the regime it was trained in, ")
     assert said.count("50 servers") == 2 and "200 servers" not in said
     first, mine_said = said.split(f'the clone of design "{own_name}"')
     assert f'the clone of design "{C.EPISODES_DESIGN}" (50 servers' in first and "meets the bar" in first
     assert "misses the bar" in mine_said and "meets" not in mine_said
     moved = rows.assign(servers=np.where(mine, 200, 50))
-    assert C.own_workloads_sentence(moved) == "The two designs share no fleet size and seed yet."
+    assert C.twin_sentence(moved, own_name) == "The two designs share no fleet size and seed yet."
 
 
 def test_the_fleet_transfer_design_is_read_beside_the_clone_learned_on_its_fleet():
@@ -287,12 +287,12 @@ def test_the_fleet_transfer_design_is_read_beside_the_clone_learned_on_its_fleet
     assert moved.pipeline.train_servers not in moved.servers and set(moved.servers) <= set(episodes.servers)
     rows = _store_rows({C.EPISODES_DESIGN: 0.32, name: 0.60})
     rows = rows.assign(servers=np.where(rows["design"] == name, 200, rows["servers"]))
-    assert C.fleet_transfer_sentence(rows[rows["design"] != name]) == (
+    assert C.twin_sentence(rows[rows["design"] != name], name) == (
         "The design whose clone learns on another fleet has not run.")
     # read at 200 servers only, beside the clone learned there
-    assert C.fleet_transfer_sentence(rows) == "The two designs share no fleet size and seed yet."
+    assert C.twin_sentence(rows, name) == "The two designs share no fleet size and seed yet."
     at200 = pd.concat([rows, rows[rows["design"] == C.EPISODES_DESIGN].assign(servers=200)], ignore_index=True)
-    said = C.fleet_transfer_sentence(at200, reps=300)
+    said = C.twin_sentence(at200, name, reps=300)
     assert said.startswith("On the seeds both designs have (3: 0, 1, 2): ") and "(50 servers:" not in said
     first, mine = said.split(f'the clone of design "{name}"')
     assert "meets the bar" in first and "misses the bar" in mine
