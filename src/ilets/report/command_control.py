@@ -59,7 +59,7 @@ DESIGNS = {"flat": Path("shipped") / "gridcommand", "per-server": Path("shipped"
 #: The 16-episode design with each seed's own training workloads (``train_episode_stride`` 16;
 #: the design shares 15 of 16 between neighbouring seeds). Not a step of :data:`DESIGNS`: it
 #: changes no setting a clone learns with, only whether the seeds' clones are independent
-#: draws; read beside the 16-episode design (:func:`own_workloads_sentence`).
+#: draws; read beside the 16-episode design (:func:`twin_sentence`).
 OWN_WORKLOADS_DESIGN = {"the same, each seed's own training workloads":
                         Path("shipped") / "gridcommand-per-server-episodes-own"}
 #: The own-workloads design with its clone learning on 50 servers, scored on 50 and 200
@@ -70,7 +70,7 @@ OWN_FROM50_DESIGN = {"the same, each seed's own training workloads, clone learne
 #: The 16-episode design with its clone learning on 50 servers and scored on 200
 #: (``pipeline.train_servers``). Not a step of :data:`DESIGNS`: it changes no setting a clone
 #: learns with, only the fleet it learns on; read beside the 16-episode design's clone learned
-#: on 200 (:func:`fleet_transfer_sentence`).
+#: on 200 (:func:`twin_sentence`).
 FLEET_TRANSFER_DESIGN = {"the same, clone learned on 50 servers":
                          Path("shipped") / "gridcommand-per-server-episodes-from50"}
 #: A design that changes one thing over an earlier design than the one listed before it: the
