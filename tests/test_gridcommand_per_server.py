@@ -389,7 +389,8 @@ def test_a_training_window_the_scenario_refuses_is_named_when_the_grid_loads():
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
     seen = []
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True, batches=None):
+        assert batches is None  # whole epochs, the default count
         seen.append(cfg.bc_epochs)
         return {"bc_agreement_before": 0.0, "bc_agreement_after": 0.0}
 
@@ -983,8 +984,9 @@ def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
     seen: list[tuple[int, int]] = []
     real = P.behaviour_clone
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True, batches=None):
         assert report is False, "the pipeline's BC must leave out the cloning report"
+        assert batches is None  # whole epochs, the default count: the epochs seen are the steps
         seen.append((len(demos), cfg.bc_epochs))
         return real(model, demos, cfg, seed, repeat, rows, report)
 
@@ -1093,7 +1095,8 @@ def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(sc
     seen = []
     real = P.behaviour_clone
 
-    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True):
+    def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True, batches=None):
+        assert batches is None  # whole epochs, the default count
         seen.append((demos, cfg.bc_epochs, rows))
         return real(model, demos, cfg, seed, repeat, rows, report)
 
