@@ -465,9 +465,13 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     round (``own_event_agreement``), and the share of the meant BC steps its first BC and its
     first DAgger round took (``step_share``, ``dagger_step_share``; NaN where not recorded).
     Empty when no candidate's grid is there."""
-    candidates, prefix = PILOTS[knob]
-    return _pilot_rows([(n, Path(root) / PILOT_FOLDER / f"{prefix}{n}") for n in candidates], knob,
+    return _pilot_rows([(n, _candidate_folder(root, knob, n)) for n in PILOTS[knob][0]], knob,
                        PILOT_TEACHERS.get(knob, "lyapunov"))
+
+
+def _candidate_folder(root: Path, knob: str, n: int) -> Path:
+    """Where candidate ``n`` of ``knob``'s pilot is shipped under ``root``."""
+    return Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}"
 
 
 def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.DataFrame:
@@ -526,7 +530,7 @@ def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFr
     (``exact``), on the seeds both have; empty when either is not there."""
     n, exact_folder = STEP_BUDGET_SENSITIVITY[knob]
     teacher = PILOT_TEACHERS.get(knob, "lyapunov")
-    as_run = _pilot_rows([(n, Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}")], knob, teacher)
+    as_run = _pilot_rows([(n, _candidate_folder(root, knob, n))], knob, teacher)
     exact = _pilot_rows([(n, Path(root) / PILOT_FOLDER / exact_folder)], knob, teacher)
     units = set(zip(as_run["servers"], as_run["seed"])) & set(zip(exact["servers"], exact["seed"]))
     # records, not concat: the run as its pilot ran it recorded no shares (all-NaN columns)
