@@ -822,20 +822,99 @@ def test_a_clone_whose_observations_are_kept_in_a_file_is_the_clone_kept_in_memo
     pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
     in_memory, info = P.clone(cfg, pipe, 0)
     backed = []
-    real = P._Aggregate
+    real = P.Aggregate
 
-    def spy(capacity, memory_limit=None):
+    def spy(capacity, memory_limit=None, folder=None):
         # the pipeline passes the host's limit (read again here it may have moved: memory is in use)
         assert memory_limit is not None and memory_limit > 0
         backed.append(real(capacity, 0))
         return backed[-1]
 
-    monkeypatch.setattr(P, "_Aggregate", spy)
+    monkeypatch.setattr(P, "Aggregate", spy)
     in_file, info_file = P.clone(cfg, pipe, 0)
     assert backed and backed[0].file_backed and isinstance(backed[0].view().obs, np.memmap)
     assert all(th.equal(in_memory[k], in_file[k]) for k in in_memory)
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
     assert {k: info[k] for k in same} == {k: info_file[k] for k in same}
+
+
+class Killed(Exception):
+    """A clone stopped where a test says, as a session's stop would kill it."""
+
+
+def _count_and_kill(monkeypatch, kill: tuple[str, int, bool] | None = None) -> dict[str, int]:
+    """Count the calls of the clone's three costly steps; with ``kill`` (name, call, after),
+    raise :class:`Killed` at that call of that step, before it runs or after it returns."""
+    calls = {"demonstrate": 0, "relabel": 0, "behaviour_clone": 0}
+    for name in calls:
+        def spy(*args, _real=getattr(P, name), _name=name, **kw):
+            calls[_name] += 1
+            stop = kill is not None and kill[0] == _name and kill[1] == calls[_name]
+            if stop and not kill[2]:
+                raise Killed
+            out = _real(*args, **kw)
+            if stop:
+                raise Killed
+            return out
+        monkeypatch.setattr(P, name, spy)
+    return calls
+
+
+@pytest.mark.parametrize("kill, redone", [
+    (("demonstrate", 3, False), {"demonstrate": 1, "relabel": 6, "behaviour_clone": 3}),  # in the demonstrations
+    (("behaviour_clone", 1, True), {"demonstrate": 0, "relabel": 6, "behaviour_clone": 3}),  # before BC's record
+    (("relabel", 5, False), {"demonstrate": 0, "relabel": 2, "behaviour_clone": 1}),  # in the second round
+    (("behaviour_clone", 3, True), {"demonstrate": 0, "relabel": 0, "behaviour_clone": 1}),  # in the last BC
+])
+def test_a_killed_clone_goes_on_from_its_last_record_to_the_same_clone(scenario, tmp_path, monkeypatch, kill, redone):
+    # a clone of 1,024 training episodes outlasts a work session: killed anywhere, it must go
+    # on from its last record and end as the clone made in one go, tensor for tensor (BC's
+    # minibatches come from torch's global generator: its state is part of the record)
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(dagger_rounds=2, bc_epochs=2, train_episodes=3)  # sampled: each round draws
+    whole, info = P.clone(cfg, pipe, 0)
+    progress = tmp_path / "partial"
+    with monkeypatch.context() as m:
+        _count_and_kill(m, kill)
+        with pytest.raises(Killed):
+            P.clone(cfg, pipe, 0, progress=progress)
+    assert (progress / "progress.json").is_file()
+    with monkeypatch.context() as m:
+        calls = _count_and_kill(m)
+        resumed, resumed_info = P.clone(cfg, pipe, 0, progress=progress)
+    assert calls == redone  # only what the record did not hold is done again
+    assert all(th.equal(whole[k], resumed[k]) for k in whole)
+    same = {k for k in info if not k.endswith(("_s", "seconds"))}
+    assert {k: info[k] for k in same} == {k: resumed_info[k] for k in same} and list(info) == list(resumed_info)
+    assert resumed_info["clone_cpu_s"] > 0
+
+
+def test_a_grid_killed_in_a_clone_goes_on_from_its_cache(scenario, tmp_path, monkeypatch):
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    cache = tmp_path / "cache"
+    with monkeypatch.context() as m:
+        _count_and_kill(m, ("relabel", 2, False))
+        with pytest.raises(Killed):
+            P.cached_clone(cfg, pipe, 0, cache)
+    partial = cache / f"clone-{P.clone_key(cfg, pipe, 0)}.partial"
+    assert (partial / "progress.json").is_file() and not partial.with_suffix(".pt").exists()
+    with monkeypatch.context() as m:
+        calls = _count_and_kill(m)
+        state, _ = P.cached_clone(cfg, pipe, 0, cache)
+    assert calls == {"demonstrate": 0, "relabel": 1, "behaviour_clone": 1}
+    assert partial.with_suffix(".pt").is_file() and not partial.exists()  # the record goes once the clone is kept
+    fresh, _ = P.clone(cfg, pipe, 0)
+    assert all(th.equal(fresh[k], state[k]) for k in fresh)
+    # a damaged record: the clone is made from the start, with a warning, and is the same
+    with monkeypatch.context() as m:
+        _count_and_kill(m, ("relabel", 1, False))
+        with pytest.raises(Killed):
+            P.clone(cfg, pipe, 0, progress=partial)
+    (partial / "progress.json").write_text("{")
+    with pytest.warns(UserWarning, match="damaged clone progress"):
+        again, _ = P.clone(cfg, pipe, 0, progress=partial)
+    assert all(th.equal(fresh[k], again[k]) for k in fresh)
 
 
 def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(scenario, monkeypatch):

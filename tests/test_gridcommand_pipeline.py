@@ -4,7 +4,6 @@ itself runs through the study's runner: tests/test_scenario.py."""
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import pytest
@@ -282,53 +281,3 @@ def test_an_expert_scored_without_observations_scores_the_same(scenario, expert)
     cfg = P.evaluation_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
     seen = [P.evaluate(P.expert_policy(expert), cfg, observing=flag) for flag in (True, False)]
     assert seen[0] == seen[1]
-
-
-def test_the_aggregate_holds_the_joined_decisions_in_order_and_grows_in_place():
-    from ilets.agents.oinpt import Demonstrations
-    from ilets.gridcommand.pipeline import _Aggregate
-
-    def part(n: int, start: int, expert: str = "lyapunov") -> Demonstrations:
-        return Demonstrations(obs=np.arange(start, start + 3 * n, dtype=np.float32).reshape(n, 3),
-                              acts=np.arange(start, start + n, dtype=np.int64), masks=np.ones((n, 2), bool),
-                              rewards=np.full(n, -1.0, np.float32), experts=np.array([expert] * n), seconds=0.5)
-
-    parts = [part(2, 0), part(3, 100), part(4, 200, "thermostat-firm")]  # past the capacity, a longer name
-    aggregate = _Aggregate(capacity=3)
-    for p in parts:
-        aggregate.add(p)
-    joined = aggregate.view()
-    assert len(aggregate) == len(joined) == 9 and joined.seconds == 1.5
-    for name in ("obs", "acts", "masks", "rewards", "experts"):
-        expected = np.concatenate([getattr(p, name) for p in parts])
-        assert np.array_equal(getattr(joined, name), expected), name
-        assert getattr(joined, name).dtype == expected.dtype, name
-    assert np.array_equal(aggregate.view(2, 5).acts, [100, 101, 102])
-    # a view taken before the aggregate grows keeps its values
-    early = _Aggregate(capacity=2)
-    early.add(parts[0])
-    first = early.view()
-    early.add(parts[1])
-    assert np.array_equal(first.acts, [0, 1]) and len(early.view()) == 5
-    # kept in a file (its estimate past the memory limit): the same values, grown the same way
-    spilled = _Aggregate(capacity=3, memory_limit=0)
-    for p in parts:
-        spilled.add(p)
-    assert spilled.file_backed and isinstance(spilled.view().obs, np.memmap)
-    for name in ("obs", "acts", "masks", "rewards", "experts"):
-        assert np.array_equal(getattr(spilled.view(), name), getattr(joined, name)), name
-    roomy = _Aggregate(capacity=3, memory_limit=10**9)
-    roomy.add(parts[0])
-    assert not roomy.file_backed and not isinstance(roomy.view().obs, np.memmap)
-
-
-def test_the_aggregates_memory_limit_is_half_the_memory_available_now(tmp_path):
-    from ilets.gridcommand.pipeline import SPILL_SHARE, aggregate_memory_limit
-
-    meminfo = tmp_path / "meminfo"
-    meminfo.write_text("MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:   16000000 kB\n")
-    assert aggregate_memory_limit(meminfo) == int(SPILL_SHARE * 16_000_000 * 1024)
-    # no MemAvailable (or no file): the share of the physical memory
-    physical = int(SPILL_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    meminfo.write_text("MemTotal:       24000000 kB\n")
-    assert aggregate_memory_limit(meminfo) == physical == aggregate_memory_limit(tmp_path / "absent")

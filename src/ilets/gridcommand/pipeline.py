@@ -50,7 +50,7 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
+import shutil
 import tempfile
 import time
 import warnings
@@ -69,7 +69,9 @@ from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.config.run import drop_added_defaults
+from ilets import random_state
 from ilets.files import HeldByAnother, atomic_write
+from ilets.gridcommand.aggregate import Aggregate, aggregate_memory_limit
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
@@ -408,93 +410,6 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     return demos, np.asarray(taken, np.int64)
 
 
-#: The share of the memory this host has free, when a clone starts collecting, past which its
-#: aggregate's observations are kept in a temporary file rather than in memory (:class:`_Aggregate`).
-SPILL_SHARE = 0.5
-
-
-def aggregate_memory_limit(meminfo: Path = Path("/proc/meminfo")) -> int:
-    """Bytes of observations an aggregate keeps in memory: :data:`SPILL_SHARE` of the memory
-    available now (``MemAvailable``; of the physical memory where the kernel does not say), so
-    that two clones made side by side do not both hold theirs. Only where the values live
-    depends on the host, never the values: a clone is the same either way (tested)."""
-    try:
-        for line in meminfo.read_text().splitlines():
-            if line.startswith("MemAvailable:"):
-                return int(SPILL_SHARE * int(line.split()[1]) * 1024)
-    except OSError:
-        pass
-    return int(SPILL_SHARE * os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-
-
-def _file_backed(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    """An array of ``shape`` held in an unnamed temporary file (in ``TMPDIR``) that the
-    operating system pages in and out: the file is unlinked at once, and its mapping keeps it
-    until the array is dropped, so a killed run leaves nothing behind."""
-    size = max(1, math.prod(shape) * np.dtype(dtype).itemsize)
-    with tempfile.TemporaryFile(prefix="ilets-aggregate-") as f:
-        f.truncate(size)  # sparse: disk is taken as rows are written
-        return np.memmap(f, dtype=dtype, mode="r+", shape=shape)
-
-
-class _Aggregate:
-    """Labelled decisions in order, each array held once in a buffer that grows in place:
-    the demonstrations of every training episode, then each DAgger round's states [ours].
-    Why not ``np.concatenate``: joining the aggregate with a round's states holds the old
-    aggregate, the round and the joined copy at once, about twice the aggregate at its
-    largest, and with hundreds of training episodes that passes this machine's memory.
-    :meth:`view` returns views, so the arrays BC reads are the same values in the same order.
-    Observations past ``memory_limit`` bytes (estimated from ``capacity``) are kept in a
-    temporary file (:func:`_file_backed`): 256 one-day episodes at 200 servers hold about
-    40 GB of them. BC reads them by the minibatch, so the page cache serves it."""
-
-    def __init__(self, capacity: int, memory_limit: int | None = None) -> None:
-        self._capacity = max(1, capacity)
-        self._memory_limit = memory_limit
-        self._n = 0
-        self._arrays: dict[str, np.ndarray] = {}
-        self.seconds = 0.0
-        self.file_backed = False
-
-    def _empty(self, name: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-        if name == "obs" and self.file_backed:
-            return _file_backed(shape, dtype)
-        return np.empty(shape, dtype)
-
-    def __len__(self) -> int:
-        return self._n
-
-    def add(self, part: Demonstrations) -> None:
-        """Append ``part``'s decisions (its obs, actions, masks, rewards and experts)."""
-        new = {"obs": part.obs, "acts": part.acts, "masks": part.masks, "rewards": part.rewards,
-               "experts": part.experts}
-        end = self._n + len(part)
-        if not self._arrays:
-            rows = max(self._capacity, end)
-            row_bytes = math.prod(part.obs.shape[1:]) * part.obs.dtype.itemsize
-            self.file_backed = self._memory_limit is not None and rows * row_bytes > self._memory_limit
-            self._arrays = {k: self._empty(k, (rows, *a.shape[1:]), a.dtype) for k, a in new.items()}
-        elif end > len(self._arrays["acts"]):  # past the estimate: grow (a copy, rare)
-            size = max(end, 2 * len(self._arrays["acts"]))
-            grown = {k: self._empty(k, (size, *a.shape[1:]), a.dtype) for k, a in self._arrays.items()}
-            for k, a in self._arrays.items():
-                grown[k][:self._n] = a[:self._n]
-            self._arrays = grown
-        for k, a in new.items():
-            if a.dtype != self._arrays[k].dtype:  # e.g. a longer expert name: widen the column
-                self._arrays[k] = self._arrays[k].astype(np.result_type(self._arrays[k], a))
-            self._arrays[k][self._n:end] = a
-        self._n = end
-        self.seconds += part.seconds
-
-    def view(self, start: int = 0, stop: int | None = None) -> Demonstrations:
-        """Decisions ``start:stop`` (all so far by default), as views of the buffer."""
-        cut = slice(start, self._n if stop is None else stop)
-        a = self._arrays
-        return Demonstrations(obs=a["obs"][cut], acts=a["acts"][cut], masks=a["masks"][cut],
-                              rewards=a["rewards"][cut], experts=a["experts"][cut], seconds=self.seconds)
-
-
 class GridCorrections(BaseCallback):
     """OAIL-style expert corrections on :class:`GridCommandEnv`, synchronous (module docstring).
 
@@ -621,22 +536,54 @@ def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
 
 
 def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-          envelope_cache: Path | None = None) -> tuple[dict, dict]:
+          envelope_cache: Path | None = None, progress: Path | None = None) -> tuple[dict, dict]:
     """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
     policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
     ``state_dict`` and what cloning recorded. ``envelope_cache``: where the training
     episodes' envelopes are kept (:class:`GridCommandEnv`; the same clone either way); without
     one, a temporary folder for the clone's own span, since each DAgger round builds the
-    further episodes' envs again and would otherwise compute their reach again."""
+    further episodes' envs again and would otherwise compute their reach again.
+
+    ``progress``: a folder where the clone keeps its aggregate
+    (:class:`~ilets.gridcommand.aggregate.Aggregate`) and records itself after every episode
+    it plays and every BC, with the policy and the global random states; a clone killed
+    midway and called again with the same folder goes on from its last record and ends as
+    the uninterrupted clone would, tensor for tensor (tested). :func:`cached_clone` gives
+    one in its cache and removes it once the clone is written."""
     if envelope_cache is None and pipe.train_episodes > 1 and pipe.dagger_rounds:
         with tempfile.TemporaryDirectory(prefix="ilets-reach-") as tmp:
-            return _clone(train_cfg, pipe, seed, Path(tmp))
-    return _clone(train_cfg, pipe, seed, envelope_cache)
+            return _clone(train_cfg, pipe, seed, Path(tmp), progress)
+    return _clone(train_cfg, pipe, seed, envelope_cache, progress)
+
+
+def _resume(progress: Path | None, model) -> tuple[Aggregate, dict[str, Any]] | None:
+    """A clone's aggregate and state as its last record left them in ``progress``, with
+    ``model``'s policy and the global random states set back to theirs; None to start afresh
+    (no folder, no record, or a damaged one, which is removed with a warning)."""
+    if progress is None:
+        return None
+    try:
+        found = Aggregate.reopen(progress)
+        if found is None:
+            return None
+        aggregate, state = found
+        if state["model"] is not None:  # tensors only: torch's safe loader
+            model.policy.load_state_dict(th.load(progress / state["model"], weights_only=True))
+        random_state.restore(state["rng"])
+        return aggregate, state
+    except Exception as err:  # noqa: BLE001 -- any damage: the clone is made again from the start
+        warnings.warn(f"{progress}: damaged clone progress ({type(err).__name__}: {err}); cloning from the start",
+                      stacklevel=3)
+        shutil.rmtree(progress, ignore_errors=True)
+        return None
 
 
 def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-           envelope_cache: Path | None) -> tuple[dict, dict]:
-    """:func:`clone`, its envelope cache settled."""
+           envelope_cache: Path | None, progress: Path | None) -> tuple[dict, dict]:
+    """:func:`clone`, its envelope cache settled. Its phases: the demonstrations (phase -1),
+    the first BC, then each DAgger round ``r`` (phase ``r``: the clone plays every training
+    episode, then BC); ``state`` says how far they went (``played``: the phase's episodes
+    done), so that a resumed clone skips what its record holds."""
     run = train_cfg.run
     c0 = time.process_time()
     episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
@@ -649,27 +596,50 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         return env if k == 0 else GridCommandEnv(episodes[k], envelope_cache=envelope_cache)
 
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
-    first = demonstrate(env, pipe.teacher, pipe.demo_tasks)
-    # room for the demonstrations and each DAgger round's states, about as many as the teacher's
-    aggregate = _Aggregate(len(first) * len(episodes) * (1 + pipe.dagger_rounds) * 11 // 10,
-                           aggregate_memory_limit())
-    aggregate.add(first)
-    for k in range(1, len(episodes)):
-        aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
-    demos = aggregate.view()
+    resumed = _resume(progress, model)
+    if resumed is None:
+        first = demonstrate(env, pipe.teacher, pipe.demo_tasks)
+        # room for the demonstrations and each DAgger round's states, about as many as the teacher's
+        aggregate = Aggregate(len(first) * len(episodes) * (1 + pipe.dagger_rounds) * 11 // 10,
+                              aggregate_memory_limit(), progress)
+        aggregate.add(first)
+        state: dict[str, Any] = {"first": len(first), "phase": -1, "played": 1, "info": {}, "model": None}
+    else:
+        aggregate, state = resumed
+    spent = state.get("cpu_s", 0.0)  # CPU seconds of earlier runs, up to their last record
+    info: dict[str, Any] = state["info"]
+    phase0, played0 = state["phase"], state["played"]
+
+    def record(**changes: Any) -> None:
+        state.update(changes, info=info, cpu_s=spent + time.process_time() - c0, rng=random_state.capture())
+        aggregate.commit(state)
+
+    def record_bc(phase: int) -> None:
+        # the policy after a BC, then the record naming it: a kill between the two resumes
+        # from the earlier record and makes this BC again, from the same state
+        name = f"model-{phase}.pt"
+        if progress is not None:
+            atomic_write(progress / name, lambda tmp: th.save(model.policy.state_dict(), tmp))
+        old = state["model"]
+        record(phase=phase, played=0, model=name, start=len(aggregate))
+        if progress is not None and old is not None and old != name:
+            (progress / old).unlink(missing_ok=True)
+
+    if phase0 < 0:
+        record()
+        for k in range(played0, len(episodes)):
+            aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
+            record(played=k + 1)
+        state["demos"] = len(aggregate)
+    demos = aggregate.view(0, state["demos"])
     oinpt: OINPTConfig = run.oinpt
     if pipe.bc_epochs:
         oinpt = dataclasses.replace(oinpt, bc_epochs=pipe.bc_epochs)
-    # the teacher's demonstrations take wall seconds (``Demonstrations.seconds``, as in the
-    # cloud study): named for what they are (cells computed before this name call it ``demo_cpu_s``)
-    info: dict[str, Any] = {"demo_decisions": len(demos), "demo_wall_s": demos.seconds}
     # the minibatches BC takes on the first episode alone: what every BC is meant to take
-    meant = oinpt.bc_epochs * (len(first) // oinpt.batch_size)
+    meant = oinpt.bc_epochs * (state["first"] // oinpt.batch_size)
     exact = max(1, meant) if pipe.bc_step_budget == "exact" else None
     if len(episodes) > 1:  # the first episode's gradient steps over all of them (``train_episodes``)
-        oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(first) / len(demos))))
-        info["train_episodes"] = len(episodes)
-    del first  # the aggregate's copy is what BC reads
+        oinpt = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * state["first"] / len(demos))))
     repeat = label_repeats(env, pipe)
 
     def bc_config(data: Demonstrations, cfg: OINPTConfig, rows: np.ndarray | None, key: str) -> OINPTConfig:
@@ -681,13 +651,20 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         info[key] = took / meant if meant else math.nan
         return cfg
 
-    rows = event_rows(env, demos, pipe.event_repeat)
-    # report=False: the clone records only the agreements below, and the cloning report's one
-    # forward pass over every decision would hold gigabytes with many training episodes
-    cloned = behaviour_clone(model, demos, bc_config(demos, oinpt, rows, "bc_step_share"), seed, repeat=repeat,
-                             rows=rows, report=False, batches=exact)
-    info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
-    for r in range(pipe.dagger_rounds):
+    if phase0 < 0:
+        # the teacher's demonstrations take wall seconds (``Demonstrations.seconds``, as in the
+        # cloud study): named for what they are (cells computed before this name call it ``demo_cpu_s``)
+        info.update(demo_decisions=len(demos), demo_wall_s=demos.seconds)
+        if len(episodes) > 1:
+            info["train_episodes"] = len(episodes)
+        rows = event_rows(env, demos, pipe.event_repeat)
+        # report=False: the clone records only the agreements below, and the cloning report's one
+        # forward pass over every decision would hold gigabytes with many training episodes
+        cloned = behaviour_clone(model, demos, bc_config(demos, oinpt, rows, "bc_step_share"), seed,
+                                 repeat=repeat, rows=rows, report=False, batches=exact)
+        info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
+        record_bc(0)
+    for r in range(max(phase0, 0), pipe.dagger_rounds):
         # DAgger [ours, not imitation's trainer: its expert is a policy over observations, while
         # the ladder's experts read the environment's state]: the clone, acting as it is scored,
         # plays the training episode; the teacher labels the states it visits; BC goes on from
@@ -695,27 +672,28 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         # one policy over the growing aggregate), each round with the first BC's number of
         # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
         # round costs what the first BC did
-        start, agreed = len(aggregate), []
-        for k in range(len(episodes)):  # the same actor plays each training episode in turn, each its own draws
+        for k in range(played0 if r == phase0 else 0, len(episodes)):
+            # the same actor plays each training episode in turn, each its own draws
             actor = sampled_policy(model, seed + 1 + r, k) if pipe.clone_action == "sampled" else greedy_policy(model)
-            own_k, agreed_k = relabel(episode_env(k), pipe.teacher, actor, pipe.demo_tasks)
-            aggregate.add(own_k)
-            agreed.append(agreed_k)
+            aggregate.add(*relabel(episode_env(k), pipe.teacher, actor, pipe.demo_tasks))
+            record(played=k + 1)
+        start = state["start"]
         # on the clone's own states, before this round's BC
-        info.update(agreement_split(env, aggregate.view(start), np.concatenate(agreed), "dagger_agreement", f"[{r}]"))
+        info.update(agreement_split(env, aggregate.view(start), aggregate.agreed(start), "dagger_agreement", f"[{r}]"))
         seen = aggregate.view()
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         rows = event_rows(env, seen, pipe.event_repeat)
         behaviour_clone(model, seen, bc_config(seen, steps, rows, f"bc_step_share[{r}]"), seed + 1 + r,
                         repeat=repeat, rows=rows, report=False, batches=exact)
+        record_bc(r + 1)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(aggregate) - len(demos)
     # on the teacher's own states, after the last BC
     info.update(agreement_split(env, demos, greedy_agreement(model.policy, demos), "bc_agreement_after"))
     if oinpt.critic_pretrain:
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
-    info["clone_cpu_s"] = time.process_time() - c0
-    return {k: v.clone() for k, v in model.policy.state_dict().items()}, info
+    info["clone_cpu_s"] = spent + time.process_time() - c0
+    return {k: v.clone() for k, v in model.policy.state_dict().items()}, dict(info)
 
 
 def whole_epoch_step_shares(train_episodes: int, bc_epochs: int, dagger_rounds: int = 1) -> tuple[float, ...]:
@@ -816,7 +794,9 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     ``bc``, ``bc+ppo`` and ``bc+ppo+oail`` of one (seed, fleet, training regime) share the
     same clone (cloning is deterministic from the seed: the cached state is the one a fresh
     clone makes, tested), so a grid computes it once [ours]. A damaged file is recomputed.
-    The training episodes' envelopes are kept in ``cache_dir`` too (:func:`clone`).
+    The training episodes' envelopes are kept in ``cache_dir`` too (:func:`clone`), and so
+    is a clone in the making (``clone-<key>.partial``, :func:`clone`'s ``progress``): a grid
+    killed in the middle of a clone goes on from its last record when it is run again.
 
     The clone is made under a lock beside its file, so processes sharing ``cache_dir`` (two
     grids on one folder, whose neighbouring cells ``bc`` and ``bc+ppo`` of a seed share a
@@ -854,8 +834,10 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         found = cached()  # made by the process that held the lock
         if found is not None:
             return found
-        state, info = clone(train_cfg, pipe, seed, cache_dir)
+        progress = path.with_suffix(".partial")  # a killed clone goes on from here (:func:`clone`)
+        state, info = clone(train_cfg, pipe, seed, cache_dir, progress)
         atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
+        shutil.rmtree(progress, ignore_errors=True)
         return state, info
     finally:
         lock.release()
