@@ -139,6 +139,36 @@ def test_the_per_server_clone_matches_earliest_finish_and_the_flat_one_does_not(
     assert scores["per-server"]["regret_rel"] < scores["flat"]["regret_rel"]
 
 
+@pytest.mark.parametrize("policy, layout", [("flat", "paper"), ("per-server", "per-server")])
+def test_bc_on_its_own_minibatches_learns_what_imitations_loader_teaches(tiny_config, monkeypatch, policy, layout):
+    # BC gathers its minibatches a minibatch at a time (oinpt.minibatches) rather than through
+    # imitation's per-decision loader: the same weights, and torch's global generator left
+    # where imitation's loader leaves it (a resumed clone and everything after BC depend on it)
+    from ilets.agents import oinpt
+
+    cfg = dataclasses.replace(tiny_config, policy=policy, observation=layout).validate()
+    wl, fleet = load_workload(cfg.workload, 0), make_fleet(cfg.fleet, 0)
+    demos = heuristic_demonstrations(wl.offline, fleet, "earliest-finish", cfg.reward,
+                                     {layout: StateSpec.of(cfg)}, 150, 10).by_layout[layout]
+    bc = dataclasses.replace(cfg.oinpt, bc_epochs=3, batch_size=32)
+    rows = np.arange(len(demos)) % 3 + 1  # repeats: BC is shown more decisions than demonstrated
+
+    def learned(batches: int | None) -> tuple[dict, th.Tensor]:
+        th.manual_seed(7)
+        model = make_ppo(env_of(cfg), cfg.ppo, 0, cfg.policy, cfg.server_hidden)
+        behaviour_clone(model, demos, bc, 0, rows=rows, report=False, batches=batches)
+        return model.policy.state_dict(), th.get_rng_state()
+
+    for batches in (None, 40):  # epochs, then a count of minibatches past one epoch
+        ours = learned(batches)
+        with monkeypatch.context() as m:
+            m.setattr(oinpt, "minibatches", lambda d, size: oinpt.to_transitions(d))  # imitation's loader
+            theirs = learned(batches)
+        assert all(th.equal(ours[0][k], theirs[0][k]) for k in ours[0]) and th.equal(ours[1], theirs[1])
+    with pytest.raises(ValueError, match="smaller than batch size 32"):
+        oinpt.minibatches(demos.slice(0, 31), 32)
+
+
 def test_bad_policy_input_is_named(tiny_config, tmp_path):
     with pytest.raises(ConfigError, match=r"run\.policy: expected one of"):
         dataclasses.replace(tiny_config, policy="graph").validate()

@@ -234,6 +234,36 @@ def to_transitions(demos: Demonstrations):
     return Transitions(obs=demos.obs, acts=demos.acts, infos=infos, next_obs=next_obs, dones=dones)
 
 
+class _Rows(th.utils.data.Dataset):
+    """Observations and actions indexed a minibatch at a time (:func:`minibatches`)."""
+
+    def __init__(self, obs: np.ndarray, acts: np.ndarray) -> None:
+        self.obs, self.acts = obs, acts
+
+    def __len__(self) -> int:
+        return len(self.acts)
+
+    def __getitem__(self, rows: list[int]) -> dict[str, th.Tensor]:
+        idx = np.asarray(rows, dtype=np.int64)
+        return {"obs": th.as_tensor(np.ascontiguousarray(self.obs[idx])), "acts": th.as_tensor(self.acts[idx])}
+
+
+def minibatches(demos: Demonstrations, batch_size: int):
+    """The minibatches ``imitation``'s BC draws from ``demos`` (its data loader over
+    :func:`to_transitions`: shuffled, the last partial minibatch dropped), gathered a
+    minibatch at a time. The same rows in the same order, drawn from torch's global generator
+    the same way (a ``RandomSampler`` under a ``BatchSampler``, in a ``DataLoader``), so BC
+    learns the same weights and leaves the generator where it would (tested). Why not
+    imitation's own loader: it builds one dict per decision and collates them, a third of a
+    per-server BC's time (``benchmarks/bench_bc_minibatches.py``)."""
+    if len(demos) < batch_size:  # imitation's own check and words
+        raise ValueError(f"Number of transitions in `demonstrations` {len(demos)} is smaller than batch size "
+                         f"{batch_size}.")
+    data = _Rows(demos.obs, demos.acts)
+    sampler = th.utils.data.BatchSampler(th.utils.data.RandomSampler(data), batch_size, drop_last=True)
+    return th.utils.data.DataLoader(data, batch_size=None, sampler=sampler)
+
+
 def behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
                     repeat: dict[int, int] | None = None, rows: np.ndarray | None = None,
                     report: bool = True, batches: int | None = None) -> dict[str, float]:
@@ -306,9 +336,19 @@ def _behaviour_clone(model, demos: Demonstrations, cfg: OINPTConfig, seed: int,
     before = action_agreement(model.policy, demos)
     taught, changed = with_label_noise(demos, cfg.label_noise, seed)
     taught = with_repeats(taught, repeat, rows)
-    trainer = bc.BC(
+    class BC(bc.BC):
+        def set_demonstrations(self, demonstrations) -> None:
+            # imitation wraps a loader of minibatches in one that first draws a minibatch to
+            # check it, which moves torch's global generator: ours (:func:`minibatches`) goes
+            # in as it is; anything else the way imitation takes it
+            if isinstance(demonstrations, th.utils.data.DataLoader):
+                self._demo_data_loader = demonstrations
+            else:
+                super().set_demonstrations(demonstrations)
+
+    trainer = BC(
         observation_space=model.observation_space, action_space=model.action_space,
-        policy=model.policy, demonstrations=to_transitions(taught), rng=np.random.default_rng(seed),
+        policy=model.policy, demonstrations=minibatches(taught, cfg.batch_size), rng=np.random.default_rng(seed),
         batch_size=cfg.batch_size, optimizer_kwargs={"lr": cfg.learning_rate}, device="cpu",
         custom_logger=imit_logger.configure(format_strs=[]),
     )
