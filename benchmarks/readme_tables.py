@@ -301,6 +301,17 @@ def envelope_cache(d: dict) -> list[str]:
             f"({d['speedup']:.2f}x), {same}."]
 
 
+def bc_minibatches(d: dict) -> list[str]:
+    """BC's own minibatches against imitation's loader, per fleet size."""
+    rows = [f"{m} servers: {r['decisions']:,} decisions, {r['minibatches_per_s']['imitation']:,.0f} minibatches/s with "
+            f"imitation's loader, {r['minibatches_per_s']['ours']:,.0f} with ours ({r['speedup_median']:.2f}x)"
+            for m, r in d["servers"].items()]
+    return [f"**BC minibatches** (`bench_bc_minibatches.py`): {d['batches']:,} BC minibatches of {d['batch_size']} "
+            f"from a fresh per-server policy on the teacher's demonstrations of the clone pilot's first training "
+            f"episode, imitation's per-decision loader and the study's (`oinpt.minibatches`) alternating, median of "
+            f"{d['repeats']} pairs, the two policies the same tensor for tensor in every pair: " + "; ".join(rows) + "."]
+
+
 def _missing(name: str) -> list[str]:
     """The line that stands for a benchmark whose JSON is missing."""
     return [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"]
@@ -323,6 +334,8 @@ def render(results: Path = RESULTS) -> str:
     blocks.append(gridcommand(_load("gridcommand_decision.json", results), _load("gridcommand_experts.json", results)))
     cache = _load("envelope_cache.json", results)
     blocks.append(envelope_cache(cache) if cache else _missing("envelope_cache.json"))
+    minibatch = _load("bc_minibatches.json", results)
+    blocks.append(bc_minibatches(minibatch) if minibatch else _missing("bc_minibatches.json"))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 

@@ -21,4 +21,5 @@ step benchmarks/bench_report_stats.py --results shipped/paper --out "$R/report_s
 step benchmarks/bench_gridcommand_decision.py --write
 step benchmarks/bench_gridcommand_experts.py --write
 step benchmarks/bench_envelope_cache.py --out "$R/envelope_cache.json"
+step benchmarks/bench_bc_minibatches.py --out "$R/bc_minibatches.json"
 echo "== $(date -u +%H:%M:%S) done"
