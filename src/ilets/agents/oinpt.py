@@ -254,8 +254,8 @@ def minibatches(demos: Demonstrations, batch_size: int):
     minibatch at a time. The same rows in the same order, drawn from torch's global generator
     the same way (a ``RandomSampler`` under a ``BatchSampler``, in a ``DataLoader``), so BC
     learns the same weights and leaves the generator where it would (tested). Why not
-    imitation's own loader: it builds one dict per decision and collates them, a third of a
-    per-server BC's time (``benchmarks/bench_bc_minibatches.py``)."""
+    imitation's own loader: it builds one dict per decision and collates them, which makes a
+    per-server BC about 1.2 times slower (``benchmarks/bench_bc_minibatches.py``)."""
     if len(demos) < batch_size:  # imitation's own check and words
         raise ValueError(f"Number of transitions in `demonstrations` {len(demos)} is smaller than batch size "
                          f"{batch_size}.")
