@@ -365,7 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         try:
-            print("ilets: interrupted; completed cells are kept, rerun to resume", file=sys.stderr)
+            print("ilets: interrupted; completed cells (and a clone's last record) are kept, rerun to resume", file=sys.stderr)
         except OSError:  # nobody reads stderr any more (a closed pipe): leave all the same
             pass
         return 130
