@@ -276,6 +276,36 @@ def test_the_own_workloads_design_is_the_episodes_design_but_its_stride_and_is_r
     assert C.twin_sentence(moved, own_name) == "The two designs share no fleet size and seed yet."
 
 
+def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
+    from ilets.report import command_control as C
+
+    rows = _store_rows({"first": 0.32, "second": 0.40})  # the clones differ, the teachers do not
+    rows["clone_cpu_s"] = np.where(rows["design"] == "first", 10.0, 20.0)  # a host's seconds: never compared
+    rows["time_to_band_s"] = np.inf  # a score in seconds is compared (inf equals inf)
+    hosts = {"first": ["Intel X"], "second": ["AMD Y"]}
+    said = C.repeat_sentence(rows, "first", "second", hosts)
+    assert said.startswith("Where design *second* repeats the computation of design *first* (6 scores: ")
+    assert "Lyapunov: 3 of 3 the same in every number" in said
+    # 0.40 against 0.32 is the largest move (the seeds add the same 0.001 to both)
+    assert "BC (clone alone): 0 of 3 the same in every number, the tracking error of the others moved by up to 25%" in said
+    assert "*first* on Intel X; *second* on AMD Y" in said
+    one_moved = rows.assign(tracking_mae_rel=np.where((rows["design"] == "second") & (rows["seed"] == 2)
+                                                      & (rows["method"] == "lyapunov"), 0.5, rows["tracking_mae_rel"]))
+    assert "Lyapunov: 2 of 3 the same in every number, the tracking error of the others moved by up to 66%" in (
+        C.repeat_sentence(one_moved, "first", "second", hosts))
+    assert C.repeat_sentence(rows.assign(seed=np.where(rows["design"] == "first", 7, rows["seed"])),
+                             "first", "second", hosts) == ""
+    assert C.machines(tmp_path, {"absent": Path("nowhere")}) == {"absent": []}
+    # the chapter reads the own-from50 design's 50-server cells as a repeat of the own-workloads
+    # design's: at 50 servers its clone learns on the fleet it is scored on, all else the same
+    from ilets.study.command_scenario import load_profile
+
+    own, from50 = (load_profile(C.design_profile(next(iter(d.values()))))
+                   for d in (C.OWN_WORKLOADS_DESIGN, C.OWN_FROM50_DESIGN))
+    assert from50.pipeline == dataclasses.replace(own.pipeline, train_servers=50) and 50 in from50.servers
+    assert (from50.scenario, from50.seeds, from50.train_regime) == (own.scenario, own.seeds, own.train_regime)
+
+
 def test_the_fleet_transfer_design_is_read_beside_the_clone_learned_on_its_fleet():
     from ilets.report import command_control as C
     from ilets.study.command_scenario import load_profile

@@ -256,6 +256,54 @@ def _beside_episodes_design(rows: pd.DataFrame, twin: str, not_run: str, reps: i
             + control_sentence(control_table(shared, reps=reps)))
 
 
+#: The columns that identify a scored episode: two designs' rows with the same values are
+#: the same computation when their settings agree (:func:`repeat_sentence`).
+_EPISODE_KEYS = ("method", "servers", "seed", "regime")
+
+
+def machines(root: Path, designs: Mapping[str, Path]) -> dict[str, list[str]]:
+    """Design -> the machines its shipped cells were computed on (its ``PROVENANCE.json``)."""
+    out = {}
+    for design, rel in designs.items():
+        results = load_results(Path(root) / rel)
+        out[design] = sorted((results.provenance.get("machines") or {}) if results is not None else {})
+    return out
+
+
+def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[str, list[str]],
+                    metric: str = "tracking_mae_rel") -> str:
+    """Where design ``second`` computed what design ``first`` did (``rows`` from
+    :func:`load_designs`; the same method, fleet size, seed and scored regime, the caller
+    knowing that their settings agree there): per method, how many of the scores agree in every
+    number (seconds and CPU times left out: they are the host's) and, among those that do
+    not, the largest relative move of ``metric``; with the machines each design ran on
+    (``hosts``, from :func:`machines`). Empty when they share no score."""
+    keys = list(_EPISODE_KEYS)
+    numbers = [c for c in rows.columns if c not in (*keys, "design", "role", "scale")
+               and "cpu" not in c and pd.api.types.is_numeric_dtype(rows[c])]
+    a = rows[rows["design"] == first].set_index(keys)
+    b = rows[rows["design"] == second].set_index(keys)
+    shared = a.index.intersection(b.index)
+    if len(shared) == 0:
+        return ""
+    a, b = a.loc[shared, numbers], b.loc[shared, numbers]
+    same = ((a == b) | (a.isna() & b.isna())).all(axis=1)
+    move = (b[metric] / a[metric] - 1).abs()
+    parts = []
+    for method in dict.fromkeys(shared.get_level_values("method")):
+        mine = shared.get_level_values("method") == method
+        n, k = int(mine.sum()), int(same[mine].sum())
+        text = f"{LABELS.get(method, method)}: {k} of {n} the same in every number"
+        if k < n:
+            text += f", the tracking error of the others moved by up to {move[mine & ~same.to_numpy()].max():.0%}"
+        parts.append(text)
+    where = "; ".join(f"*{d}* on {', '.join(hosts.get(d) or ['an unrecorded machine'])}" for d in (first, second))
+    return (f"Where design *{second}* repeats the computation of design *{first}* ({len(shared)} scores: the same "
+            f"method, fleet size, seed and regime), {'; '.join(parts)}. They ran on {where}; a learner's training "
+            "runs through the floating-point kernels each CPU selects (`ilets.numerics`), and a small difference "
+            "there grows over training.")
+
+
 #: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
 TRANSFER_RECORD = Path("shipped") / "gridcommand-clone-transfer.json"
 
