@@ -71,12 +71,12 @@ def test_a_folders_aggregate_reopens_as_its_last_record_left_it(tmp_path):
     assert Aggregate.reopen(folder) is None  # nothing recorded yet
     kept.add(parts[0])
     kept.add(parts[1], agreed=np.array([True, False, True]))
-    kept.commit({"phase": 0, "played": 2})
+    kept.commit({"phase": 0, "played": 2, "share": np.float32(0.5)})  # a numpy number, written as a plain one
     kept.add(parts[2])  # grown and widened, never recorded: a kill here
     # the recorded generation's files stay beside the new one's
     assert {p.name for p in folder.glob("obs-*.npy")} == {"obs-1.npy", "obs-2.npy"}
     back, state = Aggregate.reopen(folder)
-    assert state == {"phase": 0, "played": 2} and len(back) == 5 and back.seconds == 1.0
+    assert state == {"phase": 0, "played": 2, "share": 0.5} and len(back) == 5 and back.seconds == 1.0
     memory = Aggregate(capacity=3)
     for p in parts[:2]:
         memory.add(p)

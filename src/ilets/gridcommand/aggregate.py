@@ -166,7 +166,8 @@ class Aggregate:
                 a.flush()
         record = {"version": FOLDER_VERSION, "rows": self._n, "generation": self._generation,
                   "seconds": self.seconds, "state": state}
-        atomic_write(self._folder / PROGRESS, lambda tmp: tmp.write_text(json.dumps(record)))
+        # numpy scalars in the state are written as plain numbers, as a clone cache writes them
+        atomic_write(self._folder / PROGRESS, lambda tmp: tmp.write_text(json.dumps(record, default=float)))
         current = {self._file(k, self._generation).name for k in self._arrays}
         for stale in self._folder.glob("*-*.npy"):  # an earlier generation's columns
             if stale.name not in current:
