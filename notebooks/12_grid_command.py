@@ -123,8 +123,8 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
-glue("gc_own_from50_repeat", C.repeat_sentence(C.load_designs(root, designs=repeat), *repeat, C.machines(root, repeat)),
-     display=False)
+glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(C.load_designs(root, designs=repeat), *repeat,
+                                                        C.machines(root, repeat))), display=False)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
@@ -931,7 +931,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   does the same for the own-workloads design: each seed's one clone, learned on 50 servers,
 #   scored on 50 (the own-workloads design's computation) and on 200, the fleet that design
 #   could not clone on. {glue:md}`gc_own_from50_status` {glue:text}`gc_own_from50_said`
-#   {glue:text}`gc_own_from50_repeat`
+#   {glue:md}`gc_own_from50_repeat`
 # * **Speed rows.** With clock-speed levels the per-server table has one row per (level,
 #   server), the server seen running the task at that speed, so the one scorer rates every
 #   placement at every speed (`ilets.agents.observation.ServerTable`). Its positive control
