@@ -294,7 +294,7 @@ def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
     assert "Lyapunov: 2 of 3 the same in every number, the tracking error of the others moved by up to 66%" in (
         C.repeat_sentence(one_moved, "first", "second", hosts))
     assert C.repeat_sentence(rows.assign(seed=np.where(rows["design"] == "first", 7, rows["seed"])),
-                             "first", "second", hosts) == ""
+                             "first", "second", hosts) == "Design *second* repeats no score of design *first* yet."
     assert C.machines(tmp_path, {"absent": Path("nowhere")}) == {"absent": []}
     # the chapter reads the own-from50 design's 50-server cells as a repeat of the own-workloads
     # design's: at 50 servers its clone learns on the fleet it is scored on, all else the same

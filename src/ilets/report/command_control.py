@@ -277,7 +277,7 @@ def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[
     knowing that their settings agree there): per method, how many of the scores agree in every
     number (seconds and CPU times left out: they are the host's) and, among those that do
     not, the largest relative move of ``metric``; with the machines each design ran on
-    (``hosts``, from :func:`machines`). Empty when they share no score."""
+    (``hosts``, from :func:`machines`). A sentence saying so when they share no score."""
     keys = list(_EPISODE_KEYS)
     numbers = [c for c in rows.columns if c not in (*keys, "design", "role", "scale")
                and "cpu" not in c and pd.api.types.is_numeric_dtype(rows[c])]
@@ -285,7 +285,7 @@ def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[
     b = rows[rows["design"] == second].set_index(keys)
     shared = a.index.intersection(b.index)
     if len(shared) == 0:
-        return ""
+        return f"Design *{second}* repeats no score of design *{first}* yet."
     a, b = a.loc[shared, numbers], b.loc[shared, numbers]
     same = ((a == b) | (a.isna() & b.isna())).all(axis=1)
     move = (b[metric] / a[metric] - 1).abs()
