@@ -220,7 +220,9 @@ def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: Exper
 
 
 def to_transitions(demos: Demonstrations):
-    """The demonstrations as ``imitation`` Transitions (full form: 1.0.1 needs next_obs/dones).
+    """The demonstrations as ``imitation`` Transitions (full form: 1.0.1 needs next_obs/dones):
+    what imitation's own data loader takes, the reference :func:`minibatches` is tested and
+    benchmarked against (BC itself takes :func:`minibatches`).
 
     BC reads observations and actions only, so ``next_obs`` is the observations themselves (a
     view, no copy: a clone that learns from many episodes holds gigabytes of them); dones

@@ -626,7 +626,8 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
             (progress / old).unlink(missing_ok=True)
 
     if phase0 < 0:
-        record()
+        if resumed is None:  # the first episode's record (a resumed clone's is on disk)
+            record()
         for k in range(played0, len(episodes)):
             aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
             record(played=k + 1)

@@ -25,6 +25,7 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ilets.files import PROVENANCE
 from ilets.gridcommand.pipeline import HELDOUT_METRICS, LEARNED
 from ilets.report import stats as S
 from ilets.report.grid_command import LABELS, done_records, load_results, status_sentence
@@ -262,21 +263,21 @@ _EPISODE_KEYS = ("method", "servers", "seed", "regime")
 
 
 def machines(root: Path, designs: Mapping[str, Path]) -> dict[str, list[str]]:
-    """Design -> the machines its shipped cells were computed on (its ``PROVENANCE.json``)."""
+    """Design -> the machines its shipped cells were computed on (its ``PROVENANCE.json``;
+    none where absent). Only the record is read, not the design's store."""
     out = {}
     for design, rel in designs.items():
-        results = load_results(Path(root) / rel)
-        out[design] = sorted((results.provenance.get("machines") or {}) if results is not None else {})
+        path = Path(root) / rel / PROVENANCE
+        out[design] = sorted(json.loads(path.read_text()).get("machines") or {}) if path.is_file() else []
     return out
 
 
-def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[str, list[str]],
-                    metric: str = "tracking_mae_rel") -> str:
+def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[str, list[str]]) -> str:
     """Where design ``second`` computed what design ``first`` did (``rows`` from
     :func:`load_designs`; the same method, fleet size, seed and scored regime, the caller
     knowing that their settings agree there): per method, how many of the scores agree in every
-    number (seconds and CPU times left out: they are the host's) and, among those that do
-    not, the largest relative move of ``metric``; with the machines each design ran on
+    number (CPU times left out: they are the host's) and, among those that do not, the
+    largest relative move of the tracking error (``tracking_mae_rel``); with the machines each design ran on
     (``hosts``, from :func:`machines`). A sentence saying so when they share no score."""
     keys = list(_EPISODE_KEYS)
     numbers = [c for c in rows.columns if c not in (*keys, "design", "role", "scale")
@@ -288,7 +289,7 @@ def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[
         return f"Design *{second}* repeats no score of design *{first}* yet."
     a, b = a.loc[shared, numbers], b.loc[shared, numbers]
     same = ((a == b) | (a.isna() & b.isna())).all(axis=1)
-    move = (b[metric] / a[metric] - 1).abs()
+    move = (b["tracking_mae_rel"] / a["tracking_mae_rel"] - 1).abs()
     parts = []
     for method in dict.fromkeys(shared.get_level_values("method")):
         mine = shared.get_level_values("method") == method
