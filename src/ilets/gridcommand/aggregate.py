@@ -17,10 +17,13 @@ lives in one of three places, by the same values in the same order (tested):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import mmap
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +156,27 @@ class Aggregate:
     def agreed(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Whether the action played at decisions ``start:stop`` was the teacher's label (a view)."""
         return self._arrays["agreed"][start:self._n if stop is None else stop]
+
+    @contextlib.contextmanager
+    def random_reads(self) -> Iterator[None]:
+        """Within it, the columns kept in files are read a row at a time, without read-ahead
+        (``madvise(MADV_RANDOM)``), then back to the kernel's default. Why: BC gathers its
+        minibatches from rows drawn at random, and on a page fault the kernel reads the pages
+        around it too (128 KB on Linux by default) in case the next read follows. When the
+        observations pass the page cache, about 40 times the bytes BC needs are read from disk
+        for each row of a few kilobytes, and BC waits on the disk
+        (``benchmarks/bench_aggregate_reads.py``). The values read are the same either way;
+        an aggregate in memory, or a host without ``madvise``, is left as it is."""
+        maps = [a._mmap for a in self._arrays.values() if isinstance(a, np.memmap) and a._mmap is not None]
+        if not hasattr(mmap, "MADV_RANDOM"):  # e.g. Windows
+            maps = []
+        for m in maps:
+            m.madvise(mmap.MADV_RANDOM)
+        try:
+            yield
+        finally:
+            for m in maps:
+                m.madvise(mmap.MADV_NORMAL)
 
     def commit(self, state: dict[str, Any]) -> None:
         """Record that every row so far is whole, with ``state`` (JSON; what the caller needs

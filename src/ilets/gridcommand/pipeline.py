@@ -661,8 +661,9 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         rows = event_rows(env, demos, pipe.event_repeat)
         # report=False: the clone records only the agreements below, and the cloning report's one
         # forward pass over every decision would hold gigabytes with many training episodes
-        cloned = behaviour_clone(model, demos, bc_config(demos, oinpt, rows, "bc_step_share"), seed,
-                                 repeat=repeat, rows=rows, report=False, batches=exact)
+        with aggregate.random_reads():  # BC draws rows at random: no read-ahead from disk
+            cloned = behaviour_clone(model, demos, bc_config(demos, oinpt, rows, "bc_step_share"), seed,
+                                     repeat=repeat, rows=rows, report=False, batches=exact)
         info["bc_agreement_before"] = cloned["bc_agreement_before"]  # the agreement after: split below
         record_bc(0)
     for r in range(max(phase0, 0), pipe.dagger_rounds):
@@ -684,8 +685,9 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         seen = aggregate.view()
         steps = dataclasses.replace(oinpt, bc_epochs=max(1, round(oinpt.bc_epochs * len(demos) / len(seen))))
         rows = event_rows(env, seen, pipe.event_repeat)
-        behaviour_clone(model, seen, bc_config(seen, steps, rows, f"bc_step_share[{r}]"), seed + 1 + r,
-                        repeat=repeat, rows=rows, report=False, batches=exact)
+        with aggregate.random_reads():
+            behaviour_clone(model, seen, bc_config(seen, steps, rows, f"bc_step_share[{r}]"), seed + 1 + r,
+                            repeat=repeat, rows=rows, report=False, batches=exact)
         record_bc(r + 1)
     if pipe.dagger_rounds:
         info["dagger_states"] = len(aggregate) - len(demos)
