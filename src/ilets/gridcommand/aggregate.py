@@ -167,7 +167,8 @@ class Aggregate:
         for each row of a few kilobytes, and BC waits on the disk
         (``benchmarks/bench_aggregate_reads.py``). The values read are the same either way;
         an aggregate in memory, or a host without ``madvise``, is left as it is."""
-        maps = [a._mmap for a in self._arrays.values() if isinstance(a, np.memmap) and a._mmap is not None]
+        # numpy keeps a memmap's mapping as ``_mmap`` (None for an empty one)
+        maps = [m for a in self._arrays.values() if (m := getattr(a, "_mmap", None)) is not None]
         if not hasattr(mmap, "MADV_RANDOM"):  # e.g. Windows
             maps = []
         for m in maps:
