@@ -312,6 +312,17 @@ def bc_minibatches(d: dict) -> list[str]:
             f"{d['repeats']} pairs, the two policies the same tensor for tensor in every pair: " + "; ".join(rows) + "."]
 
 
+def aggregate_reads(d: dict) -> list[str]:
+    """BC's minibatches from a clone's aggregate on disk, with and without read-ahead."""
+    r = d["minibatches_per_s"]
+    return [f"**Aggregate reads** (`bench_aggregate_reads.py`): {d['batches']:,} BC minibatches of {d['batch_size']} "
+            f"rows ({d['row_bytes']:,} bytes each, {d['servers']} servers) from a clone's aggregate kept on disk "
+            f"({d['rows'] * d['row_bytes'] / 2**30:.0f} GiB), each minibatch from a cold page cache (the limit of an "
+            f"aggregate far larger than the memory), the disk's read-ahead {d['read_ahead_kb']:,} KB: {r['read_ahead']:.1f} "
+            f"minibatches/s with the kernel's read-ahead, {r['random_reads']:.1f} with `Aggregate.random_reads` "
+            f"({d['speedup_median']:.1f}x, median of {d['repeats']} pairs, the same rows)."]
+
+
 def _missing(name: str) -> list[str]:
     """The line that stands for a benchmark whose JSON is missing."""
     return [f"(`benchmarks/results/{name}` is missing: run `make bench`.)"]
@@ -336,6 +347,8 @@ def render(results: Path = RESULTS) -> str:
     blocks.append(envelope_cache(cache) if cache else _missing("envelope_cache.json"))
     minibatch = _load("bc_minibatches.json", results)
     blocks.append(bc_minibatches(minibatch) if minibatch else _missing("bc_minibatches.json"))
+    reads = _load("aggregate_reads.json", results)
+    blocks.append(aggregate_reads(reads) if reads else _missing("aggregate_reads.json"))
     return "\n\n".join("\n".join(b) for b in blocks if b) + "\n"
 
 

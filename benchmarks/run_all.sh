@@ -22,4 +22,5 @@ step benchmarks/bench_gridcommand_decision.py --write
 step benchmarks/bench_gridcommand_experts.py --write
 step benchmarks/bench_envelope_cache.py --out "$R/envelope_cache.json"
 step benchmarks/bench_bc_minibatches.py --out "$R/bc_minibatches.json"
+step benchmarks/bench_aggregate_reads.py --out "$R/aggregate_reads.json"
 echo "== $(date -u +%H:%M:%S) done"
