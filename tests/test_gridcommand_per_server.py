@@ -396,7 +396,7 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
     class Stop(Exception):
         pass
 
-    def spy(train_cfg, pipe, seed, cache_dir=None, wait=True):
+    def spy(train_cfg, pipe, seed, cache_dir=None, wait=True, processes=1):
         asked.append(train_cfg)
         raise Stop
 
@@ -917,6 +917,22 @@ def test_a_killed_clone_goes_on_from_its_last_record_to_the_same_clone(scenario,
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
     assert {k: info[k] for k in same} == {k: resumed_info[k] for k in same} and list(info) == list(resumed_info)
     assert resumed_info["clone_cpu_s"] > 0
+
+
+def test_a_clone_whose_episodes_are_played_on_more_processes_is_the_same_clone(scenario, tmp_path):
+    # the demonstrations and each DAgger round's episodes are independent of one another: on
+    # two worker processes they must give the clone made in one, tensor for tensor, with the
+    # same records (the sampled clone: each episode its own draws), the workers' CPU counted
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(dagger_rounds=1, bc_epochs=2, train_episodes=3)
+    one, info = P.clone(cfg, pipe, 0)
+    two, info_two = P.clone(cfg, pipe, 0, progress=tmp_path / "partial", processes=2)
+    assert all(th.equal(one[k], two[k]) for k in one)
+    same = {k for k in info if not k.endswith(("_s", "seconds"))}
+    assert {k: info[k] for k in same} == {k: info_two[k] for k in same} and list(info) == list(info_two)
+    assert info_two["clone_cpu_s"] > 0.5 * info["clone_cpu_s"]  # the workers' seconds, not only BC's
+    with pytest.raises(ValueError, match="processes: expected >= 1, got 0"):
+        P.clone(cfg, pipe, 0, processes=0)
 
 
 def test_a_grid_killed_in_a_clone_goes_on_from_its_cache(scenario, tmp_path, monkeypatch):

@@ -90,6 +90,23 @@ def test_ilets_grid_runs_a_gridcommand_profile_and_resumes(tmp_path, tiny, capsy
     assert len(compute) == 4 and (compute["status"] == STATUS_DONE).all()
 
 
+def test_ilets_grid_passes_the_processes_a_cell_may_use_to_its_clone(tmp_path, tiny, monkeypatch, capsys):
+    seen = []
+    real = P.run_method
+
+    def spy(*args, **kw):
+        seen.append(args[-1] if len(args) == 11 else kw.get("processes", 1))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(P, "run_method", spy)
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(tmp_path / "out"),
+                 "--quiet", "--workers", "1", "--max-cells", "1", "--cell-processes", "3"]) == 0
+    assert seen == [3]
+    with pytest.raises(SystemExit):  # argparse's own error: at least one process
+        main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--cell-processes", "0"])
+    assert "--cell-processes" in capsys.readouterr().err
+
+
 def test_a_cell_scores_what_the_pipeline_computes(tmp_path, tiny):
     # the old runner wrote run_method's scores per regime role; the study's runner must too, bit for bit
     profile = G.load_profile(tiny)

@@ -1,4 +1,5 @@
-"""Process lifetime helpers: child processes that never outlive the process that started them.
+"""Process lifetime helpers: child processes that never outlive the process that started them,
+and the local pools' workers (:func:`pool_worker`, :func:`kill_pool`).
 
 A grid worker or an OAIL emulator blocks on a queue or a pipe waiting for work. When its
 parent is killed (SIGKILL from the OOM killer, SIGTERM from ``kill``, ``timeout`` or SLURM)
@@ -24,6 +25,7 @@ import signal
 import sys
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 POLL_S = 0.5
@@ -79,3 +81,37 @@ def die_with_parent(parent: int | None = None, poll_s: float = POLL_S) -> None:
         _started = True
     threading.Thread(target=_watch, args=(parent, poll_s), name="ilets-die-with-parent",
                      daemon=True).start()
+
+
+def one_thread() -> None:
+    """One torch (and OpenMP) thread in this process: processes run side by side on separate
+    cores."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def pool_worker() -> None:
+    """Initializer of a local pool worker: die with the parent, leave Ctrl-C to it, one thread."""
+    die_with_parent()
+    # A terminal's Ctrl-C reaches the whole process group; the parent alone reacts (it
+    # cancels the queue and kills the workers), so a worker does not half-stop its work.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    one_thread()
+
+
+def kill_pool(pool: ProcessPoolExecutor) -> None:
+    """Cancel the pool's queue and kill its workers now (an interrupt: nothing is waited for)."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in processes:
+        try:
+            p.kill()  # SIGKILL: a worker leaves only what it had not yet made whole
+        except (OSError, ValueError):
+            pass
+    for p in processes:
+        try:
+            p.join(timeout=5)
+        except (OSError, ValueError, AssertionError):
+            pass

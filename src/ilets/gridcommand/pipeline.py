@@ -537,8 +537,98 @@ def greedy_policy(model) -> Callable[[np.ndarray, GridCommandEnv], int]:
     return lambda obs, env: actor.act(obs, env.action_masks())
 
 
+@dataclass(frozen=True)
+class _EpisodeJob:
+    """What a process needs to play a clone's training episodes (:func:`_played`): the
+    teacher's demonstrations (``policy`` None) or a DAgger round (the clone's weights, played
+    as :attr:`PipelineConfig.clone_action` says, its sampled draws from ``actor_seed``)."""
+    episodes: list[GridCommandConfig]
+    envelope_cache: Path | None
+    teacher: str
+    demo_tasks: int
+    seed: int
+    policy: dict[str, th.Tensor] | None = None
+    clone_action: str = "greedy"
+    actor_seed: int = 0
+    threads: int = 1
+
+    def env(self, k: int) -> GridCommandEnv:
+        """Training episode ``k``'s env, built afresh (reset() replays an episode exactly)."""
+        return GridCommandEnv(self.episodes[k], envelope_cache=self.envelope_cache)
+
+    def model(self, env: GridCommandEnv):
+        """The clone as it plays the round, on ``env``'s spaces (the same in every episode)."""
+        run = self.episodes[0].run
+        model = make_ppo(env, run.ppo, self.seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+        assert self.policy is not None
+        model.policy.load_state_dict(self.policy)
+        return model
+
+    def play(self, k: int, env: GridCommandEnv, model=None) -> tuple[Demonstrations, np.ndarray | None]:
+        """Episode ``k`` on ``env``: the teacher's labels, and (a DAgger round) per state
+        whether the clone did as the teacher would have."""
+        if self.policy is None:
+            return demonstrate(env, self.teacher, self.demo_tasks), None
+        actor = (sampled_policy(model, self.actor_seed, k) if self.clone_action == "sampled"
+                 else greedy_policy(model))
+        return relabel(env, self.teacher, actor, self.demo_tasks)
+
+
+#: A process's job and clone while it plays a clone's episodes (:func:`_played`): set once per
+#: pool worker by its initializer, as ``ProcessPoolExecutor`` workers keep their state.
+_WORKER: dict[str, Any] = {}
+
+
+def _episode_worker(job: _EpisodeJob) -> None:
+    """Initializer of a process that plays a clone's episodes (:func:`_played`)."""
+    from ilets.lifecycle import pool_worker
+
+    pool_worker()
+    th.set_num_threads(job.threads)  # the clone's own, so the clone's actions are computed alike
+    _WORKER.clear()
+    _WORKER["job"] = job
+
+
+def _play_in_worker(k: int) -> tuple[tuple[Demonstrations, np.ndarray | None], float]:
+    """Episode ``k`` of the worker's job, and the CPU seconds it took there."""
+    c0 = time.process_time()
+    job: _EpisodeJob = _WORKER["job"]
+    env = job.env(k)
+    if job.policy is not None and "model" not in _WORKER:
+        _WORKER["model"] = job.model(env)
+    return job.play(k, env, _WORKER.get("model")), time.process_time() - c0
+
+
+def _played(job: _EpisodeJob, ks: range, processes: int, env0: GridCommandEnv, model=None):
+    """Yield ``(k, job.play(k), cpu_s)`` for the training episodes ``ks``, in order: in this
+    process (``cpu_s`` 0, the caller's own), or with ``processes`` > 1 on that many worker
+    processes, each episode played whole by one of them (``cpu_s``: its CPU seconds there).
+    An episode's labels depend on its episode and the clone's weights alone, never on the
+    process or on the episodes played before it, so the clone is the same either way (tested).
+    ``env0``, ``model``: this process's env of episode 0 and its clone, played in process."""
+    if processes <= 1 or len(ks) <= 1:
+        for k in ks:
+            yield k, job.play(k, env0 if k == 0 else job.env(k), model), 0.0
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    from ilets.lifecycle import kill_pool
+
+    # not a ``with`` block: its exit waits for every queued episode, and an interrupt must not
+    pool = ProcessPoolExecutor(min(processes, len(ks)), mp_context=get_context("spawn"),
+                               initializer=_episode_worker, initargs=(job,))
+    try:
+        for k, (out, cpu) in zip(ks, pool.map(_play_in_worker, ks)):
+            yield k, out, cpu
+    except BaseException:  # an interrupt, an error, or the caller stopped early
+        kill_pool(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
 def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-          envelope_cache: Path | None = None, progress: Path | None = None) -> tuple[dict, dict]:
+          envelope_cache: Path | None = None, progress: Path | None = None, processes: int = 1) -> tuple[dict, dict]:
     """OINPT on the training episode: the teacher's demonstrations, BC into a fresh MaskablePPO
     policy and (``run.oinpt.critic_pretrain``) the critic's regression. Returns the policy's
     ``state_dict`` and what cloning recorded. ``envelope_cache``: where the training
@@ -551,11 +641,18 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     it plays and every BC, with the policy and the global random states; a clone killed
     midway and called again with the same folder goes on from its last record and ends as
     the uninterrupted clone would, tensor for tensor (tested). :func:`cached_clone` gives
-    one in its cache and removes it once the clone is written."""
+    one in its cache and removes it once the clone is written.
+
+    ``processes``: how many processes play the training episodes (the demonstrations and
+    each DAgger round's; BC stays in this one). The clone is the same for any number, tensor
+    for tensor, with the same records (tested); ``clone_cpu_s`` counts the CPU seconds of
+    every process."""
+    if processes < 1:
+        raise ValueError(f"processes: expected >= 1, got {processes}")
     if envelope_cache is None and pipe.train_episodes > 1 and pipe.dagger_rounds:
         with tempfile.TemporaryDirectory(prefix="ilets-reach-") as tmp:
-            return _clone(train_cfg, pipe, seed, Path(tmp), progress)
-    return _clone(train_cfg, pipe, seed, envelope_cache, progress)
+            return _clone(train_cfg, pipe, seed, Path(tmp), progress, processes)
+    return _clone(train_cfg, pipe, seed, envelope_cache, progress, processes)
 
 
 def _resume(progress: Path | None, model) -> tuple[Aggregate, dict[str, Any]] | None:
@@ -581,7 +678,7 @@ def _resume(progress: Path | None, model) -> tuple[Aggregate, dict[str, Any]] | 
 
 
 def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-           envelope_cache: Path | None, progress: Path | None) -> tuple[dict, dict]:
+           envelope_cache: Path | None, progress: Path | None, processes: int) -> tuple[dict, dict]:
     """:func:`clone`, its envelope cache settled. Its phases: the demonstrations (phase -1),
     the first BC, then each DAgger round ``r`` (phase ``r``: the clone plays every training
     episode, then BC); ``state`` says how far they went (``played``: the phase's episodes
@@ -590,13 +687,10 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     c0 = time.process_time()
     episodes = training_episodes(train_cfg, pipe.train_episodes, pipe.train_episode_stride)
     env = GridCommandEnv(episodes[0], envelope_cache=envelope_cache)
-
-    def episode_env(k: int) -> GridCommandEnv:
-        # each further episode's env is built when it is played and dropped after: hundreds of
-        # them held at once would take gigabytes; reset() replays an episode exactly, so a
-        # fresh env plays it as a kept one would (the envelope cache spares its reach)
-        return env if k == 0 else GridCommandEnv(episodes[k], envelope_cache=envelope_cache)
-
+    # each further episode's env is built when it is played and dropped after (_EpisodeJob.env):
+    # hundreds of them held at once would take gigabytes; reset() replays an episode exactly,
+    # so a fresh env plays it as a kept one would (the envelope cache spares its reach)
+    job = _EpisodeJob(episodes, envelope_cache, pipe.teacher, pipe.demo_tasks, seed, threads=th.get_num_threads())
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     resumed = _resume(progress, model)
     if resumed is None:
@@ -608,12 +702,16 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         state: dict[str, Any] = {"first": len(first), "phase": -1, "played": 1, "info": {}, "model": None}
     else:
         aggregate, state = resumed
-    spent = state.get("cpu_s", 0.0)  # CPU seconds of earlier runs, up to their last record
+    # CPU seconds of earlier runs (up to their last record) and of the processes playing episodes
+    elsewhere = [state.get("cpu_s", 0.0)]
     info: dict[str, Any] = state["info"]
     phase0, played0 = state["phase"], state["played"]
 
+    def cpu_s() -> float:
+        return sum(elsewhere) + time.process_time() - c0
+
     def record(**changes: Any) -> None:
-        state.update(changes, info=info, cpu_s=spent + time.process_time() - c0, rng=random_state.capture())
+        state.update(changes, info=info, cpu_s=cpu_s(), rng=random_state.capture())
         aggregate.commit(state)
 
     def record_bc(phase: int) -> None:
@@ -630,8 +728,9 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     if phase0 < 0:
         if resumed is None:  # the first episode's record (a resumed clone's is on disk)
             record()
-        for k in range(played0, len(episodes)):
-            aggregate.add(demonstrate(episode_env(k), pipe.teacher, pipe.demo_tasks))
+        for k, (demos_k, _), cpu in _played(job, range(played0, len(episodes)), processes, env):
+            elsewhere.append(cpu)
+            aggregate.add(demos_k)
             record(played=k + 1)
         state["demos"] = len(aggregate)
     demos = aggregate.view(0, state["demos"])
@@ -676,10 +775,13 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         # one policy over the growing aggregate), each round with the first BC's number of
         # gradient steps (its epochs scaled by the demonstrations over the aggregate), so a
         # round costs what the first BC did
-        for k in range(played0 if r == phase0 else 0, len(episodes)):
-            # the same actor plays each training episode in turn, each its own draws
-            actor = sampled_policy(model, seed + 1 + r, k) if pipe.clone_action == "sampled" else greedy_policy(model)
-            aggregate.add(*relabel(episode_env(k), pipe.teacher, actor, pipe.demo_tasks))
+        # the same clone plays each training episode in turn, each its own draws
+        round_job = dataclasses.replace(job, policy={k: v.clone() for k, v in model.policy.state_dict().items()},
+                                        clone_action=pipe.clone_action, actor_seed=seed + 1 + r)
+        for k, labelled, cpu in _played(round_job, range(played0 if r == phase0 else 0, len(episodes)), processes,
+                                        env, model):
+            elsewhere.append(cpu)
+            aggregate.add(*labelled)
             record(played=k + 1)
         start = state["start"]
         # on the clone's own states, before this round's BC
@@ -697,7 +799,7 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     info.update(agreement_split(env, demos, greedy_agreement(model.policy, demos), "bc_agreement_after"))
     if oinpt.critic_pretrain:
         info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
-    info["clone_cpu_s"] = spent + time.process_time() - c0
+    info["clone_cpu_s"] = cpu_s()
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, dict(info)
 
 
@@ -793,7 +895,7 @@ def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> 
 
 
 def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
-                 cache_dir: Path | None = None, wait: bool = True) -> tuple[dict, dict]:
+                 cache_dir: Path | None = None, wait: bool = True, processes: int = 1) -> tuple[dict, dict]:
     """:func:`clone`, read from ``cache_dir`` when it holds this key, written there otherwise.
 
     ``bc``, ``bc+ppo`` and ``bc+ppo+oail`` of one (seed, fleet, training regime) share the
@@ -807,12 +909,12 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     grids on one folder, whose neighbouring cells ``bc`` and ``bc+ppo`` of a seed share a
     clone) make it once: the second waits for it and reads it, or with ``wait=False`` raises
     :class:`~ilets.files.HeldByAnother` at once (its cell is then busy, and taken up again
-    once the process has done the cells nobody holds).
+    once the process has done the cells nobody holds). ``processes``: :func:`clone`'s.
     """
     from filelock import FileLock, Timeout
 
     if cache_dir is None:
-        return clone(train_cfg, pipe, seed)
+        return clone(train_cfg, pipe, seed, processes=processes)
     path = Path(cache_dir) / f"clone-{clone_key(train_cfg, pipe, seed)}.pt"
 
     def cached() -> tuple[dict, dict] | None:
@@ -840,7 +942,7 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         if found is not None:
             return found
         progress = path.with_suffix(".partial")  # a killed clone goes on from here (:func:`clone`)
-        state, info = clone(train_cfg, pipe, seed, cache_dir, progress)
+        state, info = clone(train_cfg, pipe, seed, cache_dir, progress, processes)
         atomic_write(path, lambda tmp: th.save({"state": state, "info_json": json.dumps(info, default=float)}, tmp))
         shutil.rmtree(progress, ignore_errors=True)
         return state, info
@@ -850,7 +952,8 @@ def cached_clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
 
 def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, train_regime: str,
                eval_regimes: tuple[str, ...], pipe: PipelineConfig | None = None,
-               expert_kw: dict | None = None, cache_dir: Path | None = None, wait: bool = True) -> dict[str, Any]:
+               expert_kw: dict | None = None, cache_dir: Path | None = None, wait: bool = True,
+               processes: int = 1) -> dict[str, Any]:
     """Make ``method`` under ``train_regime`` (the clone) and score it under each of ``eval_regimes``.
 
     Returns ``{"train": <what cloning and learning recorded>, "scores": {regime: <metrics>}}``;
@@ -858,7 +961,8 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     shared between methods (:func:`cached_clone`; ``wait=False``: raise
     :class:`~ilets.files.HeldByAnother` when another process is making the clone), and every
     episode's envelope (:class:`GridCommandEnv`'s ``envelope_cache``): the numbers are the
-    same without it.
+    same without it. ``processes``: how many processes play the clone's training episodes
+    (:func:`clone`; the same numbers for any number).
     """
     check_method(method)
     pipe = (pipe or PipelineConfig()).validate()
@@ -869,7 +973,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     learned_on = check_train_servers(base, pipe) or servers
     if method.startswith("bc"):
         cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, learned_on, seed), pipe,
-                                    seed, cache_dir, wait)
+                                    seed, cache_dir, wait, processes)
     final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
     for regime in eval_regimes:
         cfg = evaluation_config(base, regime, servers, seed)

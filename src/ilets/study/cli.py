@@ -75,7 +75,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
     try:
         summary = run_grid(profile, out, executor=args.executor, workers=args.workers,
                            progress=not args.quiet, slurm_partition=args.partition, scenario=scenario,
-                           max_cells=args.max_cells)
+                           max_cells=args.max_cells, cell_processes=args.cell_processes)
     except FolderInUse as err:
         raise UsageError(f"--out {err}") from None
     print(json.dumps(summary, indent=2))
@@ -266,6 +266,9 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--out", default=None, help="results folder (default: results/<profile>)")
     grid.add_argument("--executor", choices=["local", "slurm", "submitit-local"], default="local")
     grid.add_argument("--workers", type=_int_in(1), default=None, help="cells at once (default: the profile's)")
+    grid.add_argument("--cell-processes", type=_int_in(1), default=1,
+                      help="processes each cell may use for work it splits: a grid-command clone plays its "
+                           "training episodes on them (the same numbers for any count; default 1)")
     grid.add_argument("--partition", default=None, help="SLURM partition")
     grid.add_argument("--max-cells", type=_int_in(1), default=None,
                       help="compute at most this many cells not yet done (the rest on the next start)")

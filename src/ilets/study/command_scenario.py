@@ -292,20 +292,23 @@ def _set_aside(path: Path, why: str, label: str) -> None:
     os.replace(path, dest)
 
 
-def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = True) -> dict:
+def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = True, processes: int = 1) -> dict:
     """Compute one grid-command cell's record: its identity, the profile's scale and regimes,
     provenance (start, commit, machine), the digest of its settings, what training recorded,
     the scores per regime role (``train``, ``eval``) and the CPU and wall seconds (of this
-    process: the pipeline runs in it). ``cache_dir`` holds the clones the ``bc`` methods of one
-    seed and fleet share (``wait=False``: :class:`~ilets.files.HeldByAnother` when another
-    process is making the one this cell needs)."""
+    process and the processes it started: the pipeline runs in it, and a clone's training
+    episodes on ``processes`` processes, :func:`ilets.gridcommand.pipeline.clone`).
+    ``cache_dir`` holds the clones the ``bc`` methods of one seed and fleet share
+    (``wait=False``: :class:`~ilets.files.HeldByAnother` when another process is making the
+    one this cell needs)."""
     from ilets.gridcommand import pipeline
     from ilets.study.results import STATUS_DONE
+    from ilets.study.run import cpu_seconds
 
     profile, c = cell.profile, cell.cell
     base = profile.scenario_config()
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    c0, w0 = time.process_time(), time.perf_counter()
+    c0, w0 = cpu_seconds(), time.perf_counter()
     rec: dict[str, Any] = {"cell": cell.name, "method": c.method, "servers": c.servers, "seed": c.seed,
                            "profile": profile.name, "scale": profile.scale,
                            "workload_scale": base.run.workload.scale, "regimes": profile.regimes,
@@ -313,10 +316,10 @@ def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = T
                            "started_utc": started, **source_version(), "machine": machine_record(COMMAND_PACKAGES)}
     regimes = tuple(dict.fromkeys(profile.regimes.values()))
     result = pipeline.run_method(c.method, base, c.servers, c.seed, profile.train_regime, regimes,
-                                 profile.pipeline, profile.expert_options(c.method), cache_dir, wait)
+                                 profile.pipeline, profile.expert_options(c.method), cache_dir, wait, processes)
     rec.update(status=STATUS_DONE, train=result["train"],
                scores={role: result["scores"][r] for role, r in profile.regimes.items()})
-    rec.update(cpu_s=time.process_time() - c0, wall_s=time.perf_counter() - w0)
+    rec.update(cpu_s=cpu_seconds() - c0, wall_s=time.perf_counter() - w0)
     return rec
 
 
@@ -453,9 +456,10 @@ class GridCommandScenario:
     def prepare(self, out: Path, cells: list[CommandCell]) -> None:
         """Nothing: a cell reads its scenario profile when it runs."""
 
-    def run_cell(self, cell: CommandCell, out: Path, wait: bool) -> str:
-        """Compute the cell (:func:`cell_record`) and write its file in one rename; a damaged or
-        stale file there is named and set aside first."""
+    def run_cell(self, cell: CommandCell, out: Path, wait: bool, processes: int = 1) -> str:
+        """Compute the cell (:func:`cell_record`, its clone's training episodes on ``processes``
+        processes) and write its file in one rename; a damaged or stale file there is named and
+        set aside first."""
         from ilets.study import run
 
         path = self._path(out, cell.name)
@@ -464,15 +468,15 @@ class GridCommandScenario:
             if path.exists():  # the lock is held: nobody else writes it
                 label, why = self._problem(cell, out) or ("damaged", f"{path}: damaged")
                 _set_aside(path, why, label)
-            c0, w0 = time.process_time(), time.perf_counter()
+            c0, w0 = run.cpu_seconds(), time.perf_counter()
             try:
-                rec = cell_record(cell, Path(out) / "cache", wait)
+                rec = cell_record(cell, Path(out) / "cache", wait, processes)
             except HeldByAnother:  # not a failure: the cell is busy (run_claimed)
                 raise
             except Exception as err:  # recorded as a failed attempt; the cell stays undone and is retried
                 run.record_failure(out, cell.name, {"method": cell.cell.method, "variant": "",
                                                     "servers": cell.cell.servers, "seed": cell.cell.seed},
-                                   err, time.perf_counter() - w0, time.process_time() - c0)
+                                   err, time.perf_counter() - w0, run.cpu_seconds() - c0)
                 raise
             atomic_write(path, lambda tmp: tmp.write_text(json.dumps(rec, indent=1, default=float)))
 

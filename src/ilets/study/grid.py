@@ -38,8 +38,6 @@ back by :mod:`ilets.report.events`.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -47,6 +45,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Collection
 
+from ilets.lifecycle import kill_pool, one_thread, pool_worker
 from ilets.study.run import BUSY, RAN, atomic_json, cell_name
 from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, get_scenario
 # re-exported: the workloads' events were recorded here before they had a module of their own
@@ -60,30 +59,11 @@ from ilets.study.workload_events import (EVENTS_FILE, event_decisions, online_ev
 STORE_EVERY = 5
 
 
-def _init_threads() -> None:
-    """One torch thread per process: cells run side by side on separate cores."""
-    os.environ["OMP_NUM_THREADS"] = "1"
-    import torch
-
-    torch.set_num_threads(1)
-
-
-def _init_worker() -> None:
-    """Initializer of a local pool worker: die with the grid, leave Ctrl-C to the grid."""
-    from ilets.lifecycle import die_with_parent
-
-    die_with_parent()
-    # A terminal's Ctrl-C reaches the whole process group; the parent alone reacts (it
-    # cancels the queue and kills the workers), so a worker does not half-stop a cell.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _init_threads()
-
-
-def _run_one(cell: Any, out: str, wait: bool = False, scenario: str = DEFAULT_SCENARIO) -> str:
+def _run_one(cell: Any, out: str, wait: bool = False, scenario: str = DEFAULT_SCENARIO, processes: int = 1) -> str:
     """One cell of ``scenario``; returns its status (ran, done or busy). Used by every executor
     (the scenario goes by name: a worker process finds it in the registry)."""
-    _init_threads()
-    return get_scenario(scenario).run_cell(cell, Path(out), wait)
+    one_thread()
+    return get_scenario(scenario).run_cell(cell, Path(out), wait, processes)
 
 
 class FolderInUse(ValueError):
@@ -135,7 +115,7 @@ def manifest_cell_count(out: Path) -> int | None:
 def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | None = None,
              progress: bool = True, slurm_partition: str | None = None,
              scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, max_cells: int | None = None,
-             wait_busy: bool = True, only: Collection[str] | None = None) -> dict:
+             wait_busy: bool = True, only: Collection[str] | None = None, cell_processes: int = 1) -> dict:
     """Run the profile's cells not yet done; returns counts and compute totals.
 
     ``profile`` is a profile of ``scenario`` (:mod:`ilets.study.scenario`; the paper's study by
@@ -143,7 +123,9 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     stay for the next start). ``wait_busy=False`` leaves the cells another process holds to
     it instead of waiting for them (named in ``busy``): a runner of several grids then goes
     on to its next grid and comes back for them with ``only`` (these cell names alone;
-    :func:`ilets.study.command_drift.run`).
+    :func:`ilets.study.command_drift.run`). ``cell_processes``: how many processes each cell
+    may use for work it splits (:meth:`Scenario.run_cell`; the grid-command clone's training
+    episodes), on top of the ``workers`` cells at once.
     """
     from tqdm import tqdm
 
@@ -157,6 +139,8 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
         raise ValueError(f"workers: expected >= 1, got {workers}")
     if max_cells is not None and max_cells < 1:
         raise ValueError(f"max_cells: expected >= 1, got {max_cells}")
+    if cell_processes < 1:
+        raise ValueError(f"cell_processes: expected >= 1, got {cell_processes}")
     out = Path(out)
     cells = sc.cells(profile)
     claim_folder(profile, out, cells, sc)
@@ -176,10 +160,10 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
 
     try:
         if executor == "local":
-            run = lambda cells, wait: _run_local(cells, out, workers, bar, wait, sc.name)  # noqa: E731
+            run = lambda cells, wait: _run_local(cells, out, workers, bar, wait, sc.name, cell_processes)  # noqa: E731
         else:
             run = lambda cells, wait: _run_submitit(cells, out, executor, slurm_partition, bar, wait,  # noqa: E731
-                                                    sc.name)
+                                                    sc.name, cell_processes)
         # First pass: skip the cells another process holds; then wait for those (and
         # compute any whose holder failed or died), so the store below is complete.
         busy = _tally(run(todo, False), counts, bar, refresh_store, sc.cell_name)
@@ -245,54 +229,40 @@ def _collect(results):
             yield cfg, err
 
 
-def _run_local(todo: list[Any], out: Path, workers: int, bar, wait: bool, scenario: str = DEFAULT_SCENARIO):
+def _run_local(todo: list[Any], out: Path, workers: int, bar, wait: bool, scenario: str = DEFAULT_SCENARIO,
+               processes: int = 1):
     """Yield (cell, status or exception) as the cells complete (a generator: live progress)."""
     if not todo:
         return
     if workers <= 1:
-        yield from _collect((cfg, lambda cfg=cfg: _run_one(cfg, str(out), wait, scenario)) for cfg in todo)
+        yield from _collect((cfg, lambda cfg=cfg: _run_one(cfg, str(out), wait, scenario, processes)) for cfg in todo)
         return
     # Not a `with` block: its exit calls shutdown(wait=True), which waits for every queued
     # cell and so undoes the cancellation an interrupt asks for.
     pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
-                               initializer=_init_worker)
+                               initializer=pool_worker)
     try:
-        futures = {pool.submit(_run_one, cfg, str(out), wait, scenario): cfg for cfg in todo}
+        futures = {pool.submit(_run_one, cfg, str(out), wait, scenario, processes): cfg for cfg in todo}
         yield from _collect((futures[f], f.result) for f in as_completed(futures))
     except BaseException:  # KeyboardInterrupt (SIGINT or SIGTERM), or the generator closed
-        _kill_pool(pool)
+        kill_pool(pool)
         raise
     pool.shutdown(wait=True)
 
 
-def _kill_pool(pool: ProcessPoolExecutor) -> None:
-    """Cancel the queue and kill the workers now (an interrupt: nothing is waited for)."""
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in processes:
-        try:
-            p.kill()  # SIGKILL: a worker's cell leaves only its hidden temporary folder
-        except (OSError, ValueError):
-            pass
-    for p in processes:
-        try:
-            p.join(timeout=5)
-        except (OSError, ValueError, AssertionError):
-            pass
-
-
 def _run_submitit(todo: list[Any], out: Path, executor: str, partition: str | None, bar, wait: bool,
-                  scenario: str = DEFAULT_SCENARIO):
+                  scenario: str = DEFAULT_SCENARIO, processes: int = 1):
     import submitit
 
     if not todo:
         return []
     ex = submitit.AutoExecutor(folder=out / "submitit", cluster="local" if executor == "submitit-local" else "slurm")
-    params: dict[str, int | str] = {"timeout_min": 24 * 60, "cpus_per_task": 2}
+    params: dict[str, int | str] = {"timeout_min": 24 * 60, "cpus_per_task": max(2, processes)}
     if partition and executor == "slurm":
         params["slurm_partition"] = partition
     ex.update_parameters(**params)
-    jobs = ex.map_array(_run_one, todo, [str(out)] * len(todo), [wait] * len(todo), [scenario] * len(todo))
+    jobs = ex.map_array(_run_one, todo, [str(out)] * len(todo), [wait] * len(todo), [scenario] * len(todo),
+                        [processes] * len(todo))
     try:
         return list(_collect((cfg, job.result) for job, cfg in zip(jobs, todo)))
     except BaseException:

@@ -90,10 +90,12 @@ class Scenario(Protocol[ProfileT, CellT]):
         """Whatever the cells or the analysis need written before the cells run."""
         ...
 
-    def run_cell(self, cell: CellT, out: Path, wait: bool) -> str:
+    def run_cell(self, cell: CellT, out: Path, wait: bool, processes: int = 1) -> str:
         """Compute the cell into ``out`` under its lock (:func:`ilets.study.run.run_claimed`):
         :data:`ilets.study.run.RAN`, ``DONE`` or ``BUSY``. A failure is recorded as a failed
-        attempt (:func:`ilets.study.run.record_failure`) and raised."""
+        attempt (:func:`ilets.study.run.record_failure`) and raised. ``processes``: how many
+        processes the cell may use for work it splits; where and how fast it runs never
+        changes its numbers."""
         ...
 
     def build_store(self, out: Path) -> dict[str, Path]:
@@ -217,8 +219,8 @@ class CloudScenario:
         record_events(out, ((c.workload, c.seed) for c in cells))
         run.clean_stale_temporaries(out)
 
-    def run_cell(self, cell: Any, out: Path, wait: bool) -> str:
-        """:func:`ilets.study.run.run_cell_status`."""
+    def run_cell(self, cell: Any, out: Path, wait: bool, processes: int = 1) -> str:
+        """:func:`ilets.study.run.run_cell_status` (a paper cell splits nothing: ``processes`` is not used)."""
         from ilets.study import run
 
         return run.run_cell_status(cell, out, command=f"ilets grid (cell {run.cell_name(cell)})", wait=wait)[1]
