@@ -984,6 +984,10 @@ def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(s
         return real(model, demos, bc_cfg, seed, **kw)
 
     monkeypatch.setattr(P, "behaviour_clone", spy)
+    critic: list[int | None] = []  # and the critic's regression: passes over all, or the first episode's count
+    real_critic = P.pretrain_critic
+    monkeypatch.setattr(P, "pretrain_critic", lambda *a, batches=None, **kw: (
+        critic.append(batches), real_critic(*a, batches=batches, **kw))[1])
     four = dataclasses.replace(one, train_episodes=4, train_episode_stride=4)
     first = len(P.demonstrate(GridCommandEnv(cfg), "lyapunov"))
     meant = 3 * (first // batch)
@@ -996,6 +1000,7 @@ def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(s
     _, info = P.clone(cfg, dataclasses.replace(four, bc_step_budget="exact"), 0)
     assert [b for b, _ in taken] == [meant, meant]
     assert info["bc_step_share"] == info["bc_step_share[0]"] == 1.0
+    assert critic == [None, cfg.run.oinpt.critic_epochs * -(-first // batch)]
     with pytest.raises(ConfigError, match=r"pipeline.bc_step_budget: expected one of \('whole_epochs', 'exact'\)"):
         P.PipelineConfig(bc_step_budget="steps").validate()
     # the default is left out of a settings digest: what was computed before it keeps its key

@@ -141,6 +141,38 @@ def test_critic_pretraining_in_chunks_trains_the_same_critic(tiny_config, monkey
     for key in ("critic_mse_before", "critic_mse_after"):
         assert outs[1][key] == pytest.approx(outs[0][key], rel=1e-5)
 
+def test_critic_pretraining_takes_a_count_of_minibatches_in_the_order_of_its_passes(tiny_config, monkeypatch):
+    # ``batches`` asks for a number of minibatches: the passes' own count is the same critic,
+    # and a count past one pass goes on through fresh orders, as the passes do
+
+    cfg = tiny_config
+    wl, fleet = setup(cfg)
+    demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
+    ocfg = dataclasses.replace(cfg.oinpt, critic_epochs=3)
+    per_pass = -(-len(demos) // ocfg.batch_size)  # the last minibatch of a pass is what is left
+    steps = []
+    real = th.optim.Adam.step
+
+    def counted(self, *args, **kw):
+        steps.append(1)
+        return real(self, *args, **kw)
+
+    monkeypatch.setattr(th.optim.Adam, "step", counted)
+
+    def critic(batches=None, epochs=3):
+        steps.clear()
+        model = make_ppo(CloudSchedulingEnv(cfg, tasks=wl.online, fleet=fleet), cfg.ppo, seed=0)
+        pretrain_critic(model, demos, cfg.ppo.gamma, dataclasses.replace(ocfg, critic_epochs=epochs), 0, batches)
+        return [p.detach().clone() for p in model.policy.parameters()], len(steps)
+
+    passes, n = critic()
+    counted_out, m = critic(3 * per_pass)
+    assert n == m == 3 * per_pass and all(th.equal(a, b) for a, b in zip(passes, counted_out))
+    part, k = critic(per_pass + 2)  # a pass and two minibatches of the next
+    assert k == per_pass + 2 and any(not th.equal(a, b) for a, b in zip(passes, part))
+    assert critic(0)[1] == 0
+
+
 def test_demonstrations_are_cached_by_key(tiny_config, tmp_path):
     cfg = tiny_config
     wl, fleet = setup(cfg)

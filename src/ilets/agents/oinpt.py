@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import time
 import warnings
@@ -430,8 +431,13 @@ def critic_parameters(policy) -> list[th.nn.Parameter]:
 MSE_CHUNK = 65_536
 
 
-def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int) -> dict[str, float]:
+def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int,
+                    batches: int | None = None) -> dict[str, float]:
     """Regress PPO's value head on the expert's discounted returns; returns the MSE before/after.
+    ``cfg.critic_epochs`` passes over the decisions, each in a fresh order, the last minibatch
+    of a pass as long as what is left; with ``batches``, exactly that many minibatches instead,
+    in the same order (passing through the decisions as often as it takes), so that
+    ``critic_epochs`` passes' worth of minibatches of one episode can be asked of many.
 
     Only the critic's own parameters (its MLP branch and value head) are trained, so the
     cloned actor is untouched. The last ``1/(1-gamma)`` returns are cut short by the end of
@@ -458,9 +464,13 @@ def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig
             return float(((pred - target) ** 2).mean())
 
     before = mse()
-    for _ in range(cfg.critic_epochs):
+    left = cfg.critic_epochs * math.ceil(len(target) / cfg.batch_size) if batches is None else batches
+    while left > 0 and len(target):
         perm = th.randperm(len(target), generator=gen)
         for i in range(0, len(perm), cfg.batch_size):
+            if left == 0:
+                break
+            left -= 1
             idx = perm[i:i + cfg.batch_size]
             loss = ((policy.predict_values(obs[idx]).squeeze(1) - target[idx]) ** 2).mean()
             opt.zero_grad()

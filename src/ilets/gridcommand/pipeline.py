@@ -798,7 +798,10 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     # on the teacher's own states, after the last BC
     info.update(agreement_split(env, demos, greedy_agreement(model.policy, demos), "bc_agreement_after"))
     if oinpt.critic_pretrain:
-        info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed))
+        # under the exact budget the critic's regression, too, takes the minibatches it takes
+        # on the first episode alone (critic_epochs passes over it), not passes over them all
+        critic = None if exact is None else oinpt.critic_epochs * math.ceil(state["first"] / oinpt.batch_size)
+        info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed, batches=critic))
     info["clone_cpu_s"] = cpu_s()
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, dict(info)
 
