@@ -102,6 +102,10 @@ def test_ilets_grid_passes_the_processes_a_cell_may_use_to_its_clone(tmp_path, t
     assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(tmp_path / "out"),
                  "--quiet", "--workers", "1", "--max-cells", "1", "--cell-processes", "3"]) == 0
     assert seen == [3]
+    name = next((tmp_path / "out" / "cells").glob("*.json")).stem  # verify's re-run takes them too
+    assert main(["verify", "--scenario", "gridcommand", "--results", str(tmp_path / "out"), "--cell", name,
+                 "--scratch", str(tmp_path / "scratch"), "--quiet", "--cell-processes", "2"]) == 0
+    assert seen == [3, 2]
     with pytest.raises(SystemExit):  # argparse's own error: at least one process
         main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--cell-processes", "0"])
     assert "--cell-processes" in capsys.readouterr().err

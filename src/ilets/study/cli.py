@@ -138,7 +138,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             raise UsageError(f"nothing to verify{among}{hint}: name cells with --cell or ask for --sample N")
         check_recorded(folder, cells, sc)  # verify checks them too; here before a temporary folder is made
         scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
-        checks = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc)
+        checks = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc, processes=args.cell_processes)
     except VerifyError as err:
         raise UsageError(str(err)) from None
     now = numerics_record()["effective"]
@@ -295,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     ver.add_argument("--scratch", default=None, help="where re-runs go (default: a new temporary folder)")
     ver.add_argument("--report", default=None,
                      help="also write the cell checks as JSON here (e.g. <results>/VERIFY.json, shipped with them)")
+    ver.add_argument("--cell-processes", type=_int_in(1), default=1,
+                     help="processes each re-run may use for work it splits (as `grid --cell-processes`)")
     ver.add_argument("--quiet", action="store_true")
     ver.set_defaults(func=_cmd_verify)
 

@@ -569,9 +569,10 @@ class GridCommandScenario:
             raise ValueError(problem)
         return CommandCell(profile, parse_cell_name(path.stem))
 
-    def rerun_cell(self, cell: CommandCell, scratch: Path, progress: bool = False) -> tuple[Path, str]:
+    def rerun_cell(self, cell: CommandCell, scratch: Path, progress: bool = False,
+                   processes: int = 1) -> tuple[Path, str]:
         """Compute the cell into ``scratch`` (:meth:`run_cell`); its file and status."""
-        return self._path(scratch, cell.name), self.run_cell(cell, scratch, wait=True)
+        return self._path(scratch, cell.name), self.run_cell(cell, scratch, wait=True, processes=processes)
 
     def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
         """:func:`compare_records` of the two files, and the re-run's wall seconds."""

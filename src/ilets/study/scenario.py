@@ -146,9 +146,10 @@ class Scenario(Protocol[ProfileT, CellT]):
         ``ValueError`` (or :class:`ConfigError`) naming the file otherwise."""
         ...
 
-    def rerun_cell(self, cell: CellT, scratch: Path, progress: bool = False) -> tuple[Path, str]:
-        """Compute ``cell`` into the results folder ``scratch``: where it is recorded there, and
-        the status of :meth:`run_cell` (:data:`ilets.study.run.RAN` when computed now)."""
+    def rerun_cell(self, cell: CellT, scratch: Path, progress: bool = False, processes: int = 1) -> tuple[Path, str]:
+        """Compute ``cell`` into the results folder ``scratch`` (on ``processes`` processes,
+        :meth:`run_cell`): where it is recorded there, and the status of :meth:`run_cell`
+        (:data:`ilets.study.run.RAN` when computed now)."""
         ...
 
     def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
@@ -302,8 +303,9 @@ class CloudScenario:
         config = path / "config.yaml"
         return from_dict(RunConfig, read_yaml(config), str(config)).validate(str(config))
 
-    def rerun_cell(self, cell: Any, scratch: Path, progress: bool = False) -> tuple[Path, str]:
-        """:func:`ilets.study.run.run_cell_status` without the model (a re-run keeps only what is compared)."""
+    def rerun_cell(self, cell: Any, scratch: Path, progress: bool = False, processes: int = 1) -> tuple[Path, str]:
+        """:func:`ilets.study.run.run_cell_status` without the model (a re-run keeps only what is
+        compared; a paper cell splits nothing: ``processes`` is not used)."""
         from ilets.study import run
 
         return run.run_cell_status(cell, scratch, command=f"ilets verify {run.cell_name(cell)}", progress=progress,

@@ -183,9 +183,10 @@ def check_report(path: Path) -> None:
 
 
 def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False,
-           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[CellCheck]:
+           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, processes: int = 1) -> list[CellCheck]:
     """Re-run ``cells`` of ``folder`` (of ``scenario``) into ``scratch`` and compare (see the
-    module docstring).
+    module docstring). ``processes``: how many processes each re-run may use for work it
+    splits (:meth:`Scenario.run_cell`; the numbers do not depend on it).
 
     Checks every recorded cell first (:func:`check_recorded`) and makes ``scratch`` a folder
     of its own (:func:`prepare_scratch`); raises :class:`VerifyError` before any re-run when
@@ -197,7 +198,7 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
     prepare_scratch(folder, scratch)
     checks = []
     for name, cell in zip(cells, recorded_cells):
-        rerun, status = sc.rerun_cell(cell, scratch, progress)
+        rerun, status = sc.rerun_cell(cell, scratch, progress, processes)
         if status != RAN:  # cannot happen in a folder of our own; never certify a stored file
             raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
         diffs, added, wall = sc.compare_cells(sc.cell_path(folder, name), rerun)
