@@ -10,10 +10,12 @@ the study's host, for a row of 3 KB). This script builds a folder aggregate of
 ``--gigabytes`` from the teacher's demonstrations of the clone pilot's first training episode
 (repeated: only the bytes' layout matters here), then reads ``--batches`` of BC's minibatches
 without and with ``random_reads``, alternating ``--repeats`` times (A B A B), each pair's
-ratio kept. Each minibatch is read from a cold page cache (the files evicted with
-``posix_fadvise(DONTNEED)`` before it, outside the timing): the limit of an aggregate far
-larger than the memory, where every row BC draws misses the cache (at 42 GB on 24 GB, about
-half of them do). Every pair reads the same rows (checked on their sum). Linux only
+ratio kept. Each minibatch is read after the files are evicted from the page cache
+(``posix_fadvise(DONTNEED)`` before it, outside the timing; pages this process has mapped
+stay, a few rows of those drawn before, and the read-ahead's neighbours the kernel maps
+with a fault, which if anything favour the reference): the limit of an aggregate far larger
+than the memory, where every row BC draws misses the cache (at 42 GB on 24 GB, about half
+of them do). Every pair reads the same rows (checked on their sum). Linux only
 (``madvise``, ``posix_fadvise``).
 
     python benchmarks/bench_aggregate_reads.py --out benchmarks/results/aggregate_reads.json
@@ -67,8 +69,8 @@ def read_ahead_kb(path: Path) -> int | None:
 
 def read_seconds(folder: Path, batches: int, batch_size: int, random: bool) -> tuple[float, float]:
     """Seconds to draw ``batches`` of BC's minibatches from the aggregate in ``folder``, each
-    from a cold page cache (the files evicted before it, outside the timing), and the sum of
-    the observations read (the same rows either way)."""
+    after its files are evicted from the page cache (outside the timing), and the sum of the
+    observations read (the same rows either way)."""
     gc.collect()  # the last run's mappings are gone, so eviction can drop their pages
     found = Aggregate.reopen(folder)
     assert found is not None
@@ -123,7 +125,7 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     speedup = float(np.median([p["speedup"] for p in pairs]))
     per_s = {k: args.batches / float(np.median([p[f"{k}_s"] for p in pairs])) for k in ("read_ahead", "random_reads")}
-    print(f"{m} servers, {rows:,} rows of {row_bytes:,} bytes ({rows * row_bytes / 2**30:.1f} GiB), each minibatch cold: "
+    print(f"{m} servers, {rows:,} rows of {row_bytes:,} bytes ({rows * row_bytes / 2**30:.1f} GiB), each minibatch evicted: "
           f"{per_s['read_ahead']:.1f} minibatches/s with read-ahead, {per_s['random_reads']:.1f} without "
           f"({speedup:.1f}x, same rows)", flush=True)
     write_benchmark(args.out, {"profile": PROFILE, "servers": m, "read_ahead_kb": read_ahead_kb(work.parent),

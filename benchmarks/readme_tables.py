@@ -315,10 +315,12 @@ def bc_minibatches(d: dict) -> list[str]:
 def aggregate_reads(d: dict) -> list[str]:
     """BC's minibatches from a clone's aggregate on disk, with and without read-ahead."""
     r = d["minibatches_per_s"]
+    ahead = f"{d['read_ahead_kb']:,} KB" if d.get("read_ahead_kb") is not None else "not known"
     return [f"**Aggregate reads** (`bench_aggregate_reads.py`): {d['batches']:,} BC minibatches of {d['batch_size']} "
             f"rows ({d['row_bytes']:,} bytes each, {d['servers']} servers) from a clone's aggregate kept on disk "
-            f"({d['rows'] * d['row_bytes'] / 2**30:.0f} GiB), each minibatch from a cold page cache (the limit of an "
-            f"aggregate far larger than the memory), the disk's read-ahead {d['read_ahead_kb']:,} KB: {r['read_ahead']:.1f} "
+            f"({d['rows'] * d['row_bytes'] / 2**30:.0f} GiB), each minibatch after its files are evicted from the page "
+            f"cache (the limit of an aggregate far larger than the memory), the disk's read-ahead {ahead}: "
+            f"{r['read_ahead']:.1f} "
             f"minibatches/s with the kernel's read-ahead, {r['random_reads']:.1f} with `Aggregate.random_reads` "
             f"({d['speedup_median']:.1f}x, median of {d['repeats']} pairs, the same rows)."]
 

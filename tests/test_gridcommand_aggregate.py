@@ -131,32 +131,35 @@ def test_the_global_random_states_are_set_back_as_captured():
     assert th.equal(ahead[0], again[0]) and np.array_equal(ahead[1], again[1]) and ahead[2:] == again[2:]
 
 
-def _vm_flags(fragment: str) -> list[set[str]]:
-    """The kernel's flags of this process's mappings of files whose path holds ``fragment``
-    (``/proc/self/smaps``; ``rr``: read at random, no read-ahead)."""
-    flags, current = [], False
+def _vm_flags(array: np.ndarray) -> set[str]:
+    """The kernel's flags of the mapping that holds ``array``'s first byte (``/proc/self/smaps``;
+    ``rr``: read at random, no read-ahead)."""
+    address, inside = array.ctypes.data, False
     for line in open("/proc/self/smaps"):
-        if line[:1].isalnum() and "-" in line.split()[0]:  # a mapping's header line
-            current = fragment in line
-        elif current and line.startswith("VmFlags:"):
-            flags.append(set(line.split()[1:]))
-    return flags
+        first = line.split()[0] if line.strip() else ""
+        if "-" in first and all(c in "0123456789abcdef-" for c in first):  # a mapping's header line
+            lo, hi = (int(x, 16) for x in first.split("-"))
+            inside = lo <= address < hi
+        elif inside and line.startswith("VmFlags:"):
+            return set(line.split()[1:])
+    raise AssertionError(f"no mapping holds address {address:#x}")
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads the kernel's flags from /proc (Linux)")
 def test_random_reads_turns_read_ahead_off_for_the_columns_on_disk_and_back_on(tmp_path):
     kept = Aggregate(capacity=3, folder=tmp_path / "partial")
-    spilled = Aggregate(capacity=3, memory_limit=0)
+    spilled = Aggregate(capacity=3, memory_limit=0)  # its observations in an unlinked temporary file
     memory = Aggregate(capacity=3)
     for aggregate in (kept, spilled, memory):
         aggregate.add(part(3, 0))
     before = kept.view().obs.copy()
-    for aggregate, fragment in ((kept, "partial/obs-0.npy"), (spilled, "(deleted)")):  # the unlinked file
-        assert _vm_flags(fragment) and all("rr" not in f for f in _vm_flags(fragment))
+    columns = {"kept": [kept.view().obs, kept.view().acts, kept.view().masks, kept.agreed()],
+               "spilled": [spilled.view().obs]}
+    for aggregate, name in ((kept, "kept"), (spilled, "spilled")):
+        assert all("rr" not in _vm_flags(c) for c in columns[name]), name
         with aggregate.random_reads():
-            assert all("rr" in f for f in _vm_flags(fragment)), fragment
+            assert all("rr" in _vm_flags(c) for c in columns[name]), name  # every column on disk
             assert np.array_equal(aggregate.view().obs, before)  # the same values, read without read-ahead
-        assert all("rr" not in f for f in _vm_flags(fragment)), fragment
+        assert all("rr" not in _vm_flags(c) for c in columns[name]), name
     with memory.random_reads():  # in memory: nothing to advise
         assert np.array_equal(memory.view().obs, before)
-    assert len(_vm_flags("partial/acts-0.npy")) == 1  # every column of a folder is advised, not only obs

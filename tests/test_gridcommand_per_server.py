@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import resource
 
 from pathlib import Path
 
@@ -926,7 +927,9 @@ def test_a_clone_whose_episodes_are_played_on_more_processes_is_the_same_clone(s
     cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     pipe = P.PipelineConfig(dagger_rounds=1, bc_epochs=2, train_episodes=3)
     one, info = P.clone(cfg, pipe, 0)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     two, info_two = P.clone(cfg, pipe, 0, progress=tmp_path / "partial", processes=2)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children  # worker processes played
     assert all(th.equal(one[k], two[k]) for k in one)
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
     assert {k: info[k] for k in same} == {k: info_two[k] for k in same} and list(info) == list(info_two)

@@ -141,10 +141,10 @@ def test_critic_pretraining_in_chunks_trains_the_same_critic(tiny_config, monkey
     for key in ("critic_mse_before", "critic_mse_after"):
         assert outs[1][key] == pytest.approx(outs[0][key], rel=1e-5)
 
+
 def test_critic_pretraining_takes_a_count_of_minibatches_in_the_order_of_its_passes(tiny_config, monkeypatch):
     # ``batches`` asks for a number of minibatches: the passes' own count is the same critic,
     # and a count past one pass goes on through fresh orders, as the passes do
-
     cfg = tiny_config
     wl, fleet = setup(cfg)
     demos = collect_demonstrations(wl.offline, fleet, "greedy", cfg.experts, cfg.reward, 300, 0, StateSpec.of(cfg))
@@ -168,6 +168,9 @@ def test_critic_pretraining_takes_a_count_of_minibatches_in_the_order_of_its_pas
     passes, n = critic()
     counted_out, m = critic(3 * per_pass)
     assert n == m == 3 * per_pass and all(th.equal(a, b) for a, b in zip(passes, counted_out))
+    for n in (1, 2):  # whole passes counted in minibatches: the critic of that many passes
+        by_count, by_passes = critic(n * per_pass)[0], critic(epochs=n)[0]
+        assert all(th.equal(a, b) for a, b in zip(by_count, by_passes))
     part, k = critic(per_pass + 2)  # a pass and two minibatches of the next
     assert k == per_pass + 2 and any(not th.equal(a, b) for a, b in zip(passes, part))
     assert critic(0)[1] == 0

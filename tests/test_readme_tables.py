@@ -196,6 +196,13 @@ def test_benchmark_tables_say_what_is_missing_and_where_each_ran(tmp_path):
                                           "(2026-12-02, 2026-12-03).")
 
 
+def test_aggregate_reads_paragraph_says_when_the_read_ahead_is_not_known():
+    tables = _bench_tables()
+    measured = json.loads((ROOT / "benchmarks" / "results" / "aggregate_reads.json").read_text())
+    assert f"read-ahead {measured['read_ahead_kb']:,} KB" in tables.aggregate_reads(measured)[0]
+    assert "read-ahead not known" in tables.aggregate_reads({**measured, "read_ahead_kb": None})[0]
+
+
 def test_benchmark_targets_are_judged_from_the_numbers(tmp_path):
     tables = _bench_tables()
     row = {"servers": 200, "tasks": 10, "twin_tasks": 5, "main_s": 20.0, "main_tasks_per_s": 0.5, "twin_tasks_per_s": 1.0,

@@ -20,6 +20,7 @@ Three steps, top to bottom:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -27,8 +28,10 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ContextManager
 
 import numpy as np
 import torch as th
@@ -432,12 +435,16 @@ MSE_CHUNK = 65_536
 
 
 def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig, seed: int,
-                    batches: int | None = None) -> dict[str, float]:
+                    batches: int | None = None,
+                    random_reads: Callable[[], ContextManager[None]] = contextlib.nullcontext) -> dict[str, float]:
     """Regress PPO's value head on the expert's discounted returns; returns the MSE before/after.
     ``cfg.critic_epochs`` passes over the decisions, each in a fresh order, the last minibatch
     of a pass as long as what is left; with ``batches``, exactly that many minibatches instead,
     in the same order (passing through the decisions as often as it takes), so that
     ``critic_epochs`` passes' worth of minibatches of one episode can be asked of many.
+    ``random_reads``: the context the minibatches are drawn in (e.g. an aggregate on disk read
+    without read-ahead, :meth:`ilets.gridcommand.aggregate.Aggregate.random_reads`); the MSE's
+    passes read the decisions in order, outside it.
 
     Only the critic's own parameters (its MLP branch and value head) are trained, so the
     cloned actor is untouched. The last ``1/(1-gamma)`` returns are cut short by the end of
@@ -465,15 +472,22 @@ def pretrain_critic(model, demos: Demonstrations, gamma: float, cfg: OINPTConfig
 
     before = mse()
     left = cfg.critic_epochs * math.ceil(len(target) / cfg.batch_size) if batches is None else batches
+    with random_reads():
+        _regress_critic(policy, opt, obs, target, gen, cfg.batch_size, left)
+    return {"critic_mse_before": before, "critic_mse_after": mse()}
+
+
+def _regress_critic(policy, opt, obs: th.Tensor, target: th.Tensor, gen: th.Generator, batch_size: int,
+                    left: int) -> None:
+    """``left`` minibatches of :func:`pretrain_critic`'s regression, pass after pass."""
     while left > 0 and len(target):
         perm = th.randperm(len(target), generator=gen)
-        for i in range(0, len(perm), cfg.batch_size):
+        for i in range(0, len(perm), batch_size):
             if left == 0:
                 break
             left -= 1
-            idx = perm[i:i + cfg.batch_size]
+            idx = perm[i:i + batch_size]
             loss = ((policy.predict_values(obs[idx]).squeeze(1) - target[idx]) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
-    return {"critic_mse_before": before, "critic_mse_after": mse()}

@@ -81,7 +81,7 @@ class Aggregate:
     :meth:`view` returns views, so the arrays BC reads are the same values in the same order.
     Observations past ``memory_limit`` bytes (estimated from ``capacity``) are kept in a
     temporary file (:func:`_file_backed`): 256 one-day episodes at 200 servers hold about
-    40 GB of them. BC reads them by the minibatch, so the page cache serves it. With
+    40 GB of them. BC reads them by the minibatch, without read-ahead (:meth:`random_reads`). With
     ``folder``, every column is kept there instead, and :meth:`commit` records progress
     (module docstring)."""
 
@@ -162,11 +162,12 @@ class Aggregate:
         """Within it, the columns kept in files are read a row at a time, without read-ahead
         (``madvise(MADV_RANDOM)``), then back to the kernel's default. Why: BC gathers its
         minibatches from rows drawn at random, and on a page fault the kernel reads the pages
-        around it too (128 KB on Linux by default) in case the next read follows. When the
-        observations pass the page cache, about 40 times the bytes BC needs are read from disk
-        for each row of a few kilobytes, and BC waits on the disk
-        (``benchmarks/bench_aggregate_reads.py``). The values read are the same either way;
-        an aggregate in memory, or a host without ``madvise``, is left as it is."""
+        around it too, as far as the disk's read-ahead (``read_ahead_kb``: 8 MB on the study's
+        host), in case the next read follows. When the observations pass the page cache, each
+        row of a few kilobytes that BC needs brings megabytes from disk, and BC waits on it
+        (measured from a cold cache by ``benchmarks/bench_aggregate_reads.py``). The
+        values read are the same either way; an aggregate in memory, or a host without
+        ``madvise``, is left as it is."""
         # numpy keeps a memmap's mapping as ``_mmap`` (None for an empty one)
         maps = [m for a in self._arrays.values() if (m := getattr(a, "_mmap", None)) is not None]
         if not hasattr(mmap, "MADV_RANDOM"):  # e.g. Windows

@@ -550,7 +550,6 @@ class _EpisodeJob:
     policy: dict[str, th.Tensor] | None = None
     clone_action: str = "greedy"
     actor_seed: int = 0
-    threads: int = 1
 
     def env(self, k: int) -> GridCommandEnv:
         """Training episode ``k``'s env, built afresh (reset() replays an episode exactly)."""
@@ -583,8 +582,7 @@ def _episode_worker(job: _EpisodeJob) -> None:
     """Initializer of a process that plays a clone's episodes (:func:`_played`)."""
     from ilets.lifecycle import pool_worker
 
-    pool_worker()
-    th.set_num_threads(job.threads)  # the clone's own, so the clone's actions are computed alike
+    pool_worker()  # one torch thread, as make_ppo sets for the clone in its own process
     _WORKER.clear()
     _WORKER["job"] = job
 
@@ -645,8 +643,10 @@ def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
 
     ``processes``: how many processes play the training episodes (the demonstrations and
     each DAgger round's; BC stays in this one). The clone is the same for any number, tensor
-    for tensor, with the same records (tested); ``clone_cpu_s`` counts the CPU seconds of
-    every process."""
+    for tensor, with the same records (tested). ``clone_cpu_s`` counts the CPU seconds of
+    the episodes wherever they were played, not the workers' start-up (a cell's ``cpu_s``
+    counts that too); ``demo_wall_s`` sums the episodes' own wall seconds, so with several
+    processes it exceeds the time that passed."""
     if processes < 1:
         raise ValueError(f"processes: expected >= 1, got {processes}")
     if envelope_cache is None and pipe.train_episodes > 1 and pipe.dagger_rounds:
@@ -690,7 +690,7 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     # each further episode's env is built when it is played and dropped after (_EpisodeJob.env):
     # hundreds of them held at once would take gigabytes; reset() replays an episode exactly,
     # so a fresh env plays it as a kept one would (the envelope cache spares its reach)
-    job = _EpisodeJob(episodes, envelope_cache, pipe.teacher, pipe.demo_tasks, seed, threads=th.get_num_threads())
+    job = _EpisodeJob(episodes, envelope_cache, pipe.teacher, pipe.demo_tasks, seed)
     model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
     resumed = _resume(progress, model)
     if resumed is None:
@@ -801,7 +801,8 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
         # under the exact budget the critic's regression, too, takes the minibatches it takes
         # on the first episode alone (critic_epochs passes over it), not passes over them all
         critic = None if exact is None else oinpt.critic_epochs * math.ceil(state["first"] / oinpt.batch_size)
-        info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed, batches=critic))
+        info.update(pretrain_critic(model, demos, run.ppo.gamma, oinpt, seed, batches=critic,
+                                    random_reads=aggregate.random_reads))
     info["clone_cpu_s"] = cpu_s()
     return {k: v.clone() for k, v in model.policy.state_dict().items()}, dict(info)
 
