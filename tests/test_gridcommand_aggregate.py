@@ -14,7 +14,8 @@ import torch as th
 
 from ilets import random_state
 from ilets.agents.oinpt import Demonstrations
-from ilets.gridcommand.aggregate import PROGRESS, SPILL_SHARE, Aggregate, AggregateFolderError, aggregate_memory_limit
+from ilets.gridcommand.aggregate import (FILE_HEADROOM, PROGRESS, SPILL_SHARE, Aggregate, AggregateFolderError,
+                                        aggregate_memory_limit)
 
 
 def part(n: int, start: int, expert: str = "lyapunov") -> Demonstrations:
@@ -163,3 +164,19 @@ def test_random_reads_turns_read_ahead_off_for_the_columns_on_disk_and_back_on(t
         assert all("rr" not in _vm_flags(c) for c in columns[name]), name
     with memory.random_reads():  # in memory: nothing to advise
         assert np.array_equal(memory.view().obs, before)
+
+
+def test_an_aggregate_in_files_takes_room_past_its_estimate_without_taking_disk(tmp_path):
+    # a buffer that outgrows its estimate is copied whole beside its old files: the sparse
+    # files take room past the estimate instead, which costs no disk until rows are written
+    wide = Demonstrations(obs=np.ones((10, 4096), np.float32), acts=np.zeros(10, np.int64), masks=np.ones((10, 2), bool),
+                          rewards=np.zeros(10, np.float32), experts=np.array(["lyapunov"] * 10), seconds=0.0)
+    kept = Aggregate(capacity=1000, folder=tmp_path / "partial")
+    spilled = Aggregate(capacity=1000, memory_limit=0)
+    memory = Aggregate(capacity=1000)
+    for aggregate in (kept, spilled, memory):
+        aggregate.add(wide)
+    assert len(kept._arrays["obs"]) == len(spilled._arrays["obs"]) == 1000 + int(1000 * FILE_HEADROOM)
+    assert len(memory._arrays["obs"]) == 1000  # in memory: the estimate
+    obs = tmp_path / "partial" / "obs-0.npy"
+    assert os.stat(obs).st_blocks * 512 < 0.1 * obs.stat().st_size  # only the written rows are on disk

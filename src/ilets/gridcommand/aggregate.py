@@ -35,6 +35,11 @@ from ilets.files import atomic_write
 #: The share of the memory this host has free, when a clone starts collecting, past which its
 #: aggregate's observations are kept in a temporary file rather than in memory (:class:`Aggregate`).
 SPILL_SHARE = 0.5
+#: Room an aggregate kept in files takes past its estimated capacity, as a share of it: the
+#: files are sparse, so rows never written take no disk, while a buffer that outgrows its
+#: estimate is copied whole, its old files kept until the next record (twice the aggregate on
+#: disk for a while: about 80 GB for 256 one-day episodes at 200 servers).
+FILE_HEADROOM = 0.5
 #: The columns an aggregate holds: :class:`~ilets.agents.oinpt.Demonstrations`' arrays and,
 #: per decision, whether the action played was the teacher's label.
 COLUMNS = ("obs", "acts", "masks", "rewards", "experts", "agreed")
@@ -83,7 +88,8 @@ class Aggregate:
     temporary file (:func:`_file_backed`): 256 one-day episodes at 200 servers hold about
     40 GB of them. BC reads them by the minibatch, without read-ahead (:meth:`random_reads`). With
     ``folder``, every column is kept there instead, and :meth:`commit` records progress
-    (module docstring)."""
+    (module docstring). Kept in files, the buffer takes :data:`FILE_HEADROOM` past its
+    estimated capacity, which costs no disk until it is written."""
 
     def __init__(self, capacity: int, memory_limit: int | None = None, folder: Path | None = None) -> None:
         self._capacity = max(1, capacity)
@@ -124,6 +130,8 @@ class Aggregate:
             row_bytes = math.prod(part.obs.shape[1:]) * part.obs.dtype.itemsize
             if self._folder is None:
                 self.file_backed = self._memory_limit is not None and rows * row_bytes > self._memory_limit
+            if self.file_backed:
+                rows += int(rows * FILE_HEADROOM)
             self._arrays = {k: self._empty(k, (rows, *a.shape[1:]), a.dtype) for k, a in new.items()}
         else:
             size = len(self._arrays["acts"])
