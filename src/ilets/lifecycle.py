@@ -18,6 +18,7 @@ mechanisms make it die instead:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -25,7 +26,10 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from typing import Any
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 POLL_S = 0.5
@@ -99,6 +103,24 @@ def pool_worker() -> None:
     # cancels the queue and kills the workers), so a worker does not half-stop its work.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     one_thread()
+
+
+@contextlib.contextmanager
+def local_pool(workers: int, initializer: Callable[..., None] = pool_worker,
+               initargs: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` spawned processes (set up by ``initializer``), shut down when the
+    block ends, and killed at once (:func:`kill_pool`) when it ends by an exception: an
+    interrupt, an error, or a generator around it closed. Why not ``ProcessPoolExecutor``'s own
+    ``with``: its exit calls ``shutdown(wait=True)``, which waits for every queued task and so
+    undoes the cancellation an interrupt asks for."""
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=initializer,
+                               initargs=initargs)
+    try:
+        yield pool
+    except BaseException:
+        kill_pool(pool)
+        raise
+    pool.shutdown(wait=True)
 
 
 def kill_pool(pool: ProcessPoolExecutor) -> None:

@@ -176,10 +176,9 @@ class Aggregate:
         (measured from a cold cache by ``benchmarks/bench_aggregate_reads.py``). The
         values read are the same either way; an aggregate in memory, or a host without
         ``madvise``, is left as it is."""
-        # numpy keeps a memmap's mapping as ``_mmap`` (None for an empty one)
-        maps = [m for a in self._arrays.values() if (m := getattr(a, "_mmap", None)) is not None]
-        if not hasattr(mmap, "MADV_RANDOM"):  # e.g. Windows
-            maps = []
+        # numpy keeps a memmap's mapping as ``_mmap`` (None for an empty one); no madvise: Windows
+        maps = [m for a in self._arrays.values() if (m := getattr(a, "_mmap", None)) is not None
+                and hasattr(mmap, "MADV_RANDOM")]
         for m in maps:
             m.madvise(mmap.MADV_RANDOM)
         try:

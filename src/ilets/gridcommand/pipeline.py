@@ -608,21 +608,12 @@ def _played(job: _EpisodeJob, ks: range, processes: int, env0: GridCommandEnv, m
         for k in ks:
             yield k, job.play(k, env0 if k == 0 else job.env(k), model), 0.0
         return
-    from concurrent.futures import ProcessPoolExecutor
-    from multiprocessing import get_context
+    from ilets.lifecycle import local_pool
 
-    from ilets.lifecycle import kill_pool
-
-    # not a ``with`` block: its exit waits for every queued episode, and an interrupt must not
-    pool = ProcessPoolExecutor(min(processes, len(ks)), mp_context=get_context("spawn"),
-                               initializer=_episode_worker, initargs=(job,))
-    try:
+    # an interrupt, an error or the caller stopping early kills the workers at once
+    with local_pool(min(processes, len(ks)), _episode_worker, (job,)) as pool:
         for k, (out, cpu) in zip(ks, pool.map(_play_in_worker, ks)):
             yield k, out, cpu
-    except BaseException:  # an interrupt, an error, or the caller stopped early
-        kill_pool(pool)
-        raise
-    pool.shutdown(wait=True)
 
 
 def clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,

@@ -40,12 +40,11 @@ from __future__ import annotations
 import json
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
+from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Collection
 
-from ilets.lifecycle import kill_pool, one_thread, pool_worker
+from ilets.lifecycle import local_pool, one_thread
 from ilets.study.run import BUSY, RAN, atomic_json, cell_name
 from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, get_scenario
 # re-exported: the workloads' events were recorded here before they had a module of their own
@@ -237,17 +236,10 @@ def _run_local(todo: list[Any], out: Path, workers: int, bar, wait: bool, scenar
     if workers <= 1:
         yield from _collect((cfg, lambda cfg=cfg: _run_one(cfg, str(out), wait, scenario, processes)) for cfg in todo)
         return
-    # Not a `with` block: its exit calls shutdown(wait=True), which waits for every queued
-    # cell and so undoes the cancellation an interrupt asks for.
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=get_context("spawn"),
-                               initializer=pool_worker)
-    try:
+    # an interrupt (SIGINT or SIGTERM) or the generator closed kills the workers at once
+    with local_pool(min(workers, len(todo))) as pool:
         futures = {pool.submit(_run_one, cfg, str(out), wait, scenario, processes): cfg for cfg in todo}
         yield from _collect((futures[f], f.result) for f in as_completed(futures))
-    except BaseException:  # KeyboardInterrupt (SIGINT or SIGTERM), or the generator closed
-        kill_pool(pool)
-        raise
-    pool.shutdown(wait=True)
 
 
 def _run_submitit(todo: list[Any], out: Path, executor: str, partition: str | None, bar, wait: bool,
