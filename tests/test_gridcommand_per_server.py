@@ -297,6 +297,23 @@ def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
     assert C.repeat_sentence(rows.assign(seed=np.where(rows["design"] == "first", 7, rows["seed"])),
                              "first", "second", hosts) == "Design *second* repeats no score of design *first* yet."
     assert C.machines(tmp_path, {"absent": Path("nowhere")}) == {"absent": []}
+    # the pilots' number moves too: the mean over seeds of clone / teacher, under the training role
+    ratio = [np.mean([(c + 0.001 * s) / (0.30 + 0.001 * s) for s in range(3)]) for c in (0.32, 0.40)]
+    assert (f"for BC (clone alone), the mean tracking ratio to the teacher under the regime it was trained in, over "
+            f"the 3 (fleet size, seed) pairs both have, is {ratio[0]:.3f} in *first* and {ratio[1]:.3f} in *second*, "
+            f"a move of {ratio[1] / ratio[0] - 1:.1%}, more than the pilots' tolerance (2%): a pilot's choice by a "
+            "smaller margin is inside what the CPU alone moves.") in said
+    near = C.repeat_sentence(_store_rows({"first": 0.32, "second": 0.321}), "first", "second", hosts)
+    assert near.endswith("less than the pilots' tolerance (2%).")
+    table = C.repeat_noise_table(rows, "first", "second")
+    assert list(table["method"]) == ["bc"] and table["move"].iloc[0] == pytest.approx(ratio[1] / ratio[0] - 1)
+    # a pair without a finite ratio in both designs is left out; scores in other roles are not read
+    gone = rows.assign(tracking_mae_rel=np.where((rows["design"] == "second") & (rows["seed"] == 0)
+                                                 & (rows["method"] == "lyapunov"), np.nan, rows["tracking_mae_rel"]))
+    assert C.repeat_noise_table(gone, "first", "second")["units"].tolist() == [2]
+    assert C.repeat_noise_table(rows.assign(role="eval"), "first", "second").empty
+    assert "pilots' rules" not in C.repeat_sentence(_store_rows({"first": 0.32, "second": 0.32}), "first", "second",
+                                                    hosts)
     # the chapter reads the own-from50 design's 50-server cells as a repeat of the own-workloads
     # design's: at 50 servers its clone learns on the fleet it is scored on, all else the same
     from ilets.study.command_scenario import load_profile

@@ -272,13 +272,19 @@ def machines(root: Path, designs: Mapping[str, Path]) -> dict[str, list[str]]:
     return out
 
 
-def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[str, list[str]]) -> str:
+def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[str, list[str]],
+                    teacher: str = "lyapunov") -> str:
     """Where design ``second`` computed what design ``first`` did (``rows`` from
     :func:`load_designs`; the same method, fleet size, seed and scored regime, the caller
     knowing that their settings agree there): per method, how many of the scores agree in every
     number (CPU times left out: they are the host's) and, among those that do not, the
     largest relative move of the tracking error (``tracking_mae_rel``); with the machines each design ran on
-    (``hosts``, from :func:`machines`). A sentence saying so when they share no score."""
+    (``hosts``, from :func:`machines`). A sentence saying so when they share no score.
+
+    Then, per clone-based method whose scores moved, the noise floor this gives the clone
+    pilots (:func:`repeat_noise_table`): its mean tracking ratio to ``teacher`` under the
+    training regime, the number the pilots' rules compare, in each design, and the move
+    beside :data:`PILOT_TOLERANCE`."""
     keys = list(_EPISODE_KEYS)
     numbers = [c for c in rows.columns if c not in (*keys, "design", "role", "scale")
                and "cpu" not in c and pd.api.types.is_numeric_dtype(rows[c])]
@@ -299,10 +305,51 @@ def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[
             text += f", the tracking error of the others moved by up to {move[mine & ~same.to_numpy()].max():.0%}"
         parts.append(text)
     where = "; ".join(f"*{d}* on {', '.join(hosts.get(d) or ['an unrecorded machine'])}" for d in (first, second))
-    return (f"Where design *{second}* repeats the computation of design *{first}* ({len(shared)} scores: the same "
+    said = (f"Where design *{second}* repeats the computation of design *{first}* ({len(shared)} scores: the same "
             f"method, fleet size, seed and regime), {'; '.join(parts)}. They ran on {where}; a learner's training "
             "runs through the floating-point kernels each CPU selects (`ilets.numerics`), and a small difference "
             "there grows over training.")
+    noise = repeat_noise_table(rows, first, second, teacher)
+    floors = [f"for {LABELS.get(r['method'], r['method'])}, the mean tracking ratio to the teacher under the regime "
+              f"it was trained in, over the {r['units']} (fleet size, seed) pairs both have, is {r['first']:.3f} in "
+              f"*{first}* and {r['second']:.3f} in *{second}*, a move of {r['move']:.1%}"
+              for r in noise[noise["move"] > 0].to_dict("records")]
+    if floors:
+        over = float(noise["move"].max()) > PILOT_TOLERANCE
+        said += (f" The number the clone pilots' rules compare moves too: {'; '.join(floors)}, "
+                 f"{'more' if over else 'less'} than the pilots' tolerance ({PILOT_TOLERANCE:.0%})"
+                 + (": a pilot's choice by a smaller margin is inside what the CPU alone moves." if over else "."))
+    return said
+
+
+def repeat_noise_table(rows: pd.DataFrame, first: str, second: str, teacher: str = "lyapunov") -> pd.DataFrame:
+    """Per clone-based method, on the (fleet size, seed) pairs of the training role that both
+    designs hold for it and for ``teacher`` (``rows`` from :func:`load_designs`): the mean over
+    those pairs of its tracking ratio to the teacher (``tracking_mae_rel`` over the teacher's,
+    as the clone pilots' :func:`_pilot_rows` compute it) in ``first`` and in ``second``, and the
+    relative move between the two means (``move``, relative to the first). What a repeated
+    computation on another CPU measures: the noise floor of a pilot's rule, which compares such
+    means within :data:`PILOT_TOLERANCE`. Pairs without a finite ratio in both are left out."""
+    cols = ["method", "units", "first", "second", "move"]
+    t = rows[rows["role"] == "train"]
+    ratio = {}
+    for design in (first, second):
+        d = t[t["design"] == design]
+        both = d[d["method"] != teacher].merge(d[d["method"] == teacher], on=["servers", "seed", "regime"],
+                                               suffixes=("", "_teacher"))
+        ratio[design] = both.assign(track_ratio=both["tracking_mae_rel"] / both["tracking_mae_rel_teacher"]
+                                    ).set_index(["method", "servers", "seed"])["track_ratio"]
+    a, b = ratio[first], ratio[second]
+    shared = a.index.intersection(b.index)
+    a, b = a.loc[shared], b.loc[shared]
+    keep = np.isfinite(a.to_numpy()) & np.isfinite(b.to_numpy())
+    a, b = a[keep], b[keep]
+    out = []
+    for method in [m for m in CLONES if m in set(a.index.get_level_values("method"))]:
+        x, y = a.xs(method, level="method"), b.xs(method, level="method")
+        out.append({"method": method, "units": len(x), "first": float(x.mean()), "second": float(y.mean()),
+                    "move": abs(float(y.mean()) / float(x.mean()) - 1.0)})
+    return pd.DataFrame(out, columns=cols)
 
 
 #: The clone-transfer probe's shipped record (:mod:`ilets.study.clone_transfer`).
