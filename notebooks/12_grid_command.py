@@ -99,6 +99,9 @@ thermo_heldout, thermo_heldout_rows = C.heldout_design(root, C.THERMOSTAT_DESIGN
 glue("gc_thermo_heldout_design", thermo_heldout, display=False)
 glue("gc_thermo_heldout_said", C.heldout_sentence(C.heldout_table(thermo_heldout_rows, "thermostat"), "thermostat"),
      display=False)
+glue("gc_caphead_status", Markdown(C.designs_status(root, C.CAP_HEAD_DESIGN)), display=False)
+glue("gc_caphead_said", C.control_sentence(C.control_table(C.load_designs(root, "cap", C.CAP_HEAD_DESIGN), "cap"),
+                                           "cap"), display=False)
 events_pilot = C.clone_pilot_table(root, knob="event_repeat")
 glue("gc_events_pilot_said", C.clone_pilot_sentence(events_pilot), display=False)
 sleeps_pilot = C.clone_pilot_table(root, knob="sleep_repeat")
@@ -978,6 +981,19 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   weighted* (`gridcommand-grid-per-server-thermostat-events`) takes the pilot's choice.
 #   {glue:md}`gc_thermo_status` {glue:text}`gc_thermo_said` On the held-out episode, design
 #   *{glue:text}`gc_thermo_heldout_design`*: {glue:text}`gc_thermo_heldout_said`
+# * **The cap head.** With `cap_levels` (the operator's lever, above) the cap is one action
+#   for the whole fleet, so the per-server policy scores each level from the pooled summary,
+#   as it scores the defer: by default one logit each, linear in the summary. The power-cap
+#   rung steps the cap down while the slot runs above the target in a down event, up below
+#   it, and lifts it outside down events, a choice that turns on the event's direction, the
+#   sign of the slot's gap and the cap in force together; with `run.cap_head: mlp` a hidden
+#   layer of the scorer's width over the summary scores the levels
+#   (`ilets.agents.per_server.PerServerNet`, `cap_hidden`). Its positive control,
+#   `gridcommand-grid-per-server-cap` (scenario `gridcommand-quick-per-server-cap`: the
+#   per-server policy, the cap levels, the slot's meter shown; the power-cap rung as the
+#   teacher; the thermostat design's settings, not tuned for it; 50 servers), runs beside the
+#   same clone with the linear logits (`gridcommand-grid-per-server-cap-pooled`).
+#   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said`
 #
 # {glue:md}`gc_queues_status`
 #
@@ -1339,9 +1355,8 @@ plots.markdown_table(D.factor_display(per_server_factors["dy"], "tracking_mae_re
 # * **Planning sleep and the cap.** With the sleep head (above) sleep is the policy's
 #   choice, but its teacher only takes the power manager's rule as actions: no rung plans
 #   sleep (`committed_profile` counts every idle server). With `cap_levels` the admission cap
-#   is an action, and the power-cap rung sets it by feedback (above); a rung that plans the
-#   cap with the placements, and a learner with a cap head (the per-server policy has none:
-#   a cap is one action for the whole fleet, a head beside defer), are open.
+#   is an action, and the power-cap rung sets it by feedback (above), and a learner can learn
+#   it (the cap head, clone section); a rung that plans the cap with the placements is open.
 # * **Rows that show the teacher's own terms.** The clone-transfer probe (clone section)
 #   sets a clone's deferral recall on the scored episode beside its recall on the training
 #   episode it learned; where the first is far below the second, the rule did not transfer,

@@ -175,3 +175,106 @@ def test_a_rung_that_never_sets_the_cap_plays_the_plain_episode(name):
     capped = run_episode(GridCommandEnv(dataclasses.replace(grid(DOWN), cap_levels=(0.6, 1.0))), make_expert(name).act)
     assert plain[0] == capped[0]
     assert plain[1]["final"] == {k: v for k, v in capped[1]["final"].items() if k != "cap_changes"}
+
+
+# --- the learner's cap head (run.cap_head) ------------------------------------------------------
+
+def _per_server_cap(**run):
+    from ilets.gridcommand.config import load_gridcommand_config
+
+    return load_gridcommand_config("smoke", cap_levels=[0.6, 0.8, 1.0], observe_slot=True,
+                                   run={"policy": "per-server", "observation": "per-server", **run})
+
+
+@pytest.mark.parametrize("run", [{"cap_head": "mlp"}, {"cap_head": "mlp", "defer_head": "rows"}])
+def test_the_cap_head_scores_the_levels_after_the_defer_and_numpy_computes_torchs_logits(run):
+    """With ``cap_head: mlp`` the cap levels' logits come from a hidden layer over the pooled
+    summary (the defer keeps its own scorer); the numpy path gives torch's logits along the
+    power-cap rung's own episode, cap changes included."""
+    import torch as th
+
+    from ilets.agents.per_server import PerServerPolicy
+    from ilets.agents.ppo import make_run_ppo, numpy_actor_critic
+    from ilets.gridcommand.experts import make_expert
+
+    cfg = _per_server_cap(**run)
+    env = GridCommandEnv(cfg)
+    m = len(env.fleet)
+    model = make_run_ppo(env, cfg.run)
+    net = model.policy.mlp_extractor
+    assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1 + 3
+    assert net.cap is not None and net.cap[-1].out_features == 3 and net.cap[0].out_features == cfg.run.server_hidden
+    assert (net.extra is None) == (run.get("defer_head") == "rows")  # the defer alone is pooled, if at all
+    th.manual_seed(0)
+    with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
+        for w in model.policy.parameters():
+            w.add_(0.3 * th.randn_like(w))
+    numpy_net = numpy_actor_critic(model.policy)
+    obs, _ = env.reset(seed=0)
+    expert = make_expert("cap")
+    expert.reset(0)
+    done, caps = False, 0
+    while not done:
+        with th.no_grad():
+            torch_logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
+        z = numpy_net.logits(obs)
+        assert z.shape == (m + 4,)
+        np.testing.assert_allclose(torch_logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
+        a = expert.act(env)
+        caps += a >= env.first_cap_action
+        obs, _, done, _, _ = env.step(a)
+    assert caps > 0
+    # the linear head (the default) is what it was: no cap network, the levels pooled with the defer
+    plain = make_run_ppo(env, _per_server_cap().run).policy.mlp_extractor
+    assert plain.cap is None and plain.extra is not None and plain.extra.out_features == 4
+
+
+def test_bad_cap_head_settings_are_named(tmp_path):
+    import yaml
+
+    from ilets.agents.per_server import PerServerNet
+    from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
+    from ilets.agents.ppo import make_run_ppo
+    from ilets.config import RunConfig
+    from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.study.profiles import load_profile as load_cloud_profile
+
+    with pytest.raises(ConfigError, match=r"run\.cap_head: expected one of \('pooled', 'mlp'\), got 'deep'"):
+        dataclasses.replace(RunConfig(), cap_head="deep").validate()
+    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' is a head of the per-server policy, got policy 'flat'"):
+        dataclasses.replace(RunConfig(), cap_head="mlp").validate()
+    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' scores the admission-cap levels, but the scenario "
+                                          r"has none"):
+        load_gridcommand_config("smoke", run={"policy": "per-server", "observation": "per-server", "cap_head": "mlp"})
+    with pytest.raises(ValueError, match=r"cap_hidden: scores the extra actions after the first \(cap levels\)"):
+        PerServerNet(3, 14, 8, n_extra=1, cap_hidden=8)
+    path = tmp_path / "cloud.yaml"
+    path.write_text(yaml.safe_dump({"name": "x", "methods": ["drl"], "servers": [4], "seeds": [0],
+                                    "run": {"policy": "per-server", "observation": "per-server", "cap_head": "mlp"}}))
+    with pytest.raises(ConfigError, match=r"cloud\.yaml\.run\.cap_head: 'mlp' scores the grid-command scenario's"):
+        load_cloud_profile(path)
+    # at its default the field stays out of a cell's settings, so cells made before it keep their digests
+    assert "cap_head" not in settings_plain(_per_server_cap())["run"]
+    assert settings_plain(_per_server_cap(cap_head="mlp"))["run"]["cap_head"] == "mlp"
+    # a policy folder says how it scores the levels; a run that scores them otherwise is told so
+    cfg = _per_server_cap(cap_head="mlp")
+    env = GridCommandEnv(cfg)
+    m = len(env.fleet)
+    save_policy(make_run_ppo(env, cfg.run), tmp_path / "p", "per-server", "per-server", m)
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: cap_head: the folder's policy scores the cap levels "
+                                              r"'mlp', the run's 'pooled' \(run\.cap_head\)"):
+        load_policy(tmp_path / "p", make_run_ppo(env, _per_server_cap().run))
+    assert load_policy(tmp_path / "p", make_run_ppo(env, cfg.run))["servers"] == m
+
+
+def test_the_cap_head_design_is_the_thermostat_design_with_the_cap_rung_and_its_control_differs_in_the_head():
+    from ilets.study.command_scenario import load_profile
+
+    head, pooled = (load_profile(f"gridcommand-grid-per-server-cap{s}") for s in ("", "-pooled"))
+    thermostat = load_profile("gridcommand-grid-per-server-thermostat")
+    assert head.pipeline == dataclasses.replace(thermostat.pipeline, teacher="cap", heldout=False)
+    assert head.methods == ("cap", "bc") and head.scenario_config().run.cap_head == "mlp"
+    assert pooled.scenario_config() == dataclasses.replace(
+        head.scenario_config(), run=dataclasses.replace(head.scenario_config().run, cap_head="pooled"))
+    assert dataclasses.replace(pooled, name=head.name, description=head.description,
+                               scenario=head.scenario) == head

@@ -119,8 +119,9 @@ def test_deferral_scored_per_server_learns_the_teachers_minimum_over_servers_bet
     assert right[True] >= 0.95 and right[True] - right[False] >= 0.04, right
 
 
-def test_the_clone_cache_key_is_unchanged_by_the_defer_head_at_its_default():
-    """Clones cached before run.defer_head existed are still found; the rows head keys its own."""
+def test_the_clone_cache_key_is_unchanged_by_the_defer_and_cap_heads_at_their_defaults():
+    """Clones cached before run.defer_head and run.cap_head existed are still found; the rows
+    head and the cap head key their own."""
     from ilets.study.command_scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-energy")
@@ -128,6 +129,8 @@ def test_the_clone_cache_key_is_unchanged_by_the_defer_head_at_its_default():
     assert P.clone_key(train, grid.pipeline, 0) == "a0b3f43c1b7fed08"  # as computed before the field
     rows = dataclasses.replace(train, run=dataclasses.replace(train.run, defer_head="rows"))
     assert P.clone_key(rows, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
+    caps = dataclasses.replace(train, run=dataclasses.replace(train.run, cap_head="mlp"))
+    assert P.clone_key(caps, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
 
 
 def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp_path):
@@ -207,7 +210,7 @@ def test_with_speed_levels_the_per_server_table_has_a_row_per_placement(scenario
     np.testing.assert_allclose(rows[6:, 3], np.log1p(task.length / (env.fleet.mips * 0.6) / scale), rtol=1e-6)
     np.testing.assert_allclose(rows[6:, 9], rows[:6, 9] * 0.6 ** 3, rtol=1e-6)
     # a per-server policy scores all 13 actions, and its choice decodes to (server, level)
-    model = P.make_ppo(env, cfg.run.ppo, 0, cfg.run.policy, cfg.run.server_hidden)
+    model = make_ppo(env, cfg.run.ppo, 0, cfg.run.policy, cfg.run.server_hidden)
     action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
     assert 0 <= int(action) <= env.defer_action and env.action_masks()[int(action)]
     with pytest.raises(ValueError, match="nominal speed 1.0 first"):

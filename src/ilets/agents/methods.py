@@ -72,10 +72,10 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
     from ilets.agents.recorder import DecisionRecorder
     from ilets.agents.oail import OAILCallback
     from ilets.agents.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
-    from ilets.agents.ppo import make_ppo
+    from ilets.agents.ppo import make_run_ppo
 
     env = CloudSchedulingEnv(cfg, tasks=workload.online, fleet=fleet)
-    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, cfg.finetune, cfg.defer_head)
+    model = make_run_ppo(env, cfg, finetune=cfg.finetune)
     extra: dict[str, float] = {}
     spec = METHOD_SPECS[cfg.method]
     if spec.oinpt:

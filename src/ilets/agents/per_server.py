@@ -31,7 +31,7 @@ role :class:`ilets.agents.ppo.NumpyActorCritic` plays for the flat policy).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch as th
@@ -67,13 +67,26 @@ class PerServerNet(nn.Module):
             log M: deferring starts far likelier than one action in M + 1 (BC moves it; a
             learner from scratch would start deferring often). The other extra actions (cap
             levels) keep their pooled logits.
+        cap_hidden: score the extra actions after the first (the grid-command cap levels) with
+            a hidden ReLU layer of this many units over the pooled summary,
+            ``cap = W_2 relu(W_1 ctx + b_1) + b_2``, instead of one linear logit each (0) [ours].
+            Why: the power-cap rung steps the cap one level down while the slot runs above the
+            target in a down event, one up below it, and lifts it outside down events, so
+            whether to set a cap, and which level, turns on the event's direction, the sign of
+            the gap and the cap in force together. A hidden layer can form those interactions;
+            linear logits must make them out of the mask (the level in force is masked) and the
+            placements' scores. Grid ``gridcommand-grid-per-server-cap-pooled`` measures what
+            the layer adds.
     """
 
     def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False,
-                 defer_rows: bool = False) -> None:
+                 defer_rows: bool = False, cap_hidden: int = 0) -> None:
         super().__init__()
         if defer_rows and n_extra < 1:
             raise ValueError("defer_rows: scores the first extra action (defer) per server, but there is none (n_extra 0)")
+        if cap_hidden < 0 or (cap_hidden and n_extra < 2):
+            raise ValueError(f"cap_hidden: scores the extra actions after the first (cap levels) with {cap_hidden} "
+                             f"hidden units, but there are {max(n_extra - 1, 0)}")
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         context = n_task + 2 * width
         self.row = nn.Linear(width, hidden, bias=False)
@@ -82,8 +95,10 @@ class PerServerNet(nn.Module):
         self.critic = nn.Linear(context, hidden)
         # actions that are not a server (the grid-command defer, cap levels): one logit each from
         # the pooled summary, after the servers' [ours]; none in the plain scenario
-        pooled = n_extra - 1 if defer_rows else n_extra  # extra actions scored from the pooled summary
+        caps = n_extra - 1 if cap_hidden else 0  # the cap levels, scored by their own network
+        pooled = n_extra - caps - (1 if defer_rows else 0)  # extra actions scored linearly from the pooled summary
         self.extra = nn.Linear(context, pooled) if pooled else None
+        self.cap = nn.Sequential(nn.Linear(context, cap_hidden), nn.ReLU(), nn.Linear(cap_hidden, caps)) if caps else None
         self.later = nn.Linear(hidden, 1) if defer_rows else None
         self.sleep = nn.Linear(hidden, 1) if sleep_head else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
@@ -115,6 +130,8 @@ class PerServerNet(nn.Module):
             parts.append(th.logsumexp(self.later(h).squeeze(-1), dim=1, keepdim=True))  # (B, 1): defer
         if self.extra is not None:
             parts.append(self.extra(ctx))
+        if self.cap is not None:
+            parts.append(self.cap(ctx))
         if self.sleep is not None:
             parts.append(self.sleep(h).squeeze(-1))
         return parts[0] if len(parts) == 1 else th.cat(parts, dim=1)  # (B, M + n_extra [+ M])
@@ -145,9 +162,9 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     mlp_extractor: PerServerNet  # type: ignore[assignment]
 
     def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0,
-                 sleep_head: bool = False, defer_rows: bool = False, **kwargs: Any) -> None:
+                 sleep_head: bool = False, defer_rows: bool = False, cap_hidden: int = 0, **kwargs: Any) -> None:
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
-        self.sleep_head, self.defer_rows = bool(sleep_head), bool(defer_rows)
+        self.sleep_head, self.defer_rows, self.cap_hidden = bool(sleep_head), bool(defer_rows), int(cap_hidden)
         kwargs.setdefault("activation_fn", nn.Tanh)
         super().__init__(*args, **kwargs)
 
@@ -160,11 +177,13 @@ class PerServerPolicy(MaskableActorCriticPolicy):
             data.update(sleep_head=True)
         if self.defer_rows:
             data.update(defer_rows=True)
+        if self.cap_hidden:
+            data.update(cap_hidden=self.cap_hidden)
         return data
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra, self.sleep_head,
-                                          self.defer_rows)
+                                          self.defer_rows, self.cap_hidden)
 
     def _build(self, lr_schedule) -> None:
         """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
@@ -174,7 +193,8 @@ class PerServerPolicy(MaskableActorCriticPolicy):
         if self.ortho_init:  # SB3's gains: sqrt(2) inside, 0.01 for the scores, 1 for the value
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
-            for head in (self.mlp_extractor.extra, self.mlp_extractor.later, self.mlp_extractor.sleep):
+            net = self.mlp_extractor
+            for head in (net.extra, net.later, net.sleep, None if net.cap is None else net.cap[-1]):
                 if head is not None:
                     self.init_weights(head, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
@@ -217,6 +237,11 @@ class PerServerNumpy:
             self.defer_rows = net.later is not None
             if net.later is not None:
                 self.w_later, self.b_later = arr(net.later.weight[0]), np.float32(net.later.bias.item())
+            self.cap_head = net.cap is not None
+            if net.cap is not None:
+                first, last = cast(nn.Linear, net.cap[0]), cast(nn.Linear, net.cap[2])
+                self.w_cap1, self.b_cap1 = arr(first.weight.T), arr(first.bias)
+                self.w_cap2, self.b_cap2 = arr(last.weight.T), arr(last.bias)
             self.sleep_head = net.sleep is not None
             if net.sleep is not None:
                 self.w_sleep, self.b_sleep = arr(net.sleep.weight[0]), np.float32(net.sleep.bias.item())
@@ -227,7 +252,8 @@ class PerServerNumpy:
     def _with_extra(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
         """The servers' scores ``z`` followed by the other actions' logits: with the later
         rows, the defer logit ``logsumexp_i later_i``; then the pooled ones (``W_e ctx + b_e``);
-        then, with the sleep head, each server's sleep score. The later and sleep scores read
+        then, with the cap head, the cap levels' (``W_2 relu(W_1 ctx + b_1) + b_2``); then, with
+        the sleep head, each server's sleep score. The later and sleep scores read
         each server's hidden layer, recomputed here: the compiled kernels keep only the
         placement score."""
         parts = [z]
@@ -240,6 +266,8 @@ class PerServerNumpy:
             parts.append(np.array([top + np.log(np.exp(later - top).sum())], np.float32))
         if self.pooled_extra:
             parts.append(ctx @ self.w_extra + self.b_extra)
+        if self.cap_head:
+            parts.append(np.maximum(ctx @ self.w_cap1 + self.b_cap1, np.float32(0)) @ self.w_cap2 + self.b_cap2)
         if self.sleep_head:
             parts.append(h @ self.w_sleep + self.b_sleep)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)

@@ -36,6 +36,8 @@ def save_policy(model, folder: Path, policy: str, layout: str, servers: int,
         meta.update(n_task=net.n_task, width=net.width, hidden=net.hidden)
         if net.later is not None:  # only when set: folders saved before it existed read the same
             meta.update(defer_head="rows")
+        if net.cap is not None:
+            meta.update(cap_head="mlp")
     weights = model.policy.state_dict() if state is None else state
     th.save({k: v.detach().clone() for k, v in weights.items()}, folder / "policy.pt")
     (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -97,6 +99,10 @@ def load_policy(folder: Path, model) -> dict[str, Any]:
         if heads[0] != heads[1]:
             raise PolicyLoadError(f"{path}: defer_head: the folder's policy scores deferring {heads[0]!r}, the run's "
                                   f"{heads[1]!r} (run.defer_head)")
+        caps = (meta.get("cap_head", "pooled"), "mlp" if net.cap is not None else "pooled")
+        if caps[0] != caps[1]:
+            raise PolicyLoadError(f"{path}: cap_head: the folder's policy scores the cap levels {caps[0]!r}, the "
+                                  f"run's {caps[1]!r} (run.cap_head)")
     weights = folder / "policy.pt"
     try:
         state = th.load(weights, weights_only=True, map_location="cpu")

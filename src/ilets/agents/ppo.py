@@ -28,7 +28,7 @@ from sb3_contrib import MaskablePPO
 from ilets.agents.masked import act_masked, sample_masked, unchecked_distributions
 from ilets.agents.observation import TABLE_LAYOUTS, StateSpec, build_observation
 from ilets.agents.per_server import PerServerNumpy, PerServerPolicy
-from ilets.config import DEFER_HEADS, FinetuneConfig, PPOConfig
+from ilets.config import CAP_HEADS, DEFER_HEADS, FinetuneConfig, PPOConfig, RunConfig
 from ilets.simulator.cloud import Cloud
 from ilets.simulator.objective import Task
 
@@ -54,7 +54,8 @@ def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict[str, Any]:
 
 
 def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32,
-             finetune: FinetuneConfig | None = None, defer_head: str = "pooled") -> "FastMaskablePPO":
+             finetune: FinetuneConfig | None = None, defer_head: str = "pooled",
+             cap_head: str = "pooled") -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
     ``policy`` "flat" is the authors' MLP (``cfg.hidden`` units); "per-server" is
@@ -65,7 +66,9 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
     :class:`FastMaskablePPO` (all off by default). ``defer_head`` "rows" scores the first
     action after the servers' (the grid-command defer) per server
     (:class:`ilets.agents.per_server.PerServerNet`'s ``defer_rows``); "pooled", from the
-    pooled summary.
+    pooled summary. ``cap_head`` "mlp" scores the actions after the defer (the grid-command
+    cap levels) with a hidden layer of ``server_hidden`` units
+    (:class:`ilets.agents.per_server.PerServerNet`'s ``cap_hidden``); "pooled", linearly.
     """
     th.set_num_threads(1)
     kwargs = ppo_kwargs(cfg, seed)
@@ -93,11 +96,25 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
     if defer_head == "rows" and n_extra < 1:
         raise ValueError("defer_head 'rows' scores the action to defer per server, but this env has none "
                          "(only the grid-command scenario defers)")
+    if cap_head not in CAP_HEADS:
+        raise ValueError(f"cap_head: expected one of {CAP_HEADS}, got {cap_head!r}")
+    if cap_head == "mlp" and n_extra < 2:
+        raise ValueError("cap_head 'mlp' scores the admission-cap levels, but this env has none (the grid-command "
+                         "scenario's cap_levels)")
     kwargs["policy_kwargs"] = dict(n_task=n_task, width=width, hidden=server_hidden,
                                    **({"n_extra": n_extra} if n_extra else {}),
                                    **({"sleep_head": True} if sleep_head else {}),
-                                   **({"defer_rows": True} if defer_head == "rows" else {}))
+                                   **({"defer_rows": True} if defer_head == "rows" else {}),
+                                   **({"cap_hidden": server_hidden} if cap_head == "mlp" else {}))
     return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
+
+
+def make_run_ppo(env, run: RunConfig, seed: int | None = None,
+                 finetune: FinetuneConfig | None = None) -> "FastMaskablePPO":
+    """:func:`make_ppo` with ``run``'s hyperparameters and architecture (its policy, hidden
+    units and defer and cap heads), seeded by ``seed`` (default ``run.seed``)."""
+    return make_ppo(env, run.ppo, run.seed if seed is None else seed, run.policy, run.server_hidden, finetune,
+                    run.defer_head, run.cap_head)
 
 
 def numpy_actor_critic(policy) -> "NumpyActorCritic | PerServerNumpy":

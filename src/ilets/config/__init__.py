@@ -15,14 +15,14 @@ the names a run may use, the digest). Every public name is importable from here.
 
 from ilets.config.learning import (EXPERT_NAMES, OAIL_CLOCKS, ExpertConfig, FinetuneConfig, OAILConfig, OINPTConfig,
                                    PPOConfig, valid_expert_name)
-from ilets.config.run import (ADDED_FIELDS, DEFER_HEADS, HEURISTICS, METHODS, OBSERVATIONS, POLICIES, POLICY_LAYOUTS, RunConfig,
-                              digest_of, drop_added_defaults, load_run_config)
+from ilets.config.run import (ADDED_FIELDS, CAP_HEADS, DEFER_HEADS, HEURISTICS, METHODS, OBSERVATIONS, POLICIES,
+                              POLICY_LAYOUTS, RunConfig, digest_of, drop_added_defaults, load_run_config)
 from ilets.config.strict import ConfigError, check_finite, from_dict, merge, read_yaml, to_dict
 from ilets.config.world import (MAX_EVENT_JITTER_S, SEED_MAX, SYNTHETIC_TASKS, WAIT_FORMS, FleetConfig, RewardConfig,
                                 WorkloadConfig)
 
-__all__ = ["ADDED_FIELDS", "DEFER_HEADS", "EXPERT_NAMES", "HEURISTICS", "MAX_EVENT_JITTER_S", "METHODS", "OAIL_CLOCKS",
-           "OBSERVATIONS", "POLICIES", "POLICY_LAYOUTS", "SEED_MAX", "SYNTHETIC_TASKS", "WAIT_FORMS", "ConfigError",
-           "ExpertConfig", "FinetuneConfig", "FleetConfig", "OAILConfig", "OINPTConfig", "PPOConfig", "RewardConfig",
-           "RunConfig", "WorkloadConfig", "check_finite", "digest_of", "drop_added_defaults", "from_dict", "load_run_config",
-           "merge", "read_yaml", "to_dict", "valid_expert_name"]
+__all__ = ["ADDED_FIELDS", "CAP_HEADS", "DEFER_HEADS", "EXPERT_NAMES", "HEURISTICS", "MAX_EVENT_JITTER_S", "METHODS",
+           "OAIL_CLOCKS", "OBSERVATIONS", "POLICIES", "POLICY_LAYOUTS", "SEED_MAX", "SYNTHETIC_TASKS", "WAIT_FORMS",
+           "ConfigError", "ExpertConfig", "FinetuneConfig", "FleetConfig", "OAILConfig", "OINPTConfig", "PPOConfig",
+           "RewardConfig", "RunConfig", "WorkloadConfig", "check_finite", "digest_of", "drop_added_defaults",
+           "from_dict", "load_run_config", "merge", "read_yaml", "to_dict", "valid_expert_name"]

@@ -28,6 +28,9 @@ POLICY_LAYOUTS = {"flat": OBSERVATIONS, "per-server": ("per-server",)}
 #: "pooled", one logit from the pooled summary; "rows", a "later" score per server, the defer
 #: logit their logsumexp (ilets.agents.per_server.PerServerNet, defer_rows) [ours].
 DEFER_HEADS = ("pooled", "rows")
+#: How the per-server policy scores the admission-cap levels (``RunConfig.cap_head``): one
+#: logit each, linear in the pooled summary, or a small ReLU network over it.
+CAP_HEADS = ("pooled", "mlp")
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
@@ -48,6 +51,10 @@ class RunConfig(_Typed):
     policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
     server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
     defer_head: str = "pooled"  #: a scorer of DEFER_HEADS for the per-server policy's defer action [ours]
+    #: a scorer of CAP_HEADS for the per-server policy's admission-cap actions (the grid-command
+    #: scenario's ``cap_levels``): "pooled", one logit per level linear in the pooled summary;
+    #: "mlp", a hidden ReLU layer of ``server_hidden`` units over it first [ours]
+    cap_head: str = "pooled"
     curve_every: int = 500  #: decisions per learning-curve point
     #: a per-server cell folder whose final policy (its ``policy/`` weights) the learner starts
     #: from instead of a fresh network, and fine-tunes toward as it would a clone: a learner
@@ -80,6 +87,11 @@ class RunConfig(_Typed):
         if self.defer_head != "pooled" and self.policy != "per-server":
             raise ConfigError(f"{where}.defer_head: {self.defer_head!r} scores deferring per server, which needs "
                               f"policy 'per-server', got {self.policy!r}")
+        if self.cap_head not in CAP_HEADS:
+            raise ConfigError(f"{where}.cap_head: expected one of {CAP_HEADS}, got {self.cap_head!r}")
+        if self.cap_head != "pooled" and self.policy != "per-server":
+            raise ConfigError(f"{where}.cap_head: {self.cap_head!r} is a head of the per-server policy, got policy "
+                              f"{self.policy!r}")
         if self.observation not in POLICY_LAYOUTS[self.policy]:
             raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
                               f"{POLICY_LAYOUTS[self.policy]}, got {self.observation!r}")
@@ -117,7 +129,8 @@ class RunConfig(_Typed):
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
-                "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head")
+                "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head",
+                "cap_head")
 
 
 def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,

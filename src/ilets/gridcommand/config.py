@@ -85,7 +85,8 @@ class CommandSpec:
 #: existed keep their digests; set to anything else, it counts.
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
-                "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws")
+                "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws",
+                "run.cap_head")
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,9 @@ class GridCommandConfig:
         if caps and self.cap_fraction < 1:
             raise ConfigError(f"{where}.cap_levels: a cap the policy sets and a fixed cap_fraction "
                               f"({self.cap_fraction:g}) exclude each other; set cap_fraction: 1 or cap_levels: []")
+        if self.run.cap_head != "pooled" and not caps:
+            raise ConfigError(f"{where}.run.cap_head: {self.run.cap_head!r} scores the admission-cap levels, but "
+                              "the scenario has none; set cap_levels or run.cap_head: pooled")
         levels = self.speed_levels
         if not levels or levels[0] != 1.0:
             raise ConfigError(f"{where}.speed_levels: expected the nominal speed 1.0 first (then any other "

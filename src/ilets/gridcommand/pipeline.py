@@ -65,7 +65,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from ilets.agents.oinpt import Demonstrations, behaviour_clone, greedy_agreement, pretrain_critic, repeat_times
 from ilets.agents.per_server import PerServerPolicy
-from ilets.agents.ppo import NumpyActor, make_ppo, numpy_actor_critic
+from ilets.agents.ppo import NumpyActor, make_run_ppo, numpy_actor_critic
 from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.config import ConfigError, OINPTConfig, to_dict
 from ilets.config.run import drop_added_defaults
@@ -558,7 +558,7 @@ class _EpisodeJob:
     def model(self, env: GridCommandEnv):
         """The clone as it plays the round, on ``env``'s spaces (the same in every episode)."""
         run = self.episodes[0].run
-        model = make_ppo(env, run.ppo, self.seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+        model = make_run_ppo(env, run, self.seed)
         assert self.policy is not None
         model.policy.load_state_dict(self.policy)
         return model
@@ -682,7 +682,7 @@ def _clone(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int,
     # hundreds of them held at once would take gigabytes; reset() replays an episode exactly,
     # so a fresh env plays it as a kept one would (the envelope cache spares its reach)
     job = _EpisodeJob(episodes, envelope_cache, pipe.teacher, pipe.demo_tasks, seed)
-    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+    model = make_run_ppo(env, run, seed)
     resumed = _resume(progress, model)
     if resumed is None:
         first = demonstrate(env, pipe.teacher, pipe.demo_tasks)
@@ -857,7 +857,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     run = eval_cfg.run
     c0 = time.process_time()
     env = ScoredEnv(eval_cfg, envelope_cache=envelope_cache)
-    model = make_ppo(env, run.ppo, seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+    model = make_run_ppo(env, run, seed)
     if cloned is not None and method.startswith("bc"):
         model.policy.load_state_dict(cloned)
     callbacks: list[BaseCallback] = [StopAtEpisodeEnd()]
@@ -879,7 +879,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
 
 #: Fields added to the configuration after clones were cached: at their defaults they are left
 #: out of :func:`clone_key`, so a cache made before they existed is still found.
-CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws")
+CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws", "run.cap_head")
 
 
 def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:
@@ -988,8 +988,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
                 info[f"simulations[{regime}]"] = int(getattr(expert, "simulations", 0))
         elif method == "bc":
             env = GridCommandEnv(cfg, envelope_cache=cache_dir)
-            model = make_ppo(env, cfg.run.ppo, seed, cfg.run.policy, cfg.run.server_hidden,
-                             defer_head=cfg.run.defer_head)
+            model = make_run_ppo(env, cfg.run, seed)
             assert cloned is not None, "a bc method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"

@@ -90,6 +90,12 @@ SLEEP_HEAD_DESIGN = {"per-server with the sleep head": Path("shipped") / "gridco
 #: shows the slot's meter, so it is not a step of :data:`DESIGNS` either).
 THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "gridcommand-per-server-thermostat",
                      "the same, event decisions weighted": Path("shipped") / "gridcommand-per-server-thermostat-events"}
+#: The cap head's positive control (its teacher is the power-cap rung and its scenario sets the
+#: cap as an action, so it is not a step of :data:`DESIGNS` either), and the same clone with the
+#: cap levels' linear logits beside it.
+CAP_HEAD_DESIGN = {"per-server with the cap head, taught by the power-cap rung":
+                   Path("shipped") / "gridcommand-per-server-cap",
+                   "the same, the cap levels scored linearly": Path("shipped") / "gridcommand-per-server-cap-pooled"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).

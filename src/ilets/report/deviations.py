@@ -354,6 +354,16 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "(gridcommand-grid-per-server-later) changes only this over the energy-ranked design",
                   "ilets.agents.per_server.PerServerNet(defer_rows=True), ilets.config.run.DEFER_HEADS",
                   kind=EXTENSION),
+        Deviation("Cap levels scored by a head of their own", _NO_PAPER,
+                  f"opt-in (run.cap_head, default {_D.cap_head!r}; per-server policy, grid-command scenario with "
+                  "cap_levels only): the admission-cap levels' logits come from a hidden ReLU layer of "
+                  "server_hidden units over the pooled summary instead of one linear logit each; the power-cap "
+                  "rung's choice turns on the event's direction, the sign of the slot's gap to the target and the "
+                  "cap in force together; its width is the scorer's, not tuned, so no pilot; its positive control "
+                  "(gridcommand-grid-per-server-cap, the power-cap rung as the teacher) runs beside the same clone "
+                  "with the linear logits (gridcommand-grid-per-server-cap-pooled)",
+                  "ilets.agents.per_server.PerServerNet(cap_hidden=...), ilets.config.run.CAP_HEADS",
+                  kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "

@@ -33,7 +33,7 @@ import torch as th
 
 from ilets.agents.masked import unchecked_distributions
 from ilets.agents.oinpt import Demonstrations
-from ilets.agents.ppo import make_ppo
+from ilets.agents.ppo import make_run_ppo
 from ilets.config import ConfigError
 from ilets.gridcommand import pipeline as P
 from ilets.gridcommand.config import GridCommandConfig
@@ -49,7 +49,7 @@ def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env
     recall (NaN where the teacher never deferred), with the teacher's and the clone's
     deferral counts on those states."""
     run = cfg.run
-    model = make_ppo(env, run.ppo, run.seed, run.policy, run.server_hidden, defer_head=run.defer_head)
+    model = make_run_ppo(env, run)
     model.policy.load_state_dict(state)
     with th.no_grad(), unchecked_distributions():
         probs = model.policy.get_distribution(th.as_tensor(np.array(demos.obs)), action_masks=demos.masks)

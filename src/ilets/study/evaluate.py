@@ -108,7 +108,7 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
     """The cell's ``weights`` folder as a greedy :class:`ilets.agents.ppo.PPOPolicy` on ``env``."""
     from ilets.agents.observation import StateSpec
     from ilets.agents.policy_io import load_policy
-    from ilets.agents.ppo import PPOPolicy, make_ppo
+    from ilets.agents.ppo import PPOPolicy, make_run_ppo
 
     if weights not in WEIGHTS:
         raise EvaluateError(f"weights: expected one of {WEIGHTS}, got {weights!r}")
@@ -118,7 +118,7 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
                "unpickled, which this command never does; re-running the cell writes the folder)"
                if cfg.policy == "flat" and weights == "policy" else "this cell kept no such folder")
         raise EvaluateError(f"{folder}: not found; {why}")
-    model = make_ppo(env, cfg.ppo, cfg.seed, cfg.policy, cfg.server_hidden, defer_head=cfg.defer_head)
+    model = make_run_ppo(env, cfg)
     load_policy(folder, model)
     return PPOPolicy(model, StateSpec.of(cfg), name=f"{cfg.method}:{weights}")
 

@@ -154,4 +154,7 @@ def _validate(p: Profile, where: str) -> None:
     if p.run.defer_head != "pooled":  # the plain scenario has no action to defer
         raise ConfigError(f"{where}.run.defer_head: {p.run.defer_head!r} scores the grid-command scenario's defer "
                           "action, which the cloud study has not; expected 'pooled'")
+    if p.run.cap_head != "pooled":  # nor an admission cap
+        raise ConfigError(f"{where}.run.cap_head: {p.run.cap_head!r} scores the grid-command scenario's "
+                          "admission-cap actions, which the cloud study has not; expected 'pooled'")
     p.cells(where)
