@@ -191,11 +191,10 @@ def test_the_cap_head_scores_the_levels_after_the_defer_and_numpy_computes_torch
     """With ``cap_head: mlp`` the cap levels' logits come from a hidden layer over the pooled
     summary (the defer keeps its own scorer); the numpy path gives torch's logits along the
     power-cap rung's own episode, cap changes included."""
-    import torch as th
-
     from ilets.agents.per_server import PerServerPolicy
-    from ilets.agents.ppo import make_run_ppo, numpy_actor_critic
+    from ilets.agents.ppo import make_run_ppo
     from ilets.gridcommand.experts import make_expert
+    from test_gridcommand_sleep_head import assert_numpy_logits_along
 
     cfg = _per_server_cap(**run)
     env = GridCommandEnv(cfg)
@@ -205,25 +204,10 @@ def test_the_cap_head_scores_the_levels_after_the_defer_and_numpy_computes_torch
     assert isinstance(model.policy, PerServerPolicy) and model.policy.n_extra == 1 + 3
     assert net.cap is not None and net.cap[-1].out_features == 3 and net.cap[0].out_features == cfg.run.server_hidden
     assert (net.extra is None) == (run.get("defer_head") == "rows")  # the defer alone is pooled, if at all
-    th.manual_seed(0)
-    with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
-        for w in model.policy.parameters():
-            w.add_(0.3 * th.randn_like(w))
-    numpy_net = numpy_actor_critic(model.policy)
-    obs, _ = env.reset(seed=0)
     expert = make_expert("cap")
     expert.reset(0)
-    done, caps = False, 0
-    while not done:
-        with th.no_grad():
-            torch_logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
-        z = numpy_net.logits(obs)
-        assert z.shape == (m + 4,)
-        np.testing.assert_allclose(torch_logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
-        a = expert.act(env)
-        caps += a >= env.first_cap_action
-        obs, _, done, _, _ = env.step(a)
-    assert caps > 0
+    played = assert_numpy_logits_along(model, env, expert.act, m + 4)
+    assert any(a >= env.first_cap_action for a in played)  # the rung set the cap on the way
     # the linear head (the default) is what it was: no cap network, the levels pooled with the defer
     plain = make_run_ppo(env, _per_server_cap().run).policy.mlp_extractor
     assert plain.cap is None and plain.extra is not None and plain.extra.out_features == 4

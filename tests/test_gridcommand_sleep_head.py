@@ -90,24 +90,35 @@ def test_the_per_server_policy_scores_sleep_from_each_row(defer_head):
     model = make_ppo(env, cfg.run.ppo, 0, "per-server", cfg.run.server_hidden, defer_head=defer_head)
     assert isinstance(model.policy, PerServerPolicy) and model.policy.sleep_head and model.policy.n_extra == 3
     assert (model.policy.mlp_extractor.later is not None) == (defer_head == "rows")
+    manager = SleepManager(make_expert("lyapunov"))
+    manager.reset(0)
+    assert_numpy_logits_along(model, env, manager.act, 2 * m + 3, steps=300)
+
+
+def assert_numpy_logits_along(model, env, act, n_actions: int, steps: int | None = None) -> list[int]:
+    """With ``model``'s weights moved off their tiny initial gains (so every head's logits
+    differ), its numpy path gives torch's logits, over ``n_actions`` actions, at every state
+    of ``env``'s episode played by ``act(env)`` (the first ``steps``; None: all), and its
+    greedy choice is allowed; the actions played."""
     th.manual_seed(0)
-    with th.no_grad():  # weights off their tiny initial gains, so every head's logits differ
+    with th.no_grad():
         for w in model.policy.parameters():
             w.add_(0.3 * th.randn_like(w))
     net = numpy_actor_critic(model.policy)
     obs, _ = env.reset(seed=0)
-    manager = SleepManager(make_expert("lyapunov"))
-    manager.reset(0)
-    for _ in range(300):
+    played: list[int] = []
+    while steps is None or len(played) < steps:
         with th.no_grad():
             torch_logits = model.policy.get_distribution(th.as_tensor(obs[None])).distribution.logits.numpy()[0]
         z = net.logits(obs)
-        assert z.shape == (2 * m + 3,)
+        assert z.shape == (n_actions,)
         np.testing.assert_allclose(torch_logits, z - np.log(np.exp(z - z.max()).sum()) - z.max(), atol=1e-5)
         assert env.action_masks()[net.act(obs, env.action_masks())]
-        obs, _, done, _, _ = env.step(manager.act(env))
+        played.append(int(act(env)))
+        obs, _, done, _, _ = env.step(played[-1])
         if done:
             break
+    return played
 
 
 @pytest.mark.parametrize("kw, match", [
