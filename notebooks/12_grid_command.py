@@ -991,7 +991,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`ilets.agents.per_server.PerServerNet`, `cap_hidden`). Its positive control,
 #   `gridcommand-grid-per-server-cap` (scenario `gridcommand-quick-per-server-cap`: the
 #   per-server policy, the cap levels, the slot's meter shown; the power-cap rung as the
-#   teacher; the thermostat design's settings, not tuned for it; 50 servers), runs beside the
+#   teacher; the thermostat design's settings, not tuned for it; 50 and 200 servers), runs beside the
 #   same clone with the linear logits (`gridcommand-grid-per-server-cap-pooled`).
 #   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said`
 #

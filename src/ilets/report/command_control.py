@@ -96,6 +96,13 @@ THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "g
 CAP_HEAD_DESIGN = {"per-server with the cap head, taught by the power-cap rung":
                    Path("shipped") / "gridcommand-per-server-cap",
                    "the same, the cap levels scored linearly": Path("shipped") / "gridcommand-per-server-cap-pooled"}
+#: Every design whose frozen clone is a positive control, with its teacher: the steps of
+#: :data:`DESIGNS` and the designs of their own scenario or teacher beside them (the clone
+#: criterion reads them all, each clone against its own teacher: :func:`positive_controls`).
+#: The own-workloads and fleet-transfer designs are read beside the 16-episode design instead.
+POSITIVE_CONTROLS: tuple[tuple[Mapping[str, Path], str], ...] = (
+    (DESIGNS, "lyapunov"), (SPEED_DESIGN, "lyapunov"), (SLEEP_HEAD_DESIGN, "lyapunov"),
+    (THERMOSTAT_DESIGN, "thermostat"), (CAP_HEAD_DESIGN, "cap"))
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -153,6 +160,16 @@ def control_table(rows: pd.DataFrame, teacher: str = "lyapunov", reps: int = S.D
                             "miss_teacher": miss["mean_y"], "miss_ratio": ratio,
                             "meets_bar": bool(worse_track <= TRACKING_BAR and ratio <= MISS_BAR)})
     return pd.DataFrame(out, columns=cols)
+
+
+def positive_controls(root: Path, controls: tuple[tuple[Mapping[str, Path], str], ...] = POSITIVE_CONTROLS,
+                      reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+    """:func:`control_table` of every design of ``controls`` (``(designs, teacher)`` pairs, by
+    default :data:`POSITIVE_CONTROLS`) shipped under ``root``, each clone against its own
+    teacher, in one table."""
+    parts = [control_table(load_designs(root, teacher, designs), teacher, reps) for designs, teacher in controls]
+    parts = [p for p in parts if len(p)]
+    return pd.concat(parts, ignore_index=True) if parts else control_table(pd.DataFrame())
 
 
 def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
