@@ -177,9 +177,9 @@ _TWIN_PHRASES = {next(iter(C.OWN_FROM50_DESIGN)): f"{_TWIN_PHRASE} and its clone
 def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the designs
     (``control``: every positive-control design, each clone against its own teacher,
-    :func:`~ilets.report.command_control.positive_controls`) and of the own-workloads designs (``own``: the 16-episode design with each
-    seed's own training workloads, and the same with its clone learned on 50 servers, each
-    named by :data:`_TWIN_PHRASES`): the designs whose frozen clone meets the bar under the
+    :func:`~ilets.report.command_control.positive_controls`) and of the own-workloads designs
+    (``own``: the 16-episode design with each seed's own training workloads, and the same with
+    its clone learned on 50 servers, each named by :data:`_TWIN_PHRASES`): the designs whose frozen clone meets the bar under the
     training regime at every one of :data:`FLEETS`. Met when one does and, where it is the
     16-episode design and its own-workloads twins are shipped, each twin meets it at every fleet
     size it ran; in part when a clone meets it somewhere; not met otherwise."""
