@@ -126,14 +126,17 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
-glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(C.load_designs(root, designs=repeat), *repeat,
-                                                        C.machines(root, repeat))), display=False)
+repeat_rows = C.load_designs(root, designs=repeat)
+glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(repeat_rows, *repeat, C.machines(root, repeat))), display=False)
+repeat_noise = C.repeat_noise_table(repeat_rows, *repeat)["move"]
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
 glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
 glue("gc_own_pilot_draw", C.workload_draw_sentence(episodes_pilot, own_pilot), display=False)
-glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root)), display=False)
+glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root),
+                                                  float(repeat_noise.max()) if len(repeat_noise) else None),
+     display=False)
 glue("gc_own_bc_epochs", f"{episodes_profile.pipeline.bc_epochs:,}", display=False)
 glue("gc_own_exact", ", ".join(f"{n:,}" for n in C.exact_step_candidates("train_episodes_own")), display=False)
 glue("gc_own_sensitivity", str(C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0]), display=False)

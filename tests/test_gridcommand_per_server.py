@@ -695,6 +695,11 @@ def test_the_whole_epoch_floor_is_modelled_and_its_sensitivity_said():
         "and the DAgger round), the 256 episodes clone tracked at 1.21x its teacher's error (miss rate 0.90x) on "
         "pilot seeds 100, 101, against 1.11x (0.90x) in whole epochs as its pilot ran it: a move of 9%, more than "
         "the pilots' tolerance (2%).")
+    assert C.step_budget_sentence(table, noise=0.071).endswith(
+        "a move of 9%, more than the pilots' tolerance (2%), and more than the 7% that a CPU of another vendor alone "
+        "moved such a mean (below).")
+    assert C.step_budget_sentence(table, noise=0.12).endswith("and less than the 12% that a CPU of another vendor "
+                                                              "alone moved such a mean (below).")
     assert C.step_budget_sentence(table.iloc[0:0]) == ""
     assert len(C.step_budget_table(Path("/nonexistent"))) == 0
 

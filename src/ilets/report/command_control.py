@@ -658,10 +658,12 @@ def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFr
     return both[[u in units for u in zip(both["servers"], both["seed"])]].reset_index(drop=True)
 
 
-def step_budget_sentence(table: pd.DataFrame) -> str:
+def step_budget_sentence(table: pd.DataFrame, noise: float | None = None) -> str:
     """What counting BC's steps exactly changed (:func:`step_budget_table`): the candidate's mean
     tracking and miss ratios as its pilot ran it and exactly, the steps each took (recorded
-    shares, where recorded), and whether the move passes the pilots' tolerance."""
+    shares, where recorded), and whether the move passes the pilots' tolerance; with ``noise``
+    (the largest move of such a mean that a CPU of another vendor alone made,
+    :func:`repeat_noise_table`), whether it passes that too."""
     if len(table) == 0:
         return ""
     knob = _knob(table)
@@ -675,7 +677,9 @@ def step_budget_sentence(table: pd.DataFrame) -> str:
             f"{track['exact']:.2f}x its teacher's error (miss rate {miss['exact']:.2f}x) on pilot seeds "
             f"{', '.join(map(str, sorted(table['seed'].unique())))}, against {track['whole_epochs']:.2f}x "
             f"({miss['whole_epochs']:.2f}x) in whole epochs as its pilot ran it: a move of {move:.0%}, "
-            f"{'more' if move > PILOT_TOLERANCE else 'less'} than the pilots' tolerance ({PILOT_TOLERANCE:.0%}).")
+            f"{'more' if move > PILOT_TOLERANCE else 'less'} than the pilots' tolerance ({PILOT_TOLERANCE:.0%})"
+            + ("." if noise is None else f", and {'more' if move > noise else 'less'} than the {noise:.0%} that a "
+               "CPU of another vendor alone moved such a mean (below)."))
 
 
 def _knob(table: pd.DataFrame) -> str:
