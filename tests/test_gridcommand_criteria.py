@@ -103,6 +103,12 @@ def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
     # the twin speaks only for the 16-episode design
     assert K.clone_status(control("other", {50: True, 200: True}), own_bad).status == K.MET
     assert K.clone_status(pd.concat([episodes, control("other", {50: True, 200: True})]), own_bad).status == K.MET
+    # with another design meeting it too, the twin's words follow the 16-episode design's
+    beside = K.clone_status(pd.concat([episodes, control("other", {50: True, 200: True})]), own_bad).evidence
+    assert beside.index(C.EPISODES_DESIGN) < beside.index("own training workloads it misses it") < beside.index("*other*")
+    # the tracking change's interval over seeds, where the table has it (as the error's change)
+    ranged = episodes.assign(track_low=-27.0, track_high=12.0)
+    assert "50 servers: tracking error +1 % [-12, +27], miss rate 0.95x" in K.clone_status(ranged, pd.DataFrame()).evidence
     some = K.clone_status(other, pd.DataFrame())
     assert some.status == K.IN_PART and "it is met by *flat* at 200 servers" in some.evidence
     # the bar is read under the training regime, for the frozen clone only

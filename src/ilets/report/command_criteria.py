@@ -163,9 +163,16 @@ _CLONE = (f"A frozen clone within {C.TRACKING_BAR:.0%} of its teacher's tracking
 def _clone_said(rows: pd.DataFrame) -> str:
     """Per fleet size, the clone's tracking error and miss rate against its teacher's
     (``track_pct`` is positive when the clone tracks better, so the error's change is its
-    negative)."""
-    return ", ".join(f"{int(r['servers'])} servers: tracking error {int(round(-r['track_pct'])):+d} %, miss rate "
-                     f"{r['miss_ratio']:.2f}x" for r in rows.sort_values("servers").to_dict("records"))
+    negative), with the change's interval over seeds where the table has it (``track_low``,
+    ``track_high``: the paired change's bootstrap interval)."""
+    def interval(r: dict) -> str:
+        low, high = r.get("track_low"), r.get("track_high")
+        if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+            return ""
+        return f" [{int(round(-high)):+d}, {int(round(-low)):+d}]"
+
+    return ", ".join(f"{int(r['servers'])} servers: tracking error {int(round(-r['track_pct'])):+d} %{interval(r)}, "
+                     f"miss rate {r['miss_ratio']:.2f}x" for r in rows.sort_values("servers").to_dict("records"))
 
 
 #: How the clone criterion names an own-workloads twin of the 16-episode design (by design;
@@ -192,11 +199,11 @@ def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     said = []
     for design in both:
         said.append(f"*{design}* meets it at both fleet sizes ({_clone_said(meets[meets['design'] == design])})")
+        if design == C.EPISODES_DESIGN and len(twin):  # its twins right after it: "it" is that design
+            for name, rows in twin.groupby("design", sort=False):
+                said.append(f"{_TWIN_PHRASES.get(name, _TWIN_PHRASE)} it "
+                            f"{'meets' if rows['meets_bar'].all() else 'misses'} it ({_clone_said(rows)})")
     twin_meets = bool(twin["meets_bar"].all()) if len(twin) else True
-    if C.EPISODES_DESIGN in both and len(twin):
-        for name, rows in twin.groupby("design", sort=False):
-            said.append(f"{_TWIN_PHRASES.get(name, _TWIN_PHRASE)} it {'meets' if rows['meets_bar'].all() else 'misses'} "
-                        f"it ({_clone_said(rows)})")
     if not both:
         some = sorted({f"*{d}* at {_fleets(g['servers'])} servers" for d, g in meets.groupby("design")})
         said.append("no design meets it at both fleet sizes" + (f"; it is met by {'; '.join(some)}" if some else ""))
