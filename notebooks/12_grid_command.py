@@ -100,8 +100,9 @@ glue("gc_thermo_heldout_design", thermo_heldout, display=False)
 glue("gc_thermo_heldout_said", C.heldout_sentence(C.heldout_table(thermo_heldout_rows, "thermostat"), "thermostat"),
      display=False)
 glue("gc_caphead_status", Markdown(C.designs_status(root, C.CAP_HEAD_DESIGN)), display=False)
-glue("gc_caphead_said", C.control_sentence(C.control_table(C.load_designs(root, "cap", C.CAP_HEAD_DESIGN), "cap"),
-                                           "cap"), display=False)
+cap_rows = C.load_designs(root, "cap", C.CAP_HEAD_DESIGN)
+glue("gc_caphead_said", C.control_sentence(C.control_table(cap_rows, "cap"), "cap"), display=False)
+glue("gc_caphead_teacher", C.teacher_band_sentence(cap_rows, "cap"), display=False)
 events_pilot = C.clone_pilot_table(root, knob="event_repeat")
 glue("gc_events_pilot_said", C.clone_pilot_sentence(events_pilot), display=False)
 sleeps_pilot = C.clone_pilot_table(root, knob="sleep_repeat")
@@ -128,7 +129,7 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
 repeat_rows = C.load_designs(root, designs=repeat)
 glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(repeat_rows, *repeat, C.machines(root, repeat))), display=False)
-repeat_noise = C.repeat_noise_table(repeat_rows, *repeat)["move"]
+repeat_noise = C.repeat_noise_table(repeat_rows, *repeat).query("method == 'bc'")["move"]  # what the pilots read
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
@@ -996,7 +997,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   per-server policy, the cap levels, the slot's meter shown; the power-cap rung as the
 #   teacher; the thermostat design's settings, not tuned for it; 50 and 200 servers), runs beside the
 #   same clone with the linear logits (`gridcommand-grid-per-server-cap-pooled`).
-#   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said`
+#   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said` {glue:text}`gc_caphead_teacher`
+#   The clone criterion reads the Lyapunov-taught designs only.
 #
 # {glue:md}`gc_queues_status`
 #
@@ -1358,8 +1360,9 @@ plots.markdown_table(D.factor_display(per_server_factors["dy"], "tracking_mae_re
 # * **Planning sleep and the cap.** With the sleep head (above) sleep is the policy's
 #   choice, but its teacher only takes the power manager's rule as actions: no rung plans
 #   sleep (`committed_profile` counts every idle server). With `cap_levels` the admission cap
-#   is an action, and the power-cap rung sets it by feedback (above), and a learner can learn
-#   it (the cap head, clone section); a rung that plans the cap with the placements is open.
+#   is an action, the power-cap rung sets it by feedback (above), and the per-server policy
+#   can score it with a head of its own (the cap head, clone section, with its positive
+#   control); a rung that plans the cap with the placements is open.
 # * **Rows that show the teacher's own terms.** The clone-transfer probe (clone section)
 #   sets a clone's deferral recall on the scored episode beside its recall on the training
 #   episode it learned; where the first is far below the second, the rule did not transfer,

@@ -208,6 +208,18 @@ def test_the_cap_head_scores_the_levels_after_the_defer_and_numpy_computes_torch
     expert.reset(0)
     played = assert_numpy_logits_along(model, env, expert.act, m + 4)
     assert any(a >= env.first_cap_action for a in played)  # the rung set the cap on the way
+    # the cap network's outputs are the cap actions' logits: with its last layer zeroed they are its biases
+    import torch as th
+
+    with th.no_grad():
+        net.cap[-1].weight.zero_()
+        net.cap[-1].bias.copy_(th.tensor([5.0, 6.0, 7.0]))
+    obs, _ = env.reset(seed=0)
+    with th.no_grad():
+        z = net.forward_actor(th.as_tensor(obs[None]))[0].numpy()
+    first = env.first_cap_action
+    np.testing.assert_array_equal(z[first:first + 3], [5.0, 6.0, 7.0])
+    assert not np.isin(z[:first], [5.0, 6.0, 7.0]).any()
     # the linear head (the default) is what it was: no cap network, the levels pooled with the defer
     plain = make_run_ppo(env, _per_server_cap().run).policy.mlp_extractor
     assert plain.cap is None and plain.extra is not None and plain.extra.out_features == 4

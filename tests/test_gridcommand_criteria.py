@@ -207,35 +207,3 @@ def test_the_readme_block_is_written_between_its_markers(tmp_path, capsys):
     assert K.main(["--root", str(ROOT), "--write", str(tmp_path / "none.md")]) == 2  # no markers: one line
     assert capsys.readouterr().err.count("\n") == 1
 
-
-def test_the_clone_criterion_reads_every_positive_control_against_its_own_teacher(monkeypatch):
-    """``positive_controls`` judges each design's clone against the teacher it learned from (a
-    design taught by the power-cap rung against that rung, not against Lyapunov), in one table;
-    designs not shipped add nothing."""
-    from test_gridcommand_per_server import _store_rows
-
-    def rows(teacher: str, clone: float) -> pd.DataFrame:
-        r = _store_rows({"d": clone})
-        return r.assign(method=r["method"].replace({"lyapunov": teacher}))
-
-    shipped = {"taught by lyapunov": rows("lyapunov", 0.60), "taught by cap": rows("cap", 0.31)}
-
-    real = C.load_designs
-
-    def load_designs(root, teacher="lyapunov", designs=None):
-        name = next(iter(designs))
-        t = shipped.get(name)
-        return real(Path("nowhere"), teacher, {}) if t is None else t.assign(design=name)
-
-    monkeypatch.setattr(C, "load_designs", load_designs)
-    table = C.positive_controls(Path("."), (({"taught by lyapunov": Path("a")}, "lyapunov"),
-                                            ({"taught by cap": Path("b")}, "cap"), ({"absent": Path("c")}, "cap")),
-                                reps=300)
-    got = table[table["role"] == "train"].set_index("design")
-    assert sorted(got.index) == ["taught by cap", "taught by lyapunov"]
-    assert got.loc["taught by cap", "meets_bar"] and not got.loc["taught by lyapunov", "meets_bar"]
-    assert got.loc["taught by cap", "track_teacher"] == pytest.approx(0.301)  # the cap rung's own error
-    assert C.positive_controls(Path("."), (({"absent": Path("c")}, "cap"),)).empty
-    # the registry: every design the chapter judges as a positive control, with its teacher
-    assert dict((next(iter(d)), t) for d, t in C.POSITIVE_CONTROLS)[next(iter(C.CAP_HEAD_DESIGN))] == "cap"
-    assert all(any(name in d for d, _ in C.POSITIVE_CONTROLS) for name in C.THERMOSTAT_DESIGN)

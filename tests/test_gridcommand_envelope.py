@@ -356,3 +356,15 @@ def test_the_reach_key_ignores_the_redraws_which_reach_never_reads(clipped):
     args = (env.tasks, env.fleet, env.window, env.schedule, env.slot_edges, env.baseline.power_w)
     cfg = _drawn(0)
     assert reach_key(cfg, *args) == reach_key(dataclasses.replace(cfg, envelope_redraws=8), *args)
+
+
+def test_the_reach_key_is_the_one_made_before_the_cap_head_existed():
+    """``run.cap_head`` at its default is left out of the key, so envelopes cached before the
+    field existed are still found (the key below was computed before it)."""
+    from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.gridcommand.envelope import reach_key
+
+    cfg = load_gridcommand_config("smoke")
+    env = GridCommandEnv(cfg)
+    args = (env.tasks, env.fleet, env.window, env.schedule, env.slot_edges, env.baseline.power_w)
+    assert reach_key(cfg, *args) == "e5f07100b8c031f4a7792fcf"

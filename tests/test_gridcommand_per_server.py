@@ -317,6 +317,21 @@ def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
     assert C.repeat_noise_table(rows.assign(role="eval"), "first", "second").empty
     assert "pilots' rules" not in C.repeat_sentence(_store_rows({"first": 0.32, "second": 0.32}), "first", "second",
                                                     hosts)
+    # the move is relative to the smaller mean, as the pilots' tolerance is, whichever design ran first
+    swapped = C.repeat_noise_table(rows, "second", "first")
+    assert swapped["move"].iloc[0] == pytest.approx(table["move"].iloc[0])
+
+
+def test_the_teacher_band_sentence_says_how_often_the_teacher_itself_reaches_the_band():
+    from ilets.report import command_control as C
+
+    rows = _store_rows({"d": 0.31}).assign(band_reached_share=lambda t: 0.2 + 0.1 * t["seed"])
+    rows = pd.concat([rows, rows.assign(servers=200, band_reached_share=0.0)])
+    assert C.teacher_band_sentence(rows, "lyapunov") == (
+        "Its teacher, Lyapunov, itself reaches the band on 30% of the events at 50 servers and 0% of the events at "
+        "200 servers (mean over seeds, under the regime the clone was trained in), so this bar measures imitation, "
+        "not following the command.")
+    assert C.teacher_band_sentence(rows.iloc[0:0], "lyapunov") == ""
     # the chapter reads the own-from50 design's 50-server cells as a repeat of the own-workloads
     # design's: at 50 servers its clone learns on the fleet it is scored on, all else the same
     from ilets.study.command_scenario import load_profile

@@ -53,6 +53,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ilets.config.run import drop_added_defaults
 from ilets.config.strict import to_dict
 from ilets.files import atomic_write, content_digest
 from ilets.gridcommand.command import CommandSchedule, GridCommand
@@ -237,6 +238,12 @@ def reach(make_env: Callable[[CommandSchedule], Any], schedule: CommandSchedule,
 REACH_CACHE_VERSION = 1
 
 
+#: Fields added to the configuration after reaches were cached: at their defaults they are left
+#: out of :func:`reach_key`, so a cache made before they existed is still found (the extremes
+#: never read the learner's heads).
+REACH_KEY_ADDED = ("run.cap_head",)
+
+
 def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], schedule: CommandSchedule,
               edges: np.ndarray, baseline_w: np.ndarray) -> str:
     """A hash of everything :func:`reach` reads for one episode (the cache key of
@@ -245,7 +252,8 @@ def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], 
     content, the window, the schedule, the slots and the baseline. Not ``envelope_redraws``:
     it chooses which schedules are measured, and :func:`reach` never reads it, so a key is
     the one made before the field existed."""
-    plain = {k: v for k, v in to_dict(config).items() if k != "envelope_redraws"}
+    plain = {k: v for k, v in drop_added_defaults(to_dict(config), REACH_KEY_ADDED,
+                                                  to_dict(type(config)())).items() if k != "envelope_redraws"}
     blob = json.dumps([REACH_CACHE_VERSION, plain, [float(w) for w in window], to_dict(schedule),
                        episode_digest(tasks, fleet), content_digest({"edges": edges, "baseline_w": baseline_w})],
                       sort_keys=True, default=repr)
