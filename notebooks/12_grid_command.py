@@ -129,15 +129,13 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
 repeat_rows = C.load_designs(root, designs=repeat)
 glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(repeat_rows, *repeat, C.machines(root, repeat))), display=False)
-repeat_noise = C.repeat_noise_table(repeat_rows, *repeat).query("method == 'bc'")["move"]  # what the pilots read
+repeat_noise = C.pilot_noise_floor(repeat_rows, *repeat)
 glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profile.pipeline.train_episodes,
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
 glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
 glue("gc_own_pilot_draw", C.workload_draw_sentence(episodes_pilot, own_pilot), display=False)
-glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root),
-                                                  float(repeat_noise.max()) if len(repeat_noise) else None),
-     display=False)
+glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root), repeat_noise), display=False)
 glue("gc_own_bc_epochs", f"{episodes_profile.pipeline.bc_epochs:,}", display=False)
 glue("gc_own_exact", ", ".join(f"{n:,}" for n in C.exact_step_candidates("train_episodes_own")), display=False)
 glue("gc_own_sensitivity", str(C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0]), display=False)

@@ -320,6 +320,9 @@ def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
     # the move is relative to the smaller mean, as the pilots' tolerance is, whichever design ran first
     swapped = C.repeat_noise_table(rows, "second", "first")
     assert swapped["move"].iloc[0] == pytest.approx(table["move"].iloc[0])
+    # the pilots' floor is the frozen clone's move; none without a shared pair
+    assert C.pilot_noise_floor(rows, "first", "second") == pytest.approx(ratio[1] / ratio[0] - 1)
+    assert C.pilot_noise_floor(rows.assign(role="eval"), "first", "second") is None
 
 
 def test_the_teacher_band_sentence_says_how_often_the_teacher_itself_reaches_the_band():

@@ -93,8 +93,7 @@ THERMOSTAT_DESIGN = {"per-server taught by the thermostat": Path("shipped") / "g
 #: The cap head's positive control (its teacher is the power-cap rung and its scenario sets the
 #: cap as an action, so it is not a step of :data:`DESIGNS` either), and the same clone with the
 #: cap levels' linear logits beside it.
-CAP_HEAD_DESIGN = {"per-server with the cap head, taught by the power-cap rung":
-                   Path("shipped") / "gridcommand-per-server-cap",
+CAP_HEAD_DESIGN = {"cap-head": Path("shipped") / "gridcommand-per-server-cap",
                    "the same, the cap levels scored linearly": Path("shipped") / "gridcommand-per-server-cap-pooled"}
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
@@ -341,6 +340,15 @@ def repeat_sentence(rows: pd.DataFrame, first: str, second: str, hosts: Mapping[
                  f"{'more' if over else 'less'} than the pilots' tolerance ({PILOT_TOLERANCE:.0%})"
                  + (": a pilot's choice by a smaller margin is inside what the CPU alone moves." if over else "."))
     return said
+
+
+def pilot_noise_floor(rows: pd.DataFrame, first: str, second: str, teacher: str = "lyapunov") -> float | None:
+    """The move of the frozen clone's (``bc``) mean tracking ratio between two designs that
+    repeat one computation (:func:`repeat_noise_table`): the noise floor of the clone pilots,
+    which read that clone only; None when the two share no such pair."""
+    table = repeat_noise_table(rows, first, second, teacher)
+    moves = table.loc[table["method"] == "bc", "move"]
+    return float(moves.iloc[0]) if len(moves) else None
 
 
 def repeat_noise_table(rows: pd.DataFrame, first: str, second: str, teacher: str = "lyapunov") -> pd.DataFrame:
