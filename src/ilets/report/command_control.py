@@ -669,8 +669,8 @@ def step_budget_sentence(table: pd.DataFrame, noise: float | None = None) -> str
     """What counting BC's steps exactly changed (:func:`step_budget_table`): the candidate's mean
     tracking and miss ratios as its pilot ran it and exactly, the steps each took (recorded
     shares, where recorded), and whether the move passes the pilots' tolerance; with ``noise``
-    (the largest move of such a mean that a CPU of another vendor alone made,
-    :func:`repeat_noise_table`), whether it passes that too."""
+    (the move of such a mean that a CPU of another vendor alone made, :func:`pilot_noise_floor`),
+    whether it passes that too."""
     if len(table) == 0:
         return ""
     knob = _knob(table)

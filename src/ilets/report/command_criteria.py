@@ -186,10 +186,10 @@ def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     (``control``: the Lyapunov-taught designs, :data:`~ilets.report.command_control.DESIGNS`;
     the designs of other teachers are positive controls of their own heads, and the power-cap
     rung's, which reaches the band on few events, would make a clone "within the bar" of a
-    teacher that hardly follows) and of the own-workloads designs
-    (``own``: the 16-episode design with each seed's own training workloads, and the same with
-    its clone learned on 50 servers, each named by :data:`_TWIN_PHRASES`): the designs whose frozen clone meets the bar under the
-    training regime at every one of :data:`FLEETS`. Met when one does and, where it is the
+    teacher that hardly follows) and of the own-workloads designs (``own``: the 16-episode
+    design with each seed's own training workloads, and the same with its clone learned on 50
+    servers, each named by :data:`_TWIN_PHRASES`): the designs whose frozen clone meets the bar
+    under the training regime at every one of :data:`FLEETS`. Met when one does and, where it is the
     16-episode design and its own-workloads twins are shipped, each twin meets it at every fleet
     size it ran; in part when a clone meets it somewhere; not met otherwise."""
     bc = control[(control["role"] == "train") & (control["method"] == "bc")] if len(control) else control
