@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import resource
+import shutil
 
 from pathlib import Path
 
@@ -679,6 +680,33 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
         "1.10x (16 episodes), 1.00x (64 episodes) its teacher's error (mean over seeds and fleet sizes); the rule "
         "kept 64, whose miss rate is 1.00 times the teacher's (its largest candidate: the range is to be widened "
         "before the choice stands).")
+
+
+def test_a_pilot_candidate_shipped_in_part_is_named_and_not_read_by_the_rule(tmp_path):
+    """A long candidate carried from one session to the next is shipped with the cells it has:
+    the rule must not read a mean over some of its seeds, and the chapter says it is in part."""
+    from ilets.report import command_control as C
+
+    repo = Path(__file__).resolve().parents[1]
+    pilots = tmp_path / C.PILOT_FOLDER
+    for n in (16, 64, 256):
+        shutil.copytree(repo / C.PILOT_FOLDER / f"o{n}", pilots / f"o{n}")
+    whole = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
+    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == ""
+    # candidate 1,024 with the first two seeds' cells in: its profile plans 12
+    part = pilots / "o1024"
+    shutil.copytree(pilots / "o256", part)
+    store = part / "store" / "results.parquet"
+    table = pd.read_parquet(store)
+    table[table["seed"] <= 101].to_parquet(store)
+    assert C.clone_pilot_table(tmp_path, knob="train_episodes_own").equals(whole)
+    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == (
+        "Candidate 1,024's grid is shipped in part (4 of 12 cells): the rule reads a candidate once all its cells "
+        "are in, so it does not read this one yet.")
+    # once whole, it is read
+    table.to_parquet(store)
+    assert set(C.clone_pilot_table(tmp_path, knob="train_episodes_own")["train_episodes_own"]) == {16, 64, 256, 1024}
+    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == ""
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():

@@ -28,7 +28,8 @@ import pandas as pd
 from ilets.files import PROVENANCE
 from ilets.gridcommand.pipeline import HELDOUT_METRICS, LEARNED
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, done_records, load_results, status_sentence
+from ilets.report.grid_command import (LABELS, GridResults, cell_progress, done_records, load_results,
+                                       status_sentence)
 
 #: The design whose clone the chapter reads seed by seed (:func:`deferral_gap_table`): the
 #: energy-ranked one, the first run on ten seeds at both fleet sizes; the two deferral designs
@@ -601,11 +602,14 @@ def _candidate_folder(root: Path, knob: str, n: int) -> Path:
 
 
 def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.DataFrame:
-    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there."""
+    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there and
+    whole: a candidate shipped in part (a long grid carried over from one session to the next,
+    :func:`pilot_progress_sentence`) is left out, since a rule over some of its seeds would
+    compare means over different seeds."""
     rows = []
     for n, folder in grids:
         results = load_results(folder)
-        if results is None:
+        if results is None or _in_part(results) is not None:
             continue
         t = results.table[results.table["role"] == "train"]
         key = ["servers", "seed"]
@@ -630,6 +634,30 @@ def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.Da
     return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
                                        "deferrals_teacher", "event_agreement", "own_event_agreement", "sleeps",
                                        "sleeps_teacher", "step_share", "dagger_step_share"])
+
+
+def _in_part(results: GridResults) -> tuple[int, int] | None:
+    """(cells done, cells planned) of a grid shipped in part; None when it is whole or its plan
+    is not shipped."""
+    done, planned = cell_progress(results)
+    return (done, planned) if planned is not None and done < planned else None
+
+
+def pilot_progress_sentence(root: Path, knob: str) -> str:
+    """The candidates of ``knob``'s pilot (:data:`PILOTS`) whose grid is shipped in part, with
+    their cells done of planned: the rule (:data:`CHOOSE`) does not read them yet. Empty when
+    none is."""
+    parts = []
+    for n in PILOTS[knob][0]:
+        results = load_results(_candidate_folder(root, knob, n))
+        progress = _in_part(results) if results is not None else None
+        if progress is not None:
+            parts.append(f"candidate {n:,}'s grid is shipped in part ({progress[0]} of {progress[1]} cells)")
+    if not parts:
+        return ""
+    said = "; ".join(parts)
+    return (f"{said[0].upper()}{said[1:]}: the rule reads a candidate once all its cells are in, so it does "
+            f"not read {'this one' if len(parts) == 1 else 'these'} yet.")
 
 
 #: Pilot candidates also run with BC's steps counted exactly (``pipeline.bc_step_budget``), beside
