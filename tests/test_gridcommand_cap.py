@@ -157,6 +157,8 @@ def test_the_power_cap_rung_steps_the_cap_in_down_events_and_otherwise_places_as
     capped = evaluate(make_expert("cap"), dataclasses.replace(grid(DOWN), max_deferrals=4, cap_levels=levels))
     plain = evaluate(make_expert("cap"), dataclasses.replace(grid(DOWN), max_deferrals=4))
     assert capped["tracking_mae_w"] < plain["tracking_mae_w"]
+    # the scored metrics keep how often the cap moved (the same episode), and only where it can
+    assert capped["cap_changes"] == sum(steps.values()) and "cap_changes" not in plain
 
 
 def test_a_grid_that_runs_the_power_cap_rung_needs_cap_levels():

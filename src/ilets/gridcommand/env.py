@@ -480,9 +480,13 @@ class GridCommandEnv(SchedulingEnv):
         return self._next_new >= len(self.tasks) and not self._pending
 
     def _final_metrics(self) -> dict[str, float]:
-        caps = {"cap_changes": self._cap_changes} if self.cap_levels else {}
         return {"deferrals": self._deferrals, "decisions": self.t, "tracking_cost": self._tracking_sum,
-                **self.sleep_summary(), **caps}
+                **self.sleep_summary(), **self.cap_summary()}
+
+    def cap_summary(self) -> dict[str, float]:
+        """With the admission cap as an action (``cap_levels``): how many times the policy has
+        changed the cap so far; empty without it."""
+        return {"cap_changes": self._cap_changes} if self.cap_levels else {}
 
     def sleep_summary(self) -> dict[str, float]:
         """With the sleep lever: the sleeps so far, the joules they saved and the fleet's energy

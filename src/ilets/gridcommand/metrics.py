@@ -157,6 +157,7 @@ def tracking_metrics(env: GridCommandEnv) -> dict[str, Any]:
     base_miss = sum(_misses_by_task(base.records).values())
     out: dict[str, Any] = dict(cloud.summary())
     out.update(env.sleep_summary())  # the sleep lever: the energy less what the sleeps saved
+    out.update(env.cap_summary())  # the cap as an action: how often the policy moved it
     out.update({f"baseline_{k}": v for k, v in base.summary.items()})
     weights = np.array([e.end_s - e.start_s for e in events])
     def mean(key: str) -> float:
