@@ -103,6 +103,7 @@ glue("gc_caphead_status", Markdown(C.designs_status(root, C.CAP_HEAD_DESIGN)), d
 cap_rows = C.load_designs(root, "cap", C.CAP_HEAD_DESIGN)
 glue("gc_caphead_said", C.control_sentence(C.control_table(cap_rows, "cap"), "cap"), display=False)
 glue("gc_caphead_teacher", C.teacher_band_sentence(cap_rows, "cap"), display=False)
+glue("gc_caphead_moves", C.cap_change_sentence(C.cap_change_table(root, C.CAP_HEAD_DESIGN)), display=False)
 events_pilot = C.clone_pilot_table(root, knob="event_repeat")
 glue("gc_events_pilot_said", C.clone_pilot_sentence(events_pilot), display=False)
 sleeps_pilot = C.clone_pilot_table(root, knob="sleep_repeat")
@@ -996,7 +997,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   per-server policy, the cap levels, the slot's meter shown; the power-cap rung as the
 #   teacher; the thermostat design's settings, not tuned for it; 50 and 200 servers), runs beside the
 #   same clone with the linear logits (`gridcommand-grid-per-server-cap-pooled`).
-#   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said` {glue:text}`gc_caphead_teacher`
+#   {glue:md}`gc_caphead_status` {glue:text}`gc_caphead_said` {glue:text}`gc_caphead_teacher` {glue:text}`gc_caphead_moves`
 #   The clone criterion reads the Lyapunov-taught designs only.
 #
 # {glue:md}`gc_queues_status`

@@ -276,3 +276,32 @@ def test_the_cap_head_design_is_the_thermostat_design_with_the_cap_rung_and_its_
         head.scenario_config(), run=dataclasses.replace(head.scenario_config().run, cap_head="pooled"))
     assert dataclasses.replace(pooled, name=head.name, description=head.description,
                                scenario=head.scenario) == head
+
+
+def test_the_chapter_says_how_often_each_policy_moved_the_cap(tmp_path):
+    """From the cells' own records (the store keeps no cap changes): the teacher's mean per
+    fleet size, then each design's clone's; cells computed before the count was kept say so."""
+    import json
+
+    from ilets.report import command_control as C
+
+    designs = {"cap-head": tmp_path / "a", "linear": tmp_path / "b"}
+    counts = {("a", "cap", 50): (10, 14), ("a", "bc", 50): (8, 9), ("b", "cap", 50): (10, 14), ("b", "bc", 50): (2, 3),
+              ("a", "cap", 200): (20, 20), ("a", "bc", 200): (0, 1), ("a", "lyapunov", 200): (99, 99)}
+    for (folder, method, servers), per_seed in counts.items():
+        cells = tmp_path / folder / "cells"
+        cells.mkdir(parents=True, exist_ok=True)
+        for seed, n in enumerate(per_seed):
+            rec = {"status": "done", "method": method, "servers": servers, "seed": seed,
+                   "scores": {"train": {"cap_changes": n}, "eval": {"cap_changes": 1000}}}
+            (cells / f"{method}-M{servers}-s{seed}.json").write_text(json.dumps(rec))
+    (tmp_path / "a" / "cells" / "bc-M50-s9.json").write_text(json.dumps(
+        {"status": "done", "method": "bc", "servers": 50, "seed": 9, "scores": {"train": {}}}))  # before the count
+    table = C.cap_change_table(tmp_path, designs)
+    assert len(table) == 12 and set(table["method"]) == {"cap", "bc"}
+    assert C.cap_change_sentence(table) == (
+        "The admission cap moved, per episode under the training regime (mean over seeds): at 50 servers, power "
+        "cap (slot feedback) 12.0, the clone of *cap-head* 8.5, the clone of *linear* 2.5; at 200 servers, power cap "
+        "(slot feedback) 20.0, the clone of *cap-head* 0.5.")
+    assert C.cap_change_sentence(table.iloc[0:0]) == (
+        "These cells were computed before the scores kept how often the cap moved.")

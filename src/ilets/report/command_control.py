@@ -170,6 +170,35 @@ def teacher_band_sentence(rows: pd.DataFrame, teacher: str) -> str:
             "under the regime the clone was trained in), so this bar measures imitation, not following the command.")
 
 
+def cap_change_table(root: Path, designs: Mapping[str, Path], teacher: str = "cap") -> pd.DataFrame:
+    """How often each policy moved the admission cap in an episode under the training regime
+    (``cap_changes``, kept by the cells computed since it was recorded): per design of
+    ``designs`` (name -> folder under ``root``), method (``teacher`` and the clone-based ones),
+    fleet size and seed. Empty when no cell recorded it."""
+    rows = [{"design": design, "method": r["method"], "servers": r["servers"], "seed": r["seed"],
+             "cap_changes": r["scores"]["train"]["cap_changes"]}
+            for design, rel in designs.items() for r in done_records(Path(root) / rel)
+            if r["method"] in (teacher, *CLONES) and "cap_changes" in r.get("scores", {}).get("train", {})]
+    return pd.DataFrame(rows, columns=["design", "method", "servers", "seed", "cap_changes"])
+
+
+def cap_change_sentence(table: pd.DataFrame, teacher: str = "cap") -> str:
+    """:func:`cap_change_table` in words: per fleet size, the teacher's mean cap changes per
+    episode (over seeds; the first design's teacher, as the designs share it) and each design's
+    clone's, so a clone within the bar is seen to move the cap as its teacher does, or not."""
+    if len(table) == 0:
+        return "These cells were computed before the scores kept how often the cap moved."
+    parts = []
+    for servers, t in table.groupby("servers"):
+        mean = t.groupby(["design", "method"], sort=False)["cap_changes"].mean()
+        first = t["design"].iloc[0]
+        said = [f"{LABELS.get(teacher, teacher)} {mean[(first, teacher)]:.1f}"] if (first, teacher) in mean else []
+        said += [f"the clone of *{d}* {v:.1f}" for (d, m), v in mean.items() if m == "bc"]
+        parts.append(f"at {int(servers)} servers, {', '.join(said)}")
+    return ("The admission cap moved, per episode under the training regime (mean over seeds): "
+            + "; ".join(parts) + ".")
+
+
 def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
     """:func:`control_table` for one role, for display."""
     t = table[table["role"] == role]
