@@ -6,6 +6,7 @@ the smoke workload). Its faults: tests/test_faults.py."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -162,6 +163,24 @@ def test_ilets_ship_copies_the_compact_results_with_the_one_provenance_schema(tm
     pd.testing.assert_frame_equal(pd.read_parquet(dest / COMMAND_STORE), pd.read_parquet(out / COMMAND_STORE))
     assert set(provenance(dest, "gridcommand")) == SCHEMA
     assert ship(out, tmp_path / "again", scenario="gridcommand")["cells"] == 4  # the function the command calls
+
+
+def test_a_grid_shipped_in_part_resumes_from_a_copy_of_its_shipped_folder(tmp_path, tiny, capsys):
+    """How a grid longer than a session goes on in the next (README: copy the shipped folder to
+    a results folder, run the grid there): the shipped cells count as done, only the rest run."""
+    out, dest, again = tmp_path / "out", tmp_path / "shipped" / "part", tmp_path / "again"
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(out), "--quiet",
+                 "--max-cells", "2"]) == 0
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest)]) == 0
+    capsys.readouterr()
+    shutil.copytree(dest, again)
+    shipped = {q.name: q.read_bytes() for q in (dest / "cells").glob("*.json")}
+    assert len(shipped) == 2
+    assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(again), "--quiet"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["ran"], summary["skipped_done"], summary["failed"]) == (2, 2, 0)
+    assert all((again / "cells" / name).read_bytes() == data for name, data in shipped.items())
+    assert len(pd.read_parquet(again / COMMAND_STORE)) == 4 * 2
 
 
 def test_shipping_or_running_what_cannot_be_is_a_one_line_error(tmp_path, tiny, capsys):
