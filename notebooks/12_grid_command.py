@@ -135,7 +135,6 @@ glue("gc_episodes_standing", C.standing_sentence(episodes_pilot, episodes_profil
                                                  "training episodes"), display=False)
 own_pilot = C.clone_pilot_table(root, knob="train_episodes_own")
 glue("gc_own_pilot_said", C.clone_pilot_sentence(own_pilot), display=False)
-glue("gc_own_pilot_progress", C.pilot_progress_sentence(root, "train_episodes_own"), display=False)
 glue("gc_own_pilot_draw", C.workload_draw_sentence(episodes_pilot, own_pilot), display=False)
 glue("gc_own_budget_said", C.step_budget_sentence(C.step_budget_table(root), repeat_noise), display=False)
 glue("gc_own_bc_epochs", f"{episodes_profile.pipeline.bc_epochs:,}", display=False)
@@ -925,7 +924,7 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   deviations table), so candidate {glue:text}`gc_own_exact` counts its steps exactly
 #   (`pipeline.bc_step_budget: exact`), and candidate {glue:text}`gc_own_sensitivity` is also run
 #   so (`gridcommand-grid-clone-pilot-o256-exact`, read by no rule).
-#   {glue:text}`gc_own_pilot_said` {glue:text}`gc_own_pilot_progress`
+#   {glue:text}`gc_own_pilot_said`
 #   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing` Design
 #   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step

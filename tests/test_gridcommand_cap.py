@@ -4,6 +4,7 @@ handed over again, the cap masks hot servers until changed; off by default, vali
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -285,7 +286,7 @@ def test_the_chapter_says_how_often_each_policy_moved_the_cap(tmp_path):
 
     from ilets.report import command_control as C
 
-    designs = {"cap-head": tmp_path / "a", "linear": tmp_path / "b"}
+    designs = {"cap-head": Path("a"), "linear": Path("b")}
     counts = {("a", "cap", 50): (10, 14), ("a", "bc", 50): (8, 9), ("b", "cap", 50): (10, 14), ("b", "bc", 50): (2, 3),
               ("a", "cap", 200): (20, 20), ("a", "bc", 200): (0, 1), ("a", "lyapunov", 200): (99, 99)}
     for (folder, method, servers), per_seed in counts.items():
@@ -295,13 +296,19 @@ def test_the_chapter_says_how_often_each_policy_moved_the_cap(tmp_path):
             rec = {"status": "done", "method": method, "servers": servers, "seed": seed,
                    "scores": {"train": {"cap_changes": n}, "eval": {"cap_changes": 1000}}}
             (cells / f"{method}-M{servers}-s{seed}.json").write_text(json.dumps(rec))
-    (tmp_path / "a" / "cells" / "bc-M50-s9.json").write_text(json.dumps(
-        {"status": "done", "method": "bc", "servers": 50, "seed": 9, "scores": {"train": {}}}))  # before the count
     table = C.cap_change_table(tmp_path, designs)
     assert len(table) == 12 and set(table["method"]) == {"cap", "bc"}
     assert C.cap_change_sentence(table) == (
         "The admission cap moved, per episode under the training regime (mean over seeds): at 50 servers, power "
-        "cap (slot feedback) 12.0, the clone of *cap-head* 8.5, the clone of *linear* 2.5; at 200 servers, power cap "
-        "(slot feedback) 20.0, the clone of *cap-head* 0.5.")
-    assert C.cap_change_sentence(table.iloc[0:0]) == (
+        "cap (slot feedback) 12.0 times, the clone of *cap-head* 8.5, the clone of *linear* 2.5; at 200 servers, "
+        "power cap (slot feedback) 20.0 times, the clone of *cap-head* 0.5.")
+    # a cell computed before the count was kept: said, and left out of the means
+    (tmp_path / "a" / "cells" / "bc-M50-s9.json").write_text(json.dumps(
+        {"status": "done", "method": "bc", "servers": 50, "seed": 9, "scores": {"train": {}}}))
+    table = C.cap_change_table(tmp_path, designs)
+    assert C.cap_change_sentence(table).startswith(
+        "The admission cap moved, per episode under the training regime (mean over seeds; 12 of 13 cells kept the "
+        "count, the rest predate it): at 50 servers, power cap (slot feedback) 12.0 times, the clone of *cap-head* 8.5,")
+    assert C.cap_change_sentence(table[table["seed"] == 9]) == (
         "These cells were computed before the scores kept how often the cap moved.")
+    assert C.cap_change_sentence(C.cap_change_table(tmp_path / "nothing", designs)) == ""

@@ -684,29 +684,49 @@ def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_it
 
 def test_a_pilot_candidate_shipped_in_part_is_named_and_not_read_by_the_rule(tmp_path):
     """A long candidate carried from one session to the next is shipped with the cells it has:
-    the rule must not read a mean over some of its seeds, and the chapter says it is in part."""
+    the rule must not read a mean over some of its seeds, and the pilot's sentence says which
+    candidate is in part; the step-budget comparison still reads the seeds both grids have."""
     from ilets.report import command_control as C
 
     repo = Path(__file__).resolve().parents[1]
     pilots = tmp_path / C.PILOT_FOLDER
+
+    def cut(folder: Path, seeds: int) -> None:  # keep the first pilot seeds' cells in the store
+        store = folder / "store" / "results.parquet"
+        table = pd.read_parquet(store)
+        table[table["seed"] < 100 + seeds].to_parquet(store)
+
+    # every candidate in part: nothing is chosen, and the sentence says why
+    shutil.copytree(repo / C.PILOT_FOLDER / "o16", pilots / "o16")
+    cut(pilots / "o16", 1)
+    alone = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
+    assert len(alone) == 0 and C.choose_train_episodes_own(alone) is None
+    assert C.clone_pilot_sentence(alone) == (
+        "The clone pilot over training episodes, each seed's own has no whole candidate yet. Candidate 16's grid is "
+        "shipped in part (2 of 12 cells): the rule reads a candidate once all its cells are in, so it does not read "
+        "this one yet.")
     for n in (16, 64, 256):
+        shutil.rmtree(pilots / f"o{n}", ignore_errors=True)
         shutil.copytree(repo / C.PILOT_FOLDER / f"o{n}", pilots / f"o{n}")
     whole = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
-    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == ""
+    assert whole.attrs["in_part"] == {} and not C.clone_pilot_sentence(whole).endswith("yet.")
     # candidate 1,024 with the first two seeds' cells in: its profile plans 12
-    part = pilots / "o1024"
-    shutil.copytree(pilots / "o256", part)
-    store = part / "store" / "results.parquet"
-    table = pd.read_parquet(store)
-    table[table["seed"] <= 101].to_parquet(store)
-    assert C.clone_pilot_table(tmp_path, knob="train_episodes_own").equals(whole)
-    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == (
-        "Candidate 1,024's grid is shipped in part (4 of 12 cells): the rule reads a candidate once all its cells "
+    shutil.copytree(pilots / "o256", pilots / "o1024")
+    cut(pilots / "o1024", 2)
+    part = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
+    assert part.equals(whole) and part.attrs["in_part"] == {1024: (4, 12)}
+    assert C.choose_train_episodes_own(part) == C.choose_train_episodes_own(whole) == 256
+    assert C.clone_pilot_sentence(part) == C.clone_pilot_sentence(whole) + (
+        " Candidate 1,024's grid is shipped in part (4 of 12 cells): the rule reads a candidate once all its cells "
         "are in, so it does not read this one yet.")
+    # the step-budget comparison reads the seeds both of its grids have, whole or not
+    shutil.copytree(repo / C.PILOT_FOLDER / "o256-exact", pilots / "o256-exact")
+    cut(pilots / "o256-exact", 3)
+    assert sorted(set(C.step_budget_table(tmp_path)["seed"])) == [100, 101, 102]
     # once whole, it is read
-    table.to_parquet(store)
+    shutil.rmtree(pilots / "o1024")
+    shutil.copytree(pilots / "o256", pilots / "o1024")
     assert set(C.clone_pilot_table(tmp_path, knob="train_episodes_own")["train_episodes_own"]) == {16, 64, 256, 1024}
-    assert C.pilot_progress_sentence(tmp_path, "train_episodes_own") == ""
 
 
 def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():

@@ -172,31 +172,35 @@ def teacher_band_sentence(rows: pd.DataFrame, teacher: str) -> str:
 
 def cap_change_table(root: Path, designs: Mapping[str, Path], teacher: str = "cap") -> pd.DataFrame:
     """How often each policy moved the admission cap in an episode under the training regime
-    (``cap_changes``, kept by the cells computed since it was recorded): per design of
-    ``designs`` (name -> folder under ``root``), method (``teacher`` and the clone-based ones),
-    fleet size and seed. Empty when no cell recorded it."""
+    (``cap_changes``, NaN in a cell computed before the scores kept it): per design of
+    ``designs`` (name -> folder under ``root``), method (``teacher`` and the frozen clone,
+    ``bc``), fleet size and seed. Empty when no such cell is there."""
     rows = [{"design": design, "method": r["method"], "servers": r["servers"], "seed": r["seed"],
-             "cap_changes": r["scores"]["train"]["cap_changes"]}
+             "cap_changes": float(r.get("scores", {}).get("train", {}).get("cap_changes", np.nan))}
             for design, rel in designs.items() for r in done_records(Path(root) / rel)
-            if r["method"] in (teacher, *CLONES) and "cap_changes" in r.get("scores", {}).get("train", {})]
+            if r["method"] in (teacher, "bc")]
     return pd.DataFrame(rows, columns=["design", "method", "servers", "seed", "cap_changes"])
 
 
 def cap_change_sentence(table: pd.DataFrame, teacher: str = "cap") -> str:
     """:func:`cap_change_table` in words: per fleet size, the teacher's mean cap changes per
     episode (over seeds; the first design's teacher, as the designs share it) and each design's
-    clone's, so a clone within the bar is seen to move the cap as its teacher does, or not."""
+    frozen clone's, so a clone within the bar is seen to move the cap as its teacher does, or
+    not; with how many cells kept the count when some predate it. Empty without cells."""
     if len(table) == 0:
+        return ""
+    kept = table.dropna(subset=["cap_changes"])
+    if len(kept) == 0:
         return "These cells were computed before the scores kept how often the cap moved."
     parts = []
-    for servers, t in table.groupby("servers"):
+    for servers, t in kept.groupby("servers"):
         mean = t.groupby(["design", "method"], sort=False)["cap_changes"].mean()
         first = t["design"].iloc[0]
-        said = [f"{LABELS.get(teacher, teacher)} {mean[(first, teacher)]:.1f}"] if (first, teacher) in mean else []
+        said = [f"{LABELS.get(teacher, teacher)} {mean[(first, teacher)]:.1f} times"] if (first, teacher) in mean else []
         said += [f"the clone of *{d}* {v:.1f}" for (d, m), v in mean.items() if m == "bc"]
         parts.append(f"at {int(servers)} servers, {', '.join(said)}")
-    return ("The admission cap moved, per episode under the training regime (mean over seeds): "
-            + "; ".join(parts) + ".")
+    some = f"; {len(kept)} of {len(table)} cells kept the count, the rest predate it" if len(kept) < len(table) else ""
+    return f"The admission cap moved, per episode under the training regime (mean over seeds{some}): {'; '.join(parts)}."
 
 
 def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
@@ -620,9 +624,31 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     on the teacher's states after BC (``event_agreement``) and on its own in the first DAgger
     round (``own_event_agreement``), and the share of the meant BC steps its first BC and its
     first DAgger round took (``step_share``, ``dagger_step_share``; NaN where not recorded).
-    Empty when no candidate's grid is there."""
-    return _pilot_rows([(n, _candidate_folder(root, knob, n)) for n in PILOTS[knob][0]], knob,
-                       PILOT_TEACHERS.get(knob, "lyapunov"))
+    Empty when no candidate's grid is there.
+
+    Whole candidates only: a candidate whose grid is shipped in part (a long grid carried from
+    one session to the next) is left out, since a rule over some of its seeds would compare
+    means over other seeds than the rest; ``table.attrs["in_part"]`` keeps it, candidate ->
+    (cells done, cells planned), for :func:`clone_pilot_sentence` to name."""
+    grids, in_part = [], {}
+    for n in PILOTS[knob][0]:
+        folder = _candidate_folder(root, knob, n)
+        results = load_results(folder)
+        progress = _in_part(results) if results is not None else None
+        if progress is None:
+            grids.append((n, folder))
+        else:
+            in_part[n] = progress
+    table = _pilot_rows(grids, knob, PILOT_TEACHERS.get(knob, "lyapunov"))
+    table.attrs["in_part"] = in_part  # pandas' own place for a frame's metadata
+    return table
+
+
+def _in_part(results: GridResults) -> tuple[int, int] | None:
+    """(cells done, cells planned) of a grid shipped in part; None when it is whole or its plan
+    is not shipped. A cell that keeps failing keeps its grid in part."""
+    done, planned = cell_progress(results)
+    return (done, planned) if planned is not None and done < planned else None
 
 
 def _candidate_folder(root: Path, knob: str, n: int) -> Path:
@@ -631,14 +657,11 @@ def _candidate_folder(root: Path, knob: str, n: int) -> Path:
 
 
 def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.DataFrame:
-    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there and
-    whole: a candidate shipped in part (a long grid carried over from one session to the next,
-    :func:`pilot_progress_sentence`) is left out, since a rule over some of its seeds would
-    compare means over different seeds."""
+    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there."""
     rows = []
     for n, folder in grids:
         results = load_results(folder)
-        if results is None or _in_part(results) is not None:
+        if results is None:
             continue
         t = results.table[results.table["role"] == "train"]
         key = ["servers", "seed"]
@@ -663,30 +686,6 @@ def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.Da
     return pd.DataFrame(rows, columns=[knob, "servers", "seed", "track_ratio", "miss_ratio", "deferrals",
                                        "deferrals_teacher", "event_agreement", "own_event_agreement", "sleeps",
                                        "sleeps_teacher", "step_share", "dagger_step_share"])
-
-
-def _in_part(results: GridResults) -> tuple[int, int] | None:
-    """(cells done, cells planned) of a grid shipped in part; None when it is whole or its plan
-    is not shipped."""
-    done, planned = cell_progress(results)
-    return (done, planned) if planned is not None and done < planned else None
-
-
-def pilot_progress_sentence(root: Path, knob: str) -> str:
-    """The candidates of ``knob``'s pilot (:data:`PILOTS`) whose grid is shipped in part, with
-    their cells done of planned: the rule (:data:`CHOOSE`) does not read them yet. Empty when
-    none is."""
-    parts = []
-    for n in PILOTS[knob][0]:
-        results = load_results(_candidate_folder(root, knob, n))
-        progress = _in_part(results) if results is not None else None
-        if progress is not None:
-            parts.append(f"candidate {n:,}'s grid is shipped in part ({progress[0]} of {progress[1]} cells)")
-    if not parts:
-        return ""
-    said = "; ".join(parts)
-    return (f"{said[0].upper()}{said[1:]}: the rule reads a candidate once all its cells are in, so it does "
-            f"not read {'this one' if len(parts) == 1 else 'these'} yet.")
 
 
 #: Pilot candidates also run with BC's steps counted exactly (``pipeline.bc_step_budget``), beside
@@ -954,9 +953,10 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
     """What a clone pilot found and chose (:func:`clone_pilot_table`, :data:`CHOOSE`)."""
     knob = _knob(table) if len(table.columns) else "defer_repeat"
     chosen = CHOOSE[knob](table)
+    in_part = table.attrs.get("in_part", {})
     if chosen is None:
-        return ("The clone pilot has not run." if knob == "defer_repeat" else
-                f"The clone pilot over {_PILOT_WORDS[knob][0]} has not run.")
+        pilot = "The clone pilot" + ("" if knob == "defer_repeat" else f" over {_PILOT_WORDS[knob][0]}")
+        return f"{pilot} has no whole candidate yet. {_in_part_said(in_part)}" if in_part else f"{pilot} has not run."
     means = table.groupby(knob)["track_ratio"].mean()
     misses = table.groupby(knob)["miss_ratio"].mean()
     seeds = ", ".join(str(s) for s in sorted(table["seed"].unique()))
@@ -969,7 +969,15 @@ def clone_pilot_sentence(table: pd.DataFrame) -> str:
         text = text[:-1] + (f", whose miss rate is {misses[chosen]:.2f} times the teacher's"
                             + (" (its largest candidate: the range is to be widened before the choice stands)."
                                if pilot_widens(table) else "."))
-    return text
+    return f"{text} {_in_part_said(in_part)}" if in_part else text
+
+
+def _in_part_said(in_part: Mapping[int, tuple[int, int]]) -> str:
+    """The candidates of a pilot shipped in part (:func:`clone_pilot_table`), in words."""
+    said = "; ".join(f"candidate {n:,}'s grid is shipped in part ({done} of {planned} cells)"
+                     for n, (done, planned) in sorted(in_part.items()))
+    return (f"{said[0].upper()}{said[1:]}: the rule reads a candidate once all its cells are in, so it does not "
+            f"read {'this one' if len(in_part) == 1 else 'these'} yet.")
 
 
 #: The designs whose grids score every method on a held-out episode (``pipeline.heldout``), in
