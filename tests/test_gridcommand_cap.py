@@ -300,15 +300,15 @@ def test_the_chapter_says_how_often_each_policy_moved_the_cap(tmp_path):
     assert len(table) == 12 and set(table["method"]) == {"cap", "bc"}
     assert C.cap_change_sentence(table) == (
         "The admission cap moved, per episode under the training regime (mean over seeds): at 50 servers, power "
-        "cap (slot feedback) 12.0 times, the clone of *cap-head* 8.5, the clone of *linear* 2.5; at 200 servers, "
-        "power cap (slot feedback) 20.0 times, the clone of *cap-head* 0.5.")
+        "cap (slot feedback) 12.0 times, the clone of design cap-head 8.5, the clone of design linear 2.5; at 200 servers, "
+        "power cap (slot feedback) 20.0 times, the clone of design cap-head 0.5.")
     # a cell computed before the count was kept: said, and left out of the means
     (tmp_path / "a" / "cells" / "bc-M50-s9.json").write_text(json.dumps(
         {"status": "done", "method": "bc", "servers": 50, "seed": 9, "scores": {"train": {}}}))
     table = C.cap_change_table(tmp_path, designs)
     assert C.cap_change_sentence(table).startswith(
         "The admission cap moved, per episode under the training regime (mean over seeds; 12 of 13 cells kept the "
-        "count, the rest predate it): at 50 servers, power cap (slot feedback) 12.0 times, the clone of *cap-head* 8.5,")
+        "count, the rest predate it): at 50 servers, power cap (slot feedback) 12.0 times, the clone of design cap-head 8.5,")
     assert C.cap_change_sentence(table[table["seed"] == 9]) == (
         "These cells were computed before the scores kept how often the cap moved.")
     assert C.cap_change_sentence(C.cap_change_table(tmp_path / "nothing", designs)) == ""

@@ -197,7 +197,7 @@ def cap_change_sentence(table: pd.DataFrame, teacher: str = "cap") -> str:
         mean = t.groupby(["design", "method"], sort=False)["cap_changes"].mean()
         first = t["design"].iloc[0]
         said = [f"{LABELS.get(teacher, teacher)} {mean[(first, teacher)]:.1f} times"] if (first, teacher) in mean else []
-        said += [f"the clone of *{d}* {v:.1f}" for (d, m), v in mean.items() if m == "bc"]
+        said += [f"the clone of design {d} {v:.1f}" for (d, m), v in mean.items() if m == "bc"]
         parts.append(f"at {int(servers)} servers, {', '.join(said)}")
     some = f"; {len(kept)} of {len(table)} cells kept the count, the rest predate it" if len(kept) < len(table) else ""
     return f"The admission cap moved, per episode under the training regime (mean over seeds{some}): {'; '.join(parts)}."
