@@ -723,6 +723,13 @@ def test_a_pilot_candidate_shipped_in_part_is_named_and_not_read_by_the_rule(tmp
     shutil.copytree(repo / C.PILOT_FOLDER / "o256-exact", pilots / "o256-exact")
     cut(pilots / "o256-exact", 3)
     assert sorted(set(C.step_budget_table(tmp_path)["seed"])) == [100, 101, 102]
+    # cells are matched by name: a seed outside the plan does not stand in for a missing one
+    shutil.rmtree(pilots / "o1024")
+    shutil.copytree(pilots / "o256", pilots / "o1024")
+    store = pilots / "o1024" / "store" / "results.parquet"
+    table = pd.read_parquet(store)
+    table.assign(seed=table["seed"].replace(105, 106)).to_parquet(store)
+    assert C.clone_pilot_table(tmp_path, knob="train_episodes_own").attrs["in_part"] == {1024: (10, 12)}
     # once whole, it is read
     shutil.rmtree(pilots / "o1024")
     shutil.copytree(pilots / "o256", pilots / "o1024")

@@ -630,13 +630,16 @@ def clone_pilot_table(root: Path, knob: str = "defer_repeat") -> pd.DataFrame:
     one session to the next) is left out, since a rule over some of its seeds would compare
     means over other seeds than the rest; ``table.attrs["in_part"]`` keeps it, candidate ->
     (cells done, cells planned), for :func:`clone_pilot_sentence` to name."""
-    grids, in_part = [], {}
+    grids: list[tuple[int, Path, GridResults | None]] = []
+    in_part = {}
     for n in PILOTS[knob][0]:
         folder = _candidate_folder(root, knob, n)
         results = load_results(folder)
-        progress = _in_part(results) if results is not None else None
+        if results is None:
+            continue
+        progress = _in_part(results)
         if progress is None:
-            grids.append((n, folder))
+            grids.append((n, folder, results))
         else:
             in_part[n] = progress
     table = _pilot_rows(grids, knob, PILOT_TEACHERS.get(knob, "lyapunov"))
@@ -656,11 +659,11 @@ def _candidate_folder(root: Path, knob: str, n: int) -> Path:
     return Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}"
 
 
-def _pilot_rows(grids: list[tuple[int, Path]], knob: str, teacher: str) -> pd.DataFrame:
-    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder)`` that are there."""
+def _pilot_rows(grids: list[tuple[int, Path, GridResults | None]], knob: str, teacher: str) -> pd.DataFrame:
+    """:func:`clone_pilot_table`'s rows of the grids ``(candidate, folder, its loaded results)``
+    that are there (results None: not there)."""
     rows = []
-    for n, folder in grids:
-        results = load_results(folder)
+    for n, folder, results in grids:
         if results is None:
             continue
         t = results.table[results.table["role"] == "train"]
@@ -712,8 +715,8 @@ def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFr
     (``exact``), on the seeds both have; empty when either is not there."""
     n, exact_folder = STEP_BUDGET_SENSITIVITY[knob]
     teacher = PILOT_TEACHERS.get(knob, "lyapunov")
-    as_run = _pilot_rows([(n, _candidate_folder(root, knob, n))], knob, teacher)
-    exact = _pilot_rows([(n, Path(root) / PILOT_FOLDER / exact_folder)], knob, teacher)
+    folders = (_candidate_folder(root, knob, n), Path(root) / PILOT_FOLDER / exact_folder)
+    as_run, exact = (_pilot_rows([(n, f, load_results(f))], knob, teacher) for f in folders)
     units = set(zip(as_run["servers"], as_run["seed"])) & set(zip(exact["servers"], exact["seed"]))
     # records, not concat: the run as its pilot ran it recorded no shares (all-NaN columns)
     both = pd.DataFrame([*as_run.assign(budget="whole_epochs").to_dict("records"),

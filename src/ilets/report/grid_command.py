@@ -125,12 +125,17 @@ def status_sentence(results: GridResults | None, folder: Path, profile: str = "g
 
 
 def cell_progress(results: GridResults) -> tuple[int, int | None]:
-    """The cells a results folder holds, and how many its shipped profile plans (None when no
-    profile is shipped)."""
-    from ilets.study.command_scenario import profile_cell_count
+    """The planned cells a results folder holds, and how many its shipped profile plans; without
+    a shipped profile, every cell it holds and None. Cells are matched by name, not counted, so
+    a cell outside the plan cannot stand in for a missing one."""
+    from ilets.study.command_scenario import profile_cells
 
-    done = results.table[["method", "servers", "seed"]].drop_duplicates().shape[0]
-    return done, (profile_cell_count(results.profile) if results.profile else None)
+    held = {(str(m), int(n), int(s)) for m, n, s in
+            results.table[["method", "servers", "seed"]].drop_duplicates().itertuples(index=False, name=None)}
+    if not results.profile:
+        return len(held), None
+    planned = {(c.method, c.servers, c.seed) for c in profile_cells(results.profile)}
+    return len(held & planned), len(planned)
 
 
 def scale_note(results: GridResults | None, paper: GridResults | None = None) -> str:

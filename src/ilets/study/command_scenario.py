@@ -145,10 +145,15 @@ def recorded_profile(folder: Path) -> ExperimentProfile:
     return profile_from_data(data, str(path))
 
 
+def profile_cells(profile: Mapping[str, Any]) -> list[Cell]:
+    """The cells a grid profile plans, from the profile as data (``OUT/profile.json``)."""
+    return list(profile_from_data(profile).cells())
+
+
 def profile_cell_count(profile: Mapping[str, Any]) -> int:
     """How many cells a grid profile plans, from the profile as data (``OUT/profile.json``; a
     folder's ``grid.json`` manifest is read by :func:`ilets.study.grid.manifest_cell_count`)."""
-    return len(profile_from_data(profile).cells())
+    return len(profile_cells(profile))
 
 
 # --- cells -----------------------------------------------------------------------------------
