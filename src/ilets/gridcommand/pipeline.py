@@ -358,6 +358,16 @@ def demonstrate(env: GridCommandEnv, teacher: str, max_decisions: int = 0, **exp
     return _labelled_episode(env, teacher, max_decisions, None, expert_kw)[0]
 
 
+def scored_demonstration(env: GridCommandEnv, teacher: str, max_decisions: int = 0) -> tuple[Demonstrations, np.ndarray]:
+    """:func:`demonstrate`, with the scores behind each of the teacher's decisions (one row per
+    decision, one column per action, ``inf`` where masked; the teacher picks the least): what
+    weighs another policy's choice on the same state in the teacher's own terms. Only a
+    teacher that scores its actions (``lyapunov``) has them."""
+    scores: list[np.ndarray] = []
+    demos = _labelled_episode(env, teacher, max_decisions, None, {}, scores)[0]
+    return demos, np.stack(scores)
+
+
 def relabel(env: GridCommandEnv, teacher: str, actor: Callable[[np.ndarray, GridCommandEnv], int],
             max_decisions: int = 0) -> tuple[Demonstrations, np.ndarray]:
     """One DAgger round: ``actor`` (the clone) acts over one episode of ``env`` and the teacher
@@ -383,18 +393,24 @@ def agreement_split(env: GridCommandEnv, demos: Demonstrations, agreed: np.ndarr
 
 def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
                       actor: Callable[[np.ndarray, GridCommandEnv], int] | None,
-                      expert_kw: dict[str, Any]) -> tuple[Demonstrations, np.ndarray]:
+                      expert_kw: dict[str, Any], scores: list[np.ndarray] | None = None,
+                      ) -> tuple[Demonstrations, np.ndarray]:
     """The teacher's label at every decision of one episode, and the action taken: the
     teacher's own, or ``actor``'s (the teacher still sees every state, so its queues follow
-    the episode as it is played; its deadline queue counts its own answer's miss) [ours]."""
+    the episode as it is played; its deadline queue counts its own answer's miss) [ours].
+    ``scores``: where to append the scores behind each label (a scoring teacher's)."""
     expert = scenario_expert(teacher, env.config, **expert_kw)
     expert.reset()
+    if scores is not None and not hasattr(expert, "last_scores"):
+        raise ValueError(f"{teacher}: does not score its actions, so its scores cannot be kept")
     t0 = time.perf_counter()
     obs, _ = env.reset()
     rows_obs, rows_act, rows_mask, rows_rew, taken = [], [], [], [], []
     while True:
         mask = env.action_masks().copy()
         label = int(expert.act(env))
+        if scores is not None:
+            scores.append(expert.last_scores)
         a = label if actor is None else int(actor(obs, env))
         rows_obs.append(obs)
         rows_act.append(label)

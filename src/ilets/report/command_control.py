@@ -431,8 +431,9 @@ def load_transfer(root: Path) -> pd.DataFrame:
 
 def transfer_sentence(rows: pd.DataFrame) -> str:
     """The clone-transfer probe in words: per profile, fleet size and seed, the clone's
-    agreement with its teacher (overall, during events) and its deferral recall on the
-    teacher's states of its training episode, then of the scored one."""
+    agreement with its teacher (overall, during events), what its disagreements cost the
+    teacher (where recorded) and its deferral recall on the teacher's states of its training
+    episode, then of the scored one."""
     if len(rows) == 0:
         return "The clone-transfer probe has not run."
 
@@ -440,7 +441,11 @@ def transfer_sentence(rows: pd.DataFrame) -> str:
         recall = ("the teacher did not defer" if pd.isna(r["deferral_recall"]) else
                   f"it also deferred {r['deferral_recall']:.0%} of the teacher's {int(r['teacher_deferrals'])} deferrals")
         events = "" if pd.isna(r["event_agreement"]) else f", {r['event_agreement']:.0%} during events"
-        return f"agreement {r['agreement']:.0%}{events}, {recall}"
+        # rows recorded before the probe weighed disagreements by the teacher's scores lack them
+        cost = ("" if pd.isna(r.get("regret_median", float("nan"))) else
+                f", its disagreements costing the teacher a median {r['regret_median']:.1%} of the range of its "
+                f"scores ({r['near_tie_share']:.0%} of them within {r['near_tie']:.0%})")
+        return f"agreement {r['agreement']:.0%}{events}{cost}, {recall}"
 
     parts = []
     for (profile, servers, seed), g in rows.groupby(["profile", "servers", "seed"], sort=False):

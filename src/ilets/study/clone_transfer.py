@@ -11,6 +11,11 @@ teacher, overall and on the decisions made during events, and its *deferral reca
 share of the teacher's deferrals the clone also makes; once on the first training episode
 (what BC saw) and once on the scored episode (what it did not).
 
+Where the teacher scores its actions (Lyapunov), the probe also weighs each disagreement in
+the teacher's own terms (:func:`regret_of`): a clone that disagrees only between actions the
+teacher all but ties is short of resolution, not of the rule, and one whose disagreements cost
+the teacher much has not learned it.
+
 ``python -m ilets.study.clone_transfer --profile P --servers 50 --seeds 5 --out F.json``
 clones as the grid does (read from ``--cache``, a grid's ``cache/`` folder, when it holds the
 clone) and writes the rows with the machine, the date and the commit
@@ -43,11 +48,35 @@ from ilets.gridcommand.env import GridCommandEnv
 EPISODES = ("training", "scored")
 
 
-def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env: GridCommandEnv) -> dict[str, float]:
+#: A disagreement that costs the teacher at most this share of the range of its scores over
+#: the allowed actions is a near-tie (:func:`regret_of`).
+NEAR_TIE = 0.01
+
+
+def regret_of(chosen: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """What each choice in ``chosen`` costs in the teacher's own terms: its score minus that of
+    the teacher's label, over the range of the teacher's scores on that state (the least to
+    the largest finite one; ``scores``: one row per state, ``inf`` where masked, the teacher
+    picking the least). 0 where they agree, 1 for the teacher's worst allowed action: a
+    scale-free measure, since the scores' own scale moves with the task and the queues."""
+    rows = np.arange(len(labels))
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    best, worst = scores[rows, labels], finite.max(axis=1)
+    spread = worst - best
+    gap = scores[rows, chosen] - best
+    return np.where(spread > 0, gap / np.where(spread > 0, spread, 1.0), 0.0)
+
+
+def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env: GridCommandEnv,
+                 scores: np.ndarray | None = None) -> dict[str, float]:
     """The clone (a policy ``state`` made for ``cfg``) on the teacher's demonstrations
     ``demos`` of ``env``: its greedy agreement overall and during events, and its deferral
     recall (NaN where the teacher never deferred), with the teacher's and the clone's
-    deferral counts on those states."""
+    deferral counts on those states. With the teacher's ``scores`` on those states
+    (:func:`ilets.gridcommand.pipeline.scored_demonstration`), also what the clone's
+    disagreements cost it (:func:`regret_of`): their median (``regret_median``) and the share
+    that are near-ties (``near_tie_share``, at most :data:`NEAR_TIE`); NaN without a
+    disagreement."""
     run = cfg.run
     model = make_run_ppo(env, run)
     model.policy.load_state_dict(state)
@@ -57,10 +86,18 @@ def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env
     agreed = chosen == demos.acts
     during = env.during_event(demos.obs)
     teacher, clone = demos.acts == env.defer_action, chosen == env.defer_action
-    return {"decisions": int(len(agreed)), "agreement": float(agreed.mean()),
-            "event_agreement": float(agreed[during].mean()) if during.any() else float("nan"),
-            "teacher_deferrals": int(teacher.sum()), "clone_deferrals": int(clone.sum()),
-            "deferral_recall": float((teacher & clone).sum() / teacher.sum()) if teacher.any() else float("nan")}
+    row = {"decisions": int(len(agreed)), "agreement": float(agreed.mean()),
+           "event_agreement": float(agreed[during].mean()) if during.any() else float("nan"),
+           "teacher_deferrals": int(teacher.sum()), "clone_deferrals": int(clone.sum()),
+           "deferral_recall": float((teacher & clone).sum() / teacher.sum()) if teacher.any() else float("nan")}
+    if scores is not None:
+        if scores.shape != demos.masks.shape:
+            raise ValueError(f"scores: expected one per state and action {demos.masks.shape}, got {scores.shape}")
+        regret = regret_of(chosen, demos.acts, scores)[~agreed]
+        row["regret_median"] = float(np.median(regret)) if len(regret) else float("nan")
+        row["near_tie_share"] = float(np.mean(regret <= NEAR_TIE)) if len(regret) else float("nan")
+        row["near_tie"] = NEAR_TIE  # the row says what it counted
+    return row
 
 
 def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -77,9 +114,12 @@ def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) 
     rows = []
     for episode, cfg in zip(EPISODES, (train_cfg, P.evaluation_config(base, grid.train_regime, servers, seed))):
         env = GridCommandEnv(cfg)
-        demos = P.demonstrate(env, pipe.teacher, pipe.demo_tasks)
+        if hasattr(P.scenario_expert(pipe.teacher, cfg), "last_scores"):  # a teacher that scores its actions
+            demos, scores = P.scored_demonstration(env, pipe.teacher, pipe.demo_tasks)
+        else:
+            demos, scores = P.demonstrate(env, pipe.teacher, pipe.demo_tasks), None
         rows.append({"profile": grid.name, "servers": servers, "seed": seed, "episode": episode,
-                     **agreement_on(state, train_cfg, demos, env)})
+                     **agreement_on(state, train_cfg, demos, env, scores)})
     for row in rows:
         row["cpu_s"] = time.process_time() - c0
         row["clone_cached"] = bool(info.get("clone_cached", False))

@@ -54,6 +54,8 @@ class LyapunovExpert(_Expert):
         self.v, self.miss_budget, self.wait_weight = v, miss_budget, wait_weight
         self.track_gain = track_gain
         self.queues = VirtualQueues(miss_budget)
+        #: the scores behind the last choice (:meth:`scores`; None before the first)
+        self.last_scores: np.ndarray | None = None
 
     def reset(self, seed: int | None = None) -> None:
         self.queues.reset()
@@ -118,6 +120,7 @@ class LyapunovExpert(_Expert):
         self.queues.decide_under(cmd, now, float(env.power_now), float(env.target_at(now)),
                                  float(env.baseline_at(now)), float(env.cloud.fleet.max_power))
         score = self.scores(env)
+        self.last_scores = score  # what a probe weighs another policy's choice by (clone_transfer)
         a = int(np.argmin(score))  # ties: lowest index
         if a == int(env.defer_action):
             return a
