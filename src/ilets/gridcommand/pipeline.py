@@ -410,7 +410,7 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
         mask = env.action_masks().copy()
         label = int(expert.act(env))
         if scores is not None:
-            scores.append(expert.last_scores)
+            scores.append(getattr(expert, "last_scores"))  # checked above: a scoring teacher
         a = label if actor is None else int(actor(obs, env))
         rows_obs.append(obs)
         rows_act.append(label)
