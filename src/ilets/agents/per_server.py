@@ -42,6 +42,10 @@ from ilets.agents.masked import act_masked
 from ilets.agents.per_server_kernels import context, forward, greedy, sample, scores
 
 
+#: Where :class:`PerServerNet`'s ``film`` term clamps a row's numbers before ``expm1``.
+FILM_CLAMP = 7.0
+
+
 class PerServerNet(nn.Module):
     """The shared scorer and the pooled critic (see the module docstring).
 
@@ -77,11 +81,24 @@ class PerServerNet(nn.Module):
             linear logits must make them out of the mask (the level in force is masked) and the
             placements' scores. Grid ``gridcommand-grid-per-server-cap-pooled`` measures what
             the layer adds.
+        film: rank of a term the placement scores gain, a server's row times a vector made
+            from the pooled summary: ``logit_i += (U [row_i; expm1(min(row_i, 7))]) .
+            (W_2 relu(W_1 ctx + b_1) + b_2)``, ``film`` numbers each (0: none) [ours]. Why: a
+            scoring teacher weighs each server's numbers by numbers about the whole decision
+            (Lyapunov: the task's energy there against its wait there, the tracking debt times
+            the power it adds there soon), a product of a pooled and a per-server number,
+            which ``relu(W_r row_i + W_c ctx)`` only pieces together (the context moves its
+            hinges; it cannot scale a row's number). The row enters also through ``expm1``
+            (clamped at 7: a wait of about a thousand times ``wait_scale_s``), which undoes
+            the table's ``log1p`` scaling, so a sum of energies and waits is linear in it.
+            Feature-wise modulation (FiLM, Perez et al. 2018) of the scorer by the summary.
     """
 
     def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False,
-                 defer_rows: bool = False, cap_hidden: int = 0) -> None:
+                 defer_rows: bool = False, cap_hidden: int = 0, film: int = 0) -> None:
         super().__init__()
+        if film < 0:
+            raise ValueError(f"film: expected a rank >= 0, got {film}")
         if defer_rows and n_extra < 1:
             raise ValueError("defer_rows: scores the first extra action (defer) per server, but there is none (n_extra 0)")
         if cap_hidden < 0 or (cap_hidden and n_extra < 2):
@@ -101,6 +118,8 @@ class PerServerNet(nn.Module):
         self.cap = nn.Sequential(nn.Linear(context, cap_hidden), nn.ReLU(), nn.Linear(cap_hidden, caps)) if caps else None
         self.later = nn.Linear(hidden, 1) if defer_rows else None
         self.sleep = nn.Linear(hidden, 1) if sleep_head else None
+        self.film_rows = nn.Linear(2 * width, film, bias=False) if film else None
+        self.film_ctx = nn.Sequential(nn.Linear(context, hidden), nn.ReLU(), nn.Linear(hidden, film)) if film else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
         self.latent_dim_pi = 0
         self.latent_dim_vf = hidden
@@ -125,6 +144,9 @@ class PerServerNet(nn.Module):
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
         z = self.score(h).squeeze(-1)  # (B, M)
+        if self.film_rows is not None and self.film_ctx is not None:
+            lifted = th.cat([rows, th.expm1(rows.clamp(max=FILM_CLAMP))], dim=-1)  # (B, M, 2 width)
+            z = z + (self.film_rows(lifted) * self.film_ctx(ctx).unsqueeze(1)).sum(-1)
         parts = [z]
         if self.later is not None:
             parts.append(th.logsumexp(self.later(h).squeeze(-1), dim=1, keepdim=True))  # (B, 1): defer
@@ -162,9 +184,11 @@ class PerServerPolicy(MaskableActorCriticPolicy):
     mlp_extractor: PerServerNet  # type: ignore[assignment]
 
     def __init__(self, *args: Any, n_task: int, width: int, hidden: int = 32, n_extra: int = 0,
-                 sleep_head: bool = False, defer_rows: bool = False, cap_hidden: int = 0, **kwargs: Any) -> None:
+                 sleep_head: bool = False, defer_rows: bool = False, cap_hidden: int = 0, film: int = 0,
+                 **kwargs: Any) -> None:
         self.n_task, self.width, self.hidden, self.n_extra = n_task, width, hidden, n_extra
         self.sleep_head, self.defer_rows, self.cap_hidden = bool(sleep_head), bool(defer_rows), int(cap_hidden)
+        self.film = int(film)
         kwargs.setdefault("activation_fn", nn.Tanh)
         super().__init__(*args, **kwargs)
 
@@ -179,11 +203,13 @@ class PerServerPolicy(MaskableActorCriticPolicy):
             data.update(defer_rows=True)
         if self.cap_hidden:
             data.update(cap_hidden=self.cap_hidden)
+        if self.film:
+            data.update(film=self.film)
         return data
 
     def _build_mlp_extractor(self) -> None:
         self.mlp_extractor = PerServerNet(self.n_task, self.width, self.hidden, self.n_extra, self.sleep_head,
-                                          self.defer_rows, self.cap_hidden)
+                                          self.defer_rows, self.cap_hidden, self.film)
 
     def _build(self, lr_schedule) -> None:
         """The networks and the optimizer (SB3's ``_build`` with an identity action head)."""
@@ -194,7 +220,8 @@ class PerServerPolicy(MaskableActorCriticPolicy):
             self.mlp_extractor.apply(lambda m: self.init_weights(m, gain=math.sqrt(2)))
             self.init_weights(self.mlp_extractor.score, gain=0.01)
             net = self.mlp_extractor
-            for head in (net.extra, net.later, net.sleep, None if net.cap is None else net.cap[-1]):
+            for head in (net.extra, net.later, net.sleep, None if net.cap is None else net.cap[-1],
+                         None if net.film_ctx is None else net.film_ctx[-1]):
                 if head is not None:
                     self.init_weights(head, gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
@@ -245,6 +272,12 @@ class PerServerNumpy:
             self.sleep_head = net.sleep is not None
             if net.sleep is not None:
                 self.w_sleep, self.b_sleep = arr(net.sleep.weight[0]), np.float32(net.sleep.bias.item())
+            self.film = net.film_rows is not None and net.film_ctx is not None
+            if net.film_rows is not None and net.film_ctx is not None:
+                first, last = cast(nn.Linear, net.film_ctx[0]), cast(nn.Linear, net.film_ctx[2])
+                self.w_film_rows = arr(net.film_rows.weight.T)
+                self.w_film1, self.b_film1 = arr(first.weight.T), arr(first.bias)
+                self.w_film2, self.b_film2 = arr(last.weight.T), arr(last.bias)
 
     def _servers(self, obs: np.ndarray) -> int:
         return (len(obs) - self.n_task) // self.width
@@ -281,7 +314,16 @@ class PerServerNumpy:
         out = np.empty(self._servers(obs), np.float32)
         scores(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
                self.b_score, out)
-        return out
+        return self._with_film(out, obs, ctx)
+
+    def _with_film(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
+        """The placement scores ``z`` with the ``film`` term added (:class:`PerServerNet`)."""
+        if not self.film:
+            return z
+        rows = obs[self.n_task:].reshape(-1, self.width)
+        lifted = np.concatenate([rows, np.expm1(np.minimum(rows, np.float32(FILM_CLAMP)))], axis=1)
+        scale = np.maximum(ctx @ self.w_film1 + self.b_film1, np.float32(0)) @ self.w_film2 + self.b_film2
+        return (z + (lifted @ self.w_film_rows) @ scale).astype(np.float32, copy=False)
 
     def _value(self, ctx: np.ndarray) -> np.float32:
         return np.float32(np.tanh(ctx @ self.w_critic + self.b_critic) @ self.w_value + self.b_value)
@@ -300,7 +342,7 @@ class PerServerNumpy:
 
         Greedy, one compiled pass (:func:`ilets.agents.per_server_kernels.greedy`) scores the
         allowed servers and keeps the first best: what ``act_masked(logits, mask)`` returns."""
-        if rng is not None or self.n_extra or self.sleep_head:
+        if rng is not None or self.n_extra or self.sleep_head or self.film:
             return act_masked(self.logits(obs), mask, rng)
         ctx = self._split(obs)[1]
         best = greedy(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
@@ -316,8 +358,9 @@ class PerServerNumpy:
         z = np.empty(self._servers(obs), np.float32)
         value = forward(obs, self.n_task, self.width, self.w_row, self.w_context, self.b_context, self.w_score,
                         self.b_score, self.w_critic, self.b_critic, self.w_value, self.b_value, z)
-        if self.n_extra or self.sleep_head:
-            z = self._with_extra(z, obs, self._split(obs)[1])
+        if self.n_extra or self.sleep_head or self.film:
+            ctx = self._split(obs)[1]
+            z = self._with_extra(self._with_film(z, obs, ctx), obs, ctx)
         a, log_prob = sample(z, mask, rng.random())
         if a < 0:
             raise ValueError(f"the policy's logits are not finite: {z}")

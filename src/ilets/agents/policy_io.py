@@ -38,6 +38,8 @@ def save_policy(model, folder: Path, policy: str, layout: str, servers: int,
             meta.update(defer_head="rows")
         if net.cap is not None:
             meta.update(cap_head="mlp")
+        if net.film_rows is not None:
+            meta.update(film=net.film_rows.out_features)
     weights = model.policy.state_dict() if state is None else state
     th.save({k: v.detach().clone() for k, v in weights.items()}, folder / "policy.pt")
     (folder / "policy.json").write_text(json.dumps(meta, indent=1, sort_keys=True))
@@ -103,6 +105,10 @@ def load_policy(folder: Path, model) -> dict[str, Any]:
         if caps[0] != caps[1]:
             raise PolicyLoadError(f"{path}: cap_head: the folder's policy scores the cap levels {caps[0]!r}, the "
                                   f"run's {caps[1]!r} (run.cap_head)")
+        films = (int(meta.get("film", 0)), 0 if net.film_rows is None else net.film_rows.out_features)
+        if films[0] != films[1]:
+            raise PolicyLoadError(f"{path}: film: the folder's policy has a film term of rank {films[0]}, the run's "
+                                  f"{films[1]} (run.server_film)")
     weights = folder / "policy.pt"
     try:
         state = th.load(weights, weights_only=True, map_location="cpu")

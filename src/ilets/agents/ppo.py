@@ -55,7 +55,7 @@ def ppo_kwargs(cfg: PPOConfig, seed: int) -> dict[str, Any]:
 
 def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden: int = 32,
              finetune: FinetuneConfig | None = None, defer_head: str = "pooled",
-             cap_head: str = "pooled") -> "FastMaskablePPO":
+             cap_head: str = "pooled", server_film: int = 0) -> "FastMaskablePPO":
     """A fresh MaskablePPO on ``env`` with the study's architecture and hyperparameters.
 
     ``policy`` "flat" is the authors' MLP (``cfg.hidden`` units); "per-server" is
@@ -69,6 +69,7 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
     pooled summary. ``cap_head`` "mlp" scores the actions after the defer (the grid-command
     cap levels) with a hidden layer of ``server_hidden`` units
     (:class:`ilets.agents.per_server.PerServerNet`'s ``cap_hidden``); "pooled", linearly.
+    ``server_film`` adds that network's ``film`` term of this rank to the placement scores.
     """
     th.set_num_threads(1)
     kwargs = ppo_kwargs(cfg, seed)
@@ -105,7 +106,8 @@ def make_ppo(env, cfg: PPOConfig, seed: int, policy: str = "flat", server_hidden
                                    **({"n_extra": n_extra} if n_extra else {}),
                                    **({"sleep_head": True} if sleep_head else {}),
                                    **({"defer_rows": True} if defer_head == "rows" else {}),
-                                   **({"cap_hidden": server_hidden} if cap_head == "mlp" else {}))
+                                   **({"cap_hidden": server_hidden} if cap_head == "mlp" else {}),
+                                   **({"film": server_film} if server_film else {}))
     return FastMaskablePPO(PerServerPolicy, env, fast_rollout=cfg.fast_rollout, **kwargs)
 
 
@@ -114,7 +116,7 @@ def make_run_ppo(env, run: RunConfig, seed: int | None = None,
     """:func:`make_ppo` with ``run``'s hyperparameters and architecture (its policy, hidden
     units and defer and cap heads), seeded by ``seed`` (default ``run.seed``)."""
     return make_ppo(env, run.ppo, run.seed if seed is None else seed, run.policy, run.server_hidden, finetune,
-                    run.defer_head, run.cap_head)
+                    run.defer_head, run.cap_head, run.server_film)
 
 
 def numpy_actor_critic(policy) -> "NumpyActorCritic | PerServerNumpy":

@@ -55,6 +55,10 @@ class RunConfig(_Typed):
     #: scenario's ``cap_levels``): "pooled", one logit per level linear in the pooled summary;
     #: "mlp", a hidden ReLU layer of ``server_hidden`` units over it first [ours]
     cap_head: str = "pooled"
+    #: rank of the term the per-server policy's placement scores gain from each row times a
+    #: vector made from the pooled summary (ilets.agents.per_server.PerServerNet, ``film``;
+    #: 0: none) [ours]
+    server_film: int = 0
     curve_every: int = 500  #: decisions per learning-curve point
     #: a per-server cell folder whose final policy (its ``policy/`` weights) the learner starts
     #: from instead of a fresh network, and fine-tunes toward as it would a clone: a learner
@@ -91,6 +95,11 @@ class RunConfig(_Typed):
             raise ConfigError(f"{where}.cap_head: expected one of {CAP_HEADS}, got {self.cap_head!r}")
         if self.cap_head != "pooled" and self.policy != "per-server":
             raise ConfigError(f"{where}.cap_head: {self.cap_head!r} is a head of the per-server policy, got policy "
+                              f"{self.policy!r}")
+        if self.server_film < 0:
+            raise ConfigError(f"{where}.server_film: expected a rank >= 0 (0: no term), got {self.server_film}")
+        if self.server_film and self.policy != "per-server":
+            raise ConfigError(f"{where}.server_film: a term of the per-server policy's scores, got policy "
                               f"{self.policy!r}")
         if self.observation not in POLICY_LAYOUTS[self.policy]:
             raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
@@ -130,7 +139,7 @@ class RunConfig(_Typed):
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
                 "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head",
-                "cap_head")
+                "cap_head", "server_film")
 
 
 def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,

@@ -86,7 +86,7 @@ class CommandSpec:
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
                 "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws",
-                "run.cap_head")
+                "run.cap_head", "run.server_film")
 
 
 @dataclass(frozen=True)

@@ -364,6 +364,14 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "with the linear logits (gridcommand-grid-per-server-cap-pooled)",
                   "ilets.agents.per_server.PerServerNet(cap_hidden=...), ilets.config.run.CAP_HEADS",
                   kind=EXTENSION),
+        Deviation("Placement scores modulated by the pooled summary (film)", _NO_PAPER,
+                  f"opt-in (run.server_film, default {_D.server_film}; per-server policy): each placement score "
+                  "gains a term of the given rank, the server's row (and its expm1, undoing the table's log1p, "
+                  "clamped at 7) times a vector a hidden ReLU layer makes from the pooled summary; Lyapunov ranks "
+                  "servers by sums of their energy and wait weighted by numbers about the whole decision (its "
+                  "queues, the task), a product the plain scorer can only piece together; no grid has run it yet",
+                  "ilets.agents.per_server.PerServerNet(film=...), ilets.config.run.RunConfig.server_film",
+                  kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
