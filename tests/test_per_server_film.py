@@ -117,3 +117,12 @@ def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
                                               r"the run's 0 \(run\.server_film\)"):
         load_policy(tmp_path / "p", plain)
     assert load_policy(tmp_path / "p", make_run_ppo(env, film.run))["film"] == 3
+
+
+def test_the_film_design_is_the_own_workloads_design_with_the_film_term():
+    from ilets.study.command_scenario import load_profile
+
+    film, own = load_profile("gridcommand-grid-per-server-film"), load_profile("gridcommand-grid-per-server-episodes-own")
+    assert dataclasses.replace(film, name=own.name, description=own.description, scenario=own.scenario) == own
+    a, b = film.scenario_config(), own.scenario_config()
+    assert a.run.server_film == 4 and dataclasses.replace(a, run=dataclasses.replace(a.run, server_film=0)) == b
