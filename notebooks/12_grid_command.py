@@ -128,6 +128,13 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
+glue("gc_film_design", next(iter(C.FILM_DESIGN)), display=False)
+glue("gc_film_status", Markdown(C.designs_status(root, C.FILM_DESIGN)), display=False)
+glue("gc_film_said", C.film_sentence(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN, **C.FILM_DESIGN})),
+     display=False)
+widest_own = f"gridcommand-grid-clone-pilot-{C.PILOTS['train_episodes_own'][1]}{max(C.PILOTS['train_episodes_own'][0])}"
+glue("gc_own_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
+    [C.design_profile(C.OWN_WORKLOADS_DESIGN[next(iter(C.OWN_WORKLOADS_DESIGN))]), widest_own])]), display=False)
 repeat_rows = C.load_designs(root, designs=repeat)
 glue("gc_own_from50_repeat", Markdown(C.repeat_sentence(repeat_rows, *repeat, C.machines(root, repeat))), display=False)
 repeat_noise = C.pilot_noise_floor(repeat_rows, *repeat)
@@ -925,7 +932,18 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   (`pipeline.bc_step_budget: exact`), and candidate {glue:text}`gc_own_sensitivity` is also run
 #   so (`gridcommand-grid-clone-pilot-o256-exact`, read by no rule).
 #   {glue:text}`gc_own_pilot_said`
-#   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said`
+#   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said` The clone-transfer probe
+#   (above) on this design's clone, seed 5, and on the 1,024-episode candidate's, pilot seed
+#   100, weighs each disagreement in the teacher's own terms, by what the clone's choice costs
+#   over the range of Lyapunov's scores on that state (`ilets.study.clone_transfer.regret_of`):
+#   {glue:text}`gc_own_transfer_said` Design *{glue:text}`gc_film_design`*
+#   (`gridcommand-grid-per-server-film`, not a step of the designs: the own-workloads design with
+#   the film term in the placement scores, `run.server_film: 4`, one per term of Lyapunov's
+#   score and not tuned, so no pilot; each server's row, and its `expm1`, times a vector a
+#   hidden layer makes from the pooled summary, `ilets.agents.per_server.PerServerNet`)
+#   asks whether a scorer that can form a number about the whole decision times a server's
+#   number carries the clone back inside the bar where more data did not; Lyapunov and the
+#   frozen clone, 50 servers first. {glue:md}`gc_film_status` {glue:text}`gc_film_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing` Design
 #   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step
 #   of the designs either: the same settings with `pipeline.train_servers: 50`, scored at 200

@@ -69,6 +69,11 @@ OWN_WORKLOADS_DESIGN = {"the same, each seed's own training workloads":
 #: demonstrations fit. Read, as the own-workloads design is, by the clone criterion.
 OWN_FROM50_DESIGN = {"the same, each seed's own training workloads, clone learned on 50 servers":
                      Path("shipped") / "gridcommand-per-server-episodes-own-from50"}
+#: The own-workloads design with the film term in the per-server policy's placement scores
+#: (``run.server_film``): one change over :data:`OWN_WORKLOADS_DESIGN`, read beside it
+#: (:func:`film_sentence`).
+FILM_DESIGN = {"the own-workloads design, placement scores with the film term":
+               Path("shipped") / "gridcommand-per-server-film"}
 #: The 16-episode design with its clone learning on 50 servers and scored on 200
 #: (``pipeline.train_servers``). Not a step of :data:`DESIGNS`: it changes no setting a clone
 #: learns with, only the fleet it learns on; read beside the 16-episode design's clone learned
@@ -285,7 +290,14 @@ def twin_sentence(rows: pd.DataFrame, design: str, reps: int = S.DEFAULT_REPS) -
     beside that design's, on the fleet sizes and seeds both have: ``rows`` from
     :func:`load_designs` over the two. Whether each design's frozen clone meets the bar
     there, from :func:`control_sentence`."""
-    return _beside_episodes_design(rows, design, _NOT_RUN[design], reps)
+    return _beside_design(rows, design, EPISODES_DESIGN, _NOT_RUN[design], reps)
+
+
+def film_sentence(rows: pd.DataFrame, reps: int = S.DEFAULT_REPS) -> str:
+    """The positive control of :data:`FILM_DESIGN` beside the own-workloads design's, on the
+    fleet sizes and seeds both have (``rows``: :func:`load_designs` over the two)."""
+    film, own = next(iter(FILM_DESIGN)), next(iter(OWN_WORKLOADS_DESIGN))
+    return _beside_design(rows, film, own, "The design with the film term has not run.", reps)
 
 
 #: What :func:`twin_sentence` says of a design that has not run.
@@ -294,13 +306,13 @@ _NOT_RUN = {next(iter(OWN_WORKLOADS_DESIGN)): "The design with each seed's own t
             next(iter(FLEET_TRANSFER_DESIGN)): "The design whose clone learns on another fleet has not run."}
 
 
-def _beside_episodes_design(rows: pd.DataFrame, twin: str, not_run: str, reps: int) -> str:
-    """:func:`control_sentence` of design ``twin`` and the 16-episode design on the fleet sizes
-    and seeds both have (``not_run`` when ``twin`` has no rows)."""
+def _beside_design(rows: pd.DataFrame, twin: str, base: str, not_run: str, reps: int) -> str:
+    """:func:`control_sentence` of design ``twin`` and design ``base`` on the fleet sizes and
+    seeds both have (``not_run`` when ``twin`` has no rows)."""
     mine = rows[rows["design"] == twin]
     if len(mine) == 0:
         return not_run
-    first = rows[rows["design"] == EPISODES_DESIGN]
+    first = rows[rows["design"] == base]
     units = set(zip(mine["servers"], mine["seed"])) & set(zip(first["servers"], first["seed"]))
     both = pd.concat([first, mine], ignore_index=True)
     shared = both[[unit in units for unit in zip(both["servers"], both["seed"])]]
