@@ -48,21 +48,23 @@ from ilets.gridcommand.env import GridCommandEnv
 EPISODES = ("training", "scored")
 
 
-#: A disagreement that costs the teacher at most this share of the range of its scores over
-#: the allowed actions is a near-tie (:func:`regret_of`).
-NEAR_TIE = 0.01
+#: A disagreement that costs the teacher at most this share of what a typical allowed action
+#: costs it is a near-tie (:func:`regret_of`).
+NEAR_TIE = 0.05
 
 
 def regret_of(chosen: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """What each choice in ``chosen`` costs in the teacher's own terms: its score minus that of
-    the teacher's label, over the range of the teacher's scores on that state (the least to
-    the largest finite one; ``scores``: one row per state, ``inf`` where masked, the teacher
-    picking the least). 0 where they agree, 1 for the teacher's worst allowed action: a
-    scale-free measure, since the scores' own scale moves with the task and the queues."""
+    the teacher's label, over the median allowed action's (``scores``: one row per state,
+    ``inf`` where masked, the teacher picking the least). 0 where they agree (or tie), 1 for
+    a choice no better than a typical allowed action: scale-free, since the scores' own scale
+    moves with the task and the queues, and the median, not the worst, since one action that
+    would miss a deadline scores far above the rest while the queue is long. 0 where the
+    median ties the best."""
     rows = np.arange(len(labels))
-    finite = np.where(np.isfinite(scores), scores, -np.inf)
-    best, worst = scores[rows, labels], finite.max(axis=1)
-    spread = worst - best
+    typical = np.nanmedian(np.where(np.isfinite(scores), scores, np.nan), axis=1)
+    best = scores[rows, labels]
+    spread = typical - best
     gap = scores[rows, chosen] - best
     return np.where(spread > 0, gap / np.where(spread > 0, spread, 1.0), 0.0)
 
