@@ -935,7 +935,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   {glue:text}`gc_own_pilot_draw` {glue:text}`gc_own_budget_said` The clone-transfer probe
 #   (above) on this design's clone, seed 5, and on the 1,024-episode candidate's, pilot seed
 #   100, weighs each disagreement in the teacher's own terms, by what the clone's choice costs
-#   over the range of Lyapunov's scores on that state (`ilets.study.clone_transfer.regret_of`):
+#   over the median allowed action's margin over Lyapunov's choice on that state
+#   (`ilets.study.clone_transfer.regret_of`):
 #   {glue:text}`gc_own_transfer_said` Design *{glue:text}`gc_film_design`*
 #   (`gridcommand-grid-per-server-film`, not a step of the designs: the own-workloads design with
 #   the film term in the placement scores, `run.server_film: 4`, one per term of Lyapunov's

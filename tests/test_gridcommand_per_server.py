@@ -1495,8 +1495,8 @@ def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episo
                            "its first training episode agreement ")
     assert said.endswith("the teacher did not defer.") and "costing" not in said  # rows without the teacher's scores
     costed = rows.assign(regret_median=[0.004, 0.02], near_tie_share=[0.8, 0.5], near_tie=0.05)
-    assert ("its disagreements costing the teacher a median 0.4% of what a typical allowed action costs it (80% "
-            "of them within 5%)") in C.transfer_sentence(costed)
+    assert ("its disagreements costing the teacher a median 0.4% of the median allowed action's margin over its "
+            "choice (80% of them within 5%)") in C.transfer_sentence(costed)
     assert C.transfer_sentence(rows.iloc[0:0]) == "The clone-transfer probe has not run."
     assert C.transfer_sentence(rows.iloc[:1]) == "The clone-transfer probe has no seed with both episodes."
     assert len(C.load_transfer(tmp_path)) == 0

@@ -144,3 +144,14 @@ def test_the_film_design_is_read_beside_the_own_workloads_design_on_the_seeds_bo
     before, after = said.split(f'the clone of design "{film}"')
     assert f'the clone of design "{own}" (50 servers' in before and "misses the bar" in before
     assert "meets the bar" in after
+
+
+def test_the_teachers_scores_are_kept_only_where_they_cover_every_action():
+    """Lyapunov scores placements and the defer: with cap levels (actions it does not score)
+    the probe cannot weigh a choice by them, and says so."""
+    from ilets.gridcommand import pipeline as P
+
+    env = GridCommandEnv(load_gridcommand_config("smoke", cap_levels=[0.6, 0.8, 1.0], observe_slot=True,
+                                                 run=PER_SERVER))
+    with pytest.raises(ValueError, match="lyapunov: scores only placements and the defer"):
+        P.scored_demonstration(env, "lyapunov", max_decisions=5)

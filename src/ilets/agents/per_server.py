@@ -85,10 +85,9 @@ class PerServerNet(nn.Module):
             from the pooled summary: ``logit_i += (U [row_i; expm1(min(row_i, 7))]) .
             (W_2 relu(W_1 ctx + b_1) + b_2)``, ``film`` numbers each (0: none) [ours]. Why: a
             scoring teacher weighs each server's numbers by numbers about the whole decision
-            (Lyapunov: the task's energy there against its wait there, the tracking debt times
-            the power it adds there soon), a product of a pooled and a per-server number,
-            which ``relu(W_r row_i + W_c ctx)`` only pieces together (the context moves its
-            hinges; it cannot scale a row's number). The row enters also through ``expm1``
+            (Lyapunov: its deadline queue times whether the task would miss there), a product
+            of a pooled and a per-server number, which ``relu(W_r row_i + W_c ctx)`` only
+            pieces together (the context moves its hinges; it cannot scale a row's number). The row enters also through ``expm1``
             (clamped at 7: a wait of about a thousand times ``wait_scale_s``), which undoes
             the table's ``log1p`` scaling, so a sum of energies and waits is linear in it.
             Feature-wise modulation (FiLM, Perez et al. 2018) of the scorer by the summary.

@@ -362,10 +362,20 @@ def scored_demonstration(env: GridCommandEnv, teacher: str, max_decisions: int =
     """:func:`demonstrate`, with the scores behind each of the teacher's decisions (one row per
     decision, one column per action, ``inf`` where masked; the teacher picks the least): what
     weighs another policy's choice on the same state in the teacher's own terms. Only a
-    teacher that scores its actions (``lyapunov``) has them."""
+    teacher that scores its actions (``lyapunov``) has them, and only where every action is a
+    placement or the defer (no sleep or cap actions); ``ValueError`` otherwise."""
     scores: list[np.ndarray] = []
     demos = _labelled_episode(env, teacher, max_decisions, None, {}, scores)[0]
     return demos, np.stack(scores)
+
+
+def scores_kept(env: GridCommandEnv, teacher: str) -> bool:
+    """Whether :func:`scored_demonstration` can keep ``teacher``'s scores on ``env``: a teacher
+    that scores its actions itself (not wrapped, as the sleep manager wraps it) in a scenario
+    whose every action is a placement or the defer (no sleep or cap actions its scores would
+    not cover)."""
+    plain = int(getattr(env.action_space, "n")) == env.defer_action + 1  # Discrete's n
+    return plain and "last_scores" in vars(scenario_expert(teacher, env.config))
 
 
 def relabel(env: GridCommandEnv, teacher: str, actor: Callable[[np.ndarray, GridCommandEnv], int],
@@ -401,8 +411,10 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     ``scores``: where to append the scores behind each label (a scoring teacher's)."""
     expert = scenario_expert(teacher, env.config, **expert_kw)
     expert.reset()
-    if scores is not None and not hasattr(expert, "last_scores"):
-        raise ValueError(f"{teacher}: does not score its actions, so its scores cannot be kept")
+    if scores is not None and not scores_kept(env, teacher):
+        raise ValueError(f"{teacher}: scores only placements and the defer, so its scores cannot be kept "
+                         "in this scenario" if "last_scores" in vars(expert) else
+                         f"{teacher}: does not score its actions, so its scores cannot be kept")
     t0 = time.perf_counter()
     obs, _ = env.reset()
     rows_obs, rows_act, rows_mask, rows_rew, taken = [], [], [], [], []

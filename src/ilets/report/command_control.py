@@ -455,8 +455,8 @@ def transfer_sentence(rows: pd.DataFrame) -> str:
         events = "" if pd.isna(r["event_agreement"]) else f", {r['event_agreement']:.0%} during events"
         # rows recorded before the probe weighed disagreements by the teacher's scores lack them
         cost = ("" if pd.isna(r.get("regret_median", float("nan"))) else
-                f", its disagreements costing the teacher a median {r['regret_median']:.1%} of what a typical "
-                f"allowed action costs it ({r['near_tie_share']:.0%} of them within {r['near_tie']:.0%})")
+                f", its disagreements costing the teacher a median {r['regret_median']:.1%} of the median allowed "
+                f"action's margin over its choice ({r['near_tie_share']:.0%} of them within {r['near_tie']:.0%})")
         return f"agreement {r['agreement']:.0%}{events}{cost}, {recall}"
 
     parts = []

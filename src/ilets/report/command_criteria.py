@@ -184,7 +184,8 @@ _TWIN_PHRASES = {next(iter(C.OWN_FROM50_DESIGN)): f"{_TWIN_PHRASE} and its clone
 def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the designs
     (``control``: the Lyapunov-taught designs, :data:`~ilets.report.command_control.DESIGNS`
-    and :data:`~ilets.report.command_control.FILM_DESIGN`;
+    and :data:`~ilets.report.command_control.FILM_DESIGN`, a later design run after the
+    others missed the bar with independent clones, so one more chance to meet it;
     the designs of other teachers are positive controls of their own heads, and the power-cap
     rung's, which reaches the band on few events, would make a clone "within the bar" of a
     teacher that hardly follows) and of the own-workloads designs (``own``: the 16-episode

@@ -367,9 +367,9 @@ def _extension_rows() -> tuple[Deviation, ...]:
         Deviation("Placement scores modulated by the pooled summary (film)", _NO_PAPER,
                   f"opt-in (run.server_film, default {_D.server_film}; per-server policy): each placement score "
                   "gains a term of the given rank, the server's row (and its expm1, undoing the table's log1p, "
-                  "clamped at 7) times a vector a hidden ReLU layer makes from the pooled summary; Lyapunov ranks "
-                  "servers by sums of their energy and wait weighted by numbers about the whole decision (its "
-                  "queues, the task), a product the plain scorer can only piece together; the design "
+                  "clamped at 7) times a vector a hidden ReLU layer makes from the pooled summary; Lyapunov's score "
+                  "sums a task's energy and wait there (linear once un-logged) and its deadline queue times a miss "
+                  "there, forms the plain scorer can only piece together; the design "
                   "gridcommand-grid-per-server-film runs it on the own-workloads design at rank 4, one per term "
                   "of that score, not tuned, so no pilot",
                   "ilets.agents.per_server.PerServerNet(film=...), ilets.config.run.RunConfig.server_film",

@@ -48,19 +48,20 @@ from ilets.gridcommand.env import GridCommandEnv
 EPISODES = ("training", "scored")
 
 
-#: A disagreement that costs the teacher at most this share of what a typical allowed action
-#: costs it is a near-tie (:func:`regret_of`).
+#: A disagreement whose cost is at most this share of the median allowed action's margin over
+#: the teacher's choice is a near-tie (:func:`regret_of`).
 NEAR_TIE = 0.05
 
 
 def regret_of(chosen: np.ndarray, labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """What each choice in ``chosen`` costs in the teacher's own terms: its score minus that of
-    the teacher's label, over the median allowed action's (``scores``: one row per state,
-    ``inf`` where masked, the teacher picking the least). 0 where they agree (or tie), 1 for
-    a choice no better than a typical allowed action: scale-free, since the scores' own scale
-    moves with the task and the queues, and the median, not the worst, since one action that
-    would miss a deadline scores far above the rest while the queue is long. 0 where the
-    median ties the best."""
+    the teacher's label, over the median allowed action's margin over the label (``scores``:
+    one row per state, ``inf`` where masked, the teacher picking the least). 0 where they
+    agree (or tie), 1 for a choice as costly as the median allowed action, more for a worse
+    one: scale-free, since the scores' own scale moves with the task and the queues, and the
+    median, not the worst, since one action that would miss a deadline scores far above the
+    rest while the queue is long. 0 where the median ties the label (more than half the
+    allowed actions tie it), whatever the choice."""
     rows = np.arange(len(labels))
     typical = np.nanmedian(np.where(np.isfinite(scores), scores, np.nan), axis=1)
     best = scores[rows, labels]
@@ -116,7 +117,7 @@ def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) 
     rows = []
     for episode, cfg in zip(EPISODES, (train_cfg, P.evaluation_config(base, grid.train_regime, servers, seed))):
         env = GridCommandEnv(cfg)
-        if hasattr(P.scenario_expert(pipe.teacher, cfg), "last_scores"):  # a teacher that scores its actions
+        if P.scores_kept(env, pipe.teacher):
             demos, scores = P.scored_demonstration(env, pipe.teacher, pipe.demo_tasks)
         else:
             demos, scores = P.demonstrate(env, pipe.teacher, pipe.demo_tasks), None
