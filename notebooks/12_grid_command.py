@@ -132,7 +132,7 @@ glue("gc_film_design", next(iter(C.FILM_DESIGN)), display=False)
 glue("gc_film_status", Markdown(C.designs_status(root, C.FILM_DESIGN)), display=False)
 glue("gc_film_said", C.film_sentence(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN, **C.FILM_DESIGN})),
      display=False)
-widest_own = f"gridcommand-grid-clone-pilot-{C.PILOTS['train_episodes_own'][1]}{max(C.PILOTS['train_episodes_own'][0])}"
+widest_own = C.candidate_profile("train_episodes_own", max(C.PILOTS["train_episodes_own"][0]))
 glue("gc_own_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
     [C.design_profile(C.OWN_WORKLOADS_DESIGN[next(iter(C.OWN_WORKLOADS_DESIGN))]), widest_own])]), display=False)
 repeat_rows = C.load_designs(root, designs=repeat)

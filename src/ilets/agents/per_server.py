@@ -87,9 +87,10 @@ class PerServerNet(nn.Module):
             scoring teacher weighs each server's numbers by numbers about the whole decision
             (Lyapunov: its deadline queue times whether the task would miss there), a product
             of a pooled and a per-server number, which ``relu(W_r row_i + W_c ctx)`` only
-            pieces together (the context moves its hinges; it cannot scale a row's number). The row enters also through ``expm1``
-            (clamped at 7: a wait of about a thousand times ``wait_scale_s``), which undoes
-            the table's ``log1p`` scaling, so a sum of energies and waits is linear in it.
+            pieces together (the context moves its hinges; it cannot scale a row's number).
+            The row enters also through ``expm1`` (clamped at 7: a wait of about a thousand
+            times ``wait_scale_s``), which undoes the table's ``log1p`` scaling, so a sum of
+            energies and waits is linear in it.
             Feature-wise modulation (FiLM, Perez et al. 2018) of the scorer by the summary.
     """
 

@@ -374,8 +374,13 @@ def scores_kept(env: GridCommandEnv, teacher: str) -> bool:
     that scores its actions itself (not wrapped, as the sleep manager wraps it) in a scenario
     whose every action is a placement or the defer (no sleep or cap actions its scores would
     not cover)."""
+    return _scores_cover(env, scenario_expert(teacher, env.config))
+
+
+def _scores_cover(env: GridCommandEnv, expert: GridExpert) -> bool:
+    """:func:`scores_kept` of an expert already made."""
     plain = int(getattr(env.action_space, "n")) == env.defer_action + 1  # Discrete's n
-    return plain and "last_scores" in vars(scenario_expert(teacher, env.config))
+    return plain and "last_scores" in vars(expert)
 
 
 def relabel(env: GridCommandEnv, teacher: str, actor: Callable[[np.ndarray, GridCommandEnv], int],
@@ -411,7 +416,7 @@ def _labelled_episode(env: GridCommandEnv, teacher: str, max_decisions: int,
     ``scores``: where to append the scores behind each label (a scoring teacher's)."""
     expert = scenario_expert(teacher, env.config, **expert_kw)
     expert.reset()
-    if scores is not None and not scores_kept(env, teacher):
+    if scores is not None and not _scores_cover(env, expert):
         raise ValueError(f"{teacher}: scores only placements and the defer, so its scores cannot be kept "
                          "in this scenario" if "last_scores" in vars(expert) else
                          f"{teacher}: does not score its actions, so its scores cannot be kept")

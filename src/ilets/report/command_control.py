@@ -671,6 +671,11 @@ def _in_part(results: GridResults) -> tuple[int, int] | None:
     return (done, planned) if planned is not None and done < planned else None
 
 
+def candidate_profile(knob: str, n: int) -> str:
+    """The grid profile of candidate ``n`` of ``knob``'s pilot (:data:`PILOTS`)."""
+    return f"gridcommand-grid-clone-pilot-{PILOTS[knob][1]}{n}"
+
+
 def _candidate_folder(root: Path, knob: str, n: int) -> Path:
     """Where candidate ``n`` of ``knob``'s pilot is shipped under ``root``."""
     return Path(root) / PILOT_FOLDER / f"{PILOTS[knob][1]}{n}"
@@ -721,9 +726,7 @@ def exact_step_candidates(knob: str = "train_episodes_own") -> list[int]:
     (``pipeline.bc_step_budget``)."""
     from ilets.study.command_scenario import load_profile
 
-    prefix = PILOTS[knob][1]
-    return [n for n in PILOTS[knob][0]
-            if load_profile(f"gridcommand-grid-clone-pilot-{prefix}{n}").pipeline.bc_step_budget == "exact"]
+    return [n for n in PILOTS[knob][0] if load_profile(candidate_profile(knob, n)).pipeline.bc_step_budget == "exact"]
 
 
 def step_budget_table(root: Path, knob: str = "train_episodes_own") -> pd.DataFrame:
