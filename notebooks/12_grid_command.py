@@ -128,10 +128,13 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
-glue("gc_film_design", next(iter(C.FILM_DESIGN)), display=False)
-glue("gc_film_status", Markdown(C.designs_status(root, C.FILM_DESIGN)), display=False)
-glue("gc_film_said", C.film_sentence(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN, **C.FILM_DESIGN})),
-     display=False)
+bases = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the designs the later ones are read beside
+for key, later in (("film", C.FILM_DESIGN), ("terms", C.TERMS_DESIGN)):
+    name = next(iter(later))
+    glue(f"gc_{key}_design", name, display=False)
+    glue(f"gc_{key}_status", Markdown(C.designs_status(root, later)), display=False)
+    glue(f"gc_{key}_said", C.later_sentence(C.load_designs(
+        root, designs={C.LATER_DESIGNS[name]: bases[C.LATER_DESIGNS[name]], **later}), name), display=False)
 widest_own = C.candidate_profile("train_episodes_own", max(C.PILOTS["train_episodes_own"][0]))
 glue("gc_own_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
     [C.design_profile(C.OWN_WORKLOADS_DESIGN[next(iter(C.OWN_WORKLOADS_DESIGN))]), widest_own])]), display=False)
@@ -945,6 +948,20 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   asks whether a scorer that can form a number about the whole decision times a server's
 #   number carries the clone back inside the bar where more data did not; Lyapunov and the
 #   frozen clone, 50 servers first. {glue:md}`gc_film_status` {glue:text}`gc_film_said`
+#   Design *{glue:text}`gc_terms_design`* (`gridcommand-grid-per-server-terms`) is the film
+#   design with the teacher's choice made a linear function of the rows: each server's row
+#   also shows the terms Lyapunov scores a placement there by, and placing the task there
+#   `defer_s` later (its energy, its tracking debt or credit, its deadline queue where it would
+#   miss, the wait and the miss a placement `defer_s` later would have;
+#   `observe_terms`, `ilets.gridcommand.features.TermRows`, computed from the queues the
+#   environment keeps), and deferral is scored per server, the later scores with the film term
+#   too. Along Lyapunov's own episodes the argmin of one fixed combination of those columns is
+#   its choice at every decision (tested). Why: on the scored episode every probed clone made
+#   almost none of the teacher's deferrals, and the inputs it weighs most, its queues, differ
+#   most between episodes. It is the pipeline's positive control, not a learner that finds
+#   the rule: the columns are the teacher's privileged terms, declared. Its clone learns on 50
+#   servers and is scored on 50 and 200, read beside the own-workloads design that does the
+#   same. {glue:md}`gc_terms_status` {glue:text}`gc_terms_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing` Design
 #   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step
 #   of the designs either: the same settings with `pipeline.train_servers: 50`, scored at 200

@@ -138,8 +138,8 @@ def test_the_film_design_is_read_beside_the_own_workloads_design_on_the_seeds_bo
     assert C.design_profile(C.FILM_DESIGN[film]) == "gridcommand-grid-per-server-film"
     rows = _store_rows({own: 0.60, film: 0.32})
     mine = rows["design"] == film
-    assert C.film_sentence(rows[~mine]) == "The design with the film term has not run."
-    said = C.film_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)]]), reps=300)
+    assert C.later_sentence(rows[~mine], film) == "The design with the film term has not run."
+    said = C.later_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)]]), film, reps=300)
     assert said.startswith("On the seeds both designs have (2: 1, 2): Frozen, under the regime it was trained in, ")
     before, after = said.split(f'the clone of design "{film}"')
     assert f'the clone of design "{own}" (50 servers' in before and "misses the bar" in before

@@ -92,6 +92,10 @@ class PerServerNet(nn.Module):
             times ``wait_scale_s``), which undoes the table's ``log1p`` scaling, so a sum of
             energies and waits is linear in it.
             Feature-wise modulation (FiLM, Perez et al. 2018) of the scorer by the summary.
+            With ``defer_rows`` too, each later score gains the same term with its own row
+            weights, ``(U_l [row_i; expm1(min(row_i, 7))]) . (W_2 relu(W_1 ctx + b_1) + b_2)``:
+            the teacher scores a deferral as a placement ``defer_s`` later, a sum of the same
+            kind (``ilets.gridcommand.features.TermRows`` shows its terms per row).
     """
 
     def __init__(self, n_task: int, width: int, hidden: int, n_extra: int = 0, sleep_head: bool = False,
@@ -120,6 +124,7 @@ class PerServerNet(nn.Module):
         self.sleep = nn.Linear(hidden, 1) if sleep_head else None
         self.film_rows = nn.Linear(2 * width, film, bias=False) if film else None
         self.film_ctx = nn.Sequential(nn.Linear(context, hidden), nn.ReLU(), nn.Linear(hidden, film)) if film else None
+        self.film_later = nn.Linear(2 * width, film, bias=False) if film and defer_rows else None
         # SB3 reads these to size its heads; the heads are built by PerServerPolicy._build
         self.latent_dim_pi = 0
         self.latent_dim_vf = hidden
@@ -144,12 +149,16 @@ class PerServerNet(nn.Module):
     def _logits(self, rows: th.Tensor, ctx: th.Tensor) -> th.Tensor:
         h = th.relu(self.row(rows) + self.context(ctx).unsqueeze(1))  # (B, M, H)
         z = self.score(h).squeeze(-1)  # (B, M)
+        later = None if self.later is None else self.later(h).squeeze(-1)  # (B, M)
         if self.film_rows is not None and self.film_ctx is not None:
             lifted = th.cat([rows, th.expm1(rows.clamp(max=FILM_CLAMP))], dim=-1)  # (B, M, 2 width)
-            z = z + (self.film_rows(lifted) * self.film_ctx(ctx).unsqueeze(1)).sum(-1)
+            scale = self.film_ctx(ctx).unsqueeze(1)  # (B, 1, film)
+            z = z + (self.film_rows(lifted) * scale).sum(-1)
+            if later is not None and self.film_later is not None:
+                later = later + (self.film_later(lifted) * scale).sum(-1)
         parts = [z]
-        if self.later is not None:
-            parts.append(th.logsumexp(self.later(h).squeeze(-1), dim=1, keepdim=True))  # (B, 1): defer
+        if later is not None:
+            parts.append(th.logsumexp(later, dim=1, keepdim=True))  # (B, 1): defer
         if self.extra is not None:
             parts.append(self.extra(ctx))
         if self.cap is not None:
@@ -278,6 +287,9 @@ class PerServerNumpy:
                 self.w_film_rows = arr(net.film_rows.weight.T)
                 self.w_film1, self.b_film1 = arr(first.weight.T), arr(first.bias)
                 self.w_film2, self.b_film2 = arr(last.weight.T), arr(last.bias)
+            self.film_later = net.film_later is not None
+            if net.film_later is not None:
+                self.w_film_later = arr(net.film_later.weight.T)
 
     def _servers(self, obs: np.ndarray) -> int:
         return (len(obs) - self.n_task) // self.width
@@ -295,6 +307,8 @@ class PerServerNumpy:
             h = np.maximum(rows @ self.w_row + (ctx @ self.w_context + self.b_context), np.float32(0))
         if self.defer_rows:
             later = h @ self.w_later + self.b_later
+            if self.film_later:  # the film term, as the placements' (:meth:`_with_film`)
+                later = later + (self._lifted(obs) @ self.w_film_later) @ self._film_scale(ctx)
             top = later.max()
             parts.append(np.array([top + np.log(np.exp(later - top).sum())], np.float32))
         if self.pooled_extra:
@@ -320,10 +334,16 @@ class PerServerNumpy:
         """The placement scores ``z`` with the ``film`` term added (:class:`PerServerNet`)."""
         if not self.film:
             return z
+        return (z + (self._lifted(obs) @ self.w_film_rows) @ self._film_scale(ctx)).astype(np.float32, copy=False)
+
+    def _lifted(self, obs: np.ndarray) -> np.ndarray:
+        """Each row and its ``expm1`` (clamped), side by side: what the film term's row weights read."""
         rows = obs[self.n_task:].reshape(-1, self.width)
-        lifted = np.concatenate([rows, np.expm1(np.minimum(rows, np.float32(FILM_CLAMP)))], axis=1)
-        scale = np.maximum(ctx @ self.w_film1 + self.b_film1, np.float32(0)) @ self.w_film2 + self.b_film2
-        return (z + (lifted @ self.w_film_rows) @ scale).astype(np.float32, copy=False)
+        return np.concatenate([rows, np.expm1(np.minimum(rows, np.float32(FILM_CLAMP)))], axis=1)
+
+    def _film_scale(self, ctx: np.ndarray) -> np.ndarray:
+        """The film term's vector made from the pooled summary."""
+        return np.maximum(ctx @ self.w_film1 + self.b_film1, np.float32(0)) @ self.w_film2 + self.b_film2
 
     def _value(self, ctx: np.ndarray) -> np.float32:
         return np.float32(np.tanh(ctx @ self.w_critic + self.b_critic) @ self.w_value + self.b_value)

@@ -86,7 +86,7 @@ class CommandSpec:
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
                 "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws",
-                "run.cap_head", "run.server_film")
+                "run.cap_head", "run.server_film", "observe_terms")
 
 
 @dataclass(frozen=True)
@@ -185,6 +185,11 @@ class GridCommandConfig:
     #: target (:class:`ilets.gridcommand.features.SleepRows`): what the power manager's rule,
     #: the sleep head's teacher, reads per server; off: the table as it was [ours]
     observe_sleep: bool = False
+    #: with a table layout and the queues shown, each server's row also shows the terms the
+    #: Lyapunov teacher scores a placement there by, and placing the task there ``defer_s``
+    #: later (:class:`ilets.gridcommand.features.TermRows`): its choice a linear function of
+    #: the rows; off: the table as it was [ours]
+    observe_terms: bool = False
     #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
     #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
     #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
@@ -335,7 +340,7 @@ class GridCommandConfig:
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
         for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines", "sleep_actions",
-                    "observe_sleep"):
+                    "observe_sleep", "observe_terms"):
             if not isinstance(getattr(self, key), bool):
                 raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
         if isinstance(self.envelope_redraws, bool) or not isinstance(self.envelope_redraws, int) \
@@ -354,6 +359,12 @@ class GridCommandConfig:
             raise ConfigError(f"{where}.observe_sleep: adds sleep columns to each server's row, so it needs "
                               f"run.observation: per-server (got {self.run.observation!r}), the sleep lever "
                               f"(sleep_fraction < 1, got {self.sleep_fraction:g}) and one speed level")
+        if self.observe_terms and (self.run.observation != "per-server" or not self.observe_queues
+                                   or len(self.speed_levels) > 1):
+            raise ConfigError(f"{where}.observe_terms: adds the Lyapunov teacher's terms, read from the queues the "
+                              f"environment keeps, to each server's row, so it needs run.observation: per-server "
+                              f"(got {self.run.observation!r}), observe_queues: true (got {self.observe_queues}) "
+                              f"and one speed level (got {list(self.speed_levels)})")
         if self.observe_energy and self.run.observation != "per-server":
             raise ConfigError(f"{where}.observe_energy: adds a column to each server's row, so it needs "
                               f"run.observation: per-server, got {self.run.observation!r}")

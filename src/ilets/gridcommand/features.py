@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 import numpy as np
 
 from ilets.gridcommand.queues import TRACK_GAIN
+from ilets.simulator.cloud import meets_deadline
 
 if TYPE_CHECKING:
     from ilets.agents.observation import StateSpec
@@ -315,6 +316,94 @@ class SleepRows:
         idle = ~ledger.asleep & (drain <= now)
         rows[:, w] = np.where(idle, np.log1p(np.maximum(0.0, now - since) / ledger.after_s), 0.0)
         rows[:, w + 1] = ledger.saving_w <= float(view.power_now) - float(view.target_now)
+
+
+#: The scale of :data:`TERM_ROW_FEATURES`' costs inside their ``log1p`` [ours]: one
+#: thousandth of the fleet's maximum power for a second is 1, about a task's energy term at
+#: 50 servers, so the columns are of order 1 and their ``expm1`` (the film term's lifted rows,
+#: :class:`ilets.agents.per_server.PerServerNet`) gives each cost in one unit for all of them.
+TERM_SCALE = 1000.0
+
+#: The columns :class:`TermRows` adds to each server's row (``observe_terms``) [ours]: the
+#: terms the Lyapunov teacher's score of a placement there, and of placing the task there
+#: ``defer_s`` later, is made of, each as the teacher weighs it but for its own weights ``V``
+#: and ``wait_weight`` (the placement's wait is the table's ``wait`` column).
+TERM_ROW_FEATURES = MappingProxyType({
+    "energy_cost": "log1p(TERM_SCALE x the task's active energy there / the fleet's maximum power); 0 where it "
+                   "cannot fit",
+    "track_cost": "log1p(TERM_SCALE x TRACK_GAIN x q_track x the task's power there x its run time there within "
+                  "the next defer_s / the fleet's maximum power) during a down event; else 0",
+    "track_credit": "the same during an up event (where the teacher counts it as a credit); else 0",
+    "miss_cost": "log1p(TERM_SCALE x q_deadline) where the task would miss its deadline there; else 0",
+    "wait_later": "log1p(its FCFS wait there if placed defer_s from now / wait_scale_s); 0 where it cannot fit",
+    "miss_cost_later": "log1p(TERM_SCALE x q_deadline) where, placed defer_s from now, it would miss there; else 0",
+})
+
+
+class TermRows:
+    """A per-server table (:class:`ilets.agents.observation.ServerTable`, or one with
+    :class:`SleepRows`) with :data:`TERM_ROW_FEATURES` after each row's own columns [ours].
+
+    The Lyapunov teacher scores a placement on server ``i`` as
+    ``V (E_i / p_ref + w wait_i) + g q_track dir P_i soon_i / p_ref + q_deadline miss_i`` and a
+    deferral as its best placement ``defer_s`` later
+    (:class:`ilets.gridcommand.experts.lyapunov.LyapunovExpert`). With the queues shown
+    (``observe_queues``) each term is a function of the observation, but two are products of a
+    pooled number (a queue) and a server's, and the deferral needs each server's start
+    ``defer_s`` later, which no row showed. These columns show every term, computed as the
+    teacher computes it from the environment's own queues, so its choice is the argmin of a
+    fixed linear combination of their ``expm1`` (its weights ``V``, ``V w`` and 1 are what a
+    learner learns): the teacher's choice exposed as a function of the observation and the
+    declared privileged queues (issue item "experts expose their choice"). Why ``log1p``: the
+    other columns are so scaled, and a miss weighs the whole deadline queue, hundreds of
+    times the rest.
+    """
+
+    def __init__(self, table: ServerTable | SleepRows, view: GridView) -> None:
+        if getattr(table, "levels", 1) != 1:
+            raise ValueError("TermRows: one row per server (no speed levels), as Lyapunov's terms are written")
+        self.table, self.view = table, view
+        self.width = table.width + len(TERM_ROW_FEATURES)
+
+    def size(self, m: int) -> int:
+        """Numbers the table takes for ``m`` servers."""
+        return self.width * m
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        """Upper bounds (lower bounds are 0): the table's, then ``inf`` per term."""
+        rows = self.table.high(fleet, spec).reshape(len(fleet), self.table.width)
+        return np.column_stack([rows, np.full((len(fleet), len(TERM_ROW_FEATURES)), np.inf)]).ravel()
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """Write the table's rows, each followed by its terms (in float64, rounded once)."""
+        m, w = len(cloud.fleet), self.table.width
+        rows = out.reshape(m, self.width)
+        inner = np.empty(self.table.size(m), out.dtype)
+        self.table.write(cloud, task, spec, inner)
+        rows[:, :w] = inner.reshape(m, w)
+        view, now = self.view, float(cloud.now)
+        defer_s, p_ref = float(view.config.defer_s), float(view.max_power_w)
+        q_track, q_deadline = float(view.queues.q_track), float(view.queues.q_deadline)
+        starts = cloud.earliest_starts(task.cpu)
+        later = cloud.earliest_starts(task.cpu, now + defer_s)
+        fits, fits_later = np.isfinite(starts), np.isfinite(later)
+        exec_s = task.length / cloud.fleet.mips
+        watts = cloud.act_per_cpu * task.cpu
+        with np.errstate(invalid="ignore"):  # inf - inf where the task never fits: masked below
+            soon = np.where(fits, np.clip(np.minimum(starts + exec_s, now + defer_s) - starts, 0.0, None), 0.0)
+            missed = fits & ~meets_deadline(starts + exec_s - task.arrival, task.deadline)
+            missed_later = fits_later & ~meets_deadline(later + exec_s - task.arrival, task.deadline)
+        c = view.active_command
+        track = TERM_SCALE * TRACK_GAIN * q_track * watts * soon / p_ref
+        down, up = c is not None and c.direction == "down", c is not None and c.direction == "up"
+        miss = np.log1p(TERM_SCALE * q_deadline)
+        terms = rows[:, w:]
+        terms[:, 0] = np.where(fits, np.log1p(TERM_SCALE * watts * exec_s / p_ref), 0.0)
+        terms[:, 1] = np.log1p(track) if down else 0.0
+        terms[:, 2] = np.log1p(track) if up else 0.0
+        terms[:, 3] = np.where(missed, miss, 0.0)
+        terms[:, 4] = np.where(fits_later, np.log1p(np.maximum(0.0, later - now) / spec.wait_scale_s), 0.0)
+        terms[:, 5] = np.where(missed_later, miss, 0.0)
 
 
 #: The grid-command blocks, in the order they follow the run's own layout.

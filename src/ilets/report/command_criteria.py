@@ -184,8 +184,8 @@ _TWIN_PHRASES = {next(iter(C.OWN_FROM50_DESIGN)): f"{_TWIN_PHRASE} and its clone
 def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the designs
     (``control``: the Lyapunov-taught designs, :data:`~ilets.report.command_control.DESIGNS`
-    and :data:`~ilets.report.command_control.FILM_DESIGN`, a later design run after the
-    others missed the bar with independent clones, so one more chance to meet it;
+    and :data:`~ilets.report.command_control.LATER_DESIGNS`, designs run after the others
+    missed the bar with independent clones, so more chances to meet it;
     the designs of other teachers are positive controls of their own heads, and the power-cap
     rung's, which reaches the band on few events, would make a clone "within the bar" of a
     teacher that hardly follows) and of the own-workloads designs (``own``: the 16-episode
@@ -317,8 +317,9 @@ def criteria_table(root: Path) -> pd.DataFrame:
     criteria = [envelope_status({label: results_of(folder) for label, folder in ENVELOPE_GRIDS.items()},
                                 {label: results_of(folder) for label, folder in ENVELOPE_CONTEXT.items()}),
                 bound_status(bounds),
-                # the film design is one more Lyapunov-taught design, its seeds' clones independent
-                clone_status(C.control_table(C.load_designs(root, designs={**C.DESIGNS, **C.FILM_DESIGN})),
+                # the later designs are more Lyapunov-taught designs, their seeds' clones independent
+                clone_status(C.control_table(C.load_designs(root, designs={**C.DESIGNS, **C.FILM_DESIGN,
+                                                                           **C.TERMS_DESIGN})),
                              C.control_table(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN,
                                                                            **C.OWN_FROM50_DESIGN}))),
                 finetune_status(design, C.heldout_table(rows)),

@@ -241,7 +241,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
     from ilets.gridcommand import pilot as PL
     from ilets.study.command_scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
-    from ilets.gridcommand.features import SLOT_ERROR_BANDS, TRACK_SCALE
+    from ilets.gridcommand.features import SLOT_ERROR_BANDS, TERM_SCALE, TRACK_SCALE
     from ilets.gridcommand.pipeline import (HELDOUT_SEED_OFFSET, TRAIN_COMMAND_OFFSET, TRAIN_EPISODE_OFFSET,
                                            PipelineConfig, whole_epoch_step_shares)
     from ilets.gridcommand.queues import MISS_BUDGET
@@ -371,9 +371,22 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "sums a task's energy and wait there (linear once un-logged) and its deadline queue times a miss "
                   "there, forms the plain scorer can only piece together; the design "
                   "gridcommand-grid-per-server-film runs it on the own-workloads design at rank 4, one per term "
-                  "of that score, not tuned, so no pilot",
+                  "of that score, not tuned, so no pilot; with deferral scored per server (run.defer_head rows) "
+                  "each later score gains the same term with its own row weights",
                   "ilets.agents.per_server.PerServerNet(film=...), ilets.config.run.RunConfig.server_film",
                   kind=EXTENSION),
+        Deviation("The Lyapunov teacher's terms in each row", _NO_PAPER,
+                  "opt-in (observe_terms, off by default; per-server table, queues shown): each server's row gains "
+                  "the terms Lyapunov scores a placement there by and placing the task there defer_s later (the "
+                  "task's energy there, the tracking debt or credit it adds in the next defer_s, the deadline queue "
+                  f"where it would miss, and the wait and the miss defer_s later), log1p of each times {TERM_SCALE:g} "
+                  "(a unit, not a weight), computed from the queues the environment keeps, so the teacher's choice "
+                  "is the argmin of one fixed linear combination of their expm1 (tested along its episodes): the "
+                  "expert's choice exposed as a function of the observation plus declared privileged state; the "
+                  "design gridcommand-grid-per-server-terms runs it on the film design with deferral scored per "
+                  "server, the clone learned on 50 servers, as the pipeline's positive control, not a learner's "
+                  "result",
+                  "ilets.gridcommand.features.TermRows, GridCommandConfig.observe_terms", kind=EXTENSION),
         Deviation("How the grid-command clone is scored and taught", _NO_PAPER,
                   f"the frozen clone samples its softmax by default (clone_action: {pipe.clone_action}), as a learner "
                   "acts; one declared grid scores it greedily, as the positive control scores every clone; each "
