@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from ilets.config import ConfigError
@@ -92,3 +95,35 @@ def test_terms_need_the_queues_and_the_table(fields, says):
     fields.setdefault("observe_queues", True)
     with pytest.raises(ConfigError, match=rf"observe_terms: .*{says}|observe_terms: {says}"):
         load_gridcommand_config("smoke", run=run, **fields)
+
+
+def test_the_terms_design_is_the_own_workloads_fleet_twin_with_the_film_the_later_rows_and_the_terms():
+    """Its profile is the own-workloads design learned on 50 servers but for its scenario, and
+    that scenario is the film design's with deferral per row and the terms."""
+    from ilets.study.command_scenario import load_profile
+
+    terms, twin = load_profile("gridcommand-grid-per-server-terms"), load_profile(
+        "gridcommand-grid-per-server-episodes-own-from50")
+    assert dataclasses.replace(terms, name=twin.name, description=twin.description, scenario=twin.scenario) == twin
+    film = load_profile("gridcommand-grid-per-server-film").scenario_config()
+    mine = terms.scenario_config()
+    assert mine.observe_terms and mine.run.defer_head == "rows" and mine.run.server_film == 4
+    assert dataclasses.replace(mine, observe_terms=False, run=dataclasses.replace(mine.run, defer_head="pooled")) == film
+
+
+def test_the_terms_design_is_read_beside_the_design_that_learns_on_the_same_fleets():
+    from test_gridcommand_per_server import _store_rows
+
+    from ilets.report import command_control as C
+
+    terms = next(iter(C.TERMS_DESIGN))
+    base = C.LATER_DESIGNS[terms]
+    assert base == next(iter(C.OWN_FROM50_DESIGN))
+    assert C.design_profile(C.TERMS_DESIGN[terms]) == "gridcommand-grid-per-server-terms"
+    rows = _store_rows({base: 0.60, terms: 0.31})
+    mine = rows["design"] == terms
+    assert C.later_sentence(rows[~mine], terms) == "The design with the teacher's terms in each row has not run."
+    said = C.later_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] < 2)]]), terms, reps=300)
+    assert said.startswith("On the seeds both designs have (2: 0, 1): ")
+    before, after = said.split(f'the clone of design "{terms}"')
+    assert "misses the bar" in before and "meets the bar" in after
