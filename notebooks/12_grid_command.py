@@ -135,6 +135,8 @@ for key, later in (("film", C.FILM_DESIGN), ("terms", C.TERMS_DESIGN)):
     glue(f"gc_{key}_status", Markdown(C.designs_status(root, later)), display=False)
     glue(f"gc_{key}_said", C.later_sentence(C.load_designs(
         root, designs={C.LATER_DESIGNS[name]: bases[C.LATER_DESIGNS[name]], **later}), name), display=False)
+glue("gc_terms_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == C.design_profile(
+    C.TERMS_DESIGN[next(iter(C.TERMS_DESIGN))])]), display=False)
 widest_own = C.candidate_profile("train_episodes_own", max(C.PILOTS["train_episodes_own"][0]))
 glue("gc_own_transfer_said", C.transfer_sentence(transfer[transfer["profile"].isin(
     [C.design_profile(C.OWN_WORKLOADS_DESIGN[next(iter(C.OWN_WORKLOADS_DESIGN))]), widest_own])]), display=False)
@@ -961,7 +963,9 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   most between episodes. It is the pipeline's positive control, not a learner that finds
 #   the rule: the columns are the teacher's privileged terms, declared. Its clone learns on 50
 #   servers and is scored on 50 and 200, read beside the own-workloads design that does the
-#   same. {glue:md}`gc_terms_status` {glue:text}`gc_terms_said`
+#   same. {glue:md}`gc_terms_status` {glue:text}`gc_terms_said` The clone-transfer probe on
+#   its clone, seed 5 at 50 servers, as on the designs' clones above:
+#   {glue:text}`gc_terms_transfer_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing` Design
 #   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step
 #   of the designs either: the same settings with `pipeline.train_servers: 50`, scored at 200
