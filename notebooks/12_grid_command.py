@@ -128,13 +128,12 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
-bases = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the designs the later ones are read beside
 for key, later in (("film", C.FILM_DESIGN), ("terms", C.TERMS_DESIGN)):
     name = next(iter(later))
     glue(f"gc_{key}_design", name, display=False)
     glue(f"gc_{key}_status", Markdown(C.designs_status(root, later)), display=False)
     glue(f"gc_{key}_said", C.later_sentence(C.load_designs(
-        root, designs={C.LATER_DESIGNS[name]: bases[C.LATER_DESIGNS[name]], **later}), name), display=False)
+        root, designs={C.LATER_DESIGNS[name]: repeat[C.LATER_DESIGNS[name]], **later}), name), display=False)
 glue("gc_terms_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == C.design_profile(
     C.TERMS_DESIGN[next(iter(C.TERMS_DESIGN))])]), display=False)
 widest_own = C.candidate_profile("train_episodes_own", max(C.PILOTS["train_episodes_own"][0]))
@@ -957,8 +956,8 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   miss, the wait and the miss a placement `defer_s` later would have;
 #   `observe_terms`, `ilets.gridcommand.features.TermRows`, computed from the queues the
 #   environment keeps), and deferral is scored per server, the later scores with the film term
-#   too. Along Lyapunov's own episodes the argmin of one fixed combination of those columns is
-#   its choice at every decision (tested). Why: on the scored episode every probed clone made
+#   too. Along Lyapunov's own episodes its score of every allowed action is one fixed
+#   combination of those columns and the table's wait (tested). Why: on the scored episode every probed clone made
 #   almost none of the teacher's deferrals, and the inputs it weighs most, its queues, differ
 #   most between episodes. It is the pipeline's positive control, not a learner that finds
 #   the rule: the columns are the teacher's privileged terms, declared. Its clone learns on 50

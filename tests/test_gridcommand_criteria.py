@@ -111,6 +111,14 @@ def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
     assert "50 servers: tracking error +1 % [-12, +27], miss rate 0.95x" in K.clone_status(ranged, pd.DataFrame()).evidence
     some = K.clone_status(other, pd.DataFrame())
     assert some.status == K.IN_PART and "it is met by *flat* at 200 servers" in some.evidence
+    # the terms design, where it meets the bar, is named with what its rows show
+    terms = next(iter(C.TERMS_DESIGN))
+    shown = K.clone_status(control(terms, {50: True, 200: True}), pd.DataFrame())
+    assert shown.status == K.MET and shown.evidence.startswith(
+        f"*{terms}* (whose rows show the teacher's own terms, declared privileged state: the pipeline's positive "
+        "control, not a learner that finds the rule) meets it at both fleet sizes")
+    assert "*flat* at 200 servers" in K.clone_status(pd.concat([other, control(terms, {50: True})]), pd.DataFrame()
+                                                     ).evidence
     # the bar is read under the training regime, for the frozen clone only
     eval_only = episodes.assign(meets_bar=episodes["role"] == "eval")
     assert K.clone_status(eval_only, pd.DataFrame()).status == K.NOT_MET

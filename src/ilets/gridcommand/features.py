@@ -35,6 +35,10 @@ With ``observe_sleep`` (the per-server layout and the sleep lever) every server'
 event and whether its sleep saving fits in the power above the target, what the power
 manager's rule reads per server (:class:`ilets.gridcommand.experts.SleepManager`).
 
+With ``observe_terms`` (the per-server layout and the queues shown) every server's row also
+gains :data:`TERM_ROW_FEATURES` (:class:`TermRows`): the terms the Lyapunov teacher scores a
+placement there by, and placing the task there ``defer_s`` later.
+
 With ``observe_slot`` one more block follows (2 numbers):
 
 * :class:`SlotError`: the current slot's projected average power against the target, in
@@ -321,7 +325,11 @@ class SleepRows:
 #: The scale of :data:`TERM_ROW_FEATURES`' costs inside their ``log1p`` [ours]: one
 #: thousandth of the fleet's maximum power for a second is 1, about a task's energy term at
 #: 50 servers, so the columns are of order 1 and their ``expm1`` (the film term's lifted rows,
-#: :class:`ilets.agents.per_server.PerServerNet`) gives each cost in one unit for all of them.
+#: :class:`ilets.agents.per_server.PerServerNet`) gives the four costs in one unit (the two
+#: waits are in ``wait_scale_s``, as the table's). It also sets where the film term's clamp
+#: (``log1p`` 7, a cost of about 1.1 units) cuts in: the deadline queue's columns pass it once
+#: the queue holds about one miss, above which every miss reads the same, still far above any
+#: other cost, so the teacher's argmin survives the clamp (tested).
 TERM_SCALE = 1000.0
 
 #: The columns :class:`TermRows` adds to each server's row (``observe_terms``) [ours]: the
@@ -335,7 +343,8 @@ TERM_ROW_FEATURES = MappingProxyType({
                   "the next defer_s / the fleet's maximum power) during a down event; else 0",
     "track_credit": "the same during an up event (where the teacher counts it as a credit); else 0",
     "miss_cost": "log1p(TERM_SCALE x q_deadline) where the task would miss its deadline there; else 0",
-    "wait_later": "log1p(its FCFS wait there if placed defer_s from now / wait_scale_s); 0 where it cannot fit",
+    "wait_later": "log1p((its FCFS start there if placed defer_s from now, less now) / wait_scale_s); 0 where "
+                  "it cannot fit",
     "miss_cost_later": "log1p(TERM_SCALE x q_deadline) where, placed defer_s from now, it would miss there; else 0",
 })
 
@@ -353,10 +362,13 @@ class TermRows:
     ``defer_s`` later, which no row showed. These columns show every term, computed as the
     teacher computes it from the environment's own queues, so its choice is the argmin of a
     fixed linear combination of their ``expm1`` (its weights ``V``, ``V w`` and 1 are what a
-    learner learns): the teacher's choice exposed as a function of the observation and the
-    declared privileged queues (issue item "experts expose their choice"). Why ``log1p``: the
-    other columns are so scaled, and a miss weighs the whole deadline queue, hundreds of
-    times the rest.
+    learner learns), less the wait since arrival every action shares: the teacher's choice
+    exposed as a function of the observation and the declared privileged queues. Why
+    ``log1p``: the other columns are so scaled, and a miss weighs the whole deadline queue,
+    hundreds of times the rest. That holds on the teacher's own episodes; on a learner's
+    (DAgger's rounds) the teacher keeps its own deadline queue, counting its own answers'
+    misses (:func:`ilets.gridcommand.pipeline._labelled_episode`), while the rows show the
+    environment's, so there a label can differ from the rows' combination.
     """
 
     def __init__(self, table: ServerTable | SleepRows, view: GridView) -> None:

@@ -179,6 +179,16 @@ def _clone_said(rows: pd.DataFrame) -> str:
 #: :data:`_TWIN_PHRASE` for any other).
 _TWIN_PHRASE = "with each seed's own training workloads"
 _TWIN_PHRASES = {next(iter(C.OWN_FROM50_DESIGN)): f"{_TWIN_PHRASE} and its clone learned on 50 servers"}
+#: What the clone criterion says with a design's name wherever it names it: the terms design
+#: meets the bar, if it does, with the teacher's terms shown, which a reader must not miss.
+_DESIGN_NOTES = {next(iter(C.TERMS_DESIGN)): "whose rows show the teacher's own terms, declared privileged state: "
+                                             "the pipeline's positive control, not a learner that finds the rule"}
+
+
+def _named(design: str) -> str:
+    """A design's name as the clone criterion says it, with its note (:data:`_DESIGN_NOTES`)."""
+    note = _DESIGN_NOTES.get(design)
+    return f"*{design}*" + (f" ({note})" if note else "")
 
 
 def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
@@ -202,14 +212,14 @@ def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
     twin = own[(own["role"] == "train") & (own["method"] == "bc")] if len(own) else own
     said = []
     for design in both:
-        said.append(f"*{design}* meets it at both fleet sizes ({_clone_said(meets[meets['design'] == design])})")
+        said.append(f"{_named(design)} meets it at both fleet sizes ({_clone_said(meets[meets['design'] == design])})")
         if design == C.EPISODES_DESIGN and len(twin):  # its twins right after it: "it" is that design
             for name, rows in twin.groupby("design", sort=False):
                 said.append(f"{_TWIN_PHRASES.get(name, _TWIN_PHRASE)} it "
                             f"{'meets' if rows['meets_bar'].all() else 'misses'} it ({_clone_said(rows)})")
     twin_meets = bool(twin["meets_bar"].all()) if len(twin) else True
     if not both:
-        some = sorted({f"*{d}* at {_fleets(g['servers'])} servers" for d, g in meets.groupby("design")})
+        some = sorted({f"{_named(d)} at {_fleets(g['servers'])} servers" for d, g in meets.groupby("design")})
         said.append("no design meets it at both fleet sizes" + (f"; it is met by {'; '.join(some)}" if some else ""))
     standing = [d for d in both if d != C.EPISODES_DESIGN or twin_meets]
     status = MET if standing else (IN_PART if len(meets) else NOT_MET)
