@@ -241,7 +241,7 @@ REACH_CACHE_VERSION = 1
 #: Fields added to the configuration after reaches were cached: at their defaults they are left
 #: out of :func:`reach_key`, so a cache made before they existed is still found (the extremes
 #: never read the learner's heads).
-REACH_KEY_ADDED = ("run.cap_head", "run.server_film")
+REACH_KEY_ADDED = ("run.cap_head", "run.server_film", "observe_terms")
 
 
 def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], schedule: CommandSchedule,

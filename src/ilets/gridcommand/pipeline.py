@@ -912,7 +912,7 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
 
 #: Fields added to the configuration after clones were cached: at their defaults they are left
 #: out of :func:`clone_key`, so a cache made before they existed is still found.
-CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws", "run.cap_head", "run.server_film")
+CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws", "run.cap_head", "run.server_film", "observe_terms")
 
 
 def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:
