@@ -128,12 +128,13 @@ for key, twin in (("own", C.OWN_WORKLOADS_DESIGN), ("own_from50", C.OWN_FROM50_D
     glue(f"gc_{key}_said", C.twin_sentence(C.load_designs(
         root, designs={C.EPISODES_DESIGN: C.DESIGNS[C.EPISODES_DESIGN], **twin}), next(iter(twin))), display=False)
 repeat = {**C.OWN_WORKLOADS_DESIGN, **C.OWN_FROM50_DESIGN}  # the latter's 50-server cells repeat the former's
-for key, later in (("film", C.FILM_DESIGN), ("terms", C.TERMS_DESIGN)):
+read_beside = {**repeat, **C.TERMS_DESIGN}  # the designs the later ones are read beside
+for key, later in (("film", C.FILM_DESIGN), ("terms", C.TERMS_DESIGN), ("film_later", C.FILM_LATER_DESIGN)):
     name = next(iter(later))
     glue(f"gc_{key}_design", name, display=False)
     glue(f"gc_{key}_status", Markdown(C.designs_status(root, later)), display=False)
     glue(f"gc_{key}_said", C.later_sentence(C.load_designs(
-        root, designs={C.LATER_DESIGNS[name]: repeat[C.LATER_DESIGNS[name]], **later}), name), display=False)
+        root, designs={C.LATER_DESIGNS[name]: read_beside[C.LATER_DESIGNS[name]], **later}), name), display=False)
 glue("gc_terms_transfer_said", C.transfer_sentence(transfer[transfer["profile"] == C.design_profile(
     C.TERMS_DESIGN[next(iter(C.TERMS_DESIGN))])]), display=False)
 widest_own = C.candidate_profile("train_episodes_own", max(C.PILOTS["train_episodes_own"][0]))
@@ -964,7 +965,11 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   servers and is scored on 50 and 200, read beside the own-workloads design that does the
 #   same. {glue:md}`gc_terms_status` {glue:text}`gc_terms_said` The clone-transfer probe on
 #   its clone, seed 5 at 50 servers, as on the designs' clones above:
-#   {glue:text}`gc_terms_transfer_said`
+#   {glue:text}`gc_terms_transfer_said` Design *{glue:text}`gc_film_later_design`*
+#   (`gridcommand-grid-per-server-film-later`) is its control: the same profile without the
+#   terms, the film term and deferral per row together (each alone missed the bar above), so
+#   whether the terms are what carries the clone is measured. {glue:md}`gc_film_later_status`
+#   {glue:text}`gc_film_later_said`
 #   For the 16-episode design, {glue:text}`gc_own_standing` Design
 #   *{glue:text}`gc_from50_design`* (`gridcommand-grid-per-server-episodes-from50`, not a step
 #   of the designs either: the same settings with `pipeline.train_servers: 50`, scored at 200

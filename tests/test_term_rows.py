@@ -176,3 +176,19 @@ def test_the_terms_design_is_read_beside_the_design_that_learns_on_the_same_flee
     assert said.startswith("On the seeds both designs have (2: 0, 1): ")
     before, after = said.split(f'the clone of design "{terms}"')
     assert "misses the bar" in before and "meets the bar" in after
+
+
+def test_the_terms_design_has_a_control_without_the_terms_read_beside_it():
+    """The control's profile is the terms design's but for its scenario, which is the terms
+    scenario without the terms; it is read beside the terms design."""
+    from ilets.report import command_control as C
+    from ilets.study.command_scenario import load_profile
+
+    control, terms = load_profile("gridcommand-grid-per-server-film-later"), load_profile(
+        "gridcommand-grid-per-server-terms")
+    assert dataclasses.replace(control, name=terms.name, description=terms.description,
+                               scenario=terms.scenario) == terms
+    assert dataclasses.replace(terms.scenario_config(), observe_terms=False) == control.scenario_config()
+    name = next(iter(C.FILM_LATER_DESIGN))
+    assert C.design_profile(C.FILM_LATER_DESIGN[name]) == control.name
+    assert C.LATER_DESIGNS[name] == next(iter(C.TERMS_DESIGN))

@@ -81,9 +81,14 @@ FILM_DESIGN = {"the own-workloads design, placement scores with the film term":
 #: and is scored on the same fleets (:func:`later_sentence`).
 TERMS_DESIGN = {"the film design, the teacher's terms in each row, clone learned on 50 servers":
                 Path("shipped") / "gridcommand-per-server-terms"}
+#: The terms design without the terms (``run.defer_head`` "rows" with the film term): its
+#: control, read beside it (:func:`later_sentence`), so that what the terms add is measured.
+FILM_LATER_DESIGN = {"the film design, deferral per row, clone learned on 50 servers":
+                     Path("shipped") / "gridcommand-per-server-film-later"}
 #: The designs run after the others missed the bar, each with the design it is read beside.
 LATER_DESIGNS = {next(iter(FILM_DESIGN)): next(iter(OWN_WORKLOADS_DESIGN)),
-                 next(iter(TERMS_DESIGN)): next(iter(OWN_FROM50_DESIGN))}
+                 next(iter(TERMS_DESIGN)): next(iter(OWN_FROM50_DESIGN)),
+                 next(iter(FILM_LATER_DESIGN)): next(iter(TERMS_DESIGN))}
 #: The 16-episode design with its clone learning on 50 servers and scored on 200
 #: (``pipeline.train_servers``). Not a step of :data:`DESIGNS`: it changes no setting a clone
 #: learns with, only the fleet it learns on; read beside the 16-episode design's clone learned
@@ -315,7 +320,8 @@ _NOT_RUN = {next(iter(OWN_WORKLOADS_DESIGN)): "The design with each seed's own t
             next(iter(OWN_FROM50_DESIGN)): "The own-workloads design with its clone learned on 50 servers has not run.",
             next(iter(FLEET_TRANSFER_DESIGN)): "The design whose clone learns on another fleet has not run.",
             next(iter(FILM_DESIGN)): "The design with the film term has not run.",
-            next(iter(TERMS_DESIGN)): "The design with the teacher's terms in each row has not run."}
+            next(iter(TERMS_DESIGN)): "The design with the teacher's terms in each row has not run.",
+            next(iter(FILM_LATER_DESIGN)): "The terms design's control, without the terms, has not run."}
 
 
 def _beside_design(rows: pd.DataFrame, twin: str, base: str, not_run: str, reps: int) -> str:

@@ -329,7 +329,8 @@ def criteria_table(root: Path) -> pd.DataFrame:
                 bound_status(bounds),
                 # the later designs are more Lyapunov-taught designs, their seeds' clones independent
                 clone_status(C.control_table(C.load_designs(root, designs={**C.DESIGNS, **C.FILM_DESIGN,
-                                                                           **C.TERMS_DESIGN})),
+                                                                           **C.TERMS_DESIGN,
+                                                                           **C.FILM_LATER_DESIGN})),
                              C.control_table(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN,
                                                                            **C.OWN_FROM50_DESIGN}))),
                 finetune_status(design, C.heldout_table(rows)),
