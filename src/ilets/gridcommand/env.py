@@ -93,7 +93,7 @@ from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
 from ilets.gridcommand.command import CommandSchedule, GridCommand, event_room, redraw_rng
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
-from ilets.gridcommand.features import CommandShape, EventTiming, SleepRows, TermRows, grid_blocks
+from ilets.gridcommand.features import CommandShape, EventTiming, RowColumns, SleepRows, TermRows, grid_blocks
 from ilets.gridcommand.envelope import EventReach, cached_reach, fit_schedule, reach, reach_key, redraw_unreachable
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
@@ -182,7 +182,7 @@ class GridCommandEnv(SchedulingEnv):
             cfg = self.config
             if len(self.speeds) > 1 or cfg.observe_energy or cfg.observe_sleep or cfg.observe_terms:
                 plain = ServerTable(self.speeds, self.power_factors, energy_gap=cfg.observe_energy)
-                table: ServerTable | SleepRows = SleepRows(plain, self) if cfg.observe_sleep else plain  # two sleep columns
+                table: ServerTable | RowColumns = SleepRows(plain, self) if cfg.observe_sleep else plain  # two sleep columns
                 if cfg.observe_terms:  # and the Lyapunov teacher's terms
                     terms = TermRows(table, self)
                     rows, width = (terms,), terms.width

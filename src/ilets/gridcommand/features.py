@@ -48,6 +48,7 @@ With ``observe_slot`` one more block follows (2 numbers):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -274,7 +275,48 @@ SLEEP_ROW_FEATURES = MappingProxyType({
 })
 
 
-class SleepRows:
+class RowColumns:
+    """A per-server table (one row per server) with ``columns`` after each row's own, read
+    from a view: what :class:`SleepRows` and :class:`TermRows` share [ours]. A subclass names
+    its columns and their upper bounds and writes them (:meth:`write_columns`)."""
+
+    #: the columns, name -> meaning, in order
+    columns: ClassVar[Mapping[str, str]]
+    #: their upper bounds, in order (lower bounds are 0)
+    column_high: ClassVar[tuple[float, ...]]
+    #: numbers in each row: the table's, then the columns
+    width: int
+
+    def __init__(self, table: ServerTable | RowColumns, view: GridView) -> None:
+        if getattr(table, "levels", 1) != 1:
+            raise ValueError(f"{type(self).__name__}: one row per server (no speed levels)")
+        self.table, self.view = table, view
+        self.width = table.width + len(self.columns)
+
+    def size(self, m: int) -> int:
+        """Numbers the table takes for ``m`` servers."""
+        return self.width * m
+
+    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
+        """Upper bounds (lower bounds are 0): the table's, then :attr:`column_high` per row."""
+        rows = self.table.high(fleet, spec).reshape(len(fleet), self.table.width)
+        return np.column_stack([rows, np.tile(np.asarray(self.column_high), (len(fleet), 1))]).ravel()
+
+    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """Write the table's rows, each followed by its columns."""
+        m, w = len(cloud.fleet), self.table.width
+        rows = out.reshape(m, self.width)
+        inner = np.empty(self.table.size(m), out.dtype)
+        self.table.write(cloud, task, spec, inner)
+        rows[:, :w] = inner.reshape(m, w)
+        self.write_columns(cloud, task, spec, rows[:, w:])
+
+    def write_columns(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """Write the columns into ``out`` (a view, one row per server)."""
+        raise NotImplementedError
+
+
+class SleepRows(RowColumns):
     """A per-server table (:class:`ilets.agents.observation.ServerTable`) with
     :data:`SLEEP_ROW_FEATURES` after each row's own columns [ours].
 
@@ -287,39 +329,21 @@ class SleepRows:
     the rows with ``saving_fits`` and ``idle_for >= log1p(1)``).
     """
 
-    def __init__(self, table: ServerTable, view: GridView) -> None:
-        if table.levels != 1:
-            raise ValueError("SleepRows: one row per server (no speed levels), as the sleep actions are")
-        self.table, self.view = table, view
-        self.width = table.width + len(SLEEP_ROW_FEATURES)
+    columns = SLEEP_ROW_FEATURES
+    column_high = (np.inf, 1.0)
 
-    def size(self, m: int) -> int:
-        """Numbers the table takes for ``m`` servers."""
-        return self.width * m
-
-    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
-        """Upper bounds (lower bounds are 0): the table's, then ``inf`` and 1 per row."""
-        rows = self.table.high(fleet, spec).reshape(len(fleet), self.table.width)
-        return np.column_stack([rows, np.full(len(fleet), np.inf), np.ones(len(fleet))]).ravel()
-
-    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
-        """Write the table's rows, each followed by its sleep columns."""
-        m, w = len(cloud.fleet), self.table.width
-        rows = out.reshape(m, self.width)
-        inner = np.empty(self.table.size(m), out.dtype)
-        self.table.write(cloud, task, spec, inner)
-        rows[:, :w] = inner.reshape(m, w)
+    def write_columns(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
         view, ledger = self.view, self.view.sleep
         c = view.active_command
         if ledger is None or c is None or c.direction != "down":
-            rows[:, w:] = 0.0
+            out[:] = 0.0
             return
         now, drain = float(cloud.now), np.asarray(cloud.drain, dtype=float)
         # as the rule reads it: idle since the last finish, the wake-up or the event's start
         since = np.maximum(np.maximum(drain, ledger.ready), c.start_s)
         idle = ~ledger.asleep & (drain <= now)
-        rows[:, w] = np.where(idle, np.log1p(np.maximum(0.0, now - since) / ledger.after_s), 0.0)
-        rows[:, w + 1] = ledger.saving_w <= float(view.power_now) - float(view.target_now)
+        out[:, 0] = np.where(idle, np.log1p(np.maximum(0.0, now - since) / ledger.after_s), 0.0)
+        out[:, 1] = ledger.saving_w <= float(view.power_now) - float(view.target_now)
 
 
 #: The scale of :data:`TERM_ROW_FEATURES`' costs inside their ``log1p`` [ours]: one
@@ -349,7 +373,7 @@ TERM_ROW_FEATURES = MappingProxyType({
 })
 
 
-class TermRows:
+class TermRows(RowColumns):
     """A per-server table (:class:`ilets.agents.observation.ServerTable`, or one with
     :class:`SleepRows`) with :data:`TERM_ROW_FEATURES` after each row's own columns [ours].
 
@@ -371,28 +395,11 @@ class TermRows:
     environment's, so there a label can differ from the rows' combination.
     """
 
-    def __init__(self, table: ServerTable | SleepRows, view: GridView) -> None:
-        if getattr(table, "levels", 1) != 1:
-            raise ValueError("TermRows: one row per server (no speed levels), as Lyapunov's terms are written")
-        self.table, self.view = table, view
-        self.width = table.width + len(TERM_ROW_FEATURES)
+    columns = TERM_ROW_FEATURES
+    column_high = (np.inf,) * len(TERM_ROW_FEATURES)
 
-    def size(self, m: int) -> int:
-        """Numbers the table takes for ``m`` servers."""
-        return self.width * m
-
-    def high(self, fleet: Fleet, spec: StateSpec) -> np.ndarray:
-        """Upper bounds (lower bounds are 0): the table's, then ``inf`` per term."""
-        rows = self.table.high(fleet, spec).reshape(len(fleet), self.table.width)
-        return np.column_stack([rows, np.full((len(fleet), len(TERM_ROW_FEATURES)), np.inf)]).ravel()
-
-    def write(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
-        """Write the table's rows, each followed by its terms (in float64, rounded once)."""
-        m, w = len(cloud.fleet), self.table.width
-        rows = out.reshape(m, self.width)
-        inner = np.empty(self.table.size(m), out.dtype)
-        self.table.write(cloud, task, spec, inner)
-        rows[:, :w] = inner.reshape(m, w)
+    def write_columns(self, cloud: Cloud, task: Task, spec: StateSpec, out: np.ndarray) -> None:
+        """The terms, computed in float64 and rounded once."""
         view, now = self.view, float(cloud.now)
         defer_s, p_ref = float(view.config.defer_s), float(view.max_power_w)
         q_track, q_deadline = float(view.queues.q_track), float(view.queues.q_deadline)
@@ -409,7 +416,7 @@ class TermRows:
         track = TERM_SCALE * TRACK_GAIN * q_track * watts * soon / p_ref
         down, up = c is not None and c.direction == "down", c is not None and c.direction == "up"
         miss = np.log1p(TERM_SCALE * q_deadline)
-        terms = rows[:, w:]
+        terms = out
         terms[:, 0] = np.where(fits, np.log1p(TERM_SCALE * watts * exec_s / p_ref), 0.0)
         terms[:, 1] = np.log1p(track) if down else 0.0
         terms[:, 2] = np.log1p(track) if up else 0.0
