@@ -961,8 +961,9 @@ plots.markdown_table(C.control_display(control, "train"), {}, empty="No clone re
 #   combination of those columns and the table's wait (tested). Why: on the scored episode
 #   every probed clone made almost none of the teacher's deferrals, and the queues the teacher
 #   weighs moved far between a training episode and the scored one (a diagnosis on one seed,
-#   not shipped), while the plain scorer reads them only through the pooled summary. It is the pipeline's positive control, not a learner that finds
-#   the rule: the columns are the teacher's privileged terms, declared. Its clone learns on 50
+#   not shipped), while the plain scorer reads them only through the pooled summary. It is
+#   the pipeline's positive control, not a learner that finds the rule: the columns are the
+#   teacher's privileged terms, declared. Its clone learns on 50
 #   servers and is scored on 50 and 200, read beside the own-workloads design that does the
 #   same. {glue:md}`gc_terms_status` {glue:text}`gc_terms_said` The clone-transfer probe on
 #   its clone, seed 5 at 50 servers, as on the designs' clones above:
