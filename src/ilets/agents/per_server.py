@@ -295,20 +295,25 @@ class PerServerNumpy:
         return (len(obs) - self.n_task) // self.width
 
     def _with_extra(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """The servers' scores ``z`` followed by the other actions' logits: with the later
-        rows, the defer logit ``logsumexp_i later_i``; then the pooled ones (``W_e ctx + b_e``);
-        then, with the cap head, the cap levels' (``W_2 relu(W_1 ctx + b_1) + b_2``); then, with
-        the sleep head, each server's sleep score. The later and sleep scores read
-        each server's hidden layer, recomputed here: the compiled kernels keep only the
-        placement score."""
+        """The servers' scores ``z`` (the compiled kernels' plain scores), with the ``film``
+        term added (:class:`PerServerNet`), followed by the other actions' logits: with the
+        later rows, the defer logit ``logsumexp_i later_i`` (with the film term too where the
+        net has one); then the pooled ones (``W_e ctx + b_e``); then, with the cap head, the cap
+        levels' (``W_2 relu(W_1 ctx + b_1) + b_2``); then, with the sleep head, each server's
+        sleep score. The later and sleep scores read each server's hidden layer, recomputed
+        here: the compiled kernels keep only the placement score. The film term's lifted rows
+        and vector are made once for the placements and the later scores."""
+        if self.film:
+            lifted, scale = self._lifted(obs), self._film_scale(ctx)
+            z = (z + (lifted @ self.w_film_rows) @ scale).astype(np.float32, copy=False)
         parts = [z]
         if self.defer_rows or self.sleep_head:
             rows = obs[self.n_task:].reshape(-1, self.width)
             h = np.maximum(rows @ self.w_row + (ctx @ self.w_context + self.b_context), np.float32(0))
         if self.defer_rows:
             later = h @ self.w_later + self.b_later
-            if self.film_later:  # the film term, as the placements' (:meth:`_with_film`)
-                later = later + (self._lifted(obs) @ self.w_film_later) @ self._film_scale(ctx)
+            if self.film_later:
+                later = later + (lifted @ self.w_film_later) @ scale
             top = later.max()
             parts.append(np.array([top + np.log(np.exp(later - top).sum())], np.float32))
         if self.pooled_extra:
@@ -328,13 +333,7 @@ class PerServerNumpy:
         out = np.empty(self._servers(obs), np.float32)
         scores(obs, self.n_task, self.width, self.w_row, ctx @ self.w_context + self.b_context, self.w_score,
                self.b_score, out)
-        return self._with_film(out, obs, ctx)
-
-    def _with_film(self, z: np.ndarray, obs: np.ndarray, ctx: np.ndarray) -> np.ndarray:
-        """The placement scores ``z`` with the ``film`` term added (:class:`PerServerNet`)."""
-        if not self.film:
-            return z
-        return (z + (self._lifted(obs) @ self.w_film_rows) @ self._film_scale(ctx)).astype(np.float32, copy=False)
+        return out
 
     def _lifted(self, obs: np.ndarray) -> np.ndarray:
         """Each row and its ``expm1`` (clamped), side by side: what the film term's row weights read."""
@@ -380,7 +379,7 @@ class PerServerNumpy:
                         self.b_score, self.w_critic, self.b_critic, self.w_value, self.b_value, z)
         if self.n_extra or self.sleep_head or self.film:
             ctx = self._split(obs)[1]
-            z = self._with_extra(self._with_film(z, obs, ctx), obs, ctx)
+            z = self._with_extra(z, obs, ctx)
         a, log_prob = sample(z, mask, rng.random())
         if a < 0:
             raise ValueError(f"the policy's logits are not finite: {z}")

@@ -184,10 +184,8 @@ class GridCommandEnv(SchedulingEnv):
                 plain = ServerTable(self.speeds, self.power_factors, energy_gap=cfg.observe_energy)
                 table: ServerTable | RowColumns = SleepRows(plain, self) if cfg.observe_sleep else plain  # two sleep columns
                 if cfg.observe_terms:  # and the Lyapunov teacher's terms
-                    terms = TermRows(table, self)
-                    rows, width = (terms,), terms.width
-                else:
-                    rows, width = (table,), table.width
+                    table = TermRows(table, self)
+                rows, width = (table,), table.width
             command = grid_blocks(self)
             self.blocks: tuple[FeatureBlock, ...] = head + command + rows
             self.table_layout = (n_task + sum(b.size(m) for b in command), width)

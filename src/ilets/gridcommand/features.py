@@ -416,13 +416,12 @@ class TermRows(RowColumns):
         track = TERM_SCALE * TRACK_GAIN * q_track * watts * soon / p_ref
         down, up = c is not None and c.direction == "down", c is not None and c.direction == "up"
         miss = np.log1p(TERM_SCALE * q_deadline)
-        terms = out
-        terms[:, 0] = np.where(fits, np.log1p(TERM_SCALE * watts * exec_s / p_ref), 0.0)
-        terms[:, 1] = np.log1p(track) if down else 0.0
-        terms[:, 2] = np.log1p(track) if up else 0.0
-        terms[:, 3] = np.where(missed, miss, 0.0)
-        terms[:, 4] = np.where(fits_later, np.log1p(np.maximum(0.0, later - now) / spec.wait_scale_s), 0.0)
-        terms[:, 5] = np.where(missed_later, miss, 0.0)
+        out[:, 0] = np.where(fits, np.log1p(TERM_SCALE * watts * exec_s / p_ref), 0.0)
+        out[:, 1] = np.log1p(track) if down else 0.0
+        out[:, 2] = np.log1p(track) if up else 0.0
+        out[:, 3] = np.where(missed, miss, 0.0)
+        out[:, 4] = np.where(fits_later, np.log1p(np.maximum(0.0, later - now) / spec.wait_scale_s), 0.0)
+        out[:, 5] = np.where(missed_later, miss, 0.0)
 
 
 #: The grid-command blocks, in the order they follow the run's own layout.
