@@ -40,6 +40,28 @@ def greedy_score(model, cfg: RunConfig, tasks: TaskTable, fleet: Fleet) -> dict[
                                                           ("avg_response_s", "success_rate", "energy_kwh")}}
 
 
+def reference_scores(cfg: RunConfig, tasks: TaskTable, fleet: Fleet) -> dict[str, float]:
+    """Each heuristic of ``cfg.finetune.checkpoint_references`` on the held-out segment:
+    ``heldout_ref_<name>_<metric>``, the yardsticks of the RL stage's control."""
+    import dataclasses
+
+    from ilets.agents.env import CloudSchedulingEnv
+    from ilets.agents.episode import DecisionLog, drive
+    from ilets.agents.policies import make_heuristic
+
+    out: dict[str, float] = {}
+    for name in cfg.finetune.checkpoint_references:
+        env = CloudSchedulingEnv(dataclasses.replace(cfg, method=name), tasks=tasks, fleet=fleet)
+        env.observing = False  # a heuristic reads the cloud, never the observation
+        env.reset()
+        log = DecisionLog()
+        drive(env, make_heuristic(name, seed=cfg.seed, reward=cfg.reward), log)
+        out.update({f"heldout_ref_{name}_mean_reward": float(np.mean(log.reward)),
+                    **{f"heldout_ref_{name}_{k}": float(log.final[k])
+                       for k in ("avg_response_s", "success_rate", "energy_kwh")}})
+    return out
+
+
 class GreedyCheckpoints(BaseCallback):
     """Greedy held-out scores at ``points`` decisions of the pass (see the module docstring)."""
 

@@ -68,8 +68,11 @@ class _Recording:
         s = self.inner.act(cloud, task, mask)
         part = self.keep.get(task.index)
         if part is not None:
-            crit, cost = _criterion(self.name, cloud, task, self.reward)
             starts = cloud.earliest_starts(task.cpu)
+            if self.name in HEURISTIC_EXPERTS:
+                crit, cost = _criterion(self.name, cloud, task, self.reward)
+            else:  # no tie-aware criterion recorded for it: its one-step cost stands in
+                crit = cost = costs(cloud, task, starts, self.reward)
             response = starts - task.arrival + exec_time(cloud, task.length)
             step_cost = cost + self.miss_penalty * ~meets_deadline(response, task.deadline)
             obs = {k: build_observation(cloud, task, spec) for k, spec in self.specs.items()}
@@ -118,6 +121,37 @@ def heuristic_demonstrations(tasks: TaskTable, fleet: Fleet, name: str, reward: 
         by_layout[layout] = d
     return ClonedDemonstrations(by_layout, np.stack([r[5] for r in rec.rows["train"]]).astype(np.float32),
                                 np.stack([r[5] for r in rec.rows["heldout"]]).astype(np.float32))
+
+
+def consecutive_demonstrations(tasks: TaskTable, fleet: Fleet, name: str, reward: RewardConfig,
+                               state: StateSpec, n: int, heldout: int, miss_penalty: float = 1.0) -> Demonstrations:
+    """Heuristic ``name`` schedules the first ``n + heldout`` of ``tasks``; its first ``n``
+    decisions are the demonstrations and the next ``heldout`` are attached as ``.heldout``.
+
+    OINPT's form of a heuristic teacher (``oinpt.expert``): consecutive decisions from the
+    start of the offline half, as the window experts' plans are, so a heuristic's clone and a
+    GA+PSO clone see the same states' kind."""
+    from ilets.agents.policies import schedule
+
+    total = min(len(tasks), n + heldout)
+    n = min(n, total)
+    keep = {j: ("train" if j < n else "heldout") for j in range(total)}
+    rec = _Recording(name, reward, {"only": state}, miss_penalty, keep)
+    schedule(tasks.slice(0, total), fleet, rec)
+
+    def pack(rows: list) -> Demonstrations:
+        width = state.size(len(fleet))
+        return Demonstrations(
+            obs=np.stack([r[0]["only"] for r in rows]).astype(np.float32) if rows else np.zeros((0, width), np.float32),
+            acts=np.array([r[1] for r in rows], np.int64),
+            masks=np.stack([r[2] for r in rows]) if rows else np.zeros((0, len(fleet)), bool),
+            rewards=np.array([r[3] for r in rows], np.float32), experts=np.array([name] * len(rows)),
+            action_costs=(np.stack([r[4] for r in rows]).astype(np.float32) if rows
+                          else np.zeros((0, len(fleet)), np.float32)))
+
+    demos = pack(rec.rows["train"])
+    demos.heldout = pack(rec.rows["heldout"])
+    return demos
 
 
 def greedy_actions(policy, demos: Demonstrations, batch: int = 2048) -> np.ndarray:

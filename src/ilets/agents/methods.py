@@ -68,7 +68,7 @@ def run_heuristic(cfg: RunConfig, workload: Workload, fleet: Fleet, progress=Non
 def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Path | None = None,
                 progress=None) -> OnlineResult:
     """DRL, DRL+, ILETS- or ILETS over the online segment (see the module table)."""
-    from ilets.agents.checkpoints import GreedyCheckpoints, heldout_segment
+    from ilets.agents.checkpoints import GreedyCheckpoints, heldout_segment, reference_scores
     from ilets.agents.recorder import DecisionRecorder
     from ilets.agents.oail import OAILCallback
     from ilets.agents.oinpt import behaviour_clone, collect_demonstrations, pretrain_critic
@@ -133,6 +133,11 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         last = model.finetune_log[-1]
         extra.update(final_entropy=last["entropy"], final_kl_to_clone=last["kl_to_clone"],
                      actor_frozen_updates=int(sum(r["actor_frozen"] for r in model.finetune_log)))
+        if "gradient_snr" in last:  # finetune.diagnostics: the RL stage's diagnostics, summarised
+            moving = [r for r in model.finetune_log if not r["actor_frozen"]] or model.finetune_log
+            extra.update(final_differs_from_clone=last["differs_from_clone"],
+                         median_gradient_snr=float(np.median([r["gradient_snr"] for r in moving])),
+                         final_explained_variance=last["explained_variance"])
     if checkpoints is not None:
         import pandas as pd
 
@@ -141,6 +146,10 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         tables["checkpoints"] = pd.DataFrame(checkpoints.rows)
         extra.update({f"heldout_{k}_{when}": float(row[k]) for when, row in
                       (("start", checkpoints.rows[0]), ("end", checkpoints.rows[-1])) for k in ("mean_reward", "avg_response_s")})
+        if cfg.finetune.checkpoint_references:
+            extra.update({f"heldout_success_rate_{when}": float(row["success_rate"]) for when, row in
+                          (("start", checkpoints.rows[0]), ("end", checkpoints.rows[-1]))})
+            extra.update(reference_scores(cfg, checkpoints.tasks, fleet))
     phases = getattr(model, "phase_cpu", None)
     if phases is not None:
         # OAIL's updates run inside the rollout loop (at each rollout start): count them apart

@@ -343,12 +343,18 @@ class FastMaskablePPO(MaskablePPO):
         """
         c0 = time.process_time()
         warmup = self._warming_up()
-        actor = actor_parameters(self.policy) if warmup else []
+        awr = self.finetune.actor_update == "awr"
+        # SB3's update trains the critic only while the critic warms up, and always with AWR
+        actor = actor_parameters(self.policy) if warmup or awr else []
         for p in actor:  # Adam skips parameters without a gradient: the actor does not move
             p.requires_grad_(False)
         try:
             self._train()
+            for p in actor:
+                p.requires_grad_(True)
             with unchecked_distributions():
+                if awr and not warmup:
+                    self._advantage_weighted()
                 if self.finetune.kl_coef > 0 and self.reference is not None and not warmup:
                     self._kickstart()
                 self._log_update(warmup)
@@ -365,6 +371,65 @@ class FastMaskablePPO(MaskablePPO):
         mine = self.policy.get_distribution(obs, action_masks=masks).distribution
         ref = None if self.reference is None else self.reference.get_distribution(obs, action_masks=masks).distribution
         return mine, ref
+
+    def _rollout_tensors(self) -> tuple[th.Tensor, np.ndarray, th.Tensor, th.Tensor]:
+        """The last rollout's observations, masks, actions and normalised advantages."""
+        buf = self.rollout_buffer
+        obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
+        # attr-defined: sb3-contrib leaves action_masks unannotated, None until reset() fills the array
+        masks = buf.action_masks.reshape(buf.buffer_size, -1)  # type: ignore[attr-defined]
+        acts = th.as_tensor(buf.actions.reshape(buf.buffer_size)).long()
+        adv = th.as_tensor(buf.advantages.reshape(buf.buffer_size))
+        return obs, masks, acts, (adv - adv.mean()) / (adv.std() + 1e-8)
+
+    def _advantage_weighted(self) -> None:
+        """``n_epochs`` passes of advantage-weighted regression on the rollout's own actions.
+
+        AWR [Peng et al. 2019]: maximise ``E[w log pi(a|s)]`` with ``w = exp(A / beta)`` of the
+        normalised GAE advantages (clipped at 20, as AWR does), a supervised step that moves the
+        actor toward the actions that did better than the critic expected. Written here, not
+        taken from a library, because no maintained one has it for sb3-contrib's masked
+        policies; the critic is trained by SB3's own update beforehand (actor frozen there)."""
+        assert self.seed is not None and self.batch_size is not None
+        if not hasattr(self, "_awr_optimizer"):
+            assert not callable(self.learning_rate), "a constant learning rate (ppo.learning_rate)"
+            self._awr_optimizer = th.optim.Adam(actor_parameters(self.policy), lr=self.learning_rate)
+        obs, masks, acts, adv = self._rollout_tensors()
+        weights = th.clamp(th.exp(adv / self.finetune.awr_beta), max=20.0)
+        gen = th.Generator().manual_seed(self.seed * 104729 + len(self.finetune_log))
+        self.policy.set_training_mode(True)
+        for _ in range(self.n_epochs):
+            perm = th.randperm(len(acts), generator=gen)
+            for i in range(0, len(acts), self.batch_size):
+                idx = perm[i:i + self.batch_size]
+                dist = self.policy.get_distribution(obs[idx], action_masks=masks[idx.numpy()]).distribution
+                loss = -(weights[idx] * dist.log_prob(acts[idx])).mean()
+                self._awr_optimizer.zero_grad()
+                loss.backward()
+                th.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+                self._awr_optimizer.step()
+        self.policy.set_training_mode(False)
+
+    def gradient_snr(self, chunks: int = 8) -> float:
+        """Signal-to-noise of the policy gradient on the last rollout: ``|g|^2 / tr Cov(g)``.
+
+        ``g`` is the gradient of ``-E[A log pi(a|s)]`` (normalised advantages) over the actor's
+        parameters, estimated on ``chunks`` consecutive parts of the rollout; the noise is the
+        variance of their mean. Above 1 the rollout's gradient points somewhere; far below 1 it
+        is mostly noise, and PPO's steps wander."""
+        obs, masks, acts, adv = self._rollout_tensors()
+        params = actor_parameters(self.policy)
+        grads = []
+        for part in np.array_split(np.arange(len(acts)), chunks):
+            idx = th.as_tensor(part)
+            dist = self.policy.get_distribution(obs[idx], action_masks=masks[part]).distribution
+            loss = -(adv[idx] * dist.log_prob(acts[idx])).mean()
+            g = th.autograd.grad(loss, params, allow_unused=True)
+            grads.append(th.cat([(x if x is not None else th.zeros_like(p)).flatten() for x, p in zip(g, params)]))
+        stacked = th.stack(grads)
+        mean = stacked.mean(dim=0)
+        noise = float(((stacked - mean) ** 2).sum()) / (chunks * (chunks - 1))
+        return float((mean ** 2).sum()) / noise if noise > 0 else float("inf")
 
     def _kickstart(self) -> None:
         """One pass of ``kl_coef * kl_decay**k * KL(clone || policy)`` over the rollout's states.
@@ -412,8 +477,15 @@ class FastMaskablePPO(MaskablePPO):
             mine, ref = self._rollout_distributions()
             entropy = float(mine.entropy().mean())
             kl = float((ref.probs * (ref.logits - mine.logits)).sum(dim=1).mean()) if ref is not None else float("nan")
-        self.finetune_log.append({"timesteps": int(self.num_timesteps), "explained_variance": ev,
-                                  "entropy": entropy, "kl_to_clone": kl, "actor_frozen": warmup})
+        row = {"timesteps": int(self.num_timesteps), "explained_variance": ev,
+               "entropy": entropy, "kl_to_clone": kl, "actor_frozen": warmup}
+        if self.finetune.diagnostics:
+            with th.no_grad():
+                differs = float((mine.probs.argmax(dim=1) != ref.probs.argmax(dim=1)).float().mean()) \
+                    if ref is not None else float("nan")
+            row.update(gradient_snr=self.gradient_snr(), differs_from_clone=differs,
+                       advantage_std=float(np.std(buf.advantages)))
+        self.finetune_log.append(row)
 
     def _train(self) -> None:
         if not self.fast_rollout:

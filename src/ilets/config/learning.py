@@ -82,12 +82,20 @@ class ExpertConfig(_Typed):
                 raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
 
 
+#: heuristics OINPT can clone (``oinpt.expert``): their decisions are recorded one by one on the
+#: offline half, as the window experts' plans are (a test keeps them among ilets.config.HEURISTICS)
+HEURISTIC_TEACHERS = ("earliest-finish", "min-energy", "greedy-cost", "least-loaded")
+#: how the fine-tuned actor is updated (``finetune.actor_update``)
+ACTOR_UPDATES = ("ppo", "awr")
+
+
 @dataclass(frozen=True)
 class OINPTConfig(_Typed):
     """Offline behaviour cloning into PPO's policy [code: lr 1e-3, batch 64]."""
 
     #: an expert of ilets.expert_table, or a team joined by "+" whose cheaper plan per window is
-    #: kept: "ga+pso" (the paper's) or "greedy"
+    #: kept: "ga+pso" (the paper's) or "greedy"; or a heuristic of :data:`HEURISTIC_TEACHERS`,
+    #: recorded decision by decision (the RL stage's positive control clones a weaker teacher)
     expert: str = "ga+pso"
     max_demo_tasks: int = 5_000  #: cap on offline tasks demonstrated (GA/PSO cost; the pilot's choice) [ours]
     bc_epochs: int = 10  #: the pilot's choice [ours]
@@ -102,10 +110,14 @@ class OINPTConfig(_Typed):
     def validate(self, where: str) -> None:
         if not 0 <= self.label_noise <= 1:
             raise ConfigError(f"{where}.label_noise: expected a share in [0, 1], got {self.label_noise}")
-        try:
-            team(self.expert)
-        except ValueError as err:
-            raise ConfigError(f"{where}.expert: {err} (e.g. 'ga+pso' or 'greedy'), got {self.expert!r}") from None
+        if self.expert in HEURISTIC_TEACHERS:
+            pass
+        else:
+            try:
+                team(self.expert)
+            except ValueError as err:
+                raise ConfigError(f"{where}.expert: {err} (e.g. 'ga+pso', 'greedy' or a heuristic of "
+                                  f"{list(HEURISTIC_TEACHERS)}), got {self.expert!r}") from None
         for key in ("max_demo_tasks", "bc_epochs", "batch_size", "critic_epochs", "learning_rate"):
             if getattr(self, key) <= 0:
                 raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
@@ -215,6 +227,17 @@ class FinetuneConfig(_Typed):
     #: held-out greedy evaluations through the pass (ilets.agents.checkpoints; 0: none)
     checkpoints: int = 0
     checkpoint_tasks: int = 5_000  #: tasks of each held-out evaluation (the end of the offline half)
+    #: heuristics scored once on the same held-out segment, for the RL stage's control (its
+    #: gap to close); recorded as ``heldout_ref_<name>_<metric>``
+    checkpoint_references: tuple[str, ...] = ()
+    #: "ppo": SB3's clipped surrogate updates the actor; "awr": SB3's update trains the critic
+    #: only, then the actor takes advantage-weighted regression steps on the rollout's own
+    #: actions (weights ``exp(A / awr_beta)`` of the normalised advantages, clipped at 20) [ours]
+    actor_update: str = "ppo"
+    awr_beta: float = 1.0
+    #: record the RL stage's diagnostics per update: the policy gradient's signal-to-noise and
+    #: the share of the rollout's states where the greedy action differs from the clone's
+    diagnostics: bool = False
 
     def validate(self, where: str) -> None:
         if self.critic_warmup_rollouts < 0:
@@ -228,5 +251,13 @@ class FinetuneConfig(_Typed):
         if self.checkpoints < 0 or self.checkpoint_tasks <= 0:
             raise ConfigError(f"{where}.checkpoints/checkpoint_tasks: expected >= 0 and > 0, got "
                               f"{self.checkpoints}/{self.checkpoint_tasks}")
+        bad = [h for h in self.checkpoint_references if h not in HEURISTIC_TEACHERS]
+        if bad:
+            raise ConfigError(f"{where}.checkpoint_references: expected heuristics of {list(HEURISTIC_TEACHERS)}, "
+                              f"got {bad}")
+        if self.actor_update not in ACTOR_UPDATES:
+            raise ConfigError(f"{where}.actor_update: expected one of {list(ACTOR_UPDATES)}, got {self.actor_update!r}")
+        if not self.awr_beta > 0:
+            raise ConfigError(f"{where}.awr_beta: expected > 0, got {self.awr_beta}")
         if self.oail_targets not in ("plans", "dagger"):
             raise ConfigError(f"{where}.oail_targets: expected 'plans' or 'dagger', got {self.oail_targets!r}")

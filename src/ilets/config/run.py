@@ -139,7 +139,8 @@ class RunConfig(_Typed):
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
                 "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head",
-                "cap_head", "server_film")
+                "cap_head", "server_film", "finetune.checkpoint_references", "finetune.actor_update",
+                "finetune.awr_beta", "finetune.diagnostics")
 
 
 def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,
