@@ -156,7 +156,9 @@ def test_ilets_ship_copies_the_compact_results_with_the_one_provenance_schema(tm
                  "--note", "test"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["cells"] == 4 and info["note"] == "test" and info["size_mb"] < 1
-    assert set(info) == SCHEMA | {"note", "size_mb"} and info["cpu_hours"] > 0
+    # the cells the grid plans (grid.json): a partial grid's provenance says how complete it is
+    assert set(info) == SCHEMA | {"note", "size_mb", "planned_units"} and info["cpu_hours"] > 0
+    assert info["planned_units"] == 4
     assert json.loads((dest / PROVENANCE).read_text()) == info
     assert (dest / COMMAND_STORE).is_file() and (dest / "profile.json").is_file() and (dest / "grid.json").is_file()
     assert sorted(q.name for q in (dest / "cells").iterdir()) == sorted(q.name for q in (out / "cells").glob("*-s*.json"))

@@ -12,8 +12,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ilets.config.strict import ConfigError
+
 #: The provenance file of a shipped results folder.
 PROVENANCE = "PROVENANCE.json"
+
+
+class ShipRefused(ConfigError):
+    """A shipped folder that cannot go where it was asked without deleting something no ship
+    made, or the results themselves (the message names the folder and what was expected)."""
 
 
 class HeldByAnother(RuntimeError):
@@ -57,22 +64,68 @@ def atomic_write(path: Path, write: Callable[[Path], object]) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def check_ship_target(dest: Path, sources: tuple[Path, ...] = ()) -> Path:
+    """``dest`` (resolved) where a shipped folder may be written: absent, empty, or a folder an
+    earlier ship made (it holds its :data:`PROVENANCE`), which is replaced; and neither holding
+    nor inside any of ``sources`` (the results being shipped). :class:`ShipRefused` naming the
+    folder otherwise. Why: a ship replaces its target whole, so a user's folder named by
+    mistake (``--to shipped`` for ``shipped/quick``, ``--to .``) would be deleted with every
+    file in it, and a target holding the results would delete the grid being shipped."""
+    there = Path(dest).resolve()
+    if there.parent == there:
+        raise ShipRefused(f"{dest}: the file system's root; expected a folder of its own, such as shipped/<name>")
+    for src in sources:
+        here = Path(src).resolve()
+        if there == here or there in here.parents:
+            raise ShipRefused(f"{dest}: holds the results folder {src} (replacing it would delete them); expected "
+                              "a folder of its own, such as shipped/<name>")
+        if here in there.parents:
+            raise ShipRefused(f"{dest}: lies inside the results folder {src}; expected a folder outside it")
+    if there.exists() and not there.is_dir():
+        raise ShipRefused(f"{dest}: is a file; expected a new folder, or one an earlier ship made")
+    if there.is_dir() and not (there / PROVENANCE).is_file() and any(there.iterdir()):
+        raise ShipRefused(f"{dest}: holds files no ship made (no {PROVENANCE}); a ship replaces only a folder an "
+                          f"earlier ship made: expected a new or empty folder, such as {Path(dest) / 'NAME'}")
+    return there
+
+
+def staging_folder(dest: Path) -> Path:
+    """A new hidden folder beside ``dest`` (resolved) to stage a shipped copy in: a name of its
+    own (two ships at once, or a user's ``<dest>.tmp``, are never overwritten)."""
+    there = Path(dest).resolve()
+    there.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=there.parent, prefix=f".{there.name}.", suffix=".tmp"))
+
+
 def publish_folder(tmp: Path, dest: Path, info: dict[str, Any], note: str, indent: int = 2) -> dict[str, Any]:
     """Finish a staged copy ``tmp`` of shipped results and put it in place of ``dest``.
 
     ``info`` (the folder's provenance) gains ``note`` and ``size_mb`` (the staged files' size)
-    and is written to ``tmp`` as :data:`PROVENANCE`; then ``dest`` is replaced by ``tmp``. Returns
-    ``info``.
+    and is written to ``tmp`` as :data:`PROVENANCE`; then ``dest`` is replaced by ``tmp``: only
+    when it is absent, empty or an earlier ship's (:func:`check_ship_target`, checked again
+    here since the copy took a while; ``tmp`` is removed on refusal). The old folder is renamed
+    aside first and removed last, so a kill in between leaves it hidden beside ``dest``, never
+    lost. Returns ``info``.
     """
     import json
     import shutil
 
     tmp, dest = Path(tmp), Path(dest)
+    try:
+        there = check_ship_target(dest)
+    except ShipRefused:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     info["note"] = note
     info["size_mb"] = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file()) / 2**20
     (tmp / PROVENANCE).write_text(json.dumps(info, indent=indent))
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.replace(dest)
+    old = None
+    if there.exists():  # onto an empty folder of its own name (a rename may replace an empty folder)
+        old = Path(tempfile.mkdtemp(dir=there.parent, prefix=f".{there.name}.", suffix=".old"))
+        there.replace(old)
+    tmp.replace(there)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
     return info
 
 

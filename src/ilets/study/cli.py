@@ -83,6 +83,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 
 def _cmd_ship(args: argparse.Namespace) -> int:
+    from ilets.files import ShipRefused
     from ilets.study.command_pilot import PILOT_FILE, PilotError
     from ilets.study.shipping import ship
 
@@ -92,11 +93,9 @@ def _cmd_ship(args: argparse.Namespace) -> int:
         also = f", or a finished pilot folder with {PILOT_FILE}" if args.scenario == "gridcommand" else ""
         raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder{also} "
                          f"(run the grid first)")
-    if Path(args.to).resolve() == src.resolve():
-        raise UsageError(f"--to {args.to}: is the results folder itself; ship to another folder")
     try:
         info = ship(src, Path(args.to), note=args.note, scenario=args.scenario)
-    except PilotError as err:
+    except (PilotError, ShipRefused) as err:
         raise UsageError(str(err)) from None
     print(json.dumps(info, indent=1))
     return 0
@@ -120,7 +119,7 @@ def _cmd_pilot(args: argparse.Namespace) -> int:
 
 def _cmd_verify(args: argparse.Namespace) -> int:
     from ilets.numerics import record as numerics_record
-    from ilets.study.scenario import SCENARIOS, get_scenario
+    from ilets.study.scenario import get_scenario, scenario_hint
     from ilets.study.verify import VerifyError, check_recorded, check_report, kernels_hint, pick, verify
 
     folder, sc = Path(args.results), get_scenario(args.scenario)
@@ -133,9 +132,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         cells = pick(folder, args.cell, args.sample, args.seed, args.methods, sc)
         if not cells:
             among = f" among the cells of method(s) {args.methods}" if args.methods and args.sample else ""
-            other = [o for o in sorted(SCENARIOS) if o != sc.name and get_scenario(o).recorded_cells(folder)]
-            hint = f" (its cells are scenario {other[0]!r}'s: add --scenario {other[0]})" if other else ""
-            raise UsageError(f"nothing to verify{among}{hint}: name cells with --cell or ask for --sample N")
+            raise UsageError(f"nothing to verify{among}{scenario_hint(folder, sc)}: name cells with --cell or ask "
+                             "for --sample N")
         check_recorded(folder, cells, sc)  # verify checks them too; here before a temporary folder is made
         scratch = Path(args.scratch) if args.scratch else Path(tempfile.mkdtemp(prefix="ilets-verify-"))
         checks = verify(folder, cells, scratch, progress=not args.quiet, scenario=sc, processes=args.cell_processes)
@@ -275,10 +273,17 @@ def build_parser() -> argparse.ArgumentParser:
     grid.add_argument("--quiet", action="store_true")
     grid.set_defaults(func=_cmd_grid)
 
-    shp = sub.add_parser("ship", help="copy a grid's compact results (store, cells, provenance) to a committed folder")
+    shp = sub.add_parser("ship", help="copy a grid's compact results (store, cells, provenance) to a committed folder",
+                         description="Copy a grid's compact results (store, finished cells, profile, provenance) "
+                                     "into --to. It replaces only a folder an earlier ship made (one holding its "
+                                     "PROVENANCE.json), keeping its recorded re-runs (VERIFY.json) of cells whose "
+                                     "results are unchanged; --to may also be new or empty. Anything else is "
+                                     "refused in one line: a folder of other files, one that holds --results or "
+                                     "lies inside it, and results with no finished cell of --scenario.")
     shp.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO)
     shp.add_argument("--results", required=True, help="the grid's results folder")
-    shp.add_argument("--to", required=True, help="the shipped folder (replaced)")
+    shp.add_argument("--to", required=True,
+                     help="the shipped folder: new, empty, or an earlier ship's (replaced); never anything else")
     shp.add_argument("--note", default="", help="a note stored with the shipped provenance")
     shp.set_defaults(func=_cmd_ship)
 

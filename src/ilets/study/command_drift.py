@@ -212,7 +212,8 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
     family's own ``PROVENANCE.json`` over all their cells, with the cells it plans
     (``planned_units``) and the grids shipped. Each grid is claimed for the family's profile
     first, so runs of several family files that differ only in their seeds ship together.
-    ``dest`` is replaced as a whole.
+    ``dest`` is replaced as a whole, when it is new, empty or an earlier ship's (anything else
+    is refused, :func:`ilets.files.check_ship_target`).
 
     ``add=True`` adds to what ``dest`` already holds instead: a grid ``dest`` holds whole is
     kept as it is, file for file (its own provenance and recorded re-runs included), whatever
@@ -222,16 +223,15 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
     no shipped grid rewritten. Only the family's grids are kept: ``dest`` is still replaced."""
     import shutil
 
-    from ilets.files import publish_folder
+    from ilets.files import check_ship_target, publish_folder, staging_folder
     from ilets.host import provenance_of
     from ilets.study.grid import claim_folder
     from ilets.study.scenario import get_scenario
     from ilets.study.shipping import ship as ship_grid
 
     sc = get_scenario("gridcommand")
-    tmp = Path(dest).with_name(Path(dest).name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    check_ship_target(dest, (src,))
+    tmp = staging_folder(dest)
     grids, records = [], []
     for factor, kind, profile in family.grids():
         folder, shipped = folder_of(src, factor, kind), folder_of(dest, factor, kind)

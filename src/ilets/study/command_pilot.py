@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ilets.files import atomic_write, publish_folder
+from ilets.files import atomic_write, check_ship_target, publish_folder, staging_folder
 from ilets.host import ComputeRecord, machine_record, provenance_of, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
 from ilets.study.command_scenario import COMMAND_PACKAGES
@@ -203,15 +203,16 @@ def provenance(folder: Path) -> dict:
 
 
 def ship_pilot(src: Path, dest: Path, note: str = "") -> dict:
-    """Copy a finished pilot folder (``pilot.json``, ``episodes.jsonl``) into ``dest``
-    (replaced), with its provenance (:func:`provenance`); returns the provenance."""
+    """Copy a finished pilot folder (``pilot.json``, ``episodes.jsonl``) into ``dest`` (new,
+    empty or an earlier ship's, replaced; anything else is refused,
+    :func:`ilets.files.check_ship_target`), with its provenance (:func:`provenance`); returns
+    the provenance."""
     src, dest = Path(src), Path(dest)
     if not (src / EPISODES_FILE).is_file():
         raise PilotError(f"{src / EPISODES_FILE}: missing; a finished pilot folder holds its episodes")
+    check_ship_target(dest, (src,))  # a user's folder, or the pilot's own, is never replaced
     info = provenance(src)  # checks both files before anything is copied
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tmp = staging_folder(dest)
     for name in (PILOT_FILE, EPISODES_FILE):
         shutil.copy2(src / name, tmp / name)
     return publish_folder(tmp, dest, info, note, indent=1)

@@ -397,3 +397,14 @@ def get_scenario(scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> Scena
         return SCENARIOS[scenario]
     except KeyError:
         raise ConfigError(f"scenario: unknown {scenario!r}; expected one of {sorted(SCENARIOS)}") from None
+
+
+def scenario_hint(folder: Path, scenario: str | Scenario[Any, Any]) -> str:
+    """`` (its cells are scenario 'X''s: add --scenario X)`` when none of ``folder``'s recorded
+    cells are ``scenario``'s and some are another registered scenario's; empty otherwise
+    (``ilets ship`` and ``ilets verify`` name a wrong ``--scenario`` the same way)."""
+    sc = get_scenario(scenario)
+    if sc.recorded_cells(Path(folder)):
+        return ""
+    other = [o for o in sorted(SCENARIOS) if o != sc.name and SCENARIOS[o].recorded_cells(Path(folder))]
+    return f" (its cells are scenario {other[0]!r}'s: add --scenario {other[0]})" if other else ""

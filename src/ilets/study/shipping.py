@@ -37,17 +37,20 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from ilets.config import ConfigError
-from ilets.files import PROVENANCE, publish_folder  # PROVENANCE re-exported
+from ilets.files import PROVENANCE, ShipRefused, check_ship_target, publish_folder, staging_folder  # noqa: F401
 from ilets.host import provenance_of
 from ilets.numerics import NOT_RECORDED
 # re-exported: the cell shipping helpers of the paper's study now live with its cells
 from ilets.study.run import (LATENCY_SAMPLES, OPTIONAL_CELL_FILES, OPTIONAL_CELL_FOLDERS,  # noqa: F401
                              SHIPPED_CELL_FILES, thin_latency_samples)
-from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, get_scenario
+from ilets.study.grid import manifest_cell_count
+from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, get_scenario, scenario_hint
+from ilets.study.verify import VERIFY_REPORT
 from ilets.study.workload_events import ship_events  # noqa: F401 -- re-exported
 
 #: Files of a grid's folder shipped beside its cells and store when present: each
@@ -76,13 +79,25 @@ def provenance(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENAR
 
 
 def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> dict:
-    """Copy the compact part of grid folder ``src`` of ``scenario`` into ``dest`` (replaced)
-    and write its provenance; returns the provenance (with ``note`` and the shipped size in MB).
+    """Copy the compact part of grid folder ``src`` of ``scenario`` into ``dest`` and write its
+    provenance; returns the provenance (with ``note``, the shipped size in MB and, where the
+    grid's manifest says, ``planned_units``: the cells it plans, so a partial grid says so).
+
+    What it replaces, and nothing else (:func:`ilets.files.check_ship_target`, all checked
+    before anything is written, even ``src``'s store): ``dest`` absent, empty, or a folder an
+    earlier ship made (it holds its ``PROVENANCE.json``). Refused with
+    :class:`~ilets.files.ShipRefused` (a :class:`ConfigError`) naming the folder: any other
+    ``dest``, one that holds ``src`` or lies inside it, and a ``src`` with no finished cell of
+    ``scenario`` (with a hint when they are another scenario's cells). The recorded re-runs of
+    the folder replaced (its ``VERIFY.json``) are kept for every cell whose results are
+    unchanged (:func:`keep_checks`). A partial grid, or one with cells left out (damaged, or
+    of another grid), ships with a notice on stderr.
 
     :class:`ConfigError` when ``src`` holds no cells (no grid ran there). A grid-command
     pilot's folder ships as a pilot (:func:`ilets.study.command_pilot.ship_pilot`)."""
     sc = get_scenario(scenario)
     src, dest = Path(src), Path(dest)
+    check_ship_target(dest, (src,))
     if sc.name == "gridcommand" and not (src / "cells").is_dir():
         from ilets.study.command_pilot import PILOT_FILE, ship_pilot
 
@@ -91,19 +106,83 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
     if not (src / "cells").is_dir():
         raise ConfigError(f"{src}: expected a grid's results folder with cells/ and {sc.profile_file} "
                           f"(run the grid first)")
-    sc.build_store(src)
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "cells").mkdir(parents=True)
-    shutil.copytree(src / "store", tmp / "store")
-    for name in FOLDER_FILES:
-        if (src / name).is_file():
-            shutil.copy2(src / name, tmp / name)
     finished = sc.finished(src)
-    for cell in finished:
-        sc.ship_cell(cell, tmp / "cells")
-    sc.ship_extras(src, tmp, finished)
-    return publish_folder(tmp, dest, provenance(tmp, sc), note)
+    if not finished:
+        raise ShipRefused(f"{src}: no finished cell of scenario {sc.name!r} to ship{scenario_hint(src, sc)}")
+    sc.build_store(src)
+    tmp = staging_folder(dest)
+    try:
+        (tmp / "cells").mkdir(parents=True)
+        shutil.copytree(src / "store", tmp / "store")
+        for name in FOLDER_FILES:
+            if (src / name).is_file():
+                shutil.copy2(src / name, tmp / name)
+        for cell in finished:
+            sc.ship_cell(cell, tmp / "cells")
+        sc.ship_extras(src, tmp, finished)
+        kept, dropped = keep_checks(dest, tmp, sc)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if kept or dropped:
+        print(f"ilets: {Path(dest) / VERIFY_REPORT}: kept the recorded re-runs of {kept} unchanged cell(s)"
+              + (f"; dropped {dropped} of cells whose results changed or are no longer shipped" if dropped else ""),
+              file=sys.stderr)
+    info = provenance(tmp, sc)
+    try:
+        planned = manifest_cell_count(src)
+    except (OSError, ValueError, AttributeError):  # a damaged manifest: the count is unknown, not an error
+        planned = None
+    if planned is not None:
+        info["planned_units"] = planned
+    left = len(sc.recorded_cells(src)) - len(finished)
+    if (planned is not None and len(finished) < planned) or left > 0:
+        of = f" of {planned} planned" if planned is not None else ""
+        out = f"; {left} cell(s) in {src / 'cells'} left out (damaged, unfinished or of another grid)" if left else ""
+        print(f"ilets: shipping {len(finished)}{of} cells of {src}{out}", file=sys.stderr)
+    return publish_folder(tmp, dest, info, note)
+
+
+def keep_checks(old: Path, new: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> tuple[int, int]:
+    """Carry the recorded re-runs of the shipped folder ``old`` (its ``VERIFY.json``, which a
+    ship replacing it would otherwise lose) into the staged copy ``new``, for every cell whose
+    results in ``new`` are those ``old`` held (the scenario's own comparison, nothing added or
+    removed: what the check certified is still there). A check ``new`` already holds for a cell
+    (the results folder's own ``VERIFY.json``) wins when it is the later one. Returns how many
+    of ``old``'s checks were kept and dropped. :class:`ShipRefused` when ``old``'s file cannot
+    be read (so that it is moved away on purpose, not lost)."""
+    from ilets.study.run import atomic_json
+    from ilets.study.verify import _recorded_checks
+
+    sc = get_scenario(scenario)
+    old_path, new_path = Path(old) / VERIFY_REPORT, Path(new) / VERIFY_REPORT
+    if not old_path.is_file():
+        return 0, 0
+    try:
+        old_checks = _recorded_checks(old_path)
+        new_checks = _recorded_checks(new_path) if new_path.is_file() else []
+    except ValueError as err:
+        raise ShipRefused(f"{err}; a ship would replace it: move it away first") from None
+    newer = {c["cell"]: c for c in new_checks}
+
+    def unchanged(cell: str) -> bool:
+        a, b = sc.cell_path(Path(old), cell), sc.cell_path(Path(new), cell)
+        try:
+            diffs, added, _ = sc.compare_cells(a, b)
+            return not diffs and not added and not sc.compare_cells(b, a)[1]
+        except Exception:  # noqa: BLE001 -- absent or unreadable on either side: not the same results
+            return False
+
+    kept = [c for c in old_checks if unchanged(c["cell"])]
+    for c in kept:
+        if str(c.get("checked_utc")) > str(newer.get(c["cell"], {}).get("checked_utc", "")):
+            newer[c["cell"]] = c
+    merged = list(newer.values())
+    latest = max(merged, key=lambda c: str(c.get("checked_utc")), default=None)
+    if latest is not None:
+        atomic_json(new_path, {"results": str(old), **{k: latest.get(k) for k in ("checked_utc", "machine", "code")},
+                               "cells": merged})
+    return len(kept), len(old_checks) - len(kept)
 
 
 def load_provenance(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> dict:

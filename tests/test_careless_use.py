@@ -1,0 +1,158 @@
+"""Nothing lost under careless use (issue 62): ``ilets ship`` replaces only a folder an earlier
+ship made, a grid's own results are never shipped over, two grids of one name but other
+settings never mix, a damaged clone record starts the clone again, and ``evaluate`` and
+``verify`` refuse what they cannot read in one line instead of a traceback or wrong numbers.
+
+Every test damages real files in a temporary folder and runs the real command (or function);
+the grids are the tiny profiles of :mod:`tests.tiny_profiles` (cells of a second or less)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ilets.study.cli import main
+from ilets.study.grid import run_grid
+from ilets.study.profiles import load_profile
+from ilets.study.scenario import get_scenario
+from tiny_profiles import write_command_profile, write_profile
+
+
+@pytest.fixture(scope="module")
+def cloud_grid(tmp_path_factory) -> Path:
+    """A finished tiny grid of the paper's study: two heuristics, two cells."""
+    root = tmp_path_factory.mktemp("cloud")
+    path = write_profile(root / "tiny.yaml", methods=["earliest-finish", "round-robin"], servers=[10], seeds=[0],
+                         workers=1)
+    run_grid(load_profile(path), root / "results", workers=1, progress=False)
+    return root / "results"
+
+
+@pytest.fixture(scope="module")
+def command_grid(tmp_path_factory) -> Path:
+    """A finished tiny grid-command grid: two experts, seeds 0 and 1 (4 cells)."""
+    root = tmp_path_factory.mktemp("command")
+    path = write_command_profile(root / "ctiny.yaml")
+    sc = get_scenario("gridcommand")
+    run_grid(sc.load_profile(path), root / "results", progress=False, scenario=sc)
+    return root / "results"
+
+
+def _copy(src: Path, dest: Path) -> Path:
+    shutil.copytree(src, dest)
+    return dest
+
+
+def _one_line_error(capsys, code: int, *words: str) -> str:
+    """Assert a refused command: rc 2, one line on stderr holding ``words``, no traceback."""
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, err
+    return err
+
+
+# --- row 1: a ship replaces only a folder an earlier ship made --------------------------------
+
+def test_ship_into_a_users_folder_is_refused_and_nothing_is_deleted(cloud_grid, tmp_path, capsys):
+    dest = tmp_path / "D"
+    (dest / "notes").mkdir(parents=True)
+    (dest / "notes" / "thesis.txt").write_text("x\n")
+    code = main(["ship", "--results", str(cloud_grid), "--to", str(dest)])
+    _one_line_error(capsys, code, str(dest), "no PROVENANCE.json")
+    assert (dest / "notes" / "thesis.txt").read_text() == "x\n"
+    # the parent of shipped folders, named for one of them: its other shipped folders stay
+    shipped = tmp_path / "shipped"
+    assert main(["ship", "--results", str(cloud_grid), "--to", str(shipped / "quick")]) == 0
+    capsys.readouterr()
+    code = main(["ship", "--results", str(cloud_grid), "--to", str(shipped)])
+    _one_line_error(capsys, code, str(shipped))
+    assert (shipped / "quick" / "PROVENANCE.json").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no staging folder left behind
+
+
+def test_ship_replaces_an_earlier_ship_and_an_empty_folder(cloud_grid, tmp_path, capsys):
+    dest = tmp_path / "S"
+    dest.mkdir()  # empty: nothing to lose
+    assert main(["ship", "--results", str(cloud_grid), "--to", str(dest)]) == 0
+    (dest / "cells" / "stale").mkdir()  # an earlier ship's folder is replaced whole
+    assert main(["ship", "--results", str(cloud_grid), "--to", str(dest)]) == 0
+    assert not (dest / "cells" / "stale").exists() and (dest / "PROVENANCE.json").is_file()
+    assert sorted(p.name for p in (dest / "cells").iterdir()) == sorted(p.name for p in (cloud_grid / "cells").iterdir())
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# --- rows 2 and 3: never over the results, never `.` -------------------------------------------
+
+def test_ship_over_or_into_the_results_is_refused(cloud_grid, tmp_path, capsys, monkeypatch):
+    results = _copy(cloud_grid, tmp_path / "results" / "smoke")
+    cells = sorted(p.name for p in (results / "cells").iterdir())
+    code = main(["ship", "--results", str(results), "--to", str(tmp_path / "results")])
+    _one_line_error(capsys, code, "holds the results folder")
+    code = main(["ship", "--results", str(results), "--to", str(results / "shipped")])
+    _one_line_error(capsys, code, "lies inside the results folder")
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    code = main(["ship", "--results", str(results), "--to", ".."])  # `..` holds nothing of the results: a user's
+    _one_line_error(capsys, code, "..")
+    monkeypatch.chdir(results)
+    code = main(["ship", "--results", ".", "--to", ".."])
+    _one_line_error(capsys, code, "holds the results folder")
+    assert sorted(p.name for p in (results / "cells").iterdir()) == cells
+    assert (tmp_path / "a" / "b").is_dir()
+
+
+def test_ship_to_dot_is_one_line(cloud_grid, tmp_path, capsys, monkeypatch):
+    work = tmp_path / "work"
+    (work / "notes").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    code = main(["ship", "--results", str(cloud_grid), "--to", "."])
+    _one_line_error(capsys, code, "no PROVENANCE.json")
+    assert (work / "notes").is_dir()
+
+
+# --- row 4: a second ship keeps the recorded re-runs of unchanged cells -------------------------
+
+def test_shipping_again_keeps_the_checks_of_unchanged_cells(cloud_grid, tmp_path, capsys):
+    results = _copy(cloud_grid, tmp_path / "R")
+    dest = tmp_path / "S"
+    assert main(["ship", "--results", str(results), "--to", str(dest)]) == 0
+    first, second = sorted(p.name for p in (dest / "cells").iterdir())
+    report = dest / "VERIFY.json"
+    assert main(["verify", "--results", str(dest), "--cell", first, "--cell", second, "--scratch",
+                 str(tmp_path / "scratch"), "--report", str(report), "--quiet"]) == 0
+    capsys.readouterr()
+    # the same results shipped again: both checks kept
+    assert main(["ship", "--results", str(results), "--to", str(dest)]) == 0
+    assert "kept the recorded re-runs of 2 unchanged cell(s)" in capsys.readouterr().err
+    assert sorted(c["cell"] for c in json.loads(report.read_text())["cells"]) == [first, second]
+    # one cell's results changed in the grid: its check goes, the other's stays
+    metrics = results / "cells" / second / "metrics.json"
+    m = json.loads(metrics.read_text())
+    m["avg_response_s"] += 1.0
+    metrics.write_text(json.dumps(m))
+    assert main(["ship", "--results", str(results), "--to", str(dest)]) == 0
+    assert "dropped 1 of cells whose results changed" in capsys.readouterr().err
+    assert [c["cell"] for c in json.loads(report.read_text())["cells"]] == [first]
+
+
+# --- row 5: the wrong scenario ------------------------------------------------------------------
+
+def test_shipping_the_wrong_scenario_is_refused_with_the_hint(cloud_grid, command_grid, tmp_path, capsys):
+    g = _copy(command_grid, tmp_path / "G")
+    dest = tmp_path / "S"
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(g), "--to", str(dest)]) == 0
+    capsys.readouterr()
+    store = sorted(p.name for p in (g / "store").iterdir())
+    code = main(["ship", "--results", str(g), "--to", str(dest)])  # --scenario gridcommand forgotten
+    _one_line_error(capsys, code, "no finished cell of scenario 'cloud'", "add --scenario gridcommand")
+    assert len(list((dest / "cells").glob("*.json"))) == 4  # the earlier ship is untouched
+    assert sorted(p.name for p in (g / "store").iterdir()) == store  # no cloud store written into G
+    r = _copy(cloud_grid, tmp_path / "R")
+    code = main(["ship", "--scenario", "gridcommand", "--results", str(r), "--to", str(tmp_path / "S2")])
+    _one_line_error(capsys, code, "no finished cell of scenario 'gridcommand'", "add --scenario cloud")
+    assert not (r / "store" / "results.parquet").exists() and not (tmp_path / "S2").exists()
