@@ -1,6 +1,6 @@
 """The measurements the book quotes that no grid records, computed once and recorded.
 
-Three chapters quote numbers that are measured rather than read from a grid's cells. They
+Four chapters quote numbers that are measured rather than read from a grid's cells. They
 used to measure them while the book built; now ``python -m ilets.study.book_measurements``
 (``make artifacts``) measures them once, with the settings of the results folder the book
 shows (its profile's ``run``), and writes one JSON per chapter into
@@ -13,7 +13,9 @@ the commit it ran at (:func:`ilets.host.write_benchmark`, as every benchmark rec
   gaps to the enumerated optimum (:func:`ilets.study.expert_tables.gap_cases`) and the time
   per call (:func:`ilets.study.expert_tables.timing_table`);
 * ``decision_time.json`` (chapter 8): DRL's and ILETS's per-decision latency at 50, 100 and
-  200 servers (:func:`ilets.study.latency.measured_latency`).
+  200 servers (:func:`ilets.study.latency.measured_latency`);
+* ``headroom.json`` (chapter 13, the RL stage): each fleet size's and seed's bounds on mean
+  response time and mean reward (:func:`ilets.study.headroom.headroom_record`).
 
 The sizes and seeds are the chapters' own (the constants below). Each record keeps the whole
 ``run`` it was measured with; :mod:`ilets.report.measurements` reads a record and refuses one
@@ -65,6 +67,7 @@ DEPENDS: dict[str, tuple[str, ...] | None] = {
     "workload": ("workload", "fleet"),
     "experts": ("experts", "reward"),
     "decision_time": None,
+    "headroom": ("workload", "fleet", "reward"),
 }
 
 
@@ -217,11 +220,20 @@ def decision_time_record(run: RunConfig) -> dict:
                               for m, row in counters.iterrows()}}
 
 
+# --- the RL stage (chapter 13) ------------------------------------------------------------------
+def headroom_record(run: RunConfig) -> dict:
+    """The RL stage's bounds (:func:`ilets.study.headroom.headroom_record`)."""
+    from ilets.study.headroom import headroom_record as bounds
+
+    return bounds(run)
+
+
 #: Each record's name and the function that measures it.
 RECORDS: dict[str, Callable[[RunConfig], dict]] = {
     "workload": workload_record,
     "experts": experts_record,
     "decision_time": decision_time_record,
+    "headroom": headroom_record,
 }
 
 
