@@ -156,3 +156,35 @@ def test_shipping_the_wrong_scenario_is_refused_with_the_hint(cloud_grid, comman
     code = main(["ship", "--scenario", "gridcommand", "--results", str(r), "--to", str(tmp_path / "S2")])
     _one_line_error(capsys, code, "no finished cell of scenario 'gridcommand'", "add --scenario cloud")
     assert not (r / "store" / "results.parquet").exists() and not (tmp_path / "S2").exists()
+
+
+# --- row 12: a stray entry in cells/ -------------------------------------------------------------
+
+def test_verify_skips_a_stray_entry_in_cells(cloud_grid, command_grid, tmp_path, capsys):
+    from ilets.study.shipping import load_provenance
+
+    r = _copy(cloud_grid, tmp_path / "R")
+    (r / "cells" / "notes").mkdir()
+    (r / "cells" / "notes" / "todo.txt").write_text("x\n")
+    code = main(["verify", "--results", str(r), "--sample", "2", "--methods", "earliest-finish",
+                 "--scratch", str(tmp_path / "s1"), "--quiet"])
+    out = capsys.readouterr()
+    assert code == 0 and "1 of 1 cells reproduced exactly" in out.out, out.err
+    assert load_provenance(r)["cells"] == 2 and (r / "cells" / "notes" / "todo.txt").is_file()
+    g = _copy(command_grid, tmp_path / "G")
+    (g / "cells" / "notes.json").write_text("{}")
+    code = main(["verify", "--scenario", "gridcommand", "--results", str(g), "--sample", "1", "--methods", "rule",
+                 "--scratch", str(tmp_path / "s2"), "--quiet"])
+    out = capsys.readouterr()
+    assert code == 0 and "1 of 1 cells reproduced exactly" in out.out, out.err
+    assert (g / "cells" / "notes.json").read_text() == "{}"
+
+
+def test_verify_names_the_scenario_for_a_cell_and_runs_a_cell_named_twice_once(command_grid, tmp_path, capsys):
+    g = _copy(command_grid, tmp_path / "G")
+    code = main(["verify", "--results", str(g), "--cell", "rule-M6-s0"])  # --scenario gridcommand forgotten
+    _one_line_error(capsys, code, "no cell(s) ['rule-M6-s0']", "add --scenario gridcommand")
+    code = main(["verify", "--scenario", "gridcommand", "--results", str(g), "--cell", "rule-M6-s0", "--cell",
+                 "rule-M6-s0", "--scratch", str(tmp_path / "s"), "--quiet"])
+    out = capsys.readouterr()
+    assert code == 0 and "1 of 1 cells reproduced exactly" in out.out, out.err

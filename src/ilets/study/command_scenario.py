@@ -542,9 +542,11 @@ class GridCommandScenario:
     # --- ilets verify ---
 
     def recorded_cells(self, folder: Path) -> list[str]:
-        """The names of the cell files of ``folder/cells`` (hidden ones left out)."""
+        """The names of the cell files of ``folder/cells``: hidden ones (set aside) and files
+        not named as cells (a user's ``notes.json``) left out, as the grid leaves them."""
         root = Path(folder) / "cells"
-        return sorted(p.stem for p in root.glob("*.json") if not p.name.startswith(".")) if root.is_dir() else []
+        return sorted(p.stem for p in root.glob("*.json") if not p.name.startswith(".") and _NAME.match(p.stem)) \
+            if root.is_dir() else []
 
     def method_of(self, name: str) -> str:
         """The method of a cell name (:func:`parse_cell_name`)."""

@@ -243,10 +243,12 @@ class CloudScenario:
         return None
 
     def records(self, folder: Path) -> list[ComputeRecord]:
-        """Every cell folder (not hidden) of ``folder``, from its ``system.json`` (absent in
-        the oldest cells: counted as unrecorded) and ``metrics.json``."""
+        """Every cell folder (not hidden, with a ``metrics.json``) of ``folder``, from its
+        ``system.json`` (absent in the oldest cells: counted as unrecorded) and ``metrics.json``."""
         root = Path(folder) / "cells"
-        found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) if root.is_dir() else []
+        # a folder without metrics.json is no cell (a user's cells/notes): not counted
+        found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
+                       and (p / "metrics.json").is_file()) if root.is_dir() else []
         out = []
         for cell in found:
             system = json.loads((cell / "system.json").read_text()) if (cell / "system.json").is_file() else {}
@@ -268,10 +270,9 @@ class CloudScenario:
     # --- ilets verify ---
 
     def recorded_cells(self, folder: Path) -> list[str]:
-        """The cell folders of ``folder/cells`` (hidden ones left out)."""
-        root = Path(folder) / "cells"
-        return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")) \
-            if root.is_dir() else []
+        """The cell folders of ``folder/cells`` (:func:`_cell_folders`: hidden ones and folders
+        not named as cells left out)."""
+        return [p.name for p in _cell_folders(folder)]
 
     def method_of(self, name: str) -> str:
         """:func:`ilets.study.run.parse_cell_name`'s method."""
@@ -323,6 +324,26 @@ class CloudScenario:
         except (OSError, ValueError):
             system = {}
         return system if isinstance(system, dict) else {}
+
+
+def _cell_folders(folder: Path) -> list[Path]:
+    """The folders of ``folder/cells`` named as cells (:func:`ilets.study.run.parse_cell_name`),
+    sorted: hidden ones (runs in flight) and anything else a user put there (``cells/notes``)
+    are not cells, and are left alone as the grid leaves them."""
+    from ilets.study.run import parse_cell_name
+
+    root = Path(folder) / "cells"
+    if not root.is_dir():
+        return []
+    found = []
+    for p in sorted(root.iterdir()):
+        if p.is_dir() and not p.name.startswith("."):
+            try:
+                parse_cell_name(p.name)
+            except ValueError:
+                continue
+            found.append(p)
+    return found
 
 
 def compute_record(system: Mapping[str, Any], metrics: Mapping[str, Any]) -> ComputeRecord:

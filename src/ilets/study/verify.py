@@ -41,7 +41,7 @@ import pandas as pd
 from ilets.numerics import NOT_RECORDED, recorded_mode
 # re-exported: the paper study's comparison of two cell folders lives with its scenario
 from ilets.study.scenario import HOST_KEYS, added_metrics  # noqa: F401
-from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, compare_folders, get_scenario
+from ilets.study.scenario import DEFAULT_SCENARIO, Scenario, compare_folders, get_scenario, scenario_hint
 
 #: :func:`ilets.study.scenario.compare_folders`: the differences between two cell folders of the
 #: paper's study (empty when they reproduce)
@@ -69,7 +69,7 @@ def _cells(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) 
 
 def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: int = 0,
          methods: list[str] | None = None, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> list[str]:
-    """The cells of ``scenario`` to verify: ``names`` (checked to exist), else ``sample`` random
+    """The cells of ``scenario`` to verify: ``names`` (checked to exist; each once), else ``sample`` random
     ones (of ``methods`` if given), drawn with ``seed``. A method the scenario does not have
     raises :class:`VerifyError`."""
     folder, sc = Path(folder), get_scenario(scenario)
@@ -77,8 +77,8 @@ def pick(folder: Path, names: list[str] | None = None, sample: int = 0, seed: in
     if names:
         missing = [n for n in names if n not in every]
         if missing:
-            raise FileNotFoundError(f"{folder / 'cells'}: no cell(s) {missing}")
-        return list(names)
+            raise FileNotFoundError(f"{folder / 'cells'}: no cell(s) {missing}{scenario_hint(folder, sc)}")
+        return list(dict.fromkeys(names))  # a cell named twice is re-run once
     unknown = [m for m in methods or () if m not in sc.method_names()]
     if unknown:
         raise VerifyError(f"--methods: {unknown} are not methods of scenario {sc.name!r}; expected some of "
