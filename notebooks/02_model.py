@@ -53,12 +53,20 @@
 # CPU request and length, then each server's free CPU and number of tasks (running plus
 # waiting). **Action**: a server index; servers whose capacity is below the request are
 # masked (sb3-contrib's `MaskablePPO`). **Reward** $= -\text{cost}$, the authors' weighted
-# power-and-wait cost, normalised:
-#
-# $$ \text{cost}_j(i) = \theta\,\frac{P(a_j) + P^{act}_i c_j / C_i}{\sum_k (P^{idle}_k + P^{act}_k)}
-#   + (1-\theta)\min\!\Big(1, \frac{R_j(i)}{\tau}\Big) + \lambda\,[R_j(i) > d_j], $$
-#
-# with $\theta$ the authors' power weight [code], $\tau$ = `wait_scale_s` and $\lambda$ =
+# power-and-wait cost, normalised, with the waiting term in the form the results shown were
+# computed with (read from their configuration, `ilets.report.parameters.cost_equation`):
+
+# %% tags=["remove-input"]
+from IPython.display import Markdown
+
+from ilets.report.parameters import cost_equation, wait_form_text
+from ilets.report.report_context import ReportContext
+
+ctx = ReportContext.load()
+Markdown(cost_equation(ctx.run.reward) + "\n\n" + wait_form_text(ctx.run.reward))
+
+# %% [markdown]
+# Here $\theta$ is the authors' power weight [code], $\tau$ = `wait_scale_s` and $\lambda$ =
 # `deadline_penalty` (values in the table below; our normalisation; the authors' code had no
 # deadline term). An episode is one workload
 # segment; the online segment is scheduled in a single pass while the policy learns.
@@ -71,13 +79,10 @@
 
 # %% tags=["remove-input"]
 import pandas as pd
-from IPython.display import Markdown
 
 from ilets.simulator.cloud import make_fleet
 from ilets.report.parameters import parameter_table
-from ilets.report.report_context import ReportContext
 
-ctx = ReportContext.load()
 profile, run = ctx.profile, ctx.run
 Markdown(parameter_table(run, profile["servers"]).to_markdown(index=False))
 

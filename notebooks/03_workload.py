@@ -47,8 +47,8 @@ ctx = ReportContext.load()
 profile = ctx.profile
 glue("profile_name", profile["name"], display=False)
 scale = profile["run"]["workload"]["scale"]
-glue("profile_scale", f"{scale:g}", display=False)
-glue("profile_tasks", f"{round((PAPER_OFFLINE_TASKS + PAPER_ONLINE_TASKS) * scale):,}", display=False)
+glue("profile_window", F.window_text(scale, round((PAPER_OFFLINE_TASKS + PAPER_ONLINE_TASKS) * scale)),
+     display=False)
 
 # %% [markdown]
 # ## Arrivals: bursts and a trend change
@@ -59,8 +59,7 @@ glue("profile_tasks", f"{round((PAPER_OFFLINE_TASKS + PAPER_ONLINE_TASKS) * scal
 # a piecewise-linear baseline (`ilets.workloads.workload.RATE_SHAPE`) with short **instant bursts**
 # (red) and, in the online half, a **trend change** (purple) where the rising baseline turns
 # to falling. The results in this book use the {glue:text}`profile_name` profile, which
-# keeps this shape and the arrival rate but shortens the window to
-# {glue:text}`profile_scale` of its length ({glue:text}`profile_tasks` tasks).
+# {glue:text}`profile_window`.
 
 # %%
 fig = plots.arrival_rate(arrival, full.split_time, full.events | {
@@ -128,7 +127,7 @@ recorded = MS.of_context(ctx, "workload")  # the replay, recorded by `make artif
 load = MS.load_frame(recorded)
 glue("load_seed", f"{recorded['seed']}", display=False)
 glue("load_stamp", recorded.stamp, display=False)
-F.load_display(load)
+plots.markdown_table(F.load_display(load), {})
 
 # %% [markdown]
 # *Table: Earliest-Finish on the online segment, workload and fleet seed

@@ -246,11 +246,9 @@ glue("paper_rate", f"{paper_rate:.0f}", display=False)
 glue("window_span_ms", f"{1e3 * cfg.window / paper_rate:.0f}", display=False)
 
 # %% tags=["remove-input"]
-Markdown(plots.label_methods(demo).groupby(["Method", "servers"])[["demo_tasks", "demo_seconds", "ms_per_task"]]
-         .mean().reset_index()
-         .rename(columns={"demo_tasks": "tasks demonstrated", "demo_seconds": "seconds",
-                          "ms_per_task": "ms per task"})
-         .to_markdown(index=False, floatfmt=".1f"))
+plots.markdown_table(plots.label_methods(demo).groupby(["Method", "servers"])[["demo_tasks", "demo_seconds",
+                                                                              "ms_per_task"]].mean().reset_index(),
+                     {"demo_tasks": "tasks demonstrated", "demo_seconds": "seconds", "ms_per_task": "ms per task"})
 
 # %% [markdown]
 # In the {glue:text}`profile_name` results, each cell demonstrates
@@ -270,11 +268,10 @@ Markdown(plots.label_methods(demo).groupby(["Method", "servers"])[["demo_tasks",
 # taken only between PPO rollouts of {glue:text}`ppo_n_steps` decisions).
 
 # %% tags=["remove-input"]
-Markdown(plots.label_methods(oail).groupby(["Method", "servers"])[
-    ["oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_lag_p50"]].mean().reset_index()
-    .rename(columns={"oail_requests": "requests", "oail_completed": "completed", "oail_applied": "applied",
-                     "oail_dropped": "dropped", "oail_lag_p50": "lag p50 (decisions)"})
-    .to_markdown(index=False, floatfmt=".1f"))
+plots.markdown_table(plots.label_methods(oail).groupby(["Method", "servers"])[
+    ["oail_requests", "oail_completed", "oail_applied", "oail_dropped", "oail_lag_p50"]].mean().reset_index(),
+    {"oail_requests": "requests", "oail_completed": "completed", "oail_applied": "applied", "oail_dropped": "dropped",
+     "oail_lag_p50": "lag p50 (decisions)"})
 
 # %% [markdown]
 # *Table: OAIL emulator throughput per cell (mean over seeds).* In a real data centre, with

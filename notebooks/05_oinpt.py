@@ -174,8 +174,7 @@ plots.markdown_table(stats.ci_table(plots.label_methods(found.bc_summary), index
 # Across fleet sizes the agreement of DRL+ rises from {glue:text}`agree_before` (random
 # weights) to {glue:text}`agree_after` after cloning: {glue:text}`agree_verdict`. Is exact
 # agreement too strict, counting a near-equivalent server as a miss?
-# {glue:text}`exact_agreement` Critic pre-training cuts the critic's error on the expert
-# returns by {glue:text}`critic_drop`.
+# {glue:text}`exact_agreement` Critic pre-training {glue:text}`critic_drop`.
 #
 # What limits cloning: the table's top-k columns ask whether the expert's server is among the
 # clone's k most likely, and its regret columns what the clone's first choice costs more than

@@ -68,7 +68,7 @@ glue("n_steps", f"{run.ppo.n_steps:,}", display=False)
 glue("max_pending", f"{run.oail.max_pending}", display=False)
 glue("n_events", str(len(found.markers)), display=False)
 glue("span_decisions", f"{found.span_decisions:,}", display=False)
-glue("scale", f"{run.workload.scale:g}", display=False)
+glue("window_share", stats.share_text(run.workload.scale), display=False)
 glue("conv_tol", f"{F.CONVERGENCE['tol']:.0%}", display=False)
 glue("conv_final", f"{F.CONVERGENCE['final_frac']:.0%}", display=False)
 glue("conv_smooth", str(F.CONVERGENCE["smooth"]), display=False)
@@ -88,7 +88,7 @@ Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, prov
 # ## Around the bursts and the trend change
 #
 # The online segment has {glue:text}`n_events` designed events: {glue:text}`event_list`
-# (times in the paper's 3,000 s window; the profile runs {glue:text}`scale` of it, so the
+# (times in the paper's 3,000 s window; the profile runs {glue:text}`window_share` of it, so the
 # events come at the same *share* of the segment). Each event is mapped to the decision at
 # which it strikes, the first task arriving at or after it in the workload of each seed
 # (`ilets.study.grid.event_decisions`). The grid records these decisions when it runs the
@@ -248,8 +248,7 @@ fig = plots.learning_curves(found.cum, "mean_reward_so_far", "cumulative reward 
 plots.markdown_table(F.component_display(found.components[6]), {}, empty="(claim 6 cannot be tested on these results)")
 
 # %% tags=["remove-input"]
-plots.markdown_table(plots.label_methods(found.lead_table)
-                     [["servers", "Method", "share_led", "final_rank", "leads_from", "cum_reward"]], NAMES,
+plots.markdown_table(found.lead_table, NAMES,
                      empty="No learner curves in this results store.")
 
 # %% [markdown]

@@ -214,8 +214,9 @@ plots.markdown_table(F.claims_display(found.components, (8,)), {})
 # everything else equal. {glue:text}`heavy_purpose`.
 
 # %% tags=["remove-input"]
-display(plots.summary_or_note(found.heavy_summary, METRICS, f"Main grid vs {found.texts['heavy_caption']} (mean ± std "
-                              "[95 % CI])", empty="", index="method", split="setting"))
+for s, part in F.by_fleet(found.heavy_summary).items():  # one table per fleet size (nothing without the variant)
+    display(plots.summary_display(part, METRICS, index="method", split="setting").style.set_caption(
+        f"{s} servers: main grid vs {found.texts['heavy_caption']} (mean ± std [95 % CI])"))
 
 # %% tags=["remove-input"]
 fig = plots.variant_points(found.heavy, AXES, order=order)  # None (no figure) without the variant

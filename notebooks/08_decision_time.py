@@ -109,7 +109,7 @@ fig = plots.decision_times(summary)
 # figures ({glue:text}`n_decisions` decisions per method and size).*
 
 # %% tags=["remove-input"]
-Markdown(F.latency_wide(summary, SCALES).to_markdown(index=False, floatfmt=".3g"))
+plots.markdown_table(F.latency_wide(summary, SCALES), {})
 
 # %% [markdown]
 # *Table: p50 and p95 decision time in milliseconds (the paper reports one figure per method
@@ -189,7 +189,7 @@ for key, text in store_texts.items():
 glue("hidden", f"{run.ppo.hidden}", display=False)
 
 # %% tags=["remove-input"]
-Markdown(table.to_markdown(index=False, floatfmt=".1f"))
+plots.markdown_table(table, {})
 
 # %% [markdown]
 # *Table: decision time recorded in each cell, µs (mean over seeds).* The four learners

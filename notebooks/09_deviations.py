@@ -62,7 +62,7 @@ plots.markdown_table(deviations.effects_display(ctx.all_metrics), {},
                      empty="No variant of this results store is judged yet, so no effect is measured here.")
 
 # %% tags=["remove-input"]
-Markdown(ctx.pending_variants_text)
+plots.note(ctx.pending_variants_text)  # nothing when every planned variant is judged
 
 # %% [markdown]
 # Variants the profile does not define, or not judged yet, do not appear. The

@@ -54,6 +54,7 @@ from ilets.study.results import system_info
 profiles = F.profiles_table()
 ctx = ReportContext.load()
 glue("profile_name", ctx.name, display=False)
+glue("book_reruns", F.book_reruns_text(), display=False)  # the one count README and the Makefile state
 
 # %% tags=["remove-input"]
 
@@ -86,7 +87,7 @@ per = compute.assign(variant=compute["variant"].replace("", "(main)")).groupby(
 # cell wall time, summed over cells that ran side by side).
 
 # %% tags=["remove-input"]
-Markdown(per.round(1).to_markdown(index=False))
+plots.markdown_table(per, {})
 
 # %% [markdown]
 # ## Do the shipped results reproduce?
@@ -94,8 +95,8 @@ Markdown(per.round(1).to_markdown(index=False))
 # A shipped result is a claim anyone can check: `ilets verify --results <folder> --cell <name>`
 # (or `--sample N`; `--scenario gridcommand` for the grid-command results) re-runs cells from
 # their own configuration and compares every metric that does not measure the host, and the
-# whole learning curve, for exact equality (`ilets.study.verify`). The book re-runs nothing
-# while it builds (a paper-scale cell takes minutes); each shipped folder carries the record
+# whole learning curve, for exact equality (`ilets.study.verify`). The book
+# {glue:text}`book_reruns` while it builds (a paper-scale cell takes minutes); each shipped folder carries the record
 # of its verification instead (`VERIFY.json`, written by `ilets verify --report`), which
 # anyone repeats with the same command, e.g. in a few minutes on the reduced-scale results:
 #
@@ -115,7 +116,7 @@ kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
 glue("kernels_text", Markdown(VF.kernel_effects_sentence(kernels, VF.native_kernels_folder(ctx.out))), display=False)
 
 # %% tags=["remove-input"]
-Markdown(recorded.to_markdown(index=False))
+plots.markdown_table(recorded, {})
 
 # %% [markdown]
 # ### Across CPUs

@@ -43,6 +43,7 @@ glue("sentence", Markdown(found.sentence), display=False)
 glue("response_sentence", Markdown(found.response_sentence), display=False)
 glue("oail_sentence", Markdown(found.oail_sentence), display=False)
 glue("continuing_sentence", Markdown(found.continuing_sentence), display=False)
+glue("heuristics", Markdown(found.heuristics), display=False)
 worlds = SH.chapter_findings(SH.shifts_dir("shifts-worlds"))
 glue("worlds_sentence", Markdown(worlds.sentence), display=False)
 glue("worlds_provenance", Markdown(worlds.provenance), display=False)
@@ -56,6 +57,7 @@ glue("worlds_provenance", Markdown(worlds.provenance), display=False)
 # Each cell: the frozen policy's improvement over the best heuristic of that world, in
 # percent (positive is better), its 95 % interval over paired seeds and verdict, and in
 # brackets the same improvement in the unshifted world at that fleet size.
+# {glue:md}`heuristics`
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.display_table(found.table, "mean_reward"), {}, empty="(no shifted-world results yet)")

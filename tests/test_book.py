@@ -55,14 +55,22 @@ OUTPUT_SELECTOR = "div.cell_output, div.output"
 LITERAL_MARKDOWN = re.compile(r"\*\*\S[^*]*?\*\*|(?<![\w*])\*[^\s*][^*\n]*?\*(?![\w*])|`[^`\n]+`")
 #: the elements whose text a reader reads as prose or table cells (code and math excluded)
 PROSE = "p, li, td, th, caption, h1, h2, h3, h4, dt, dd, figcaption"
-#: measures, once the page has loaded, how far each table reaches past the article's right edge
-#: (a table wider than the page is cut or hides columns behind a scroll bar); the result is an
-#: attribute of <html> that ``--dump-dom`` returns with the DOM
+#: measures, once the page has loaded, how far each table's box reaches past the article's right
+#: edge: the table itself, or the nearest element around it that scrolls sideways (_static/tables.css
+#: puts a wide table in such a box rather than breaking its words), since a table that scrolls
+#: inside its box is not cut by the page; the result is an attribute of <html> that
+#: ``--dump-dom`` returns with the DOM
 MEASURE = """<script>
 window.addEventListener("load", () => {
   const box = document.querySelector("article.bd-article") || document.querySelector("main") || document.body;
   const right = box.getBoundingClientRect().right;
-  const wide = [...document.querySelectorAll("table")].map((t, i) => [i, t.getBoundingClientRect().right - right])
+  const boxOf = (t) => {
+    for (let e = t.parentElement; e && e !== box; e = e.parentElement) {
+      if (["auto", "scroll"].includes(getComputedStyle(e).overflowX)) return e;
+    }
+    return t;
+  };
+  const wide = [...document.querySelectorAll("table")].map((t, i) => [i, boxOf(t).getBoundingClientRect().right - right])
     .filter(([, over]) => over > 2).map(([i, over]) => `table ${i + 1} by ${Math.round(over)} px`);
   document.documentElement.setAttribute("data-wide-tables", wide.join("; ") || "none");
 });

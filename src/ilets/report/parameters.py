@@ -23,14 +23,15 @@ from typing import Sequence
 
 import pandas as pd
 
-from ilets.config import RunConfig
+from ilets.config import RewardConfig, RunConfig
+from ilets.config.world import WAIT_FORMS
 
 #: The fields of chapter 2's table, ``section.field`` of :class:`ilets.config.RunConfig`, in order.
 #: ``fleet.servers`` shows the profile's fleet sizes (a grid runs each).
 PARAMETERS = (
     "fleet.servers", "fleet.capacity_levels", "fleet.capacity_probs", "fleet.mips", "fleet.idle_w", "fleet.active_w",
     "workload.length_mi", "workload.deadline_s",
-    "reward.theta", "reward.wait_scale_s", "reward.deadline_penalty",
+    "reward.theta", "reward.wait_scale_s", "reward.wait_form", "reward.deadline_penalty",
     "ppo.hidden", "ppo.n_steps", "ppo.batch_size", "ppo.n_epochs", "ppo.learning_rate", "ppo.gamma",
 )
 
@@ -113,3 +114,32 @@ def parameter_table(run: RunConfig, servers: Sequence[int], fields: Sequence[str
                  else value_text(cls, name, getattr(getattr(run, section), name)))
         rows.append({"parameter": f"`{path}`", "value": value, "meaning": meaning, "source": source})
     return pd.DataFrame(rows, columns=["parameter", "value", "meaning", "source"])
+
+
+# --- the cost's equation, with the wait form the results used ------------------------------
+
+#: Each wait form of :func:`ilets.simulator.objective.wait_term` in LaTeX, of ``R_j(i)/tau``.
+WAIT_LATEX = {"capped": r"\min\!\Big(1, \frac{R_j(i)}{\tau}\Big)",
+              "linear": r"\frac{R_j(i)}{\tau}",
+              "log": r"\log\!\Big(1 + \frac{R_j(i)}{\tau}\Big)"}
+#: Each wait form in words, for the sentence that names the alternatives.
+WAIT_WORDS = {"capped": "capped, every response beyond tau costing the same",
+              "linear": "linear, growing with the response without bound",
+              "log": "logarithmic, growing with the response ever more slowly"}
+
+
+def cost_equation(reward: RewardConfig) -> str:
+    """Chapter 2's cost as display math (MyST ``$$ ... $$``), with the wait term in the form
+    ``reward.wait_form`` (:data:`WAIT_LATEX`): the form the results shown were computed with,
+    read from their configuration, never typed into the chapter."""
+    return ("$$ \\text{cost}_j(i) = \\theta\\,\\frac{P(a_j) + P^{act}_i c_j / C_i}{\\sum_k (P^{idle}_k + P^{act}_k)}\n"
+            f"  + (1-\\theta)\\,{WAIT_LATEX[reward.wait_form]} + \\lambda\\,[R_j(i) > d_j] $$")
+
+
+def wait_form_text(reward: RewardConfig) -> str:
+    """Which wait form the equation shows (``reward.wait_form`` of the results' configuration)
+    and the others :data:`ilets.config.world.WAIT_FORMS` allows, as alternatives."""
+    others = [f for f in WAIT_FORMS if f != reward.wait_form]
+    alt = " and ".join(f"${WAIT_LATEX[f]}$ ({f})" for f in others)
+    return (f"The waiting term is {WAIT_WORDS[reward.wait_form]} (`wait_form: {reward.wait_form}`), the form "
+            f"the results shown were computed with; the configuration offers {alt} as alternatives.")

@@ -30,8 +30,12 @@ def use_style() -> None:
 
 def label_methods(df: pd.DataFrame) -> pd.DataFrame:
     """A copy with a ``Method`` column of display names (DRL, DRL+, ..., heuristics as is);
-    a table without a ``method`` column (e.g. an empty one) gets an empty ``Method``."""
+    a table already labelled (a ``Method`` column and no ``method``) is returned as it is, so
+    labelling twice changes nothing; a table with neither (e.g. an empty one) gets an empty
+    ``Method``."""
     out = df.copy()
+    if "method" not in out and "Method" in out:
+        return out
     methods = out["method"] if "method" in out else pd.Series([None] * len(out), index=out.index, dtype=object)
     out["Method"] = methods.map(lambda m: METHOD_LABELS.get(m, m))
     return out
@@ -465,23 +469,39 @@ def scale_points(table: pd.DataFrame, y: str, ylabel: str) -> plt.Figure:
     return fig
 
 
+def note(text: str | None):
+    """``text`` as a Markdown output for a chapter cell, or None (the cell shows nothing) when
+    it is blank: an empty Markdown object has no Markdown to show and is printed as its
+    Python repr (``<IPython.core.display.Markdown object>``) instead."""
+    from IPython.display import Markdown
+
+    return Markdown(text) if text and text.strip() else None
+
+
 def summary_or_note(summary: pd.DataFrame, metrics: dict[str, tuple[str, int, float]], caption: str, empty: str,
                     **kw):
     """:func:`summary_display` of ``summary`` styled with ``caption``, or the note ``empty``
-    when it has no row (an absent variant is said in words, not shown as an empty table)."""
-    from IPython.display import Markdown
-
+    when it has no row (an absent variant is said in words, not shown as an empty table;
+    nothing at all for a blank ``empty``, :func:`note`)."""
     if summary is None or len(summary) == 0:
-        return Markdown(empty)
+        return note(empty)
     return summary_display(summary, metrics, **kw).style.set_caption(caption)
 
 
 def markdown_table(frame: pd.DataFrame | None, names: dict[str, str], empty: str = "(no results for this table)"):
-    """A table for the book as Markdown, column and cell names spelled out with ``names``;
-    the note ``empty`` instead when there is no row (a variant or method missing from the
-    results), so chapters need no branch of their own."""
+    """A table for the book as Markdown, column and cell names spelled out with ``names`` and
+    every cell as :func:`ilets.report.stats.cell_text` prints it; the note ``empty`` instead
+    when there is no row (a variant or method missing from the results), so chapters need no
+    branch of their own (nothing for a blank ``empty``)."""
     from IPython.display import Markdown
 
+    from ilets.report.stats.prose import people_table
+
     if frame is None or len(frame) == 0:
-        return Markdown(empty)
-    return Markdown(frame.rename(columns=names).replace({**names, **METHOD_LABELS}).to_markdown(index=False))
+        return note(empty)
+    shown = frame.rename(columns=names).replace({**names, **METHOD_LABELS})
+    # every cell for people (no raw float, True/False or nan: stats.prose.cell_text), numbers
+    # right-aligned as before; the text is kept as written (no re-parsing of numbers)
+    align = ["right" if pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t) else "left"
+             for t in shown.dtypes]
+    return Markdown(people_table(shown).to_markdown(index=False, disable_numparse=True, colalign=align))

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.expert_table import expert_label
+from ilets.report.stats.prose import MISSING, number_text
 
 #: the largest seed-mean gap (relative to the expert) at which a clone matches its expert
 TOLERANCE = {"earliest-finish": 0.01, "greedy-cost": 0.01, "ga+pso": 0.02}
@@ -87,6 +88,16 @@ def summary(df: pd.DataFrame) -> pd.DataFrame:
     return agg
 
 
+def gap_text(gap: float) -> str:
+    """A clone's relative gap to its expert (:func:`gaps`, + is worse) as the tables print it: a
+    signed percentage while it is under 100 %, else the clone's measure as a multiple of the
+    expert's (``"967x the expert's"``, not ``"+96703.03%"``: a percentage that large says
+    nothing a reader can compare)."""
+    if not np.isfinite(gap):
+        return MISSING
+    return f"{gap:+.2%}" if abs(gap) < 1 else f"{number_text(1 + gap)}x the expert's"
+
+
 def display(agg: pd.DataFrame) -> pd.DataFrame:
     """The summary as the book prints it (labels and formatted numbers)."""
     if agg.empty:
@@ -96,10 +107,10 @@ def display(agg: pd.DataFrame) -> pd.DataFrame:
         "agreement (tie-aware, held out)": agg["agreement_tie"].map("{:.1%}".format),
         "exact": agg["agreement_exact"].map("{:.1%}".format),
         "one-step regret": agg["regret_rel"].map("{:+.2%}".format),
-        "clone / expert response (s)": [f"{c:.3g} / {e:.3g}" for c, e in zip(agg["clone_response"],
-                                                                         agg["expert_response"])],
-        "response gap": agg["response_gap"].map("{:+.2%}".format),
-        "reward gap": agg["reward_gap"].map("{:+.2%}".format),
+        "clone / expert response (s)": [f"{number_text(c)} / {number_text(e)}" for c, e in
+                                        zip(agg["clone_response"], agg["expert_response"])],
+        "response gap": agg["response_gap"].map(gap_text),
+        "reward gap": agg["reward_gap"].map(gap_text),
         "clone / expert success": [f"{c:.1%} / {e:.1%}" for c, e in zip(agg["clone_success"], agg["expert_success"])],
         "tasks scheduled": [f"{n:,}" + ("" if w else " (prefix)") for n, w in zip(agg["eval_tasks"],
                                                                                    agg["whole_window"])],
@@ -129,8 +140,8 @@ def transfer_display(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({
         "expert": agg["expert"].map(EXPERT_LABELS), "trained on (servers)": agg["trained_on"],
         "scheduling (servers)": agg["servers"],
-        "clone / expert response (s)": [f"{c:.3g} / {e:.3g}" for c, e in zip(agg["clone_r"], agg["expert_r"])],
-        "response gap": agg["response_gap"].map("{:+.2%}".format), "reward gap": agg["reward_gap"].map("{:+.2%}".format),
+        "clone / expert response (s)": [f"{number_text(c)} / {number_text(e)}" for c, e in zip(agg["clone_r"], agg["expert_r"])],
+        "response gap": agg["response_gap"].map(gap_text), "reward gap": agg["reward_gap"].map(gap_text),
         "seeds": agg["seeds"]})
 
 

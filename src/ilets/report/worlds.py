@@ -152,7 +152,9 @@ def chapter_findings(ctx, per_server: Path | None = None, worlds: Path | None = 
 
     per_server = Path(per_server) if per_server is not None else per_server_dir()
     worlds = Path(worlds) if worlds is not None else worlds_dir()
-    grid = load_metrics(worlds) if has_store(worlds) else pd.DataFrame()
+    # every cell, variants included: the per-server learners are the grid's `per-server` variant,
+    # which the loader's default (the main cells only) would drop (family_cells picks each family)
+    grid = load_metrics(worlds, variant=None) if has_store(worlds) else pd.DataFrame()
     ps = load_metrics(per_server) if has_store(per_server) else ctx.metrics.iloc[0:0]
     one_world = {"flat": ctx.metrics, "per-server": family_metrics(ps, ctx.metrics)}
     tables = {f: worlds_table(one_world[f], family_cells(grid, f), reps=ctx.reps) for f in one_world}

@@ -13,7 +13,8 @@ Cost of putting a task on server ``s`` [code, normalised by us]::
   authors' code estimated the wait; without the execution time the reward cannot see server
   speed, so we include it by default [ours]).
 
-``W`` is the wait form (:func:`wait_term`): ``min(1, x)`` by default [ours].
+``W`` is the wait form (:func:`wait_term`): ``log(1 + x)`` by default (``RewardConfig.wait_form``,
+chosen by the pilot) [ours].
 
 The reward of the environment is ``-cost``. Keeping the formula here means the reward, the
 one-step greedy expert and the GA/PSO fitness cannot drift apart.

@@ -34,15 +34,17 @@ from ilets.report.findings.adaptation import (burst_sentence, oscillation_pairs,
                                               curve_measures, curve_measures_sentence, cold_windows_display,
                                               cold_windows_sentence, adaptation_findings)
 from ilets.report.findings.results import (STATE_BLIND, ENERGY_FLOOR, energy_room, energy_room_display, energy_room_sentence,
-                                           speed_change, ResultsFindings, HEAVY, NO_HEAVY, heavy_purpose, unpool_opposite_signs,
+                                           speed_change, ResultsFindings, HEAVY, NO_HEAVY, heavy_purpose, heavy_summary, by_fleet,
+                                           unpool_opposite_signs,
                                            paper_effect_texts, paper_tables, across_scales, results_findings)
 from ilets.report.findings.readme import (HEADLINE_MARKERS, HEADLINE_FAMILIES, shipped_per_server, headline_gap_markdown,
                                           headline_markdown)
-from ilets.report.findings.workload import ks_sentence, load_display
+from ilets.report.findings.workload import ks_sentence, load_display, window_text
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
                                            timing_display)
 from ilets.report.findings.decision_time import latency_wide, store_latency
-from ilets.report.findings.reproduce import profiles_table, hardware_table, verified_folders
+from ilets.report.findings.reproduce import (profiles_table, hardware_table, verified_folders, BOOK_RERUNS, CELL_RUNNERS,
+                                              book_reruns_text)
 
 __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings",
            "component_display", "claims_display", "WORKLOADS", "SummaryFindings", "summary_findings", "gap_texts", "sci",
@@ -54,8 +56,11 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "EVENT_NAMES", "event_list_text", "KEEP_UP_SHARE", "oail_throughput_text", "CONVERGENCE", "OAIL_COLS",
            "curve_measures", "curve_measures_sentence", "cold_windows_display", "cold_windows_sentence", "adaptation_findings",
            "STATE_BLIND", "ENERGY_FLOOR", "energy_room", "energy_room_display", "energy_room_sentence", "speed_change",
-           "ResultsFindings", "HEAVY", "NO_HEAVY", "heavy_purpose", "unpool_opposite_signs", "paper_effect_texts",
+           "ResultsFindings", "HEAVY", "NO_HEAVY", "heavy_purpose", "heavy_summary", "by_fleet",
+           "unpool_opposite_signs", "paper_effect_texts",
            "paper_tables", "across_scales", "results_findings", "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
-           "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "budget_note", "config_texts",
+           "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "window_text", "budget_note",
+           "config_texts",
            "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide",
-           "store_latency", "profiles_table", "hardware_table", "verified_folders"]
+           "store_latency", "profiles_table", "hardware_table", "verified_folders", "BOOK_RERUNS", "CELL_RUNNERS",
+           "book_reruns_text"]

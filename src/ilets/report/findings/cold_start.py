@@ -59,6 +59,22 @@ def _pick(comp: pd.DataFrame, metric: str, method: str = "drl+", over: str = "wh
     return S.comparison_row(comp, metric=metric, method=method, over=over)
 
 
+def critic_drop_text(mse: pd.DataFrame) -> str:
+    """What critic pre-training does to the critic's error on the expert returns (the predicate
+    of "Critic pre-training ..."), from the mean ``critic_mse_before``/``critic_mse_after`` per
+    fleet size: the factor it divides the error by (a share of the error removed would read
+    "by 100 %" once the error all but vanishes) and the errors themselves."""
+    what = "the critic's error on the expert returns"
+    if mse.empty:
+        return f"has no measured effect on {what} here (not recorded)"
+    before, after = mse["critic_mse_before"], mse["critic_mse_after"]
+    errors = (f"mean squared error {S.range_text(before, '.3g')} before pre-training, "
+              f"{S.range_text(after, '.3g')} after")
+    if bool((after < before).all()):
+        return f"cuts {what} by a factor of {S.range_text(before / after, '.3g')} ({errors})"
+    return f"does not cut {what} at every fleet size ({errors})"
+
+
 @dataclass(frozen=True, kw_only=True)
 class ColdStartFindings:
     """Chapter 5: the cold start (claim 4), what cloning achieved, and three variants."""
@@ -242,10 +258,10 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                                         control)
     texts["exact_agreement"] = exact_agreement_sentence(control)
     if len(drlp) and "critic_mse_after" in drlp and drlp["critic_mse_after"].notna().any():
-        mse = drlp.groupby("servers")[["critic_mse_before", "critic_mse_after"]].mean()
-        texts["critic_drop"] = S.range_text(1 - mse["critic_mse_after"] / mse["critic_mse_before"], ".0%")
+        texts["critic_drop"] = critic_drop_text(drlp.groupby("servers")[["critic_mse_before", "critic_mse_after"]]
+                                                .mean())
     else:
-        texts["critic_drop"] = "an unmeasured share"
+        texts["critic_drop"] = critic_drop_text(pd.DataFrame())
     texts["demo_s"] = f"{drlp['demo_seconds'].mean():.1f}" if len(drlp) and "demo_seconds" in drlp else "n/a"
     texts["oinpt_s"] = f"{drlp['oinpt_seconds'].mean():.1f}" if len(drlp) and "oinpt_seconds" in drlp else "n/a"
 

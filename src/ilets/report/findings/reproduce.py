@@ -8,6 +8,21 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
+#: Cells a book build re-runs: none. Chapter 10 shows the verification recorded with each
+#: shipped folder (``VERIFY.json``, written by ``ilets verify --report``) and re-runs nothing
+#: (a paper-scale cell takes minutes); README's and the Makefile's ``make book`` say the same
+#: (tests/test_first_screen.py reads them, and checks that no chapter calls a cell runner).
+BOOK_RERUNS = 0
+#: The functions that compute a cell (:mod:`ilets.study.run`, :mod:`ilets.study.grid`,
+#: :mod:`ilets.study.verify`, a scenario's ``rerun_cell``): a chapter that called one would re-run cells.
+CELL_RUNNERS = ("run_cell", "run_cell_status", "run_claimed", "run_grid", "rerun_cell", "verify")
+
+
+def book_reruns_text(n: int = BOOK_RERUNS) -> str:
+    """What a book build re-runs, as README, the Makefile and chapter 10 say it:
+    ``"re-runs no cell"``, ``"re-runs 1 cell"``, ``"re-runs 3 cells"``."""
+    return "re-runs no cell" if n == 0 else f"re-runs {n} cell{'s' if n != 1 else ''}"
+
 
 def profiles_table(names: Sequence[str] | None = None) -> pd.DataFrame:
     """One row per profile (default: the built-in ones, :data:`ilets.study.profiles.BUILTIN`):

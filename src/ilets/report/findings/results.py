@@ -148,6 +148,7 @@ class ResultsFindings:
     components: dict = field(repr=False)
     heuristics: pd.DataFrame = field(repr=False)
     heavy: pd.DataFrame | None = field(repr=False, default=None)
+    #: :func:`heavy_summary`: the main grid beside the heavier load, per fleet size
     heavy_summary: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     heavy_caption: str = ""
     texts: dict = field(default_factory=dict)
@@ -180,6 +181,22 @@ def heavy_purpose(paper_scale: bool) -> str:
                 "the paper does not publish, so it shows how the comparisons move with the load")
     return ("A reduced window keeps the arrival rate but not the full window's build-up of queues, so it loads "
             "the same fleet less; the slower servers bring its queues back towards the full window's size")
+
+
+def heavy_summary(both: pd.DataFrame, reps: int, seed: int = 0) -> pd.DataFrame:
+    """The heavier-load table: :func:`ilets.report.stats.summary_table` of :data:`FINAL` per
+    fleet size, method and setting (``"main grid"``/``"heavier load"``) of ``both``. Fleet
+    sizes are never pooled (a 200-server fleet's energy and queues are not a 50-server one's);
+    the chapter shows one table per fleet size (:func:`by_fleet`)."""
+    return S.summary_table(both, metrics_cols=FINAL, by=("servers", "method", "setting"), reps=reps, seed=seed)
+
+
+def by_fleet(summary: pd.DataFrame) -> dict[int, pd.DataFrame]:
+    """A summary with a ``servers`` column split into one table per fleet size, smallest first
+    (``{}`` for an empty one), for chapters that show each fleet size on its own."""
+    if summary is None or len(summary) == 0 or "servers" not in summary:
+        return {}
+    return {int(s): g.reset_index(drop=True) for s, g in summary.groupby("servers", sort=True)}
 
 
 def unpool_opposite_signs(comparison: pd.DataFrame) -> pd.DataFrame:
@@ -299,8 +316,8 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
             f"{V.describe_effect(e, at)} at {at} servers" for at in sorted(int(x) for x in heavy["servers"].unique()))
             + " on response time.")
     texts["heavy_text"] = " ".join(parts)
-    heavy_summary = S.summary_table(both, metrics_cols=FINAL, by=("method", "setting"), reps=reps)
     return ResultsFindings(improvements=improvements, comparison=comparison, pooled=pooled, verdicts=verdicts,
-                           components=components, heuristics=heuristics, heavy=both, heavy_summary=heavy_summary,
+                           components=components, heuristics=heuristics, heavy=both,
+                           heavy_summary=heavy_summary(both, reps),
                            heavy_caption=caption, texts=texts, summary=summary, iqm=iqm, poi=poi,
                            heuristics_fleet=per_fleet, energy_room=room)

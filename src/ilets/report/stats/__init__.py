@@ -9,7 +9,8 @@ The statistics are layered, each module importing only those above it in this li
 
 * :mod:`~ilets.report.stats.resampling`: the one seed-level resampler (:func:`seed_effect`),
   its interval rule and verdict, the generic bootstrap, the measures' directions;
-* :mod:`~ilets.report.stats.prose`: a comparison row as the book's sentences print it;
+* :mod:`~ilets.report.stats.prose`: a comparison row as the book's sentences print it, and any
+  number, bool or missing value as a table cell prints it;
 * :mod:`~ilets.report.stats.curves`: cold start, convergence, oscillation and cumulative reward
   on learning curves, also on the gap to a non-learning reference;
 * :mod:`~ilets.report.stats.aggregates`: rliable's IQM and probability of improvement across
@@ -23,7 +24,8 @@ This package re-exports their public names, so ``from ilets.report import stats 
 
 from ilets.report.stats.resampling import (HIGHER_IS_BETTER, DEFAULT_REPS, CI, method_order, bootstrap_ci, SeedEffect,
                                            seed_effect, percentile_interval, effect_verdict)
-from ilets.report.stats.prose import change_text, VERDICT_WORDS, says, comparison_row, range_text
+from ilets.report.stats.prose import (change_text, VERDICT_WORDS, says, comparison_row, range_text, MISSING, number_text,
+                                      cell_text, people_table, share_text, ratio_text)
 from ilets.report.stats.curves import (CURVE_COLS, first_n, convergence_decisions, convergence_table, oscillation,
                                        oscillation_table, cumulative_reward, cold_start_decisions, event_markers, leader_table,
                                        relative_curves, last_checkpoint, GAP_REFERENCE, gap_convergence_table,
@@ -35,6 +37,7 @@ from ilets.report.stats.tables import (PAPER_METRICS, PAPER_IMPROVEMENTS, summar
 
 __all__ = ["HIGHER_IS_BETTER", "DEFAULT_REPS", "CI", "method_order", "bootstrap_ci", "SeedEffect", "seed_effect",
            "percentile_interval", "effect_verdict", "change_text", "VERDICT_WORDS", "says", "comparison_row", "range_text",
+           "MISSING", "number_text", "cell_text", "people_table", "share_text", "ratio_text",
            "CURVE_COLS", "first_n", "convergence_decisions", "convergence_table", "oscillation", "oscillation_table",
            "cumulative_reward", "cold_start_decisions", "event_markers", "leader_table", "relative_curves", "last_checkpoint",
            "GAP_REFERENCE", "gap_convergence_table", "gap_oscillation_table", "event_decisions", "online_event_ranges",
