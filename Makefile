@@ -85,19 +85,23 @@ coverage: env
 	$(BIN)/python -m coverage combine -q
 	$(BIN)/python tests/module_coverage.py .coverage
 
-# Every benchmark README quotes, on an idle machine (benchmarks/run_all.sh), then README's tables.
+# Every benchmark the book's records appendix quotes, on an idle machine (benchmarks/run_all.sh),
+# then its tables (book/records.md).
 bench: env
 	bash benchmarks/run_all.sh $(BIN)/python
-	$(BIN)/python benchmarks/readme_tables.py --write README.md
+	$(BIN)/python benchmarks/readme_tables.py --write book/records.md
 
-# README's generated blocks from the shipped results: the headline and shipped-folder table,
+# The generated blocks from the shipped results: README's and the landing page's claims table,
+# and, in the book's records appendix (book/records.md), the headline and shipped-folder table,
 # the positive control, the per-server learners and the grid-command bar (tests keep each equal
 # to what these write).
 readme: env
-	$(BIN)/python -m ilets.report.headline --results shipped/paper --write README.md
-	$(BIN)/python -m ilets.report.positive_control --write README.md
-	$(BIN)/python -m ilets.report.per_server --write README.md
-	$(BIN)/python -m ilets.report.command_criteria --write README.md
+	$(BIN)/python -m ilets.report.claims_table --write README.md
+	$(BIN)/python -m ilets.report.claims_table --write book/intro.md
+	$(BIN)/python -m ilets.report.headline --results shipped/paper --write book/records.md
+	$(BIN)/python -m ilets.report.positive_control --write book/records.md
+	$(BIN)/python -m ilets.report.per_server --write book/records.md
+	$(BIN)/python -m ilets.report.command_criteria --write book/records.md
 
 # The measurements chapters 3, 4 and 8 quote (the fleet-load table, the experts' optimality gaps
 # and call costs, the decision latency), measured once with the settings of the results the book

@@ -5,7 +5,7 @@ wrote (``bash benchmarks/run_all.sh``), so README cannot drift from what was mea
 rerun on another machine rewrites them all at once:
 
     python benchmarks/readme_tables.py                    # print the block
-    python benchmarks/readme_tables.py --write README.md  # replace it between the markers
+    python benchmarks/readme_tables.py --write book/records.md  # replace it between the markers
 
 The targets (the numbers a sentence calls met or missed) are those the benchmarks were
 written against; they are constants below, not read from the results. A benchmark whose JSON
@@ -335,7 +335,7 @@ def render(results: Path = RESULTS) -> str:
     blocks = [[host_line(results), "",
                "Ratios are measured against a reference in the same run; absolute times are this machine's. "
                "Regenerate everything on an idle machine with `make bench` (`bash benchmarks/run_all.sh`, then "
-               "`python benchmarks/readme_tables.py --write README.md`)."]]
+               "`python benchmarks/readme_tables.py --write book/records.md`)."]]
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
                      ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics),
                      ("report_stats.json", report_stats)):

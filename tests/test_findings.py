@@ -513,10 +513,10 @@ def test_headline_sets_the_papers_improvements_beside_ours(ctx, store, tmp_path,
 @pytest.mark.slow  # reads every shipped paper cell's records (430 config.yaml files)
 def test_readme_headline_is_the_shipped_results_table():
     # README quotes the shipped paper-scale results; regenerate with
-    # `python -m ilets.report.headline --results shipped/paper --write README.md` after shipping
+    # `python -m ilets.report.headline --results shipped/paper --write book/records.md` after shipping
     root = Path(__file__).resolve().parents[1]
     shipped = root / "shipped" / "paper"
-    readme = (root / "README.md").read_text()
+    readme = (root / "book" / "records.md").read_text()
     start, end = F.HEADLINE_MARKERS
     assert start in readme and end in readme, "README lacks the headline markers"
     if not (shipped / "store" / "metrics.parquet").is_file():

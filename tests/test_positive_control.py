@@ -118,7 +118,7 @@ def test_shipping_copies_finished_units_with_their_provenance(tmp_path):
 def test_the_readme_paragraph_is_generated_from_the_shipped_control():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "book" / "records.md").read_text()
     start, end = P.README_MARKERS
     block = readme.split(start, 1)[1].split(end, 1)[0]
     assert block == "\n" + P.readme_block(Path(__file__).resolve().parents[1] / "shipped" / "positive-control")

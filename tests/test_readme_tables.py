@@ -14,8 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow  # reads every shipped paper cell's records (430 config.yaml files)
 def test_readme_shipped_table_is_generated_from_the_shipped_folders():
-    # after shipping: `python -m ilets.report.headline --results shipped/paper --write README.md`
-    readme = (ROOT / "README.md").read_text()
+    # after shipping: `python -m ilets.report.headline --results shipped/paper --write book/records.md`
+    readme = (ROOT / "book" / "records.md").read_text()
     start, end = H.SHIPPED_MARKERS
     assert start in readme and end in readme, "README lacks the shipped-table markers"
     block = readme.split(start, 1)[1].split(end, 1)[0].strip("\n")
@@ -175,9 +175,9 @@ def _bench_tables():
 
 
 def test_readme_benchmark_block_is_generated_from_the_benchmarks_json():
-    # after `make bench`: `python benchmarks/readme_tables.py --write README.md`
+    # after `make bench`: `python benchmarks/readme_tables.py --write book/records.md`
     tables = _bench_tables()
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "book" / "records.md").read_text()
     start, end = tables.MARKERS
     assert start in readme and end in readme, "README lacks the benchmark markers"
     block = readme.split(start, 1)[1].split(end, 1)[0]
@@ -224,10 +224,10 @@ def test_benchmark_targets_are_judged_from_the_numbers(tmp_path):
 
 
 def test_readme_per_server_paragraph_is_generated_from_the_shipped_folders():
-    # after shipping: `python -m ilets.report.per_server --write README.md`
+    # after shipping: `python -m ilets.report.per_server --write book/records.md`
     from ilets.report import per_server as P
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "book" / "records.md").read_text()
     start, end = P.README_MARKERS
     assert start in readme and end in readme, "README lacks the per-server markers"
     block = readme.split(start, 1)[1].split(end, 1)[0]
