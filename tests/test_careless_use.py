@@ -9,6 +9,7 @@ the grids are the tiny profiles of :mod:`tests.tiny_profiles` (cells of a second
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -188,3 +189,57 @@ def test_verify_names_the_scenario_for_a_cell_and_runs_a_cell_named_twice_once(c
                  "rule-M6-s0", "--scratch", str(tmp_path / "s"), "--quiet"])
     out = capsys.readouterr()
     assert code == 0 and "1 of 1 cells reproduced exactly" in out.out, out.err
+
+
+# --- rows 7 and 8: a clone's damaged progress record starts the clone again -----------------------
+
+def _killed_clone(tmp_path, monkeypatch):
+    """A per-server clone killed in its second DAgger round, its progress folder left behind;
+    the clone made in one go; and what it takes to make it again."""
+    import yaml
+
+    from ilets.gridcommand import pipeline as P
+    from ilets.gridcommand.config import load_gridcommand_config
+    from test_gridcommand_per_server import SCENARIO, Killed, _count_and_kill
+
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    whole, _ = P.clone(cfg, pipe, 0)
+    progress = tmp_path / "clone-key.partial"
+    with monkeypatch.context() as m:
+        _count_and_kill(m, ("relabel", 2, False))
+        with pytest.raises(Killed):
+            P.clone(cfg, pipe, 0, progress=progress)
+    return whole, progress, lambda: P.clone(cfg, pipe, 0, progress=progress)
+
+
+@pytest.mark.parametrize("damage", ["state", "phase", "model"])
+def test_a_clone_record_of_an_impossible_state_starts_the_clone_again(tmp_path, monkeypatch, damage):
+    import torch as th
+
+    whole, progress, again = _killed_clone(tmp_path, monkeypatch)
+    path = progress / "progress.json"
+    record = json.loads(path.read_text())
+    if damage == "state":
+        record["state"] = {"model": None, "rng": record["state"]["rng"]}
+    elif damage == "phase":
+        record["state"]["phase"] = 5
+    else:
+        record["state"]["model"] = None
+    path.write_text(json.dumps(record))
+    with pytest.warns(UserWarning, match=r"damaged clone progress .*state\."):
+        state, _ = again()
+    assert all(th.equal(whole[k], state[k]) for k in whole)  # the clone made in one go
+
+
+def test_a_clone_column_cut_short_starts_the_clone_again(tmp_path, monkeypatch):
+    import torch as th
+
+    whole, progress, again = _killed_clone(tmp_path, monkeypatch)
+    (column,) = progress.glob("obs-*.npy")
+    os.truncate(column, 1000)
+    with pytest.warns(UserWarning, match=r"damaged clone progress .*obs-\d+\.npy: 1,000 bytes.*cut short"):
+        state, _ = again()
+    assert all(th.equal(whole[k], state[k]) for k in whole)

@@ -77,6 +77,23 @@ class AggregateFolderError(ValueError):
     """A folder's aggregate cannot be read back (a damaged or older record, a missing column)."""
 
 
+def _open_column(path: Path) -> np.ndarray:
+    """A folder's column file mapped for reading and writing, after checking that it holds
+    every byte its header promises. Why: ``open_memmap`` in ``r+`` mode extends a short file
+    with zeros, so a column cut short (a full disk, a copy cut off) would come back as rows of
+    zeros that a resumed clone learns from, silently. :class:`AggregateFolderError` naming the
+    file then."""
+    with open(path, "rb") as f:
+        version = np.lib.format.read_magic(f)
+        read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _, dtype = read(f)
+        want = f.tell() + math.prod(shape) * np.dtype(dtype).itemsize
+    size = os.path.getsize(path)
+    if size < want:
+        raise AggregateFolderError(f"{path}: {size:,} bytes, its header promises {want:,} (cut short)")
+    return np.lib.format.open_memmap(path, mode="r+")
+
+
 class Aggregate:
     """Labelled decisions in order, each column held once in a buffer that grows in place:
     the demonstrations of every training episode, then each DAgger round's states [ours].
@@ -222,7 +239,7 @@ class Aggregate:
                 raise AggregateFolderError(f"{path}: version {record.get('version')!r}, expected {FOLDER_VERSION}")
             out = cls(1, folder=folder)
             out._generation = int(record["generation"])
-            out._arrays = {k: np.lib.format.open_memmap(out._file(k, out._generation), mode="r+") for k in COLUMNS}
+            out._arrays = {k: _open_column(out._file(k, out._generation)) for k in COLUMNS}
             out._n, out.seconds = int(record["rows"]), float(record["seconds"])
             if any(len(a) < out._n for a in out._arrays.values()):
                 raise AggregateFolderError(f"{folder}: a column holds fewer rows than the record's {out._n}")
