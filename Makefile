@@ -24,10 +24,10 @@ $(BIN)/.installed: requirements.lock pyproject.toml
 env: $(BIN)/.installed
 
 # Build the book from the results at hand: on a fresh clone, the shipped paper-scale results
-# and the shipped quick ones beside them (nothing is recomputed but the few cells chapter 10
-# re-runs to check them). The notebook cache only notices edits to a chapter's own cells and
-# Sphinx only re-reads edited pages, so both are bypassed (cache dropped, --all) whenever a
-# results store changes.
+# and the shipped quick ones beside them (nothing is recomputed: the build re-runs no cell;
+# chapter 10 shows each folder's recorded re-runs, VERIFY.json). The notebook cache only
+# notices edits to a chapter's own cells and Sphinx only re-reads edited pages, so both are
+# bypassed (cache dropped, --all) whenever a results store changes.
 book: env
 	$(MAKE) --no-print-directory book-only
 

@@ -182,6 +182,13 @@ def test_a_ratio_replaces_a_meaningless_percentage():
     assert S.ratio_text(0.0, 1.2) == "0 (from 1.2)" and S.ratio_text(1.0, 0.0) == "—"
 
 
+def test_the_positive_control_gap_over_100_percent_is_a_multiple():
+    from ilets.report.positive_control import gap_text
+
+    assert gap_text(967.0303) == "968x the expert's" and gap_text(8.8426) == "9.84x the expert's"
+    assert gap_text(0.0228) == "+2.28%" and gap_text(np.nan) == "—"
+
+
 def test_the_critic_error_falls_by_a_factor_not_by_100_percent():
     from ilets.report.findings.cold_start import critic_drop_text
 
