@@ -293,3 +293,108 @@ def test_every_page_renders_in_a_headless_browser(book):
         lo_hi = im.convert("L").getextrema()
     assert lo_hi[1] - lo_hi[0] > 50, f"the screenshot {shot} looks blank (grey levels {lo_hi})"
     print(f"checked {checked} pages; screenshot: {shot}")
+
+
+#: The pages that open with the claims table (issue 61): the landing page and the summary.
+CLAIMS_PAGES = ("book/intro", "notebooks/01_summary")
+#: The first screen's end: the claims table must start above it (a 1280 x 800 laptop screen).
+FOLD_PX = 800
+#: Finds the claims table (its header names the authors' flat learner) once the page has laid out,
+#: and records on <html> its top (px from the page's top) and every word of its cells that the
+#: browser set on two lines (a word whose rendered boxes have more than one top).
+CLAIMS_MEASURE = """<script>
+window.addEventListener("load", () => {
+  const html = document.documentElement;
+  const table = [...document.querySelectorAll("table")].find(
+    t => /authors.{0,3}flat learner/i.test((t.tHead || t.rows[0] || {}).textContent || ""));
+  if (!table) { html.setAttribute("data-claims", "none"); return; }
+  const broken = [];
+  for (const cell of table.querySelectorAll("td, th")) {
+    const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) broken.push(m[0]);
+      }
+    }
+  }
+  const top = Math.round(table.getBoundingClientRect().top + window.scrollY);
+  html.setAttribute("data-claims", JSON.stringify({top: top, broken: broken}));
+});
+</script>"""
+#: Text a reader should never see on a page: a missing value, an object's repr, a bare boolean or
+#: a float printed with more than six significant digits.
+RAW_VALUE = re.compile(r"\bnan\b|<IPython|\b(?:True|False)\b|(?<![\w.])\d*\.?\d+(?![\w.])", re.I)
+
+
+def raw_values(text: str) -> list[str]:
+    """What :data:`RAW_VALUE` finds in ``text`` that a reader should not see (numbers only when
+    they carry more than six significant digits)."""
+    found = []
+    for m in RAW_VALUE.finditer(text):
+        hit = m.group(0)
+        if hit[0].isdigit() or hit[0] == ".":
+            digits = hit.replace(".", "").lstrip("0")
+            if "." not in hit or len(digits) <= 6:
+                continue
+        elif hit.lower() in ("true", "false") and hit not in ("True", "False"):
+            continue  # prose "true"/"false"; a bare Python boolean is capitalised
+        found.append(hit)
+    return found
+
+
+def test_the_raw_value_finder():
+    assert raw_values("nan, <IPython.core.display.Markdown object>, True") == ["nan", "<IPython", "True"]
+    assert raw_values("0.1234567 and 3.14159265 but 1,234,567 and 12.3456 s, 2.13.0, true to the paper") == [
+        "0.1234567", "3.14159265"]
+    assert raw_values("Financial nanny, NaNs are fine as words") == []
+
+
+def test_the_claims_table_reads_at_1280_px_and_no_page_shows_raw_values(book):
+    """On the landing page and the summary, the claims table starts above the first screen's end
+    (:data:`FOLD_PX`) and no word of its cells breaks over two lines at :data:`PAGE_WIDTH`; no page of
+    the book shows ``nan``, an object's repr, a bare True/False or an over-long float."""
+    from bs4 import BeautifulSoup
+
+    html, tmp = book["html"], book["tmp"]
+    problems = []
+    for page in toc_pages():
+        f = html / f"{page}.html"
+        if not f.is_file():
+            continue
+        article = BeautifulSoup(f.read_text(), "html.parser")
+        box = article.find("article") or article.find("main") or article
+        for skip in box.select("script, style, .cell_input, .headerlink, mjx-container, .math"):
+            skip.decompose()
+        found = raw_values(box.get_text(" "))
+        if found:
+            problems.append(f"{page}: shows {list(dict.fromkeys(found))[:5]}")
+    chromium = _chromium()
+    import json
+
+    for i, page in enumerate(CLAIMS_PAGES):
+        f = html / f"{page}.html"
+        measured = f.with_name(f"{f.stem}.claims.html")
+        measured.write_text(f.read_text().replace("</body>", CLAIMS_MEASURE + "</body>", 1))
+        res = _run_chromium(chromium, tmp / f"chromium-claims-{i}", "--dump-dom", f"--window-size={PAGE_WIDTH},{FOLD_PX}",
+                            measured.as_uri())
+        measured.unlink()
+        m = re.search(r'<html[^>]*\sdata-claims="([^"]*)"', res.stdout)
+        if m is None:
+            problems.append(f"{page}: the claims-table measurement did not run (exit {res.returncode})")
+            continue
+        value = m.group(1).replace("&quot;", '"').replace("&amp;", "&")
+        if value == "none":
+            problems.append(f"{page}: no claims table")
+            continue
+        got = json.loads(value)
+        if got["top"] >= FOLD_PX:
+            problems.append(f"{page}: the claims table starts {got['top']} px down, below the first screen's "
+                            f"{FOLD_PX} px")
+        if got["broken"]:
+            problems.append(f"{page}: words broken over two lines in the claims table at {PAGE_WIDTH} px: "
+                            f"{got['broken'][:8]}")
+    assert not problems, "\n".join(problems)
