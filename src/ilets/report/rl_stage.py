@@ -1,0 +1,297 @@
+"""The RL stage on trial: how much room fine-tuning has, and whether PPO can use it.
+
+Two readings, each from shipped results:
+
+* **headroom** (:func:`headroom_table`): per fleet size, every heuristic and the per-server
+  learners on the same tasks and seeds (mean reward, mean response time), beside the bound no
+  scheduler beats (:mod:`ilets.study.headroom`); the room is the distance from the per-server
+  DRL+ (an expert's clone) to the best heuristic and to the bound.
+* **the positive control** (:func:`control_cells`, :func:`choose`, :func:`verdict`): a
+  per-server clone of Earliest-Finish is fine-tuned by each declared candidate
+  (``configs/rl-control.yaml``, where the rule is written) and scored frozen and greedy on a
+  held-out segment, beside Min-Energy on the same segment. The share of the gap closed is
+  ``(R_end - R_clone) / (R_min-energy - R_clone)`` on mean reward; the control passes at
+  :data:`GAP_TO_PASS` with response time and success rate no worse than the clone's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+#: the share of the clone-to-Min-Energy gap a candidate must close (the issue's bar)
+GAP_TO_PASS = 0.5
+#: a clone "matches" its teacher within this relative distance (the imitation control's bar)
+CLONE_TOLERANCE = 0.01
+#: the better policy the control's learner must move toward, and the teacher it starts from
+TARGET, TEACHER = "min-energy", "earliest-finish"
+#: the variant whose clone is of the target itself (the room is reachable by this network)
+TARGET_CLONE = "me-clone"
+#: the status-quo recipe, run for the verdict when no candidate qualifies
+STATUS_QUO = "c0-current"
+#: what each candidate changes, in words (the profile's comments are the declaration)
+CANDIDATES = {
+    "c0-current": "the per-server grid's recipe (constant pull toward the clone)",
+    "c1-kl-decay": "critic warm-up, then a pull toward the clone that decays to nothing",
+    "c2-bandit": "each decision's own reward (no discount), larger batches",
+    "c3-bandit-kl": "each decision's own reward, larger batches, decaying pull",
+    "c4-awr": "advantage-weighted regression on its own decisions",
+    "c5-large": "larger batches and a ten-times larger step",
+}
+
+
+def control_cells(metrics: pd.DataFrame) -> pd.DataFrame:
+    """One row per fine-tuned cell of a control grid: the frozen clone's, the fine-tuned
+    policy's and the target's held-out scores, the share of the gap closed and the diagnostics."""
+    need = {"heldout_mean_reward_start", "heldout_mean_reward_end", f"heldout_ref_{TARGET}_mean_reward"}
+    if "method" not in metrics:
+        return pd.DataFrame()
+    cells = metrics[metrics["method"].eq("drl+")]
+    if cells.empty or not need <= set(cells.columns):
+        return pd.DataFrame()
+    start, end = cells["heldout_mean_reward_start"], cells["heldout_mean_reward_end"]
+    target = cells[f"heldout_ref_{TARGET}_mean_reward"]
+    out = pd.DataFrame({
+        "variant": cells["variant"], "seed": cells["seed"], "servers": cells["servers"],
+        "clone_reward": start, "end_reward": end, "target_reward": target,
+        "teacher_reward": cells.get(f"heldout_ref_{TEACHER}_mean_reward", np.nan),
+        "gap_closed": (end - start) / (target - start),
+        "clone_response_s": cells["heldout_avg_response_s_start"], "end_response_s": cells["heldout_avg_response_s_end"],
+        "target_response_s": cells[f"heldout_ref_{TARGET}_avg_response_s"],
+        "clone_success": cells.get("heldout_success_rate_start", np.nan),
+        "end_success": cells.get("heldout_success_rate_end", np.nan),
+        "target_success": cells.get(f"heldout_ref_{TARGET}_success_rate", np.nan),
+        "differs_from_clone": cells.get("final_differs_from_clone", np.nan),
+        "gradient_snr": cells.get("median_gradient_snr", np.nan),
+        "explained_variance": cells.get("final_explained_variance", np.nan),
+        "kl_to_clone": cells.get("final_kl_to_clone", np.nan),
+        "entropy": cells.get("final_entropy", np.nan),
+        "decisions": cells.get("tasks", np.nan),
+    })
+    return out.sort_values(["variant", "seed"]).reset_index(drop=True)
+
+
+def summarise(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: seeds, mean gap closed with its 95 % t-interval, mean held-out reward,
+    response time and success of the clone and the fine-tuned policy, the diagnostics' means,
+    and whether it keeps response time and success no worse than the clone's."""
+    from scipy import stats
+
+    rows = []
+    for variant, g in cells.groupby("variant", sort=True):
+        x = g["gap_closed"].to_numpy(float)
+        half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else np.inf
+        mean = g.mean(numeric_only=True)
+        rows.append({"variant": variant, "seeds": len(g), "gap_closed": float(x.mean()),
+                     "gap_low": float(x.mean()) - half, "gap_high": float(x.mean()) + half,
+                     **{k: float(mean[k]) for k in ("clone_reward", "end_reward", "target_reward", "teacher_reward",
+                                                    "clone_response_s", "end_response_s", "target_response_s",
+                                                    "clone_success", "end_success", "target_success",
+                                                    "differs_from_clone", "gradient_snr", "explained_variance",
+                                                    "kl_to_clone", "entropy")},
+                     "no_worse": no_worse(mean)})
+    return pd.DataFrame(rows)
+
+
+def no_worse(mean: pd.Series) -> bool:
+    """The guard of the control's rule (``configs/rl-control.yaml``, as amended before any
+    candidate was read): response time at most the larger of the clone's and the target's, and
+    success rate at least the smaller of theirs. The target is slower and meets fewer deadlines
+    than Earliest-Finish on the held-out segment, so "no worse than the clone's" alone would
+    fail a policy equal to the target; between the two passes, worse than both does not."""
+    return bool(mean["end_response_s"] <= max(mean["clone_response_s"], mean["target_response_s"])
+                and mean["end_success"] >= min(mean["clone_success"], mean["target_success"]))
+
+
+def choose(pilot: pd.DataFrame) -> str:
+    """The pilot's rule: the candidate with the highest mean gap closed among those that pass the
+    guard (:func:`no_worse`); with none, :data:`STATUS_QUO`."""
+    cands = pilot[pilot["variant"].isin(list(CANDIDATES)) & pilot["no_worse"]]
+    if cands.empty:
+        return STATUS_QUO
+    return str(cands.sort_values("gap_closed", ascending=False)["variant"].iloc[0])
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The control's verdict on the evaluation seeds."""
+
+    candidate: str
+    seeds: int
+    gap_closed: float
+    gap_low: float
+    gap_high: float
+    no_worse: bool
+    passed: bool
+
+
+def verdict(evaluation: pd.DataFrame, candidate: str) -> Verdict | None:
+    """The verdict of ``candidate`` on the evaluation seeds' summary (None when it has none)."""
+    row = evaluation[evaluation["variant"] == candidate]
+    if row.empty:
+        return None
+    r = row.iloc[0]
+    passed = bool(r["gap_closed"] >= GAP_TO_PASS and r["no_worse"])
+    return Verdict(candidate, int(r["seeds"]), float(r["gap_closed"]), float(r["gap_low"]), float(r["gap_high"]),
+                   bool(r["no_worse"]), passed)
+
+
+def target_clone_check(summary: pd.DataFrame) -> dict[str, float] | None:
+    """The network clones the target itself: its frozen clone's relative distance to the
+    target on held-out mean reward and response time (None without the row)."""
+    row = summary[summary["variant"] == TARGET_CLONE]
+    if row.empty:
+        return None
+    r = row.iloc[0]
+    reward = abs(r["clone_reward"] - r["target_reward"]) / abs(r["target_reward"])
+    response = abs(r["clone_response_s"] - r["target_response_s"]) / r["target_response_s"]
+    return {"reward_distance": float(reward), "response_distance": float(response),
+            "matches": bool(reward <= CLONE_TOLERANCE and response <= CLONE_TOLERANCE)}
+
+
+def steps_to_half(folder: Path, candidate: str, cells: pd.DataFrame) -> int | None:
+    """The first checkpoint (decisions into the pass) at which ``candidate``'s mean share of the
+    gap closed reaches :data:`GAP_TO_PASS` over its seeds (None if it never does), read from
+    each cell's ``checkpoints.csv``."""
+    shares: dict[int, list[float]] = {}
+    for path in sorted((folder / "cells").glob(f"drl+@{candidate}-M*")):
+        seed = int(path.name.split("-s")[-1].split("-")[0])
+        row = cells[(cells["variant"] == candidate) & (cells["seed"] == seed)]
+        table = path / "checkpoints.csv"
+        if row.empty or not table.is_file():
+            continue
+        r = row.iloc[0]
+        cp = pd.read_csv(table)
+        for decisions, reward in zip(cp["decisions"], cp["mean_reward"]):
+            shares.setdefault(int(decisions), []).append((reward - r["clone_reward"]) / (r["target_reward"]
+                                                                                       - r["clone_reward"]))
+    for decisions in sorted(shares):
+        if np.mean(shares[decisions]) >= GAP_TO_PASS:
+            return decisions
+    return None
+
+
+def headroom_table(paper: pd.DataFrame, per_server: pd.DataFrame, bounds: pd.DataFrame, servers: int) -> pd.DataFrame:
+    """One fleet size's room: each heuristic and per-server learner (seed means over the seeds
+    both grids share), and the bound; with each row's distance to the per-server DRL+ (the
+    clone fine-tuning starts from) in reward units and in response time."""
+    from ilets.config import HEURISTICS
+
+    heur = paper[(paper["servers"] == servers) & paper["method"].isin(HEURISTICS) & paper["variant"].eq("")]
+    learn = per_server[(per_server["servers"] == servers) & per_server["variant"].eq("")]
+    seeds = sorted(set(heur["seed"]) & set(learn["seed"]))
+    rows = []
+    for source, family in ((heur, "heuristic"), (learn, "per-server learner")):
+        for method, g in source[source["seed"].isin(seeds)].groupby("method", sort=False):
+            rows.append({"method": method, "kind": family, "mean_reward": float(g["mean_reward"].mean()),
+                         "response_s": float(g["avg_response_s"].mean()), "seeds": int(len(g))})
+    b = bounds[(bounds["servers"] == servers) & bounds["seed"].isin(seeds)]
+    if len(b):
+        rows.append({"method": "bound", "kind": "no scheduler beats it", "mean_reward": float(b["reward_bound"].mean()),
+                     "response_s": float(b["response_bound_s"].mean()), "seeds": int(len(b))})
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    clone = table.loc[table["method"] == "drl+"]
+    if len(clone):
+        table["reward_room"] = table["mean_reward"] - float(clone["mean_reward"].iloc[0])
+        table["response_room_s"] = float(clone["response_s"].iloc[0]) - table["response_s"]
+    return table.sort_values("mean_reward", ascending=False).reset_index(drop=True)
+
+
+#: the shipped folders the chapter reads: the pilot (pilot seeds) and the verdict (evaluation seeds)
+PILOT_FOLDER = Path("shipped") / "rl-control"
+EVAL_FOLDER = Path("shipped") / "rl-control-eval"
+
+
+@dataclass(frozen=True)
+class RLStageReport:
+    """Everything the RL stage's chapter and README block show."""
+
+    headroom: dict[int, pd.DataFrame]  #: fleet size -> :func:`headroom_table`
+    pilot: pd.DataFrame  #: :func:`summarise` of the pilot seeds
+    evaluation: pd.DataFrame  #: :func:`summarise` of the evaluation seeds
+    chosen: str | None  #: the pilot's choice (None until every candidate has its pilot seeds)
+    verdict: Verdict | None
+    target_clone: dict[str, float] | None  #: :func:`target_clone_check` on the evaluation seeds (else the pilot's)
+    steps_to_half: int | None  #: decisions the chosen candidate took to close half the gap (evaluation seeds)
+    pilot_cells: pd.DataFrame  #: :func:`control_cells` of the pilot (the along-the-pass plot reads the folder)
+
+
+def load_report(root: Path | None = None, bounds: pd.DataFrame | None = None) -> RLStageReport:
+    """The RL stage read from the shipped folders under ``root`` (default: the repository)."""
+    from ilets.study.results import load_metrics, repo_root
+
+    root = Path(root) if root is not None else repo_root()
+
+    def metrics(folder: Path) -> pd.DataFrame:
+        return load_metrics(folder, variant=None) if (folder / "store" / "metrics.parquet").is_file() \
+            else pd.DataFrame()
+
+    pilot_cells = control_cells(metrics(root / PILOT_FOLDER))
+    eval_cells = control_cells(metrics(root / EVAL_FOLDER))
+    pilot = summarise(pilot_cells) if len(pilot_cells) else pd.DataFrame()
+    evaluation = summarise(eval_cells) if len(eval_cells) else pd.DataFrame()
+    complete = bool(len(pilot)) and set(CANDIDATES) <= set(pilot["variant"]) and bool((pilot["seeds"] >= 3).all())
+    chosen = choose(pilot) if complete else None
+    judged = verdict(evaluation, chosen) if chosen and len(evaluation) else None
+    check = target_clone_check(evaluation if len(evaluation) and TARGET_CLONE in set(evaluation["variant"]) else pilot) \
+        if len(pilot) else None
+    steps = steps_to_half(root / EVAL_FOLDER, judged.candidate, eval_cells) if judged is not None and judged.passed else None
+    paper, per_server = metrics(root / "shipped" / "paper"), metrics(root / "shipped" / "per-server")
+    if bounds is None:
+        bounds = recorded_bounds(root)
+    headroom = {m: headroom_table(paper, per_server, bounds, m) for m in (50, 100, 200)} \
+        if len(paper) and len(per_server) else {}
+    return RLStageReport(headroom, pilot, evaluation, chosen, judged, check, steps, pilot_cells)
+
+
+def recorded_bounds(root: Path) -> pd.DataFrame:
+    """The bounds recorded by ``make artifacts`` (``shipped/book/paper/headroom.json``), or an
+    empty table when that record is absent."""
+    import json
+
+    path = root / "shipped" / "book" / "paper" / "headroom.json"
+    if not path.is_file():
+        return pd.DataFrame(columns=["servers", "seed", "response_bound_s", "reward_bound"])
+    return pd.DataFrame(json.loads(path.read_text())["rows"])
+
+
+def finding(report: RLStageReport) -> str:
+    """The chapter's finding in plain words (at most three sentences), from the numbers."""
+    room = report.headroom.get(50)
+    parts = []
+    if room is not None and len(room) and "reward_room" in room:
+        best = room[room["kind"] == "heuristic"].iloc[0]
+        parts.append(f"At 50 servers the best heuristic ({best['method']}) is {best['reward_room']:.3f} mean reward "
+                     f"and {best['response_room_s']:.2f} s of response time better than the per-server DRL+, so "
+                     "fine-tuning had room to use.")
+    v = report.verdict
+    if v is None:
+        parts.append("The RL positive control has no verdict yet: its evaluation seeds have not run.")
+    elif v.passed:
+        parts.append(f"Fine-tuning passes its positive control: from a clone of Earliest-Finish, the chosen recipe "
+                     f"closes {v.gap_closed:.0%} of the gap to Min-Energy on held-out tasks ({v.seeds} evaluation seeds), "
+                     "so RL can use room that the reward shows.")
+    else:
+        parts.append(f"Fine-tuning fails its positive control: from a clone of Earliest-Finish, the best declared "
+                     f"recipe closes {v.gap_closed:.0%} of the gap to Min-Energy on held-out tasks "
+                     f"({v.seeds} evaluation seeds; the bar is {GAP_TO_PASS:.0%}), so the RL stage as built cannot "
+                     "be expected to improve on its teacher.")
+    return " ".join(parts)
+
+
+def block(report: RLStageReport) -> str:
+    """README's ``rl-stage`` block: the headroom, the control's verdict and the share of the gap closed."""
+    lines = [f"**The RL stage on trial.** {finding(report)}", ""]
+    if report.verdict is not None:
+        v = report.verdict
+        lines.append(f"Control (Earliest-Finish clone fine-tuned toward Min-Energy, 50 servers, paper scale): "
+                     f"candidate {v.candidate}, gap closed {v.gap_closed:.0%} "
+                     f"[{v.gap_low:.0%}, {v.gap_high:.0%}] over {v.seeds} evaluation seeds; "
+                     f"{'passed' if v.passed else 'not passed'} (bar {GAP_TO_PASS:.0%}, response time and "
+                     "success no worse than the clone's).")
+    return "\n".join(lines).strip()
