@@ -243,3 +243,88 @@ def test_a_clone_column_cut_short_starts_the_clone_again(tmp_path, monkeypatch):
     with pytest.warns(UserWarning, match=r"damaged clone progress .*obs-\d+\.npy: 1,000 bytes.*cut short"):
         state, _ = again()
     assert all(th.equal(whole[k], state[k]) for k in whole)
+
+
+# --- rows 9 to 11: evaluate reads a task table at any origin, and only numbers, and only weights ---
+
+SCHEDULE_KEYS = ("tasks", "avg_response_s", "avg_wait_s", "success_rate", "energy_kwh", "makespan_s", "mean_reward")
+
+
+@pytest.fixture(scope="module")
+def task_rows() -> list[list[str]]:
+    """A 300-task table (the smoke workload's first online tasks) as the decimal text of each value."""
+    from ilets.config import WorkloadConfig
+    from ilets.workloads.workload import synthetic_workload
+
+    t = synthetic_workload(WorkloadConfig(scale=0.001), 0).online.slice(0, 300)
+    return [[repr(float(x)) for x in row] for row in zip(t.arrival, t.cpu, t.length, t.deadline)]
+
+
+def _table(path: Path, rows: list[list[str]], origin: str = "0") -> Path:
+    """``rows`` as a CSV whose arrivals are ``origin`` + each arrival, added in decimal (exact)."""
+    import decimal
+
+    with decimal.localcontext() as ctx:
+        ctx.prec = 400
+        lines = [f"{decimal.Decimal(origin) + decimal.Decimal(r[0])},{','.join(r[1:])}" for r in rows]
+    path.write_text("arrival,cpu,length,deadline\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def _evaluate(capsys, tmp_path, workload: Path, name: str, policy: str = "earliest-finish") -> tuple[int, str]:
+    code = main(["evaluate", "--policy", policy, "--workload", str(workload), "--servers", "10", "--out",
+                 str(tmp_path / name)])
+    return code, capsys.readouterr().err
+
+
+def test_an_arrival_origin_far_away_gives_the_same_schedule(tmp_path, capsys, task_rows):
+    got = {}
+    for origin in ("0", "1000000000", "1700000000000000"):
+        code, err = _evaluate(capsys, tmp_path, _table(tmp_path / f"T-{origin}.csv", task_rows, origin), origin)
+        assert code == 0, err
+        metrics = json.loads((tmp_path / origin / "metrics.json").read_text())
+        got[origin] = {k: metrics[k] for k in SCHEDULE_KEYS}
+    assert got["0"]["avg_response_s"] > 1 and got["0"]["energy_kwh"] > 0 and 0 < got["0"]["success_rate"] < 1
+    assert got["1000000000"] == got["0"] and got["1700000000000000"] == got["0"]
+    # 1e300: the file itself has lost the arrivals' spacing (every arrival is the same float)
+    code, err = _evaluate(capsys, tmp_path, _table(tmp_path / "far.csv", task_rows, "1e300"), "far")
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "far.csv: line 2, column 'arrival'" in err and "beyond 2**53 s" in err
+    assert not (tmp_path / "far").exists() or not (tmp_path / "far" / "metrics.json").exists()
+
+
+def test_datetime_arrivals_in_parquet_are_refused(tmp_path, capsys, task_rows):
+    import pandas as pd
+
+    frame = pd.read_csv(_table(tmp_path / "T.csv", task_rows))
+    frame["arrival"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(frame["arrival"], unit="s")
+    path = tmp_path / "T.parquet"
+    frame.to_parquet(path)
+    code, err = _evaluate(capsys, tmp_path, path, "dt")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "T.parquet: column 'arrival': expected numbers, got datetime64" in err
+    assert not (tmp_path / "dt" / "metrics.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["bytes", "list", "nan"])
+def test_damaged_policy_weights_are_one_line_naming_the_file(tmp_path, capsys, task_rows, damage):
+    import torch as th
+
+    shipped = Path(__file__).resolve().parents[1] / "shipped" / "per-server" / "cells"
+    source = next(shipped.glob("drl+-M50-s0-*"))
+    cell = _copy(source, tmp_path / source.name)
+    weights = cell / "policy" / "policy.pt"
+    if damage == "bytes":
+        weights.write_bytes(os.urandom(4096))
+    elif damage == "list":
+        th.save([1, 2, 3], weights)
+    else:
+        state = th.load(weights, weights_only=True)
+        key = next(k for k, v in state.items() if v.is_floating_point())
+        state[key] = state[key].clone()
+        state[key].view(-1)[0] = float("nan")
+        th.save(state, weights)
+    code, err = _evaluate(capsys, tmp_path, _table(tmp_path / "T.csv", task_rows), "out", policy=str(cell))
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert str(weights) in err and "weights_only" not in err
+    assert not (tmp_path / "out" / "metrics.json").exists()

@@ -111,11 +111,33 @@ def load_policy(folder: Path, model) -> dict[str, Any]:
                                   f"{films[1]} (run.server_film)")
     weights = folder / "policy.pt"
     try:
-        state = th.load(weights, weights_only=True, map_location="cpu")
-        model.policy.load_state_dict(state)
-    except FileNotFoundError:
-        raise PolicyLoadError(f"{weights}: not found") from None
-    except (RuntimeError, ValueError, OSError, EOFError) as err:
+        model.policy.load_state_dict(read_weights(weights))
+    except (RuntimeError, ValueError) as err:  # names or shapes of another network
+        if isinstance(err, PolicyLoadError):
+            raise
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise PolicyLoadError(f"{weights}: cannot be loaded into this policy ({first})") from None
     return meta
+
+
+def read_weights(path: Path) -> dict[str, th.Tensor]:
+    """The state dict saved at ``path`` (:func:`save_policy`), read with torch's safe loader:
+    tensors by name, every value finite. :class:`PolicyLoadError` naming the file otherwise
+    (random bytes, a pickled object of another kind, a list, NaN weights): never torch's
+    own message, which advises loading with ``weights_only=False``, the unsafe loader that runs
+    whatever code the file holds."""
+    path = Path(path)
+    if not path.is_file():
+        raise PolicyLoadError(f"{path}: not found (a policy folder holds policy.json and policy.pt)")
+    try:
+        state = th.load(path, weights_only=True, map_location="cpu")
+    except Exception as err:  # noqa: BLE001 -- torch raises many kinds (UnpicklingError, RuntimeError, EOFError)
+        raise PolicyLoadError(f"{path}: not a saved state dict of tensors ({type(err).__name__}); expected the "
+                              "policy.pt that ilets writes") from None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and isinstance(v, th.Tensor) for k, v in state.items()):
+        raise PolicyLoadError(f"{path}: holds a {type(state).__name__}, expected a state dict of tensors by name")
+    bad = next((k for k, v in state.items() if v.is_floating_point() and not bool(th.isfinite(v).all())), None)
+    if bad is not None:
+        raise PolicyLoadError(f"{path}: {bad}: NaN or infinite weights; expected finite numbers (a damaged or "
+                              "diverged policy)")
+    return state
