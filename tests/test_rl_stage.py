@@ -114,3 +114,16 @@ def test_the_bounds_hold_for_every_heuristic(tiny_config):
         drive(env, make_heuristic(name, reward=cfg.reward), log)
         assert log.final["avg_response_s"] >= bound["response_bound_s"] - 1e-9, name
         assert float(np.mean(log.reward)) <= bound["reward_bound"] + 1e-9, name
+
+
+def test_a_record_made_before_the_new_finetune_fields_still_reads_as_the_default():
+    from ilets.config import to_dict
+    from ilets.config.run import drop_added_defaults
+
+    plain = to_dict(RunConfig())
+    old = {k: v for k, v in plain["finetune"].items()
+           if k not in ("checkpoint_references", "actor_update", "awr_beta", "diagnostics")}
+    assert "finetune" not in drop_added_defaults({**plain, "finetune": old})
+    assert drop_added_defaults({**plain, "finetune": old}) == drop_added_defaults(plain)
+    moved = {**old, "kl_coef": 1.0}
+    assert drop_added_defaults({**plain, "finetune": moved})["finetune"] == moved

@@ -152,7 +152,10 @@ def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FI
     Another configuration passes its own ``added`` fields and ``defaults`` (as plain data)."""
     defaults = to_dict(RunConfig()) if defaults is None else defaults
     kept = dict(plain)
-    for dotted in added:
+    # deepest names first: a section added whole (``finetune``) is compared with its default
+    # after the fields added to it since (``finetune.diagnostics``) have left both, so a record
+    # made before those fields existed still reads as that section at its default
+    for dotted in sorted(added, key=lambda name: -name.count(".")):
         *sections, leaf = dotted.split(".")
         holder, default = kept, defaults
         for section in sections:
@@ -161,9 +164,18 @@ def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FI
             holder[section] = dict(holder[section])  # a copy: ``plain`` is left as it was
             holder, default = holder[section], default[section]
         else:
-            if leaf in holder and holder[leaf] == default[leaf]:
+            if leaf in holder and _without_added(holder[leaf], default[leaf], dotted, added) == \
+                    _without_added(default[leaf], default[leaf], dotted, added):
                 del holder[leaf]
     return kept
+
+
+def _without_added(value: Any, default: Any, name: str, added: tuple[str, ...]) -> Any:
+    """``value`` (a section as plain data) without its fields named in ``added`` under ``name``
+    that are at their defaults; anything that is not a section is returned as it is."""
+    if not isinstance(value, dict):
+        return value
+    return {k: v for k, v in value.items() if not (f"{name}.{k}" in added and v == default.get(k))}
 
 
 def digest_of(plain: dict[str, Any]) -> str:
