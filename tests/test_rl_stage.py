@@ -127,3 +127,105 @@ def test_a_record_made_before_the_new_finetune_fields_still_reads_as_the_default
     assert drop_added_defaults({**plain, "finetune": old}) == drop_added_defaults(plain)
     moved = {**old, "kl_coef": 1.0}
     assert drop_added_defaults({**plain, "finetune": moved})["finetune"] == moved
+
+
+def _cell(variant, seed, start, end, target=-0.26, clone_resp=1.19, end_resp=1.2, target_resp=1.25,
+          clone_succ=0.97, end_succ=0.96, target_succ=0.95):
+    return {"method": "drl+", "variant": variant, "seed": seed, "servers": 50, "tasks": 259368,
+            "heldout_mean_reward_start": start, "heldout_mean_reward_end": end,
+            "heldout_ref_min-energy_mean_reward": target, "heldout_ref_earliest-finish_mean_reward": -0.275,
+            "heldout_avg_response_s_start": clone_resp, "heldout_avg_response_s_end": end_resp,
+            "heldout_ref_min-energy_avg_response_s": target_resp, "heldout_success_rate_start": clone_succ,
+            "heldout_success_rate_end": end_succ, "heldout_ref_min-energy_success_rate": target_succ,
+            "final_differs_from_clone": 0.1, "median_gradient_snr": 0.5, "final_explained_variance": 0.2,
+            "final_kl_to_clone": 0.01, "final_entropy": 1.0}
+
+
+def _pilot(moves):
+    """Cells of every candidate on three seeds: clone at -0.28, target at -0.26 (a gap of 0.02)."""
+    import pandas as pd
+
+    from ilets.report import rl_stage as R
+
+    return pd.DataFrame([_cell(v, s, -0.28, -0.28 + 0.02 * moves.get(v, 0.0), **({"end_resp": 2.0} if v == "c5-large"
+                                                                             else {}))
+                         for v in R.CANDIDATES for s in (1000, 1001, 1002)])
+
+
+def test_the_gap_closed_and_the_rule():
+    from ilets.report import rl_stage as R
+
+    cells = R.control_cells(_pilot({"c2-bandit": 0.6, "c4-awr": 0.3, "c5-large": 0.9}))
+    assert cells.loc[cells["variant"] == "c2-bandit", "gap_closed"].tolist() == pytest.approx([0.6] * 3)
+    summary = R.summarise(cells)
+    row = summary.set_index("variant")
+    assert row.loc["c2-bandit", "seeds"] == 3 and row.loc["c2-bandit", "no_worse"]
+    assert not row.loc["c5-large", "no_worse"]  # slower than both the clone and the target: the guard breaks
+    assert R.choose(summary) == "c2-bandit"  # c5 closes more but breaks the guard
+    v = R.verdict(summary, "c2-bandit")
+    assert v is not None and v.passed and v.gap_closed == pytest.approx(0.6)
+    assert not R.verdict(summary, "c4-awr").passed  # 30 % < 50 %
+    assert R.choose(R.summarise(R.control_cells(_pilot({})))) in R.CANDIDATES
+    nothing = summary.assign(no_worse=False)
+    assert R.choose(nothing) == R.STATUS_QUO
+
+
+def test_the_guard_reads_between_the_clone_and_the_target():
+    import pandas as pd
+
+    from ilets.report.rl_stage import no_worse
+
+    base = {"clone_response_s": 1.19, "target_response_s": 1.25, "clone_success": 0.97, "target_success": 0.95}
+    assert no_worse(pd.Series({**base, "end_response_s": 1.25, "end_success": 0.95}))  # equal to the target
+    assert not no_worse(pd.Series({**base, "end_response_s": 1.26, "end_success": 0.96}))
+    assert not no_worse(pd.Series({**base, "end_response_s": 1.2, "end_success": 0.94}))
+
+
+def test_the_target_clone_check_and_the_block():
+    import pandas as pd
+
+    from ilets.report import rl_stage as R
+
+    cells = R.control_cells(pd.DataFrame([_cell("me-clone", s, -0.2601, -0.2601, clone_resp=1.251)
+                                          for s in (0, 1)]))
+    check = R.target_clone_check(R.summarise(cells))
+    assert check is not None and check["matches"] and check["reward_distance"] == pytest.approx(0.0001 / 0.26, rel=1e-3)
+    empty = R.RLStageReport({}, pd.DataFrame(), pd.DataFrame(), None, None, None, None, pd.DataFrame())
+    assert "no verdict yet" in R.finding(empty)
+    summary = R.summarise(R.control_cells(_pilot({"c2-bandit": 0.2})))
+    failed = R.RLStageReport({}, summary, summary, "c2-bandit", R.verdict(summary, "c2-bandit"), None, None, cells)
+    assert "fails" in R.finding(failed) and "20%" in R.block(failed)
+
+
+def test_the_along_pass_shares_read_each_cells_checkpoints(tmp_path):
+    import pandas as pd
+
+    from ilets.report import rl_stage as R
+
+    cells = R.control_cells(pd.DataFrame([_cell("c2-bandit", 1000, -0.28, -0.27)]))
+    folder = tmp_path / "cells" / "drl+@c2-bandit-M50-s1000-abcdef012345"
+    folder.mkdir(parents=True)
+    pd.DataFrame({"decisions": [0, 100, 200], "mean_reward": [-0.28, -0.27, -0.26]}).to_csv(
+        folder / "checkpoints.csv", index=False)
+    table = R.along_pass(tmp_path, cells)
+    assert table["share"].tolist() == pytest.approx([0.0, 0.5, 1.0])
+    assert R.steps_to_half(tmp_path, "c2-bandit", cells) == 100
+    R.plot_along_pass(table)
+
+
+def test_the_headroom_table_measures_the_room_from_the_clone():
+    import pandas as pd
+
+    from ilets.report.rl_stage import headroom_table
+
+    paper = pd.DataFrame([{"method": m, "variant": "", "servers": 50, "seed": s, "mean_reward": r, "avg_response_s": t}
+                          for m, r, t in (("min-energy", -0.37, 3.2), ("earliest-finish", -0.39, 3.3))
+                          for s in (0, 1)])
+    learners = pd.DataFrame([{"method": "drl+", "variant": "", "servers": 50, "seed": s, "mean_reward": -0.4,
+                              "avg_response_s": 3.6} for s in (0, 1, 2)])
+    bounds = pd.DataFrame([{"servers": 50, "seed": s, "reward_bound": -0.15, "response_bound_s": 1.0}
+                           for s in (0, 1)])
+    t = headroom_table(paper, learners, bounds, 50).set_index("method")
+    assert t.loc["min-energy", "reward_room"] == pytest.approx(0.03)
+    assert t.loc["min-energy", "response_room_s"] == pytest.approx(0.4)
+    assert t.loc["bound", "reward_room"] == pytest.approx(0.25) and t.loc["drl+", "seeds"] == 2  # shared seeds only

@@ -295,3 +295,120 @@ def block(report: RLStageReport) -> str:
                      f"{'passed' if v.passed else 'not passed'} (bar {GAP_TO_PASS:.0%}, response time and "
                      "success no worse than the clone's).")
     return "\n".join(lines).strip()
+
+
+#: README's markers around :func:`block`
+README_MARKERS = ("<!-- rl-stage:start -->", "<!-- rl-stage:end -->")
+
+
+def readme_block(root: Path | None = None) -> str:
+    """README's ``rl-stage`` block from the shipped results under ``root`` (the repository)."""
+    return block(load_report(root)) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print README's RL-stage block, or write it between :data:`README_MARKERS`."""
+    from ilets.files import marked_block_main
+
+    return marked_block_main(argv, "python -m ilets.report.rl_stage", main.__doc__,
+                             ("root", None, "the repository whose shipped results to read"),
+                             readme_block, README_MARKERS, "the RL-stage block")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+def along_pass(folder: Path, cells: pd.DataFrame) -> pd.DataFrame:
+    """Each fine-tuned cell's share of the gap closed at each held-out checkpoint of its pass
+    (``checkpoints.csv``): variant, seed, decisions, share (0: the clone, 1: the target)."""
+    rows = []
+    for path in sorted((Path(folder) / "cells").glob("drl+@*")):
+        variant = path.name.split("@", 1)[1].rsplit("-M", 1)[0]
+        seed = int(path.name.rsplit("-s", 1)[1].split("-")[0])
+        row = cells[(cells["variant"] == variant) & (cells["seed"] == seed)]
+        if row.empty or not (path / "checkpoints.csv").is_file():
+            continue
+        r = row.iloc[0]
+        cp = pd.read_csv(path / "checkpoints.csv")
+        share = (cp["mean_reward"] - r["clone_reward"]) / (r["target_reward"] - r["clone_reward"])
+        rows += [{"variant": variant, "seed": seed, "decisions": int(d), "share": float(s)}
+                 for d, s in zip(cp["decisions"], share)]
+    return pd.DataFrame(rows, columns=["variant", "seed", "decisions", "share"])
+
+
+def plot_along_pass(table: pd.DataFrame):
+    """The share of the gap to the target closed along the pass, one line per candidate (mean
+    over seeds, band: the seeds' range): the chapter's figure."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    if len(table):
+        sns.lineplot(data=table.assign(label=table["variant"].map(lambda v: CANDIDATES.get(v, v))),
+                     x="decisions", y="share", hue="variant", errorbar=("pi", 100), marker="o", ax=ax)
+    ax.axhline(0.0, color="0.4", lw=1, ls="--")
+    ax.axhline(1.0, color="tab:green", lw=1, ls="--")
+    ax.axhline(GAP_TO_PASS, color="tab:red", lw=1, ls=":")
+    ax.text(0, 1.0, " Min-Energy", va="bottom", color="tab:green")
+    ax.text(0, 0.0, " the clone", va="bottom", color="0.4")
+    ax.text(0, GAP_TO_PASS, " the bar", va="bottom", color="tab:red")
+    ax.set_xlabel("decisions into the online pass")
+    ax.set_ylabel("share of the gap closed")
+    ax.legend(title="candidate", fontsize=9, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def headroom_display(report: RLStageReport) -> pd.DataFrame:
+    """One table for every fleet size: each row's mean reward and mean response time, and its
+    room over the per-server DRL+ (positive: better than the clone fine-tuning starts from)."""
+    from ilets.method_table import METHOD_SPECS
+
+    frames = []
+    for servers, table in report.headroom.items():
+        if table.empty:
+            continue
+        t = table.set_index("method")
+        frames.append(pd.DataFrame({
+            (f"{servers} servers", "mean reward"): t["mean_reward"].map(lambda x: f"{x:.3f}"),
+            (f"{servers} servers", "room"): t["reward_room"].map(lambda x: f"{x:+.3f}"),
+            (f"{servers} servers", "response (s)"): t["response_s"].map(lambda x: f"{x:.2f}"),
+        }))
+    if not frames:
+        return pd.DataFrame()
+    wide = pd.concat(frames, axis=1)
+    names = {m: s.label for m, s in METHOD_SPECS.items()}
+    wide.index = [("bound (no scheduler beats it)" if m == "bound" else
+                   f"{names.get(m, m)} (per-server)" if m in ("drl", "drl+", "ilets-", "ilets") else names.get(m, m))
+                  for m in wide.index]
+    return wide
+
+
+def control_display(summary: pd.DataFrame) -> pd.DataFrame:
+    """The control's candidates as people read them: what each changes, the gap closed with its
+    interval, held-out response and success against the clone's, and the diagnostics."""
+    if summary.empty:
+        return summary
+    out = pd.DataFrame({
+        "candidate": summary["variant"],
+        "what it changes": summary["variant"].map(lambda v: CANDIDATES.get(v, "clone of Min-Energy (no fine-tuning read)")),
+        "gap closed": [f"{g:.0%} [{lo:.0%}, {hi:.0%}]" for g, lo, hi in
+                       zip(summary["gap_closed"], summary["gap_low"], summary["gap_high"])],
+        "response (s), clone → end": [f"{a:.2f} → {b:.2f}" for a, b in
+                                      zip(summary["clone_response_s"], summary["end_response_s"])],
+        "success, clone → end": [f"{a:.1%} → {b:.1%}" for a, b in zip(summary["clone_success"], summary["end_success"])],
+        "off the clone": summary["differs_from_clone"].map(lambda x: f"{x:.1%}"),
+        "gradient SNR": summary["gradient_snr"].map(lambda x: f"{x:.2f}"),
+        "critic EV": summary["explained_variance"].map(lambda x: f"{x:.2f}"),
+        "guard": summary["no_worse"].map({True: "kept", False: "broken"}),
+    })
+    return out[out["candidate"] != TARGET_CLONE].reset_index(drop=True)
+
+
+def figure(report: RLStageReport, root: Path | None = None):
+    """The chapter's figure (:func:`plot_along_pass`) from the pilot folder under ``root``."""
+    from ilets.study.results import repo_root
+
+    folder = (Path(root) if root is not None else repo_root()) / PILOT_FOLDER
+    return plot_along_pass(along_pass(folder, report.pilot_cells))
