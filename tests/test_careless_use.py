@@ -19,7 +19,7 @@ from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.profiles import load_profile
 from ilets.study.scenario import get_scenario
-from tiny_profiles import write_command_profile, write_profile
+from tiny_profiles import TINY_RUN, write_command_profile, write_profile
 
 
 @pytest.fixture(scope="module")
@@ -328,3 +328,70 @@ def test_damaged_policy_weights_are_one_line_naming_the_file(tmp_path, capsys, t
     assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert str(weights) in err and "weights_only" not in err
     assert not (tmp_path / "out" / "metrics.json").exists()
+
+
+# --- row 6: two grids of one profile name, other settings, on one folder -----------------------
+
+def _held_grid(monkeypatch, sc, profile, out: Path):
+    """``run_grid(profile, out)`` in a thread whose first cell waits until released: a grid
+    running on ``out``. Returns (release, join)."""
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+    real = type(sc).run_cell
+
+    def slow(self, cell, folder, wait, processes=1):
+        started.set()
+        release.wait(60)
+        return real(self, cell, folder, wait, processes)
+
+    monkeypatch.setattr(type(sc), "run_cell", slow)
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run_grid(profile, out, workers=1, progress=False, scenario=sc)
+        except BaseException as err:  # noqa: BLE001 -- shown by the test
+            errors.append(err)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    assert started.wait(60)
+    monkeypatch.setattr(type(sc), "run_cell", real)  # the second grid's cells run as they are
+
+    def join() -> None:
+        release.set()
+        thread.join(60)
+        assert not errors, errors
+
+    return join
+
+
+@pytest.mark.parametrize("scenario", ["cloud", "gridcommand"])
+def test_a_grid_of_the_same_name_and_other_settings_is_refused_while_one_runs(tmp_path, capsys, monkeypatch,
+                                                                               scenario):
+    sc = get_scenario(scenario)
+    out = tmp_path / "out"
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+    if scenario == "cloud":
+        first = write_profile(tmp_path / "a" / "tiny.yaml", methods=["earliest-finish"], servers=[10], seeds=[0])
+        other = write_profile(tmp_path / "b" / "tiny.yaml", methods=["earliest-finish"], servers=[10], seeds=[0],
+                              run={**TINY_RUN, "workload": {"scale": 0.002}})
+    else:
+        first = write_command_profile(tmp_path / "a" / "ctiny.yaml", seeds=[0])
+        other = write_command_profile(tmp_path / "b" / "ctiny.yaml", {"defer_s": 0.6}, seeds=[0])
+    join = _held_grid(monkeypatch, sc, sc.load_profile(first), out)
+    try:
+        code = main(["grid", "--scenario", scenario, "--profile", str(other), "--out", str(out), "--quiet"])
+        _one_line_error(capsys, code, "with other settings is running there")
+        # the same profile again shares the folder, as before
+        again = run_grid(sc.load_profile(first), out, progress=False, scenario=sc, wait_busy=False)
+        assert again["failed"] == 0
+    finally:
+        join()
+    manifest = json.loads((out / "grid.json").read_text())
+    assert manifest["settings"] == sc.settings_key(sc.load_profile(first))
+    # once it has ended, the other settings take the folder over, saying so
+    summary = run_grid(sc.load_profile(other), out, progress=False, scenario=sc)
+    assert summary["failed"] == 0 and "changed its settings" in capsys.readouterr().err

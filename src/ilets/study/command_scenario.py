@@ -432,6 +432,14 @@ class GridCommandScenario:
         """One: the grid-command grids ran their cells one after another."""
         return 1
 
+    def settings_key(self, profile: ExperimentProfile) -> str:
+        """:func:`ilets.study.scenario.settings_key` of the profile, its scenario file read: the
+        scenario's whole configuration in place of the file's path (edited, it is other settings)."""
+        from ilets.gridcommand.config import settings_plain
+        from ilets.study.scenario import settings_key
+
+        return settings_key({**to_dict(profile), "scenario": settings_plain(profile.scenario_config())})
+
     def cell_name(self, cell: CommandCell) -> str:
         """``<method>-M<servers>-s<seed>`` (no digest: the record holds it, :func:`settings_digest`)."""
         return cell.name

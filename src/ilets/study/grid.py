@@ -37,9 +37,11 @@ back by :mod:`ilets.report.events`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import as_completed
 from pathlib import Path
 from typing import Any, Callable, Collection
@@ -69,33 +71,104 @@ class FolderInUse(ValueError):
     """A results folder that holds another profile's grid (the message names both)."""
 
 
-def claim_folder(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any]) -> None:
+def claim_folder(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any],
+                 hold: contextlib.ExitStack | None = None) -> None:
     """Write the manifest of ``profile``'s grid in ``out``, unless ``out`` holds another
     profile's grid: a folder belongs to one grid, since its store lists the cells of the grid
     whose ``grid.json`` is there, and two grids would each drop the other's rows. The same
-    profile again (resumed, or with changed settings) takes the folder over."""
+    profile again (resumed, or with changed settings) takes the folder over, with a notice
+    when its settings changed.
+
+    Profiles are told apart by content, not by name alone (:meth:`Scenario.settings_key`):
+    while a grid runs on ``out`` (it holds a shared lock ``locks/grid-<key>.running`` for its
+    whole run: ``hold`` keeps this grid's), a grid of the same name with other settings is
+    refused with :class:`FolderInUse`; each would otherwise rewrite the other's manifest
+    and cells, and end with the other's store. Grids whose settings agree (the same profile,
+    or a family run seed by seed) share the folder and its cells."""
     from filelock import FileLock
 
     out.mkdir(parents=True, exist_ok=True)
     manifest = out / "grid.json"
-    # two grids started together: the second sees the first's manifest
+    key = scenario.settings_key(profile)
+    # two grids started together: the second sees the first's manifest and running lock
     (out / "locks").mkdir(exist_ok=True)
     with FileLock(str(out / "locks" / "grid.json.lock")):
         try:
-            owner = json.loads(manifest.read_text()).get("profile") if manifest.is_file() else None
+            recorded = json.loads(manifest.read_text()) if manifest.is_file() else {}
+            owner, was = recorded.get("profile"), recorded.get("settings")
         except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-            owner = None  # a damaged manifest names no grid: it is rewritten
+            owner = was = None  # a damaged manifest names no grid: it is rewritten
         if owner is not None and owner != profile.name:
             raise FolderInUse(f"{out}: holds the grid of profile {owner!r} ({manifest.name}); profile "
                               f"{profile.name!r} needs a results folder of its own (give another --out)")
-        _write_manifest(profile, out, cells, scenario)
+        running = _running_others(out / "locks", key)
+        if running:
+            raise FolderInUse(f"{out}: a grid of profile {profile.name!r} with other settings is running there "
+                              f"(settings {running[0]}, this one's {key}); their cells and store would mix: give "
+                              "another --out, or wait for it to end")
+        if was is not None and was != key:
+            print(f"ilets: {out}: profile {profile.name!r} changed its settings since the grid there last ran; "
+                  "this grid takes the folder over (the earlier cells are kept, out of its store)", file=sys.stderr)
+        _write_manifest(profile, out, cells, scenario, key)
+        if hold is not None:
+            hold.enter_context(_running_lock(out / "locks" / f"grid-{key}.running"))
 
 
-def _write_manifest(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any]) -> None:
-    """``OUT/grid.json`` (the grid's profile and cell names, every scenario) and the
-    scenario's own profile file."""
+#: How a running grid marks a folder: a file per settings key, locked shared for the grid's run.
+_RUNNING = "grid-*.running"
+
+
+def _running_others(locks: Path, key: str) -> list[str]:
+    """The settings keys of grids running on the folder of ``locks`` other than ``key``: their
+    lock files that cannot be locked exclusively now. A free one is a finished grid's, removed
+    (called under the manifest's lock, so no grid takes it meanwhile)."""
+    found = []
+    for path in sorted(locks.glob(_RUNNING)):
+        other = path.name[len("grid-"):-len(".running")]
+        if other == key:
+            continue
+        with open(path, "a") as f:
+            if not _flock(f, exclusive=True):
+                found.append(other)
+                continue
+        path.unlink(missing_ok=True)
+    return found
+
+
+def _flock(f: Any, exclusive: bool) -> bool:
+    """Lock the open file ``f`` (``flock``: shared or exclusive, without waiting); False when
+    another open file holds it. True where ``flock`` does not exist (not POSIX): no check."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover -- Windows: grids of one name are not told apart there
+        return True
+    try:
+        fcntl.flock(f, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def _running_lock(path: Path) -> Iterator[None]:
+    """Hold ``path`` locked shared while a grid runs (released when the process ends, killed
+    or not). Only an exclusive probe (:func:`_running_others`) ever meets it, for a moment."""
+    f = open(path, "a")
+    try:
+        while not _flock(f, exclusive=False):  # a probe holds it exclusively for a moment
+            time.sleep(0.01)
+        yield
+    finally:
+        f.close()
+
+
+def _write_manifest(profile: Any, out: Path, cells: list[Any], scenario: Scenario[Any, Any],
+                    key: str | None = None) -> None:
+    """``OUT/grid.json`` (the grid's profile, its settings key and cell names, every scenario)
+    and the scenario's own profile file."""
     out.mkdir(parents=True, exist_ok=True)
     manifest = {"profile": profile.name, "description": profile.description,
+                "settings": scenario.settings_key(profile) if key is None else key,
                 "cells": [scenario.cell_name(c) for c in cells], "written": time.time()}
     atomic_json(out / "grid.json", manifest)
     scenario.write_profile(profile, out)
@@ -124,12 +197,9 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     on to its next grid and comes back for them with ``only`` (these cell names alone;
     :func:`ilets.study.command_drift.run`). ``cell_processes``: how many processes each cell
     may use for work it splits (:meth:`Scenario.run_cell`; the grid-command clone's training
-    episodes), on top of the ``workers`` cells at once.
+    episodes), on top of the ``workers`` cells at once. While it runs, a grid of the same
+    profile name with other settings is refused on ``out`` (:func:`claim_folder`).
     """
-    from tqdm import tqdm
-
-    from ilets.study.results import compute_table
-
     sc = get_scenario(scenario)
     if executor not in ("local", "slurm", "submitit-local"):
         raise ValueError(f"executor must be local, slurm or submitit-local, got {executor!r}")
@@ -142,7 +212,20 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
         raise ValueError(f"cell_processes: expected >= 1, got {cell_processes}")
     out = Path(out)
     cells = sc.cells(profile)
-    claim_folder(profile, out, cells, sc)
+    with contextlib.ExitStack() as hold:  # this grid's running lock, held to the end (claim_folder)
+        claim_folder(profile, out, cells, sc, hold)
+        return _run_claimed(profile, out, cells, sc, executor, workers, progress, slurm_partition, max_cells,
+                            wait_busy, only, cell_processes)
+
+
+def _run_claimed(profile: Any, out: Path, cells: list[Any], sc: Scenario[Any, Any], executor: str, workers: int,
+                 progress: bool, slurm_partition: str | None, max_cells: int | None, wait_busy: bool,
+                 only: Collection[str] | None, cell_processes: int) -> dict:
+    """:func:`run_grid` once the folder is claimed."""
+    from tqdm import tqdm
+
+    from ilets.study.results import compute_table
+
     sc.prepare(out, cells)
     todo = [c for c in cells if not sc.is_done(c, out)]
     skipped = len(cells) - len(todo)

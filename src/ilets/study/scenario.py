@@ -78,6 +78,12 @@ class Scenario(Protocol[ProfileT, CellT]):
         its lock; it never changes for a cell once shipped."""
         ...
 
+    def settings_key(self, profile: ProfileT) -> str:
+        """A digest of every setting of ``profile`` that decides its cells' numbers, leaving out
+        what only chooses which cells run (:data:`SELECTION_FIELDS`): two grids of one name may
+        share a folder at once only when their keys agree (:func:`ilets.study.grid.claim_folder`)."""
+        ...
+
     def is_done(self, cell: CellT, out: Path) -> bool:
         """Whether ``out`` holds the cell complete and valid (a damaged one is not done)."""
         ...
@@ -186,6 +192,10 @@ class CloudScenario:
     def workers(self, profile: Any) -> int:
         """The profile's ``workers``."""
         return int(profile.workers)
+
+    def settings_key(self, profile: Any) -> str:
+        """:func:`settings_key` of the profile: its run settings, variants and worlds."""
+        return settings_key(to_dict(profile))
 
     def cell_name(self, cell: Any) -> str:
         """:func:`ilets.study.run.cell_name` (readable fields and the config's digest)."""
@@ -324,6 +334,20 @@ class CloudScenario:
         except (OSError, ValueError):
             system = {}
         return system if isinstance(system, dict) else {}
+
+
+#: Profile fields that choose which cells a grid runs, or how many at once, not their numbers:
+#: grids that differ only in them (a family run seed by seed) may share one folder at once.
+SELECTION_FIELDS = frozenset({"name", "description", "methods", "servers", "seeds", "workers"})
+
+
+def settings_key(data: Mapping[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of a profile as plain data without
+    :data:`SELECTION_FIELDS` (sorted JSON): :meth:`Scenario.settings_key`."""
+    import hashlib
+
+    kept = {k: v for k, v in data.items() if k not in SELECTION_FIELDS}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _cell_folders(folder: Path) -> list[Path]:
