@@ -4,7 +4,6 @@ handed over again, the cap masks hot servers until changed; off by default, vali
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -162,12 +161,15 @@ def test_the_power_cap_rung_steps_the_cap_in_down_events_and_otherwise_places_as
     assert capped["cap_changes"] == sum(steps.values()) and "cap_changes" not in plain
 
 
-def test_a_grid_that_runs_the_power_cap_rung_needs_cap_levels():
+def test_a_grid_that_runs_the_power_cap_rung_needs_cap_levels(tmp_path):
     from ilets.gridcommand.experiment import ExperimentProfile
+
+    capped = tmp_path / "capped.yaml"
+    capped.write_text("extends: gridcommand-quick\ncap_levels: [0.6, 0.7, 0.8, 0.9, 1.0]\n")
 
     with pytest.raises(ConfigError, match=r"grid\.methods: the 'cap' rung .* no cap levels \(cap_levels\)"):
         ExperimentProfile(methods=("rule", "cap"), scenario="gridcommand-smoke").validate()
-    ExperimentProfile(methods=("rule", "cap"), scenario="gridcommand-quick-cap").validate()
+    ExperimentProfile(methods=("rule", "cap"), scenario=str(capped)).validate()
 
 
 @pytest.mark.parametrize("name", ["rule", "lyapunov", "thermostat"])
@@ -264,51 +266,3 @@ def test_bad_cap_head_settings_are_named(tmp_path):
                                               r"'mlp', the run's 'pooled' \(run\.cap_head\)"):
         load_policy(tmp_path / "p", make_run_ppo(env, _per_server_cap().run))
     assert load_policy(tmp_path / "p", make_run_ppo(env, cfg.run))["servers"] == m
-
-
-def test_the_cap_head_design_is_the_thermostat_design_with_the_cap_rung_and_its_control_differs_in_the_head():
-    from ilets.study.command_scenario import load_profile
-
-    head, pooled = (load_profile(f"gridcommand-grid-per-server-cap{s}") for s in ("", "-pooled"))
-    thermostat = load_profile("gridcommand-grid-per-server-thermostat")
-    assert head.pipeline == dataclasses.replace(thermostat.pipeline, teacher="cap", heldout=False)
-    assert head.methods == ("cap", "bc") and head.scenario_config().run.cap_head == "mlp"
-    assert pooled.scenario_config() == dataclasses.replace(
-        head.scenario_config(), run=dataclasses.replace(head.scenario_config().run, cap_head="pooled"))
-    assert dataclasses.replace(pooled, name=head.name, description=head.description,
-                               scenario=head.scenario) == head
-
-
-def test_the_chapter_says_how_often_each_policy_moved_the_cap(tmp_path):
-    """From the cells' own records (the store keeps no cap changes): the teacher's mean per
-    fleet size, then each design's clone's; cells computed before the count was kept say so."""
-    import json
-
-    from ilets.report import command_control as C
-
-    designs = {"cap-head": Path("a"), "linear": Path("b")}
-    counts = {("a", "cap", 50): (10, 14), ("a", "bc", 50): (8, 9), ("b", "cap", 50): (10, 14), ("b", "bc", 50): (2, 3),
-              ("a", "cap", 200): (20, 20), ("a", "bc", 200): (0, 1), ("a", "lyapunov", 200): (99, 99)}
-    for (folder, method, servers), per_seed in counts.items():
-        cells = tmp_path / folder / "cells"
-        cells.mkdir(parents=True, exist_ok=True)
-        for seed, n in enumerate(per_seed):
-            rec = {"status": "done", "method": method, "servers": servers, "seed": seed,
-                   "scores": {"train": {"cap_changes": n}, "eval": {"cap_changes": 1000}}}
-            (cells / f"{method}-M{servers}-s{seed}.json").write_text(json.dumps(rec))
-    table = C.cap_change_table(tmp_path, designs)
-    assert len(table) == 12 and set(table["method"]) == {"cap", "bc"}
-    assert C.cap_change_sentence(table) == (
-        "The admission cap moved, per episode under the training regime (mean over seeds): at 50 servers, power "
-        "cap (slot feedback) 12.0 times, the clone of design cap-head 8.5, the clone of design linear 2.5; at 200 servers, "
-        "power cap (slot feedback) 20.0 times, the clone of design cap-head 0.5.")
-    # a cell computed before the count was kept: said, and left out of the means
-    (tmp_path / "a" / "cells" / "bc-M50-s9.json").write_text(json.dumps(
-        {"status": "done", "method": "bc", "servers": 50, "seed": 9, "scores": {"train": {}}}))
-    table = C.cap_change_table(tmp_path, designs)
-    assert C.cap_change_sentence(table).startswith(
-        "The admission cap moved, per episode under the training regime (mean over seeds; 12 of 13 cells kept the "
-        "count, the rest predate it): at 50 servers, power cap (slot feedback) 12.0 times, the clone of design cap-head 8.5,")
-    assert C.cap_change_sentence(table[table["seed"] == 9]) == (
-        "These cells were computed before the scores kept how often the cap moved.")
-    assert C.cap_change_sentence(C.cap_change_table(tmp_path / "nothing", designs)) == ""

@@ -79,50 +79,26 @@ def control(design: str, meets: dict[int, bool], track: float = -1.0) -> pd.Data
                          for m, ok in meets.items() for role in ("train", "eval") for method in ("bc", "bc+ppo")])
 
 
-def test_the_clone_criterion_wants_both_fleet_sizes_and_independent_clones():
+def test_the_clone_criterion_is_met_only_by_a_learner_without_privileged_terms():
     episodes = control(C.EPISODES_DESIGN, {50: True, 200: True})
-    other = control("flat", {50: False, 200: True})
-    own_ok, own_bad = (control("own", {50: ok}, track=-13.0) for ok in (True, False))
-    assert K.clone_status(pd.concat([other, episodes]), own_ok).status == K.MET
-    robust = K.clone_status(pd.concat([other, episodes]), own_bad)
-    assert robust.status == K.IN_PART
-    assert robust.evidence == (f"*{C.EPISODES_DESIGN}* meets it at both fleet sizes (50 servers: tracking error +1 %, "
-                               "miss rate 0.95x, 200 servers: tracking error +1 %, miss rate 0.95x); with each seed's "
-                               "own training workloads it misses it (50 servers: tracking error +13 %, miss rate "
-                               "0.95x).")
-    # a second twin, its clone learned on 50 servers, scored on both fleets: named, and read
-    from50 = control(next(iter(C.OWN_FROM50_DESIGN)), {50: False, 200: True}, track=-13.0)
-    both_twins = K.clone_status(pd.concat([other, episodes]), pd.concat([own_bad, from50]))
-    assert both_twins.status == K.IN_PART and both_twins.evidence.endswith(
-        "with each seed's own training workloads it misses it (50 servers: tracking error +13 %, miss rate 0.95x); "
-        "with each seed's own training workloads and its clone learned on 50 servers it misses it (50 servers: "
-        "tracking error +13 %, miss rate 0.95x, 200 servers: tracking error +13 %, miss rate 0.95x).")
-    assert K.clone_status(episodes, control(next(iter(C.OWN_FROM50_DESIGN)), {50: True, 200: True})).status == K.MET
-    # no own-workloads twin shipped: the design's own reading stands
-    assert K.clone_status(episodes, pd.DataFrame()).status == K.MET
-    # the twin speaks only for the 16-episode design
-    assert K.clone_status(control("other", {50: True, 200: True}), own_bad).status == K.MET
-    assert K.clone_status(pd.concat([episodes, control("other", {50: True, 200: True})]), own_bad).status == K.MET
-    # with another design meeting it too, the twin's words follow the 16-episode design's
-    beside = K.clone_status(pd.concat([episodes, control("other", {50: True, 200: True})]), own_bad).evidence
-    assert beside.index(C.EPISODES_DESIGN) < beside.index("own training workloads it misses it") < beside.index("*other*")
+    own_ok, own_bad = (control(C.OWN_DESIGN, {50: ok}, track=-13.0) for ok in (True, False))
+    terms = control(C.TERMS_DESIGN_NAME, {50: True, 200: True})
+    without = control(C.CONTROL_DESIGN_NAME, {50: False, 200: False}, track=-18.0)
+    assert K.clone_status(pd.concat([episodes, own_ok])).status == K.MET
+    # the 16-episode clone stands only while its own-workloads twin meets the bar too
+    assert K.clone_status(pd.concat([episodes, own_bad])).status == K.IN_PART
+    # met by the terms design alone: in part, and the evidence opens by saying so
+    said = K.clone_status(pd.concat([episodes, own_bad, terms, without]))
+    assert said.status == K.IN_PART and said.evidence.startswith(K.PRIVILEGED_ONLY + ". ")
+    assert f"{C.CONTROL_DESIGN_NAME}: misses it (50 servers: tracking error +18 %, miss rate 0.95x" in said.evidence
+    assert K.clone_status(terms).status == K.IN_PART
     # the tracking change's interval over seeds, where the table has it (as the error's change)
     ranged = episodes.assign(track_low=-27.0, track_high=12.0)
-    assert "50 servers: tracking error +1 % [-12, +27], miss rate 0.95x" in K.clone_status(ranged, pd.DataFrame()).evidence
-    some = K.clone_status(other, pd.DataFrame())
-    assert some.status == K.IN_PART and "it is met by *flat* at 200 servers" in some.evidence
-    # the terms design, where it meets the bar, is named with what its rows show
-    terms = next(iter(C.TERMS_DESIGN))
-    shown = K.clone_status(control(terms, {50: True, 200: True}), pd.DataFrame())
-    assert shown.status == K.MET and shown.evidence.startswith(
-        f"*{terms}* (whose rows show the teacher's own terms, declared privileged state: the pipeline's positive "
-        "control, not a learner that finds the rule) meets it at both fleet sizes")
-    assert "*flat* at 200 servers" in K.clone_status(pd.concat([other, control(terms, {50: True})]), pd.DataFrame()
-                                                     ).evidence
+    assert "50 servers: tracking error +1 % [-12, +27], miss rate 0.95x" in K.clone_status(ranged).evidence
     # the bar is read under the training regime, for the frozen clone only
     eval_only = episodes.assign(meets_bar=episodes["role"] == "eval")
-    assert K.clone_status(eval_only, pd.DataFrame()).status == K.NOT_MET
-    assert K.clone_status(pd.DataFrame(), pd.DataFrame()).status == K.NOT_RUN
+    assert K.clone_status(eval_only).status == K.NOT_MET
+    assert K.clone_status(pd.DataFrame()).status == K.NOT_RUN
 
 
 def heldout(worse_at: tuple = (), better: bool = True) -> pd.DataFrame:
@@ -171,11 +147,11 @@ def test_the_drift_criterion_wants_one_family_whole_with_enough_events_and_seeds
 
 
 def test_the_drift_criterion_says_each_familys_factors_seeds_and_events():
-    said = K.drift_status({"f": (["depth", "notice"], drift(10, 25))}).evidence
-    assert said == (f"f: 2 of {len(DRIFT_FACTORS)} factors with their control (10 seeds in the fewest of their "
-                    "grids), 25 events in the median episode (100% hold at least 20).")
-    none = K.drift_status({"f": ([], drift(10, 25))}).evidence
-    assert none.startswith(f"f: 0 of {len(DRIFT_FACTORS)} factors with their control, 25 events")
+    said = K.drift_status({"f": (list(DRIFT_FACTORS), drift(10, 25))}).evidence
+    assert said == (f"f: {len(DRIFT_FACTORS)} of {len(DRIFT_FACTORS)} factors with their control (10 seeds in the "
+                    "fewest of their grids), 25 events in the median episode (read from the archive table).")
+    none = K.drift_status({"f": ([], drift(10, 25))}).evidence  # a family that is neither read nor met: unnamed
+    assert none == "No drift family is archived."
 
 
 def test_the_full_window_criterion_wants_every_cell_traced_and_every_rerun_exact():

@@ -71,55 +71,6 @@ def test_the_shipped_family_expands_into_shifted_and_control_grids():
     assert CD.folder_of(Path("out"), "band", "control") == Path("out/band/control")
 
 
-@pytest.mark.parametrize("name,design_name", [(D.PER_SERVER_FAMILY, D.PER_SERVER_DESIGN),
-                                               (D.EPISODES_FAMILY, D.EPISODES_FAMILY_DESIGN)])
-def test_the_per_server_families_run_their_designs_unchanged(name, design_name):
-    # the family's learner is that grid's, unchanged: the same scenario and pipeline settings
-    from ilets.study.scenario import get_scenario
-
-    from ilets.report import command_control as C
-
-    family = CD.load_family(name)
-    design = get_scenario("gridcommand").load_profile(C.design_profile(C.DESIGNS[design_name]))
-    assert (family.scenario, family.pipeline) == (design.scenario, design.pipeline)
-    assert family.name == name and family.servers == (50,)
-    quick = CD.load_family("quick")
-    assert (family.factors, family.methods, family.controls, family.seeds) == (
-        quick.factors, quick.methods, quick.controls, quick.seeds)
-
-
-def test_the_per_server_days_family_scores_the_16_episode_clone_on_fourteen_day_episodes():
-    # its scenario is the 16-episode family's with quick-days's two changes; its pipeline is that
-    # family's, its training episodes kept one day long (train_days), so the clone learns from
-    # the 16-episode family's own training episodes: the same clone
-    from ilets.gridcommand.config import load_gridcommand_config
-    from ilets.gridcommand.pipeline import training_base, training_config
-
-    days, episodes = CD.load_family(D.PER_SERVER_DAYS_FAMILY), CD.load_family(D.EPISODES_FAMILY)
-    names = (days.scenario, episodes.scenario, "gridcommand-quick-days", "gridcommand-quick")
-    moved, base, quick_days, quick = (load_gridcommand_config(n) for n in names)
-    assert days.pipeline == dataclasses.replace(episodes.pipeline, train_days=base.window_days)
-    assert training_base(moved, days.pipeline) == base
-    assert (training_config(training_base(moved, days.pipeline), "shallow-long", 50, 4)
-            == training_config(base, "shallow-long", 50, 4))
-    assert (days.factors, days.methods, days.controls, days.seeds, days.servers, days.scale) == (
-        episodes.factors, episodes.methods, episodes.controls, episodes.seeds, episodes.servers, episodes.scale)
-    assert moved == dataclasses.replace(base, window_days=quick_days.window_days, run=dataclasses.replace(
-        base.run, workload=dataclasses.replace(base.run.workload, scale=quick_days.run.workload.scale)))
-    assert quick_days.window_days > quick.window_days and moved != base
-
-
-def test_each_family_reads_its_positive_control_from_its_first_shifted_grid(tmp_path):
-    for folder, factors in (("a", ("band", "depth")), ("b", ())):
-        for factor in factors:
-            (tmp_path / folder / factor / "shifted" / "cells").mkdir(parents=True)
-    grids = D.control_grids(tmp_path, {"flat": Path("a"), "per-server": Path("b")})
-    # depth comes before band in the protocol's order; a family not shipped is left out
-    assert grids == {"flat": Path("a/depth/shifted")}
-    said = D.status_sentence(D.load_drift(tmp_path / "b"), tmp_path / "b", "gridcommand-drift-per-server")
-    assert "--family gridcommand-drift-per-server --out results/b" in said
-
-
 def test_the_shared_clone_cache_is_linked_once_and_relinked_when_dangling(tmp_path):
     out, grid = tmp_path / "out", tmp_path / "out" / "band" / "shifted"
     CD.share_grid_cache(out, grid)
@@ -197,19 +148,11 @@ def test_the_factor_table_pairs_the_arms_by_seed():
     assert t.loc["bc", "control_pct"] == pytest.approx(-50.0, abs=0.5) and t.loc["bc", "control_verdict"] == "worse"
     shown = D.factor_display(table, part="control")
     assert list(shown["method"]) == ["BC (clone alone)"]
-    said = D.drift_sentence(table)
-    assert "depth: worse for 2 and better for 0 of 2" in said and "worse in 1 of 1" in said
-    assert "most pairs worse is depth (2 of 2, depth set as in deep-short)" in said
-    assert "helps more often than it hurts" in said
-    assert "The control does better for depth at 50 servers, BC (clone alone)." in said
-    assert "No drift-protocol results yet" in D.drift_sentence(D.factor_table(_rows().iloc[0:0]))
-    assert "(3 paired seeds or more)" in said and t.loc["bc", "control_seeds"] == 3
+    assert t.loc["bc", "control_seeds"] == 3 and len(D.factor_table(_rows().iloc[0:0])) == 0
     # a control grid part-way: its comparison says how few seeds it pairs
     part = _rows()
     part = part[~((part["arm"] == "control") & (part["seed"] == 2))]
     part_table = D.factor_table(part, reps=200)
-    said = D.drift_sentence(part_table)
-    assert "(quick scale, 3 paired seeds or more)" in said and "moved regime (2 paired seeds or more)" in said
     # ... and its display sets the two arms side by side on the seeds they pair, not on all of them
     bc = part_table[part_table["metric"] == "tracking_mae_rel"].set_index("method").loc["bc"]
     assert bc["mean_moved_paired"] == pytest.approx(0.9005) and bc["mean_moved"] == pytest.approx(0.901)
@@ -245,87 +188,24 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert info["grids"] == ["band/shifted", "band/control", "depth/shifted", "depth/control"]
     assert json.loads((tmp_path / "shipped/PROVENANCE.json").read_text())["note"] == "test"
     assert not list((tmp_path / "shipped").rglob("clone-*.pt"))  # the cache is not shipped
-    rows = D.load_drift(tmp_path / "shipped")
+    # archived as the retired families were: the rows and each grid's planned cells
+    from ilets.gridcommand.archive import Design, build_archive
+
+    (tmp_path / "repo" / "shipped").mkdir(parents=True)
+    (tmp_path / "repo" / "shipped" / "tiny").symlink_to(tmp_path / "shipped")
+    archive, provenance = build_archive(tmp_path / "repo", ["tiny"], commit="abc",
+                                        designs={"tiny": Design("tiny", "test", "drift")})
+    rows = D.load_drift(archive, "tiny")
     assert sorted(set(rows["arm"])) == ["base", "control", "moved"] and set(rows["regime"]) == {
         DRIFT_BASE, f"{DRIFT_BASE}+band", f"{DRIFT_BASE}+depth"}
-    said = D.status_sentence(rows, tmp_path / "shipped")
-    assert "band" in said and "of" not in said.split(", factors")[0]  # every grid complete: none part-way
-    assert D.part_way(rows[rows["role"] == "train"], tmp_path / "shipped") == []
-    # a grid whose manifest plans more cells than it holds (a control grid part-way) is named
-    manifest = tmp_path / "shipped/band/control/grid.json"
-    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "cells": ["bc-M5-s0", "bc-M5-s1"]}))
-    assert D.part_way(rows[rows["role"] == "train"], tmp_path / "shipped") == ["band control: 1 of 2 cells"]
-    assert "(band control: 1 of 2 cells)" in D.status_sentence(rows, tmp_path / "shipped")
-    # the factors with both grids whole: band's control is part-way, so only depth has its row
-    assert D.complete_factors(rows, tmp_path / "shipped") == ["depth"]
-    depth_manifest = tmp_path / "shipped/depth/shifted/grid.json"
-    kept = depth_manifest.read_text()
-    depth_manifest.unlink()  # a grid with no manifest: nothing says what it planned, so not whole
-    assert D.complete_factors(rows, tmp_path / "shipped") == []
-    depth_manifest.write_text(kept)
-    # a factor's grid with no cell beside one that has some is named; a factor with none is not
-    # (the status sentence lists it once, as a factor not yet run)
-    no_control = rows[~((rows["factor"] == "depth") & (rows["kind"] == "control"))]
-    assert D.part_way(no_control[no_control["role"] == "train"], tmp_path / "shipped") == [
-        "depth control: not yet run", "band control: 1 of 2 cells"]  # the protocol's order
-    assert D.complete_factors(no_control, tmp_path / "shipped") == []
-    no_band = rows[rows["factor"] != "band"]
-    assert D.part_way(no_band[no_band["role"] == "train"], tmp_path / "shipped") == []
-    said = D.status_sentence(no_band, tmp_path / "shipped")
-    assert "not yet run: " in said and "band" in said.split("not yet run: ")[1] and "band control" not in said
-
-
-def test_the_events_sentence_counts_each_seed_once_and_names_the_fewest():
-    rows = pd.DataFrame([{"factor": f, "arm": a, "servers": 50, "seed": s, "method": m, "events": e}
-                         for f, e0 in (("depth", 2), ("band", 4)) for a in ("base", "moved") for s in (0, 1)
-                         for m, e in (("rule", e0 + s), ("bc", e0 + s))])
-    text = D.events_sentence(rows)
-    # depth: 2 + 3 = 5 events per arm (two methods meet the same commands: counted once)
-    assert "at least 5 events (depth, base, 50 servers)" in text and "2-5 events" in text
-    assert f"at most {D.most_events_per_window()} of its events" in text
-    assert D.most_events_per_window() == 9  # (1500 + 30) // (125 + 30)
-    assert D.events_sentence(rows.iloc[0:0]) == ""
-    # several days of commands: how many distinct episodes hold the wanted count
-    many = rows.assign(events=rows["events"] * 6, regime=rows["factor"] + rows["arm"])
-    said = D.events_sentence(many, days=14)
-    assert "With 14 days of commands per window an episode holds 12-30 events" in said
-    assert "4 of its 8 distinct episodes hold at least 20" in said and "at most" not in said
-
-
-@pytest.mark.parametrize("shipped,design_name", [(D.PER_SERVER_SHIPPED, D.PER_SERVER_DESIGN),
-                                                  (D.EPISODES_SHIPPED, D.EPISODES_FAMILY_DESIGN)])
-def test_the_per_server_familys_base_arm_is_its_designs_own_grid(shipped, design_name):
-    """What the chapter says of a per-server family: its learner is the design's, unchanged.
-    Under the base regime its cells are that grid's cells, bit for bit, on every seed both ran
-    (every factor's shifted grid trains and scores the same base episodes)."""
-    from ilets.report import command_control as C
-    from ilets.report import grid_command as R
-
-    design = R.results_table(R.load_results(ROOT / C.DESIGNS[design_name]))
-    rows = D.load_drift(ROOT / shipped)
-    base = rows[(rows["arm"] == "base")]
-    both = base.merge(design[design["role"] == "train"], on=["method", "servers", "seed"], suffixes=("", "_design"))
-    shared = base["method"].isin(set(design["method"])) & base["seed"].isin(set(design["seed"]))
-    assert len(both) == shared.sum() > 0
-    for col in ("episode_reward", "tracking_mae_rel", "misses_caused", "energy_kwh"):
-        # NaN on both sides is equal: a seed whose episode held no event has no tracking error
-        np.testing.assert_array_equal(both[col].to_numpy(), both[f"{col}_design"].to_numpy(), err_msg=col)
-
-
-def test_a_grid_shipped_before_its_first_cell_adds_no_rows_and_no_warning(tmp_path):
-    import warnings
-
-    rows = _rows()
-    for (factor, kind), part in [(("depth", "shifted"), rows[rows["kind"] == "shifted"]),
-                                 (("band", "control"), pd.DataFrame(columns=rows.columns))]:
-        # the store of a grid with no finished cell: its columns, no rows, no types (object)
-        store = tmp_path / factor / kind / "store"
-        store.mkdir(parents=True)
-        part.drop(columns=["factor", "kind", "arm"]).to_parquet(store / "results.parquet")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # pandas warns when it concatenates an empty frame
-        loaded = D.load_drift(tmp_path)
-    assert set(loaded["factor"]) == {"depth"} and len(loaded) == (rows["kind"] == "shifted").sum()
+    grids = provenance["grids"]
+    assert D.complete_factors(rows, grids, "tiny") == ["depth", "band"]  # the protocol's order
+    # a grid that planned more cells than it holds is not whole, nor one with no plan
+    grids["tiny/band/control"]["planned_cells"] = 2
+    assert D.complete_factors(rows, grids, "tiny") == ["depth"]
+    grids["tiny/depth/shifted"]["planned_cells"] = None
+    assert D.complete_factors(rows, grids, "tiny") == []
+    assert "python -m ilets.study.command_drift --family tiny --factors band" in set(archive["recompute"])
 
 
 def test_processes_split_a_family_by_seed_or_factor_and_bad_ones_are_named(tmp_path, capsys):

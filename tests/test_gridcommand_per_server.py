@@ -7,9 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import resource
-import shutil
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -125,9 +123,9 @@ def test_the_clone_cache_key_is_unchanged_by_the_defer_and_cap_heads_at_their_de
     head and the cap head key their own."""
     from ilets.study.command_scenario import load_profile
 
-    grid = load_profile("gridcommand-grid-per-server-energy")
+    grid = load_profile("gridcommand-grid-per-server-episodes")
     train = P.training_config(grid.scenario_config(), grid.train_regime, 50, 0)
-    assert P.clone_key(train, grid.pipeline, 0) == "a0b3f43c1b7fed08"  # as computed before the field
+    assert P.clone_key(train, grid.pipeline, 0) == "070f5e10c2610cd1"  # as computed before the field
     rows = dataclasses.replace(train, run=dataclasses.replace(train.run, defer_head="rows"))
     assert P.clone_key(rows, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
     caps = dataclasses.replace(train, run=dataclasses.replace(train.run, cap_head="mlp"))
@@ -221,7 +219,7 @@ def test_with_speed_levels_the_per_server_table_has_a_row_per_placement(scenario
 def test_the_shipped_per_server_profiles_load():
     from ilets.study.command_scenario import load_profile
 
-    grid = load_profile("gridcommand-grid-per-server")
+    grid = load_profile("gridcommand-grid-per-server-episodes")
     run = grid.scenario_config().run
     assert (run.policy, run.observation) == ("per-server", "per-server")
     quick = load_gridcommand_config("quick")
@@ -254,134 +252,6 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert C.control_sentence(table.iloc[0:0]) == "No clone of any design in these results."
     same = C.control_sentence(table.replace({"design": {"flat": "the same, weighted"}}))
     assert 'the clone of design "the same, weighted" (50 servers' in same and "the the" not in same
-
-
-def test_the_own_workloads_design_is_the_episodes_design_but_its_stride_and_is_read_on_shared_seeds():
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile
-
-    own_name, own_folder = next(iter(C.OWN_WORKLOADS_DESIGN.items()))
-    own = load_profile(C.design_profile(own_folder))
-    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
-    assert own.pipeline == dataclasses.replace(episodes.pipeline, train_episode_stride=own.pipeline.train_episodes)
-    assert own.scenario == episodes.scenario and set(own.methods) == {"lyapunov", "bc"}
-    assert set(own.servers) <= set(episodes.servers) and own.seeds == episodes.seeds
-    rows = _store_rows({C.EPISODES_DESIGN: 0.32, own_name: 0.60})
-    assert C.twin_sentence(rows[rows["design"] != own_name], own_name) == (
-        "The design with each seed's own training workloads has not run.")
-    mine = rows["design"] == own_name
-    said = C.twin_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)],
-                                      rows[mine].assign(servers=200)]), own_name, reps=300)
-    assert said.startswith("On the seeds both designs have (2: 1, 2): Frozen, under the regime it was trained in, ")
-    assert said.count("50 servers") == 2 and "200 servers" not in said
-    first, mine_said = said.split(f'the clone of design "{own_name}"')
-    assert f'the clone of design "{C.EPISODES_DESIGN}" (50 servers' in first and "meets the bar" in first
-    assert "misses the bar" in mine_said and "meets" not in mine_said
-    moved = rows.assign(servers=np.where(mine, 200, 50))
-    assert C.twin_sentence(moved, own_name) == "The two designs share no fleet size and seed yet."
-
-
-def test_a_repeated_computation_is_compared_number_for_number(tmp_path):
-    from ilets.report import command_control as C
-
-    rows = _store_rows({"first": 0.32, "second": 0.40})  # the clones differ, the teachers do not
-    rows["clone_cpu_s"] = np.where(rows["design"] == "first", 10.0, 20.0)  # a host's seconds: never compared
-    rows["time_to_band_s"] = np.inf  # a score in seconds is compared (inf equals inf)
-    hosts = {"first": ["Intel X"], "second": ["AMD Y"]}
-    said = C.repeat_sentence(rows, "first", "second", hosts)
-    assert said.startswith("Where design *second* repeats the computation of design *first* (6 scores: ")
-    assert "Lyapunov: 3 of 3 the same in every number" in said
-    # 0.40 against 0.32 is the largest move (the seeds add the same 0.001 to both)
-    assert "BC (clone alone): 0 of 3 the same in every number, the tracking error of the others moved by up to 25%" in said
-    assert "*first* on Intel X; *second* on AMD Y" in said
-    one_moved = rows.assign(tracking_mae_rel=np.where((rows["design"] == "second") & (rows["seed"] == 2)
-                                                      & (rows["method"] == "lyapunov"), 0.5, rows["tracking_mae_rel"]))
-    assert "Lyapunov: 2 of 3 the same in every number, the tracking error of the others moved by up to 66%" in (
-        C.repeat_sentence(one_moved, "first", "second", hosts))
-    assert C.repeat_sentence(rows.assign(seed=np.where(rows["design"] == "first", 7, rows["seed"])),
-                             "first", "second", hosts) == "Design *second* repeats no score of design *first* yet."
-    assert C.machines(tmp_path, {"absent": Path("nowhere")}) == {"absent": []}
-    # the pilots' number moves too: the mean over seeds of clone / teacher, under the training role
-    ratio = [np.mean([(c + 0.001 * s) / (0.30 + 0.001 * s) for s in range(3)]) for c in (0.32, 0.40)]
-    assert (f"for BC (clone alone), the mean tracking ratio to the teacher under the regime it was trained in, over "
-            f"the 3 (fleet size, seed) pairs both have, is {ratio[0]:.3f} in *first* and {ratio[1]:.3f} in *second*, "
-            f"a move of {ratio[1] / ratio[0] - 1:.1%}, more than the pilots' tolerance (2%): a pilot's choice by a "
-            "smaller margin is inside what the CPU alone moves.") in said
-    near = C.repeat_sentence(_store_rows({"first": 0.32, "second": 0.321}), "first", "second", hosts)
-    assert near.endswith("less than the pilots' tolerance (2%).")
-    table = C.repeat_noise_table(rows, "first", "second")
-    assert list(table["method"]) == ["bc"] and table["move"].iloc[0] == pytest.approx(ratio[1] / ratio[0] - 1)
-    # a pair without a finite ratio in both designs is left out; scores in other roles are not read
-    gone = rows.assign(tracking_mae_rel=np.where((rows["design"] == "second") & (rows["seed"] == 0)
-                                                 & (rows["method"] == "lyapunov"), np.nan, rows["tracking_mae_rel"]))
-    assert C.repeat_noise_table(gone, "first", "second")["units"].tolist() == [2]
-    assert C.repeat_noise_table(rows.assign(role="eval"), "first", "second").empty
-    assert "pilots' rules" not in C.repeat_sentence(_store_rows({"first": 0.32, "second": 0.32}), "first", "second",
-                                                    hosts)
-    # the move is relative to the smaller mean, as the pilots' tolerance is, whichever design ran first
-    swapped = C.repeat_noise_table(rows, "second", "first")
-    assert swapped["move"].iloc[0] == pytest.approx(table["move"].iloc[0])
-    # the pilots' floor is the frozen clone's move; none without a shared pair
-    assert C.pilot_noise_floor(rows, "first", "second") == pytest.approx(ratio[1] / ratio[0] - 1)
-    assert C.pilot_noise_floor(rows.assign(role="eval"), "first", "second") is None
-
-
-def test_the_teacher_band_sentence_says_how_often_the_teacher_itself_reaches_the_band():
-    from ilets.report import command_control as C
-
-    rows = _store_rows({"d": 0.31}).assign(band_reached_share=lambda t: 0.2 + 0.1 * t["seed"])
-    rows = pd.concat([rows, rows.assign(servers=200, band_reached_share=0.0)])
-    assert C.teacher_band_sentence(rows, "lyapunov") == (
-        "Its teacher, Lyapunov, itself reaches the band on 30% of the events at 50 servers and 0% of the events at "
-        "200 servers (mean over seeds, under the regime the clone was trained in), so this bar measures imitation, "
-        "not following the command.")
-    assert C.teacher_band_sentence(rows.iloc[0:0], "lyapunov") == ""
-    # the chapter reads the own-from50 design's 50-server cells as a repeat of the own-workloads
-    # design's: at 50 servers its clone learns on the fleet it is scored on, all else the same
-    from ilets.study.command_scenario import load_profile
-
-    own, from50 = (load_profile(C.design_profile(next(iter(d.values()))))
-                   for d in (C.OWN_WORKLOADS_DESIGN, C.OWN_FROM50_DESIGN))
-    assert from50.pipeline == dataclasses.replace(own.pipeline, train_servers=50) and 50 in from50.servers
-    assert (from50.scenario, from50.seeds, from50.train_regime) == (own.scenario, own.seeds, own.train_regime)
-
-
-def test_the_fleet_transfer_design_is_read_beside_the_clone_learned_on_its_fleet():
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile
-
-    name, folder = next(iter(C.FLEET_TRANSFER_DESIGN.items()))
-    moved = load_profile(C.design_profile(folder))
-    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
-    assert moved.pipeline == dataclasses.replace(episodes.pipeline, train_servers=50)
-    assert moved.pipeline.train_servers not in moved.servers and set(moved.servers) <= set(episodes.servers)
-    rows = _store_rows({C.EPISODES_DESIGN: 0.32, name: 0.60})
-    rows = rows.assign(servers=np.where(rows["design"] == name, 200, rows["servers"]))
-    assert C.twin_sentence(rows[rows["design"] != name], name) == (
-        "The design whose clone learns on another fleet has not run.")
-    # read at 200 servers only, beside the clone learned there
-    assert C.twin_sentence(rows, name) == "The two designs share no fleet size and seed yet."
-    at200 = pd.concat([rows, rows[rows["design"] == C.EPISODES_DESIGN].assign(servers=200)], ignore_index=True)
-    said = C.twin_sentence(at200, name, reps=300)
-    assert said.startswith("On the seeds both designs have (3: 0, 1, 2): ") and "(50 servers:" not in said
-    first, mine = said.split(f'the clone of design "{name}"')
-    assert "meets the bar" in first and "misses the bar" in mine
-
-
-def test_the_clone_pilot_rule_takes_the_lowest_ratio_or_a_smaller_repeat_within_tolerance():
-    from ilets.report import command_control as C
-
-    def table(means):
-        return pd.DataFrame([{"defer_repeat": n, "servers": s, "seed": seed, "track_ratio": v,
-                              "miss_ratio": 1.0, "deferrals": 1, "deferrals_teacher": 1}
-                             for n, v in means.items() for s in (50, 200) for seed in (100, 101)])
-
-    assert C.choose_defer_repeat(table({1: 1.5, 4: 1.10, 16: 1.05})) == 16  # 4 is 4.8 % above the best
-    assert C.choose_defer_repeat(table({1: 1.5, 4: 1.06, 16: 1.05})) == 4  # 4 is within 2 %
-    assert C.choose_defer_repeat(table({1: 1.0, 4: 1.2, 16: 1.3})) == 1
-    assert C.choose_defer_repeat(table({}).iloc[0:0]) is None
-    shown = C.clone_pilot_display(table({1: 1.5, 4: 1.06, 16: 1.05}))
-    assert list(shown["deferral shown (times)"]).count("4 (chosen)") == 2
 
 
 def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
@@ -423,8 +293,11 @@ def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
 
 
 def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monkeypatch):
-    days = load_gridcommand_config("gridcommand-quick-days-per-server-sleep-energy")
     one = load_gridcommand_config("gridcommand-quick-per-server-sleep-energy")
+    # the retired fourteen-day scenario: the one-day one with fourteen days of commands and a
+    # fourteen-fold workload scale
+    days = load_gridcommand_config("gridcommand-quick-per-server-sleep-energy", window_days=14,
+                                   run={"workload": {"scale": 0.28}})
     assert days.window_days == 14 and one.window_days == 1
     # one day of the fourteen-day scenario is the one-day scenario, field for field
     assert P.training_base(days, P.PipelineConfig(train_days=1)) == one
@@ -447,15 +320,6 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
     assert asked == [P.training_config(one, "shallow-long", 50, 3)]
 
 
-def test_a_training_window_the_scenario_refuses_is_named_when_the_grid_loads():
-    from ilets.study.command_scenario import load_profile
-
-    pilot = load_profile("gridcommand-grid-clone-pilot-y1")
-    bad = dataclasses.replace(pilot, pipeline=dataclasses.replace(pilot.pipeline, train_days=1000))
-    with pytest.raises(ConfigError, match="grid.pipeline.train_days: 1000 days"):
-        bad.validate()
-
-
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
     seen = []
 
@@ -470,311 +334,6 @@ def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, m
     P.clone(cfg, P.PipelineConfig(), 0)
     assert seen == [7, cfg.run.oinpt.bc_epochs]
     assert P.clone_key(cfg, P.PipelineConfig(bc_epochs=7), 0) != P.clone_key(cfg, P.PipelineConfig(), 0)
-
-
-def test_the_bc_budget_pilot_rule_honours_the_miss_bar_then_the_lowest_ratio_then_fewer_epochs():
-    from ilets.report import command_control as C
-
-    def table(means):
-        return pd.DataFrame([{"bc_epochs": n, "servers": s, "seed": seed, "track_ratio": v, "miss_ratio": m,
-                              "deferrals": 1, "deferrals_teacher": 1}
-                             for n, (v, m) in means.items() for s in (50, 200) for seed in (100, 101)])
-
-    assert C.choose_bc_epochs(table({10: (1.5, 1.0), 30: (1.2, 1.0), 100: (1.0, 1.3)})) == 30  # 100 misses too much
-    assert C.choose_bc_epochs(table({10: (1.5, 1.0), 30: (1.01, 1.0), 100: (1.0, 1.0)})) == 30  # within 2 %
-    assert C.choose_bc_epochs(table({10: (1.5, 1.2), 30: (1.2, 1.3)})) == 30  # none within the bar: all
-    assert C.choose_bc_epochs(table({}).iloc[0:0]) is None
-    top = table({10: (1.5, 1.0), 300: (1.0, 1.0)})
-    assert C.pilot_widens(top) and not C.pilot_widens(table({10: (1.0, 1.0), 300: (1.5, 1.0)}))
-    said = C.clone_pilot_sentence(top)
-    assert "1.50x (10 epochs)" in said and "kept 300" in said and "to be widened" in said
-    assert list(C.clone_pilot_display(top)["BC epochs"]).count("300 (chosen)") == 2
-
-
-def test_the_dagger_rounds_pilot_takes_the_same_rule_over_rounds_and_widens_at_its_top():
-    from ilets.report import command_control as C
-
-    def table(means):
-        return pd.DataFrame([{"dagger_rounds": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
-                              "deferrals": 1, "deferrals_teacher": 1}
-                             for n, (v, m) in means.items() for seed in (100, 101)])
-
-    assert C.choose_dagger_rounds(table({1: (1.5, 1.0), 2: (1.2, 1.0), 4: (1.0, 1.3)})) == 2  # 4 misses too much
-    assert C.choose_dagger_rounds(table({1: (1.01, 1.0), 2: (1.0, 1.0), 4: (1.3, 1.0)})) == 1  # within 2 %: fewer
-    top = table({1: (1.5, 1.0), 2: (1.2, 1.0), 4: (1.0, 1.0)})
-    assert C.pilot_widens(top) and not C.pilot_widens(table({1: (1.5, 1.0), 2: (1.0, 1.0), 4: (1.2, 1.0)}))
-    said = C.clone_pilot_sentence(top)
-    assert "1.00x (4 rounds)" in said and "1.50x (1 round)" in said and "kept 4" in said and "to be widened" in said
-    # the repeat pilot never widens (its range predates widening)
-    repeat = top.rename(columns={"dagger_rounds": "defer_repeat"})
-    assert C.choose_defer_repeat(repeat) == 4 and not C.pilot_widens(repeat)
-
-
-def test_the_sleep_weighting_pilot_takes_the_budget_rule_and_shows_the_sleeps():
-    from ilets.report import command_control as C
-
-    def table(means):
-        return pd.DataFrame([{"sleep_repeat": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
-                              "deferrals": 1, "deferrals_teacher": 1, "sleeps": sl, "sleeps_teacher": 36.0}
-                             for n, (v, m, sl) in means.items() for seed in (100, 101)])
-
-    assert C.choose_sleep_repeat(table({1: (1.5, 1.0, 8.0), 4: (1.2, 1.0, 20.0), 16: (1.0, 1.3, 40.0)})) == 4
-    top = table({1: (1.5, 1.0, 8.0), 4: (1.2, 1.0, 20.0), 16: (1.0, 1.0, 35.0)})
-    assert C.pilot_widens(top) and "64" in str(C.PILOTS["sleep_repeat"][0])
-    shown = C.clone_pilot_display(top)
-    assert list(shown["sleep actions shown (times)"]) == ["1", "4", "16 (chosen)"]
-    assert list(shown["servers put to sleep (clone / teacher)"]) == ["8.0 / 36.0", "20.0 / 36.0", "35.0 / 36.0"]
-    said = C.clone_pilot_sentence(top)
-    assert "1.50x (once)" in said and "kept 16" in said and "to be widened" in said
-
-
-def test_the_energy_designs_deferral_pilot_takes_the_budget_rule_and_each_candidate_has_its_profile():
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile as load_grid_profile
-
-    table = pd.DataFrame([{"defer_repeat_energy": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
-                           "deferrals": d, "deferrals_teacher": 60}
-                          for n, (v, m, d) in {1: (1.4, 0.9, 0), 4: (1.1, 1.0, 30), 16: (1.0, 1.2, 90)}.items()
-                          for seed in range(100, 106)])
-    assert C.choose_defer_repeat_energy(table) == 4  # 16 tracks best but misses the miss bar
-    assert not C.pilot_widens(table)
-    assert list(C.clone_pilot_display(table)["deferrals shown, energy-ranked design (times)"]) == [
-        "1", "4 (chosen)", "16"]
-    assert C.clone_pilot_sentence(table) == (
-        "On pilot seeds 100, 101, 102, 103, 104, 105 at 50 servers, the frozen greedy clone tracked at 1.40x (once), "
-        "1.10x (4 times), 1.00x (16 times) its teacher's error (mean over seeds and fleet sizes); the rule kept 4, "
-        "whose miss rate is 1.00 times the teacher's.")
-    top = table.assign(miss_ratio=1.0)
-    assert C.choose_defer_repeat_energy(top) == 16 and C.pilot_widens(top)
-    assert not C.pilot_widens(table.iloc[0:0])
-    assert "has not run" in C.clone_pilot_sentence(C.clone_pilot_table(Path("/nonexistent"), "defer_repeat_energy"))
-    # every pilot's candidates before widening are profiles of their own, setting the pilot's knob
-    base = {"defer_repeat": C.PILOT_REPEATS, "bc_epochs": C.PILOT_EPOCHS, "dagger_rounds": C.PILOT_ROUNDS,
-            "event_repeat": C.PILOT_EVENT_REPEATS, "sleep_repeat": C.PILOT_SLEEP_REPEATS,
-            "defer_repeat_energy": C.PILOT_DEFER_REPEATS, "train_episodes": C.PILOT_TRAIN_EPISODES,
-            "train_days": C.PILOT_TRAIN_DAYS, "train_episodes_own": C.PILOT_TRAIN_EPISODES_OWN}
-    assert set(base) == set(C.PILOTS)
-    for pilot, candidates in base.items():
-        knob = C.PILOT_KNOBS.get(pilot, pilot)
-        for n in candidates:
-            profile = load_grid_profile(f"gridcommand-grid-clone-pilot-{C.PILOTS[pilot][1]}{n}")
-            assert getattr(profile.pipeline, knob) == n and min(profile.seeds) >= 100
-    energy = load_grid_profile("gridcommand-grid-per-server-energy")
-    pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
-    assert pilot.scenario == energy.scenario
-    assert pilot.pipeline == dataclasses.replace(energy.pipeline, heldout=False)
-    # the training-episodes pilot's candidate 1 is the deferral pilot's candidate 1, cell for cell
-    from ilets.gridcommand.experiment import Cell
-    from ilets.study.command_scenario import settings_digest
-
-    episodes = load_grid_profile("gridcommand-grid-clone-pilot-t1")
-    assert (episodes.scenario, episodes.pipeline, episodes.seeds) == (pilot.scenario, pilot.pipeline, pilot.seeds)
-    assert settings_digest(episodes, Cell("bc", 50, 100)) == settings_digest(pilot, Cell("bc", 50, 100))
-    # its rule is the budget pilot's, fewer episodes within tolerance, widening at the top
-    table = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
-                           "deferrals": 10, "deferrals_teacher": 60}
-                          for n, v in {1: 3.0, 4: 1.5, 16: 1.49}.items() for seed in range(100, 106)])
-    assert C.choose_train_episodes(table) == 4 and not C.pilot_widens(table)
-    assert C.choose_train_episodes(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1}))) == 16
-    assert C.pilot_widens(table.assign(track_ratio=table["train_episodes"].map({1: 3, 4: 2, 16: 1})))
-    assert list(C.clone_pilot_display(table)["training episodes"]) == ["1", "4 (chosen)", "16"]
-
-
-def test_the_training_window_pilot_sets_the_days_familys_clone_beside_the_16_episode_clone():
-    from ilets.report import command_control as C
-    from ilets.study.command_drift import load_family
-    from ilets.study.command_scenario import load_profile as load_grid_profile
-
-    family = load_family("gridcommand-drift-per-server-days")
-    episodes = load_grid_profile("gridcommand-grid-per-server-episodes")
-    as_run, short = (load_grid_profile(f"gridcommand-grid-clone-pilot-y{n}") for n in (14, 1))
-    assert as_run.scenario == short.scenario == family.scenario
-    assert as_run.seeds == short.seeds and min(as_run.seeds) >= 100 and as_run.servers == short.servers == (50,)
-    # candidate 14: the clone the family first ran with (one fourteen-day episode, the 16-episode
-    # clone's gradient steps: its epochs over one window fourteen times longer); candidate 1:
-    # the 16-episode design's clone
-    longer = as_run.scenario_config().run.workload.scale / episodes.scenario_config().run.workload.scale
-    assert as_run.pipeline == dataclasses.replace(episodes.pipeline, heldout=False, train_days=14, train_episodes=1,
-                                                  bc_epochs=round(episodes.pipeline.bc_epochs / longer))
-    assert short.pipeline == dataclasses.replace(episodes.pipeline, heldout=False, train_days=1)
-    # the family runs the rule's choice on the shipped pilot
-    chosen = C.choose_train_days(C.clone_pilot_table(Path(__file__).resolve().parents[1], "train_days"))
-    if chosen is not None:
-        picked = load_grid_profile(f"gridcommand-grid-clone-pilot-y{chosen}")
-        assert family.pipeline == dataclasses.replace(picked.pipeline, heldout=True)
-    assert C.TRAIN_DAYS_AS_RUN == 14 and set(C.PILOT_TRAIN_DAYS) == {1, 14}
-    # the rule: the lower mean tracking ratio among those within the miss bar, the family's own
-    # design kept within the tolerance; two designs, nothing widens
-    def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
-        return pd.DataFrame([{"train_days": n, "servers": 50, "seed": seed, "track_ratio": v,
-                              "miss_ratio": (miss or {}).get(n, 1.0), "deferrals": 1, "deferrals_teacher": 1}
-                             for n, v in track.items() for seed in range(100, 106)])
-    assert C.choose_train_days(pilot({1: 1.00, 14: 1.01})) == 14
-    assert C.choose_train_days(pilot({1: 1.00, 14: 1.05})) == 1
-    assert C.choose_train_days(pilot({1: 1.00, 14: 1.30}, {1: 1.5})) == 14  # 1 misses too many deadlines
-    assert C.choose_train_days(pilot({1: 1.00, 14: 1.30}, {1: 1.5, 14: 1.5})) == 1  # neither within: both
-    assert C.choose_train_days(pilot({14: 1.3})) == 14 and C.choose_train_days(pilot({}).iloc[0:0]) is None
-    assert not C.pilot_widens(pilot({1: 1.00, 14: 1.30}))
-    assert C.clone_pilot_sentence(pilot({1: 1.00, 14: 1.30})).endswith(
-        "1.00x (1-day training episodes), 1.30x (14-day training episode) its teacher's error (mean over seeds and "
-        "fleet sizes); the rule kept 1, whose miss rate is 1.00 times the teacher's.")
-
-
-def test_the_own_workloads_pilot_sets_the_16_episode_design_beside_four_times_its_data():
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile as load_grid_profile
-
-    own = load_grid_profile("gridcommand-grid-per-server-episodes-own")
-    sixteen, more = (load_grid_profile(f"gridcommand-grid-clone-pilot-o{n}") for n in C.PILOT_TRAIN_EPISODES_OWN)
-    # candidate 16 is the own-workloads design on pilot seeds, scoring no held-out episode
-    assert (sixteen.scenario, sixteen.methods, sixteen.servers) == (own.scenario, own.methods, own.servers)
-    assert sixteen.pipeline == dataclasses.replace(own.pipeline, heldout=False)
-    assert min(sixteen.seeds) >= 100 and more.seeds == sixteen.seeds
-    # candidate 64: four times the data, each seed's own, nothing else changed
-    assert more.scenario == sixteen.scenario
-    assert more.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=64, train_episode_stride=64)
-    assert C.PILOT_TRAIN_EPISODES_OWN == (16, 64) and C.PILOT_TRAIN_EPISODES_OWN_WIDENED == (256, 1024)
-    # the widened candidate, four times the largest, nothing else changed
-    wide = load_grid_profile("gridcommand-grid-clone-pilot-o256")
-    assert wide.seeds == sixteen.seeds and wide.scenario == sixteen.scenario
-    assert wide.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=256, train_episode_stride=256)
-    # widened again, four times 256, its BC steps counted exactly (whole epochs would floor at
-    # one: several times the meant steps), and 256 so counted beside it, read by no rule
-    widest = load_grid_profile("gridcommand-grid-clone-pilot-o1024")
-    assert widest.seeds == sixteen.seeds and widest.scenario == sixteen.scenario
-    assert widest.pipeline == dataclasses.replace(sixteen.pipeline, train_episodes=1024, train_episode_stride=1024,
-                                                  bc_step_budget="exact")
-    assert P.whole_epoch_step_shares(1024, widest.pipeline.bc_epochs)[0] > 3
-    exact = load_grid_profile(f"gridcommand-grid-clone-pilot-{C.STEP_BUDGET_SENSITIVITY['train_episodes_own'][1]}")
-    assert (exact.seeds, exact.scenario, exact.servers, exact.methods) == (wide.seeds, wide.scenario, wide.servers,
-                                                                           wide.methods)
-    assert exact.pipeline == dataclasses.replace(wide.pipeline, bc_step_budget="exact")
-    assert C.STEP_BUDGET_SENSITIVITY["train_episodes_own"][0] == 256
-    assert C.exact_step_candidates("train_episodes_own") == [1024] and C.exact_step_candidates("bc_epochs") == []
-    # the rule: the budget pilot's, fewer episodes within the tolerance, widening at the top
-    def pilot(track: dict, miss: dict | None = None) -> pd.DataFrame:
-        return pd.DataFrame([{"train_episodes_own": n, "servers": 50, "seed": seed, "track_ratio": v,
-                              "miss_ratio": (miss or {}).get(n, 1.0), "deferrals": 1, "deferrals_teacher": 1}
-                             for n, v in track.items() for seed in range(100, 106)])
-    assert C.choose_train_episodes_own(pilot({16: 1.00, 64: 0.99})) == 16 and not C.pilot_widens(
-        pilot({16: 1.00, 64: 0.99}))
-    assert C.choose_train_episodes_own(pilot({16: 1.10, 64: 1.00})) == 64 and C.pilot_widens(
-        pilot({16: 1.10, 64: 1.00}))
-    assert C.choose_train_episodes_own(pilot({16: 1.10, 64: 1.00}, {64: 1.5})) == 16  # 64 misses too many
-    assert not C.pilot_widens(pilot({16: 1.10, 64: 1.00, 256: 0.9}, {256: 1.5}))
-    assert C.choose_train_episodes_own(pilot({}).iloc[0:0]) is None
-    # the same candidates with shared workloads beside their own: how far the draw moves a ratio
-    shared = pilot({16: 1.29, 64: 1.31}).rename(columns={"train_episodes_own": "train_episodes"})
-    shared = pd.concat([shared, shared.assign(train_episodes=4, track_ratio=2.0)])
-    assert C.workload_draw_sentence(shared, pilot({16: 1.47, 64: 1.19})) == (
-        "On the same pilot seeds, which workloads the clones learned from moved their mean tracking ratio (16 "
-        "episodes 1.29x shared, 1.47x own; 64 episodes 1.31x shared, 1.19x own) by up to 14%, more than the pilots' "
-        "tolerance (2%).")
-    assert C.workload_draw_sentence(shared, pilot({}).iloc[0:0]) == ""
-    # only the (fleet size, seed) pairs both pilots ran are compared
-    wider = pd.concat([pilot({16: 1.47, 64: 1.19}), pilot({16: 9.0, 64: 9.0}).assign(servers=200)])
-    assert C.workload_draw_sentence(shared, wider) == C.workload_draw_sentence(shared, pilot({16: 1.47, 64: 1.19}))
-    assert list(C.clone_pilot_display(pilot({16: 1.10, 64: 1.00}))["training episodes, each seed's own"]) == [
-        "16", "64 (chosen)"]
-    assert C.clone_pilot_sentence(pilot({16: 1.10, 64: 1.00})).endswith(
-        "1.10x (16 episodes), 1.00x (64 episodes) its teacher's error (mean over seeds and fleet sizes); the rule "
-        "kept 64, whose miss rate is 1.00 times the teacher's (its largest candidate: the range is to be widened "
-        "before the choice stands).")
-
-
-def test_a_pilot_candidate_shipped_in_part_is_named_and_not_read_by_the_rule(tmp_path):
-    """A long candidate carried from one session to the next is shipped with the cells it has:
-    the rule must not read a mean over some of its seeds, and the pilot's sentence says which
-    candidate is in part; the step-budget comparison still reads the seeds both grids have."""
-    from ilets.report import command_control as C
-
-    repo = Path(__file__).resolve().parents[1]
-    pilots = tmp_path / C.PILOT_FOLDER
-
-    def cut(folder: Path, seeds: int) -> None:  # keep the first pilot seeds' cells in the store
-        store = folder / "store" / "results.parquet"
-        table = pd.read_parquet(store)
-        table[table["seed"] < 100 + seeds].to_parquet(store)
-
-    # every candidate in part: nothing is chosen, and the sentence says why
-    shutil.copytree(repo / C.PILOT_FOLDER / "o16", pilots / "o16")
-    cut(pilots / "o16", 1)
-    alone = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
-    assert len(alone) == 0 and C.choose_train_episodes_own(alone) is None
-    assert C.clone_pilot_sentence(alone) == (
-        "The clone pilot over training episodes, each seed's own has no whole candidate yet. Candidate 16's grid is "
-        "shipped in part (2 of 12 cells): the rule reads a candidate once all its cells are in, so it does not read "
-        "this one yet.")
-    for n in (16, 64, 256):
-        shutil.rmtree(pilots / f"o{n}", ignore_errors=True)
-        shutil.copytree(repo / C.PILOT_FOLDER / f"o{n}", pilots / f"o{n}")
-    whole = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
-    assert whole.attrs["in_part"] == {} and not C.clone_pilot_sentence(whole).endswith("yet.")
-    # candidate 1,024 with the first two seeds' cells in: its profile plans 12
-    shutil.copytree(pilots / "o256", pilots / "o1024")
-    cut(pilots / "o1024", 2)
-    part = C.clone_pilot_table(tmp_path, knob="train_episodes_own")
-    assert part.equals(whole) and part.attrs["in_part"] == {1024: (4, 12)}
-    assert C.choose_train_episodes_own(part) == C.choose_train_episodes_own(whole) == 256
-    assert C.clone_pilot_sentence(part) == C.clone_pilot_sentence(whole) + (
-        " Candidate 1,024's grid is shipped in part (4 of 12 cells): the rule reads a candidate once all its cells "
-        "are in, so it does not read this one yet.")
-    # the step-budget comparison reads the seeds both of its grids have, whole or not
-    shutil.copytree(repo / C.PILOT_FOLDER / "o256-exact", pilots / "o256-exact")
-    cut(pilots / "o256-exact", 3)
-    assert sorted(set(C.step_budget_table(tmp_path)["seed"])) == [100, 101, 102]
-    # cells are matched by name: a seed outside the plan does not stand in for a missing one
-    shutil.rmtree(pilots / "o1024")
-    shutil.copytree(pilots / "o256", pilots / "o1024")
-    store = pilots / "o1024" / "store" / "results.parquet"
-    table = pd.read_parquet(store)
-    table.assign(seed=table["seed"].replace(105, 106)).to_parquet(store)
-    assert C.clone_pilot_table(tmp_path, knob="train_episodes_own").attrs["in_part"] == {1024: (10, 12)}
-    # once whole, it is read
-    shutil.rmtree(pilots / "o1024")
-    shutil.copytree(pilots / "o256", pilots / "o1024")
-    assert set(C.clone_pilot_table(tmp_path, knob="train_episodes_own")["train_episodes_own"]) == {16, 64, 256, 1024}
-
-
-def test_the_clone_pilot_sentence_names_every_candidate_and_the_choice():
-    from ilets.report import command_control as C
-
-    table = pd.DataFrame([{"defer_repeat": n, "servers": s, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
-                           "deferrals": 1, "deferrals_teacher": 1}
-                          for n, v in {1: 1.5, 4: 1.2}.items() for s in (50, 200) for seed in (100, 101)])
-    said = C.clone_pilot_sentence(table)
-    assert "1.50x (1 time)" in said and "1.20x (4 times)" in said and "kept 4" in said and "100, 101" in said
-    assert C.clone_pilot_sentence(table.iloc[0:0]) == "The clone pilot has not run."
-    empty = C.clone_pilot_table(Path("/nonexistent"), knob="dagger_rounds")
-    assert C.clone_pilot_sentence(empty) == "The clone pilot over DAgger rounds has not run."
-
-
-def test_the_whole_epoch_floor_is_modelled_and_its_sensitivity_said():
-    from ilets.report import command_control as C
-
-    # one episode: the meant steps; 16: epochs 18.75 -> 19, a round over twice the data 9.5 -> 10;
-    # 256: the floor of one epoch, 256/300 of the steps, then one epoch over twice the data
-    assert P.whole_epoch_step_shares(1, 300) == (1.0, 1.0)
-    assert P.whole_epoch_step_shares(16, 300) == (19 * 16 / 300, 10 * 32 / 300)
-    assert P.whole_epoch_step_shares(256, 300, dagger_rounds=2) == (256 / 300, 512 / 300, 768 / 300)
-    # the sensitivity: one candidate as its pilot ran it beside its steps counted exactly
-    def rows(budget: str, track: float, share: float) -> list[dict]:
-        return [{"train_episodes_own": 256, "servers": 50, "seed": seed, "track_ratio": track + 0.02 * i,
-                 "miss_ratio": 0.9, "step_share": share, "dagger_step_share": share, "budget": budget}
-                for i, seed in enumerate((100, 101))]
-    table = pd.DataFrame(rows("whole_epochs", 1.10, np.nan) + rows("exact", 1.20, 1.0))
-    assert C.step_budget_sentence(table) == (
-        "Counted exactly (1.00 and 1.00 times the steps BC takes on the first training episode alone in the first BC "
-        "and the DAgger round), the 256 episodes clone tracked at 1.21x its teacher's error (miss rate 0.90x) on "
-        "pilot seeds 100, 101, against 1.11x (0.90x) in whole epochs as its pilot ran it: a move of 9%, more than "
-        "the pilots' tolerance (2%).")
-    assert C.step_budget_sentence(table, noise=0.071).endswith(
-        "a move of 9%, more than the pilots' tolerance (2%), and more than the 7% that a CPU of another vendor alone "
-        "moved such a mean (below).")
-    assert C.step_budget_sentence(table, noise=0.12).endswith("and less than the 12% that a CPU of another vendor "
-                                                              "alone moved such a mean (below).")
-    assert C.step_budget_sentence(table.iloc[0:0]) == ""
-    assert len(C.step_budget_table(Path("/nonexistent"))) == 0
 
 
 def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
@@ -830,90 +389,6 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     table = C.heldout_table(pd.concat([rows, more], ignore_index=True), reps=200)
     assert set(table[table["servers"] == 200]["method"]) == {"bc"}
     assert "at 200 servers ends" not in C.heldout_sentence(table) and "n/a" not in C.heldout_sentence(table)
-
-
-def test_the_deferral_gap_pairs_each_clone_with_its_teacher_and_names_the_seeds_over_the_bar():
-    from ilets.report import command_control as C
-
-    rows = []
-
-    def cell(method, servers, seed, track, deferrals, role="train"):
-        rows.append({"method": method, "servers": servers, "seed": seed, "role": role, "tracking_mae_rel": track,
-                     "deferrals": float(deferrals)})
-
-    # 50 servers: the clone falls short exactly where the teacher defers and it does not
-    for seed, (teacher_defers, clone_defers, excess) in enumerate([(0, 0, 0.0), (5, 4, 0.05), (80, 0, 0.9),
-                                                                    (200, 0, 1.5)]):
-        cell("lyapunov", 50, seed, 0.2, teacher_defers)
-        cell("bc", 50, seed, 0.2 * (1 + excess), clone_defers)
-        cell("bc", 50, seed, 9.0, 0, role="eval")  # only the training regime is read
-        cell("bc+ppo", 50, seed, 9.0, 0)  # fine-tuned methods are not the frozen clone
-    cell("lyapunov", 200, 0, 0.1, 0)
-    cell("bc", 200, 0, 0.1, 0)
-    cell("lyapunov", 200, 1, 0.1, 3)  # a teacher seed without its clone is left out
-    cell("lyapunov", 200, 2, float("nan"), 0)  # an episode with no tracking error: named apart
-    cell("bc", 200, 2, float("nan"), 0)
-    rows = pd.DataFrame(rows).sample(frac=1.0, random_state=0)  # in no particular order
-    table = C.deferral_gap_table(rows)
-    assert list(zip(table["servers"], table["seed"])) == [(50, 0), (50, 1), (50, 2), (50, 3), (200, 0), (200, 2)]
-    assert list(table["over_bar"]) == [False, False, True, True, False, False]
-    assert table["track_excess"].tolist()[:5] == pytest.approx([0.0, 0.05, 0.9, 1.5, 0.0])
-    said = C.deferral_gap_sentence(table)
-    assert said.startswith("Per episode, under the training regime, at 50 servers the frozen clone tracked more than "
-                           "10% worse than Lyapunov on 2 of 4 seeds (2, 3; there Lyapunov deferred 80, 200 tasks and "
-                           "the clone 0, 0); on the other seeds Lyapunov deferred a median of 2.5 tasks, the clone 2")
-    assert "rank correlation of +1.00" in said
-    # one seed with a tracking error, none over the bar, nothing to correlate
-    assert said.endswith("at 200 servers the frozen clone tracked more than 10% worse than Lyapunov on none of 1 seed; "
-                         "on them Lyapunov deferred a median of 0 tasks, the clone 0 (seed 2: no tracking error, the "
-                         "episode held no event).")
-    assert said.count("rank correlation") == 1
-    assert C.deferral_gap_sentence(C.deferral_gap_table(rows[rows["method"] == "lyapunov"])) == (
-        "No seed of this design has both Lyapunov and its frozen clone.")
-    assert C.GAP_DESIGN in C.DESIGNS and C.GAP_DESIGN in C.HELDOUT_DESIGNS
-    # the two deferral designs follow the energy-ranked one; deferral scored per server changes
-    # only the policy's defer head over it (its grid, the energy design's with the scenario that sets it)
-    assert list(C.DESIGNS)[-4:] == [C.GAP_DESIGN, C.DEFERS_DESIGN, C.LATER_DESIGN, C.EPISODES_DESIGN]
-    assert C.DESIGN_BASE[C.EPISODES_DESIGN] == C.GAP_DESIGN
-    assert C.DESIGN_BASE[C.LATER_DESIGN] == C.GAP_DESIGN and C.HELDOUT_DESIGNS[-2:] == (C.GAP_DESIGN,
-                                                                                        C.EPISODES_DESIGN)
-    from ilets.study.command_scenario import load_profile
-
-    energy, later = (load_profile(C.design_profile(C.DESIGNS[d])) for d in (C.GAP_DESIGN, C.LATER_DESIGN))
-    assert later.scenario_config().run.defer_head == "rows" and energy.scenario_config().run.defer_head == "pooled"
-    assert later.scenario_config() == dataclasses.replace(
-        energy.scenario_config(), run=dataclasses.replace(energy.scenario_config().run, defer_head="rows"))
-    assert (later.pipeline, later.servers, later.seeds, later.methods) == (
-        energy.pipeline, energy.servers, energy.seeds, energy.methods)
-    # the episodes design: the energy design's scenario and pipeline, but the training episodes
-    episodes = load_profile(C.design_profile(C.DESIGNS[C.EPISODES_DESIGN]))
-    assert episodes.scenario == energy.scenario and episodes.pipeline == dataclasses.replace(
-        energy.pipeline, train_episodes=episodes.pipeline.train_episodes)
-    assert episodes.pipeline.train_episodes in C.PILOT_TRAIN_EPISODES
-    assert (episodes.seeds, episodes.servers, episodes.methods) == (energy.seeds, energy.servers, energy.methods)
-    assert C.EPISODES_DESIGN == f"the same, {episodes.pipeline.train_episodes} training episodes"
-
-
-def test_design_steps_compare_each_design_with_the_one_before():
-    from ilets.report import command_control as C
-
-    track = dict(zip(C.DESIGNS, (0.70, 0.60, 0.60, 0.50, 0.80, 0.40, 0.40, 0.30, 0.35, 0.25, 0.20, 0.50)))
-    assert len(track) == len(C.DESIGNS)
-    rows = pd.DataFrame([{"design": d, "method": "bc", "role": "train", "servers": 50, "seed": s,
-                          "tracking_mae_rel": v + 0.01 * s} for d, v in track.items() for s in range(4)])
-    steps = C.design_steps(rows, reps=500)
-    names = list(C.DESIGNS)
-    # each design against the one before, but the energy-ranked one against the DAgger design it
-    # changes, and deferral scored per server against the energy-ranked one
-    energy = "the same, with DAgger, servers ranked by energy"
-    assert list(zip(steps["earlier"], steps["later"])) == list(zip(names[:-5], names[1:-4])) + [
-        ("the same, with DAgger", energy), (energy, "the same, deferrals weighted"),
-        (energy, "the same, deferral scored per server"), (energy, "the same, 16 training episodes")]
-    assert list(steps["verdict"]) == ["better", "unresolved", "better", "worse", "better", "unresolved", "better",
-                                      "better", "better", "better", "worse"]
-    said = C.design_steps_sentence(steps)
-    assert said.count("at 50 servers") == 11 and "from flat to per-server at 50 servers +14.0%" in said
-    assert C.design_steps_sentence(steps.iloc[0:0]) == "No two designs' clones to compare."
 
 
 def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_actor_visits_other_states(scenario):
@@ -1151,16 +626,6 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
         flat_grid.validate()
     # the shipped transfer grid: the 16-episode design's teacher and clone at 200 servers, the
     # clone learned on 50, nothing else changed
-    from50 = load_grid_profile("gridcommand-grid-per-server-episodes-from50")
-    assert (from50.scenario, from50.seeds, from50.train_regime, from50.eval_regime) == (
-        grid.scenario, grid.seeds, grid.train_regime, grid.eval_regime)
-    assert from50.methods == ("lyapunov", "bc") and from50.servers == (200,)
-    assert from50.pipeline == dataclasses.replace(grid.pipeline, train_servers=50)
-    # and the own-workloads design's clone, learned on 50, scored on both fleets
-    own, own_from50 = (load_grid_profile(f"gridcommand-grid-per-server-episodes-own{s}") for s in ("", "-from50"))
-    assert own_from50.pipeline == dataclasses.replace(own.pipeline, train_servers=50)
-    assert own_from50.servers == (50, 200) and own.servers == (50,)
-    assert (own_from50.scenario, own_from50.methods, own_from50.seeds) == (own.scenario, own.methods, own.seeds)
 
 
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
@@ -1374,35 +839,6 @@ def test_rows_repeat_decisions_on_top_of_the_label_repeats(scenario):
         with_repeats(demos, {}, rows[:1])
 
 
-def test_the_event_weighting_pilot_takes_the_same_rule_and_names_its_candidates():
-    from ilets.report import command_control as C
-
-    table = pd.DataFrame([{"event_repeat": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": m,
-                           "deferrals": 1, "deferrals_teacher": 1}
-                          for n, (v, m) in {1: (1.6, 1.0), 4: (1.2, 1.0), 16: (1.0, 1.5)}.items()
-                          for seed in (100, 101)])
-    assert C.choose_event_repeat(table) == 4 and not C.pilot_widens(table)  # 16 misses too much
-    said = C.clone_pilot_sentence(table)
-    assert "1.60x (once)" in said and "1.20x (4 times)" in said and "kept 4" in said
-    top = table.assign(miss_ratio=1.0)
-    assert C.choose_event_repeat(top) == 16 and C.pilot_widens(top)
-    assert "agreement during events (teacher's / own states)" not in C.clone_pilot_display(table)
-    shown = C.clone_pilot_display(table.assign(event_agreement=0.8, own_event_agreement=0.5))
-    assert list(shown["agreement during events (teacher's / own states)"]) == ["80% / 50%"] * 3
-
-
-def test_each_design_after_the_first_two_names_the_profile_that_fills_it(tmp_path):
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile
-
-    designs = {**{d: C.DESIGNS[d] for d in list(C.DESIGNS)[2:]}, **C.THERMOSTAT_DESIGN, **C.SLEEP_HEAD_DESIGN}
-    for rel in designs.values():  # every profile exists and fills that folder's grid
-        assert load_profile(C.design_profile(rel)).name == C.design_profile(rel)
-    said = C.designs_status(tmp_path, designs)  # nothing shipped there: how to make each
-    assert said.count("Design *") == len(designs)
-    assert "--profile gridcommand-grid-per-server-thermostat-events --out" in said
-
-
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
     import json
 
@@ -1416,98 +852,8 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
                                                           "status": "done", "train": train}))
 
     design, rows = C.heldout_design(tmp_path)
-    assert design == C.HELDOUT_DESIGNS[0] and len(rows) == 0  # nothing shipped: the first
-    ship(C.HELDOUT_DESIGNS[1], True)
-    ship(C.HELDOUT_DESIGNS[-1], False)  # shipped, but without held-out scores
+    assert design == C.HELDOUT_DESIGNS[0] and len(rows) == 0  # nothing shipped: the first, no rows
+    ship(C.HELDOUT_DESIGNS[-1], True)
     design, rows = C.heldout_design(tmp_path)
-    assert design == C.HELDOUT_DESIGNS[1] and rows.to_dict("records") == [
+    assert design == C.HELDOUT_DESIGNS[-1] and rows.to_dict("records") == [
         {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in P.HELDOUT_METRICS}}]
-
-
-def test_the_standing_sentence_says_whether_a_design_used_the_standing_choice():
-    from ilets.report import command_control as C
-
-    def table(means):
-        return pd.DataFrame([{"dagger_rounds": n, "servers": 50, "seed": seed, "track_ratio": v, "miss_ratio": 1.0,
-                              "deferrals": 1, "deferrals_teacher": 1} for n, v in means.items() for seed in (100, 101)])
-
-    assert "provisional" in C.standing_sentence(table({1: 2.0, 8: 1.1}), 8)
-    assert C.standing_sentence(table({1: 2.0, 8: 1.1, 16: 1.3}), 8) == (
-        "the pilot's rule, over its widened range, keeps 8, the design's own.")
-    # a range the rule never had to widen is not called widened
-    assert C.standing_sentence(table({1: 1.1, 2: 1.3, 4: 1.4}), 1) == "the pilot's rule keeps 1, the design's own."
-    assert "not the design's 8" in C.standing_sentence(table({1: 2.0, 8: 1.3, 16: 1.1, 32: 1.2}), 8)
-    assert "has not run" in C.standing_sentence(table({}).iloc[0:0], 8)
-    episodes = pd.DataFrame([{"train_episodes": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,
-                              "deferrals": 1, "deferrals_teacher": 1} for n, v in {1: 3.2, 4: 2.0, 16: 1.3}.items()])
-    days = pd.DataFrame([{"train_days": n, "servers": 50, "seed": 100, "track_ratio": v, "miss_ratio": 1.0,
-                          "deferrals": 1, "deferrals_teacher": 1} for n, v in {1: 1.0, 14: 1.3}.items()])
-    assert C.standing_sentence(days, 14, "days per training episode") == (
-        "the pilot's rule keeps 1, not the design's 14: the design is not its choice.")
-    assert C.standing_sentence(episodes, 16, "training episodes").endswith(
-        "keeps 16, its largest candidate, so its range is to be widened before the choice stands: the design's 16 "
-        "training episodes are provisional.")
-
-
-def test_the_transfer_probe_reads_the_clone_on_the_teachers_states_of_each_episode(scenario, tmp_path, capsys):
-    from ilets.report import command_control as C
-    from ilets.study import clone_transfer as T
-
-    train = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
-    state, _ = P.clone(train, P.PipelineConfig(clone_action="greedy", bc_epochs=2), 2)
-    env = GridCommandEnv(train)
-    demos = P.demonstrate(env, "lyapunov")
-    row = T.agreement_on(state, train, demos, env)
-    assert row["decisions"] == len(demos) and 0.0 <= row["agreement"] <= 1.0
-    assert row["teacher_deferrals"] == int((demos.acts == env.defer_action).sum())
-    # labelled with the clone's own greedy choices as the grid acts them (the numpy path), it
-    # agrees on every state, and its deferrals are counted where it defers
-    model = make_ppo(env, train.run.ppo, 2, "per-server")
-    model.policy.load_state_dict(state)
-    actor = numpy_actor_critic(model.policy)
-    acts = np.array([actor.act(o, m) for o, m in zip(demos.obs, demos.masks)])
-    relabelled = dataclasses.replace(demos, acts=acts)
-    same = T.agreement_on(state, train, relabelled, env)
-    assert same["agreement"] == 1.0 and same["clone_deferrals"] == int((acts == env.defer_action).sum())
-    assert np.isnan(same["deferral_recall"]) or same["deferral_recall"] == 1.0
-    # the teacher's scores behind each label: the same episode, the label their least
-    scored, scores = P.scored_demonstration(env, "lyapunov")
-    assert np.array_equal(scored.obs, demos.obs) and np.array_equal(scored.acts, demos.acts)
-    assert np.array_equal(scores.argmin(axis=1), demos.acts) and np.all(np.isinf(scores[~demos.masks]))
-    weighed = T.agreement_on(state, train, demos, env, scores)
-    assert pd.Series({k: weighed[k] for k in row}).equals(pd.Series(row)) and weighed["near_tie"] == T.NEAR_TIE
-    assert weighed["regret_median"] >= 0.0 and 0.0 <= weighed["near_tie_share"] <= 1.0  # the label is the least
-    assert np.isnan(T.agreement_on(state, train, relabelled, env, scores)["regret_median"])  # no disagreement
-    with pytest.raises(ValueError, match="scores: expected one per state and action"):
-        T.agreement_on(state, train, demos, env, scores[:, :-1])
-    with pytest.raises(ValueError, match="does not score its actions"):
-        P.scored_demonstration(env, "rule")
-    # the cost of a choice over what the median allowed action costs on its state
-    inf = np.inf
-    table = np.array([[1.0, 2.0, 5.0, inf], [3.0, 3.0, inf, 3.0], [0.0, -4.0, 4.0, 900.0]])
-    assert T.regret_of(np.array([1, 1, 2]), np.array([0, 0, 1]), table).tolist() == [1.0, 0.0, 8 / 6]
-    # the chapter's sentence, from rows as the CLI writes them
-    rows = pd.DataFrame([{"profile": "p", "servers": 6, "seed": 2, "episode": "training", **row},
-                         {"profile": "p", "servers": 6, "seed": 2, "episode": "scored",
-                          **{**row, "teacher_deferrals": 0, "deferral_recall": float("nan")}}])
-    said = C.transfer_sentence(rows)
-    assert said.startswith("On the teacher's own states (frozen, greedy): the clone of p at 6 servers, seed 2: on "
-                           "its first training episode agreement ")
-    assert said.endswith("the teacher did not defer.") and "costing" not in said  # rows without the teacher's scores
-    costed = rows.assign(regret_median=[0.004, 0.02], near_tie_share=[0.8, 0.5], near_tie=0.05)
-    assert ("its disagreements costing the teacher a median 0.4% of the median allowed action's margin over its "
-            "choice (80% of them within 5%)") in C.transfer_sentence(costed)
-    assert C.transfer_sentence(rows.iloc[0:0]) == "The clone-transfer probe has not run."
-    assert C.transfer_sentence(rows.iloc[:1]) == "The clone-transfer probe has no seed with both episodes."
-    assert len(C.load_transfer(tmp_path)) == 0
-    # bad input: one line, exit code 2
-    assert T.main(["--profile", "no-such-profile", "--seeds", "0", "--out", str(tmp_path / "t.json")]) == 2
-    assert "error:" in capsys.readouterr().err
-    assert T.main(["--profile", "x", "--servers", "0", "--seeds", "0", "--out", str(tmp_path / "t.json")]) == 2
-    assert "--servers: expected fleet sizes >= 1" in capsys.readouterr().err
-    (tmp_path / "bad.json").write_text("{}")
-    assert T.main(["--profile", "x", "--seeds", "0", "--out", str(tmp_path / "bad.json"), "--append"]) == 2
-    assert "bad.json: not a clone-transfer record" in capsys.readouterr().err
-    (tmp_path / "ok.json").write_text(json.dumps({"rows": [{"profile": "a", "servers": 6, "seed": 2}]}))
-    assert T._kept_rows(tmp_path / "ok.json") == [{"profile": "a", "servers": 6, "seed": 2}]
-    assert T._kept_rows(tmp_path / "none.json") == []

@@ -86,8 +86,7 @@ def test_the_queues_recursion():
     assert (q.q_track, q.q_deadline, q.last_t) == (0.0, 0.0, None)
 
 
-@pytest.mark.parametrize("folder", ["gridcommand", "gridcommand-per-server", "gridcommand-per-server-queues-greedy",
-                                    "gridcommand-drift/notice/shifted"])
+@pytest.mark.parametrize("folder", ["gridcommand", "gridcommand-per-server-episodes", "gridcommand-per-server-terms"])
 def test_every_shipped_grid_command_cell_keeps_its_settings_digest(folder):
     """Fields added to the scenario and the pipeline at their defaults leave every shipped cell's
     digest as it was computed (so ``ilets verify`` and resuming find them)."""

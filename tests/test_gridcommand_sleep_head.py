@@ -5,7 +5,6 @@ power manager's rule as actions (``SleepManager``); the per-server policy's seco
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -156,31 +155,6 @@ def test_on_a_head_scenario_the_pipeline_teaches_the_sleep_actions():
     assert plain == wrapped
 
 
-def test_the_sleep_use_sentence_sets_each_clone_beside_its_teacher(tmp_path):
-    import json
-
-    from ilets.report import command_control as C
-
-    cells = tmp_path / "cells"
-    cells.mkdir()
-    for method, sleeps in (("lyapunov", (12, 10)), ("bc", (6, 4)), ("ppo", (1, 1))):
-        for seed, n in enumerate(sleeps):
-            (cells / f"{method}-M50-s{seed}.json").write_text(json.dumps(
-                {"method": method, "servers": 50, "seed": seed, "status": "done", "scores": {"train": {"sleeps": n}}}))
-    # a partial grid: the teacher's third seed has no clone beside it, so it is left out
-    (cells / "lyapunov-M50-s2.json").write_text(json.dumps(
-        {"method": "lyapunov", "servers": 50, "seed": 2, "status": "done", "scores": {"train": {"sleeps": 50}}}))
-    table = C.sleep_use_table(tmp_path)
-    assert table.set_index("method")["sleeps"].to_dict() == {"bc": 5.0, "lyapunov": 11.0}  # learners from scratch left out
-    assert set(table["seeds"]) == {2}
-    assert C.sleep_use_sentence(table) == ("Servers put to sleep per episode under the training regime (seed means): "
-                                           "at 50 servers Lyapunov 11.0, BC (clone alone) 5.0.")
-    assert C.sleep_use_sentence(C.sleep_use_table(tmp_path / "none")) == ""
-    # per design, named; a design not shipped says nothing
-    said = C.designs_sleep_use(tmp_path.parent, {"head": Path(tmp_path.name), "weighted": Path("none")})
-    assert said == 'Design "head": ' + C.sleep_use_sentence(table)
-
-
 def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():
     from ilets.agents.oinpt import with_repeats
     from ilets.gridcommand.pipeline import PipelineConfig, demonstrate, label_repeats
@@ -208,16 +182,6 @@ def test_bad_sleep_repeat_is_named(value):
 
     with pytest.raises(ConfigError, match="pipeline.sleep_repeat: expected an integer >= 1"):
         PipelineConfig(sleep_repeat=value).validate()
-
-
-def test_sleep_repeat_needs_a_scenario_with_sleep_actions():
-    from ilets.study.command_scenario import load_profile
-
-    pilot = load_profile("gridcommand-grid-clone-pilot-s4")
-    assert pilot.pipeline.sleep_repeat == 4 and pilot.scenario_config().sleep_actions
-    plain = dataclasses.replace(pilot, scenario="gridcommand-quick-per-server-sleep")
-    with pytest.raises(ConfigError, match="grid.pipeline.sleep_repeat: 4 repeats .* has no sleep actions"):
-        plain.validate()
 
 
 # --- the sleep columns in each row (observe_sleep) ----------------------------------------------

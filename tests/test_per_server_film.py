@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch as th
 
@@ -118,32 +117,6 @@ def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
                                               r"the run's 0 \(run\.server_film\)"):
         load_policy(tmp_path / "p", plain)
     assert load_policy(tmp_path / "p", make_run_ppo(env, film.run))["film"] == 3
-
-
-def test_the_film_design_is_the_own_workloads_design_with_the_film_term():
-    from ilets.study.command_scenario import load_profile
-
-    film, own = load_profile("gridcommand-grid-per-server-film"), load_profile("gridcommand-grid-per-server-episodes-own")
-    assert dataclasses.replace(film, name=own.name, description=own.description, scenario=own.scenario) == own
-    a, b = film.scenario_config(), own.scenario_config()
-    assert a.run.server_film == 4 and dataclasses.replace(a, run=dataclasses.replace(a.run, server_film=0)) == b
-
-
-def test_the_film_design_is_read_beside_the_own_workloads_design_on_the_seeds_both_have():
-    from test_gridcommand_per_server import _store_rows
-
-    from ilets.report import command_control as C
-
-    film, own = next(iter(C.FILM_DESIGN)), next(iter(C.OWN_WORKLOADS_DESIGN))
-    assert C.design_profile(C.FILM_DESIGN[film]) == "gridcommand-grid-per-server-film"
-    rows = _store_rows({own: 0.60, film: 0.32})
-    mine = rows["design"] == film
-    assert C.later_sentence(rows[~mine], film) == "The design with the film term has not run."
-    said = C.later_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] > 0)]]), film, reps=300)
-    assert said.startswith("On the seeds both designs have (2: 1, 2): Frozen, under the regime it was trained in, ")
-    before, after = said.split(f'the clone of design "{film}"')
-    assert f'the clone of design "{own}" (50 servers' in before and "misses the bar" in before
-    assert "meets the bar" in after
 
 
 def test_the_teachers_scores_are_kept_only_where_they_cover_every_action():

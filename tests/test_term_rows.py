@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from ilets.agents.per_server import FILM_CLAMP
@@ -146,38 +145,6 @@ def test_terms_need_the_queues_and_the_table(fields, says):
         load_gridcommand_config("smoke", run=run, **fields)
 
 
-def test_the_terms_design_is_the_own_workloads_fleet_twin_with_the_film_the_later_rows_and_the_terms():
-    """Its profile is the own-workloads design learned on 50 servers but for its scenario, and
-    that scenario is the film design's with deferral per row and the terms."""
-    from ilets.study.command_scenario import load_profile
-
-    terms, twin = load_profile("gridcommand-grid-per-server-terms"), load_profile(
-        "gridcommand-grid-per-server-episodes-own-from50")
-    assert dataclasses.replace(terms, name=twin.name, description=twin.description, scenario=twin.scenario) == twin
-    film = load_profile("gridcommand-grid-per-server-film").scenario_config()
-    mine = terms.scenario_config()
-    assert mine.observe_terms and mine.run.defer_head == "rows" and mine.run.server_film == 4
-    assert dataclasses.replace(mine, observe_terms=False, run=dataclasses.replace(mine.run, defer_head="pooled")) == film
-
-
-def test_the_terms_design_is_read_beside_the_design_that_learns_on_the_same_fleets():
-    from test_gridcommand_per_server import _store_rows
-
-    from ilets.report import command_control as C
-
-    terms = next(iter(C.TERMS_DESIGN))
-    base = C.LATER_DESIGNS[terms]
-    assert base == next(iter(C.OWN_FROM50_DESIGN))
-    assert C.design_profile(C.TERMS_DESIGN[terms]) == "gridcommand-grid-per-server-terms"
-    rows = _store_rows({base: 0.60, terms: 0.31})
-    mine = rows["design"] == terms
-    assert C.later_sentence(rows[~mine], terms) == "The design with the teacher's terms in each row has not run."
-    said = C.later_sentence(pd.concat([rows[~mine], rows[mine & (rows["seed"] < 2)]]), terms, reps=300)
-    assert said.startswith("On the seeds both designs have (2: 0, 1): ")
-    before, after = said.split(f'the clone of design "{terms}"')
-    assert "misses the bar" in before and "meets the bar" in after
-
-
 def test_the_terms_design_has_a_control_without_the_terms_read_beside_it():
     """The control's profile is the terms design's but for its scenario, which is the terms
     scenario without the terms; it is read beside the terms design."""
@@ -189,6 +156,5 @@ def test_the_terms_design_has_a_control_without_the_terms_read_beside_it():
     assert dataclasses.replace(control, name=terms.name, description=terms.description,
                                scenario=terms.scenario) == terms
     assert dataclasses.replace(terms.scenario_config(), observe_terms=False) == control.scenario_config()
-    name = next(iter(C.FILM_LATER_DESIGN))
-    assert C.design_profile(C.FILM_LATER_DESIGN[name]) == control.name
-    assert C.LATER_DESIGNS[name] == next(iter(C.TERMS_DESIGN))
+    assert C.design_profile(C.DESIGNS[C.CONTROL_DESIGN_NAME]) == control.name
+    assert C.design_profile(C.DESIGNS[C.TERMS_DESIGN_NAME]) == terms.name and C.TERMS_DESIGN_NAME in C.PRIVILEGED

@@ -12,11 +12,12 @@ summary is generated, never typed, and changes when a grid is shipped:
 2. the hindsight rung (the study's upper bound, the issue's "oracle") no worse than any
    rung on the scored objective, per regime (:func:`bound_status`);
 3. a frozen clone within the bar of its teacher at both fleet sizes, and still within it when
-   each seed's clone learns from workloads of its own (:func:`clone_status`);
+   each seed's clone learns from workloads of its own; a design whose rows carry the teacher's
+   own score terms (declared privileged) meets it only "in part" (:func:`clone_status`);
 4. fine-tuning no worse than the frozen clone on held-out episodes (:func:`finetune_status`);
 5. a drift family with every factor and its control, at least
    :data:`~ilets.gridcommand.command.DRIFT_EVENTS` events in its median episode and
-   :data:`DRIFT_SEEDS` seeds in every grid (:func:`drift_status`);
+   :data:`DRIFT_SEEDS` seeds in every grid, read from the archive table (:func:`drift_status`);
 6. the full-window grid shipped whole and re-run exactly (:func:`full_window_status`).
 
 :func:`criteria_table` loads the shipped results and applies them all.
@@ -32,11 +33,11 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.command import DRIFT_EVENTS, DRIFT_FACTORS
+from ilets.gridcommand.archive import archive_provenance, load_archive
 from ilets.gridcommand.experts import BOUND
 from ilets.report import command_bound as B
 from ilets.report import command_control as C
 from ilets.report import command_drift as D
-from ilets.report import command_sleep as Z
 from ilets.report import grid_command as R
 
 MET, IN_PART, NOT_MET, NOT_RUN = "met", "in part", "not met", "not run"
@@ -45,21 +46,16 @@ STATUSES = (MET, IN_PART, NOT_MET, NOT_RUN)
 FLEETS = (50, 200)
 #: Seeds a drift family needs [issue].
 DRIFT_SEEDS = 10
-#: The grids the envelope criterion judges (label -> shipped folder): each scale with the levers
-#: it needs, the quick grid as it is and the full window with the sleep lever, whose generator
-#: moves an event the fleet cannot follow to a new start before it drops it
-#: (``envelope_redraws``: the issue asks the generator to size commands to the envelope, and
-#: an event the fleet cannot move at all has no size that fits). Set so before that grid ran;
-#: the full window with the lever, dropping such events, was judged until then.
-ENVELOPE_GRIDS = {"quick scale": R.SHIPPED, "full window, sleep lever, unreachable events moved": Z.PAPER_REDRAW_SHIPPED}
-#: Grids the envelope criterion reports beside them without judging: the full window with the
-#: lever as generated (the joint run, dropping what it cannot reach) and with one envelope run
-#: per event (``envelope_runs: per-event``, an opt-in way of measuring the reach, which sizes
-#: other commands), and without the lever, which its idle power leaves unable to follow most
-#: cuts (the sleep section).
-ENVELOPE_CONTEXT = {"full window, sleep lever, unreachable events dropped": Z.PAPER_SHIPPED,
-                    "full window, sleep lever, one envelope run per event": Z.PAPER_EACH_SHIPPED,
-                    "full window without the sleep lever": R.PAPER_SHIPPED}
+#: The full-window grid with the sleep lever whose generator moves an event the fleet cannot
+#: follow to a new start before it drops it (``envelope_redraws``).
+PAPER_REDRAW_SHIPPED = Path("shipped") / "gridcommand-paper-sleep-redraw"
+#: The grids the envelope criterion judges (label -> shipped folder): the quick grid as it is
+#: and the full window with the sleep lever and unreachable events moved (set so before that
+#: grid ran).
+ENVELOPE_GRIDS = {"quick scale": R.SHIPPED, "full window, sleep lever, unreachable events moved": PAPER_REDRAW_SHIPPED}
+#: Grids the envelope criterion reports beside them without judging: the full window without
+#: the lever, which its idle power leaves unable to follow most cuts.
+ENVELOPE_CONTEXT = {"full window without the sleep lever": R.PAPER_SHIPPED}
 #: The grids holding the hindsight rung beside every other rung (label -> shipped folder).
 BOUND_GRIDS = {"quick scale": B.SHIPPED, "full window": B.PAPER_SHIPPED}
 
@@ -175,55 +171,36 @@ def _clone_said(rows: pd.DataFrame) -> str:
                      f"miss rate {r['miss_ratio']:.2f}x" for r in rows.sort_values("servers").to_dict("records"))
 
 
-#: How the clone criterion names an own-workloads twin of the 16-episode design (by design;
-#: :data:`_TWIN_PHRASE` for any other).
-_TWIN_PHRASE = "with each seed's own training workloads"
-_TWIN_PHRASES = {next(iter(C.OWN_FROM50_DESIGN)): f"{_TWIN_PHRASE} and its clone learned on 50 servers"}
-#: What the clone criterion says with a design's name wherever it names it: the terms design
-#: meets the bar, if it does, with the teacher's terms shown, which a reader must not miss.
-_DESIGN_NOTES = {next(iter(C.TERMS_DESIGN)): "whose rows show the teacher's own terms, declared privileged state: "
-                                             "the pipeline's positive control, not a learner that finds the rule"}
+#: The clone criterion's reading when only a design with the teacher's terms meets the bar.
+PRIVILEGED_ONLY = "Met only with the teacher's terms in the rows; not met without them"
 
 
-def _named(design: str) -> str:
-    """A design's name as the clone criterion says it, with its note (:data:`_DESIGN_NOTES`)."""
-    note = _DESIGN_NOTES.get(design)
-    return f"*{design}*" + (f" ({note})" if note else "")
-
-
-def clone_status(control: pd.DataFrame, own: pd.DataFrame) -> Criterion:
-    """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the designs
-    (``control``: the Lyapunov-taught designs, :data:`~ilets.report.command_control.DESIGNS`
-    and :data:`~ilets.report.command_control.LATER_DESIGNS`, designs run after the others
-    missed the bar with independent clones, so more chances to meet it;
-    the designs of other teachers are positive controls of their own heads, and the power-cap
-    rung's, which reaches the band on few events, would make a clone "within the bar" of a
-    teacher that hardly follows) and of the own-workloads designs (``own``: the 16-episode
-    design with each seed's own training workloads, and the same with its clone learned on 50
-    servers, each named by :data:`_TWIN_PHRASES`): the designs whose frozen clone meets the bar
-    under the training regime at every one of :data:`FLEETS`. Met when one does and, where it is the
-    16-episode design and its own-workloads twins are shipped, each twin meets it at every fleet
-    size it ran; in part when a clone meets it somewhere; not met otherwise."""
+def clone_status(control: pd.DataFrame) -> Criterion:
+    """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the kept designs
+    (:data:`~ilets.report.command_control.DESIGNS`): per design, whether its frozen clone meets
+    the bar under the training regime at each fleet size it ran. Met when a design whose rows
+    carry no privileged state (:data:`~ilets.report.command_control.PRIVILEGED`) meets it at
+    every one of :data:`FLEETS` and its twin with each seed's own training workloads
+    (:data:`~ilets.report.command_control.OWN_DESIGN`) meets it too; in part when only a
+    privileged design, or only some fleet size, meets it (the evidence then opens with
+    :data:`PRIVILEGED_ONLY` where that is why); not met otherwise."""
     bc = control[(control["role"] == "train") & (control["method"] == "bc")] if len(control) else control
     if len(bc) == 0:
         return Criterion(_CLONE, NOT_RUN, "No design's frozen clone is shipped.")
-    meets = bc[bc["meets_bar"]]
-    both = [d for d, g in meets.groupby("design", sort=False) if _covers(g["servers"])]
-    twin = own[(own["role"] == "train") & (own["method"] == "bc")] if len(own) else own
-    said = []
-    for design in both:
-        said.append(f"{_named(design)} meets it at both fleet sizes ({_clone_said(meets[meets['design'] == design])})")
-        if design == C.EPISODES_DESIGN and len(twin):  # its twins right after it: "it" is that design
-            for name, rows in twin.groupby("design", sort=False):
-                said.append(f"{_TWIN_PHRASES.get(name, _TWIN_PHRASE)} it "
-                            f"{'meets' if rows['meets_bar'].all() else 'misses'} it ({_clone_said(rows)})")
-    twin_meets = bool(twin["meets_bar"].all()) if len(twin) else True
-    if not both:
-        some = sorted({f"{_named(d)} at {_fleets(g['servers'])} servers" for d, g in meets.groupby("design")})
-        said.append("no design meets it at both fleet sizes" + (f"; it is met by {'; '.join(some)}" if some else ""))
-    standing = [d for d in both if d != C.EPISODES_DESIGN or twin_meets]
-    status = MET if standing else (IN_PART if len(meets) else NOT_MET)
-    return Criterion(_CLONE, status, "; ".join(said) + ".")
+    said, full = [], {}
+    for design, g in bc.groupby("design", sort=False):
+        full[design] = bool(g["meets_bar"].all()) and _covers(g["servers"])
+        verb = "meets it" if g["meets_bar"].all() else ("misses it" if not g["meets_bar"].any() else "meets it in part")
+        said.append(f"{design}: {verb} ({_clone_said(g)})")
+    own_ok = full.get(C.OWN_DESIGN, True) or bool(bc.loc[bc["design"] == C.OWN_DESIGN, "meets_bar"].all())
+    plain = [d for d, ok in full.items() if ok and d not in C.PRIVILEGED and d != C.OWN_DESIGN
+             and (d != C.EPISODES_DESIGN or own_ok)]
+    privileged = [d for d, ok in full.items() if ok and d in C.PRIVILEGED]
+    if plain:
+        return Criterion(_CLONE, MET, "; ".join(said) + ".")
+    lead = f"{PRIVILEGED_ONLY}. " if privileged else ""
+    status = IN_PART if privileged or bool(bc["meets_bar"].any()) else NOT_MET
+    return Criterion(_CLONE, status, lead + "; ".join(said) + ".")
 
 
 def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
@@ -253,14 +230,13 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
 
 
 def drift_status(families: Mapping[str, tuple[list[str], pd.DataFrame]]) -> Criterion:
-    """Criterion 5 over the drift families (design -> (its factors with both grids whole,
+    """Criterion 5 over the drift families (label -> (its factors with both grids whole,
     :func:`~ilets.report.command_drift.complete_factors`; its rows,
-    :func:`~ilets.report.command_drift.load_drift`)): met when one family has every factor with
-    its control, :data:`DRIFT_SEEDS` seeds or more in each of those grids and a median episode
-    of at least :data:`~ilets.gridcommand.command.DRIFT_EVENTS` events (the count is random,
-    Poisson less what the envelope drops: the share of episodes that hold that many is
-    reported beside it); in part when a family has some factor whole."""
-    name = (f"The drift chapter: a row per factor with its control, at least {DRIFT_EVENTS} events in the median "
+    :func:`~ilets.report.command_drift.load_drift`), read from the archive table: met when one
+    family has every factor with its control, :data:`DRIFT_SEEDS` seeds or more in each of those
+    grids and a median episode of at least :data:`~ilets.gridcommand.command.DRIFT_EVENTS`
+    events; in part when a family has some factor whole."""
+    name = (f"A drift family: a row per factor with its control, at least {DRIFT_EVENTS} events in the median "
             f"episode and {DRIFT_SEEDS} seeds")
     passes, said = [], []
     for family, (complete, rows) in families.items():
@@ -269,15 +245,17 @@ def drift_status(families: Mapping[str, tuple[list[str], pd.DataFrame]]) -> Crit
         episodes = D.episode_events(rows)
         whole = rows[rows["factor"].isin(complete)]
         seeds = int(whole.groupby(["factor", "kind"])["seed"].nunique().min()) if len(whole) else 0
-        passes.append(len(complete) == len(DRIFT_FACTORS) and seeds >= DRIFT_SEEDS
-                      and float(episodes.median()) >= DRIFT_EVENTS)
-        said.append(f"{family}: {len(complete)} of {len(DRIFT_FACTORS)} factors with their control"
-                    + (f" ({seeds} seeds in the fewest of their grids)" if len(complete) else "")
-                    + f", {episodes.median():g} events in the median episode ({(episodes >= DRIFT_EVENTS).mean():.0%} "
-                    f"hold at least {DRIFT_EVENTS})")
+        ok = (len(complete) == len(DRIFT_FACTORS) and seeds >= DRIFT_SEEDS
+              and float(episodes.median()) >= DRIFT_EVENTS)
+        passes.append(ok)
+        if ok or family == D.FAMILY:
+            said.append(f"{family}: {len(complete)} of {len(DRIFT_FACTORS)} factors with their control"
+                        + (f" ({seeds} seeds in the fewest of their grids)" if len(complete) else "")
+                        + f", {episodes.median():g} events in the median episode")
     some = any(len(c) for c, r in families.values() if len(r))
     status = NOT_RUN if not passes else (MET if any(passes) else (IN_PART if some else NOT_MET))
-    return Criterion(name, status, "; ".join(said) + "." if said else "No drift family is shipped.")
+    return Criterion(name, status, ("; ".join(said) + " (read from the archive table)." if said
+                                    else "No drift family is archived."))
 
 
 def full_window_status(done: int, planned: int | None, provenance: Mapping, recorded: pd.DataFrame) -> Criterion:
@@ -318,21 +296,17 @@ def criteria_table(root: Path) -> pd.DataFrame:
     bounds = {label: B.bound_table(t) if (t := results_of(folder)) is not None else pd.DataFrame(columns=["servers"])
               for label, folder in BOUND_GRIDS.items()}
     design, rows = C.heldout_design(root)
+    archive, grids = load_archive(root), archive_provenance(root).get("grids", {})
     families = {}
-    for family, folder in D.FAMILIES.items():
-        drift = D.load_drift(root / folder)
-        families[family] = (D.complete_factors(drift, root / folder) if len(drift) else [], drift)
+    for label, family in D.FAMILIES.items():
+        drift = D.load_drift(archive, family)
+        families[label] = (D.complete_factors(drift, grids, family) if len(drift) else [], drift)
     paper = load(R.PAPER_SHIPPED)
     done, planned = R.cell_progress(paper) if paper is not None else (0, None)
     criteria = [envelope_status({label: results_of(folder) for label, folder in ENVELOPE_GRIDS.items()},
                                 {label: results_of(folder) for label, folder in ENVELOPE_CONTEXT.items()}),
                 bound_status(bounds),
-                # the later designs are more Lyapunov-taught designs, their seeds' clones independent
-                clone_status(C.control_table(C.load_designs(root, designs={**C.DESIGNS, **C.FILM_DESIGN,
-                                                                           **C.TERMS_DESIGN,
-                                                                           **C.FILM_LATER_DESIGN})),
-                             C.control_table(C.load_designs(root, designs={**C.OWN_WORKLOADS_DESIGN,
-                                                                           **C.OWN_FROM50_DESIGN}))),
+                clone_status(C.control_table(C.load_designs(root))),
                 finetune_status(design, C.heldout_table(rows)),
                 drift_status(families),
                 full_window_status(done, planned, paper.provenance if paper is not None else {},

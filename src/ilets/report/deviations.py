@@ -246,18 +246,22 @@ def _extension_rows() -> tuple[Deviation, ...]:
                                            PipelineConfig, whole_epoch_step_shares)
     from ilets.gridcommand.queues import MISS_BUDGET
     from ilets.gridcommand.experts.hindsight import MEMBERS, ORACLE_NODE_LIMIT
-    from ilets.report.command_control import (PILOT_DEFER_REPEATS, PILOT_EPOCHS, PILOT_EVENT_REPEATS,
-                                              PILOT_REPEATS, PILOT_ROUNDS, PILOT_SLEEP_REPEATS,
-                                              PILOT_TRAIN_EPISODES, PILOT_TRAIN_EPISODES_OWN,
-                                              PILOT_TRAIN_EPISODES_OWN_WIDENED, PILOT_TRAIN_EPISODES_WIDENED)
+    from types import SimpleNamespace
+
+    # the retired clone pilots' candidates and settings (their rows are in the archive table,
+    # ilets.gridcommand.archive; their profiles as at its recompute commit)
+    PILOT_REPEATS, PILOT_EPOCHS, PILOT_ROUNDS = (1, 4, 16), (10, 30, 100, 300, 900), (1, 2, 4, 8, 16)
+    PILOT_EVENT_REPEATS = PILOT_SLEEP_REPEATS = PILOT_DEFER_REPEATS = (1, 4, 16, 64)
+    PILOT_TRAIN_EPISODES, PILOT_TRAIN_EPISODES_WIDENED = (1, 4, 16), (64,)
+    PILOT_TRAIN_EPISODES_OWN, PILOT_TRAIN_EPISODES_OWN_WIDENED = (16, 64), (256, 1024)
+    pilot_fleet = SimpleNamespace(servers=(50,), seeds=tuple(range(100, 106)))
 
     g, pipe, quick = GridCommandConfig(), PipelineConfig(), load_grid_profile("quick")
-    sleepy = load_gridcommand_config("quick-sleep")
-    defer_pilot = load_grid_profile("gridcommand-grid-clone-pilot-w1")
-    episodes_pilot = load_grid_profile("gridcommand-grid-clone-pilot-t1")
+    sleepy = load_gridcommand_config("quick-per-server-sleep-energy")
+    defer_pilot = episodes_pilot = pilot_fleet
     floor = whole_epoch_step_shares(*FLOOR_EXAMPLE, dagger_rounds=1)
-    batchy = load_gridcommand_config("quick-sleep-batch")
-    multi_day = load_gridcommand_config("quick-days")
+    batchy = SimpleNamespace(batch_share=0.3, batch_slack_h=4.0)  # the retired batch-class grid's
+    multi_day = load_gridcommand_config("quick", window_days=14, run={"workload": {"scale": 0.28}})
     oracle_seeds = "seeds " + ", ".join(map(str, quick.oracle_seeds)) if quick.oracle_seeds else "every seed"
 
     def _seeds(values) -> str:
