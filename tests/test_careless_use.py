@@ -395,3 +395,41 @@ def test_a_grid_of_the_same_name_and_other_settings_is_refused_while_one_runs(tm
     # once it has ended, the other settings take the folder over, saying so
     summary = run_grid(sc.load_profile(other), out, progress=False, scenario=sc)
     assert summary["failed"] == 0 and "changed its settings" in capsys.readouterr().err
+
+
+# --- warnings: a partial grid ships with a notice, and its provenance says how complete it is ----
+
+def test_a_partial_grid_ships_with_a_notice_and_its_planned_cells(tmp_path, capsys):
+    path = write_profile(tmp_path / "part.yaml", methods=["earliest-finish", "round-robin"], servers=[10], seeds=[0])
+    out = tmp_path / "R"
+    run_grid(load_profile(path), out, progress=False, max_cells=1)
+    assert main(["ship", "--results", str(out), "--to", str(tmp_path / "S")]) == 0
+    captured = capsys.readouterr()
+    info = json.loads(captured.out)
+    assert info["cells"] == 1 and info["planned_units"] == 2
+    assert f"shipping 1 of 2 planned cells of {out}" in captured.err
+
+
+# --- warnings: a full disk during a clone is one line, not a bus error ----------------------------
+
+def test_a_full_disk_stops_a_clones_aggregate_with_a_line_naming_the_folder(tmp_path, monkeypatch):
+    import errno
+    from collections import namedtuple
+
+    from ilets.gridcommand import aggregate as A
+    from test_gridcommand_aggregate import part
+
+    folder = tmp_path / "clone.partial"
+    kept = A.Aggregate(capacity=3, folder=folder)
+    kept.add(part(2, 0))
+    kept.commit({"played": 1})
+    usage = namedtuple("usage", "total used free")
+    monkeypatch.setattr(A.shutil, "disk_usage", lambda where: usage(10**6, 10**6 - 10, 10))
+    with pytest.raises(OSError, match="the disk is full: 10 bytes free") as caught:
+        kept.add(part(3, 100))  # past the capacity: the columns' copy would need room too
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(folder)
+    back, state = A.Aggregate.reopen(folder)
+    assert len(back) == 2 and state == {"played": 1}  # the last record is kept for a rerun
+    memory = A.Aggregate(capacity=3)  # in memory: no disk to fill
+    memory.add(part(2, 0))
+    assert len(memory) == 2

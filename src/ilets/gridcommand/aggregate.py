@@ -18,10 +18,12 @@ lives in one of three places, by the same values in the same order (tested):
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import mmap
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -155,11 +157,32 @@ class Aggregate:
             # e.g. a longer expert name: the column is widened
             dtypes = {k: np.result_type(self._arrays[k].dtype, a.dtype) for k, a in new.items()}
             if end > size or any(dtypes[k] != self._arrays[k].dtype for k in new):
+                self._check_room(sum(a[:self._n].nbytes for k, a in self._arrays.items() if self._on_disk(k)))
                 self._reallocate(max(end, 2 * size) if end > size else size, dtypes)
+        self._check_room(sum(a.nbytes for k, a in new.items() if self._on_disk(k)))
         for k, a in new.items():
             self._arrays[k][self._n:end] = a
         self._n = end
         self.seconds += part.seconds
+
+    def _on_disk(self, name: str) -> bool:
+        """Whether column ``name`` lives in a file (a folder's columns; else only the observations
+        of a buffer past its memory limit)."""
+        return self._folder is not None or (self.file_backed and name == "obs")
+
+    def _check_room(self, need: int) -> None:
+        """``OSError`` (``ENOSPC``) naming the place when the disk holding the columns kept in
+        files has less than ``need`` bytes free. Why: those files are sparse memory maps, and
+        writing to one on a full disk does not raise, it kills the process with a bare ``Bus
+        error``; checked before each write, the clone stops with a line that says why (its
+        last record kept, for a rerun once there is room)."""
+        if need <= 0 or not (self._folder is not None or self.file_backed):
+            return
+        where = self._folder if self._folder is not None else Path(tempfile.gettempdir())
+        free = shutil.disk_usage(where).free
+        if free < need:
+            raise OSError(errno.ENOSPC, f"the disk is full: {free:,} bytes free, the clone's next rows need "
+                                        f"{need:,} (free some space and run again)", str(where))
 
     def _reallocate(self, size: int, dtypes: dict[str, np.dtype]) -> None:
         """Move every column to a buffer of ``size`` rows and the given dtypes (a copy, rare:
