@@ -433,3 +433,25 @@ def test_a_full_disk_stops_a_clones_aggregate_with_a_line_naming_the_folder(tmp_
     memory = A.Aggregate(capacity=3)  # in memory: no disk to fill
     memory.add(part(2, 0))
     assert len(memory) == 2
+
+
+# --- warnings: a Ctrl-C while pool workers start prints no child's traceback ----------------------
+
+def _interrupted_start() -> None:
+    """A pool worker's initializer hit by a terminal's Ctrl-C before it could ignore it (the
+    group's SIGINT reaches a spawned worker still importing its modules)."""
+    import signal
+
+    from ilets.lifecycle import pool_worker
+
+    os.kill(os.getpid(), signal.SIGINT)
+    pool_worker()
+
+
+def test_a_ctrl_c_while_pool_workers_start_leaves_no_traceback_of_theirs(capfd):
+    from ilets.lifecycle import local_pool
+
+    with local_pool(2, _interrupted_start) as pool:
+        assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]  # the workers went on; the parent decides
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err

@@ -28,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from multiprocessing import get_context
+from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
@@ -102,7 +102,33 @@ def pool_worker() -> None:
     # A terminal's Ctrl-C reaches the whole process group; the parent alone reacts (it
     # cancels the queue and kills the workers), so a worker does not half-stop its work.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the worker started with SIGINT blocked (_QuietSpawn): a Ctrl-C during its start-up is
+    # pending, and discarded now that it is ignored
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     one_thread()
+
+
+class _QuietSpawnProcess(SpawnProcess):
+    """A spawned pool worker that starts with SIGINT blocked (the mask is inherited through
+    fork and exec) until :func:`pool_worker` ignores it. Why: a spawned worker imports its
+    modules and reads its job for up to seconds before its initializer runs, and a Ctrl-C in
+    that time would print the worker's cut traceback under the parent's one-line message."""
+
+    def start(self) -> None:
+        if not hasattr(signal, "pthread_sigmask"):  # pragma: no cover -- not POSIX
+            return super().start()
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            return super().start()
+        finally:  # a Ctrl-C meanwhile reaches this process now, as KeyboardInterrupt
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class _QuietSpawnContext(SpawnContext):
+    """The spawn context, its processes :class:`_QuietSpawnProcess`."""
+
+    Process = _QuietSpawnProcess  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
@@ -113,7 +139,7 @@ def local_pool(workers: int, initializer: Callable[..., None] = pool_worker,
     interrupt, an error, or a generator around it closed. Why not ``ProcessPoolExecutor``'s own
     ``with``: its exit calls ``shutdown(wait=True)``, which waits for every queued task and so
     undoes the cancellation an interrupt asks for."""
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"), initializer=initializer,
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=_QuietSpawnContext(), initializer=initializer,
                                initargs=initargs)
     try:
         yield pool
