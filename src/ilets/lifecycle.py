@@ -128,7 +128,7 @@ class _QuietSpawnProcess(SpawnProcess):
 class _QuietSpawnContext(SpawnContext):
     """The spawn context, its processes :class:`_QuietSpawnProcess`."""
 
-    Process = _QuietSpawnProcess  # type: ignore[assignment]
+    Process = _QuietSpawnProcess
 
 
 @contextlib.contextmanager
