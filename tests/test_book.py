@@ -367,7 +367,10 @@ def test_the_claims_table_reads_at_1280_px_and_no_page_shows_raw_values(book):
             continue
         article = BeautifulSoup(f.read_text(), "html.parser")
         box = article.find("article") or article.find("main") or article
-        for skip in box.select("script, style, .cell_input, .headerlink, mjx-container, .math"):
+        # not code (an inline literal such as weights_only=True, a cell's source) nor the bibliography's
+        # links (arXiv:2211.11972); an output cell's text is read
+        for skip in box.select("script, style, .cell_input, .headerlink, mjx-container, .math, code, "
+                               ".citation a"):
             skip.decompose()
         found = raw_values(box.get_text(" "))
         if found:

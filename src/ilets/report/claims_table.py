@@ -19,6 +19,7 @@ at every fleet size. ``python -m ilets.report.claims_table --write README.md`` (
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -37,6 +38,11 @@ MARKERS = ("<!-- claims:start -->", "<!-- claims:end -->")
 
 #: The table's columns.
 COLUMNS = ["claim", "paper", "authors' flat learner", "per-server learner", "verdict", "caveat"]
+
+#: A hyphen inside a word ("per-server", "21-38 ms") is written as the non-breaking hyphen in the
+#: table's cells, so a browser never breaks the word there (a minus sign before a number is kept).
+NB_HYPHEN = "\u2011"
+_INNER_HYPHEN = re.compile(r"(?<=\w)-(?=\w)")
 
 #: A family's verdict on one row, in words (best first).
 YES, PART, NO, REVERSED, UNTESTABLE = "reproduced", "partly", "not reproduced", "reversed", "untestable here"
@@ -86,8 +92,9 @@ class ClaimsTable:
 
     @property
     def table_markdown(self) -> str:
-        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "|".join([":--"] * len(COLUMNS)) + "|"]
-        lines += ["| " + " | ".join(c.replace("|", "/") for c in row) + " |"
+        lines = ["| " + " | ".join(_INNER_HYPHEN.sub(NB_HYPHEN, c) for c in COLUMNS) + " |",
+                 "|" + "|".join([":--"] * len(COLUMNS)) + "|"]
+        lines += ["| " + " | ".join(_INNER_HYPHEN.sub(NB_HYPHEN, c.replace("|", "/")) for c in row) + " |"
                   for row in self.frame.itertuples(index=False)]
         return "\n".join(lines) + "\n"
 

@@ -499,7 +499,8 @@ def markdown_table(frame: pd.DataFrame | None, names: dict[str, str], empty: str
 
     if frame is None or len(frame) == 0:
         return note(empty)
-    shown = frame.rename(columns=names).replace({**names, **METHOD_LABELS})
+    with pd.option_context("future.no_silent_downcasting", True):  # the downcast made explicit: no FutureWarning
+        shown = frame.rename(columns=names).replace({**names, **METHOD_LABELS}).infer_objects(copy=False)
     # every cell for people (no raw float, True/False or nan: stats.prose.cell_text), numbers
     # right-aligned as before; the text is kept as written (no re-parsing of numbers)
     align = ["right" if pd.api.types.is_numeric_dtype(t) and not pd.api.types.is_bool_dtype(t) else "left"
