@@ -86,7 +86,10 @@ class CommandSpec:
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
                 "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws",
-                "run.cap_head", "run.server_film", "observe_terms")
+                "run.cap_head", "run.server_film", "observe_terms",
+                # the run's own fields added since (ilets.config.ADDED_FIELDS), nested in run here
+                "run.finetune.checkpoint_references", "run.finetune.actor_update", "run.finetune.awr_beta",
+                "run.finetune.diagnostics")
 
 
 @dataclass(frozen=True)

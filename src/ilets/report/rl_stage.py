@@ -250,14 +250,22 @@ def load_report(root: Path | None = None, bounds: pd.DataFrame | None = None) ->
 
 
 def recorded_bounds(root: Path) -> pd.DataFrame:
-    """The bounds recorded by ``make artifacts`` (``shipped/book/paper/headroom.json``), or an
-    empty table when that record is absent."""
-    import json
+    """The bounds recorded by ``make artifacts`` for the paper grid (record ``headroom``, read
+    through :func:`ilets.report.measurements.read`, which refuses a record measured with other
+    workload, fleet or reward settings than the grid's), or an empty table when it is absent."""
+    from ilets.report.measurements import MeasurementError, read
+    from ilets.study.book_measurements import results_run
 
-    path = root / "shipped" / "book" / "paper" / "headroom.json"
-    if not path.is_file():
-        return pd.DataFrame(columns=["servers", "seed", "response_bound_s", "reward_bound"])
-    return pd.DataFrame(json.loads(path.read_text())["rows"])
+    empty = pd.DataFrame(columns=["servers", "seed", "response_bound_s", "reward_bound"])
+    paper = root / "shipped" / "paper"
+    if not (paper / "profile.yaml").is_file():
+        return empty
+    profile, run = results_run(paper)
+    try:
+        record = read("headroom", profile, run, folder=root / "shipped" / "book" / profile)
+    except MeasurementError:
+        return empty
+    return pd.DataFrame(record.data["rows"])
 
 
 def finding(report: RLStageReport) -> str:
