@@ -18,7 +18,8 @@ from pathlib import Path
 
 from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, from_dict, merge, read_yaml
 
-BUILTIN = ("smoke", "quick", "paper", "pilot", "pilot-per-server", "per-server", "worlds", "rl-control")
+BUILTIN = ("smoke", "quick", "paper", "pilot", "pilot-per-server", "per-server", "worlds", "rl-control",
+           "rl-control-eval")
 #: profile and variant names become folder names (results/<profile>, cells/<method>@<variant>-...):
 #: no path separators, no leading dot, nothing a shell or a file system treats specially
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
