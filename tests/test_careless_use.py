@@ -455,3 +455,20 @@ def test_a_ctrl_c_while_pool_workers_start_leaves_no_traceback_of_theirs(capfd):
         assert list(pool.map(abs, [-1, -2, -3])) == [1, 2, 3]  # the workers went on; the parent decides
     err = capfd.readouterr().err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+
+
+# --- warnings: verify does not count a cell whose record lost keys as reproduced -----------------
+
+def test_a_record_with_deleted_keys_is_not_reproduced(tmp_path, capsys):
+    path = write_profile(tmp_path / "two.yaml", methods=["earliest-finish"], servers=[10], seeds=[0, 1])
+    out = tmp_path / "R"
+    run_grid(load_profile(path), out, progress=False)
+    cell = sorted(p.name for p in (out / "cells").iterdir() if not p.name.startswith("."))[1]
+    metrics = out / "cells" / cell / "metrics.json"
+    m = json.loads(metrics.read_text())
+    del m["avg_response_s"], m["energy_kwh"]  # its sibling of the same method and commit records both
+    metrics.write_text(json.dumps(m))
+    code = main(["verify", "--results", str(out), "--cell", cell, "--scratch", str(tmp_path / "s"), "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 1 and "DIFFERS" in printed and "0 of 1 cells reproduced" in printed, printed
+    assert "avg_response_s: missing from the record" in printed and "energy_kwh: missing from the record" in printed

@@ -20,6 +20,10 @@ folder it owns (:func:`prepare_scratch`: never inside the results, an earlier
 verification's re-runs cleared, any other non-empty folder refused), so it never compares
 two stored files.
 
+A key only the re-run has is taken for one added to the code after the cell was computed
+(listed, not compared), unless a cell of the same method computed at the same commit records
+it: then it was deleted from the record, a difference (:func:`deleted_keys`).
+
 Equality is exact (``==`` on the parsed numbers). Every method is deterministic from its seed
 and configuration on the same kind of machine (OAIL included: its emulators run in simulated
 time); a different CPU, BLAS or library version can change the last bits of a learner's
@@ -202,8 +206,39 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
         if status != RAN:  # cannot happen in a folder of our own; never certify a stored file
             raise VerifyError(f"{rerun}: found there ({status}), not re-run by this verification")
         diffs, added, wall = sc.compare_cells(sc.cell_path(folder, name), rerun)
+        deleted = deleted_keys(folder, name, added, sc) if added else []
+        diffs += [f"{key}: missing from the record, though the cells of its method computed at its commit "
+                  "record it (deleted?)" for key in deleted]
+        added = [key for key in added if key not in deleted]
         checks.append(CellCheck(name, not diffs, tuple(diffs), wall, tuple(added)))
     return checks
+
+
+def deleted_keys(folder: Path, name: str, added: list[str], scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO,
+                 ) -> list[str]:
+    """The keys of ``added`` (what a re-run of cell ``name`` has and its record lacks) that the
+    record cannot predate: another cell of ``folder`` of the same method, computed at the same
+    commit and no later, records them. A key only the re-run has is taken for a metric added to
+    the code after the cell was computed (not compared); one its siblings of that code have
+    was deleted from the record, and the cell must not count as reproduced."""
+    sc = get_scenario(scenario)
+    folder = Path(folder)
+    own = _cell_record(folder, name, sc)
+    commit, started = own.get("commit"), str(own.get("started_utc") or "")
+    if not commit:
+        return []
+    method, found = sc.method_of(name), set()
+    for other in _cells(folder, sc):
+        if other == name or sc.method_of(other) != method:
+            continue
+        record = _cell_record(folder, other, sc)
+        if record.get("commit") != commit or str(record.get("started_utc") or "") > started:
+            continue
+        try:  # what the sibling records and this cell lacks
+            found |= set(sc.compare_cells(sc.cell_path(folder, name), sc.cell_path(folder, other))[1])
+        except (OSError, ValueError, KeyError):  # a damaged sibling tells nothing
+            continue
+    return [key for key in added if key in found]
 
 
 #: The file a shipped folder keeps its recorded verification in.
