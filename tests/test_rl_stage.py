@@ -229,3 +229,18 @@ def test_the_headroom_table_measures_the_room_from_the_clone():
     assert t.loc["min-energy", "reward_room"] == pytest.approx(0.03)
     assert t.loc["min-energy", "response_room_s"] == pytest.approx(0.4)
     assert t.loc["bound", "reward_room"] == pytest.approx(0.25) and t.loc["drl+", "seeds"] == 2  # shared seeds only
+
+
+def test_the_claims_table_carries_the_rl_stage_row():
+    import pandas as pd
+
+    from ilets.report import claims_table as C
+    from ilets.report import rl_stage as R
+
+    summary = R.summarise(R.control_cells(_pilot({"c2-bandit": 0.2})))
+    report = R.RLStageReport({}, summary, summary, "c2-bandit", R.verdict(summary, "c2-bandit"), None, None,
+                             pd.DataFrame())
+    row = C._rl_stage_row(report)
+    assert row.verdict == "fails its control" and row.per_server.startswith("20% of the gap")
+    waiting = C._rl_stage_row(R.RLStageReport({}, summary, pd.DataFrame(), None, None, None, None, pd.DataFrame()))
+    assert waiting.verdict == C.NO_RESULTS

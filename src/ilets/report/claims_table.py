@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -30,6 +30,9 @@ import pandas as pd
 from ilets.method_table import LEARNERS, METHOD_LABELS
 from ilets.report import stats as S
 from ilets.report.verdicts.claims import Verdict
+
+if TYPE_CHECKING:
+    from ilets.report.rl_stage import RLStageReport
 from ilets.report.verdicts.rule import (DIRECTION_ONLY, FAILS, HOLDS, HOLDS_POOLED, HOLDS_SOME, NO_DATA, NOT_TESTABLE,
                                         PARTLY, REPRODUCED, REVERSES, component_table)
 
@@ -234,7 +237,8 @@ def decision_range_us(values: Mapping[int, float]) -> str:
 
 def build(flat: Sequence[Verdict], per_server: Sequence[Verdict] | None, flat_metrics: pd.DataFrame,
           per_server_metrics: pd.DataFrame | None, decision_ms: Mapping[int, float] | None = None,
-          per_server_decision_ms: Mapping[int, float] | None = None, measured: bool = True) -> ClaimsTable:
+          per_server_decision_ms: Mapping[int, float] | None = None, measured: bool = True,
+          rl_stage: RLStageReport | None = None) -> ClaimsTable:
     """The table from each family's verdicts (:func:`ilets.report.verdicts.all_verdicts`, claims 1,
     2, 4, 7 and 8 at least; ``per_server`` None: no per-server results) and metrics (learner and
     heuristic cells), and DRL's median decision time per fleet size (ms) for each family (the flat
@@ -269,7 +273,13 @@ def build(flat: Sequence[Verdict], per_server: Sequence[Verdict] | None, flat_me
         rows.append(ClaimRow(label, said, f_cell, p_cell, combined(f_word, p_word), _CAVEATS[note], f_word, p_word))
     rows.append(_decision_row(decision_ms, per_server_decision_ms if per_server is not None else None,
                               per_server is not None))
+    if rl_stage is not None:
+        rows.append(_rl_stage_row(rl_stage))
     notes = _notes(flat_metrics, per_server_metrics if per_server is not None else None, room, decision_ms, measured)
+    if rl_stage is not None and rl_stage.verdict is not None:
+        from ilets.report.rl_stage import finding
+
+        notes.append(f"**The RL stage on trial.** {finding(rl_stage)} (chapter 15).")
     return ClaimsTable(rows, notes, abstract_text(rows, flat_metrics, per_server_metrics))
 
 
@@ -292,6 +302,21 @@ def _decision_row(flat_ms: Mapping[int, float] | None, ps_ms: Mapping[int, float
               else _CAVEATS[FAST])
     return ClaimRow("Decision time per task (DRL, median)", said, f_cell, p_cell, combined(f_word, p_word), caveat,
                     f_word, p_word)
+
+
+def _rl_stage_row(report: RLStageReport) -> ClaimRow:
+    """The RL stage's positive control as a row: what the plan behind DRL+ and ILETS assumes
+    (fine-tuning improves on the clone) against the share of a known gap it closes."""
+    from ilets.report.rl_stage import GAP_TO_PASS
+
+    v = report.verdict
+    if v is None:
+        cell, verdict = NO_RESULTS, NO_RESULTS
+    else:
+        cell = f"{v.gap_closed:.0%} of the gap [{v.gap_low:.0%}, {v.gap_high:.0%}]"
+        verdict = "passes its control" if v.passed else "fails its control"
+    return ClaimRow("RL fine-tuning improves on its clone", "implied by DRL+", "not run", cell, verdict,
+                    f"bar {GAP_TO_PASS:.0%}; Earliest-Finish clone toward Min-Energy")
 
 
 _CAVEATS = {CLONE: "per-server DRL+ is its expert's frozen clone", WEAK_DRL: "per-server DRL, the yardstick, is weak",
@@ -426,7 +451,8 @@ def measured_decision_ms(ctx) -> tuple[dict[int, float], bool]:
 
 
 def claims_table(ctx, flat: Sequence[Verdict] | None = None, per_server_ctx=None,
-                 per_server: Sequence[Verdict] | None = None, find_per_server: bool = True) -> ClaimsTable:
+                 per_server: Sequence[Verdict] | None = None, find_per_server: bool = True,
+                 rl_stage: RLStageReport | None = None) -> ClaimsTable:
     """The table of the results ``ctx`` (:class:`ilets.report.report_context.ReportContext`) and
     of the per-server grid beside it (``per_server_ctx``; found by
     :func:`ilets.report.families.per_server_context` when ``find_per_server``). Verdicts already
@@ -448,7 +474,7 @@ def claims_table(ctx, flat: Sequence[Verdict] | None = None, per_server_ctx=None
     ps_metrics = per_server_ctx.metrics if ps_verdicts is not None else None
     decision, measured = measured_decision_ms(ctx)
     return build(flat, ps_verdicts, ctx.metrics, ps_metrics, decision,
-                 _drl_store_ms(ps_metrics) if ps_metrics is not None else None, measured)
+                 _drl_store_ms(ps_metrics) if ps_metrics is not None else None, measured, rl_stage)
 
 
 def shipped_table(shipped: Path | str = "shipped") -> ClaimsTable:
@@ -456,9 +482,12 @@ def shipped_table(shipped: Path | str = "shipped") -> ClaimsTable:
     from ilets.report.families import per_server_context
     from ilets.report.report_context import ReportContext
 
+    from ilets.report.rl_stage import load_report
+
     shipped = Path(shipped)
     ctx = ReportContext.load(shipped / "paper")
-    return claims_table(ctx, per_server_ctx=per_server_context(ctx, shipped / "per-server"))
+    return claims_table(ctx, per_server_ctx=per_server_context(ctx, shipped / "per-server"),
+                        rl_stage=load_report(shipped.resolve().parent))
 
 
 def main(argv: list[str] | None = None) -> int:
