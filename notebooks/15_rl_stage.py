@@ -47,6 +47,7 @@ glue("rl_verdict", Markdown(
     f"{R.GAP_TO_PASS:.0%} with response time and success no worse: **{'passed' if v.passed else 'not passed'}**."
     + ("" if report.steps_to_half is None else
        f" It reached half the gap after {report.steps_to_half:,} decisions of the pass.")), display=False)
+glue("rl_diagnosis", Markdown(R.diagnosis(report)), display=False)
 glue("rl_chosen", "not yet chosen" if report.chosen is None else R.CANDIDATES.get(report.chosen, report.chosen),
      display=False)
 
@@ -84,6 +85,8 @@ display(R.headroom_display(report))
 plots.markdown_table(R.control_display(report.pilot), {}, empty="The pilot has not run yet.")
 
 # %% [markdown]
+# {glue:md}`rl_diagnosis`
+#
 # How to read the diagnostics: "off the clone" is the share of the last rollout's states where
 # the fine-tuned policy's greedy server differs from the clone's; the gradient's signal-to-noise
 # is the squared norm of the rollout's mean policy gradient over its variance (below 1 the

@@ -244,3 +244,35 @@ def test_the_claims_table_carries_the_rl_stage_row():
     assert row.verdict == "fails its control" and row.per_server.startswith("20% of the gap")
     waiting = C._rl_stage_row(R.RLStageReport({}, summary, pd.DataFrame(), None, None, None, None, pd.DataFrame()))
     assert waiting.verdict == C.NO_RESULTS
+
+
+def test_the_diagnosis_reads_the_pilots_numbers():
+    import pandas as pd
+
+    from ilets.report import rl_stage as R
+
+    summary = R.summarise(R.control_cells(_pilot({"c2-bandit": 0.2})))
+    report = R.RLStageReport({}, summary, pd.DataFrame(), None, None,
+                             {"reward_distance": 0.001, "response_distance": 0.004, "matches": True}, None,
+                             pd.DataFrame())
+    text = R.diagnosis(report)
+    assert "0.020 above" in text and "0.50 to 0.50" in text and "0.1%" in text
+    assert R.diagnosis(R.RLStageReport({}, pd.DataFrame(), pd.DataFrame(), None, None, None, None,
+                                       pd.DataFrame())) == ""
+
+
+def test_the_evaluation_profile_runs_the_pilots_choice_with_its_settings():
+    import dataclasses
+
+    from ilets.report import rl_stage as R
+    from ilets.study.results import load_metrics, repo_root
+
+    pilot, evaluation = load_profile("rl-control"), load_profile("rl-control-eval")
+    shipped = repo_root() / R.PILOT_FOLDER
+    chosen = R.choose(R.summarise(R.control_cells(load_metrics(shipped, variant=None))))
+    assert {v.name for v in evaluation.variants} == {chosen, R.TARGET_CLONE}
+    assert not set(evaluation.seeds) & set(pilot.seeds)  # evaluation seeds were never tuned on
+    by_variant = {c.variant: c for c in pilot.cells() if c.method == "drl+" and c.seed == pilot.seeds[0]}
+    for cell in evaluation.cells():
+        if cell.method == "drl+":
+            assert dataclasses.replace(cell, seed=pilot.seeds[0]).digest() == by_variant[cell.variant].digest()

@@ -292,6 +292,26 @@ def finding(report: RLStageReport) -> str:
     return " ".join(parts)
 
 
+def diagnosis(report: RLStageReport) -> str:
+    """Why the candidates moved as little as they did, in words, from the pilot's diagnostics."""
+    pilot = report.pilot[report.pilot["variant"].isin(list(CANDIDATES))] if len(report.pilot) else report.pilot
+    if pilot.empty:
+        return ""
+    gap = float((pilot["target_reward"] - pilot["clone_reward"]).mean())
+    snr, ev, off = (pilot[k] for k in ("gradient_snr", "explained_variance", "differs_from_clone"))
+    text = (f"The room is small per decision: Min-Energy's held-out mean reward is {gap:.3f} above the clone's. "
+            f"Every candidate's policy gradient is mostly noise (median signal-to-noise {snr.min():.2f} to "
+            f"{snr.max():.2f}, below 1), even where the critic predicts the return well (explained variance "
+            f"{ev.min():.2f} to {ev.max():.2f}). So the policies did move, to another server on "
+            f"{off[off > 0.01].min() if (off > 0.01).any() else off.max():.0%} to {off.max():.0%} of the states, "
+            "but not toward Min-Energy's choices.")
+    check = report.target_clone
+    if check is not None and check["matches"]:
+        text += (f" The network is not the limit: its clone of Min-Energy comes within {check['reward_distance']:.1%} "
+                 "of Min-Energy's held-out reward.")
+    return text
+
+
 def block(report: RLStageReport) -> str:
     """README's ``rl-stage`` block: the headroom, the control's verdict and the share of the gap closed."""
     lines = [f"**The RL stage on trial.** {finding(report)}", ""]
@@ -301,7 +321,8 @@ def block(report: RLStageReport) -> str:
                      f"candidate {v.candidate}, gap closed {v.gap_closed:.0%} "
                      f"[{v.gap_low:.0%}, {v.gap_high:.0%}] over {v.seeds} evaluation seeds; "
                      f"{'passed' if v.passed else 'not passed'} (bar {GAP_TO_PASS:.0%}, response time and "
-                     "success no worse than the clone's).")
+                     "success between the clone's and Min-Energy's).")
+        lines += ["", diagnosis(report)]
     return "\n".join(lines).strip()
 
 
