@@ -61,6 +61,12 @@ class CellCheck:
     differences: tuple[str, ...]  #: "key: recorded -> re-run" lines
     wall_s: float
     added: tuple[str, ...] = ()  #: metrics the re-run has and the record predates (not differences)
+    #: the second verdict of a cell that differs (:mod:`ilets.study.agreement`): its line, and
+    #: whether it agrees within the seed-to-seed spread (None: not judged, e.g. too few seeds)
+    agreement: str = ""
+    agrees: bool | None = None
+    #: the cell was computed on a CPU of another vendor than the re-run's (:func:`vendors`)
+    other_vendor: bool = False
 
 
 class VerifyError(ValueError):
@@ -187,7 +193,8 @@ def check_report(path: Path) -> None:
 
 
 def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False,
-           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, processes: int = 1) -> list[CellCheck]:
+           scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO, processes: int = 1,
+           cpu: str | None = None) -> list[CellCheck]:
     """Re-run ``cells`` of ``folder`` (of ``scenario``) into ``scratch`` and compare (see the
     module docstring). ``processes``: how many processes each re-run may use for work it
     splits (:meth:`Scenario.run_cell`; the numbers do not depend on it).
@@ -210,8 +217,51 @@ def verify(folder: Path, cells: list[str], scratch: Path, progress: bool = False
         diffs += [f"{key}: missing from the record, though the cells of its method computed at its commit "
                   "record it (deleted?)" for key in deleted]
         added = [key for key in added if key not in deleted]
-        checks.append(CellCheck(name, not diffs, tuple(diffs), wall, tuple(added)))
+        was, here = vendors(folder, name, sc, cpu)
+        second = second_verdict(folder, name, rerun, sc) if diffs else None
+        checks.append(CellCheck(name, not diffs, tuple(diffs), wall, tuple(added),
+                                "" if second is None else second.text(), None if second is None else second.agrees,
+                                bool(was and here and was != here)))
     return checks
+
+
+def vendors(folder: Path, cell: str, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO,
+            cpu: str | None = None) -> tuple[str, str]:
+    """The CPU vendor ``cell`` of ``folder`` was computed on and this host's (``cpu``: a CPU
+    model name standing in for this host's); ``""`` where unknown."""
+    from ilets.host import cpu_model, cpu_vendor
+
+    sc = get_scenario(scenario)
+    system = sc.cell_system(sc.cell_path(Path(folder), cell))
+    return cpu_vendor(system.get("cpu_model", "")) or "", cpu_vendor(cpu_model() if cpu is None else cpu) or ""
+
+
+def second_verdict(folder: Path, cell: str, rerun: Path, scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO):
+    """:func:`ilets.study.agreement.spread_agreement` of a re-run that differs, for the paper
+    study's cells (their ``metrics.json``; the spread from the folder's store); None for other
+    scenarios or where it cannot be judged."""
+    from ilets.study.agreement import spread_agreement
+    from ilets.study.results import load_metrics
+    from ilets.study.run import parse_cell_name
+
+    sc = get_scenario(scenario)
+    if sc.name != DEFAULT_SCENARIO:
+        return None
+    try:
+        recorded = json.loads((sc.cell_path(Path(folder), cell) / "metrics.json").read_text())
+        again = json.loads((Path(rerun) / "metrics.json").read_text())
+        store = load_metrics(Path(folder), variant=None)
+        key = parse_cell_name(cell)
+    except (OSError, ValueError, KeyError):
+        return None
+    return spread_agreement(store, key["method"], key["variant"], int(key["servers"]), recorded, again)
+
+
+def accepted(check: CellCheck) -> bool:
+    """Whether ``ilets verify`` counts ``check`` as a success: reproduced exactly, or, computed
+    on another CPU vendor (where exact reproduction is not expected), agreeing within the
+    seed-to-seed spread. On a host of the cell's own vendor only exact reproduction counts."""
+    return check.reproduced or (check.other_vendor and bool(check.agrees))
 
 
 def deleted_keys(folder: Path, name: str, added: list[str], scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO,
@@ -246,8 +296,11 @@ VERIFY_REPORT = "VERIFY.json"
 
 
 def _check_record(v: CellCheck, when: str, machine: str, code: dict, numerics: str | None = None) -> dict:
-    return {"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences), "wall_s": v.wall_s,
-            "checked_utc": when, "machine": machine, "code": code, "numerics": numerics}
+    record = {"cell": v.cell, "reproduced": v.reproduced, "differences": list(v.differences), "wall_s": v.wall_s,
+              "checked_utc": when, "machine": machine, "code": code, "numerics": numerics}
+    if v.agreement:  # the second verdict, only where it was judged (earlier records stay as they were)
+        record.update(agreement=v.agreement, agrees=v.agrees, other_vendor=v.other_vendor)
+    return record
 
 
 def write_report(path: Path, folder: Path, checks: list[CellCheck]) -> None:
