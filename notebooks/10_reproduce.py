@@ -108,10 +108,12 @@ plots.markdown_table(per, {})
 
 # %% tags=["remove-cell"]
 from ilets.study import verify as VF
+from ilets.study.agreement import verdicts_text
 
 recorded, recorded_text = VF.recorded_tables(F.verified_folders(ctx.out))
 glue("recorded_text", Markdown(recorded_text), display=False)
 glue("numerics_text", VF.numerics_sentence(recorded), display=False)
+glue("verdicts_text", Markdown(verdicts_text()), display=False)
 kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
 glue("kernels_text", Markdown(VF.kernel_effects_sentence(kernels, VF.native_kernels_folder(ctx.out))), display=False)
 
@@ -139,6 +141,8 @@ plots.markdown_table(recorded, {})
 # another AMD family did (checked 2026-12-06; the libraries may still pick their kernels or
 # their blocking by vendor). Every cell records its CPU, and `ilets verify` names a re-run on
 # the other vendor as such: such a re-run checks the cap, not the cell.
+#
+# {glue:md}`verdicts_text`
 #
 # How much do the kernels matter? {glue:md}`kernels_text`
 

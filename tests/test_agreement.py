@@ -83,3 +83,11 @@ def test_verify_accepts_a_small_difference_only_across_cpu_vendors(two_seed_grid
     record = json.loads((tmp_path / "VERIFY.json").read_text())
     check = record["cells"][0]
     assert check["agrees"] == (factor < 2) and check["other_vendor"] == (vendor == "AMD")
+
+
+def test_the_chapter_says_what_each_verdict_means_from_the_rule():
+    from ilets.study.agreement import MIN_SEEDS, verdicts_text
+
+    text = verdicts_text()
+    assert f"{SPREAD_MULTIPLE:g} standard deviation" in text and f"at least {MIN_SEEDS} seeds" in text
+    assert all(m in text for m in AGREEMENT_METRICS)

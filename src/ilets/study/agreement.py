@@ -73,3 +73,17 @@ def spread_agreement(store: pd.DataFrame, method: str, variant: str, servers: in
         agrees &= abs(b - a) <= SPREAD_MULTIPLE * spread
         rows.append((metric, a, b, spread))
     return Agreement(tuple(rows), int(same["seed"].nunique()), bool(agrees))
+
+
+def verdicts_text() -> str:
+    """What each of ``ilets verify``'s two verdicts means and which one a reader should expect
+    (the reproduction chapter's paragraph, from the rule's constants)."""
+    return ("`ilets verify` gives two verdicts. **Reproduced exactly**: every recorded metric and the whole "
+            "learning curve come out equal; expect it on a CPU of the vendor that computed the cell (the cell's "
+            "record names it), where it is the only success. **Agrees within the seed-to-seed spread**: the "
+            f"re-run differs, but each of {', '.join(AGREEMENT_METRICS)} differs from the record by at most "
+            f"{SPREAD_MULTIPLE:g} standard deviation of that metric over the seeds of the same method and fleet "
+            f"size (at least {MIN_SEEDS} seeds); expect it on a CPU of the other vendor (an Intel laptop checking "
+            "AMD-computed cells, or an ARM one), where a learner's last bits drift. There it counts as a success "
+            "(exit 0) and says so; it tells the same story at the resolution of the study's seeds, not the same "
+            "computation.")
