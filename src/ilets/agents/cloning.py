@@ -28,7 +28,7 @@ import torch as th
 
 from ilets.agents.masked import unchecked_distributions
 from ilets.agents.observation import StateSpec, build_observation
-from ilets.agents.oinpt import Demonstrations
+from ilets.agents.demonstrations import Demonstrations
 from ilets.agents.policies import Policy, make_heuristic
 from ilets.config import RewardConfig
 from ilets.simulator.cloud import Cloud, Fleet, meets_deadline
