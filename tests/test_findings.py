@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import zlib
 from pathlib import Path
 
@@ -341,14 +342,18 @@ def test_the_resamplers_are_known():
 
 
 def test_status_counts_sentence():
-    from ilets.report.findings.base import _status_counts
+    from ilets.report.findings.base import _status_counts, status_counts
 
     comp = pd.DataFrame({"status": [V.HOLDS, V.FAILS, V.DIRECTION_ONLY, V.DIRECTION_ONLY, V.REVERSES]})
-    assert _status_counts(comp) == (
-        "1 of 5 comparisons holds at every fleet size, 0 hold pooled over fleet sizes only, 0 are resolved the "
-        "claimed way at some fleet sizes only, 2 point the claimed way without being resolved, 1 is resolved nowhere "
-        "and not the claimed way everywhere, and 1 reverses (resolved against the claim at some fleet size)")
-    assert _status_counts(pd.DataFrame(columns=["status"])) == "no component could be measured"
+    n = status_counts(comp)
+    assert (n["total"], n[V.HOLDS], n[V.HOLDS_POOLED], n[V.HOLDS_SOME], n[V.DIRECTION_ONLY], n[V.FAILS],
+            n[V.REVERSES]) == (5, 1, 0, 0, 2, 1, 1)
+    text = _status_counts(comp)  # one sentence: the total, those that hold, then only the statuses present
+    assert text.startswith("1 of the 5 ") and "pooled" not in text and "some fleet sizes" not in text
+    assert [int(k) for k in re.findall(r"\b(\d+)\b", text)] == [1, 5, 2, 1, 1]
+    assert status_counts(pd.DataFrame(columns=["status"]))["total"] == 0
+    assert _status_counts(pd.DataFrame(columns=["status"])) == "no comparison could be measured"
+    assert _status_counts(pd.DataFrame({"status": [V.HOLDS] * 3})).startswith("all 3 ")
 
 
 def test_cloning_sentence_states_the_numbers_and_the_limit():
@@ -941,3 +946,49 @@ def test_chapter_10_shows_the_recorded_reruns_of_both_shipped_grid_command_grids
         assert shown[str(folder)] == (root / folder, "gridcommand")
         table, _ = recorded_table(root / folder, "gridcommand")
         assert len(table) and set(table["reproduced"]) == {"yes"}
+
+
+def test_cold_start_lead_is_three_sentences_of_the_numbers():
+    from ilets.report.findings import cold_start_lead
+
+    comp = pd.DataFrame({"status": [V.HOLDS, V.HOLDS, V.REVERSES, V.REVERSES]})
+    tested = {(d, e): [50, 200] for d in ("per-server policy, server table", "flat MLP, rich state") for e in ("a", "b")}
+    matched = {k: (v if k[0].startswith("per-server") else []) for k, v in tested.items()}
+    text = cold_start_lead("not reproduced", comp, 25_000, pd.Series([0.062, 0.103]), matched, tested)
+    assert text.count(". ") == 2 and text.endswith(".")
+    assert "25,000" in text and "not reproduced" in text and "6% to 10%" in text
+    assert [int(k) for k in re.findall(r"\b(\d) ", text.split(":")[1])] == [2, 4, 2]
+    assert "a per-server policy clones every expert" in text and "richer state matches none" in text
+    assert cold_start_lead("reproduced", comp.iloc[:2], 10, pd.Series(dtype=float)).count(".") == 1
+
+
+def test_adaptation_lead_states_the_verdicts_and_the_effect_per_fleet_size():
+    from ilets.report.findings import adaptation_lead
+
+    eff = pd.DataFrame({"servers": [50, 50, 200, 200, 100, 100], "metric": ["mean_reward"] * 6,
+                        "rel_pct": [4.1, 4.3, -12.5, -13.0, 1.0, -2.0],
+                        "verdict": ["better", "better", "worse", "worse", "better", "worse"]})
+    text = adaptation_lead({5: "not reproduced", 6: "partly", 7: "reproduced"}, eff, {50: "ILETS", 100: "DRL", 200: "DRL"})
+    assert text.count(". ") == 2 and text.endswith(".")
+    assert "is not reproduced" in text and "is partly" in text and "is reproduced" in text
+    assert "raises the whole-pass mean reward at 50 servers (by 4.1 to 4.3%)" in text
+    assert "lowers it at 200 servers (by 12.5 to 13.0%)" in text and "nowhere clearly at 100 servers" in text
+    assert "ILETS's at 50 servers and DRL's at 100 and 200 servers" in text
+    assert adaptation_lead({}, pd.DataFrame()).count(".") == 1
+
+
+def test_rows_filters_without_a_branch_in_the_chapter():
+    table = pd.DataFrame({"method": ["drl", "drl+", "drl+"], "metric": ["a", "a", "b"]})
+    assert len(F.rows(table, method="drl+")) == 2 and len(F.rows(table, method="drl+", metric=["b"])) == 1
+    assert F.rows(pd.DataFrame(), method="drl+").empty and len(F.rows(table, missing=1)) == 3
+
+
+def test_results_lead_states_the_verdicts_and_the_counts():
+    from ilets.report.findings import results_lead
+
+    v = {1: "not reproduced", 2: "partly", 3: "reproduced", 8: "not reproduced"}
+    text = results_lead(v, 1, 6, ["min-energy"])
+    assert text.count(". ") == 1 and text.endswith(".")
+    assert "DRL+) improves on plain DRL is not reproduced" in text and "(ILETS-) does is partly" in text
+    assert "1 of its 6 figures" in text and "min-energy is better than every learner" in text
+    assert "are better" in results_lead(v, 0, 6, ["a", "b"]) and ":" not in results_lead(v, 0, 6).split(";")[1]

@@ -29,7 +29,7 @@ def test_labelling_an_already_labelled_table_keeps_its_method_names():
 
 
 def test_chapter_6_shows_the_lead_table_as_the_findings_make_it():
-    code = (ROOT / "notebooks" / "06_oail.py").read_text()
+    code = (ROOT / "notebooks" / "A06_oail_details.py").read_text()
     assert "label_methods(found.lead_table)" not in code and "markdown_table(found.lead_table" in code
 
 

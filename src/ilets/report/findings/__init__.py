@@ -21,22 +21,25 @@ they live.
 """
 
 from ilets.report.findings.base import (FINAL, FIRST, DIRECTIONS, REFERENCE, FLAT_FAMILY, PAPER_LABELS, says, VariantFindings,
-                                        component_display, claims_display)
+                                        component_display, claims_display, rows)
 from ilets.report.findings.summary import WORKLOADS, SummaryFindings, summary_findings, gap_texts, sci, learner_settings_text
 from ilets.report.findings.scales import scale_comparison, ScaleFindings, scale_findings
 from ilets.report.findings.differences import DifferenceFindings, difference_findings, difference_sentence
 from ilets.report.findings.cold_start import (agreement_sentence, bottleneck_sentence, against_main, ColdStartFindings, BC_COLS,
                                               CLONE_COLS, MEMORISED_GAP, STATE_HELPS, STRICT_SHARE, FLAT_PAPER, FLAT_RICH,
                                               PER_SERVER, ONE_STEP_EXPERTS, cloning_limit_sentence, cloning_sentence,
-                                              exact_agreement_sentence, cold_start_findings)
+                                              exact_agreement_sentence, cold_start_findings,
+                                              cold_start_lead)
 from ilets.report.findings.adaptation import (burst_sentence, oscillation_pairs, AdaptationFindings, EVENT_NAMES,
                                               event_list_text, KEEP_UP_SHARE, oail_throughput_text, CONVERGENCE, OAIL_COLS,
                                               curve_measures, curve_measures_sentence, cold_windows_display,
-                                              cold_windows_sentence, adaptation_findings)
+                                              cold_windows_sentence, adaptation_findings,
+                                              adaptation_lead)
 from ilets.report.findings.results import (STATE_BLIND, ENERGY_FLOOR, energy_room, energy_room_display, energy_room_sentence,
                                            speed_change, ResultsFindings, HEAVY, NO_HEAVY, heavy_purpose, heavy_summary, by_fleet,
                                            unpool_opposite_signs,
-                                           paper_effect_texts, paper_tables, across_scales, results_findings)
+                                           paper_effect_texts, paper_tables, across_scales, results_findings,
+                                           results_lead)
 from ilets.report.findings.readme import (HEADLINE_MARKERS, HEADLINE_FAMILIES, shipped_per_server, headline_gap_markdown,
                                           headline_markdown)
 from ilets.report.findings.workload import ks_sentence, load_display, window_text
@@ -46,19 +49,22 @@ from ilets.report.findings.decision_time import latency_wide, store_latency
 from ilets.report.findings.reproduce import (profiles_table, hardware_table, verified_folders, BOOK_RERUNS, CELL_RUNNERS,
                                               book_reruns_text)
 
-__all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings",
+__all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings", "rows",
            "component_display", "claims_display", "WORKLOADS", "SummaryFindings", "summary_findings", "gap_texts", "sci",
            "learner_settings_text", "scale_comparison", "ScaleFindings", "scale_findings",
            "DifferenceFindings", "difference_findings", "difference_sentence", "agreement_sentence", "bottleneck_sentence",
            "against_main", "ColdStartFindings", "BC_COLS", "CLONE_COLS", "MEMORISED_GAP", "STATE_HELPS", "STRICT_SHARE",
            "FLAT_PAPER", "FLAT_RICH", "PER_SERVER", "ONE_STEP_EXPERTS", "cloning_limit_sentence", "cloning_sentence",
-           "exact_agreement_sentence", "cold_start_findings", "burst_sentence", "oscillation_pairs", "AdaptationFindings",
+           "exact_agreement_sentence", "cold_start_findings", "cold_start_lead",
+           "burst_sentence", "oscillation_pairs", "AdaptationFindings",
            "EVENT_NAMES", "event_list_text", "KEEP_UP_SHARE", "oail_throughput_text", "CONVERGENCE", "OAIL_COLS",
            "curve_measures", "curve_measures_sentence", "cold_windows_display", "cold_windows_sentence", "adaptation_findings",
+           "adaptation_lead",
            "STATE_BLIND", "ENERGY_FLOOR", "energy_room", "energy_room_display", "energy_room_sentence", "speed_change",
            "ResultsFindings", "HEAVY", "NO_HEAVY", "heavy_purpose", "heavy_summary", "by_fleet",
            "unpool_opposite_signs", "paper_effect_texts",
-           "paper_tables", "across_scales", "results_findings", "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
+           "paper_tables", "across_scales", "results_findings", "results_lead",
+           "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
            "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "window_text", "budget_note",
            "config_texts",
            "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide",

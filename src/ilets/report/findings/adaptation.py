@@ -212,6 +212,42 @@ def cold_windows_sentence(table: pd.DataFrame) -> str:
     return f"The verdict depends on the window: {listed} decisions."
 
 
+def adaptation_lead(verdicts: Mapping[int, str], oail_effect: pd.DataFrame,
+                    winners: Mapping[int, str] | None = None) -> str:
+    """Chapter 6's finding in at most three plain sentences: the verdicts of claims 5, 6 and 7
+    (``verdicts``), what online imitation does to the whole-pass mean reward at each fleet size
+    (``oail_effect``: rows of :func:`ilets.report.stats.compare` with ``servers``, ``metric``,
+    ``rel_pct`` and ``verdict``) and the leader in cumulative reward at the end of the pass
+    (``winners``: fleet size -> method label)."""
+    text = (f"Of the paper's three claims on learning online, that ILETS- converges faster than DRL is "
+            f"{verdicts.get(5, 'not measured')}, that ILETS collects the most reward fastest is "
+            f"{verdicts.get(6, 'not measured')}, and that ILETS oscillates least after a trend change is "
+            f"{verdicts.get(7, 'not measured')}.")
+    eff = oail_effect[oail_effect["metric"] == "mean_reward"] if len(oail_effect) else oail_effect
+    if len(eff):
+        by = {int(k): set(g["verdict"]) for k, g in eff.groupby("servers")}
+        parts: list[str] = []
+        for word, verdict in (("raises", "better"), ("lowers", "worse")):
+            sizes = [k for k, v in by.items() if v == {verdict}]
+            if sizes:
+                rel = eff[eff["servers"].isin(sizes)]["rel_pct"].abs()
+                parts.append(f"{word} {'the whole-pass mean reward' if not parts else 'it'} at "
+                             f"{and_join([f'{k:,}' for k in sizes])} servers (by {S.range_text(rel, '.1f')}%)")
+        mixed = [k for k, v in by.items() if v not in ({"better"}, {"worse"})]
+        if mixed:
+            parts.append(f"{'changes the whole-pass mean reward' if not parts else 'changes it'} nowhere clearly at "
+                         f"{and_join([f'{k:,}' for k in mixed])} servers")
+        text += " Online imitation " + " and ".join(parts) + ", against the same learner without it."
+    if winners:
+        by_method: dict[str, list[int]] = {}
+        for k, m in sorted(winners.items()):
+            by_method.setdefault(m, []).append(int(k))
+        text += (" The highest cumulative reward at the end of the pass is "
+                 + and_join([f"{m}'s at {and_join([f'{k:,}' for k in ks])} servers" for m, ks in by_method.items()])
+                 + ".")
+    return text
+
+
 def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     """Everything chapter 6 states (see :class:`AdaptationFindings`)."""
     learn, lm, reps = ctx.learner_curves, ctx.learner_metrics, ctx.reps
@@ -322,6 +358,10 @@ def adaptation_findings(ctx: ReportContext) -> AdaptationFindings:
     er = effect[effect["metric"] == "mean_reward"] if len(effect) else effect
     texts["oail_effect"] = "; ".join(f"{_label(r['x'])} vs {_label(r['y'])} at {r['servers']} servers: {says(r)}"
                                      for r in er.to_dict("records")) or "not measured"
+
+    texts["lead"] = adaptation_lead({k: texts[f"verdict_{k}"] for k in (5, 6, 7)}, effect,
+                                    {int(r.servers): _label(r.method) for r in winners.itertuples()}
+                                    if len(winners) else None)
 
     # the upcoming window
     um = ctx.variant_metrics("upcoming")

@@ -85,20 +85,44 @@ def claims_display(components: Mapping[int, pd.DataFrame], claims: Sequence[int]
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 
-def _status_counts(components: pd.DataFrame) -> str:
-    """``"2 of 3 components hold at every fleet size, ..."`` from :func:`ilets.report.verdicts.component_table`."""
-    if components is None or components.empty:
-        return "no component could be measured"
-    c = components["status"].value_counts()
+#: How one plain sentence names each status of a claim's comparisons: (status, one, several).
+STATUS_PLAIN = ((V.HOLDS_POOLED, "holds only with the fleet sizes pooled", "hold only with the fleet sizes pooled"),
+                (V.HOLDS_SOME, "holds at some fleet sizes only", "hold at some fleet sizes only"),
+                (V.DIRECTION_ONLY, "leans the claimed way without being clear", "lean the claimed way without being clear"),
+                (V.FAILS, "shows no clear effect", "show no clear effect"),
+                (V.REVERSES, "goes against the claim", "go against the claim"))
 
-    def n(status: str, one: str, many: str) -> str:
-        k = int(c.get(status, 0))
-        return f"{k} {one if k == 1 else many}"
 
-    held = int(c.get(V.HOLDS, 0))
-    return (f"{held} of {len(components)} comparisons {'holds' if held == 1 else 'hold'} at every fleet size, "
-            f"{n(V.HOLDS_POOLED, 'holds', 'hold')} pooled over fleet sizes only, "
-            f"{n(V.HOLDS_SOME, 'is', 'are')} resolved the claimed way at some fleet sizes only, "
-            f"{n(V.DIRECTION_ONLY, 'points', 'point')} the claimed way without being resolved, "
-            f"{n(V.FAILS, 'is', 'are')} resolved nowhere and not the claimed way everywhere, and "
-            f"{n(V.REVERSES, 'reverses', 'reverse')} (resolved against the claim at some fleet size)")
+def status_counts(components: pd.DataFrame | None) -> dict[str, int]:
+    """How many of a claim's comparisons have each status (:data:`ilets.report.verdicts.COMPONENT_STATUSES`),
+    and their ``"total"``: the numbers :func:`_status_counts` words."""
+    c = components["status"].value_counts() if components is not None and len(components) else pd.Series(dtype=int)
+    return {"total": int(c.sum()), **{s: int(c.get(s, 0)) for s in V.COMPONENT_STATUSES}}
+
+
+def _status_counts(components: pd.DataFrame | None) -> str:
+    """One plain sentence on :func:`status_counts`: ``"2 of the 4 comparisons hold at every fleet size; 2 go
+    against the claim"`` (a status is named only when some comparison has it)."""
+    n = status_counts(components)
+    total, held = n["total"], n[V.HOLDS]
+    if not total:
+        return "no comparison could be measured"
+    if total == 1:
+        return "the one comparison " + next((one for s, one, _ in ((V.HOLDS, "holds at every fleet size", ""),
+                                                                  *STATUS_PLAIN) if n[s]), "is not measured")
+    if held == total:
+        return f"all {total} comparisons hold at every fleet size"
+    head = f"{held or 'none'} of the {total} comparisons {'hold' if held > 1 else 'holds'} at every fleet size"
+    rest = [f"{n[s]} {one if n[s] == 1 else several}" for s, one, several in STATUS_PLAIN if n[s]]
+    return head + ("; " + " and ".join([", ".join(rest[:-1]), rest[-1]] if len(rest) > 1 else rest) if rest else "")
+
+
+def rows(table: pd.DataFrame, **where) -> pd.DataFrame:
+    """The rows of ``table`` whose column equals each given value (or is in it, for a list or tuple);
+    ``table`` itself when it is empty or lacks a column (a chapter's filter, without a branch)."""
+    if table is None or table.empty or any(c not in table for c in where):
+        return table
+    keep = pd.Series(True, index=table.index)
+    for col, value in where.items():
+        keep &= table[col].isin(value) if isinstance(value, (list, tuple)) else table[col] == value
+    return table[keep]

@@ -215,6 +215,46 @@ def exact_agreement_sentence(control: pd.DataFrame | None) -> str:
                    "score here: the clone picks worse servers.")
 
 
+#: The positive control's designs, as the chapter's first sentences name them.
+PLAIN_DESIGNS = {"flat MLP, paper state (the authors')": "the authors' flat network",
+                 "flat MLP, rich state": "the flat network with a richer state",
+                 "per-server policy, server table": "a per-server policy"}
+
+
+def cold_start_lead(verdict: str, components: pd.DataFrame, n_first: int, agree_after: pd.Series,
+                    matched: Mapping | None = None, tested: Mapping | None = None) -> str:
+    """Chapter 5's finding in at most three plain sentences: claim 4 over the first ``n_first``
+    decisions (its comparisons, :func:`ilets.report.findings.base._status_counts`), the agreement
+    of the clone with its expert (``agree_after``, one mean per fleet size), and the positive
+    control (``matched``/``tested``: (design, expert) -> fleet sizes, as
+    :class:`ilets.report.positive_control.ControlVerdict` holds them)."""
+    text = (f"Over the first {n_first:,} decisions, the paper's claim that pre-training on the experts' plans makes "
+            f"DRL+ and ILETS far better than DRL and ILETS- from the start is {verdict}: {_status_counts(components)}.")
+    after = agree_after.dropna()
+    if len(after):
+        text += (f" The cloned policy picks the expert's server on {'only ' if after.max() < 0.5 else ''}"
+                 f"{S.range_text(after, '.0%')} of the demonstrated decisions.")
+    if matched and tested:
+        designs = list(dict.fromkeys(d for d, _ in tested))
+        every = [PLAIN_DESIGNS.get(d, d) for d in designs if all(matched[k] == tested[k] for k in tested if k[0] == d)]
+        never = [PLAIN_DESIGNS.get(d, d) for d in designs if not any(matched[k] for k in tested if k[0] == d)]
+        parts = ([f"{' and '.join(every)} {'clones' if len(every) == 1 else 'clone'} every expert at every fleet size "
+                  "tested"] if every else []) + \
+                ([f"{' and '.join(never)} {'matches' if len(never) == 1 else 'match'} none"] if never else [])
+        if parts:
+            text += f" In a positive control, {', while '.join(parts)}."
+    return text
+
+
+def _control_matches(control: pd.DataFrame) -> tuple[dict, dict]:
+    """The positive control's (design, expert) -> fleet sizes matched and tested (empty without it)."""
+    from ilets.report import positive_control as PC
+
+    if control is None or control.empty:
+        return {}, {}
+    found = PC.verdict(control)
+    return found.matched, found.tested
+
 def _control_summary() -> pd.DataFrame:
     """The positive control's summary on the fleet size each clone was trained on (empty when
     its results are not in this checkout)."""
@@ -254,6 +294,9 @@ def cold_start_findings(ctx: ReportContext) -> ColdStartFindings:
                      agree_verdict=agreement_sentence(pd.Series(dtype=float)))
     clone_cols = [c for c in CLONE_COLS if c in drlp]
     control = _control_summary()
+    texts["lead"] = cold_start_lead(claim.verdict, components, n, drlp.groupby("servers")["bc_agreement_after"].mean()
+                                    if len(drlp) and "bc_agreement_after" in drlp else pd.Series(dtype=float),
+                                    *_control_matches(control))
     texts["cloning"] = cloning_sentence(drlp.groupby("servers")[clone_cols].mean() if clone_cols else pd.DataFrame(),
                                         control)
     texts["exact_agreement"] = exact_agreement_sentence(control)

@@ -264,6 +264,31 @@ def across_scales(metrics: pd.DataFrame, reps: int, seed: int = 0) -> tuple[pd.D
             poi.assign(Method=[_label(x) for x in poi["method"]]))
 
 
+def _beat_everything(heuristics: pd.DataFrame) -> list[str]:
+    """The heuristics that beat every learner at every fleet size on every metric of
+    :func:`ilets.report.verdicts.heuristics_vs_learners` (``beats_all`` on each row), as labels."""
+    if heuristics is None or heuristics.empty or "beats_all" not in heuristics:
+        return []
+    every = heuristics.groupby("heuristic", sort=False)["beats_all"].all()
+    return [_label(h) for h, ok in every.items() if ok]
+
+
+def results_lead(verdicts: Mapping[int, str], inside: int, of: int, beaten_by: Sequence[str] = ()) -> str:
+    """Chapter 7's finding in at most three plain sentences: the verdicts of claims 1, 2, 3 and 8
+    (``verdicts``), how many of the paper's ``of`` improvement figures lie inside one of our 95%
+    intervals (``inside``), and the heuristics better than every learner on every paper metric at
+    every fleet size (``beaten_by``, labels)."""
+    text = (f"That pre-training (DRL+) improves on plain DRL is {verdicts.get(1, 'not measured')}, that online "
+            f"imitation (ILETS-) does is {verdicts.get(2, 'not measured')}, and that DRL+ beats ILETS- is "
+            f"{verdicts.get(3, 'not measured')}; the paper's improvement figure lies inside our 95% interval for "
+            f"{inside} of its {of} figures.")
+    text += f" That ILETS beats every heuristic baseline is {verdicts.get(8, 'not measured')}"
+    if beaten_by:
+        text += (f": {and_join(beaten_by)} {'is' if len(beaten_by) == 1 else 'are'} better than every learner on "
+                 "response time, energy and success rate at every fleet size")
+    return text + "."
+
+
 def results_findings(ctx: ReportContext) -> ResultsFindings:
     """Everything chapter 7 states (see :class:`ResultsFindings`)."""
     m, reps = ctx.metrics, ctx.reps
@@ -286,6 +311,8 @@ def results_findings(ctx: ReportContext) -> ResultsFindings:
     heuristics = V.heuristics_vs_learners(m, reps=reps, effects=effects)
     per_fleet = V.heuristics_per_fleet(m, reps=reps, effects=effects)
     texts["heuristic_sentence"] = V.describe_heuristics(heuristics)
+    texts["lead"] = results_lead({k: v.verdict for k, v in verdicts.items()}, inside, len(pooled),
+                                 _beat_everything(heuristics))
     room = energy_room(m)
     texts["energy_room"] = energy_room_sentence(room)
     heavy = ctx.variant_metrics(HEAVY)
