@@ -23,15 +23,13 @@ from ilets.report import families as FF
 from ilets.report import findings as F
 from ilets.report import plots
 from ilets.report import positive_control as PC
-from ilets.report import rl_stage as RL
 from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()  # the same resamples as every chapter, so the verdicts agree
 found = F.summary_findings(ctx)
 both = FF.families_findings(ctx, summary=found)  # each claim with the flat and the per-server learner
 ps_ctx = FF.per_server_context(ctx)
-claims = CT.claims_table(ctx, found.verdicts, ps_ctx, both.per_server.verdicts if both.per_server else None,
-                         find_per_server=False, rl_stage=RL.load_report())  # the RL stage: always the shipped one
+claims = CT.summary_table(ctx, found, both, ps_ctx)  # with the shipped RL stage's row
 
 # %% tags=["remove-input"]
 Markdown(claims.abstract)

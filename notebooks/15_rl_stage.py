@@ -30,26 +30,15 @@ from myst_nb import glue
 
 from ilets.report import plots
 from ilets.report import rl_stage as R
+from ilets.workloads.workload import PAPER_ONLINE_TASKS
 
 report = R.load_report()
 glue("rl_finding", Markdown(R.finding(report)), display=False)
-check = report.target_clone
-glue("rl_target_clone", Markdown(
-    "The target clone has not run yet." if check is None else
-    f"The per-server clone of Min-Energy, frozen and greedy, is within {check['reward_distance']:.1%} of "
-    f"Min-Energy's held-out mean reward and {check['response_distance']:.1%} of its response time "
-    f"({'within' if check['matches'] else 'outside'} the imitation control's 1 % bar)."), display=False)
-v = report.verdict
-glue("rl_verdict", Markdown(
-    "No verdict yet: the evaluation seeds have not run." if v is None else
-    f"On {v.seeds} evaluation seeds the chosen candidate ({R.CANDIDATES.get(v.candidate, v.candidate)}) closes "
-    f"{v.gap_closed:.0%} of the gap (95 % interval {v.gap_low:.0%} to {v.gap_high:.0%}); the bar is "
-    f"{R.GAP_TO_PASS:.0%} with response time and success no worse: **{'passed' if v.passed else 'not passed'}**."
-    + ("" if report.steps_to_half is None else
-       f" It reached half the gap after {report.steps_to_half:,} decisions of the pass.")), display=False)
+glue("rl_target_clone", Markdown(R.target_clone_text(report)), display=False)
+glue("rl_verdict", Markdown(R.verdict_text(report)), display=False)
+glue("rl_online_tasks", f"{PAPER_ONLINE_TASKS:,}", display=False)
 glue("rl_diagnosis", Markdown(R.diagnosis(report)), display=False)
-glue("rl_chosen", "not yet chosen" if report.chosen is None else R.CANDIDATES.get(report.chosen, report.chosen),
-     display=False)
+glue("rl_chosen", R.chosen_text(report), display=False)
 
 # %% [markdown]
 # ## The room
@@ -73,7 +62,8 @@ display(R.headroom_display(report))
 # {glue:md}`rl_target_clone`
 #
 # Six candidate recipes were declared before any of their cells ran, with one budget (the same
-# clone, one online pass of 259,368 decisions at 50 servers, the paper's scale) and one rule:
+# clone, one online pass of {glue:text}`rl_online_tasks` decisions at 50 servers, the paper's scale)
+# and one rule:
 # on three pilot seeds that are never evaluated, the candidate that closes the largest share of
 # the gap between the clone and Min-Energy (held-out mean reward, frozen and greedy) while
 # keeping response time and success between the clone's and Min-Energy's is chosen

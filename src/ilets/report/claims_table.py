@@ -477,6 +477,16 @@ def claims_table(ctx, flat: Sequence[Verdict] | None = None, per_server_ctx=None
                  _drl_store_ms(ps_metrics) if ps_metrics is not None else None, measured, rl_stage)
 
 
+def summary_table(ctx, found, both, per_server_ctx) -> ClaimsTable:
+    """The summary chapter's table: :func:`claims_table` with the verdicts the chapter already
+    judged (``found``: :func:`ilets.report.findings.summary_findings`; ``both``:
+    :func:`ilets.report.families.families_findings`) and the shipped RL stage."""
+    from ilets.report.rl_stage import load_report
+
+    return claims_table(ctx, found.verdicts, per_server_ctx, both.per_server.verdicts if both.per_server else None,
+                        find_per_server=False, rl_stage=load_report())
+
+
 def shipped_table(shipped: Path | str = "shipped") -> ClaimsTable:
     """The table of the shipped paper-scale results and the shipped per-server grid."""
     from ilets.report.families import per_server_context

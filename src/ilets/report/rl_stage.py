@@ -292,6 +292,35 @@ def finding(report: RLStageReport) -> str:
     return " ".join(parts)
 
 
+def target_clone_text(report: RLStageReport) -> str:
+    """The sentence on the Min-Energy clone (the room is reachable by this network)."""
+    check = report.target_clone
+    if check is None:
+        return "The clone of Min-Energy has not run yet."
+    return (f"The per-server clone of Min-Energy, frozen and greedy, is within {check['reward_distance']:.1%} of "
+            f"Min-Energy's held-out mean reward and {check['response_distance']:.1%} of its response time "
+            f"({'within' if check['matches'] else 'outside'} the imitation control's "
+            f"{CLONE_TOLERANCE:.0%} bar).")
+
+
+def verdict_text(report: RLStageReport) -> str:
+    """The sentence of the control's verdict on the evaluation seeds."""
+    v = report.verdict
+    if v is None:
+        return "No verdict yet: the evaluation seeds have not run."
+    text = (f"On {v.seeds} evaluation seeds the chosen candidate ({CANDIDATES.get(v.candidate, v.candidate)}) "
+            f"closes {v.gap_closed:.0%} of the gap (95 % interval {v.gap_low:.0%} to {v.gap_high:.0%}); the bar is "
+            f"{GAP_TO_PASS:.0%} with response time and success no worse: **{'passed' if v.passed else 'not passed'}**.")
+    if report.steps_to_half is not None:
+        text += f" It reached half the gap after {report.steps_to_half:,} decisions of the pass."
+    return text
+
+
+def chosen_text(report: RLStageReport) -> str:
+    """What the pilot's rule chose, in words."""
+    return "not yet chosen" if report.chosen is None else CANDIDATES.get(report.chosen, report.chosen)
+
+
 def diagnosis(report: RLStageReport) -> str:
     """Why the candidates moved as little as they did, in words, from the pilot's diagnostics."""
     pilot = report.pilot[report.pilot["variant"].isin(list(CANDIDATES))] if len(report.pilot) else report.pilot
@@ -373,18 +402,21 @@ def plot_along_pass(table: pd.DataFrame):
     import seaborn as sns
 
     fig, ax = plt.subplots(figsize=(7.5, 4.0))
+    # the target's own clone starts at the target: its share of a gap of nothing is not a share
+    table = table[table["variant"].isin(list(CANDIDATES))]
     if len(table):
         sns.lineplot(data=table.assign(label=table["variant"].map(lambda v: CANDIDATES.get(v, v))),
                      x="decisions", y="share", hue="variant", errorbar=("pi", 100), marker="o", ax=ax)
     ax.axhline(0.0, color="0.4", lw=1, ls="--")
     ax.axhline(1.0, color="tab:green", lw=1, ls="--")
     ax.axhline(GAP_TO_PASS, color="tab:red", lw=1, ls=":")
-    ax.text(0, 1.0, " Min-Energy", va="bottom", color="tab:green")
-    ax.text(0, 0.0, " the clone", va="bottom", color="0.4")
-    ax.text(0, GAP_TO_PASS, " the bar", va="bottom", color="tab:red")
+    right = float(table["decisions"].max()) if len(table) else 1.0
+    for y, label, color, va in ((1.0, "Min-Energy", "tab:green", "bottom"), (0.0, "the clone", "0.4", "top"),
+                                (GAP_TO_PASS, "the bar", "tab:red", "bottom")):
+        ax.text(right, y, f"{label} ", va=va, ha="right", color=color)
     ax.set_xlabel("decisions into the online pass")
     ax.set_ylabel("share of the gap closed")
-    ax.legend(title="candidate", fontsize=9, loc="best")
+    ax.legend(title="candidate", fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
 
