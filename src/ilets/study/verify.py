@@ -471,7 +471,8 @@ KERNEL_METRICS = (("avg_response_s", "response time"), ("energy_kwh", "energy"),
 def native_kernels_folder(folder: Path) -> Path:
     """Where cells of ``folder`` computed with other kernels are kept beside it:
     ``<folder>-native-kernels`` (the paper grid's cells first computed with an AVX-512 host's
-    own kernels, then recomputed with the portable ones)."""
+    own kernels, then recomputed with the portable ones: ``shipped/paper-native-kernels``,
+    which chapter 10's kernel table reads)."""
     return Path(folder).with_name(Path(folder).name + "-native-kernels")
 
 
