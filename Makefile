@@ -98,6 +98,7 @@ bench: env
 readme: env
 	$(BIN)/python -m ilets.report.claims_table --write README.md
 	$(BIN)/python -m ilets.report.claims_table --write book/intro.md
+	$(BIN)/python -m ilets.report.rl_stage --write README.md
 	$(BIN)/python -m ilets.report.headline --results shipped/paper --write book/records.md
 	$(BIN)/python -m ilets.report.positive_control --write book/records.md
 	$(BIN)/python -m ilets.report.per_server --write book/records.md

@@ -276,3 +276,15 @@ def test_the_evaluation_profile_runs_the_pilots_choice_with_its_settings():
     for cell in evaluation.cells():
         if cell.method == "drl+":
             assert dataclasses.replace(cell, seed=pilot.seeds[0]).digest() == by_variant[cell.variant].digest()
+
+
+def test_readme_rl_stage_block_is_generated_from_the_shipped_results():
+    # after shipping: `python -m ilets.report.rl_stage --write README.md` (make readme)
+    from ilets.report import rl_stage as R
+    from ilets.study.results import repo_root
+
+    readme = (repo_root() / "README.md").read_text()
+    start, end = R.README_MARKERS
+    assert start in readme and end in readme, "README lacks the rl-stage markers"
+    block = readme.split(start, 1)[1].split(end, 1)[0]
+    assert block.strip("\n") == R.readme_block().strip("\n")

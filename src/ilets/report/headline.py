@@ -32,8 +32,8 @@ SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 def planned_cell_count(folder: Path) -> int | None:
     """How many cells the grid that made ``folder`` planned: its ``grid.json`` manifest
     (:func:`ilets.study.grid.manifest_cell_count`), else the grid-command grid's ``profile.json``
-    (:func:`ilets.study.command_scenario.profile_cell_count`); None when neither is there."""
-    from ilets.study import command_scenario as gridcommand
+    (:func:`ilets.study.command_profiles.profile_cell_count`); None when neither is there."""
+    from ilets.study import command_profiles as gridcommand
     from ilets.study import grid as study
 
     folder = Path(folder)
@@ -153,10 +153,12 @@ def write_headline(results: Path, target: Path | None = None) -> str:
         raise HeadlineError(f"--write {target}: no such file")
     doc = replace_marked(target.read_text(), HEADLINE_MARKERS, text, f"--write {target}")
     doc = replace_marked(doc, SHIPPED_MARKERS, "", f"--write {target}")  # both marker pairs are there
-    # the repository's shipped folders (beside the file written), whatever --results is
-    shipped = target.parent / "shipped"
-    if not shipped.is_dir():
-        raise HeadlineError(f"--write {target}: expected the shipped folders in {shipped}")
+    # the repository's shipped folders (beside the file written or a folder above it, as for
+    # book/records.md), whatever --results is
+    found = [p / "shipped" for p in target.resolve().parents if (p / "shipped").is_dir()]
+    if not found:
+        raise HeadlineError(f"--write {target}: expected the shipped folders beside it or in a folder above it")
+    shipped = found[0]
     doc = replace_marked(doc, SHIPPED_MARKERS, shipped_block(shipped), f"--write {target}")
     atomic_write(target, lambda tmp: tmp.write_text(doc))  # both blocks or neither
     return text
