@@ -279,7 +279,7 @@ def build(flat: Sequence[Verdict], per_server: Sequence[Verdict] | None, flat_me
     if rl_stage is not None and rl_stage.verdict is not None:
         from ilets.report.rl_stage import finding
 
-        notes.append(f"**The RL stage on trial.** {finding(rl_stage)} (chapter 15).")
+        notes.append(f"**The RL stage on trial** (chapter 15). {finding(rl_stage)}")
     return ClaimsTable(rows, notes, abstract_text(rows, flat_metrics, per_server_metrics))
 
 

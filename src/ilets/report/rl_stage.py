@@ -268,15 +268,21 @@ def recorded_bounds(root: Path) -> pd.DataFrame:
     return pd.DataFrame(record.data["rows"])
 
 
+def headroom_sentence(report: RLStageReport) -> str:
+    """The room at 50 servers in one sentence: the best heuristic over the per-server DRL+."""
+    room = report.headroom.get(50)
+    if room is None or not len(room) or "reward_room" not in room:
+        return ""
+    best = room[room["kind"] == "heuristic"].iloc[0]
+    name = str(best["method"]).title()  # "min-energy" -> "Min-Energy", as the chapter names it
+    return (f"At 50 servers the best heuristic ({name}) is {best['reward_room']:.3f} mean reward and "
+            f"{best['response_room_s']:.2f} s of response time better than the per-server DRL+, so fine-tuning had "
+            "room to use.")
+
+
 def finding(report: RLStageReport) -> str:
     """The chapter's finding in plain words (at most three sentences), from the numbers."""
-    room = report.headroom.get(50)
-    parts = []
-    if room is not None and len(room) and "reward_room" in room:
-        best = room[room["kind"] == "heuristic"].iloc[0]
-        parts.append(f"At 50 servers the best heuristic ({best['method']}) is {best['reward_room']:.3f} mean reward "
-                     f"and {best['response_room_s']:.2f} s of response time better than the per-server DRL+, so "
-                     "fine-tuning had room to use.")
+    parts = [p for p in [headroom_sentence(report)] if p]
     v = report.verdict
     if v is None:
         parts.append("The RL positive control has no verdict yet: its evaluation seeds have not run.")
@@ -343,7 +349,9 @@ def diagnosis(report: RLStageReport) -> str:
 
 def block(report: RLStageReport) -> str:
     """README's ``rl-stage`` block: the headroom, the control's verdict and the share of the gap closed."""
-    lines = [f"**The RL stage on trial.** {finding(report)}", ""]
+    if report.verdict is None:
+        return f"**The RL stage on trial** (chapter 15). {finding(report)}"
+    lines = [f"**The RL stage on trial** (chapter 15). {headroom_sentence(report)}"]
     if report.verdict is not None:
         v = report.verdict
         lines.append(f"Control (Earliest-Finish clone fine-tuned toward Min-Energy, 50 servers, paper scale): "
