@@ -47,7 +47,9 @@ glue("rl_chosen", R.chosen_text(report), display=False)
 # evaluation seeds of the grids (the same tasks), at each fleet size, and the room each row
 # leaves over the per-server DRL+ (the expert's clone that fine-tuning starts from; positive:
 # better than it). The bound is each task's best case taken alone (no wait, its best server,
-# an otherwise idle fleet): loose, but no scheduler beats it.
+# an otherwise idle fleet): loose, but no scheduler beats it. The clone's teacher, GA+PSO, plans
+# windows of tasks and has no online form here; its per-server clone, DRL+, stands in for it
+# ({doc}`05_oinpt` shows the clone within its tolerance of the teacher).
 
 # %% tags=["remove-input"]
 display(R.headroom_display(report))
