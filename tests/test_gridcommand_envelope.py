@@ -180,7 +180,7 @@ def test_a_cached_reach_is_the_computed_one_and_is_read_back(tmp_path, clipped, 
     first = GridCommandEnv(config("clip"), envelope_cache=tmp_path)
     files = list(tmp_path.glob("reach-*.json"))
     assert len(files) == 1
-    import ilets.gridcommand.env as E
+    import ilets.gridcommand.envelope as E  # sized_schedule measures the reach there
 
     def no_runs(*args, **kwargs):
         raise AssertionError("the cached reach was not read")

@@ -79,7 +79,6 @@ No configuration (``GridCommandEnv()``, ``gym.make(GRID_ENV_ID)`` with no argume
 from __future__ import annotations
 
 import dataclasses
-import functools
 import heapq
 import math
 from pathlib import Path
@@ -88,13 +87,13 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from ilets.agents.observation import TABLE_LAYOUTS, FeatureBlock, ServerTable, StateSpec, layout_high, write_blocks
+from ilets.agents.observation import StateSpec, layout_high, write_blocks
 from ilets.agents.policies import LeastLoaded, make_heuristic
 from ilets.agents.scheduling_env import SchedulingEnv
-from ilets.gridcommand.command import CommandSchedule, GridCommand, event_room, redraw_rng
+from ilets.gridcommand.command import CommandSchedule, GridCommand
 from ilets.gridcommand.config import GridCommandConfig, check_cap, load_gridcommand_config
-from ilets.gridcommand.features import CommandShape, EventTiming, RowColumns, SleepRows, TermRows, grid_blocks
-from ilets.gridcommand.envelope import EventReach, cached_reach, fit_schedule, reach, reach_key, redraw_unreachable
+from ilets.gridcommand.envelope import EventReach, sized_schedule
+from ilets.gridcommand.observation import during_event, observation_layout
 from ilets.gridcommand.power import Counterfactual, counterfactual, power_profile
 from ilets.gridcommand.queues import VirtualQueues
 from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
@@ -170,27 +169,9 @@ class GridCommandEnv(SchedulingEnv):
         #: (``observe_slot``, :class:`ilets.gridcommand.features.SlotError`)
         self.slot_meter = SlotMeter()
         self._slot_projection = 0.0
-        #: the run's layout, then the command's blocks (which read this env); a table layout
-        #: (one row per server, ``per-server``) takes them after its task numbers, before the
-        #: rows, so the per-server policy reads them in its pooled summary (``table_layout``)
-        self.table_layout: tuple[int, int] | None = None
-        if self.state.features in TABLE_LAYOUTS:
-            n_task, width = TABLE_LAYOUTS[self.state.features]
-            head, rows = self.state.blocks[:1], self.state.blocks[1:]
-            # one row per (level, server) with speed levels: the policy scores every placement;
-            # one more column with observe_energy
-            cfg = self.config
-            if len(self.speeds) > 1 or cfg.observe_energy or cfg.observe_sleep or cfg.observe_terms:
-                plain = ServerTable(self.speeds, self.power_factors, energy_gap=cfg.observe_energy)
-                table: ServerTable | RowColumns = SleepRows(plain, self) if cfg.observe_sleep else plain  # two sleep columns
-                if cfg.observe_terms:  # and the Lyapunov teacher's terms
-                    table = TermRows(table, self)
-                rows, width = (table,), table.width
-            command = grid_blocks(self)
-            self.blocks: tuple[FeatureBlock, ...] = head + command + rows
-            self.table_layout = (n_task + sum(b.size(m) for b in command), width)
-        else:
-            self.blocks = self.state.blocks + grid_blocks(self)
+        #: the run's layout, then the command's blocks (which read this env); with a table
+        #: layout, where each row sits (:func:`ilets.gridcommand.observation.observation_layout`)
+        self.blocks, self.table_layout = observation_layout(self)
         high = layout_high(self.blocks, self.fleet, self.state)
         self.observation_space = spaces.Box(low=np.zeros_like(high), high=high, dtype=np.float32)
         self._n_actions = self.first_sleep_action + (m if self.sleep_actions else 0)
@@ -258,27 +239,9 @@ class GridCommandEnv(SchedulingEnv):
                 env.observing = False  # the extremes and the reference read the env, not the observation
                 return env
 
-            def measured(schedule: CommandSchedule) -> list[tuple[float, float]]:
-                def computed() -> list[tuple[float, float]]:
-                    return reach(make_env, schedule, edges, self.baseline.power_w,
-                                 make_heuristic(cfg.reference, seed=seed, reward=run.reward), cfg.envelope_runs,
-                                 cfg.envelope_deadlines)
-
-                if self.envelope_cache is None:
-                    return computed()
-                # keyed by the episode's own configuration: the extremes read its envelope_runs
-                # and envelope_deadlines, which the bare one does not keep
-                key = reach_key(episode, tasks, self.fleet, self.window, schedule, edges, self.baseline.power_w)
-                return cached_reach(self.envelope_cache, key, len(schedule), computed)
-
-            found, moves = measured(self.schedule), None
-            if cfg.envelope_redraws:  # an unreachable event moved before it is dropped
-                room = functools.partial(event_room, window_start=w0, window_end=w1, gap_s=cfg.event_gap_s(w0, w1))
-                self.schedule, found, moves = redraw_unreachable(self.schedule, found, measured, room,
-                                                                 cfg.envelope_redraws,
-                                                                 redraw_rng(episode.schedule_seed), cfg.envelope_runs)
-            self.schedule, self.envelope = fit_schedule(self.schedule, found, cfg.envelope, cfg.envelope_margin,
-                                                        moves)
+            self.schedule, self.envelope = sized_schedule(
+                episode, self.schedule, make_env, lambda: make_heuristic(cfg.reference, seed=seed, reward=run.reward),
+                tasks, self.fleet, self.window, edges, self.baseline.power_w, self.envelope_cache)
         #: the sleep lever's ledger (:mod:`ilets.gridcommand.sleep`); None without the lever
         self.sleep: SleepLedger | None = None
         if cfg.sleeps:
@@ -345,14 +308,7 @@ class GridCommandEnv(SchedulingEnv):
         event was active, read from the observation itself: its command block shows a down or
         up event (:class:`ilets.gridcommand.features.CommandShape`) whose start has come and
         whose end has not (:class:`~ilets.gridcommand.features.EventTiming`)."""
-        rows = np.atleast_2d(np.asarray(obs))
-        m, start, at = len(self.fleet), 0, {}
-        for block in self.blocks:
-            at[type(block)] = start
-            start += block.size(m)
-        shape, timing = at[CommandShape], at[EventTiming]
-        shown = (rows[:, shape] > 0) | (rows[:, shape + 1] > 0)
-        return shown & (rows[:, timing] == 0) & (rows[:, timing + 1] > 0)
+        return during_event(self.blocks, len(self.fleet), obs)
 
     @property
     def baseline_now(self) -> float:

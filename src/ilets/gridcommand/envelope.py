@@ -56,7 +56,7 @@ import numpy as np
 from ilets.config.run import drop_added_defaults
 from ilets.config.strict import to_dict
 from ilets.files import atomic_write, content_digest
-from ilets.gridcommand.command import CommandSchedule, GridCommand
+from ilets.gridcommand.command import CommandSchedule, GridCommand, event_room, redraw_rng
 from ilets.gridcommand.power import episode_digest
 from ilets.simulator.cloud import meets_deadline
 
@@ -385,3 +385,37 @@ def fit_schedule(schedule: CommandSchedule, reachable: list[tuple[float, float]]
         kept.append(dataclasses.replace(c, depth=depth))
         found.append(EventReach(c.start_s, c.direction, c.depth, r, depth, True, depth <= r, moved))
     return CommandSchedule(tuple(kept)), found
+
+
+def sized_schedule(episode: Any, schedule: CommandSchedule, make_env: Callable[[CommandSchedule], Any],
+                   reference: Callable[[], Any], tasks: Any, fleet: Any, window: tuple[float, float], edges: np.ndarray,
+                   baseline_w: np.ndarray, cache: str | Path | None = None,
+                   ) -> tuple[CommandSchedule, list[EventReach]]:
+    """``schedule`` sized to what the levers reach in the episode whose configuration (its run
+    seed set) is ``episode``, and what was found per event (the env's ``envelope``): each
+    event's reach measured (:func:`reach`, with ``make_env`` the episode's env with bare
+    levers under a schedule and ``reference`` making the counterfactual's policy afresh for
+    each measurement; kept in and read
+    from ``cache`` when given, :func:`cached_reach`), an unreachable event moved to a new start
+    first with ``envelope_redraws`` (:func:`redraw_unreachable`), then every command fitted
+    (:func:`fit_schedule`). Apart from the env, whose step logic does not need it."""
+    w0, w1 = window
+
+    def measured(schedule: CommandSchedule) -> list[tuple[float, float]]:
+        def computed() -> list[tuple[float, float]]:
+            return reach(make_env, schedule, edges, baseline_w, reference(), episode.envelope_runs,
+                         episode.envelope_deadlines)
+
+        if cache is None:
+            return computed()
+        # keyed by the episode's own configuration: the extremes read its envelope_runs
+        # and envelope_deadlines, which the bare one does not keep
+        key = reach_key(episode, tasks, fleet, window, schedule, edges, baseline_w)
+        return cached_reach(cache, key, len(schedule), computed)
+
+    found, moves = measured(schedule), None
+    if episode.envelope_redraws:  # an unreachable event moved before it is dropped
+        room = functools.partial(event_room, window_start=w0, window_end=w1, gap_s=episode.event_gap_s(w0, w1))
+        schedule, found, moves = redraw_unreachable(schedule, found, measured, room, episode.envelope_redraws,
+                                                    redraw_rng(episode.schedule_seed), episode.envelope_runs)
+    return fit_schedule(schedule, found, episode.envelope, episode.envelope_margin, moves)
