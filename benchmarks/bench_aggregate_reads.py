@@ -37,7 +37,7 @@ import numpy as np
 import torch as th
 
 from ilets.agents.oinpt import minibatches
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import episodes as EP, teacher as TE
 from ilets.gridcommand.aggregate import Aggregate
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
@@ -101,8 +101,8 @@ def main() -> None:
     grid = load_profile(PROFILE)
     base = grid.scenario_config()
     m = grid.servers[0]
-    env = GridCommandEnv(P.training_config(base, grid.train_regime, m, 100))
-    demos = P.demonstrate(env, grid.pipeline.teacher, grid.pipeline.demo_tasks)
+    env = GridCommandEnv(EP.training_config(base, grid.train_regime, m, 100))
+    demos = TE.demonstrate(env, grid.pipeline.teacher, grid.pipeline.demo_tasks)
     batch_size = base.run.oinpt.batch_size
     row_bytes = demos.obs[0].nbytes
     work = Path(tempfile.mkdtemp(prefix="ilets-bench-aggregate-", dir=args.dir))

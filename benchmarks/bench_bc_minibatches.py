@@ -25,7 +25,7 @@ import torch as th
 
 from ilets.agents import oinpt
 from ilets.agents.ppo import make_ppo
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import episodes as EP, teacher as TE
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
 from ilets.study.command_scenario import load_profile
@@ -63,9 +63,9 @@ def main() -> None:
     base = grid.scenario_config()
     rows = {}
     for m in [int(s) for s in args.servers.split(",")]:
-        train = P.training_config(base, grid.train_regime, m, 100)
+        train = EP.training_config(base, grid.train_regime, m, 100)
         env = GridCommandEnv(train)
-        demos = P.demonstrate(env, grid.pipeline.teacher, grid.pipeline.demo_tasks)
+        demos = TE.demonstrate(env, grid.pipeline.teacher, grid.pipeline.demo_tasks)
         cfg = dataclasses.replace(train.run.oinpt, bc_epochs=1)
         bc_seconds(env, demos, cfg, 50, False)  # warm the kernels outside the timed runs
         pairs = []

@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import episodes as EP, pipeline as P, pipeline_config as PC
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.host import write_benchmark
 from ilets.study.command_scenario import host_key
@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     days, repeats = (0.5, 1) if args.quick else (args.days, args.repeats)
-    base = P.training_base(load_gridcommand_config(SCENARIO), P.PipelineConfig(train_days=days), "--days")
-    pipe = P.PipelineConfig(heldout=True)
+    base = EP.training_base(load_gridcommand_config(SCENARIO), PC.PipelineConfig(train_days=days), "--days")
+    pipe = PC.PipelineConfig(heldout=True)
     load0 = os.getloadavg()
 
     def cell(cache: Path | None) -> tuple[float, dict]:

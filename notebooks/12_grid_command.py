@@ -196,7 +196,7 @@ plots.markdown_table(X.clones_display(control), {}, empty="No clone design is in
 # import ilets
 # from ilets.agents.oinpt import behaviour_clone
 # from ilets.config import OINPTConfig
-# from ilets.gridcommand.pipeline import demonstrate
+# from ilets.gridcommand.teacher import demonstrate
 #
 # env = gym.make(ilets.GRID_ENV_ID)  # no arguments: the small gridcommand-quick episode
 # # the expert reads the environment itself: the package's collector steps the unwrapped env

@@ -59,7 +59,7 @@ READABLE: dict[str, dict[str, str]] = {
     "ilets.gridcommand.command": {"DRIFT_LOAD": "a constant"},
     "ilets.gridcommand.batch": {"batch_slack_s": "converts a setting's hours into the window's seconds"},
     "ilets.gridcommand.experts": {"EXPERTS": "the experts' names", "DECIDING": "the names of the rungs but the bound"},
-    "ilets.gridcommand.pipeline": {"PipelineConfig": "a settings class"},
+    "ilets.gridcommand.pipeline_config": {"PipelineConfig": "a settings class"},
     "ilets.study.latency": {"PAPER_DECISION_MS": "the paper's figures", "summarise": "a function of recorded timings"},
     "ilets.study.expert_tables": {"gap_table": "a function of recorded gap rows"},
     "ilets.study.book_measurements": {"measurements_dir": "where the records are", "DEPENDS": "a constant"},

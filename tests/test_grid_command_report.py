@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from ilets.gridcommand.experts import ladder_gaps
+from ilets.report import command_prose as RP
 from ilets.report import grid_command as R
 
 REPS = 300
@@ -120,7 +121,7 @@ def test_sentences_state_the_known_answers(table, tmp_path):
                                                          "first_start_utc": "a", "last_start_utc": "b"}))
     res = R.load_results(tmp_path)
     assert res.scale == "quick" and res.regimes == {"train": "shallow-long", "eval": "deep-short"}
-    said = R.sentences(res, reps=REPS)
+    said = RP.sentences(res, reps=REPS)
     assert "lowest tracking error is oracle (hindsight MILP)'s" in said["best"]
     assert "at 1 deadline misses caused against the baseline run (the rule: 6)" in said["best"]
     assert "(better)" in said["oail"] and said["oail"].startswith("Against BC + PPO")
@@ -131,25 +132,25 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     # misses = 10 x error: learners 3 (OAIL) .. 9 (PPO); experts: the oracle's two seeds 0.85 .. the rule 6
     assert ("at 50 servers the learned policies cause +3 to +9 deadline misses against the baseline run, "
             "the experts +1 to +6") in said["misses"]
-    assert R.misses_sentence(table[table["method"].isin(["rule", "oracle"])]).startswith("These results lack")
-    assert "quick-scale results" in R.scale_note(res) and "not run" in R.scale_note(res)
-    assert "no results" in R.scale_note(None)
+    assert RP.misses_sentence(table[table["method"].isin(["rule", "oracle"])]).startswith("These results lack")
+    assert "quick-scale results" in RP.scale_note(res) and "not run" in RP.scale_note(res)
+    assert "no results" in RP.scale_note(None)
     # with the full-window grid shipped beside them, the note points to it instead
-    beside = R.scale_note(res, res)
+    beside = RP.scale_note(res, res)
     assert "not run" not in beside and f"cells in `{R.PAPER_SHIPPED}`) is read in its own section" in beside
-    status = R.status_sentence(res, tmp_path)
+    status = RP.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
     # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 11 methods (the
     # two thermostats too) x 3 fleets x 5 seeds less the oracle's 3 per fleet
     assert "84 of 156 planned cells (the grid had not finished" in status
-    assert "(uncommitted changes)" in R.provenance_sentence(res) and "1,800 CPU seconds" in R.provenance_sentence(res)
+    assert "(uncommitted changes)" in RP.provenance_sentence(res) and "1,800 CPU seconds" in RP.provenance_sentence(res)
 
 
 def test_a_missing_folder_gives_sentences_not_a_crash(tmp_path):
     assert R.load_results(tmp_path / "nothing") is None
-    assert "No grid-command results" in R.status_sentence(None, tmp_path / "nothing")
-    assert set(R.sentences(None).values()) == {"No results to state."}
-    assert R.provenance_sentence(None) == "No provenance recorded."
+    assert "No grid-command results" in RP.status_sentence(None, tmp_path / "nothing")
+    assert set(RP.sentences(None).values()) == {"No results to state."}
+    assert RP.provenance_sentence(None) == "No provenance recorded."
     assert R.results_table(None).empty
     empty = R.empty_table()  # every table function answers an empty store with an empty table
     assert R.comparison_table(empty).empty and R.ladder_table(empty).empty and R.drift_table(empty).empty
@@ -166,12 +167,12 @@ def test_a_bad_role_is_named(table):
 
 def test_extension_rows_are_marked_and_quote_the_code():
     from ilets.gridcommand.command import DAY_TO_WINDOW
-    from ilets.gridcommand.pipeline import PipelineConfig
-    from ilets.report import deviations
+    from ilets.gridcommand.pipeline_config import PipelineConfig
+    from ilets.report import command_deviations, deviations
     from ilets.study.command_scenario import load_profile as load_grid_profile
 
-    ext = deviations.extensions_table()
-    assert len(ext) >= 10 and (ext["kind"] == deviations.EXTENSION).all()
+    ext = command_deviations.extensions_table()
+    assert len(ext) >= 10 and (ext["kind"] == command_deviations.EXTENSION).all()
     assert ext["topic"].is_unique and (ext["ours"].str.len() > 20).all()
     # the paper study's table is unchanged: its chapter counts "reconstructed" and "bug" rows
     assert set(deviations.table()["kind"]) == {"reconstructed", "bug not reproduced"}
@@ -221,7 +222,7 @@ def test_shipped_results_carry_their_scale_and_provenance():
     assert (res.scale == "paper") == bool((res.table["workload_scale"] == 1.0).all())
     assert res.provenance["cells"] == len(res.table[["method", "servers", "seed"]].drop_duplicates())
     assert all(c.split("+")[0] != "unrecorded" for c in res.provenance["commits"])
-    assert f"**{res.scale}-scale**" in R.status_sentence(res, root / R.SHIPPED)
+    assert f"**{res.scale}-scale**" in RP.status_sentence(res, root / R.SHIPPED)
 
 
 def test_the_ladder_shows_in_two_parts_that_each_fit_a_page(table):
@@ -238,7 +239,7 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     t = table.assign(band_reached_share=table["in_band_fraction"].clip(0, 1),
                      time_to_band_median_s=np.where(table["in_band_fraction"] > 0.5, 12.0, np.inf))
     t.loc[(t["role"] == "eval") & (t["servers"] == 200), "band_reached_share"] = 0.0
-    text = R.band_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    text = RP.band_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     # seed means: PPO 0.05 over five seeds, the oracle 0.885 over its two (seeds 0 and 1)
     assert f"shallow-long at 50 servers from 5% (PPO (from scratch)) to 88% ({R.LABELS['oracle']})" in text
     assert "deep-short at 200 servers none (no method reaches the band on any event)" in text
@@ -246,7 +247,7 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     # oracle, both MPCs and BC + PPO + OAIL (Lyapunov's median seed sits at exactly 0.5), under
     # the other regime the oracle, MPC-perfect and BC + PPO + OAIL; at both sizes: 2 x (4 + 3)
     assert "finite (more than half the events reach the band, on the median seed) for 14 of 36" in text
-    assert R.band_sentence(table, {}) == "These results record no per-event band times."
+    assert RP.band_sentence(table, {}) == "These results record no per-event band times."
     # the bar counts experts only; the oracle's 0.885 meets it under training, its 0.9 x 0.885
     # (0.7965, printed 80%) under the other regime does not, and at 200 servers none reaches it
     # with its price: misses are 10 (training) and 15 (the other regime) times the error
@@ -263,12 +264,12 @@ def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
             for s in (50, 200) for seed in (0, 1) for role in ("train", "eval")]
     t = pd.DataFrame(rows)
     t.loc[(t["method"] == "thermostat") & (t["servers"] == 200) & (t["role"] == "eval"), "band_reached_share"] = 0.7
-    text = R.band_bar_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    text = RP.band_bar_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     assert "is met in 3 of 4 (regime, fleet size) pairs" in text and "BC" not in text
     assert f"deep-short at 200 servers {R.LABELS['thermostat']} 70%" in text
-    assert R.band_bar_sentence(t, {}, bar=0.95).startswith("The bar, an expert that reaches the band on at least 95%")
-    assert "met in 0 of 4" in R.band_bar_sentence(t, {}, bar=0.95)
-    assert R.results_bar_sentence(None) == "No results in this folder."
+    assert RP.band_bar_sentence(t, {}, bar=0.95).startswith("The bar, an expert that reaches the band on at least 95%")
+    assert "met in 0 of 4" in RP.band_bar_sentence(t, {}, bar=0.95)
+    assert RP.results_bar_sentence(None) == "No results in this folder."
 
 
 def test_band_summary_counts_never_as_infinitely_late():
@@ -284,14 +285,14 @@ def test_band_summary_counts_never_as_infinitely_late():
 def test_envelope_sentence_counts_each_seeds_schedule_once(table):
     t = table.assign(events=2.0, events_dropped=np.where(table["seed"] == 0, 1.0, 0.0),
                      events_clipped=np.where(table["role"] == "eval", 2.0, 1.0))
-    text = R.envelope_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
+    text = RP.envelope_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     # five seeds, two kept events each and one dropped on seed 0: counted once per seed, not per method
     assert "shallow-long at 50 servers: 11 generated, 1 dropped as unreachable, 5 of the 10 kept made shallower" in text
     assert "deep-short at 200 servers: 11 generated, 1 dropped as unreachable, 10 of the 10 kept" in text
-    assert "predate" in R.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})
+    assert "predate" in RP.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})
     assert (R.envelope_table(t)["redrawn"] == 0).all()  # results from before envelope_redraws moved nothing
     moved = t.assign(events_redrawn=np.where(t["seed"] == 1, 1.0, np.nan))  # NaN: a cell without the knob
-    assert "shallow-long at 50 servers: 11 generated, 1 moved to a new start, 1 dropped" in R.envelope_sentence(
+    assert "shallow-long at 50 servers: 11 generated, 1 moved to a new start, 1 dropped" in RP.envelope_sentence(
         moved, {"train": "shallow-long", "eval": "deep-short"})
 
 
@@ -299,11 +300,11 @@ def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):
     t = table.copy()
     oracle = (t["method"] == "oracle") & (t["role"] == "train") & (t["servers"] == 50)
     t.loc[oracle, "tracking_mae_rel"] = 1.4
-    text = R.oracle_sentence(t, {"oracle_window": 30}, {"train": "shallow-long", "eval": "deep-short"})
+    text = RP.oracle_sentence(t, {"oracle_window": 30}, {"train": "shallow-long", "eval": "deep-short"})
     assert "lower rung tracks better under shallow-long at 50 servers (" in text
     assert "worse than ignoring the command (an error above 1) under shallow-long at 50 servers (1.40)" in text
     assert "windows of 30 tasks" in text
-    assert R.oracle_sentence(table, {}, {}).startswith("The oracle tracks best")
+    assert RP.oracle_sentence(table, {}, {}).startswith("The oracle tracks best")
 
 
 def test_direction_sentence_names_who_does_worse_than_ignoring_each_direction(tmp_path):
@@ -317,9 +318,9 @@ def test_direction_sentence_names_who_does_worse_than_ignoring_each_direction(tm
     (cells / "ppo-M50-s0.json").write_text(json.dumps({"status": "failed", "method": "ppo"}))
     d = R.direction_table(tmp_path)
     assert set(d["method"]) == {"oracle", "rule", "bc"} and (d["events"] == 1).all()
-    text = R.direction_sentence(d)
+    text = RP.direction_sentence(d)
     # experts only (the clone is not one); each direction names who does worse than ignoring the command
     assert f"on down events (1 per expert), worse than ignoring the command: rule (up to 1.50); better everywhere: " \
            f"{R.LABELS['oracle']}" in text
     assert f"on up events (1 per expert), worse than ignoring the command: {R.LABELS['oracle']} (up to 2.50)" in text
-    assert R.direction_sentence(R.direction_table(None)) == "These results hold no per-event records."
+    assert RP.direction_sentence(R.direction_table(None)) == "These results hold no per-event records."

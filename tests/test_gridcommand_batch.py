@@ -13,7 +13,7 @@ from ilets.gridcommand.batch import batch_mask, batch_slack_s, with_batch
 from ilets.gridcommand.config import load_gridcommand_config, settings_plain
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.metrics import evaluate
-from ilets.gridcommand.pipeline import expert_policy
+from ilets.gridcommand.teacher import expert_policy
 
 
 def test_the_slack_is_on_the_episode_clock_as_event_durations_are():

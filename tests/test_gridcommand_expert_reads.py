@@ -14,7 +14,7 @@ from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import (DECIDING, ENV_READS, ReferenceExpert, expert_rollout_policy, make_expert,
                                        privileged_reads)
-from ilets.gridcommand.pipeline import demonstrate
+from ilets.gridcommand.teacher import demonstrate
 
 #: the smoke episode with the levers on, so the sleep, batch and cap paths are read too
 LEVERS = {"sleep_fraction": 0.1, "sleep_after_s": 0.1, "wake_s": 0.3, "batch_share": 0.3, "cap_levels": (0.8, 0.9, 1.0)}

@@ -464,7 +464,7 @@ def test_thermostat_reaches_the_band_where_the_optimising_rungs_do_not():
     longer than Lyapunov, which reaches it on one of the three (shipped/gridcommand-sleep)."""
     from ilets.gridcommand.config import load_gridcommand_config
     from ilets.gridcommand.metrics import evaluate
-    from ilets.gridcommand.pipeline import evaluation_config
+    from ilets.gridcommand.episodes import evaluation_config
 
     cfg = evaluation_config(load_gridcommand_config("gridcommand-quick-sleep"), "deep-short", 50, 0)
     got = {n: evaluate(make_expert(n), cfg, seed=0) for n in ("thermostat", "lyapunov")}

@@ -19,7 +19,8 @@ from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES, ServerTable
 from ilets.agents.per_server import PerServerPolicy
 from ilets.agents.ppo import make_ppo, numpy_actor_critic
 from ilets.config import ConfigError
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import actors as AC, clone_cache as CC, cloning as CL, episodes as EP, pipeline as P
+from ilets.gridcommand import pipeline_config as PC, teacher as TE
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.features import grid_blocks
@@ -45,7 +46,7 @@ def test_the_command_blocks_sit_before_the_rows_and_defer_is_one_more_logit(scen
     with deferral scored per server, the defer logit is the logsumexp of a "later" score per
     server, and numpy computes the same logits as torch."""
     base = load_gridcommand_config(scenario, cap_levels=list(caps), run={"defer_head": defer_head})
-    cfg = P.evaluation_config(base, "shallow-long", 6, 0)
+    cfg = EP.evaluation_config(base, "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     n_command = sum(b.size(6) for b in grid_blocks(env))
     assert env.table_layout == (len(TASK_FEATURES) + n_command, len(SERVER_FEATURES))
@@ -124,12 +125,12 @@ def test_the_clone_cache_key_is_unchanged_by_the_defer_and_cap_heads_at_their_de
     from ilets.study.command_scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-episodes")
-    train = P.training_config(grid.scenario_config(), grid.train_regime, 50, 0)
-    assert P.clone_key(train, grid.pipeline, 0) == "070f5e10c2610cd1"  # as computed before the field
+    train = EP.training_config(grid.scenario_config(), grid.train_regime, 50, 0)
+    assert CC.clone_key(train, grid.pipeline, 0) == "070f5e10c2610cd1"  # as computed before the field
     rows = dataclasses.replace(train, run=dataclasses.replace(train.run, defer_head="rows"))
-    assert P.clone_key(rows, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
+    assert CC.clone_key(rows, grid.pipeline, 0) != CC.clone_key(train, grid.pipeline, 0)
     caps = dataclasses.replace(train, run=dataclasses.replace(train.run, cap_head="mlp"))
-    assert P.clone_key(caps, grid.pipeline, 0) != P.clone_key(train, grid.pipeline, 0)
+    assert CC.clone_key(caps, grid.pipeline, 0) != CC.clone_key(train, grid.pipeline, 0)
 
 
 def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp_path):
@@ -161,7 +162,7 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
     with pytest.raises(ConfigError, match=r"cloud\.yaml\.run\.defer_head: 'rows' scores the grid-command"):
         load_cloud_profile(path)
     # a policy folder says how it scores deferring; a run that scores it otherwise is told so
-    cfg = P.evaluation_config(load_gridcommand_config(scenario, run={"defer_head": "rows"}), "shallow-long", 6, 0)
+    cfg = EP.evaluation_config(load_gridcommand_config(scenario, run={"defer_head": "rows"}), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     save_policy(make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"), tmp_path / "p", "per-server",
                 "per-server", 6)
@@ -180,9 +181,9 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
 def test_the_per_server_clone_imitates_its_teacher_better_than_the_flat_one(scenario):
     base = load_gridcommand_config(scenario)
     flat = load_gridcommand_config(scenario, run={"policy": "flat", "observation": "paper"})
-    pipe = P.PipelineConfig(teacher="lyapunov")
-    _, ours = P.clone(P.training_config(base, "shallow-long", 6, 0), pipe, 0)
-    _, theirs = P.clone(P.training_config(flat, "shallow-long", 6, 0), pipe, 0)
+    pipe = PC.PipelineConfig(teacher="lyapunov")
+    _, ours = CL.clone(EP.training_config(base, "shallow-long", 6, 0), pipe, 0)
+    _, theirs = CL.clone(EP.training_config(flat, "shallow-long", 6, 0), pipe, 0)
     assert ours["bc_agreement_after"] > theirs["bc_agreement_after"]
     # the method cells run the per-server clone: sampled as a learner acts, and deterministic
     result = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
@@ -192,9 +193,9 @@ def test_the_per_server_clone_imitates_its_teacher_better_than_the_flat_one(scen
 
 
 def test_with_speed_levels_the_per_server_table_has_a_row_per_placement(scenario):
-    plain = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    plain = GridCommandEnv(EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
     cfg = load_gridcommand_config(scenario, speed_levels=[1.0, 0.6])
-    env = GridCommandEnv(P.evaluation_config(cfg, "shallow-long", 6, 0))
+    env = GridCommandEnv(EP.evaluation_config(cfg, "shallow-long", 6, 0))
     n_task, width = env.table_layout
     assert env.table_layout == plain.table_layout and env.action_space.n == 2 * 6 + 1
     obs, _ = env.reset(seed=0)
@@ -223,7 +224,7 @@ def test_the_shipped_per_server_profiles_load():
     run = grid.scenario_config().run
     assert (run.policy, run.observation) == ("per-server", "per-server")
     quick = load_gridcommand_config("quick")
-    assert grid.scenario_config().run.workload == quick.run.workload and set(grid.methods) <= set(P.METHODS)
+    assert grid.scenario_config().run.workload == quick.run.workload and set(grid.methods) <= set(PC.METHODS)
 
 
 def _store_rows(design_track: dict[str, float]) -> pd.DataFrame:
@@ -257,8 +258,8 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
 def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
     from ilets.agents.oinpt import with_repeats
 
-    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
-    demos = P.demonstrate(env, "lyapunov", 0)
+    env = GridCommandEnv(EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = TE.demonstrate(env, "lyapunov", 0)
     assert with_repeats(demos, {env.defer_action: 1}) is demos
     label = int(demos.acts[0])  # a label that occurs (the tiny episode has no deferral to weigh)
     count = int((demos.acts == label).sum())
@@ -278,18 +279,18 @@ def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
                                          ("train_days", "1")])
 def test_bad_clone_options_are_named(field, value):
     with pytest.raises(ConfigError, match=f"pipeline.{field}"):
-        P.PipelineConfig(**{field: value}).validate()
+        PC.PipelineConfig(**{field: value}).validate()
 
 
 def test_clone_options_at_their_defaults_leave_the_settings_as_they_were():
-    assert set(P.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
-    assert P.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
-    assert P.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
-    assert P.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
-    assert P.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
-    assert P.PipelineConfig(train_episodes=4).plain()["train_episodes"] == 4
-    assert P.PipelineConfig(train_episode_stride=16).plain()["train_episode_stride"] == 16
-    assert P.PipelineConfig(train_days=1).plain()["train_days"] == 1
+    assert set(PC.PipelineConfig().plain()) == {"teacher", "demo_tasks", "every", "window", "weight"}
+    assert PC.PipelineConfig(clone_action="greedy", defer_repeat=4).plain()["defer_repeat"] == 4
+    assert PC.PipelineConfig(bc_epochs=30).plain()["bc_epochs"] == 30
+    assert PC.PipelineConfig(event_repeat=4).plain()["event_repeat"] == 4
+    assert PC.PipelineConfig(sleep_repeat=4).plain()["sleep_repeat"] == 4
+    assert PC.PipelineConfig(train_episodes=4).plain()["train_episodes"] == 4
+    assert PC.PipelineConfig(train_episode_stride=16).plain()["train_episode_stride"] == 16
+    assert PC.PipelineConfig(train_days=1).plain()["train_days"] == 1
 
 
 def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monkeypatch):
@@ -300,11 +301,11 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
                                    run={"workload": {"scale": 0.28}})
     assert days.window_days == 14 and one.window_days == 1
     # one day of the fourteen-day scenario is the one-day scenario, field for field
-    assert P.training_base(days, P.PipelineConfig(train_days=1)) == one
+    assert EP.training_base(days, PC.PipelineConfig(train_days=1)) == one
     for same in (0, 14):  # 0 and the scenario's own window: the scenario itself
-        assert P.training_base(days, P.PipelineConfig(train_days=same)) is days
+        assert EP.training_base(days, PC.PipelineConfig(train_days=same)) is days
     with pytest.raises(ConfigError, match="pipeline.train_days: 1000 days .* do not fit.*workload.scale"):
-        P.training_base(days, P.PipelineConfig(train_days=1000))
+        EP.training_base(days, PC.PipelineConfig(train_days=1000))
 
     class Stop(Exception):
         pass
@@ -316,8 +317,8 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
     asked: list = []
     monkeypatch.setattr(P, "cached_clone", spy)
     with pytest.raises(Stop):  # the clone learns on one-day episodes; the scored ones keep fourteen
-        P.run_method("bc", days, 50, 3, "shallow-long", ("shallow-long",), P.PipelineConfig(train_days=1))
-    assert asked == [P.training_config(one, "shallow-long", 50, 3)]
+        P.run_method("bc", days, 50, 3, "shallow-long", ("shallow-long",), PC.PipelineConfig(train_days=1))
+    assert asked == [EP.training_config(one, "shallow-long", 50, 3)]
 
 
 def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, monkeypatch):
@@ -328,33 +329,33 @@ def test_the_pipelines_bc_budget_replaces_the_runs_and_zero_keeps_it(scenario, m
         seen.append(cfg.bc_epochs)
         return {"bc_agreement_before": 0.0, "bc_agreement_after": 0.0}
 
-    monkeypatch.setattr(P, "behaviour_clone", spy)
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    P.clone(cfg, P.PipelineConfig(bc_epochs=7), 0)
-    P.clone(cfg, P.PipelineConfig(), 0)
+    monkeypatch.setattr(CL, "behaviour_clone", spy)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    CL.clone(cfg, PC.PipelineConfig(bc_epochs=7), 0)
+    CL.clone(cfg, PC.PipelineConfig(), 0)
     assert seen == [7, cfg.run.oinpt.bc_epochs]
-    assert P.clone_key(cfg, P.PipelineConfig(bc_epochs=7), 0) != P.clone_key(cfg, P.PipelineConfig(), 0)
+    assert CC.clone_key(cfg, PC.PipelineConfig(bc_epochs=7), 0) != CC.clone_key(cfg, PC.PipelineConfig(), 0)
 
 
 def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
-    pipe = P.PipelineConfig(clone_action="greedy", heldout=True)
+    pipe = PC.PipelineConfig(clone_action="greedy", heldout=True)
     base = load_gridcommand_config(scenario)
     teacher = P.run_method("lyapunov", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
     clone = P.run_method("bc", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
-    keys = {f"heldout_{k}" for k in P.HELDOUT_METRICS}
+    keys = {f"heldout_{k}" for k in EP.HELDOUT_METRICS}
     assert keys <= set(teacher["train"]) and keys <= set(clone["train"])
     # the same numbers again
     again = P.run_method("lyapunov", base, 6, 0, "shallow-long", ("shallow-long",), pipe)
     assert {k: again["train"][k] for k in keys} == {k: teacher["train"][k] for k in keys}
-    assert "heldout" not in P.PipelineConfig().plain() and P.PipelineConfig(heldout=True).plain()["heldout"] is True
-    held = P.heldout_config(base, "shallow-long", 6, 0)
-    assert held.run.seed == P.HELDOUT_SEED_OFFSET and held.segment == "online"
+    assert "heldout" not in PC.PipelineConfig().plain() and PC.PipelineConfig(heldout=True).plain()["heldout"] is True
+    held = EP.heldout_config(base, "shallow-long", 6, 0)
+    assert held.run.seed == EP.HELDOUT_SEED_OFFSET and held.segment == "online"
     # the recorded numbers are the held-out episode's, not the scored episode's again
     from ilets.gridcommand.metrics import evaluate
 
-    own = evaluate(P.expert_policy("lyapunov"), held)
-    scored = evaluate(P.expert_policy("lyapunov"), P.evaluation_config(base, "shallow-long", 6, 0))
-    assert {k: own[k] for k in P.HELDOUT_METRICS} == {k[len("heldout_"):]: v for k, v in teacher["train"].items()
+    own = evaluate(TE.expert_policy("lyapunov"), held)
+    scored = evaluate(TE.expert_policy("lyapunov"), EP.evaluation_config(base, "shallow-long", 6, 0))
+    assert {k: own[k] for k in EP.HELDOUT_METRICS} == {k[len("heldout_"):]: v for k, v in teacher["train"].items()
                                                        if k.startswith("heldout_")}
     assert own["decisions"] != scored["decisions"] or own["tracking_mae_rel"] != scored["tracking_mae_rel"]
 
@@ -392,10 +393,10 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
 
 
 def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_actor_visits_other_states(scenario):
-    env = GridCommandEnv(P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
-    demos = P.demonstrate(env, "lyapunov")
-    teacher = P.expert_policy("lyapunov")
-    same, agreed = P.relabel(env, "lyapunov", teacher)
+    env = GridCommandEnv(EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = TE.demonstrate(env, "lyapunov")
+    teacher = TE.expert_policy("lyapunov")
+    same, agreed = TE.relabel(env, "lyapunov", teacher)
     assert agreed.all() and len(agreed) == len(same)
     np.testing.assert_array_equal(same.acts, demos.acts)
     np.testing.assert_array_equal(same.obs, demos.obs)
@@ -403,30 +404,30 @@ def test_relabelling_with_the_teacher_as_actor_is_its_demonstration_and_another_
     def last_server(obs, env):  # a poor actor: the highest-numbered allowed server
         return int(np.flatnonzero(env.action_masks()[:len(env.fleet)])[-1])
 
-    other, agreed = P.relabel(env, "lyapunov", last_server)
+    other, agreed = TE.relabel(env, "lyapunov", last_server)
     assert not agreed.all() and other.masks[np.arange(len(other)), other.acts].all()  # valid labels
     assert len(other) != len(demos) or not np.array_equal(other.obs, demos.obs)  # the actor's own states
 
 
 def test_dagger_rounds_relabel_the_clones_states_and_stay_deterministic(scenario):
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=2)
-    first, info = P.clone(cfg, pipe, 0)
-    second, _ = P.clone(cfg, pipe, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=2)
+    first, info = CL.clone(cfg, pipe, 0)
+    second, _ = CL.clone(cfg, pipe, 0)
     assert all(th.equal(first[k], second[k]) for k in first)
     assert {"dagger_agreement[0]", "dagger_agreement[1]"} <= set(info) and info["dagger_states"] > 0
-    plain, _ = P.clone(cfg, P.PipelineConfig(clone_action="greedy", bc_epochs=2), 0)
+    plain, _ = CL.clone(cfg, PC.PipelineConfig(clone_action="greedy", bc_epochs=2), 0)
     assert any(not th.equal(first[k], plain[k]) for k in first)
 
 
 def test_a_clone_whose_observations_are_kept_in_a_file_is_the_clone_kept_in_memory(scenario, monkeypatch):
     # the aggregate goes to a temporary file past a share of the host's memory: only where
     # the values live may depend on the host, so the clone must be the same tensor for tensor
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
-    in_memory, info = P.clone(cfg, pipe, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    in_memory, info = CL.clone(cfg, pipe, 0)
     backed = []
-    real = P.Aggregate
+    real = CL.Aggregate
 
     def spy(capacity, memory_limit=None, folder=None):
         # the pipeline passes the host's limit (read again here it may have moved: memory is in use)
@@ -434,8 +435,8 @@ def test_a_clone_whose_observations_are_kept_in_a_file_is_the_clone_kept_in_memo
         backed.append(real(capacity, 0))
         return backed[-1]
 
-    monkeypatch.setattr(P, "Aggregate", spy)
-    in_file, info_file = P.clone(cfg, pipe, 0)
+    monkeypatch.setattr(CL, "Aggregate", spy)
+    in_file, info_file = CL.clone(cfg, pipe, 0)
     assert backed and backed[0].file_backed and isinstance(backed[0].view().obs, np.memmap)
     assert all(th.equal(in_memory[k], in_file[k]) for k in in_memory)
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
@@ -451,7 +452,7 @@ def _count_and_kill(monkeypatch, kill: tuple[str, int, bool] | None = None) -> d
     raise :class:`Killed` at that call of that step, before it runs or after it returns."""
     calls = {"demonstrate": 0, "relabel": 0, "behaviour_clone": 0}
     for name in calls:
-        def spy(*args, _real=getattr(P, name), _name=name, **kw):
+        def spy(*args, _real=getattr(CL, name), _name=name, **kw):
             calls[_name] += 1
             stop = kill is not None and kill[0] == _name and kill[1] == calls[_name]
             if stop and not kill[2]:
@@ -460,7 +461,7 @@ def _count_and_kill(monkeypatch, kill: tuple[str, int, bool] | None = None) -> d
             if stop:
                 raise Killed
             return out
-        monkeypatch.setattr(P, name, spy)
+        monkeypatch.setattr(CL, name, spy)
     return calls
 
 
@@ -474,18 +475,18 @@ def test_a_killed_clone_goes_on_from_its_last_record_to_the_same_clone(scenario,
     # a clone of 1,024 training episodes outlasts a work session: killed anywhere, it must go
     # on from its last record and end as the clone made in one go, tensor for tensor (BC's
     # minibatches come from torch's global generator: its state is part of the record)
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(dagger_rounds=2, bc_epochs=2, train_episodes=3)  # sampled: each round draws
-    whole, info = P.clone(cfg, pipe, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig(dagger_rounds=2, bc_epochs=2, train_episodes=3)  # sampled: each round draws
+    whole, info = CL.clone(cfg, pipe, 0)
     progress = tmp_path / "partial"
     with monkeypatch.context() as m:
         _count_and_kill(m, kill)
         with pytest.raises(Killed):
-            P.clone(cfg, pipe, 0, progress=progress)
+            CL.clone(cfg, pipe, 0, progress=progress)
     assert (progress / "progress.json").is_file()
     with monkeypatch.context() as m:
         calls = _count_and_kill(m)
-        resumed, resumed_info = P.clone(cfg, pipe, 0, progress=progress)
+        resumed, resumed_info = CL.clone(cfg, pipe, 0, progress=progress)
     assert calls == redone  # only what the record did not hold is done again
     assert all(th.equal(whole[k], resumed[k]) for k in whole)
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
@@ -497,88 +498,88 @@ def test_a_clone_whose_episodes_are_played_on_more_processes_is_the_same_clone(s
     # the demonstrations and each DAgger round's episodes are independent of one another: on
     # two worker processes they must give the clone made in one, tensor for tensor, with the
     # same records (the sampled clone: each episode its own draws), the workers' CPU counted
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(dagger_rounds=1, bc_epochs=2, train_episodes=3)
-    one, info = P.clone(cfg, pipe, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig(dagger_rounds=1, bc_epochs=2, train_episodes=3)
+    one, info = CL.clone(cfg, pipe, 0)
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
-    two, info_two = P.clone(cfg, pipe, 0, progress=tmp_path / "partial", processes=2)
+    two, info_two = CL.clone(cfg, pipe, 0, progress=tmp_path / "partial", processes=2)
     assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children  # worker processes played
     assert all(th.equal(one[k], two[k]) for k in one)
     same = {k for k in info if not k.endswith(("_s", "seconds"))}
     assert {k: info[k] for k in same} == {k: info_two[k] for k in same} and list(info) == list(info_two)
     assert info_two["clone_cpu_s"] > 0.5 * info["clone_cpu_s"]  # the workers' seconds, not only BC's
     with pytest.raises(ValueError, match="processes: expected >= 1, got 0"):
-        P.clone(cfg, pipe, 0, processes=0)
+        CL.clone(cfg, pipe, 0, processes=0)
 
 
 def test_a_grid_killed_in_a_clone_goes_on_from_its_cache(scenario, tmp_path, monkeypatch):
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
     cache = tmp_path / "cache"
     with monkeypatch.context() as m:
         _count_and_kill(m, ("relabel", 2, False))
         with pytest.raises(Killed):
-            P.cached_clone(cfg, pipe, 0, cache)
-    partial = cache / f"clone-{P.clone_key(cfg, pipe, 0)}.partial"
+            CC.cached_clone(cfg, pipe, 0, cache)
+    partial = cache / f"clone-{CC.clone_key(cfg, pipe, 0)}.partial"
     assert (partial / "progress.json").is_file() and not partial.with_suffix(".pt").exists()
     with monkeypatch.context() as m:
         calls = _count_and_kill(m)
-        state, _ = P.cached_clone(cfg, pipe, 0, cache)
+        state, _ = CC.cached_clone(cfg, pipe, 0, cache)
     assert calls == {"demonstrate": 0, "relabel": 1, "behaviour_clone": 1}
     assert partial.with_suffix(".pt").is_file() and not partial.exists()  # the record goes once the clone is kept
-    fresh, _ = P.clone(cfg, pipe, 0)
+    fresh, _ = CL.clone(cfg, pipe, 0)
     assert all(th.equal(fresh[k], state[k]) for k in fresh)
     # a damaged record: the clone is made from the start, with a warning, and is the same
     with monkeypatch.context() as m:
         _count_and_kill(m, ("relabel", 1, False))
         with pytest.raises(Killed):
-            P.clone(cfg, pipe, 0, progress=partial)
+            CL.clone(cfg, pipe, 0, progress=partial)
     (partial / "progress.json").write_text("{")
     with pytest.warns(UserWarning, match="damaged clone progress"):
-        again, _ = P.clone(cfg, pipe, 0, progress=partial)
+        again, _ = CL.clone(cfg, pipe, 0, progress=partial)
     assert all(th.equal(fresh[k], again[k]) for k in fresh)
 
 
 def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(scenario, monkeypatch):
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     batch = cfg.run.oinpt.batch_size
-    one = P.PipelineConfig(clone_action="greedy", bc_epochs=3)
+    one = PC.PipelineConfig(clone_action="greedy", bc_epochs=3)
     # one training episode, no DAgger: the meant steps are whole epochs, so the two budgets
     # are one clone (imitation's minibatches come in the same order counted either way)
-    plain, plain_info = P.clone(cfg, one, 0)
-    exact, exact_info = P.clone(cfg, dataclasses.replace(one, bc_step_budget="exact"), 0)
+    plain, plain_info = CL.clone(cfg, one, 0)
+    exact, exact_info = CL.clone(cfg, dataclasses.replace(one, bc_step_budget="exact"), 0)
     assert all(th.equal(plain[k], exact[k]) for k in plain)
     assert plain_info["bc_step_share"] == exact_info["bc_step_share"] == 1.0
     one = dataclasses.replace(one, dagger_rounds=1)
     # four episodes: whole epochs (rounded, at least one) take another share, recorded; exact
     # takes the first episode's minibatches in each BC, counted at imitation's trainer
     taken: list[tuple[int | None, int]] = []
-    real = P.behaviour_clone
+    real = CL.behaviour_clone
 
     def spy(model, demos, bc_cfg, seed, **kw):
         taken.append((kw.get("batches"), bc_cfg.bc_epochs))
         return real(model, demos, bc_cfg, seed, **kw)
 
-    monkeypatch.setattr(P, "behaviour_clone", spy)
+    monkeypatch.setattr(CL, "behaviour_clone", spy)
     critic: list[int | None] = []  # and the critic's regression: passes over all, or the first episode's count
-    real_critic = P.pretrain_critic
-    monkeypatch.setattr(P, "pretrain_critic", lambda *a, batches=None, **kw: (
+    real_critic = CL.pretrain_critic
+    monkeypatch.setattr(CL, "pretrain_critic", lambda *a, batches=None, **kw: (
         critic.append(batches), real_critic(*a, batches=batches, **kw))[1])
     four = dataclasses.replace(one, train_episodes=4, train_episode_stride=4)
-    first = len(P.demonstrate(GridCommandEnv(cfg), "lyapunov"))
+    first = len(TE.demonstrate(GridCommandEnv(cfg), "lyapunov"))
     meant = 3 * (first // batch)
-    _, whole = P.clone(cfg, four, 0)
+    _, whole = CL.clone(cfg, four, 0)
     assert [b for b, _ in taken] == [None, None]  # epochs, as the designs ran
     shown = whole["demo_decisions"]
     assert whole["bc_step_share"] == taken[0][1] * (shown // batch) / meant
     assert whole["bc_step_share[0]"] == taken[1][1] * ((shown + whole["dagger_states"]) // batch) / meant
     taken.clear()
-    _, info = P.clone(cfg, dataclasses.replace(four, bc_step_budget="exact"), 0)
+    _, info = CL.clone(cfg, dataclasses.replace(four, bc_step_budget="exact"), 0)
     assert [b for b, _ in taken] == [meant, meant]
     assert info["bc_step_share"] == info["bc_step_share[0]"] == 1.0
     assert critic == [None, cfg.run.oinpt.critic_epochs * -(-first // batch)]
     with pytest.raises(ConfigError, match=r"pipeline.bc_step_budget: expected one of \('whole_epochs', 'exact'\)"):
-        P.PipelineConfig(bc_step_budget="steps").validate()
+        PC.PipelineConfig(bc_step_budget="steps").validate()
     # the default is left out of a settings digest: what was computed before it keeps its key
     assert "bc_step_budget" not in one.plain() and four.plain() != dataclasses.replace(
         four, bc_step_budget="exact").plain()
@@ -586,7 +587,7 @@ def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(s
 
 def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(clone_action="greedy", bc_epochs=2, train_servers=4)
+    pipe = PC.PipelineConfig(clone_action="greedy", bc_epochs=2, train_servers=4)
     cache = tmp_path / "cache"
     cache.mkdir()
     # the 4-server cell makes the clone; the 6-server cell scores that same clone on its own fleet
@@ -611,8 +612,8 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
     with pytest.raises(ConfigError, match=r"pipeline.train_servers: 4 servers: only the per-server policy"):
         P.run_method("bc", flat, 6, 0, "shallow-long", ("shallow-long",), pipe)
     with pytest.raises(ConfigError, match=r"pipeline.train_servers: expected 0 \(the scored fleet\)"):
-        P.PipelineConfig(train_servers=-1).validate()
-    assert "train_servers" not in P.PipelineConfig().plain()
+        PC.PipelineConfig(train_servers=-1).validate()
+    assert "train_servers" not in PC.PipelineConfig().plain()
     # and in a grid profile, when it is loaded
     from ilets.study.command_scenario import load_profile as load_grid_profile
 
@@ -629,7 +630,7 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
 
 
 def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(scenario, monkeypatch):
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     model = make_ppo(env, cfg.run.ppo, 0, cfg.run.policy, cfg.run.server_hidden)
     obs, _ = env.reset()
@@ -640,18 +641,18 @@ def test_each_training_episode_of_a_sampled_dagger_round_draws_its_own_stream(sc
     # stream 0 is the stream a single episode always drew
     actor = numpy_actor_critic(model.policy)
     rng = np.random.default_rng(np.random.SeedSequence(3, spawn_key=(0x424300,)))
-    assert draws(P.sampled_policy(model, 3)) == [actor.act(obs, env.action_masks(), rng) for _ in range(40)]
-    assert draws(P.sampled_policy(model, 3, 0)) == draws(P.sampled_policy(model, 3))
-    assert draws(P.sampled_policy(model, 3, 1)) != draws(P.sampled_policy(model, 3, 0))
+    assert draws(AC.sampled_policy(model, 3)) == [actor.act(obs, env.action_masks(), rng) for _ in range(40)]
+    assert draws(AC.sampled_policy(model, 3, 0)) == draws(AC.sampled_policy(model, 3))
+    assert draws(AC.sampled_policy(model, 3, 1)) != draws(AC.sampled_policy(model, 3, 0))
     streams = []
-    real = P.sampled_policy
+    real = CL.sampled_policy
 
     def spy(m, seed, stream=0):
         streams.append((seed, stream))
         return real(m, seed, stream)
 
-    monkeypatch.setattr(P, "sampled_policy", spy)
-    P.clone(cfg, P.PipelineConfig(dagger_rounds=1, bc_epochs=1, train_episodes=3), 0)
+    monkeypatch.setattr(CL, "sampled_policy", spy)
+    CL.clone(cfg, PC.PipelineConfig(dagger_rounds=1, bc_epochs=1, train_episodes=3), 0)
     assert streams == [(1, 0), (1, 1), (1, 2)]  # round 0 draws seed + 1, one stream per episode
 
 
@@ -665,11 +666,11 @@ def test_the_clone_takes_its_training_workloads_at_the_pipelines_stride(scenario
         asked.append((train_cfg.run.seed, n, stride))
         raise Stop
 
-    monkeypatch.setattr(P, "training_episodes", spy)
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)
-    for pipe in (P.PipelineConfig(train_episodes=3), P.PipelineConfig(train_episodes=3, train_episode_stride=8)):
+    monkeypatch.setattr(CL, "training_episodes", spy)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)
+    for pipe in (PC.PipelineConfig(train_episodes=3), PC.PipelineConfig(train_episodes=3, train_episode_stride=8)):
         with pytest.raises(Stop):
-            P.clone(cfg, pipe, 2)
+            CL.clone(cfg, pipe, 2)
     assert asked == [(2, 3, 1), (2, 3, 8)]
 
 
@@ -678,7 +679,7 @@ def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
     leave out the cloning report (the pipeline records none of it, and over many training
     episodes its one forward pass holds gigabytes)."""
     seen: list[tuple[int, int]] = []
-    real = P.behaviour_clone
+    real = CL.behaviour_clone
 
     def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True, batches=None):
         assert report is False, "the pipeline's BC must leave out the cloning report"
@@ -686,14 +687,14 @@ def _bc_calls(monkeypatch) -> list[tuple[int, int]]:
         seen.append((len(demos), cfg.bc_epochs))
         return real(model, demos, cfg, seed, repeat, rows, report)
 
-    monkeypatch.setattr(P, "behaviour_clone", spy)
+    monkeypatch.setattr(CL, "behaviour_clone", spy)
     return seen
 
 
 def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypatch):
     seen = _bc_calls(monkeypatch)
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=12), 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    CL.clone(cfg, PC.PipelineConfig(clone_action="greedy", dagger_rounds=2, bc_epochs=12), 0)
     (n, e0), *rounds = seen
     assert e0 == 12 and len(rounds) == 2
     for size, epochs in rounds:  # the aggregate grows; epochs x size stays that of the first BC
@@ -703,45 +704,45 @@ def test_each_dagger_round_takes_the_first_bcs_gradient_steps(scenario, monkeypa
 def test_more_training_episodes_are_other_workloads_and_bc_keeps_the_first_episodes_gradient_steps(scenario,
                                                                                                   monkeypatch,
                                                                                                   tmp_path):
-    train = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 3)
-    episodes = P.training_episodes(train, 3)
-    assert episodes[0] is train and P.training_episodes(train, 1) == [train]
+    train = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 3)
+    episodes = EP.training_episodes(train, 3)
+    assert episodes[0] is train and EP.training_episodes(train, 1) == [train]
     seeds = [e.run.seed for e in episodes]
-    assert seeds == [3, 3 + P.TRAIN_EPISODE_OFFSET + 1, 3 + P.TRAIN_EPISODE_OFFSET + 2]
+    assert seeds == [3, 3 + EP.TRAIN_EPISODE_OFFSET + 1, 3 + EP.TRAIN_EPISODE_OFFSET + 2]
     # other workloads' offline segments, their own commands, the same fleet and regime; none is
     # the scored or the held-out episode of any seed a grid runs
     assert {e.segment for e in episodes} == {"offline"} and {e.regime for e in episodes} == {"shallow-long"}
-    assert [e.command_seed for e in episodes[1:]] == [s + P.TRAIN_COMMAND_OFFSET for s in seeds[1:]]
+    assert [e.command_seed for e in episodes[1:]] == [s + EP.TRAIN_COMMAND_OFFSET for s in seeds[1:]]
     assert all(e.run.fleet == train.run.fleet for e in episodes)
-    assert min(seeds[1:]) > P.HELDOUT_SEED_OFFSET + 10_000
+    assert min(seeds[1:]) > EP.HELDOUT_SEED_OFFSET + 10_000
     # stride 1 (the default): neighbouring seeds share all but one further workload; a stride of
     # at least n - 1 gives every seed its own, and the first episode is the run's either way
     def further(seed: int, n: int, stride: int) -> set[int]:
         run = dataclasses.replace(train, run=dataclasses.replace(train.run, seed=seed))
-        return {e.run.seed for e in P.training_episodes(run, n, stride)[1:]}
+        return {e.run.seed for e in EP.training_episodes(run, n, stride)[1:]}
     assert len(further(3, 5, 1) & further(4, 5, 1)) == 3
     assert all(not further(s, 5, 4) & further(t, 5, 4) for s in range(10) for t in range(s))
-    assert P.training_episodes(train, 3, 4)[0] is train
-    assert [e.run.seed for e in P.training_episodes(train, 3, 4)[1:]] == [3 * 4 + P.TRAIN_EPISODE_OFFSET + k
+    assert EP.training_episodes(train, 3, 4)[0] is train
+    assert [e.run.seed for e in EP.training_episodes(train, 3, 4)[1:]] == [3 * 4 + EP.TRAIN_EPISODE_OFFSET + k
                                                                            for k in (1, 2)]
     envs = [GridCommandEnv(e) for e in episodes]
     tasks = [len(e.tasks) for e in envs]
     lengths = {tuple(e.tasks.length[:20]) for e in envs}
     seen = _bc_calls(monkeypatch)
-    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, train_episodes=3)
-    state, info = P.clone(train, pipe, 3)
+    pipe = PC.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, train_episodes=3)
+    state, info = CL.clone(train, pipe, 3)
     (n, epochs), (aggregate, round_epochs) = seen
-    first = len(P.demonstrate(GridCommandEnv(train), "lyapunov"))
+    first = len(TE.demonstrate(GridCommandEnv(train), "lyapunov"))
     assert info["train_episodes"] == 3 and info["demo_decisions"] == n > first and len(lengths) == 3  # three workloads
     assert epochs == max(1, round(12 * first / n))  # the first episode's steps over all three
     # the demonstrations' seconds are wall seconds: the record names them so (not "cpu")
     assert info["demo_wall_s"] > 0 and "demo_cpu_s" not in info
     assert aggregate == n + info["dagger_states"] and info["dagger_states"] >= sum(tasks)  # each episode relabelled
-    again, _ = P.clone(train, pipe, 3)
+    again, _ = CL.clone(train, pipe, 3)
     assert all(th.equal(state[k], again[k]) for k in state)  # deterministic
     # the episodes' envs are built again for each round: with a kept envelope cache or the
     # clone's own temporary one, the same clone
-    cached, _ = P.clone(train, pipe, 3, tmp_path)
+    cached, _ = CL.clone(train, pipe, 3, tmp_path)
     assert all(th.equal(state[k], cached[k]) for k in state) and any(tmp_path.iterdir())
 
 
@@ -749,8 +750,8 @@ def test_the_energy_column_ranks_the_servers_beside_the_rows_as_they_were(scenar
     from ilets.gridcommand.envelope import _marginal_energy
 
     base = load_gridcommand_config(scenario)
-    plain = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 2))
-    ranked = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario, observe_energy=True),
+    plain = GridCommandEnv(EP.evaluation_config(base, "shallow-long", 6, 2))
+    ranked = GridCommandEnv(EP.evaluation_config(load_gridcommand_config(scenario, observe_energy=True),
                                                 "shallow-long", 6, 2))
     n_task, width = ranked.table_layout
     assert (n_task, width) == (plain.table_layout[0], plain.table_layout[1] + 1)
@@ -773,7 +774,7 @@ def test_the_energy_column_ranks_the_servers_beside_the_rows_as_they_were(scenar
 
 def test_the_env_reads_an_active_event_from_the_observation_itself(scenario):
     # seed 2's scored episode has events (the tiny training episodes have none)
-    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2))
+    env = GridCommandEnv(EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2))
     obs, _ = env.reset()
     seen, truth = [], []
     while True:
@@ -789,17 +790,17 @@ def test_the_env_reads_an_active_event_from_the_observation_itself(scenario):
 
 def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(scenario, monkeypatch):
     seen = []
-    real = P.behaviour_clone
+    real = CL.behaviour_clone
 
     def spy(model, demos, cfg, seed, repeat=None, rows=None, report=True, batches=None):
         assert batches is None  # whole epochs, the default count
         seen.append((demos, cfg.bc_epochs, rows))
         return real(model, demos, cfg, seed, repeat, rows, report)
 
-    monkeypatch.setattr(P, "behaviour_clone", spy)
-    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
+    monkeypatch.setattr(CL, "behaviour_clone", spy)
+    cfg = EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
     env = GridCommandEnv(cfg)
-    P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, event_repeat=3), 0)
+    CL.clone(cfg, PC.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=12, event_repeat=3), 0)
     (first, e0, rows0), (aggregate, e1, rows1) = seen
     for demos, rows in ((first, rows0), (aggregate, rows1)):
         np.testing.assert_array_equal(rows, np.where(env.during_event(demos.obs), 3, 1))
@@ -807,19 +808,19 @@ def test_event_decisions_are_repeated_in_every_bc_and_the_gradient_steps_stay(sc
     assert e0 == max(1, round(12 * len(first) / rows0.sum()))  # the same steps as 12 epochs unrepeated
     assert e1 == max(1, round(round(12 * len(first) / len(aggregate)) * len(aggregate) / rows1.sum()))
     seen.clear()
-    P.clone(cfg, P.PipelineConfig(bc_epochs=12), 0)
+    CL.clone(cfg, PC.PipelineConfig(bc_epochs=12), 0)
     assert seen[0][1:] == (12, None)  # the default shows each decision once, with the budget as it was
 
 
 def test_agreement_is_split_between_event_decisions_and_the_rest(scenario):
-    cfg = P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
+    cfg = EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 2)  # an episode with events
     env = GridCommandEnv(cfg)
-    demos = P.demonstrate(env, "lyapunov")
+    demos = TE.demonstrate(env, "lyapunov")
     during = env.during_event(demos.obs)
-    split = P.agreement_split(env, demos, during.copy(), "a", "[0]")  # agree exactly on the event decisions
+    split = TE.agreement_split(env, demos, during.copy(), "a", "[0]")  # agree exactly on the event decisions
     assert split == {"a[0]": float(during.mean()), "a_event[0]": 1.0, "a_off[0]": 0.0}
-    assert P.agreement_split(env, demos, np.zeros(0, bool), "a") == {}  # no decisions: no share
-    _, info = P.clone(cfg, P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2), 0)
+    assert TE.agreement_split(env, demos, np.zeros(0, bool), "a") == {}  # no decisions: no share
+    _, info = CL.clone(cfg, PC.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2), 0)
     for whole, event, off in (("bc_agreement_after", "bc_agreement_after_event", "bc_agreement_after_off"),
                               ("dagger_agreement[0]", "dagger_agreement_event[0]", "dagger_agreement_off[0]")):
         assert 0.0 <= min(info[event], info[off]) <= info[whole] <= max(info[event], info[off]) <= 1.0
@@ -828,8 +829,8 @@ def test_agreement_is_split_between_event_decisions_and_the_rest(scenario):
 def test_rows_repeat_decisions_on_top_of_the_label_repeats(scenario):
     from ilets.agents.oinpt import with_repeats
 
-    env = GridCommandEnv(P.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
-    demos = P.demonstrate(env, "lyapunov", 0)
+    env = GridCommandEnv(EP.evaluation_config(load_gridcommand_config(scenario), "shallow-long", 6, 0))
+    demos = TE.demonstrate(env, "lyapunov", 0)
     rows = np.ones(len(demos), np.int64)
     rows[1] = 4
     label = int(demos.acts[1])
@@ -847,7 +848,7 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
     def ship(design: str, heldout: bool) -> None:
         cells = tmp_path / C.DESIGNS[design] / "cells"
         cells.mkdir(parents=True)
-        train = {f"heldout_{k}": 0.5 for k in P.HELDOUT_METRICS} if heldout else {}
+        train = {f"heldout_{k}": 0.5 for k in EP.HELDOUT_METRICS} if heldout else {}
         (cells / "bc-M50-s0.json").write_text(json.dumps({"method": "bc", "servers": 50, "seed": 0,
                                                           "status": "done", "train": train}))
 
@@ -856,4 +857,4 @@ def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path)
     ship(C.HELDOUT_DESIGNS[-1], True)
     design, rows = C.heldout_design(tmp_path)
     assert design == C.HELDOUT_DESIGNS[-1] and rows.to_dict("records") == [
-        {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in P.HELDOUT_METRICS}}]
+        {"method": "bc", "servers": 50, "seed": 0, **{k: 0.5 for k in EP.HELDOUT_METRICS}}]

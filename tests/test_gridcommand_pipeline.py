@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from ilets.config import ConfigError
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import clone_cache as CC, cloning as CL, episodes as EP, metrics as GM, online as ON, pipeline as P
+from ilets.gridcommand import pipeline_config as PC, teacher as TE
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.study import command_scenario as G
@@ -39,9 +40,9 @@ def grid_profile(tmp_path, scenario, **fields):
 
 
 def test_demonstrations_are_the_teachers_valid_decisions(scenario):
-    cfg = P.training_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
     env = GridCommandEnv(cfg)
-    demos = P.demonstrate(env, "rule", max_decisions=200)
+    demos = TE.demonstrate(env, "rule", max_decisions=200)
     assert len(demos) == 200 and demos.obs.shape == (200, env.observation_space.shape[0])
     assert demos.masks.shape == (200, env.action_space.n)
     assert demos.masks[np.arange(200), demos.acts].all()  # every action allowed where taken
@@ -50,20 +51,20 @@ def test_demonstrations_are_the_teachers_valid_decisions(scenario):
 
 def test_training_and_scored_episodes_differ_in_segment_and_commands(scenario):
     base = load_gridcommand_config(scenario)
-    tr, ev = P.training_config(base, "deep-short", 6, 3), P.evaluation_config(base, "deep-short", 6, 3)
+    tr, ev = EP.training_config(base, "deep-short", 6, 3), EP.evaluation_config(base, "deep-short", 6, 3)
     assert (tr.segment, ev.segment) == ("offline", "online")
-    assert tr.command_seed == 3 + P.TRAIN_COMMAND_OFFSET and ev.command_seed == -1
+    assert tr.command_seed == 3 + EP.TRAIN_COMMAND_OFFSET and ev.command_seed == -1
     assert tr.run.fleet.servers == ev.run.fleet.servers == 6 and tr.commands == ()
     a, b = GridCommandEnv(tr), GridCommandEnv(ev)
     rel = lambda env: [(c.start_s - env.window[0], c.duration_s) for c in env.schedule]  # noqa: E731
     assert rel(a) != rel(b)  # not the same pattern shifted by one window
     with pytest.raises(ValueError, match="regime"):
-        P.scenario_config(base, "nope", 6, 0, "online")
+        EP.scenario_config(base, "nope", 6, 0, "online")
 
 
 def test_bc_raises_agreement_with_the_teacher(scenario):
-    cfg = P.training_config(load_gridcommand_config(scenario, run={"oinpt": {"bc_epochs": 15}}), "deep-short", 6, 0)
-    state, info = P.clone(cfg, P.PipelineConfig(teacher="rule"), 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario, run={"oinpt": {"bc_epochs": 15}}), "deep-short", 6, 0)
+    state, info = CL.clone(cfg, PC.PipelineConfig(teacher="rule"), 0)
     assert info["bc_agreement_after"] > info["bc_agreement_before"]
     assert info["critic_mse_after"] < info["critic_mse_before"]
     assert "action_net.weight" in state
@@ -71,7 +72,7 @@ def test_bc_raises_agreement_with_the_teacher(scenario):
 
 def test_same_seed_same_metrics_and_another_seed_differs(scenario):
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(every=40, window=20)
+    pipe = PC.PipelineConfig(every=40, window=20)
     one = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
     two = P.run_method("bc+ppo+oail", base, 6, 0, "shallow-long", ("deep-short",), pipe)
     keys = ("tracking_mae_w", "in_band_fraction", "misses_caused", "energy_kwh", "mean_reward", "deferrals")
@@ -84,11 +85,11 @@ def test_same_seed_same_metrics_and_another_seed_differs(scenario):
 
 def test_online_pass_scores_the_pass_it_learns_in_and_corrections_change_it(scenario):
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(every=40, window=20, weight=5.0)
-    state, _ = P.clone(P.training_config(base, "shallow-long", 6, 0), pipe, 0)
-    cfg = P.evaluation_config(base, "shallow-long", 6, 0)
-    m1, i1, plain = P.online_pass("bc+ppo", cfg, pipe, 0, state)
-    m2, i2, corrected = P.online_pass("bc+ppo+oail", cfg, pipe, 0, state)
+    pipe = PC.PipelineConfig(every=40, window=20, weight=5.0)
+    state, _ = CL.clone(EP.training_config(base, "shallow-long", 6, 0), pipe, 0)
+    cfg = EP.evaluation_config(base, "shallow-long", 6, 0)
+    m1, i1, plain = ON.online_pass("bc+ppo", cfg, pipe, 0, state)
+    m2, i2, corrected = ON.online_pass("bc+ppo+oail", cfg, pipe, 0, state)
     n_tasks = len(GridCommandEnv(cfg).tasks)
     assert m1["tasks"] == n_tasks and m1["decisions"] == n_tasks + m1["deferrals"]  # exactly one pass
     assert i1["ppo_timesteps"] == m1["decisions"]
@@ -96,18 +97,18 @@ def test_online_pass_scores_the_pass_it_learns_in_and_corrections_change_it(scen
     assert not np.allclose(w(plain), w(corrected))
     assert i2["oail_applied"] > 0 and 0 <= i2["oail_agreement"] <= 1
     with pytest.raises(ValueError, match="needs the cloned policy"):
-        P.online_pass("bc+ppo", cfg, pipe, 0)
+        ON.online_pass("bc+ppo", cfg, pipe, 0)
 
 
 def test_bad_method_and_pipeline_values_are_named():
     with pytest.raises(ValueError, match="method: unknown 'dqn'"):
-        P.check_method("dqn")
+        PC.check_method("dqn")
     with pytest.raises(ConfigError, match="pipeline.teacher"):
-        P.PipelineConfig(teacher="ga").validate()
+        PC.PipelineConfig(teacher="ga").validate()
     with pytest.raises(ConfigError, match="pipeline.window"):
-        P.PipelineConfig(every=10, window=20).validate()
+        PC.PipelineConfig(every=10, window=20).validate()
     with pytest.raises(ConfigError, match="pipeline.weight"):
-        P.PipelineConfig(weight=0).validate()
+        PC.PipelineConfig(weight=0).validate()
 
 
 # --- the grid ------------------------------------------------------------------------------
@@ -118,7 +119,7 @@ def test_shipped_grid_profiles_load():
     # every method but the hindsight bound, which has its own grid, and the thermostat that puts
     # deadlines second, which runs in the full-window sleep grid only
     assert quick.train_regime != quick.eval_regime
-    assert set(quick.methods) == set(P.METHODS) - {"hindsight", "thermostat-firm", "cap"}
+    assert set(quick.methods) == set(PC.METHODS) - {"hindsight", "thermostat-firm", "cap"}
     assert G.load_profile("gridcommand-grid-smoke").scale == "smoke"
 
 
@@ -167,20 +168,20 @@ def test_the_oracle_budget_is_checked(tmp_path, scenario, limits, match):
 def test_a_cached_clone_is_the_fresh_one(tmp_path, scenario):
     import torch as th
 
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig()
-    fresh, _ = P.clone(cfg, pipe, 0)
-    first, info1 = P.cached_clone(cfg, pipe, 0, tmp_path)
-    second, info2 = P.cached_clone(cfg, pipe, 0, tmp_path)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig()
+    fresh, _ = CL.clone(cfg, pipe, 0)
+    first, info1 = CC.cached_clone(cfg, pipe, 0, tmp_path)
+    second, info2 = CC.cached_clone(cfg, pipe, 0, tmp_path)
     assert "clone_cached" not in info1 and info2["clone_cached"] is True
     assert all(th.equal(fresh[k], second[k]) and th.equal(first[k], second[k]) for k in fresh)
     assert len(list(tmp_path.glob("clone-*.pt"))) == 1
-    other = P.clone_key(cfg, P.PipelineConfig(teacher="rule"), 0)
-    assert other != P.clone_key(cfg, pipe, 0) != P.clone_key(cfg, pipe, 1)
+    other = CC.clone_key(cfg, PC.PipelineConfig(teacher="rule"), 0)
+    assert other != CC.clone_key(cfg, pipe, 0) != CC.clone_key(cfg, pipe, 1)
     cache = next(tmp_path.glob("clone-*.pt"))
     cache.write_bytes(b"cut short")
     with pytest.warns(UserWarning, match=f"{cache.name}: damaged clone cache"):
-        again, info3 = P.cached_clone(cfg, pipe, 0, tmp_path)  # a damaged file is made again
+        again, info3 = CC.cached_clone(cfg, pipe, 0, tmp_path)  # a damaged file is made again
     assert "clone_cached" not in info3 and all(th.equal(fresh[k], again[k]) for k in fresh)
     assert {k: v for k, v in info2.items() if k != "clone_cached"} == pytest.approx(info1)
 
@@ -194,10 +195,10 @@ def test_a_clone_another_process_is_making_is_waited_for_or_left_busy(tmp_path, 
     from ilets.files import HeldByAnother
     from ilets.study.run import BUSY, RAN, run_claimed
 
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig()
-    path = tmp_path / f"clone-{P.clone_key(cfg, pipe, 0)}.pt"
-    fresh, _ = P.clone(cfg, pipe, 0)
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig()
+    path = tmp_path / f"clone-{CC.clone_key(cfg, pipe, 0)}.pt"
+    fresh, _ = CL.clone(cfg, pipe, 0)
     held, finish = threading.Event(), threading.Event()
 
     def other() -> None:  # another process making this clone: it holds the lock, writes, lets go
@@ -211,16 +212,16 @@ def test_a_clone_another_process_is_making_is_waited_for_or_left_busy(tmp_path, 
     held.wait(60)
     try:
         with pytest.raises(HeldByAnother, match=f"{path.name}.lock: held by another process"):
-            P.cached_clone(cfg, pipe, 0, tmp_path, wait=False)
+            CC.cached_clone(cfg, pipe, 0, tmp_path, wait=False)
         assert not path.exists()
         # its cell is busy, not failed; asked to wait, a cell's compute waits itself, so the error is raised
-        make = lambda: P.cached_clone(cfg, pipe, 0, tmp_path, wait=False)  # noqa: E731
+        make = lambda: CC.cached_clone(cfg, pipe, 0, tmp_path, wait=False)  # noqa: E731
         assert run_claimed(tmp_path / "grid", "bc-M6-s0", lambda: False, make, wait=False) == BUSY
         with pytest.raises(HeldByAnother):
             run_claimed(tmp_path / "grid", "bc-M6-s0", lambda: False, make, wait=True)
         threading.Timer(0.5, finish.set).start()
         # the waiting one reads the other's clone when it lets go, and does not make it again
-        waited, info = P.cached_clone(cfg, pipe, 0, tmp_path)
+        waited, info = CC.cached_clone(cfg, pipe, 0, tmp_path)
     finally:
         finish.set()
         maker.join()
@@ -238,12 +239,12 @@ class _Payload:
 def test_the_clone_cache_never_unpickles_objects(tmp_path, scenario, capsys):
     import torch as th
 
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig()
-    path = tmp_path / f"clone-{P.clone_key(cfg, pipe, 0)}.pt"
+    cfg = EP.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PC.PipelineConfig()
+    path = tmp_path / f"clone-{CC.clone_key(cfg, pipe, 0)}.pt"
     th.save({"state": {}, "info_json": "{}", "payload": _Payload()}, path)
     with pytest.warns(UserWarning, match="damaged clone cache"):
-        state, info = P.cached_clone(cfg, pipe, 0, tmp_path)
+        state, info = CC.cached_clone(cfg, pipe, 0, tmp_path)
     assert "ran code from the cache" not in capsys.readouterr().out
     assert "clone_cached" not in info and state
 
@@ -252,7 +253,7 @@ def test_a_grid_cache_of_envelopes_changes_no_number(tmp_path, scenario, monkeyp
     """Every episode a method makes or scores (training, scored, held out) reads its envelope
     from the cache the second time: the same numbers as computing it."""
     base = load_gridcommand_config(scenario)
-    pipe = P.PipelineConfig(every=40, window=20, heldout=True, train_episodes=2)
+    pipe = PC.PipelineConfig(every=40, window=20, heldout=True, train_episodes=2)
     host = lambda out: {part: {k: v for k, v in d.items() if not G.host_key(k)}  # noqa: E731
                         for part, d in (("train", out["train"]), *out["scores"].items())}
     fresh = {}
@@ -262,7 +263,7 @@ def test_a_grid_cache_of_envelopes_changes_no_number(tmp_path, scenario, monkeyp
                             cache_dir=tmp_path / method)
         assert host(cold) == fresh[method]
         assert len(list((tmp_path / method).glob("reach-*.json"))) == (3 if method == "rule" else 5)
-    import ilets.gridcommand.env as E
+    import ilets.gridcommand.envelope as E  # sized_schedule measures the reach there
 
     def no_runs(*args, **kwargs):
         raise AssertionError("an envelope was computed again")
@@ -278,6 +279,6 @@ def test_a_grid_cache_of_envelopes_changes_no_number(tmp_path, scenario, monkeyp
 
 @pytest.mark.parametrize("expert", ["lyapunov", "rule"])
 def test_an_expert_scored_without_observations_scores_the_same(scenario, expert):
-    cfg = P.evaluation_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
-    seen = [P.evaluate(P.expert_policy(expert), cfg, observing=flag) for flag in (True, False)]
+    cfg = EP.evaluation_config(load_gridcommand_config(scenario), "deep-short", 6, 0)
+    seen = [GM.evaluate(TE.expert_policy(expert), cfg, observing=flag) for flag in (True, False)]
     assert seen[0] == seen[1]

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from ilets.config import ConfigError
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import episodes as EP
 from ilets.gridcommand.config import load_gridcommand_config, settings_plain
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts.ladder import make_expert
@@ -32,7 +32,7 @@ def scenario(tmp_path):
 
 def test_the_env_keeps_the_lyapunov_experts_queues_and_shows_them(scenario):
     base = load_gridcommand_config(scenario, observe_queues=True)
-    cfg = P.evaluation_config(base, "shallow-long", 6, 0)
+    cfg = EP.evaluation_config(base, "shallow-long", 6, 0)
     env = GridCommandEnv(cfg)
     assert env.observation_space.shape == (2 * 6 + 2 + grid_size(observe_queues=True),)
     expert = make_expert("lyapunov")
@@ -59,7 +59,7 @@ def test_at_the_default_nothing_is_shown_and_digests_stay(scenario, flag):
     was, left out of the settings at the default and counted when set."""
     base = load_gridcommand_config(scenario)
     assert getattr(base, flag) is False
-    env = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 0))
+    env = GridCommandEnv(EP.evaluation_config(base, "shallow-long", 6, 0))
     assert env.observation_space.shape == (2 * 6 + 2 + grid_size(),)
     assert flag not in settings_plain(base)
     assert settings_plain(dataclasses.replace(base, **{flag: True}))[flag] is True

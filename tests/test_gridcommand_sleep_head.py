@@ -142,7 +142,7 @@ def test_on_a_head_scenario_the_pipeline_teaches_the_sleep_actions():
     experts themselves, and the same expert with and without the wrapper plays the same
     episode there."""
     from ilets.gridcommand.metrics import evaluate
-    from ilets.gridcommand.pipeline import demonstrate, expert_policy, scenario_expert
+    from ilets.gridcommand.teacher import demonstrate, expert_policy, scenario_expert
 
     cfg = head_config()
     demos = demonstrate(GridCommandEnv(cfg), "lyapunov")
@@ -157,7 +157,9 @@ def test_on_a_head_scenario_the_pipeline_teaches_the_sleep_actions():
 
 def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():
     from ilets.agents.oinpt import with_repeats
-    from ilets.gridcommand.pipeline import PipelineConfig, demonstrate, label_repeats
+    from ilets.gridcommand.cloning import label_repeats
+    from ilets.gridcommand.pipeline_config import PipelineConfig
+    from ilets.gridcommand.teacher import demonstrate
 
     cfg = head_config()
     env = GridCommandEnv(cfg)
@@ -178,7 +180,7 @@ def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():
 
 @pytest.mark.parametrize("value", [0, 1.5, True])
 def test_bad_sleep_repeat_is_named(value):
-    from ilets.gridcommand.pipeline import PipelineConfig
+    from ilets.gridcommand.pipeline_config import PipelineConfig
 
     with pytest.raises(ConfigError, match="pipeline.sleep_repeat: expected an integer >= 1"):
         PipelineConfig(sleep_repeat=value).validate()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import episodes as EP
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.experts import ReferenceExpert, ThermostatExpert
@@ -29,7 +29,7 @@ def test_the_meter_integrates_samples_by_trapezoids_and_holds_across_an_edge():
 
 def test_the_env_keeps_the_thermostats_meter_and_shows_it_in_bands(scenario):  # noqa: F811  (the fixture)
     base = load_gridcommand_config(scenario, observe_slot=True)
-    env = GridCommandEnv(P.evaluation_config(base, "shallow-long", 6, 0))
+    env = GridCommandEnv(EP.evaluation_config(base, "shallow-long", 6, 0))
     assert env.observation_space.shape == (2 * 6 + 2 + grid_size(observe_slot=True),)
     expert, baseline = ThermostatExpert(), ReferenceExpert()
     obs, _ = env.reset(seed=0)

@@ -92,7 +92,7 @@ def test_the_film_term_forms_a_pooled_number_times_a_rows_number_exactly():
 
 def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
     from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
-    from ilets.gridcommand import pipeline as P
+    from ilets.gridcommand import clone_cache as CC, pipeline_config as PC
 
     cfg = _scenario()
     env = GridCommandEnv(cfg)
@@ -101,9 +101,9 @@ def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
     # at its default the field stays out of a cell's settings and a clone's key: nothing made before changes
     assert "server_film" not in settings_plain(cfg)["run"]
     assert settings_plain(_scenario(server_film=3))["run"]["server_film"] == 3
-    pipe = P.PipelineConfig()
-    assert P.clone_key(cfg, pipe, 0) == P.clone_key(dataclasses.replace(cfg, run=dataclasses.replace(
-        cfg.run, server_film=0)), pipe, 0) != P.clone_key(_scenario(server_film=3), pipe, 0)
+    pipe = PC.PipelineConfig()
+    assert CC.clone_key(cfg, pipe, 0) == CC.clone_key(dataclasses.replace(cfg, run=dataclasses.replace(
+        cfg.run, server_film=0)), pipe, 0) != CC.clone_key(_scenario(server_film=3), pipe, 0)
     with pytest.raises(ConfigError, match=r"run\.server_film: expected a rank >= 0 \(0: no term\), got -1"):
         dataclasses.replace(RunConfig(), server_film=-1).validate()
     with pytest.raises(ConfigError, match=r"run\.server_film: a term of the per-server policy's scores, got policy 'flat'"):
@@ -122,9 +122,9 @@ def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
 def test_the_teachers_scores_are_kept_only_where_they_cover_every_action():
     """Lyapunov scores placements and the defer: with cap levels (actions it does not score)
     the probe cannot weigh a choice by them, and says so."""
-    from ilets.gridcommand import pipeline as P
+    from ilets.gridcommand import teacher as TE
 
     env = GridCommandEnv(load_gridcommand_config("smoke", cap_levels=[0.6, 0.8, 1.0], observe_slot=True,
                                                  run=PER_SERVER))
     with pytest.raises(ValueError, match="lyapunov: scores only placements and the defer"):
-        P.scored_demonstration(env, "lyapunov", max_decisions=5)
+        TE.scored_demonstration(env, "lyapunov", max_decisions=5)

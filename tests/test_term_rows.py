@@ -111,11 +111,11 @@ def test_the_rows_give_lyapunovs_scores_along_its_episode():
 def test_the_rows_give_lyapunovs_scores_in_the_terms_design():
     """The same in the terms design's own scenario (the energy-ranked table, the sleep lever,
     50 servers), along a whole training episode."""
-    from ilets.gridcommand import pipeline as P
+    from ilets.gridcommand import episodes as EP
     from ilets.study.command_scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-terms")
-    seen = _follow(P.training_config(grid.scenario_config(), grid.train_regime, 50, 0), 10_000)
+    seen = _follow(EP.training_config(grid.scenario_config(), grid.train_regime, 50, 0), 10_000)
     assert seen["debt"] > 0 and seen["agree"] >= 0.995 * seen["steps"], seen
 
 

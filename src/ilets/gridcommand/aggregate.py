@@ -1,6 +1,6 @@
 """The aggregate a clone learns from: every labelled decision, in order, in one growing buffer.
 
-A clone (:func:`ilets.gridcommand.pipeline.clone`) labels the teacher's demonstrations of
+A clone (:func:`ilets.gridcommand.cloning.clone`) labels the teacher's demonstrations of
 every training episode, then each DAgger round's states, and BC reads all of them at once.
 With hundreds of training episodes that is tens of gigabytes of observations, so the buffer
 lives in one of three places, by the same values in the same order (tested):

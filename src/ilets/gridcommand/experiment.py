@@ -26,7 +26,8 @@ from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.experts import BOUND, CAP_RUNG
 from ilets.gridcommand.experts.hindsight import CANDIDATES
-from ilets.gridcommand.pipeline import METHODS, PipelineConfig, check_train_servers, training_base
+from ilets.gridcommand.episodes import training_base
+from ilets.gridcommand.pipeline_config import METHODS, PipelineConfig, check_train_servers
 
 #: The regime labels of a cell's two scores.
 ROLES = ("train", "eval")

@@ -391,7 +391,7 @@ class TermRows(RowColumns):
     ``log1p``: the other columns are so scaled, and a miss weighs the whole deadline queue,
     hundreds of times the rest. That holds on the teacher's own episodes; on a learner's
     (DAgger's rounds) the teacher keeps its own deadline queue, counting its own answers'
-    misses (:func:`ilets.gridcommand.pipeline._labelled_episode`), while the rows show the
+    misses (:func:`ilets.gridcommand.teacher._labelled_episode`), while the rows show the
     environment's, so there a label can differ from the rows' combination.
     """
 

@@ -41,7 +41,7 @@ import numpy as np
 from ilets.gridcommand.experiment import ExperimentProfile
 from ilets.gridcommand.experts import make_expert
 from ilets.gridcommand.metrics import evaluate
-from ilets.gridcommand.pipeline import evaluation_config
+from ilets.gridcommand.episodes import evaluation_config
 
 PILOT_SEEDS = (100, 101)
 #: Every seed set aside for pilots, which no grid evaluates: the scenario pilot's

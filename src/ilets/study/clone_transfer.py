@@ -1,7 +1,7 @@
 """What a frozen grid-command clone carries from its training episodes to the scored one [ours].
 
 A clone is judged on the scored episode (the online segment), but it learns from its
-training episodes (offline segments, :func:`ilets.gridcommand.pipeline.training_episodes`).
+training episodes (offline segments, :func:`ilets.gridcommand.episodes.training_episodes`).
 When it falls short there, two causes look alike in its tracking error: it cannot express
 what its teacher does (then it disagrees on the training episode too), or it learned the
 training episode rather than the rule (then it agrees there and not on the scored one).
@@ -40,9 +40,11 @@ from ilets.agents.masked import unchecked_distributions
 from ilets.agents.oinpt import Demonstrations
 from ilets.agents.ppo import make_run_ppo
 from ilets.config import ConfigError
-from ilets.gridcommand import pipeline as P
+from ilets.gridcommand import teacher as T
+from ilets.gridcommand.clone_cache import cached_clone
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
+from ilets.gridcommand.episodes import evaluation_config, training_config
 
 #: The episodes the probe reads: the first training episode and the scored one.
 EPISODES = ("training", "scored")
@@ -76,7 +78,7 @@ def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env
     ``demos`` of ``env``: its greedy agreement overall and during events, and its deferral
     recall (NaN where the teacher never deferred), with the teacher's and the clone's
     deferral counts on those states. With the teacher's ``scores`` on those states
-    (:func:`ilets.gridcommand.pipeline.scored_demonstration`), also what the clone's
+    (:func:`ilets.gridcommand.teacher.scored_demonstration`), also what the clone's
     disagreements cost it (:func:`regret_of`): their median (``regret_median``) and the share
     that are near-ties (``near_tie_share``, at most :data:`NEAR_TIE`); NaN without a
     disagreement."""
@@ -106,21 +108,21 @@ def agreement_on(state: dict, cfg: GridCommandConfig, demos: Demonstrations, env
 def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) -> list[dict[str, Any]]:
     """One row per episode of :data:`EPISODES` for the clone of ``profile`` (a grid profile
     with a clone-based method) at ``servers`` and ``seed``, cloned as the grid clones it
-    (:func:`ilets.gridcommand.pipeline.cached_clone`)."""
+    (:func:`ilets.gridcommand.clone_cache.cached_clone`)."""
     from ilets.study.command_scenario import load_profile
 
     grid = load_profile(profile)
     base, pipe = grid.scenario_config(), grid.pipeline.validate()
-    train_cfg = P.training_config(base, grid.train_regime, servers, seed)
+    train_cfg = training_config(base, grid.train_regime, servers, seed)
     c0 = time.process_time()
-    state, info = P.cached_clone(train_cfg, pipe, seed, cache_dir)
+    state, info = cached_clone(train_cfg, pipe, seed, cache_dir)
     rows = []
-    for episode, cfg in zip(EPISODES, (train_cfg, P.evaluation_config(base, grid.train_regime, servers, seed))):
+    for episode, cfg in zip(EPISODES, (train_cfg, evaluation_config(base, grid.train_regime, servers, seed))):
         env = GridCommandEnv(cfg)
-        if P.scores_kept(env, pipe.teacher):
-            demos, scores = P.scored_demonstration(env, pipe.teacher, pipe.demo_tasks)
+        if T.scores_kept(env, pipe.teacher):
+            demos, scores = T.scored_demonstration(env, pipe.teacher, pipe.demo_tasks)
         else:
-            demos, scores = P.demonstrate(env, pipe.teacher, pipe.demo_tasks), None
+            demos, scores = T.demonstrate(env, pipe.teacher, pipe.demo_tasks), None
         rows.append({"profile": grid.name, "servers": servers, "seed": seed, "episode": episode,
                      **agreement_on(state, train_cfg, demos, env, scores)})
     for row in rows:

@@ -39,7 +39,7 @@ from ilets.config import ConfigError, from_dict
 from ilets.config.strict import read_yaml
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS
 from ilets.gridcommand.experiment import SCALES, ExperimentProfile
-from ilets.gridcommand.pipeline import LEARNED, METHODS, PipelineConfig
+from ilets.gridcommand.pipeline_config import LEARNED, METHODS, PipelineConfig
 
 #: The two grids of a factor.
 KINDS = ("shifted", "control")
@@ -122,7 +122,7 @@ def share_grid_cache(out: Path, grid: Path) -> None:
     grids would otherwise clone the same teacher seven times; and every grid scores the base
     regime's and the held-out episodes, whose envelopes are then computed once for the family.
     Each cache key is everything that determines what it keeps
-    (:func:`ilets.gridcommand.pipeline.clone_key`, :func:`ilets.gridcommand.envelope.reach_key`)
+    (:func:`ilets.gridcommand.clone_cache.clone_key`, :func:`ilets.gridcommand.envelope.reach_key`)
     and a cached clone or reach is the one a fresh run makes, so sharing them changes no
     number, only the CPU time the cells record. The link is a relative symbolic link; a grid
     whose cache already exists (a folder from before, or a host without symbolic links) keeps
@@ -160,7 +160,7 @@ def only_seeds(family: DriftFamily, seeds: str) -> DriftFamily:
     """``family`` with only ``seeds`` (``"0,2,4"``, a subset of its own): processes that each
     run other seeds share one results folder (processes on the same seeds share it too: a
     seed's clone, which its ``bc`` and ``bc+ppo`` cells share, is made under a lock, once,
-    :func:`ilets.gridcommand.pipeline.cached_clone`). Its grids keep the family's names, so shipping
+    :func:`ilets.gridcommand.clone_cache.cached_clone`). Its grids keep the family's names, so shipping
     the family afterwards lists every seed's cells (:func:`ship`). Named ``ConfigError`` otherwise."""
     return replace(family, seeds=_subset("--seeds", seeds, family.seeds, family.name, int))
 

@@ -9,7 +9,7 @@ study handles it:
 * **Profiles** (:func:`load_profile`): a shipped name (``quick``, ``gridcommand-quick`` or
   ``gridcommand-grid-quick``: ``ilets/configs/gridcommand-grid-*.yaml``) or a YAML path, loaded
   strictly: an unknown key, a wrong type, an impossible value or a missing grid key
-  (:data:`REQUIRED_KEYS`: a profile without them would silently be the 90-cell quick grid)
+  (:data:`ilets.study.command_profiles.REQUIRED_KEYS`: a profile without them would silently be the 90-cell quick grid)
   raises :class:`ilets.config.ConfigError` naming the file and the key.
 * **Cells**: ``cells/<method>-M<servers>-s<seed>.json`` (:func:`cell_name`; never changed
   once shipped), one JSON record each (:func:`cell_record`): identity, profile, scale,
@@ -33,19 +33,19 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import sys
 import time
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable
 
-from ilets.config import ConfigError, from_dict, read_yaml, to_dict
+from ilets.config import ConfigError, to_dict
 from ilets.files import HeldByAnother, atomic_write
 from ilets.host import ComputeRecord, machine_record, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
+from ilets.study.command_profiles import (CELL_NAME, PROFILE_FILE, cell_name, load_profile, parse_cell_name,
+                                         recorded_profile)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -70,11 +70,6 @@ COMMAND_METRICS = ("tracking_mae_rel", "tracking_mae_w", "in_band_fraction", "ti
                    "events", "mean_reward", "tracking_cost", "infeasible_actions", "decisions", "eval_cpu_s",
                    "time_to_band_median_s", "band_reached_share", "episode_reward", "events_dropped",
                    "events_clipped", "feasible_share", "tracking_mae_rel_feasible", "events_redrawn")
-#: The profile's keys a grid-command profile file must give: without them it would be the
-#: default grid (every method, 50 and 200 servers, seeds 0-4: the 90-cell quick grid).
-REQUIRED_KEYS = ("methods", "servers", "seeds", "scenario")
-#: The file a results folder keeps its profile in, as data.
-PROFILE_FILE = "profile.json"
 #: The regime roles of a cell's scores.
 ROLES = ("train", "eval")
 #: A record's fields that hold its result (compared by ``ilets verify``); the others are its
@@ -82,95 +77,6 @@ ROLES = ("train", "eval")
 RESULT_FIELDS = ("cell", "method", "servers", "seed", "status", "profile", "scale", "workload_scale", "regimes",
                  "train", "scores")
 
-_NAME = re.compile(r"^(?P<method>.+)-M(?P<servers>\d+)-s(?P<seed>\d+)$")
-
-
-# --- profiles --------------------------------------------------------------------------------
-
-def profile_path(name: str) -> Path:
-    """The path of a shipped grid-command profile: ``gridcommand-grid-quick``,
-    ``gridcommand-quick`` (as ``ilets grid --scenario gridcommand --profile`` takes it) or ``quick``."""
-    short = name.removeprefix("gridcommand-grid-").removeprefix("gridcommand-")
-    return Path(str(resources.files("ilets.configs").joinpath(f"gridcommand-grid-{short}.yaml")))
-
-
-def load_profile(name_or_path: str | Path) -> ExperimentProfile:
-    """A validated :class:`ilets.gridcommand.experiment.ExperimentProfile` from a shipped name
-    or a YAML path (see the module docstring); its scenario profile must load too."""
-    from ilets.study.profiles import SAFE_NAME
-
-    text = str(name_or_path)
-    path = Path(text) if text.endswith((".yaml", ".yml")) or os.sep in text else profile_path(text)
-    data = read_yaml(path)
-    where = str(path)
-    if not data:
-        raise ConfigError(f"{where}: empty profile; expected a mapping with {', '.join(REQUIRED_KEYS[:-1])} "
-                          f"and {REQUIRED_KEYS[-1]}")
-    missing = [k for k in REQUIRED_KEYS if k not in data]
-    if missing:
-        raise ConfigError(f"{where}: missing key(s) {missing}; a grid-command profile names its {', '.join(REQUIRED_KEYS)} "
-                          "(without them it would be the default 90-cell grid)")
-    profile = profile_from_data(data, where)
-    if not SAFE_NAME.fullmatch(profile.name):
-        raise ConfigError(f"{where}.name: {profile.name!r}: expected letters, digits and . _ + - (not starting "
-                          f"with a dot; it names the folder results/<name>)")
-    profile.scenario_config()  # a bad scenario profile fails here, before any cell runs
-    return profile
-
-
-def profile_from_data(data: Mapping[str, Any], where: str = PROFILE_FILE) -> ExperimentProfile:
-    """A validated profile from plain data (a YAML file's mapping, or ``OUT/profile.json``);
-    :class:`ConfigError` at ``where`` otherwise."""
-    from ilets.gridcommand.experiment import ExperimentProfile
-
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(data).__name__}")
-    data = dict(data)
-    pipe = data.pop("pipeline", {}) or {}
-    if not isinstance(pipe, dict):
-        raise ConfigError(f"{where}.pipeline: expected a mapping, got {type(pipe).__name__}")
-    return from_dict(ExperimentProfile, {**data, "pipeline": pipe}, where).validate(where)
-
-
-def recorded_profile(folder: Path) -> ExperimentProfile:
-    """The profile a results folder's grid ran (``OUT/profile.json``); :class:`ConfigError`
-    naming the file when it is missing or damaged."""
-    path = Path(folder) / PROFILE_FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: missing; the grid's profile is needed to re-run its cells") from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
-        raise ConfigError(f"{path}: not valid JSON ({err})") from None
-    return profile_from_data(data, str(path))
-
-
-def profile_cells(profile: Mapping[str, Any]) -> list[Cell]:
-    """The cells a grid profile plans, from the profile as data (``OUT/profile.json``)."""
-    return list(profile_from_data(profile).cells())
-
-
-def profile_cell_count(profile: Mapping[str, Any]) -> int:
-    """How many cells a grid profile plans, from the profile as data (``OUT/profile.json``; a
-    folder's ``grid.json`` manifest is read by :func:`ilets.study.grid.manifest_cell_count`)."""
-    return len(profile_cells(profile))
-
-
-# --- cells -----------------------------------------------------------------------------------
-
-def cell_name(cell: Cell) -> str:
-    """``<method>-M<servers>-s<seed>``: the name of the cell's file (never changed once shipped)."""
-    return f"{cell.method}-M{cell.servers}-s{cell.seed}"
-
-
-def parse_cell_name(name: str) -> Cell:
-    """The cell a file name (without ``.json``) names; ``ValueError`` naming it otherwise."""
-    from ilets.gridcommand.experiment import Cell
-
-    m = _NAME.match(name)
-    if m is None:
-        raise ValueError(f"{name!r}: not a grid-command cell name (expected <method>-M<servers>-s<seed>)")
-    return Cell(m["method"], int(m["servers"]), int(m["seed"]))
 
 
 @dataclass(frozen=True)
@@ -302,7 +208,7 @@ def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = T
     provenance (start, commit, machine), the digest of its settings, what training recorded,
     the scores per regime role (``train``, ``eval``) and the CPU and wall seconds (of this
     process and the processes it started: the pipeline runs in it, and a clone's training
-    episodes on ``processes`` processes, :func:`ilets.gridcommand.pipeline.clone`).
+    episodes on ``processes`` processes, :func:`ilets.gridcommand.cloning.clone`).
     ``cache_dir`` holds the clones the ``bc`` methods of one seed and fleet share
     (``wait=False``: :class:`~ilets.files.HeldByAnother` when another process is making the
     one this cell needs)."""
@@ -553,7 +459,7 @@ class GridCommandScenario:
         """The names of the cell files of ``folder/cells``: hidden ones (set aside) and files
         not named as cells (a user's ``notes.json``) left out, as the grid leaves them."""
         root = Path(folder) / "cells"
-        return sorted(p.stem for p in root.glob("*.json") if not p.name.startswith(".") and _NAME.match(p.stem)) \
+        return sorted(p.stem for p in root.glob("*.json") if not p.name.startswith(".") and CELL_NAME.match(p.stem)) \
             if root.is_dir() else []
 
     def method_of(self, name: str) -> str:
@@ -561,8 +467,8 @@ class GridCommandScenario:
         return parse_cell_name(name).method
 
     def method_names(self) -> tuple[str, ...]:
-        """:data:`ilets.gridcommand.pipeline.METHODS`."""
-        from ilets.gridcommand.pipeline import METHODS
+        """:data:`ilets.gridcommand.pipeline_config.METHODS`."""
+        from ilets.gridcommand.pipeline_config import METHODS
 
         return METHODS
 

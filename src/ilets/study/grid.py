@@ -177,7 +177,7 @@ def _write_manifest(profile: Any, out: Path, cells: list[Any], scenario: Scenari
 def manifest_cell_count(out: Path) -> int | None:
     """How many cells the grid that wrote ``out`` planned, read from its ``grid.json`` manifest;
     None when the folder has no manifest (a grid-command profile's own count is
-    :func:`ilets.study.command_scenario.profile_cell_count`)."""
+    :func:`ilets.study.command_profiles.profile_cell_count`)."""
     manifest = Path(out) / "grid.json"
     if not manifest.is_file():
         return None
