@@ -24,7 +24,6 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ilets.gridcommand.archive import archive_provenance
 from ilets.report import command_chapter as X
 from ilets.report import grid_command as R
 from ilets.report import plots
@@ -33,7 +32,7 @@ root = Path.cwd().parent  # chapters execute in notebooks/
 designs = X.designs_table(root)
 glue("gca_dropped", f"{(designs['kept or dropped'] != 'kept').sum():,}", display=False)
 glue("gca_cpu", f"{X.cpu_hours(root):,.0f}", display=False)
-glue("gca_commit", archive_provenance(root).get("recompute_commit", "unknown")[:8], display=False)
+glue("gca_commit", X.recompute_commit(root), display=False)
 paper = R.load_results(root / R.PAPER_SHIPPED)
 
 # %% [markdown]

@@ -99,3 +99,10 @@ def test_every_shipped_folder_has_a_reader_or_is_listed_unread():
     folders = {p.name for p in (ROOT / "shipped").iterdir() if p.is_dir()}
     assert folders == set(READERS) | UNREAD, folders ^ (set(READERS) | UNREAD)
     assert not UNREAD & set(READERS)
+
+
+def test_the_archive_names_the_commit_that_recomputes_it(tmp_path):
+    from ilets.report.command_chapter import recompute_commit
+
+    assert recompute_commit(tmp_path) == "unknown"
+    assert len(recompute_commit(ROOT)) == 8

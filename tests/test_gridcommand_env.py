@@ -416,10 +416,6 @@ def test_tracking_metrics_refuse_an_unfinished_episode():
 
 
 def test_a_profile_that_extends_another_sets_only_what_it_lists(tmp_path):
-    sleepy = load_gridcommand_config("quick-sleep")
-    # the shipped variants are their base plus the lines they list
-    assert load_gridcommand_config("quick-sleep-each") == dataclasses.replace(sleepy, envelope_runs="per-event")
-    assert load_gridcommand_config("quick-sleep-fast") == dataclasses.replace(sleepy, sleep_after_s=0.1, wake_s=0.25)
     child = tmp_path / "child.yaml"
     child.write_text("extends: gridcommand-quick\nslot_s: 1.0\nrun: {fleet: {servers: 7}}\n")
     cfg = load_gridcommand_config(child, run={"seed": 4})

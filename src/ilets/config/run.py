@@ -136,11 +136,17 @@ class RunConfig(_Typed):
 #: Fields added to :class:`RunConfig` after results were shipped, with their defaults: at the
 #: default a field is left out of the digest, so every cell computed before it existed keeps
 #: its name and its digest (``ilets verify`` still finds it). Set to anything else, it counts.
+#: The fine-tuning fields of the RL stage's control (added after every grid-command key was made):
+#: a configuration that nests a run (the grid-command scenario's) leaves them out as ``run.<name>``.
+FINETUNE_ADDED = ("finetune.checkpoint_references", "finetune.actor_update", "finetune.awr_beta",
+                  "finetune.diagnostics")
+#: the same, as a configuration that nests a run under ``run`` names them (the grid-command
+#: scenario's cell digests, clone keys and reach keys)
+RUN_FINETUNE_ADDED = tuple(f"run.{name}" for name in FINETUNE_ADDED)
 ADDED_FIELDS = ("policy", "server_hidden", "finetune", "oail.request_timeout_s", "workload.event_jitter_s",
                 "workload.rate_factor", "workload.burst_factor", "workload.trend_slope", "workload.cpu_factor",
                 "workload.cpu_source", "warm_start", "oinpt.label_noise", "defer_head",
-                "cap_head", "server_film", "finetune.checkpoint_references", "finetune.actor_update",
-                "finetune.awr_beta", "finetune.diagnostics")
+                "cap_head", "server_film") + FINETUNE_ADDED
 
 
 def drop_added_defaults(plain: dict[str, Any], added: tuple[str, ...] = ADDED_FIELDS,

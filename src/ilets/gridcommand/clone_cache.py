@@ -15,7 +15,7 @@ from pathlib import Path
 import torch as th
 
 from ilets.config import to_dict
-from ilets.config.run import drop_added_defaults
+from ilets.config.run import RUN_FINETUNE_ADDED, drop_added_defaults
 from ilets.files import HeldByAnother, atomic_write
 from ilets.gridcommand.cloning import clone
 from ilets.gridcommand.config import GridCommandConfig
@@ -26,7 +26,8 @@ CLONE_CACHE_VERSION = 2
 
 #: Fields added to the configuration after clones were cached: at their defaults they are left
 #: out of :func:`clone_key`, so a cache made before they existed is still found.
-CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws", "run.cap_head", "run.server_film", "observe_terms")
+CLONE_KEY_ADDED = ("run.defer_head", "envelope_redraws", "run.cap_head", "run.server_film",
+                   "observe_terms") + RUN_FINETUNE_ADDED
 
 
 def clone_key(train_cfg: GridCommandConfig, pipe: PipelineConfig, seed: int) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig, check_finite, from_dict, merge, read_yaml, to_dict
-from ilets.config.run import drop_added_defaults
+from ilets.config.run import RUN_FINETUNE_ADDED, drop_added_defaults
 from ilets.gridcommand.envelope import RUN_MODES
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
                                        Direction, GridCommand, generate_schedule, time_factor)
@@ -86,10 +86,7 @@ class CommandSpec:
 ADDED_FIELDS = ("observe_queues", "sleep_fraction", "sleep_after_s", "wake_s", "envelope_runs", "batch_share",
                 "batch_slack_h", "observe_slot", "observe_energy", "envelope_deadlines",
                 "cap_levels", "sleep_actions", "window_days", "observe_sleep", "run.defer_head", "envelope_redraws",
-                "run.cap_head", "run.server_film", "observe_terms",
-                # the run's own fields added since (ilets.config.ADDED_FIELDS), nested in run here
-                "run.finetune.checkpoint_references", "run.finetune.actor_update", "run.finetune.awr_beta",
-                "run.finetune.diagnostics")
+                "run.cap_head", "run.server_film", "observe_terms") + RUN_FINETUNE_ADDED
 
 
 @dataclass(frozen=True)

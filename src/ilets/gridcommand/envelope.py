@@ -53,7 +53,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ilets.config.run import drop_added_defaults
+from ilets.config.run import RUN_FINETUNE_ADDED, drop_added_defaults
 from ilets.config.strict import to_dict
 from ilets.files import atomic_write, content_digest
 from ilets.gridcommand.command import CommandSchedule, GridCommand, event_room, redraw_rng
@@ -241,7 +241,7 @@ REACH_CACHE_VERSION = 1
 #: Fields added to the configuration after reaches were cached: at their defaults they are left
 #: out of :func:`reach_key`, so a cache made before they existed is still found (the extremes
 #: never read the learner's heads).
-REACH_KEY_ADDED = ("run.cap_head", "run.server_film", "observe_terms")
+REACH_KEY_ADDED = ("run.cap_head", "run.server_film", "observe_terms") + RUN_FINETUNE_ADDED
 
 
 def reach_key(config: Any, tasks: Any, fleet: Any, window: tuple[float, float], schedule: CommandSchedule,

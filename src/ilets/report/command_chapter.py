@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.archive import DESIGNS as ARCHIVED
-from ilets.gridcommand.archive import load_archive
+from ilets.gridcommand.archive import archive_provenance, load_archive
 from ilets.report.grid_command import LABELS, SHIPPED, load_results, results_table
 
 #: The ladder's rungs (the thermostat is the chapter's sixth rung, set beside them).
@@ -189,3 +189,9 @@ def cpu_hours(root: Path) -> float:
     if len(archive) == 0:
         return 0.0
     return float(archive.drop_duplicates(["design", "method", "servers", "seed"])["cpu_hours"].sum())
+
+
+def recompute_commit(root: Path) -> str:
+    """The commit at which the archived designs' profiles exist (the archive's provenance),
+    shortened; "unknown" when the archive has no provenance."""
+    return str(archive_provenance(root).get("recompute_commit", "unknown"))[:8]
