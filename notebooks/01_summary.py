@@ -29,7 +29,7 @@ ctx = ReportContext.load()  # the same resamples as every chapter, so the verdic
 found = F.summary_findings(ctx)
 both = FF.families_findings(ctx, summary=found)  # each claim with the flat and the per-server learner
 ps_ctx = FF.per_server_context(ctx)
-claims = CT.summary_table(ctx, found, both, ps_ctx)  # with the shipped RL stage's row
+claims = CT.summary_claims(ctx, found, both, ps_ctx)  # with the shipped RL stage's row
 
 # %% tags=["remove-input"]
 Markdown(claims.abstract)

@@ -83,7 +83,7 @@ plots.markdown_table(R.control_display(report.pilot), {}, empty="The pilot has n
 # the fine-tuned policy's greedy server differs from the clone's; the gradient's signal-to-noise
 # is the squared norm of the rollout's mean policy gradient over its variance (below 1 the
 # update is mostly noise); the critic's explained variance says how much of the return the
-# critic predicts.
+# critic predicts; the entropy is the policy's, in nats, at the end of the pass.
 
 # %% tags=["remove-input"]
 fig = R.figure(report)

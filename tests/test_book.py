@@ -367,10 +367,10 @@ def test_the_claims_table_reads_at_1280_px_and_no_page_shows_raw_values(book):
             continue
         article = BeautifulSoup(f.read_text(), "html.parser")
         box = article.find("article") or article.find("main") or article
-        # not code (an inline literal such as weights_only=True, a cell's source) nor the bibliography's
-        # links (arXiv:2211.11972); an output cell's text is read
-        for skip in box.select("script, style, .cell_input, .headerlink, mjx-container, .math, code, "
-                               ".citation a"):
+        # not code (an inline literal such as weights_only=True, a code block's deterministic=True,
+        # a cell's source) nor the bibliography's entries (arXiv:1707.06347); an output cell's text is read
+        for skip in box.select("script, style, .cell_input, .headerlink, mjx-container, .math, code, pre, "
+                               ".citation"):
             skip.decompose()
         found = raw_values(box.get_text(" "))
         if found:

@@ -198,21 +198,23 @@ def _killed_clone(tmp_path, monkeypatch):
     the clone made in one go; and what it takes to make it again."""
     import yaml
 
-    from ilets.gridcommand import pipeline as P
+    from ilets.gridcommand import cloning as CL
     from ilets.gridcommand.config import load_gridcommand_config
+    from ilets.gridcommand.episodes import training_config
+    from ilets.gridcommand.pipeline_config import PipelineConfig
     from test_gridcommand_per_server import SCENARIO, Killed, _count_and_kill
 
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(yaml.safe_dump(SCENARIO))
-    cfg = P.training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
-    pipe = P.PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
-    whole, _ = P.clone(cfg, pipe, 0)
+    cfg = training_config(load_gridcommand_config(scenario), "shallow-long", 6, 0)
+    pipe = PipelineConfig(clone_action="greedy", dagger_rounds=1, bc_epochs=2, train_episodes=2)
+    whole, _ = CL.clone(cfg, pipe, 0)
     progress = tmp_path / "clone-key.partial"
     with monkeypatch.context() as m:
         _count_and_kill(m, ("relabel", 2, False))
         with pytest.raises(Killed):
-            P.clone(cfg, pipe, 0, progress=progress)
-    return whole, progress, lambda: P.clone(cfg, pipe, 0, progress=progress)
+            CL.clone(cfg, pipe, 0, progress=progress)
+    return whole, progress, lambda: CL.clone(cfg, pipe, 0, progress=progress)
 
 
 @pytest.mark.parametrize("damage", ["state", "phase", "model"])

@@ -118,4 +118,4 @@ def test_readme_and_landing_page_carry_the_shipped_claims_table():
 
 def test_the_summary_shows_the_same_table():
     text = (ROOT / "notebooks" / "01_summary.py").read_text()
-    assert "summary_table(" in text and ".table_markdown" in text  # claims_table with the shipped RL stage
+    assert "summary_claims(" in text and ".table_markdown" in text  # claims_table with the shipped RL stage

@@ -237,7 +237,8 @@ def test_stale_temporary_folders_are_cleaned_live_ones_kept(reference, tmp_path)
 def test_an_edited_or_foreign_demonstration_cache_is_set_aside_and_recomputed(tmp_path, tiny_config, tamper):
     """A cache of another width (30 frames of 'mat1 and mat2' before) or with its actions
     edited (used silently before) fails its digest or shapes: named, set aside, recomputed."""
-    from ilets.agents.oinpt import Demonstrations, collect_demonstrations, content_digest
+    from ilets.agents.oinpt import Demonstrations, collect_demonstrations
+    from ilets.files import content_digest
 
     args, first, cache = _cached_demonstrations(tmp_path, tiny_config)
     arrays = Demonstrations.load(cache).arrays()

@@ -466,7 +466,10 @@ def test_thermostat_reaches_the_band_where_the_optimising_rungs_do_not():
     from ilets.gridcommand.metrics import evaluate
     from ilets.gridcommand.episodes import evaluation_config
 
-    cfg = evaluation_config(load_gridcommand_config("gridcommand-quick-sleep"), "deep-short", 50, 0)
+    # the quick scenario with the sleep lever (its profile retired to the archive): a server
+    # sleeps after one slot idle, draws a tenth of its idle power asleep and wakes in 1 s
+    sleepy = dataclasses.replace(load_gridcommand_config("quick"), sleep_fraction=0.1, sleep_after_s=0.5, wake_s=1.0)
+    cfg = evaluation_config(sleepy, "deep-short", 50, 0)
     got = {n: evaluate(make_expert(n), cfg, seed=0) for n in ("thermostat", "lyapunov")}
     assert got["thermostat"]["events"] == 3
     assert got["thermostat"]["band_reached_share"] == 1.0 > got["lyapunov"]["band_reached_share"]

@@ -477,7 +477,7 @@ def claims_table(ctx, flat: Sequence[Verdict] | None = None, per_server_ctx=None
                  _drl_store_ms(ps_metrics) if ps_metrics is not None else None, measured, rl_stage)
 
 
-def summary_table(ctx, found, both, per_server_ctx) -> ClaimsTable:
+def summary_claims(ctx, found, both, per_server_ctx) -> ClaimsTable:
     """The summary chapter's table: :func:`claims_table` with the verdicts the chapter already
     judged (``found``: :func:`ilets.report.findings.summary_findings`; ``both``:
     :func:`ilets.report.families.families_findings`) and the shipped RL stage."""

@@ -470,6 +470,7 @@ def control_display(summary: pd.DataFrame) -> pd.DataFrame:
         "off the clone": summary["differs_from_clone"].map(lambda x: f"{x:.1%}"),
         "gradient SNR": summary["gradient_snr"].map(lambda x: f"{x:.2f}"),
         "critic EV": summary["explained_variance"].map(lambda x: f"{x:.2f}"),
+        "entropy": summary["entropy"].map(lambda x: f"{x:.2f}"),
         "guard": summary["no_worse"].map({True: "kept", False: "broken"}),
     })
     return out[out["candidate"] != TARGET_CLONE].reset_index(drop=True)

@@ -342,7 +342,7 @@ class GridCommandScenario:
         """:func:`ilets.study.scenario.settings_key` of the profile, its scenario file read: the
         scenario's whole configuration in place of the file's path (edited, it is other settings)."""
         from ilets.gridcommand.config import settings_plain
-        from ilets.study.scenario import settings_key
+        from ilets.study.profiles import settings_key
 
         return settings_key({**to_dict(profile), "scenario": settings_plain(profile.scenario_config())})
 

@@ -11,10 +11,12 @@ naming the file and the key.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any, Mapping
 
 from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, from_dict, merge, read_yaml
 
@@ -159,3 +161,17 @@ def _validate(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}.run.cap_head: {p.run.cap_head!r} scores the grid-command scenario's "
                           "admission-cap actions, which the cloud study has not; expected 'pooled'")
     p.cells(where)
+
+
+#: Profile fields that choose which cells a grid runs, or how many at once, not their numbers:
+#: grids that differ only in them (a family run seed by seed) may share one folder at once.
+SELECTION_FIELDS = frozenset({"name", "description", "methods", "servers", "seeds", "workers"})
+
+
+def settings_key(data: Mapping[str, Any]) -> str:
+    """The first 16 hex digits of the SHA-256 of a profile as plain data without
+    :data:`SELECTION_FIELDS` (sorted JSON): :meth:`Scenario.settings_key`."""
+    import hashlib
+
+    kept = {k: v for k, v in data.items() if k not in SELECTION_FIELDS}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]

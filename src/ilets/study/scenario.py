@@ -37,6 +37,7 @@ from ilets.config import ConfigError, to_dict
 from ilets.host import ComputeRecord
 from ilets.numerics import recorded_mode
 # the grid-command scenario, on the study's stack (re-exported: its names were defined here)
+from ilets.study.profiles import SELECTION_FIELDS, settings_key  # noqa: F401 (re-exported)
 from ilets.study.command_scenario import (COMMAND_METRICS, COMMAND_PACKAGES, COMMAND_STORE,  # noqa: F401
                                           CommandCell, GridCommandScenario, cell_record, command_store_rows)
 
@@ -334,20 +335,6 @@ class CloudScenario:
         except (OSError, ValueError):
             system = {}
         return system if isinstance(system, dict) else {}
-
-
-#: Profile fields that choose which cells a grid runs, or how many at once, not their numbers:
-#: grids that differ only in them (a family run seed by seed) may share one folder at once.
-SELECTION_FIELDS = frozenset({"name", "description", "methods", "servers", "seeds", "workers"})
-
-
-def settings_key(data: Mapping[str, Any]) -> str:
-    """The first 16 hex digits of the SHA-256 of a profile as plain data without
-    :data:`SELECTION_FIELDS` (sorted JSON): :meth:`Scenario.settings_key`."""
-    import hashlib
-
-    kept = {k: v for k, v in data.items() if k not in SELECTION_FIELDS}
-    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _cell_folders(folder: Path) -> list[Path]:
