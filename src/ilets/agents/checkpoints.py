@@ -36,6 +36,12 @@ def greedy_score(model, cfg: RunConfig, tasks: TaskTable, fleet: Fleet) -> dict[
     env.reset()
     log = DecisionLog()
     drive(env, PPOPolicy(model, StateSpec.of(cfg)), log)
+    return segment_metrics(log)
+
+
+def segment_metrics(log) -> dict[str, float]:
+    """A scheduled segment's mean reward, mean response time, success rate and energy (a
+    :class:`ilets.agents.episode.DecisionLog`)."""
     return {"mean_reward": float(np.mean(log.reward)), **{k: float(log.final[k]) for k in
                                                           ("avg_response_s", "success_rate", "energy_kwh")}}
 
@@ -56,9 +62,7 @@ def reference_scores(cfg: RunConfig, tasks: TaskTable, fleet: Fleet) -> dict[str
         env.reset()
         log = DecisionLog()
         drive(env, make_heuristic(name, seed=cfg.seed, reward=cfg.reward), log)
-        out.update({f"heldout_ref_{name}_mean_reward": float(np.mean(log.reward)),
-                    **{f"heldout_ref_{name}_{k}": float(log.final[k])
-                       for k in ("avg_response_s", "success_rate", "energy_kwh")}})
+        out.update({f"heldout_ref_{name}_{k}": v for k, v in segment_metrics(log).items()})
     return out
 
 

@@ -106,52 +106,41 @@ def heuristic_demonstrations(tasks: TaskTable, fleet: Fleet, name: str, reward: 
     keep.update({int(j): "heldout" for j in rest[np.linspace(0, len(rest) - 1, heldout).astype(np.int64)]})
     rec = _Recording(name, reward, specs, miss_penalty, keep)
     schedule(tasks, fleet, rec)
-
-    def pack(rows: list, layout: str) -> Demonstrations:
-        return Demonstrations(
-            obs=np.stack([r[0][layout] for r in rows]).astype(np.float32),
-            acts=np.array([r[1] for r in rows], np.int64), masks=np.stack([r[2] for r in rows]),
-            rewards=np.array([r[3] for r in rows], np.float32), experts=np.array([name] * len(rows)),
-            action_costs=np.stack([r[4] for r in rows]).astype(np.float32))
-
     by_layout = {}
     for layout in specs:
-        d = pack(rec.rows["train"], layout)
-        d.heldout = pack(rec.rows["heldout"], layout)
+        d = _pack(rec.rows["train"], layout, name)
+        d.heldout = _pack(rec.rows["heldout"], layout, name)
         by_layout[layout] = d
     return ClonedDemonstrations(by_layout, np.stack([r[5] for r in rec.rows["train"]]).astype(np.float32),
                                 np.stack([r[5] for r in rec.rows["heldout"]]).astype(np.float32))
 
 
+def _pack(rows: list, layout: str, name: str) -> Demonstrations:
+    """:class:`_Recording` rows (at least one) as demonstrations in observation ``layout``."""
+    return Demonstrations(
+        obs=np.stack([r[0][layout] for r in rows]).astype(np.float32),
+        acts=np.array([r[1] for r in rows], np.int64), masks=np.stack([r[2] for r in rows]),
+        rewards=np.array([r[3] for r in rows], np.float32), experts=np.array([name] * len(rows)),
+        action_costs=np.stack([r[4] for r in rows]).astype(np.float32))
+
+
 def consecutive_demonstrations(tasks: TaskTable, fleet: Fleet, name: str, reward: RewardConfig,
-                               state: StateSpec, n: int, heldout: int, miss_penalty: float = 1.0) -> Demonstrations:
-    """Heuristic ``name`` schedules the first ``n + heldout`` of ``tasks``; its first ``n``
-    decisions are the demonstrations and the next ``heldout`` are attached as ``.heldout``.
+                               state: StateSpec, n: int, miss_penalty: float = 1.0) -> Demonstrations:
+    """Heuristic ``name`` schedules the first ``n`` of ``tasks`` (all of them when fewer); every
+    decision is recorded, in order.
 
     OINPT's form of a heuristic teacher (``oinpt.expert``): consecutive decisions from the
     start of the offline half, as the window experts' plans are, so a heuristic's clone and a
-    GA+PSO clone see the same states' kind."""
+    GA+PSO clone see the same states' kind (:func:`ilets.agents.oinpt.collect_demonstrations`
+    splits off the held-out ones)."""
     from ilets.agents.policies import schedule
 
-    total = min(len(tasks), n + heldout)
-    n = min(n, total)
-    keep = {j: ("train" if j < n else "heldout") for j in range(total)}
-    rec = _Recording(name, reward, {"only": state}, miss_penalty, keep)
+    total = min(len(tasks), n)
+    if total < 1:
+        raise ValueError(f"{n} demonstrated decisions requested from {len(tasks)} tasks")
+    rec = _Recording(name, reward, {"only": state}, miss_penalty, {j: "train" for j in range(total)})
     schedule(tasks.slice(0, total), fleet, rec)
-
-    def pack(rows: list) -> Demonstrations:
-        width = state.size(len(fleet))
-        return Demonstrations(
-            obs=np.stack([r[0]["only"] for r in rows]).astype(np.float32) if rows else np.zeros((0, width), np.float32),
-            acts=np.array([r[1] for r in rows], np.int64),
-            masks=np.stack([r[2] for r in rows]) if rows else np.zeros((0, len(fleet)), bool),
-            rewards=np.array([r[3] for r in rows], np.float32), experts=np.array([name] * len(rows)),
-            action_costs=(np.stack([r[4] for r in rows]).astype(np.float32) if rows
-                          else np.zeros((0, len(fleet)), np.float32)))
-
-    demos = pack(rec.rows["train"])
-    demos.heldout = pack(rec.rows["heldout"])
-    return demos
+    return _pack(rec.rows["train"], "only", name)
 
 
 def greedy_actions(policy, demos: Demonstrations, batch: int = 2048) -> np.ndarray:

@@ -121,16 +121,11 @@ def _demonstrate(tasks: TaskTable, fleet: Fleet, expert: str, experts_cfg: Exper
     if expert in HEURISTIC_TEACHERS:  # a heuristic teacher: its decisions one by one, no windows
         from ilets.agents.cloning import consecutive_demonstrations
 
-        demos = consecutive_demonstrations(tasks, fleet, expert, reward, state, max_tasks, heldout,
-                                           experts_cfg.miss_penalty)
-        held = demos.heldout
-        assert held is not None and demos.action_costs is not None and held.action_costs is not None
         # one sequence, training decisions then held-out ones, as the window experts' (_split cuts it)
-        return Demonstrations(
-            obs=np.concatenate([demos.obs, held.obs]), acts=np.concatenate([demos.acts, held.acts]),
-            masks=np.concatenate([demos.masks, held.masks]), rewards=np.concatenate([demos.rewards, held.rewards]),
-            experts=np.concatenate([demos.experts, held.experts]), seconds=time.perf_counter() - t0,
-            action_costs=np.concatenate([demos.action_costs, held.action_costs]))
+        demos = consecutive_demonstrations(tasks, fleet, expert, reward, state, max_tasks + heldout,
+                                           experts_cfg.miss_penalty)
+        demos.seconds = time.perf_counter() - t0
+        return demos
     names = team(expert)
     planners = [make_expert(n, experts_cfg, reward, state) for n in names]
     rng = np.random.default_rng(seed)

@@ -363,11 +363,17 @@ class FastMaskablePPO(MaskablePPO):
                 p.requires_grad_(True)
             self.phase_cpu["update"] += time.process_time() - c0
 
-    def _rollout_distributions(self):
-        """(policy, clone) distributions on the last rollout's states, with its masks."""
+    def _rollout_states(self) -> tuple[th.Tensor, np.ndarray]:
+        """The last rollout's observations (a tensor) and action masks."""
         buf = self.rollout_buffer
         obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
-        masks = buf.action_masks.reshape(buf.buffer_size, -1)
+        # attr-defined: sb3-contrib leaves action_masks unannotated, None until reset() fills the array
+        masks = buf.action_masks.reshape(buf.buffer_size, -1)  # type: ignore[attr-defined]
+        return obs, masks
+
+    def _rollout_distributions(self):
+        """(policy, clone) distributions on the last rollout's states, with its masks."""
+        obs, masks = self._rollout_states()
         mine = self.policy.get_distribution(obs, action_masks=masks).distribution
         ref = None if self.reference is None else self.reference.get_distribution(obs, action_masks=masks).distribution
         return mine, ref
@@ -375,9 +381,7 @@ class FastMaskablePPO(MaskablePPO):
     def _rollout_tensors(self) -> tuple[th.Tensor, np.ndarray, th.Tensor, th.Tensor]:
         """The last rollout's observations, masks, actions and normalised advantages."""
         buf = self.rollout_buffer
-        obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
-        # attr-defined: sb3-contrib leaves action_masks unannotated, None until reset() fills the array
-        masks = buf.action_masks.reshape(buf.buffer_size, -1)  # type: ignore[attr-defined]
+        obs, masks = self._rollout_states()
         acts = th.as_tensor(buf.actions.reshape(buf.buffer_size)).long()
         adv = th.as_tensor(buf.advantages.reshape(buf.buffer_size))
         return obs, masks, acts, (adv - adv.mean()) / (adv.std() + 1e-8)
@@ -448,9 +452,7 @@ class FastMaskablePPO(MaskablePPO):
             assert not callable(self.learning_rate), "a constant learning rate (ppo.learning_rate)"
             self._kl_optimizer = th.optim.Adam(actor_parameters(self.policy), lr=self.learning_rate)
         buf = self.rollout_buffer
-        obs = th.as_tensor(buf.observations.reshape(buf.buffer_size, -1))
-        # attr-defined: sb3-contrib leaves action_masks unannotated, None until reset() fills the array
-        masks = buf.action_masks.reshape(buf.buffer_size, -1)  # type: ignore[attr-defined]
+        obs, masks = self._rollout_states()
         gen = th.Generator().manual_seed(self.seed * 7919 + self._kl_updates)
         perm = th.randperm(buf.buffer_size, generator=gen)
         self.policy.set_training_mode(True)

@@ -78,12 +78,12 @@ def summarise(cells: pd.DataFrame) -> pd.DataFrame:
     """Per variant: seeds, mean gap closed with its 95 % t-interval, mean held-out reward,
     response time and success of the clone and the fine-tuned policy, the diagnostics' means,
     and whether it keeps response time and success no worse than the clone's."""
-    from scipy import stats
+    from ilets.study.heldout import t_half_width
 
     rows = []
     for variant, g in cells.groupby("variant", sort=True):
         x = g["gap_closed"].to_numpy(float)
-        half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else np.inf
+        half = t_half_width(x)
         mean = g.mean(numeric_only=True)
         rows.append({"variant": variant, "seeds": len(g), "gap_closed": float(x.mean()),
                      "gap_low": float(x.mean()) - half, "gap_high": float(x.mean()) + half,

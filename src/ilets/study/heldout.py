@@ -18,11 +18,20 @@ import pandas as pd
 CHANGE_COLUMNS = ["seeds", "start", "end", "change", "change_low", "change_high"]
 
 
+def t_half_width(x: np.ndarray, level: float = 0.95) -> float:
+    """Half the width of the ``level`` Student's t interval of the mean of ``x`` (``n - 1``
+    degrees of freedom; infinite with one value)."""
+    from scipy import stats
+
+    if len(x) < 2:
+        return float("inf")
+    return float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
+
+
 def heldout_change(metrics: pd.DataFrame, by: Sequence[str], level: float = 0.95) -> pd.DataFrame:
     """Per group of ``by``: seeds, mean held-out reward before and after the pass, and the mean
     relative change with its ``level`` t-interval (``n - 1`` degrees of freedom; infinite with
     one seed). Cells without held-out scores are left out."""
-    from scipy import stats
 
     cols = list(by) + CHANGE_COLUMNS
     need = {"heldout_mean_reward_start", "heldout_mean_reward_end"}
@@ -35,8 +44,7 @@ def heldout_change(metrics: pd.DataFrame, by: Sequence[str], level: float = 0.95
     for key, idx in change.groupby([cells[b] for b in by]).groups.items():
         x = change.loc[idx].to_numpy(float)
         mean = float(x.mean())
-        half = (float(stats.t.ppf(0.5 + level / 2, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-                if len(x) > 1 else float("inf"))
+        half = t_half_width(x, level)
         key = key if isinstance(key, tuple) else (key,)
         rows.append({**dict(zip(by, key)), "seeds": len(x),
                      "start": float(cells.loc[idx, "heldout_mean_reward_start"].mean()),

@@ -432,13 +432,10 @@ def kernels_hint(folder: Path, cell: str, now: str, scenario: str | Scenario[Any
     The portable kernels make AMD hosts of two families and AVX2 and AVX-512 hosts agree, but
     not CPUs of two vendors: per-server grid-command cells computed on an Intel Xeon did not
     reproduce on an AMD EPYC (2026-12-06), where cells computed on another AMD family did."""
-    from ilets.host import cpu_model, cpu_vendor
-
     sc = get_scenario(scenario)
-    system = sc.cell_system(sc.cell_path(Path(folder), cell))
-    made = recorded_mode(system)
+    made = recorded_mode(sc.cell_system(sc.cell_path(Path(folder), cell)))
     if made == now:
-        was, here = cpu_vendor(system.get("cpu_model", "")), cpu_vendor(cpu_model() if cpu is None else cpu)
+        was, here = vendors(folder, cell, sc, cpu)
         if was and here and was != here:
             return (f"computed and re-run with {now} kernels, but computed on an {was} CPU and re-run on an {here} "
                     f"one: the portable kernels do not make results agree across CPU vendors; re-run on an {was} host")
