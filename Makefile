@@ -59,8 +59,8 @@ typecheck: env
 	$(BIN)/mypy
 
 # pytest-xdist workers: one a core of the 2-core machines the suite's times are quoted for
-# (`make test TEST_WORKERS=0` runs in one process). pyproject.toml's --dist loadgroup keeps the
-# book's two tests on one worker, so the book is built once.
+# (`make test TEST_WORKERS=0` runs in one process). pyproject.toml's --dist loadfile keeps the
+# book's tests on one worker, so the book is built once.
 TEST_WORKERS ?= 2
 PYTEST = env $$($(NUMERICS)) $(BIN)/python -m pytest -n $(TEST_WORKERS)
 
@@ -102,7 +102,7 @@ readme: env
 	$(BIN)/python -m ilets.report.headline --results shipped/paper --write book/records.md
 	$(BIN)/python -m ilets.report.positive_control --write book/records.md
 	$(BIN)/python -m ilets.report.per_server --write book/records.md
-	$(BIN)/python -m ilets.report.command_criteria --write book/records.md
+	$(BIN)/python -m ilets.gridcommand.report.criteria --write book/records.md
 
 # The measurements chapters 3, 4 and 8 quote (the fleet-load table, the experts' optimality gaps
 # and call costs, the decision latency), measured once with the settings of the results the book

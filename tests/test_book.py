@@ -41,10 +41,9 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run
                   "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost"]
 BUILD_TIMEOUT_S = 3600
 
-# xdist_group: under `pytest -n` (make test) both tests run on one worker, so the session fixture
-# builds the book once (pyproject.toml's addopts distribute with --dist loadgroup)
-pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + 600),
-              pytest.mark.xdist_group("book")]
+# under `pytest -n` (make test) this file's tests run on one worker (pyproject.toml's addopts
+# distribute with --dist loadfile), so the session fixture builds the book once
+pytestmark = [pytest.mark.book, pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT_S + 600)]
 
 #: text in an output cell that means a chapter failed: a traceback, or an exception line
 #: such as "ValueError: ..." / "Error: ..." (prose like "Error bars" does not match)
