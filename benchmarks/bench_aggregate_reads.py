@@ -41,7 +41,7 @@ from ilets.gridcommand import episodes as EP, teacher as TE
 from ilets.gridcommand.aggregate import Aggregate
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
-from ilets.study.command_scenario import load_profile
+from ilets.gridcommand.study.scenario import load_profile
 
 PROFILE = "gridcommand-grid-clone-pilot-o1024"
 

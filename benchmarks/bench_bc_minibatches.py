@@ -28,7 +28,7 @@ from ilets.agents.ppo import make_ppo
 from ilets.gridcommand import episodes as EP, teacher as TE
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
-from ilets.study.command_scenario import load_profile
+from ilets.gridcommand.study.scenario import load_profile
 
 PROFILE = "gridcommand-grid-clone-pilot-o256"
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from ilets.gridcommand import episodes as EP, pipeline as P, pipeline_config as PC
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.host import write_benchmark
-from ilets.study.command_scenario import host_key
+from ilets.gridcommand.study.scenario import host_key
 
 SCENARIO = "gridcommand-quick-days-per-server-sleep-energy"
 

@@ -39,7 +39,7 @@ from ilets.gridcommand.experts import DECIDING, make_expert
 from ilets.gridcommand.metrics import tracking_metrics
 from ilets.gridcommand.milp import PlanTask, ServerClass, TrackingProblem, slot_starts, solve_window
 from ilets.host import write_benchmark
-from ilets.study.command_scenario import load_profile as load_grid_profile
+from ilets.gridcommand.study.scenario import load_profile as load_grid_profile
 
 OUT = Path(__file__).resolve().parent / "results" / "gridcommand_experts.json"
 

@@ -29,11 +29,11 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ilets.report import command_chapter as X
-from ilets.report import command_control as C
-from ilets.report import grid_command as R
+from ilets.gridcommand.report import chapter as X
+from ilets.gridcommand.report import positive_control as C
+from ilets.gridcommand.report import results as R
 from ilets.report import plots
-from ilets.report.command_criteria import criteria_table
+from ilets.gridcommand.report.criteria import criteria_table
 
 root = Path.cwd().parent  # chapters execute in notebooks/
 numbers = X.finding_numbers(root)
@@ -48,8 +48,8 @@ glue("gc_misses_200", "{:,.0f} to {:,.0f}".format(*numbers["misses"][200]["learn
 # %% [markdown]
 # :::{dropdown} Reproduce this
 # The scenario is the package `ilets.gridcommand` (environment `ilets/GridCommand-v0`); the
-# numbers on this page come from `ilets.report.command_chapter` and
-# `ilets.report.command_criteria`. The kept results are `shipped/gridcommand` (grid
+# numbers on this page come from `ilets.gridcommand.report.chapter` and
+# `ilets.gridcommand.report.criteria`. The kept results are `shipped/gridcommand` (grid
 # `gridcommand-grid-quick`), `shipped/gridcommand-hindsight` (`gridcommand-grid-hindsight`),
 # `shipped/gridcommand-paper` and `shipped/gridcommand-paper-hindsight` (the full window),
 # `shipped/gridcommand-paper-sleep-redraw`, and the clone designs

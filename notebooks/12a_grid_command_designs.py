@@ -24,8 +24,8 @@ from pathlib import Path
 
 from myst_nb import glue
 
-from ilets.report import command_chapter as X
-from ilets.report import grid_command as R
+from ilets.gridcommand.report import chapter as X
+from ilets.gridcommand.report import results as R
 from ilets.report import plots
 
 root = Path.cwd().parent  # chapters execute in notebooks/

@@ -18,8 +18,9 @@ imported or executed; fast):
    function), a chapter calls nothing named in :data:`RUNNING` (``schedule``, ``drive``,
    ``run_method``, ``plan``, ``measure``, ...).
 4. **Nor through the report layer.** The package functions a chapter calls live in
-   ``ilets.report``; no module there imports a name of :data:`RUNNING` or :data:`TIMERS`, nor
-   ``time``/``timeit`` (so a chapter cannot run an experiment by calling a helper that does).
+   ``ilets.report`` or a scenario's report part (:data:`SCENARIO_REPORTS`); no module there
+   imports a name of :data:`RUNNING` or :data:`TIMERS`, nor ``time``/``timeit`` (so a chapter
+   cannot run an experiment by calling a helper that does).
 
 Building a chapter's *inputs* is not an experiment: ``ilets.workloads`` (a seeded workload
 table, a fraction of a second at paper scale) is not an experiment module, and neither is
@@ -48,8 +49,10 @@ EXPERIMENT_MODULES = (
     "ilets.simulator", "ilets.agents", "ilets.gridcommand",
     "ilets.study.run", "ilets.study.grid", "ilets.study.latency", "ilets.study.expert_tables",
     "ilets.study.book_measurements", "ilets.study.evaluate", "ilets.study.positive_control", "ilets.study.verify",
-    "ilets.study.command_pilot",
 )
+#: A scenario's report part (its chapter's numbers, tables and sentences): report modules,
+#: pure functions of recorded results, though they live in the scenario's experiment package.
+SCENARIO_REPORTS = ("ilets.gridcommand.report",)
 
 #: The names a chapter may use from an experiment module: module -> {name: why it runs nothing}.
 READABLE: dict[str, dict[str, str]] = {
@@ -96,8 +99,12 @@ def _is_module(dotted: str) -> bool:
     return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
+def _inside(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in packages)
+
+
 def _experiment(module: str) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in EXPERIMENT_MODULES)
+    return _inside(module, EXPERIMENT_MODULES) and not _inside(module, SCENARIO_REPORTS)
 
 
 def _dotted(node: ast.AST) -> list[str] | None:
@@ -225,8 +232,17 @@ def test_no_chapter_runs_an_experiment_at_book_time(chapter):
                        + "\n  ".join(found))
 
 
-@pytest.mark.parametrize("module", sorted((SRC / "ilets" / "report").rglob("*.py")),
-                         ids=lambda p: str(p.relative_to(SRC)))
+#: Every report module: the report layer and the scenarios' report parts.
+REPORT_MODULES = sorted([*(SRC / "ilets" / "report").rglob("*.py"),
+                         *(p for s in SCENARIO_REPORTS for p in SRC.joinpath(*s.split(".")).rglob("*.py"))])
+
+
+def test_a_scenario_report_is_read_as_a_report_and_its_study_part_as_an_experiment():
+    assert not _experiment("ilets.gridcommand.report.results") and _experiment("ilets.gridcommand.study.pilot")
+    assert _experiment("ilets.gridcommand.env") and any("gridcommand" in str(p) for p in REPORT_MODULES)
+
+
+@pytest.mark.parametrize("module", REPORT_MODULES, ids=lambda p: str(p.relative_to(SRC)))
 def test_no_report_module_imports_an_experiment_or_a_clock(module):
     bad = []
     for node in ast.walk(ast.parse(module.read_text())):

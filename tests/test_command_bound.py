@@ -1,4 +1,4 @@
-"""ilets.report.command_bound on hand-built tables and cell records: the bound's check counts
+"""ilets.gridcommand.report.bound on hand-built tables and cell records: the bound's check counts
 what it must, and the sentences say what the numbers say."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from ilets.report import command_bound as B
+from ilets.gridcommand.report import bound as B
 
 #: total reward per rung (higher is better), tracking error (lower is better)
 RUNGS = {"hindsight": (-100.0, 0.20), "oracle": (-110.0, 0.15), "mpc-perfect": (-105.0, 0.30),

@@ -1,4 +1,4 @@
-"""ilets.report.grid_command on hand-built stores: the comparison, the ladder, drift, sentences."""
+"""ilets.gridcommand.report.results on hand-built stores: the comparison, the ladder, drift, sentences."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from ilets.gridcommand.experts import ladder_gaps
-from ilets.report import command_prose as RP
-from ilets.report import grid_command as R
+from ilets.gridcommand.report import prose as RP
+from ilets.gridcommand.report import results as R
 
 REPS = 300
 SEEDS = (0, 1, 2, 3, 4)
@@ -168,8 +168,9 @@ def test_a_bad_role_is_named(table):
 def test_extension_rows_are_marked_and_quote_the_code():
     from ilets.gridcommand.command import DAY_TO_WINDOW
     from ilets.gridcommand.pipeline_config import PipelineConfig
-    from ilets.report import command_deviations, deviations
-    from ilets.study.command_scenario import load_profile as load_grid_profile
+    from ilets.gridcommand.report import deviations as command_deviations
+    from ilets.report import deviations
+    from ilets.gridcommand.study.scenario import load_profile as load_grid_profile
 
     ext = command_deviations.extensions_table()
     assert len(ext) >= 10 and (ext["kind"] == command_deviations.EXTENSION).all()

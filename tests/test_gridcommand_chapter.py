@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ilets.gridcommand.archive import ARCHIVE, DESIGNS, archive_provenance, load_archive
-from ilets.report import command_chapter as X
+from ilets.gridcommand.report import chapter as X
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -60,15 +60,15 @@ def test_the_appendix_has_one_row_per_design():
 READERS = {
     "archive": ("12a_grid_command_designs", "src/ilets/gridcommand/archive.py"),
     "book": ("08_decision_time", "src/ilets/study/book_measurements.py"),
-    "gridcommand": ("12_grid_command", "src/ilets/report/grid_command.py"),
-    "gridcommand-hindsight": ("12_grid_command", "src/ilets/report/command_chapter.py"),
-    "gridcommand-paper": ("12a_grid_command_designs", "src/ilets/report/grid_command.py"),
-    "gridcommand-paper-hindsight": ("12_grid_command", "src/ilets/report/command_bound.py"),
-    "gridcommand-paper-sleep-redraw": ("12_grid_command", "src/ilets/report/command_criteria.py"),
-    "gridcommand-per-server-episodes": ("12_grid_command", "src/ilets/report/command_control.py"),
-    "gridcommand-per-server-episodes-own": ("12_grid_command", "src/ilets/report/command_control.py"),
-    "gridcommand-per-server-terms": ("12_grid_command", "src/ilets/report/command_control.py"),
-    "gridcommand-per-server-film-later": ("12_grid_command", "src/ilets/report/command_control.py"),
+    "gridcommand": ("12_grid_command", "src/ilets/gridcommand/report/results.py"),
+    "gridcommand-hindsight": ("12_grid_command", "src/ilets/gridcommand/report/chapter.py"),
+    "gridcommand-paper": ("12a_grid_command_designs", "src/ilets/gridcommand/report/results.py"),
+    "gridcommand-paper-hindsight": ("12_grid_command", "src/ilets/gridcommand/report/bound.py"),
+    "gridcommand-paper-sleep-redraw": ("12_grid_command", "src/ilets/gridcommand/report/criteria.py"),
+    "gridcommand-per-server-episodes": ("12_grid_command", "src/ilets/gridcommand/report/positive_control.py"),
+    "gridcommand-per-server-episodes-own": ("12_grid_command", "src/ilets/gridcommand/report/positive_control.py"),
+    "gridcommand-per-server-terms": ("12_grid_command", "src/ilets/gridcommand/report/positive_control.py"),
+    "gridcommand-per-server-film-later": ("12_grid_command", "src/ilets/gridcommand/report/positive_control.py"),
     "paper": ("07_results", "src/ilets/study/results.py"),
     "quick": ("10_reproduce", "src/ilets/study/results.py"),
     "per-server": ("13_per_server", "src/ilets/study/results.py"),
@@ -102,7 +102,7 @@ def test_every_shipped_folder_has_a_reader_or_is_listed_unread():
 
 
 def test_the_archive_names_the_commit_that_recomputes_it(tmp_path):
-    from ilets.report.command_chapter import recompute_commit
+    from ilets.gridcommand.report.chapter import recompute_commit
 
     assert recompute_commit(tmp_path) == "unknown"
     assert len(recompute_commit(ROOT)) == 8

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from ilets.gridcommand.command import DRIFT_FACTORS
-from ilets.report import command_control as C
-from ilets.report import command_criteria as K
+from ilets.gridcommand.report import positive_control as C
+from ilets.gridcommand.report import criteria as K
 
 ROOT = Path(__file__).resolve().parents[1]
 

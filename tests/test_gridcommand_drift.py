@@ -16,8 +16,8 @@ import pytest
 from ilets.config import ConfigError
 from ilets.gridcommand.command import (DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TARGET, DRIFT_TOWARD,
                                        FIELD_REGIMES, REGIMES, CommandError, one_factor)
-from ilets.report import command_drift as D
-from ilets.study import command_drift as CD
+from ilets.gridcommand.report import drift as D
+from ilets.gridcommand.study import drift as CD
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -117,7 +117,7 @@ def test_a_bad_family_is_named_in_one_line(tmp_path, text, where):
 def test_the_command_line_names_a_bad_family_without_a_traceback(tmp_path):
     path = tmp_path / "family.yaml"
     path.write_text("name: f\nscenario: gridcommand-smoke\nfactors: [speed]\n")
-    out = subprocess.run([sys.executable, "-m", "ilets.study.command_drift", "--family", str(path), "--out",
+    out = subprocess.run([sys.executable, "-m", "ilets.gridcommand.study.drift", "--family", str(path), "--out",
                           str(tmp_path / "out")], capture_output=True, text=True, cwd=ROOT)
     assert out.returncode == 2 and "Traceback" not in out.stderr and str(path) in out.stderr
     assert "factors[0]: 'speed'" in out.stderr and not (tmp_path / "out").exists()
@@ -205,7 +205,7 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert D.complete_factors(rows, grids, "tiny") == ["depth"]
     grids["tiny/depth/shifted"]["planned_cells"] = None
     assert D.complete_factors(rows, grids, "tiny") == []
-    assert "python -m ilets.study.command_drift --family tiny --factors band" in set(archive["recompute"])
+    assert "python -m ilets.gridcommand.study.drift --family tiny --factors band" in set(archive["recompute"])
 
 
 def test_processes_split_a_family_by_seed_or_factor_and_bad_ones_are_named(tmp_path, capsys):

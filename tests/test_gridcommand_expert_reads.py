@@ -81,7 +81,7 @@ def test_imitations_rollout_drives_an_expert_through_the_adapter():
 
 def test_the_book_tables_name_every_rung_and_every_privileged_read():
     from ilets.gridcommand.experts import EXPERTS
-    from ilets.report import grid_command as R
+    from ilets.gridcommand.report import results as R
 
     reads = R.reads_table()
     assert len(reads) == len(EXPERTS)

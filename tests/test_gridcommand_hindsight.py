@@ -102,7 +102,7 @@ def test_named_errors(kw, match):
 
 
 def test_the_grid_profile_runs_the_quick_rungs_and_gives_the_bound_the_oracle_budget():
-    from ilets.study.command_scenario import load_profile, settings_digest
+    from ilets.gridcommand.study.scenario import load_profile, settings_digest
 
     bound, quick = load_profile("gridcommand-grid-hindsight"), load_profile("gridcommand-grid-quick")
     assert set(bound.methods) - {"hindsight"} <= set(quick.methods)
@@ -119,7 +119,7 @@ def test_the_grid_profile_runs_the_quick_rungs_and_gives_the_bound_the_oracle_bu
 def test_a_grid_with_the_bound_needs_a_node_limit_and_keeps_it_to_the_oracle_seeds():
     import dataclasses
 
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     bound = load_profile("gridcommand-grid-hindsight")
     with pytest.raises(ConfigError, match="grid.oracle_node_limit: the hindsight rung"):
@@ -139,7 +139,7 @@ def test_the_thermostat_may_be_a_member_and_is_then_bounded_too():
 
 def test_the_paper_grid_names_its_members_and_shares_the_full_window_rung_cells():
     from ilets.gridcommand.experts.hindsight import CANDIDATES
-    from ilets.study.command_scenario import load_profile, settings_digest
+    from ilets.gridcommand.study.scenario import load_profile, settings_digest
 
     bound, paper = load_profile("gridcommand-grid-paper-hindsight"), load_profile("gridcommand-grid-paper")
     assert bound.scale == paper.scale == "paper" and set(bound.methods) - {"hindsight"} <= set(paper.methods)
@@ -158,7 +158,7 @@ def test_the_paper_grid_names_its_members_and_shares_the_full_window_rung_cells(
 def test_bound_members_unset_keeps_the_digest_and_set_is_validated():
     import dataclasses
 
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     quick = load_profile("gridcommand-grid-hindsight")
     assert quick.bound_members is None and "members" not in quick.expert_options("hindsight")

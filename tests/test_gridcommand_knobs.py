@@ -15,7 +15,7 @@ import yaml
 from ilets.config.strict import ConfigError
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.pipeline_config import PipelineConfig
-from ilets.study.command_scenario import load_profile
+from ilets.gridcommand.study.scenario import load_profile
 
 SCENARIO_FIELDS = [f.name for f in dataclasses.fields(GridCommandConfig) if f.name != "run"]
 PIPELINE_FIELDS = [f.name for f in dataclasses.fields(PipelineConfig)]

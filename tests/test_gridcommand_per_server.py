@@ -122,7 +122,7 @@ def test_deferral_scored_per_server_learns_the_teachers_minimum_over_servers_bet
 def test_the_clone_cache_key_is_unchanged_by_the_defer_and_cap_heads_at_their_defaults():
     """Clones cached before run.defer_head and run.cap_head existed are still found; the rows
     head and the cap head key their own."""
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-episodes")
     train = EP.training_config(grid.scenario_config(), grid.train_regime, 50, 0)
@@ -218,7 +218,7 @@ def test_with_speed_levels_the_per_server_table_has_a_row_per_placement(scenario
 
 
 def test_the_shipped_per_server_profiles_load():
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-episodes")
     run = grid.scenario_config().run
@@ -240,7 +240,7 @@ def _store_rows(design_track: dict[str, float]) -> pd.DataFrame:
 
 
 def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
-    from ilets.report import command_control as C
+    from ilets.gridcommand.report import positive_control as C
 
     table = C.control_table(_store_rows({"flat": 0.60, "per-server": 0.32}), reps=300)
     got = table.set_index("design")
@@ -361,7 +361,7 @@ def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
 
 
 def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher():
-    from ilets.report import command_control as C
+    from ilets.gridcommand.report import positive_control as C
 
     track = {"lyapunov": 0.30, "bc": 0.50, "bc+ppo": 0.40, "bc+ppo+oail": 0.60}
     rows = pd.DataFrame([{"method": m, "servers": 50, "seed": s, "tracking_mae_rel": v + 0.01 * s,
@@ -615,7 +615,7 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
         PC.PipelineConfig(train_servers=-1).validate()
     assert "train_servers" not in PC.PipelineConfig().plain()
     # and in a grid profile, when it is loaded
-    from ilets.study.command_scenario import load_profile as load_grid_profile
+    from ilets.gridcommand.study.scenario import load_profile as load_grid_profile
 
     grid = load_grid_profile("gridcommand-grid-per-server-episodes")
     moved = dataclasses.replace(grid, pipeline=dataclasses.replace(grid.pipeline, train_servers=50))
@@ -843,7 +843,7 @@ def test_rows_repeat_decisions_on_top_of_the_label_repeats(scenario):
 def test_the_chapter_reads_the_last_design_shipped_with_heldout_scores(tmp_path):
     import json
 
-    from ilets.report import command_control as C
+    from ilets.gridcommand.report import positive_control as C
 
     def ship(design: str, heldout: bool) -> None:
         cells = tmp_path / C.DESIGNS[design] / "cells"

@@ -12,8 +12,8 @@ import pytest
 from ilets.gridcommand import pilot as PL
 from ilets.gridcommand.experiment import ExperimentProfile
 from ilets.gridcommand.experts import LyapunovExpert
-from ilets.study import command_pilot as CP
-from ilets.study import command_scenario as G
+from ilets.gridcommand.study import pilot as CP
+from ilets.gridcommand.study import scenario as G
 from ilets.study.cli import main
 
 #: The retired pilot folder's record, kept in the archive's provenance.

@@ -14,7 +14,7 @@ from ilets.gridcommand import clone_cache as CC, cloning as CL, episodes as EP, 
 from ilets.gridcommand import pipeline_config as PC, teacher as TE
 from ilets.gridcommand.config import load_gridcommand_config
 from ilets.gridcommand.env import GridCommandEnv
-from ilets.study import command_scenario as G
+from ilets.gridcommand.study import scenario as G
 
 #: the smoke scenario with a small, fast learner (results mean nothing; mechanics do)
 SCENARIO = {"regime": "none", "slot_s": 0.1, "defer_s": 0.3,

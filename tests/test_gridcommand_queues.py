@@ -94,7 +94,7 @@ def test_every_shipped_grid_command_cell_keeps_its_settings_digest(folder):
     from pathlib import Path
 
     from ilets.gridcommand.experiment import Cell
-    from ilets.study import command_scenario as G
+    from ilets.gridcommand.study import scenario as G
 
     root = Path(__file__).resolve().parents[1] / "shipped" / folder
     profile = G.load_profile(root / "profile.json")

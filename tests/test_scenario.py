@@ -15,7 +15,7 @@ import yaml
 
 from ilets.config import ConfigError
 from ilets.gridcommand import pipeline as P
-from ilets.study import command_scenario as G
+from ilets.gridcommand.study import scenario as G
 from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.results import STATUS_DONE, STATUS_FAILED, compute_table

@@ -112,7 +112,7 @@ def test_the_rows_give_lyapunovs_scores_in_the_terms_design():
     """The same in the terms design's own scenario (the energy-ranked table, the sleep lever,
     50 servers), along a whole training episode."""
     from ilets.gridcommand import episodes as EP
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     grid = load_profile("gridcommand-grid-per-server-terms")
     seen = _follow(EP.training_config(grid.scenario_config(), grid.train_regime, 50, 0), 10_000)
@@ -148,8 +148,8 @@ def test_terms_need_the_queues_and_the_table(fields, says):
 def test_the_terms_design_has_a_control_without_the_terms_read_beside_it():
     """The control's profile is the terms design's but for its scenario, which is the terms
     scenario without the terms; it is read beside the terms design."""
-    from ilets.report import command_control as C
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.report import positive_control as C
+    from ilets.gridcommand.study.scenario import load_profile
 
     control, terms = load_profile("gridcommand-grid-per-server-film-later"), load_profile(
         "gridcommand-grid-per-server-terms")

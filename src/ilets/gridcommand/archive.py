@@ -110,7 +110,7 @@ def _head_commit(root: Path) -> str:
 
 def _recompute(kind: str, folder: str, part: str, profile: str) -> str:
     if kind == "drift":
-        return f"python -m ilets.study.command_drift --family {folder} --factors {part.split('/')[0]}"
+        return f"python -m ilets.gridcommand.study.drift --family {folder} --factors {part.split('/')[0]}"
     if folder == "gridcommand-pilot":
         return f"ilets pilot --scenario gridcommand --profile {profile}"
     return f"ilets grid --scenario gridcommand --profile {profile}"

@@ -25,7 +25,7 @@ the edge of the range with its candidates 1.8 % apart. The episode's total rewar
 deadline misses caused are recorded beside it. Pilot seeds :data:`PILOT_SEEDS` are outside
 every grid profile's seeds (checked by the tests).
 
-The study runs, resumes and ships the pilot (:mod:`ilets.study.command_pilot`)::
+The study runs, resumes and ships the pilot (:mod:`ilets.gridcommand.study.pilot`)::
 
     ilets pilot --scenario gridcommand --profile quick --out results/gridcommand-pilot
     ilets ship --scenario gridcommand --results results/gridcommand-pilot --to shipped/gridcommand-pilot

@@ -32,8 +32,8 @@ SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 def planned_cell_count(folder: Path) -> int | None:
     """How many cells the grid that made ``folder`` planned: its ``grid.json`` manifest
     (:func:`ilets.study.grid.manifest_cell_count`), else the grid-command grid's ``profile.json``
-    (:func:`ilets.study.command_profiles.profile_cell_count`); None when neither is there."""
-    from ilets.study import command_profiles as gridcommand
+    (:func:`ilets.gridcommand.study.profiles.profile_cell_count`); None when neither is there."""
+    from ilets.gridcommand.study import profiles as gridcommand
     from ilets.study import grid as study
 
     folder = Path(folder)

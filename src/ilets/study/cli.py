@@ -84,7 +84,7 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 def _cmd_ship(args: argparse.Namespace) -> int:
     from ilets.files import ShipRefused
-    from ilets.study.command_pilot import PILOT_FILE, PilotError
+    from ilets.gridcommand.study.pilot import PILOT_FILE, PilotError
     from ilets.study.shipping import ship
 
     src = Path(args.results)
@@ -102,7 +102,7 @@ def _cmd_ship(args: argparse.Namespace) -> int:
 
 
 def _cmd_pilot(args: argparse.Namespace) -> int:
-    from ilets.study.command_pilot import PilotError, run_pilot
+    from ilets.gridcommand.study.pilot import PilotError, run_pilot
     from ilets.study.scenario import get_scenario
 
     profile = get_scenario(args.scenario).load_profile(args.profile)

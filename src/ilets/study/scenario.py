@@ -19,12 +19,12 @@ Registered (:data:`SCENARIOS`, by the name ``ilets grid --scenario`` takes):
   ``cells/<method>[@<variant>]-M<servers>-s<seed>-<digest>/`` (:mod:`ilets.study.run`); store
   ``store/metrics.parquet`` and ``store/curves.parquet`` (:mod:`ilets.study.results`).
 * ``gridcommand``: a data centre following a power-grid operator's command
-  (:mod:`ilets.gridcommand`), on the study's stack in :mod:`ilets.study.command_scenario`.
+  (:mod:`ilets.gridcommand`), on the study's stack in :mod:`ilets.gridcommand.study.scenario`.
   Profiles ``gridcommand-grid-*`` (:class:`ilets.gridcommand.experiment.ExperimentProfile`); a
   cell is a method trained under the profile's ``train_regime`` and scored under it and under
   ``eval_regime`` (:func:`ilets.gridcommand.pipeline.run_method`), written as the one JSON file
   ``cells/<method>-M<servers>-s<seed>.json``; store ``store/results.parquet``, one row per cell
-  and regime role (read by :mod:`ilets.report.grid_command`).
+  and regime role (read by :mod:`ilets.gridcommand.report.results`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from ilets.host import ComputeRecord
 from ilets.numerics import recorded_mode
 # the grid-command scenario, on the study's stack (re-exported: its names were defined here)
 from ilets.study.profiles import SELECTION_FIELDS, settings_key  # noqa: F401 (re-exported)
-from ilets.study.command_scenario import (COMMAND_METRICS, COMMAND_PACKAGES, COMMAND_STORE,  # noqa: F401
+from ilets.gridcommand.study.scenario import (COMMAND_METRICS, COMMAND_PACKAGES, COMMAND_STORE,  # noqa: F401
                                           CommandCell, GridCommandScenario, cell_record, command_store_rows)
 
 # The scenarios' own modules are imported where they are used: the ``ilets`` command lists

@@ -27,7 +27,7 @@ for the paper's study (``cloud``):
 
 A grid-command folder (scenario ``gridcommand``) ships its store, ``profile.json``,
 ``grid.json`` and each finished cell's JSON file as it is; a grid-command pilot's folder
-(``pilot.json``, no ``cells/``) ships through :func:`ilets.study.command_pilot.ship_pilot`.
+(``pilot.json``, no ``cells/``) ships through :func:`ilets.gridcommand.study.pilot.ship_pilot`.
 
 The book prints the provenance on every results page; ``ilets verify`` re-runs shipped cells
 and compares their metrics.
@@ -94,12 +94,12 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
     of another grid), ships with a notice on stderr.
 
     :class:`ConfigError` when ``src`` holds no cells (no grid ran there). A grid-command
-    pilot's folder ships as a pilot (:func:`ilets.study.command_pilot.ship_pilot`)."""
+    pilot's folder ships as a pilot (:func:`ilets.gridcommand.study.pilot.ship_pilot`)."""
     sc = get_scenario(scenario)
     src, dest = Path(src), Path(dest)
     check_ship_target(dest, (src,))
     if sc.name == "gridcommand" and not (src / "cells").is_dir():
-        from ilets.study.command_pilot import PILOT_FILE, ship_pilot
+        from ilets.gridcommand.study.pilot import PILOT_FILE, ship_pilot
 
         if (src / PILOT_FILE).is_file():
             return ship_pilot(src, dest, note)

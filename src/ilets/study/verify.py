@@ -11,7 +11,7 @@ scenario's (:class:`ilets.study.scenario.Scenario`; everything else here is shar
   ``curve.csv``, the whole learning curve, value for value;
 * ``gridcommand``: each cell re-runs from the folder's ``profile.json``; compared are the
   training record and the scores of both regime roles, except CPU and wall seconds
-  (:func:`ilets.study.command_scenario.compare_records`).
+  (:func:`ilets.gridcommand.study.scenario.compare_records`).
 
 A verification certifies only what it re-ran itself: before anything runs, every recorded
 file it will compare is checked (:func:`check_recorded`: a damaged or missing file, or a

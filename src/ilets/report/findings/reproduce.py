@@ -53,7 +53,7 @@ def verified_folders(main: Path) -> dict[str, tuple[Path, str]]:
     book reads beside them (:mod:`ilets.study.results`) and the shipped grid-command results,
     quick and full-window; a folder that is absent, has no cells, or is one already listed is
     left out."""
-    from ilets.report.grid_command import PAPER_SHIPPED, SHIPPED
+    from ilets.gridcommand.report.results import PAPER_SHIPPED, SHIPPED
     from ilets.study.results import repo_root, per_server_dir, scale_dir, worlds_dir
 
     root = repo_root()

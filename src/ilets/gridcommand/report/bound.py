@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.experts import BOUND, EXPERTS
-from ilets.report.grid_command import LABELS, done_records, load_results, rungs_display
+from ilets.gridcommand.report.results import LABELS, done_records, load_results, rungs_display
 
 #: Where the book reads the shipped grid (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-hindsight"

@@ -1,6 +1,6 @@
 """The grid-command drift protocol, read from the archive: one row per factor with its control.
 
-The drift families (:mod:`ilets.study.command_drift`: two ordinary grids per factor of the
+The drift families (:mod:`ilets.gridcommand.study.drift`: two ordinary grids per factor of the
 command regime) were retired from ``shipped/`` into the archive table
 (:mod:`ilets.gridcommand.archive`), whose rows keep each grid's ``<factor>/<kind>`` and whose
 provenance keeps each grid's planned and finished cells. Three arms are set side by side,
@@ -24,7 +24,7 @@ import pandas as pd
 
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, REGIMES
 from ilets.report import stats as S
-from ilets.report.grid_command import LABELS, METRICS
+from ilets.gridcommand.report.results import LABELS, METRICS
 
 #: The family the drift criterion reads: the 16-episode per-server clone, fourteen days of
 #: commands per scored episode (so that the median episode holds twenty events).
@@ -39,7 +39,7 @@ FAMILIES = {"flat policy, one day of commands": "gridcommand-drift",
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The grid kinds of a factor.
 KINDS = ("shifted", "control")
-#: The metrics the protocol reports (all in :data:`ilets.report.grid_command.METRICS`).
+#: The metrics the protocol reports (all in :data:`ilets.gridcommand.report.results.METRICS`).
 DRIFT_METRICS = ("tracking_mae_rel", "misses_caused", "in_band_fraction")
 
 

@@ -106,7 +106,7 @@ def cell_progress(results: GridResults) -> tuple[int, int | None]:
     """The planned cells a results folder holds, and how many its shipped profile plans; without
     a shipped profile, every cell it holds and None. Cells are matched by name, not counted, so
     a cell outside the plan cannot stand in for a missing one."""
-    from ilets.study.command_profiles import profile_cells
+    from ilets.gridcommand.study.profiles import profile_cells
 
     held = {(str(m), int(n), int(s)) for m, n, s in
             results.table[["method", "servers", "seed"]].drop_duplicates().itertuples(index=False, name=None)}

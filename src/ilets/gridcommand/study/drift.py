@@ -16,10 +16,10 @@ them, and nothing shows what a learner trained under the new regime would do. Th
 Both are the study's own grids (:func:`ilets.study.grid.run_grid`, scenario ``gridcommand``):
 resumable, verified and shipped like any other, one folder each, ``<out>/<factor>/<kind>``.
 The scored episodes of a regime are the same in both (the online segment under the run
-seed's commands), so every comparison is paired by seed (:mod:`ilets.report.command_drift`).
+seed's commands), so every comparison is paired by seed (:mod:`ilets.gridcommand.report.drift`).
 
-    python -m ilets.study.command_drift --out results/gridcommand-drift
-    python -m ilets.study.command_drift --ship results/gridcommand-drift --to shipped/gridcommand-drift
+    python -m ilets.gridcommand.study.drift --out results/gridcommand-drift
+    python -m ilets.gridcommand.study.drift --ship results/gridcommand-drift --to shipped/gridcommand-drift
 
 Two processes (say) share a family's work by seed, ``--seeds 0,2,4`` and ``--seeds 1,3``
 beside each other on one ``--out`` (:func:`only_seeds`), and ship once afterwards.
@@ -260,7 +260,7 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or ship) a drift family's grids."""
-    ap = argparse.ArgumentParser(prog="python -m ilets.study.command_drift", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ilets.gridcommand.study.drift", description=__doc__.splitlines()[0])
     ap.add_argument("--family", default="quick", help="a shipped family (quick) or a YAML path")
     ap.add_argument("--out", type=Path, help="where the grids go (<out>/<factor>/<kind>)")
     ap.add_argument("--ship", type=Path, metavar="FROM", help="ship the grids under FROM (with --to) instead")

@@ -7,7 +7,7 @@ already shows and says *met*, *in part* or *not met*, with the numbers it read, 
 summary is generated, never typed, and changes when a grid is shipped:
 
 1. every generated event inside the flexibility envelope, and an expert in the band on at
-   least :data:`~ilets.report.grid_command.BAND_BAR` of events, at both fleet sizes, in every
+   least :data:`~ilets.gridcommand.report.results.BAND_BAR` of events, at both fleet sizes, in every
    grid of :data:`ENVELOPE_GRIDS` (:func:`envelope_status`);
 2. the hindsight rung (the study's upper bound, the issue's "oracle") no worse than any
    rung on the scored objective, per regime (:func:`bound_status`);
@@ -35,10 +35,10 @@ import pandas as pd
 from ilets.gridcommand.command import DRIFT_EVENTS, DRIFT_FACTORS
 from ilets.gridcommand.archive import archive_provenance, load_archive
 from ilets.gridcommand.experts import BOUND
-from ilets.report import command_bound as B
-from ilets.report import command_control as C
-from ilets.report import command_drift as D
-from ilets.report import grid_command as R
+from ilets.gridcommand.report import bound as B
+from ilets.gridcommand.report import positive_control as C
+from ilets.gridcommand.report import drift as D
+from ilets.gridcommand.report import results as R
 
 MET, IN_PART, NOT_MET, NOT_RUN = "met", "in part", "not met", "not run"
 STATUSES = (MET, IN_PART, NOT_MET, NOT_RUN)
@@ -103,13 +103,13 @@ def _envelope_said(label: str, table: pd.DataFrame) -> tuple[bool, str]:
 
 def envelope_status(grids: Mapping[str, pd.DataFrame | None],
                     context: Mapping[str, pd.DataFrame | None] | None = None) -> Criterion:
-    """Criterion 1 over results tables (label -> :func:`~ilets.report.grid_command.results_table`,
+    """Criterion 1 over results tables (label -> :func:`~ilets.gridcommand.report.results.results_table`,
     None when not shipped): a grid passes when it covers :data:`FLEETS`, the envelope dropped
     none of its generated events and none it kept asks for more than the levers reached
-    (:func:`~ilets.report.grid_command.envelope_table`; a drop is a generated event the fleet
+    (:func:`~ilets.gridcommand.report.results.envelope_table`; a drop is a generated event the fleet
     could not move at all, so it counts against the criterion, not for it) and some expert
     reaches the band on at least the bar's share of events in every (regime, fleet size) pair
-    (:func:`~ilets.report.grid_command.band_bar_table`); a listed grid not shipped fails. Met
+    (:func:`~ilets.gridcommand.report.results.band_bar_table`); a listed grid not shipped fails. Met
     when every grid passes. The ``context`` grids are reported after them, not judged."""
     passes, said = [], []
     for label, table in grids.items():
@@ -128,7 +128,7 @@ def envelope_status(grids: Mapping[str, pd.DataFrame | None],
 
 
 def bound_status(grids: Mapping[str, pd.DataFrame]) -> Criterion:
-    """Criterion 2 over bound tables (label -> :func:`~ilets.report.command_bound.bound_table`;
+    """Criterion 2 over bound tables (label -> :func:`~ilets.gridcommand.report.bound.bound_table`;
     empty when not shipped): a grid passes when it covers :data:`FLEETS`, no rung scored above
     the hindsight rung on any episode, and the hindsight rung has the best seed mean of the
     scored objective in every (regime, fleet size) pair; a listed grid not shipped fails. Met
@@ -176,12 +176,12 @@ PRIVILEGED_ONLY = "Met only with the teacher's terms in the rows; not met withou
 
 
 def clone_status(control: pd.DataFrame) -> Criterion:
-    """Criterion 3 over :func:`~ilets.report.command_control.control_table` of the kept designs
-    (:data:`~ilets.report.command_control.DESIGNS`): per design, whether its frozen clone meets
+    """Criterion 3 over :func:`~ilets.gridcommand.report.positive_control.control_table` of the kept designs
+    (:data:`~ilets.gridcommand.report.positive_control.DESIGNS`): per design, whether its frozen clone meets
     the bar under the training regime at each fleet size it ran. Met when a design whose rows
-    carry no privileged state (:data:`~ilets.report.command_control.PRIVILEGED`) meets it at
+    carry no privileged state (:data:`~ilets.gridcommand.report.positive_control.PRIVILEGED`) meets it at
     every one of :data:`FLEETS` and its twin with each seed's own training workloads
-    (:data:`~ilets.report.command_control.OWN_DESIGN`) meets it too; in part when only a
+    (:data:`~ilets.gridcommand.report.positive_control.OWN_DESIGN`) meets it too; in part when only a
     privileged design, or only some fleet size, meets it (the evidence then opens with
     :data:`PRIVILEGED_ONLY` where that is why); not met otherwise."""
     bc = control[(control["role"] == "train") & (control["method"] == "bc")] if len(control) else control
@@ -204,7 +204,7 @@ def clone_status(control: pd.DataFrame) -> Criterion:
 
 
 def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
-    """Criterion 4 over :func:`~ilets.report.command_control.heldout_table` of the design the
+    """Criterion 4 over :func:`~ilets.gridcommand.report.positive_control.heldout_table` of the design the
     chapter reads (``design``): met when, at every one of :data:`FLEETS`, no method that
     fine-tunes the clone is worse than the frozen clone on the held-out episode in tracking
     error or deadline misses (paired by seed); in part when that holds at some fleet size.
@@ -231,8 +231,8 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
 
 def drift_status(families: Mapping[str, tuple[list[str], pd.DataFrame]]) -> Criterion:
     """Criterion 5 over the drift families (label -> (its factors with both grids whole,
-    :func:`~ilets.report.command_drift.complete_factors`; its rows,
-    :func:`~ilets.report.command_drift.load_drift`), read from the archive table: met when one
+    :func:`~ilets.gridcommand.report.drift.complete_factors`; its rows,
+    :func:`~ilets.gridcommand.report.drift.load_drift`), read from the archive table: met when one
     family has every factor with its control, :data:`DRIFT_SEEDS` seeds or more in each of those
     grids and a median episode of at least :data:`~ilets.gridcommand.command.DRIFT_EVENTS`
     events; in part when a family has some factor whole."""
@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print README's summary of the grid-command bar, or write it between :data:`README_MARKERS`."""
     from ilets.files import marked_block_main
 
-    return marked_block_main(argv, "python -m ilets.report.command_criteria", main.__doc__,
+    return marked_block_main(argv, "python -m ilets.gridcommand.report.criteria", main.__doc__,
                              ("root", Path("."), "the repository whose shipped/ to read (default: .)"),
                              lambda root: readme_block(root or Path(".")), README_MARKERS, "the grid-command bar")
 

@@ -34,7 +34,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                                            DRIFT_TOWARD, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S)
     from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
     from ilets.gridcommand import pilot as PL
-    from ilets.study.command_scenario import load_profile as load_grid_profile
+    from ilets.gridcommand.study.scenario import load_profile as load_grid_profile
     from ilets.gridcommand.experts import LyapunovExpert
     from ilets.gridcommand.features import SLOT_ERROR_BANDS, TERM_SCALE, TRACK_SCALE
     from ilets.gridcommand.cloning import whole_epoch_step_shares
@@ -96,7 +96,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "epochs cut in proportion), by a rule committed before either ran "
                   "(gridcommand-grid-clone-pilot-y*, choose_train_days); "
                   "a family's grids share one clone cache, which changes no number",
-                  "ilets.gridcommand.command.DRIFT_FACTORS, ilets.study.command_drift", kind=EXTENSION),
+                  "ilets.gridcommand.command.DRIFT_FACTORS, ilets.gridcommand.study.drift", kind=EXTENSION),
         Deviation("Days of commands per window", _NO_PAPER,
                   "opt-in (window_days, default 1): one window stands for that many days of commands, the "
                   "regime's times fitted to window / days and its expected events multiplied by days; the "
@@ -201,7 +201,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "among " + ", ".join(map(str, PILOT_DEFER_REPEATS)) + "; "
                   f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
-                  "ilets.gridcommand.pipeline_config.PipelineConfig, ilets.report.command_control.choose_defer_repeat/"
+                  "ilets.gridcommand.pipeline_config.PipelineConfig, ilets.gridcommand.report.positive_control.choose_defer_repeat/"
                   "choose_defer_repeat_energy",
                   kind=EXTENSION),
         Deviation("The grid-command clone's BC budget and DAgger", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
@@ -217,7 +217,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "BC's number of gradient steps; a third clone pilot at 50 servers (the fleet size where one round "
                   "missed the bar) chose among " + ", ".join(map(str, PILOT_ROUNDS)) + " rounds by the same rule",
                   "ilets.gridcommand.pipeline_config.PipelineConfig.bc_epochs/dagger_rounds, ilets.gridcommand.teacher."
-                  "relabel, ilets.report.command_control.choose_bc_epochs/choose_dagger_rounds", kind=EXTENSION),
+                  "relabel, ilets.gridcommand.report.positive_control.choose_bc_epochs/choose_dagger_rounds", kind=EXTENSION),
         Deviation("The grid-command clone's training episodes", "one training episode (the offline segment)",
                   f"pipeline.train_episodes (default {pipe.train_episodes}: the run's training episode only) lets the "
                   "teacher demonstrate on further training episodes, the offline segments of other workloads (run "
@@ -247,10 +247,10 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   f"{max(episodes_pilot.seeds)}, the budget pilot's rule, committed first) chose among "
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES)) + ", then, its rule having picked the largest, also "
                   + ", ".join(map(str, PILOT_TRAIN_EPISODES_WIDENED)) + "; a probe of that design's clone on its teacher's "
-                  "states (ilets.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
+                  "states (ilets.gridcommand.study.clone_transfer, evaluation seed 5, shipped; it chose nothing) suggested it",
                   "ilets.gridcommand.episodes.training_episodes, PipelineConfig.train_episodes/train_episode_stride/"
                   "bc_step_budget, "
-                  "ilets.report.command_control.choose_train_episodes/choose_train_episodes_own", kind=EXTENSION),
+                  "ilets.gridcommand.report.positive_control.choose_train_episodes/choose_train_episodes_own", kind=EXTENSION),
         Deviation("The grid-command clone's fleet", "each fleet size its own policy, trained on that fleet",
                   f"pipeline.train_servers (default {pipe.train_servers}: the scored fleet's) lets a per-server clone "
                   "learn on another fleet size (its training episodes and DAgger rounds have that many servers) and "
@@ -269,7 +269,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   + ", ".join(map(str, PILOT_EVENT_REPEATS)) + "; every clone records its agreement on event and "
                   "off-event decisions apart",
                   "ilets.gridcommand.cloning.event_rows/event_epochs, ilets.gridcommand.teacher.agreement_split, "
-                  "ilets.report.command_control.choose_event_repeat", kind=EXTENSION),
+                  "ilets.gridcommand.report.positive_control.choose_event_repeat", kind=EXTENSION),
         Deviation("The sleep head's clone: sleep weighting", _NO_PAPER,
                   f"pipeline.sleep_repeat (default {pipe.sleep_repeat}: as demonstrated) shows each demonstrated "
                   "sleep action of the sleep head that many times in every BC, the first and each DAgger round's "
@@ -277,7 +277,7 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "cent, so the epochs are not cut); a fifth clone pilot (the sleep head's design, 50 servers, "
                   "seeds no grid evaluates, the budget pilot's rule, written first) chose among "
                   + ", ".join(map(str, PILOT_SLEEP_REPEATS)) + "; a named error without sleep actions",
-                  "ilets.gridcommand.cloning.label_repeats, ilets.report.command_control.choose_sleep_repeat",
+                  "ilets.gridcommand.cloning.label_repeats, ilets.gridcommand.report.positive_control.choose_sleep_repeat",
                   kind=EXTENSION),
         Deviation("The sleep head's clone: the rule's inputs in each row", _NO_PAPER,
                   "opt-in (observe_sleep, off by default): each server's row gains how long the server has had "

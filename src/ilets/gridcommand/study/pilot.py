@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from ilets.files import atomic_write, check_ship_target, publish_folder, staging_folder
 from ilets.host import ComputeRecord, machine_record, provenance_of, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
-from ilets.study.command_scenario import COMMAND_PACKAGES
+from ilets.gridcommand.study.scenario import COMMAND_PACKAGES
 
 if TYPE_CHECKING:
     from ilets.gridcommand.experiment import ExperimentProfile

@@ -9,7 +9,7 @@ study handles it:
 * **Profiles** (:func:`load_profile`): a shipped name (``quick``, ``gridcommand-quick`` or
   ``gridcommand-grid-quick``: ``ilets/configs/gridcommand-grid-*.yaml``) or a YAML path, loaded
   strictly: an unknown key, a wrong type, an impossible value or a missing grid key
-  (:data:`ilets.study.command_profiles.REQUIRED_KEYS`: a profile without them would silently be the 90-cell quick grid)
+  (:data:`ilets.gridcommand.study.profiles.REQUIRED_KEYS`: a profile without them would silently be the 90-cell quick grid)
   raises :class:`ilets.config.ConfigError` naming the file and the key.
 * **Cells**: ``cells/<method>-M<servers>-s<seed>.json`` (:func:`cell_name`; never changed
   once shipped), one JSON record each (:func:`cell_record`): identity, profile, scale,
@@ -20,7 +20,7 @@ study handles it:
   the profile's settings (:func:`settings_problem`); a damaged or stale record is named, set
   aside (hidden, kept) and recomputed, so a changed ``train_regime`` never reuses old cells.
 * **Store**: ``store/results.parquet``, one row per cell and regime role
-  (:func:`command_store_rows`, read by :mod:`ilets.report.grid_command`).
+  (:func:`command_store_rows`, read by :mod:`ilets.gridcommand.report.results`).
 * **Verification** (``ilets verify --scenario gridcommand``): a recorded cell is re-run from
   the results folder's ``profile.json`` and its training record and scores compared value for
   value, except what measures the host (:func:`compare_records`).
@@ -44,7 +44,7 @@ from ilets.config import ConfigError, to_dict
 from ilets.files import HeldByAnother, atomic_write
 from ilets.host import ComputeRecord, machine_record, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
-from ilets.study.command_profiles import (CELL_NAME, PROFILE_FILE, cell_name, load_profile, parse_cell_name,
+from ilets.gridcommand.study.profiles import (CELL_NAME, PROFILE_FILE, cell_name, load_profile, parse_cell_name,
                                          recorded_profile)
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ def cell_record(cell: CommandCell, cache_dir: Path | None = None, wait: bool = T
 
 def command_store_rows(records: Iterable[dict]) -> pd.DataFrame:
     """One row per finished grid-command cell and regime role: keys, regime, scalar metrics,
-    CPU seconds (the columns :mod:`ilets.report.grid_command` reads)."""
+    CPU seconds (the columns :mod:`ilets.gridcommand.report.results` reads)."""
     import pandas as pd
 
     from ilets.gridcommand.metrics import band_summary, episode_reward

@@ -1,7 +1,7 @@
 """Grid-command grid profiles: read from a shipped name, a YAML file or a results folder's
 ``profile.json``, and the cells they plan, named as their files are.
 
-Apart from running the cells (:mod:`ilets.study.command_scenario`): the report, the grid's
+Apart from running the cells (:mod:`ilets.gridcommand.study.scenario`): the report, the grid's
 manifest and the shipped folders' provenance read profiles and cell names without the
 runner's records and checks.
 """

@@ -5,7 +5,7 @@ The chapter states one finding, built from :func:`finding_numbers` over the quic
 rung of the expert ladder, where the episode's total reward ranks it, and how many deadlines the
 learned policies miss. Its tables are :func:`experts_display` (the ladder and the best of its
 rollouts), :func:`clones_display` (the kept clone designs against their teacher) and the
-criteria (:mod:`ilets.report.command_criteria`); its appendix is :func:`designs_table`, one row
+criteria (:mod:`ilets.gridcommand.report.criteria`); its appendix is :func:`designs_table`, one row
 per design tried, from the archive (:mod:`ilets.gridcommand.archive`) and the kept folders.
 """
 
@@ -18,7 +18,7 @@ import pandas as pd
 
 from ilets.gridcommand.archive import DESIGNS as ARCHIVED
 from ilets.gridcommand.archive import archive_provenance, load_archive
-from ilets.report.grid_command import LABELS, SHIPPED, load_results, results_table
+from ilets.gridcommand.report.results import LABELS, SHIPPED, load_results, results_table
 
 #: The ladder's rungs (the thermostat is the chapter's sixth rung, set beside them).
 RUNGS = ("oracle", "mpc-perfect", "mpc-forecast", "lyapunov", "rule")
@@ -36,7 +36,7 @@ NAMES = {**LABELS, "oracle": "windowed MILP planner", "mpc-perfect": "MPC, perfe
          "thermostat": "feedback thermostat", "hindsight": "best of the ladder's rollouts",
          "bc": "clone (frozen)", "ppo": "PPO from scratch", "bc+ppo": "clone + PPO",
          "bc+ppo+oail": "clone + PPO + corrections"}
-#: The kept folders of :mod:`ilets.report.command_control`'s designs and the ladder: what each
+#: The kept folders of :mod:`ilets.gridcommand.report.positive_control`'s designs and the ladder: what each
 #: changed, for the appendix.
 KEPT = {"gridcommand": "the ladder, the thermostat and the learners, quick scale",
         "gridcommand-hindsight": "the best of the ladder's rollouts, quick scale",

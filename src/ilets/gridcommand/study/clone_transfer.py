@@ -16,12 +16,12 @@ the teacher's own terms (:func:`regret_of`): a clone that disagrees only between
 teacher all but ties is short of resolution, not of the rule, and one whose disagreements cost
 the teacher much has not learned it.
 
-``python -m ilets.study.clone_transfer --profile P --servers 50 --seeds 5 --out F.json``
+``python -m ilets.gridcommand.study.clone_transfer --profile P --servers 50 --seeds 5 --out F.json``
 clones as the grid does (read from ``--cache``, a grid's ``cache/`` folder, when it holds the
 clone) and writes the rows with the machine, the date and the commit
 (:func:`ilets.host.write_benchmark`; each row also keeps its own commit and date, so
 ``--append`` adds another profile's rows to a record). Chapter 12 reads the shipped record
-(:func:`ilets.report.command_control.transfer_sentence`).
+(:func:`ilets.gridcommand.report.positive_control.transfer_sentence`).
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def probe(profile: str, servers: int, seed: int, cache_dir: Path | None = None) 
     """One row per episode of :data:`EPISODES` for the clone of ``profile`` (a grid profile
     with a clone-based method) at ``servers`` and ``seed``, cloned as the grid clones it
     (:func:`ilets.gridcommand.clone_cache.cached_clone`)."""
-    from ilets.study.command_scenario import load_profile
+    from ilets.gridcommand.study.scenario import load_profile
 
     grid = load_profile(profile)
     base, pipe = grid.scenario_config(), grid.pipeline.validate()
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     """Probe the clones of a grid profile and write the rows as JSON."""
     from ilets.host import host_record, write_benchmark
 
-    ap = argparse.ArgumentParser(prog="python -m ilets.study.clone_transfer", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m ilets.gridcommand.study.clone_transfer", description=__doc__.splitlines()[0])
     ap.add_argument("--profile", required=True, help="a grid profile whose methods clone a teacher")
     ap.add_argument("--servers", type=int, nargs="+", default=[50])
     ap.add_argument("--seeds", type=int, nargs="+", required=True)

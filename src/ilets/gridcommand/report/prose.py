@@ -1,5 +1,5 @@
 """The grid-command results in words: the sentences a chapter glues, each a pure function of the
-tables of :mod:`ilets.report.grid_command` (never crashing on a missing method, rung or folder:
+tables of :mod:`ilets.gridcommand.report.results` (never crashing on a missing method, rung or folder:
 the sentence then says what is missing).
 """
 
@@ -13,7 +13,7 @@ import pandas as pd
 from ilets.gridcommand.experts import EXPERTS, LADDER
 from ilets.gridcommand.pipeline_config import LEARNED
 from ilets.report import stats as S
-from ilets.report.grid_command import (BAND_BAR, LABELS, METRICS, PAPER_PROFILE, PAPER_SHIPPED, GridResults,
+from ilets.gridcommand.report.results import (BAND_BAR, LABELS, METRICS, PAPER_PROFILE, PAPER_SHIPPED, GridResults,
                                        band_bar_table, cell_progress, comparison_table, differences, direction_table,
                                        drift_table, envelope_table, ladder_table, results_table, role_rows)
 

@@ -19,8 +19,8 @@ import pandas as pd
 from ilets.gridcommand.episodes import HELDOUT_METRICS
 from ilets.gridcommand.pipeline_config import LEARNED
 from ilets.report import stats as S
-from ilets.report.command_prose import status_sentence
-from ilets.report.grid_command import LABELS, done_records, load_results
+from ilets.gridcommand.report.prose import status_sentence
+from ilets.gridcommand.report.results import LABELS, done_records, load_results
 
 #: The per-server clone learning from 16 training episodes, neighbouring seeds sharing most of
 #: them (50 and 200 servers; the fine-tuning methods too, scored on a held-out episode).
@@ -144,7 +144,7 @@ def design_profile(folder: Path) -> str:
 
 
 def designs_status(root: Path, designs: Mapping[str, Path]) -> str:
-    """:func:`ilets.report.command_prose.status_sentence` of each design's shipped grid, named,
+    """:func:`ilets.gridcommand.report.prose.status_sentence` of each design's shipped grid, named,
     with the profile that fills it (:func:`design_profile`) where it is missing."""
     return " ".join(f"Design *{design}*: "
                     + status_sentence(load_results(Path(root) / rel), Path(root) / rel, design_profile(rel))
