@@ -39,6 +39,9 @@ glue("rl_verdict", Markdown(R.verdict_text(report)), display=False)
 glue("rl_online_tasks", f"{PAPER_ONLINE_TASKS:,}", display=False)
 glue("rl_diagnosis", Markdown(R.diagnosis(report)), display=False)
 glue("rl_chosen", R.chosen_text(report), display=False)
+counts = R.design_counts(report)
+glue("rl_candidates", counts["candidates"].capitalize(), display=False)
+glue("rl_pilot_seeds", counts["pilot_seeds"], display=False)
 
 # %% [markdown]
 # ## The room
@@ -63,10 +66,10 @@ display(R.headroom_display(report))
 #
 # {glue:md}`rl_target_clone`
 #
-# Six candidate recipes were declared before any of their cells ran, with one budget (the same
+# {glue:text}`rl_candidates` candidate recipes were declared before any of their cells ran, with one budget (the same
 # clone, one online pass of {glue:text}`rl_online_tasks` decisions at 50 servers, the paper's scale)
 # and one rule:
-# on three pilot seeds that are never evaluated, the candidate that closes the largest share of
+# on {glue:text}`rl_pilot_seeds` pilot seeds that are never evaluated, the candidate that closes the largest share of
 # the gap between the clone and Min-Energy (held-out mean reward, frozen and greedy) while
 # keeping response time and success between the clone's and Min-Energy's is chosen
 # ({glue:text}`rl_chosen`); it alone then runs on the evaluation seeds.

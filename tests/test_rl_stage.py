@@ -170,6 +170,18 @@ def test_the_gap_closed_and_the_rule():
     assert R.choose(nothing) == R.STATUS_QUO
 
 
+def test_the_chapter_counts_its_candidates_and_pilot_seeds_from_the_pilot():
+    from ilets.report import rl_stage as R
+    from ilets.report.stats.prose import count_text
+
+    cells = R.control_cells(_pilot({"c2-bandit": 0.6}))
+    report = R.RLStageReport({}, R.summarise(cells), R.summarise(cells), None, None, None, None, cells)
+    counts = R.design_counts(report)
+    assert counts["candidates"] == count_text(len(R.CANDIDATES))
+    assert counts["pilot_seeds"] == count_text(int(cells["seed"].nunique())) == "three"
+    assert [count_text(n) for n in (0, 6, 12)] == ["no", "six", "12"]
+
+
 def test_the_guard_reads_between_the_clone_and_the_target():
     import pandas as pd
 

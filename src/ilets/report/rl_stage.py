@@ -322,6 +322,16 @@ def verdict_text(report: RLStageReport) -> str:
     return text
 
 
+def design_counts(report: RLStageReport) -> dict[str, str]:
+    """How many candidate recipes the pilot declares and how many pilot seeds each ran, in words
+    (``{"candidates": "six", "pilot_seeds": "three"}``), read from the pilot's cells."""
+    from ilets.report.stats.prose import count_text
+
+    cells = report.pilot_cells
+    seeds = int(cells["seed"].nunique()) if len(cells) else 0
+    return {"candidates": count_text(len(CANDIDATES)), "pilot_seeds": count_text(seeds)}
+
+
 def chosen_text(report: RLStageReport) -> str:
     """What the pilot's rule chose, in words."""
     return "not yet chosen" if report.chosen is None else CANDIDATES.get(report.chosen, report.chosen)

@@ -106,6 +106,15 @@ def people_table(frame: pd.DataFrame, sig: int = 3) -> pd.DataFrame:
     return frame.map(lambda v: cell_text(v, sig))
 
 
+#: Counts the book writes in words (a larger count is written in digits).
+_COUNT_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def count_text(n: int) -> str:
+    """A count in words up to ten (``0`` -> ``"no"``, ``6`` -> ``"six"``), in digits above."""
+    return _COUNT_WORDS[n] if 0 <= n < len(_COUNT_WORDS) else f"{n:,}"
+
+
 #: Unit fractions the book writes in words.
 _FRACTION_WORDS = {1: "the whole", 2: "half", 3: "a third", 4: "a quarter", 5: "a fifth", 10: "a tenth"}
 
