@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.gridcommand.experts import ladder_gaps
 from ilets.gridcommand.report import prose as RP
@@ -49,7 +50,7 @@ def test_comparison_means_and_intervals(table):
     assert got.loc["bc+ppo+oail", "ci_low"] < 0.30 < got.loc["bc+ppo+oail", "ci_high"]
     assert got.loc["oracle", "n"] == 2 and got.loc["rule", "n"] == 5
     shown = R.comparison_display(s)
-    assert "tracking error (share of the requested change)" in shown and "BC + PPO + OAIL" in set(shown["method"])
+    assert R.METRICS["tracking_mae_rel"][0] in shown and R.LABELS["bc+ppo+oail"] in set(shown["method"])
     assert shown.iloc[0]["time in band"].endswith("]") and "%" in shown.iloc[0]["time in band"]
 
 
@@ -122,27 +123,28 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     res = R.load_results(tmp_path)
     assert res.scale == "quick" and res.regimes == {"train": "shallow-long", "eval": "deep-short"}
     said = RP.sentences(res, reps=REPS)
-    assert "lowest tracking error is oracle (hindsight MILP)'s" in said["best"]
-    assert "at 1 deadline misses caused against the baseline run (the rule: 6)" in said["best"]
+    # at each fleet size: the oracle's error 0.085 at 1 miss caused (the rule's 6), its time in band 88.5%
+    best = said["best"].split("; at 200 servers")[0]
+    assert f"lowest tracking error is {R.LABELS['oracle']}'s" in best and "(the rule: 6)" in best
+    assert numbers_in(best) == ["50", "0.085", "1", "6", "88.5"]
     assert "(better)" in said["oail"] and said["oail"].startswith("Against BC + PPO")
     assert "horizon gap +0.100" in said["ladder"] and "forecast gap +0.150" in said["ladder"]
     assert "Lyapunov" in said["clone"] and "(worse)" in said["clone"]
-    assert "oracle (hindsight MILP) keeps the most" in said["drift"]
-    assert "BC (clone alone) the least (20 %)" in said["drift"]
+    assert f"{R.LABELS['oracle']} keeps the most" in said["drift"] and f"{R.LABELS['bc']} the least (20 %)" in said["drift"]
     # misses = 10 x error: learners 3 (OAIL) .. 9 (PPO); experts: the oracle's two seeds 0.85 .. the rule 6
-    assert ("at 50 servers the learned policies cause +3 to +9 deadline misses against the baseline run, "
-            "the experts +1 to +6") in said["misses"]
+    at50 = said["misses"].split(";")[0]
+    assert at50.index("learned policies") < at50.index("the experts") and numbers_in(at50) == ["50", "+3", "+9", "+1", "+6"]
     assert RP.misses_sentence(table[table["method"].isin(["rule", "oracle"])]).startswith("These results lack")
     assert "quick-scale results" in RP.scale_note(res) and "not run" in RP.scale_note(res)
     assert "no results" in RP.scale_note(None)
     # with the full-window grid shipped beside them, the note points to it instead
     beside = RP.scale_note(res, res)
-    assert "not run" not in beside and f"cells in `{R.PAPER_SHIPPED}`) is read in its own section" in beside
+    assert "not run" not in beside and f"`{R.PAPER_SHIPPED}`) is read" in beside
     status = RP.status_sentence(res, tmp_path)
     assert "**quick-scale**" in status and "not paper-scale" in status and "workload scale 0.02" in status
     # 9 methods x 2 fleets x 5 seeds less the oracle's 3 missing seeds per fleet, of a plan of 11 methods (the
     # two thermostats too) x 3 fleets x 5 seeds less the oracle's 3 per fleet
-    assert "84 of 156 planned cells (the grid had not finished" in status
+    assert "84 of 156 planned cells" in status and "had not finished" in status
     assert "(uncommitted changes)" in RP.provenance_sentence(res) and "1,800 CPU seconds" in RP.provenance_sentence(res)
 
 
@@ -242,21 +244,23 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     t.loc[(t["role"] == "eval") & (t["servers"] == 200), "band_reached_share"] = 0.0
     text = RP.band_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     # seed means: PPO 0.05 over five seeds, the oracle 0.885 over its two (seeds 0 and 1)
-    assert f"shallow-long at 50 servers from 5% (PPO (from scratch)) to 88% ({R.LABELS['oracle']})" in text
-    assert "deep-short at 200 servers none (no method reaches the band on any event)" in text
+    share, finite, bar = text.split(". ", 2)
+    first = share.split(": ", 1)[1].split("; ")[0]  # shallow-long at 50 servers: PPO lowest, the oracle highest
+    assert first.startswith("shallow-long at 50") and numbers_in(first) == ["50", "5", "88"]
+    assert first.index(R.LABELS["ppo"]) < first.index(R.LABELS["oracle"])
+    assert "deep-short at 200 servers none" in share and numbers_in(share.split("deep-short at 200")[1]) == []
     # finite on the median seed: in band more than half the time there; under training the
     # oracle, both MPCs and BC + PPO + OAIL (Lyapunov's median seed sits at exactly 0.5), under
     # the other regime the oracle, MPC-perfect and BC + PPO + OAIL; at both sizes: 2 x (4 + 3)
-    assert "finite (more than half the events reach the band, on the median seed) for 14 of 36" in text
-    assert RP.band_sentence(table, {}) == "These results record no per-event band times."
+    assert "for 14 of 36" in finite
+    assert "no per-event band times" in RP.band_sentence(table, {})
     # the bar counts experts only; the oracle's 0.885 meets it under training, its 0.9 x 0.885
     # (0.7965, printed 80%) under the other regime does not, and at 200 servers none reaches it
     # with its price: misses are 10 (training) and 15 (the other regime) times the error
-    assert ("met in 2 of 4 (regime, fleet size) pairs (the expert that reaches it most often: shallow-long at 50 "
-            f"servers {R.LABELS['oracle']} 88% at +1 deadline misses caused; shallow-long at 200 servers "
-            f"{R.LABELS['oracle']} 88% at +1 deadline misses caused; deep-short at 50 servers {R.LABELS['oracle']} "
-            "80% at +2 deadline misses caused; deep-short at 200 servers Lyapunov 0% at +6 deadline misses "
-            "caused)") in text
+    met = bar.split("is met in ")[1]
+    assert met.startswith("2 of 4") and met.count(R.LABELS["oracle"]) == 3 and R.LABELS["lyapunov"] in met
+    # (share of events in band, misses caused) per (regime, fleet size): shallow-long 50, 200; deep-short 50, 200
+    assert numbers_in(met)[2:] == ["50", "88", "+1", "200", "88", "+1", "50", "80", "+2", "200", "0", "+6"]
 
 
 def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
@@ -266,9 +270,9 @@ def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
     t = pd.DataFrame(rows)
     t.loc[(t["method"] == "thermostat") & (t["servers"] == 200) & (t["role"] == "eval"), "band_reached_share"] = 0.7
     text = RP.band_bar_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
-    assert "is met in 3 of 4 (regime, fleet size) pairs" in text and "BC" not in text
+    assert "met in 3 of 4" in text and "BC" not in text
     assert f"deep-short at 200 servers {R.LABELS['thermostat']} 70%" in text
-    assert RP.band_bar_sentence(t, {}, bar=0.95).startswith("The bar, an expert that reaches the band on at least 95%")
+    assert "on at least 95%" in RP.band_bar_sentence(t, {}, bar=0.95)
     assert "met in 0 of 4" in RP.band_bar_sentence(t, {}, bar=0.95)
     assert RP.results_bar_sentence(None) == "No results in this folder."
 
@@ -288,13 +292,17 @@ def test_envelope_sentence_counts_each_seeds_schedule_once(table):
                      events_clipped=np.where(table["role"] == "eval", 2.0, 1.0))
     text = RP.envelope_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     # five seeds, two kept events each and one dropped on seed 0: counted once per seed, not per method
-    assert "shallow-long at 50 servers: 11 generated, 1 dropped as unreachable, 5 of the 10 kept made shallower" in text
-    assert "deep-short at 200 servers: 11 generated, 1 dropped as unreachable, 10 of the 10 kept" in text
+    # per (regime, fleet size): generated, dropped as unreachable, made shallower of the kept
+    per = dict(part.split(": ") for part in text.split("(", 1)[1].split(")")[0].split("; "))
+    assert numbers_in(per["shallow-long at 50 servers"]) == ["11", "1", "5", "10"]
+    assert numbers_in(per["deep-short at 200 servers"]) == ["11", "1", "10", "10"]
+    assert "dropped as unreachable" in per["deep-short at 200 servers"]
     assert "predate" in RP.envelope_sentence(table.assign(events=1.0, events_dropped=np.nan, events_clipped=np.nan), {})
     assert (R.envelope_table(t)["redrawn"] == 0).all()  # results from before envelope_redraws moved nothing
     moved = t.assign(events_redrawn=np.where(t["seed"] == 1, 1.0, np.nan))  # NaN: a cell without the knob
-    assert "shallow-long at 50 servers: 11 generated, 1 moved to a new start, 1 dropped" in RP.envelope_sentence(
-        moved, {"train": "shallow-long", "eval": "deep-short"})
+    redrawn = RP.envelope_sentence(moved, {"train": "shallow-long", "eval": "deep-short"})
+    first = redrawn.split("(", 1)[1].split(";")[0]
+    assert "moved to a new start" in first and numbers_in(first) == ["50", "11", "1", "1", "5", "10"]
 
 
 def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):
@@ -302,8 +310,8 @@ def test_oracle_sentence_names_the_rungs_above_it_and_says_why(table):
     oracle = (t["method"] == "oracle") & (t["role"] == "train") & (t["servers"] == 50)
     t.loc[oracle, "tracking_mae_rel"] = 1.4
     text = RP.oracle_sentence(t, {"oracle_window": 30}, {"train": "shallow-long", "eval": "deep-short"})
-    assert "lower rung tracks better under shallow-long at 50 servers (" in text
-    assert "worse than ignoring the command (an error above 1) under shallow-long at 50 servers (1.40)" in text
+    assert text.split("lower rung tracks better under ")[1].startswith("shallow-long at 50 servers (")
+    assert "worse than ignoring the command" in text and "shallow-long at 50 servers (1.40)" in text
     assert "windows of 30 tasks" in text
     assert RP.oracle_sentence(table, {}, {}).startswith("The oracle tracks best")
 
@@ -321,7 +329,8 @@ def test_direction_sentence_names_who_does_worse_than_ignoring_each_direction(tm
     assert set(d["method"]) == {"oracle", "rule", "bc"} and (d["events"] == 1).all()
     text = RP.direction_sentence(d)
     # experts only (the clone is not one); each direction names who does worse than ignoring the command
-    assert f"on down events (1 per expert), worse than ignoring the command: rule (up to 1.50); better everywhere: " \
-           f"{R.LABELS['oracle']}" in text
-    assert f"on up events (1 per expert), worse than ignoring the command: {R.LABELS['oracle']} (up to 2.50)" in text
-    assert RP.direction_sentence(R.direction_table(None)) == "These results hold no per-event records."
+    down, up = text.split("on down events")[1].split("on up events")
+    assert numbers_in(down) == ["1", "1.50"]
+    assert down.index("rule (up to 1.50)") < down.index("better everywhere") < down.index(R.LABELS["oracle"])
+    assert numbers_in(up) == ["1", "2.50"] and f"command: {R.LABELS['oracle']} (up to 2.50)" in up
+    assert "no per-event records" in RP.direction_sentence(R.direction_table(None))
