@@ -62,3 +62,34 @@ def test_a_store_without_cells_gives_no_family_rows():
 
     assert family_metrics(pd.DataFrame({"variant": []}), pd.DataFrame(_metrics())).empty
 
+
+
+def test_chapter_13_leads_with_the_numbers_of_its_tables():
+    from ilets.report.per_server import chapter_lead, gap_display, heldout_display
+
+    comparison = pd.DataFrame({"method": ["drl+", "drl+", "drl+", "ilets-", "ilets-"],
+                               "metric": ["avg_response_s"] * 2 + ["energy_kwh"] + ["avg_response_s"] * 2,
+                               "servers": [50, 200, 50, 50, "all"], "ours_pct": [50.06, 17.35, 3.0, 41.01, 19.6],
+                               "paper_pct": [36.73, 36.73, 20.92, 22.3, 22.3]})
+    gap = gap_table(_metrics(), reps=200)
+    held = pd.DataFrame({"method": ["drl", "drl+", "drl+", "ilets"], "servers": [50, 50, 200, 50],
+                         "change": [0.636, -0.0002, 0.0005, -0.0018], "change_low": [0.38, -0.0015, 0.0, -0.0038],
+                         "change_high": [0.89, 0.0011, 0.001, 0.0001]})
+    lead = chapter_lead(comparison, gap, held)
+    r50, r200 = (gap.set_index(["measure", "servers"]).loc[("avg_response_s", s), "effect_pct"] for s in (50, 200))
+    # each number of the lead is its table's: the range over fleet sizes (energy and the pooled row left out)
+    assert "by +17.4 to +50.1 % across fleet sizes and ILETS- by +41.0 %" in lead and "36.73 % and 22.30 %" in lead
+    assert f"{r50:+.1f} % at 50 servers and {r200:+.1f} % at 200" in lead
+    assert "DRL+ and ILETS by -0.18 to +0.05 %" in lead and "DRL gain +63.6 %" in lead
+    assert lead.count(". ") == 2  # three sentences
+    assert lead.endswith("stay their expert's clone.")
+    moved = held.assign(change=held["change"].where(held["method"] == "drl", 0.02))
+    assert "stay their" not in chapter_lead(comparison, gap, moved)
+    assert chapter_lead(pd.DataFrame(), gap.iloc[0:0], held.iloc[0:0]).startswith("The per-server grid has no results")
+    shown = gap_display(gap)
+    assert list(shown.columns) == ["measure", "servers", "best learner", "best heuristic", "learner's improvement (%)"]
+    assert shown.iloc[0]["best learner"] == "DRL+" and shown.iloc[0]["measure"] == "response time"
+    wide = heldout_display(held)
+    assert list(wide["method"]) == ["DRL", "DRL+", "ILETS"] and list(wide.columns) == ["method", "50 servers", "200 servers"]
+    assert wide.set_index("method").loc["DRL+", "50 servers"] == "-0.02 [-0.15, +0.11]"
+    assert heldout_display(held.iloc[0:0]).empty
