@@ -14,11 +14,10 @@
 # %% [markdown]
 # # Deviations and reconstructed details
 #
-# The paper's full text, its environment, network and expert modules and its data files are
-# not available {cite}`kang2024ilets`. Everything below had to be chosen; every choice is a
-# typed configuration field or a documented function, and the list itself is
-# `ilets.report.deviations.DEVIATIONS`, rendered here. Where a profile variant measures a choice,
-# its effect is shown after the table.
+# The paper's full text, the authors' environment, network and expert code and their data are
+# not available {cite}`kang2024ilets`, so {glue:text}`n_reconstructed` details of this study are
+# our reconstructions and {glue:text}`n_bugs` bugs of the authors' code are deliberately not
+# copied; each is one row below. {glue:text}`lead`
 
 # %% tags=["remove-cell"]
 from IPython.display import Markdown
@@ -28,44 +27,41 @@ from ilets.report import deviations, plots
 from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()
-glue("profile_name", ctx.name, display=False)
 table = deviations.table()
 glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), display=False)
 glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
+glue("lead", deviations.effects_lead(ctx.all_metrics), display=False)
+glue("banner", Markdown(ctx.banner), display=False)
 
 # %% tags=["remove-input"]
-
-Markdown(f"> {ctx.banner}")  # what these results are: scale, completeness, provenance
+plots.markdown_table(deviations.display(), {})
 
 # %% [markdown]
-# ## The table
+# *Table: every detail we had to choose. "[code]": what the authors' code does; "tested by": the
+# variant of the study that changes this choice, measured below.*
 #
-# {glue:text}`n_reconstructed` details are reconstructed and {glue:text}`n_bugs` bugs of
-# the authors' code are deliberately not reproduced.
-
-# %% tags=["remove-input"]
-shown = table.rename(columns={"topic": "topic", "source": "paper / authors' code", "ours": "this study",
-                              "where": "where", "variant": "measured by variant", "kind": "kind"})
-Markdown(shown.to_markdown(index=False))
-
-# %% [markdown]
 # ## Measured effects
-#
-# For each choice with a variant, the change of the final metrics of the variant's cells
-# relative to the same methods and fleet size in the main grid of the
-# {glue:text}`profile_name` profile (mean over the seeds both ran; 95% paired percentile-bootstrap
-# interval over seeds in brackets). Negative response or energy changes and positive success changes
-# are improvements.
 
 # %% tags=["remove-input"]
-plots.markdown_table(deviations.effects_display(ctx.all_metrics), {},
+plots.markdown_table(deviations.effects_display(ctx.all_metrics), {"avg_response_s": "response", "energy_kwh": "energy",
+                                                                   "success_rate": "success"},
                      empty="No variant of this results store is judged yet, so no effect is measured here.")
 
 # %% tags=["remove-input"]
 plots.note(ctx.pending_variants_text)  # nothing when every planned variant is judged
 
 # %% [markdown]
-# Variants the profile does not define, or not judged yet, do not appear. The
-# chapters on OINPT ({doc}`05_oinpt`) and OAIL ({doc}`06_oail`) discuss the critic,
-# expert, state and window variants in context; the heavy-load variant shows how much the
-# comparison depends on the reconstructed service rates.
+# *Table: change of each final metric under a variant, against the same method, fleet size and
+# seeds of the main grid (mean, 95% paired bootstrap interval over seeds). Lower response and
+# energy and higher success are better.* {doc}`05_oinpt` and {doc}`06_oail` read the critic,
+# expert, state and window variants in context.
+#
+# :::{dropdown} Reproduce this
+# {glue:md}`banner`
+#
+# The table is `ilets.report.deviations.DEVIATIONS` (each row's `where` names the module or
+# setting), the effects `ilets.report.deviations.effects_display` and the finding
+# `effects_lead`. Each test is a variant of the paper profile: `heavy-load` (slower servers),
+# `reward-capped`, `rich-state`, `no-critic`, `greedy-expert` and `upcoming`; `oail-strong` and
+# `oail-sync` run in the quick profile only. {doc}`10_reproduce` gives the commands.
+# :::

@@ -305,8 +305,33 @@ def test_deviation_effects_display(store):
     from ilets.study.results import load_metrics
 
     shown = deviations.effects_display(load_metrics(store, variant=None))
-    assert set(shown["variant"]) == {"heavy-load"} and "avg_response_s" in shown
+    assert set(shown["variant"]) == {deviations.VARIANT_TEXT["heavy-load"]} and "avg_response_s" in shown
     assert shown["avg_response_s"].str.match(r"[+-]\d+\.\d% \[[+-]\d+\.\d, [+-]\d+\.\d\]").all()
+
+
+def test_the_deviations_table_shows_plain_words_and_every_row():
+    from ilets.report import deviations
+
+    shown = deviations.display()
+    assert len(shown) == len(deviations.DEVIATIONS) and "where" not in shown
+    assert not shown.apply(lambda col: col.str.contains("ilets.|_", regex=False)).any().any()
+    tested = {d.variant for d in deviations.DEVIATIONS if d.variant}
+    assert set(shown["tested by"]) - {""} == {deviations.VARIANT_TEXT[v] for v in tested}
+
+
+def test_the_deviations_finding_names_the_choices_that_move_a_learner():
+    from ilets.report import deviations
+
+    main = [{"variant": "", "method": m, "servers": 50, "seed": s, "avg_response_s": 2.0 + 0.1 * s,
+             "energy_kwh": 1.0, "success_rate": 0.5} for m in ("drl", "drl+") for s in range(3)]
+    slower = [{**r, "variant": "heavy-load", "avg_response_s": 2 * r["avg_response_s"]} for r in main[:3]]
+    critic = [{**r, "variant": "no-critic", "avg_response_s": 1.01 * r["avg_response_s"]} for r in main[3:]]
+    text = deviations.effects_lead(pd.DataFrame(main + slower + critic))
+    # 2 choices tested; the slower fleet doubles DRL's response (+100 %), no critic moves DRL+ by 1 %
+    assert "2 choices" in text and "1 change" in text and "+100%" in text and "DRL at 50 servers" in text
+    assert text.index(deviations.VARIANT_TEXT["heavy-load"]) < text.index(deviations.VARIANT_TEXT["no-critic"])
+    assert "1%" not in text.replace("+100%", "")
+    assert "no choice" in deviations.effects_lead(pd.DataFrame()).lower()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -56,129 +56,119 @@ class Deviation:
 
 DEVIATIONS: tuple[Deviation, ...] = (
     Deviation("Workload", "Google trace day 10, a 50-min window (start unpublished)",
-              "embedded synthetic window with the paper's counts, bursts and a trend change; trace loader provided",
+              "a synthetic window with the paper's counts, bursts and a trend change; a trace loader is provided",
               "ilets.workloads.workload, ilets.workloads.trace"),
-    Deviation("CPU requests", "from the trace", "inverse-CDF draws from a 201-quantile table of a real 33,302-task "
-              "sample (zeros dropped; the trace loader keeps 0 and skips empty requests, as the authors did)",
+    Deviation("CPU requests", "from the trace", "drawn from a real 33,302-task sample's distribution",
               "ilets/data/google_cpu_quantiles.csv"),
-    Deviation("Task length", "drawn from a range (unpublished)",
-              f"uniform {span(_W.length_mi)} MI (the group's earlier simulators)",
+    Deviation("Task length", "a range (unpublished)", f"uniform {span(_W.length_mi)} MI",
               "WorkloadConfig.length_mi"),
-    Deviation("Deadline", "unpublished", f"uniform {span(_W.deadline_s, 'g')} s relative to arrival",
+    Deviation("Deadline", "unpublished", f"uniform {span(_W.deadline_s, 'g')} s after arrival",
               "WorkloadConfig.deadline_s"),
-    Deviation("Server speed", "drawn from a range (unpublished)",
-              f"{span(_F.mips)} MIPS in steps of 50, chosen so that over the paper's full online window "
-              "50 servers are loaded but not swamped (the workload chapter's load table)",
+    Deviation("Server speed", "a range (unpublished)",
+              f"{span(_F.mips)} MIPS, so that 50 servers are loaded but not swamped",
               "FleetConfig.mips", variant="heavy-load"),
-    Deviation("Server capacity and power", "static power per server (values unpublished)",
-              f"capacity {_shares(_F.capacity_levels)} (shares {_shares(_F.capacity_probs)}, like the trace); idle "
-              f"{span(_F.idle_w)} W and active {span(_F.active_w)} W per 0.5 capacity, drawn independently of speed",
+    Deviation("Server capacity and power", "static power per server (unpublished)",
+              f"capacity {_shares(_F.capacity_levels)} (shares {_shares(_F.capacity_probs)}); idle "
+              f"{span(_F.idle_w)} W, active {span(_F.active_w)} W per 0.5 capacity",
               "FleetConfig"),
-    Deviation("Queueing model", "unpublished", "FCFS per server with CPU-capacity concurrency and head-of-line blocking",
+    Deviation("Queueing model", "unpublished", "first come, first served per server, head-of-line blocking",
               "ilets.simulator.cloud"),
-    Deviation("Reward normalisation", "theta*power + (1-theta)*estimated wait, unnormalised [code]",
-              f"power over the fleet's maximum; response (wait + own execution) over {_D.reward.wait_scale_s:g} s, "
-              f"shaped by the wait form '{_D.reward.wait_form}' (chosen by the tuning pilot among capped min(1, x), "
-              f"linear x and log(1 + x)); optional deadline penalty ({_D.reward.deadline_penalty:g} by default, "
-              "as in the code)", "ilets.simulator.objective", variant="reward-capped"),
-    Deviation("State", "2M+2: task CPU and one more scalar, per server free CPU and task count [code]",
-              "the same, the extra scalar being the task length; a 5M+2 'rich' state as a variant",
+    Deviation("Reward normalisation", "theta x power + (1 - theta) x estimated wait, unnormalised [code]",
+              f"power over the fleet's maximum; response over {_D.reward.wait_scale_s:g} s, "
+              f"{_D.reward.wait_form} wait form (the pilot's choice)", "ilets.simulator.objective",
+              variant="reward-capped"),
+    Deviation("State", "2M+2: task CPU, one more scalar, free CPU and task count per server [code]",
+              "the same, the extra scalar being the task length",
               "ilets.agents.env", variant="rich-state"),
-    Deviation("Infeasible actions", "silent", "masked (MaskablePPO); if taken anyway, redirected and penalised",
+    Deviation("Infeasible actions", "silent", "masked; if taken anyway, redirected and penalised",
               "ilets.agents.env"),
     Deviation("Learner", f"actor-critic, 128 units, Adam, lr {AUTHORS_LEARNING_RATE:g}, replay 10,000 [code]",
-              f"SB3 MaskablePPO, one {_P.hidden}-unit tanh layer each, lr {_P.learning_rate:g}, n_steps {_P.n_steps}, "
-              f"{_P.n_epochs} epochs (one pass)",
+              f"masked PPO, one {_P.hidden}-unit layer, lr {_P.learning_rate:g}, {_P.n_steps}-step rollouts, "
+              f"{_P.n_epochs} epochs",
               "ilets/configs/methods.yaml"),
-    Deviation("Critic in OINPT", "the paper trains the actor-critic; how is unknown",
-              f"regress V on discounted expert returns (gamma {_P.gamma:g})", "ilets.agents.oinpt.pretrain_critic",
+    Deviation("Critic in OINPT", "trained; how is unknown",
+              f"regressed on the expert's discounted returns (gamma {_P.gamma:g})", "ilets.agents.oinpt.pretrain_critic",
               variant="no-critic"),
-    Deviation("OINPT budget", f"all {PAPER_OFFLINE_TASKS:,} offline tasks", "GA+PSO demonstrations on the first "
-              f"max_demo_tasks offline tasks (profile setting), BC for {_D.oinpt.bc_epochs} epochs", "OINPTConfig"),
-    Deviation("Experts", "GA and PSO, settings unpublished", "hand-written GA/PSO with an exact batched "
-              "fitness (a compiled kernel; the same plans as the numpy version), seeded with the greedy plan; "
-              f"population x generations {_E.ga_population}x{_E.ga_generations} "
-              f"(GA), {_E.pso_particles}x{_E.pso_iterations} (PSO)", "ilets.agents.experts, ilets.agents.expert_kernels",
-              variant="greedy-expert"),
-    Deviation("OAIL updates", "immediately on the live policy, strength unpublished",
-              f"at the next rollout start (keeps PPO on-policy); {_O.bc_steps} BC step(s) at lr {_O.learning_rate:g} per "
-              "expert result",
+    Deviation("OINPT budget", f"all {PAPER_OFFLINE_TASKS:,} offline tasks",
+              f"the first {_D.oinpt.max_demo_tasks:,} offline tasks, cloned for {_D.oinpt.bc_epochs} epochs",
+              "OINPTConfig"),
+    Deviation("Experts", "GA and PSO, settings unpublished",
+              f"our GA ({_E.ga_population}x{_E.ga_generations}) and PSO ({_E.pso_particles}x{_E.pso_iterations}) "
+              "with exact plan costs, started from the greedy plan",
+              "ilets.agents.experts, ilets.agents.expert_kernels", variant="greedy-expert"),
+    Deviation("OAIL updates", "at once on the live policy, strength unpublished",
+              f"at the next rollout; {_O.bc_steps} cloning step at lr {_O.learning_rate:g} per expert result",
               "ilets.agents.oail, OAILConfig", variant="oail-strong"),
     Deviation("Simulated time", "advanced by wall-clock timer threads [code]",
-              "event-driven simulated time; results do not depend on host speed", "ilets.simulator.cloud",
+              "event-driven: results do not depend on host speed", "ilets.simulator.cloud",
               kind="bug not reproduced"),
     Deviation("Background thread", "the 'asynchronous' emulator ran synchronously [code]",
-              "a process pool computes plans beside the learner, paced in simulated time: a window "
-              f"submitted at simulated time t is due at t + {_O.latency_s:g} s on one of {_O.workers} emulator "
-              f"slot(s), with a backlog of {_O.max_pending}; due plans are applied at the next rollout start "
-              "(the learner waits for a late worker). Served windows never depend on host speed and runs are "
-              "bit-reproducible; the authors' synchronous emulator and a wall-clock mode are options",
+              f"a separate process paced in simulated time ({_O.workers} emulator, backlog {_O.max_pending}); "
+              "runs are bit-reproducible",
               "ilets.agents.oail (EmulatorSlots), OAILConfig.clock", variant="oail-sync", kind="bug not reproduced"),
-    Deviation("OAIL latency", "unpublished (the experts' real planning time)",
-              f"{_O.latency_s:g} s per request: the measured CPU time of GA then PSO on one 30-task window of "
-              "paper-scale snapshots (benchmarks/bench_experts.py); with it every window of the paper's online "
-              "pass is served (ilets.agents.oail.admission)", "OAILConfig.latency_s, configs/methods.yaml"),
-    Deviation("Tuning", "the paper's settings are unpublished",
-              "hyperparameters chosen by a pilot at paper scale on seeds never evaluated, one setting at a time, "
-              "by a rule committed before any pilot cell ran; settings the pilot's budget did not reach keep "
-              "their defaults (the pilot chapter)", "ilets.study.pilot, configs/pilot.yaml"),
-    Deviation("PSO data", "both BC updates used GA's demonstrations [code]",
-              f"each expert's own demonstrations, weighted {_shares(_O.weights)} by exact plan cost", "ilets.agents.oail",
+    Deviation("OAIL latency", "unpublished",
+              f"{_O.latency_s:g} s per request, the measured cost of GA then PSO on one {_E.window}-task window",
+              "OAILConfig.latency_s, configs/methods.yaml, benchmarks/bench_experts.py, ilets.agents.oail.admission"),
+    Deviation("Tuning", "unpublished",
+              "a pilot on seeds never evaluated, one setting at a time, by a rule fixed before it ran",
+              "ilets.study.pilot, configs/pilot.yaml"),
+    Deviation("PSO data", "both cloning updates used GA's plans [code]",
+              f"each expert's own, weighted {_shares(_O.weights)} by plan cost", "ilets.agents.oail",
               kind="bug not reproduced"),
-    Deviation("OAIL window", "the next (future) tasks [code]", "the last W scheduled tasks from a snapshot "
-              "taken before them; the authors' choice kept as an option", "OAILConfig.window_mode",
-              variant="upcoming", kind="bug not reproduced"),
-    Deviation("Policy network (a declared choice beside the authors')", "flat MLP, 128 units, over the 2M+2 state",
-              "flat stays the faithful study's default (policy: flat); policy: per-server adds one small ReLU MLP "
-              f"({_D.server_hidden} units) shared by all servers that scores each server from its row and the pooled "
-              "fleet (mean and max of the rows), masked softmax, critic on the pooled summary; runs at any fleet size",
-              "RunConfig.policy, ilets.agents.per_server"),
-    Deviation("Per-server observation", "the 2M+2 state (free CPU and a task count per server)",
-              f"observation: per-server: {len(TASK_FEATURES)} task numbers and {len(SERVER_FEATURES)} per server "
-              "(exact wait and response there, execution "
-              "time, free CPU, tasks, time to drain, speed, power, marginal power and energy, deadline met, response "
-              "over the deadline and over the fleet's best); times as log1p(t / wait_scale_s), never capped",
-              "ilets.agents.observation.SERVER_FEATURES"),
-    Deviation("Positive control", "none", "each expert cloned into each design with one BC budget (configs/"
-              "positive-control.yaml), evaluated frozen and greedy; agreement counted tie-aware (relative tolerance "
-              f"{TIE_TOL:g} on the expert's own criterion); flat clones scored on a prefix of the online half, beside "
-              "their expert on the same tasks", "ilets.study.positive_control, ilets.agents.cloning"),
-    Deviation("Fine-tuning aids", "plain PPO after BC",
-              "off by default; switchable: critic warm-up (actor frozen until the critic's explained variance "
-              "reaches a threshold on two rollouts, or a cap), a decaying KL to the frozen clone taken in separate "
-              "steps after each PPO update, DAgger-style OAIL targets (the learner's own states, the expert's "
-              "choices), held-out greedy checkpoints", "FinetuneConfig, ilets.agents.ppo, ilets.agents.checkpoints"),
-    Deviation("Per-server tuning", "the paper's settings are unpublished",
-              f"a joint random search for per-server DRL+ on the pilot seeds at {_servers(_PS_PILOT)} servers; "
-              "round 1 chose by mean J "
-              "alone, and its held-out scores showed the clones eroding, so a round 2 (three candidates with a "
-              "constant KL toward the clone) was declared after round 1 was read, with a rule committed before its "
-              f"cells ran: keep the clone (95 % t-interval of the held-out change above -{_KEEP:.0%}), then lowest J "
-              "(the pilot chapter)", "ilets.study.pilot.select_round_two, configs/pilot-per-server.yaml"),
-    Deviation("Worlds as replicates", "one data centre and one window; replicates unreported",
-              "the faithful grid keeps one fleet (seed 0) and the designed events for every seed; the worlds "
-              "profile draws each seed's fleet with its run seed and moves every burst and trend knot by up to "
-              f"{_WORLDS.run.workload.event_jitter_s:g} s (at most {MAX_EVENT_JITTER_S:g} s, so events keep their order), so "
-              "its intervals cover worlds and policies together",
-              "Profile.worlds, WorkloadConfig.event_jitter_s, configs/worlds.yaml"),
-    Deviation("Shifted worlds", "no change of data set, objective weight or constraints is shown",
-              "a declared family of worlds, each moving one factor (arrival rate, bursts, a linear trend over the "
-              "designed knots, CPU requests scaled or resampled from the real sample, lengths, deadlines, theta, the "
-              "fleet's ranges, the fleet size trained at); a learner that keeps learning there starts from a "
-              "per-server cell's final policy (warm_start), which also takes the clone's place as the KL reference; "
-              "the online conditions continue the per-server DRL+ policy (online_learners); the expert-quality "
-              "shift trains DRL+ anew cloning the one-step greedy expert, or GA+PSO with half its labels replaced "
-              "by a random allowed server (oinpt.label_noise), and its online conditions continue that clone with "
-              "the unchanged OAIL experts; a second family (shifts-worlds) runs flat and per-server DRL and DRL+ of "
-              "the worlds grid, each seed in its own world",
+    Deviation("OAIL window", "the next (future) tasks [code]", "the last W scheduled tasks",
+              "OAILConfig.window_mode", variant="upcoming", kind="bug not reproduced"),
+    Deviation("Policy network", "flat network, 128 units, over the 2M+2 state",
+              f"flat by default; a per-server network ({_D.server_hidden} units) scores each server from its row "
+              "and the fleet's summary", "RunConfig.policy, ilets.agents.per_server"),
+    Deviation("Per-server observation", "the 2M+2 state",
+              f"{len(TASK_FEATURES)} task numbers and {len(SERVER_FEATURES)} per server (times, load, speed, power, "
+              "deadline margins)", "ilets.agents.observation.SERVER_FEATURES"),
+    Deviation("Positive control", "none", "each expert cloned into each design with one budget, scored frozen; "
+              "ties count as agreement", "ilets.study.positive_control, ilets.agents.cloning, "
+              f"configs/positive-control.yaml (tie tolerance {TIE_TOL:g})"),
+    Deviation("Fine-tuning aids", "plain PPO after cloning",
+              "off by default: critic warm-up, a pull toward the frozen clone, imitation on the learner's own "
+              "states, held-out checkpoints", "FinetuneConfig, ilets.agents.ppo, ilets.agents.checkpoints"),
+    Deviation("Per-server tuning", "unpublished",
+              f"a random search at {_servers(_PS_PILOT)} servers; a second round, declared after the first, "
+              f"admits only candidates that keep their clone (within {_KEEP:.0%})",
+              "ilets.study.pilot.select_round_two, configs/pilot-per-server.yaml"),
+    Deviation("Worlds as replicates", "one data centre and one window",
+              "a second grid draws each seed's fleet and moves bursts and trend knots by up to "
+              f"{_WORLDS.run.workload.event_jitter_s:g} s",
+              f"Profile.worlds, WorkloadConfig.event_jitter_s (at most {MAX_EVENT_JITTER_S:g} s), configs/worlds.yaml"),
+    Deviation("Shifted worlds", "none shown",
+              "a declared family of worlds, each moving one factor (arrivals, bursts, trend, requests, lengths, "
+              "deadlines, theta, fleet, expert quality)",
               "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, OINPTConfig.label_noise, "
               "configs/shifts.yaml, ilets.study.shifts"),
 )
 
 
+#: Each variant a deviation names, in plain words: what it changes (the chapter's tables and
+#: sentences say these; the variants' own names are for the "Reproduce this" box).
+VARIANT_TEXT: dict[str, str] = {
+    "heavy-load": "slower servers", "reward-capped": "capped wait", "rich-state": "richer state",
+    "no-critic": "no critic pre-training", "greedy-expert": "greedy expert", "oail-strong": "stronger imitation",
+    "oail-sync": "synchronous emulator", "upcoming": "future window",
+}
+#: A learner's response-time change under a variant that counts as moving the results [ours]: at
+#: least this large, with its 95 % interval clear of zero.
+MATERIAL = 0.05
+
+
 def table() -> pd.DataFrame:
     """The deviations as a DataFrame (one row each)."""
     return pd.DataFrame([d.__dict__ for d in DEVIATIONS])
+
+
+def display() -> pd.DataFrame:
+    """The deviations as the chapter shows them: topic, the paper's or the authors' choice, ours,
+    the kind, and the variant that tests it in plain words (:data:`VARIANT_TEXT`); the code
+    locations (``where``) stay in :data:`DEVIATIONS`."""
+    t = table()
+    return pd.DataFrame({"topic": t["topic"], "paper or authors' code": t["source"], "this study": t["ours"],
+                         "kind": t["kind"], "tested by": t["variant"].map(lambda v: VARIANT_TEXT.get(v, ""))})
 
 
 def variant_effect(metrics: pd.DataFrame, variant: str,
@@ -201,17 +191,55 @@ def variant_effect(metrics: pd.DataFrame, variant: str,
                          "ci_high_pct": comp["rel_ci_high"], "seeds": comp["n_x"]}).reset_index(drop=True)
 
 
-def effects_display(metrics: pd.DataFrame, names: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """:func:`variant_effect` of every variant a deviation names (``names``: default all),
-    one row per (variant, method, servers, seeds), one column per metric holding
-    ``"+1.2% [-0.3, +2.5]"``; empty when no variant ran."""
+def _effects(metrics: pd.DataFrame, names: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """:func:`variant_effect` of every variant a deviation names (``names``: default all) that
+    ran, stacked (empty when none ran)."""
     names = tuple(d.variant for d in DEVIATIONS if d.variant) if names is None else names
     parts = [variant_effect(metrics, v) for v in names] if len(metrics) else []
     parts = [p for p in parts if len(p)]  # variants the profile lacks add nothing
-    effects = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def effects_display(metrics: pd.DataFrame, names: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """:func:`variant_effect` of every variant a deviation names (``names``: default all),
+    one row per (variant in plain words, method, servers, seeds), one column per metric holding
+    ``"+1.2% [-0.3, +2.5]"``; empty when no variant ran."""
+    effects = _effects(metrics, names)
     if effects.empty:
         return effects
+    effects["variant"] = effects["variant"].map(lambda v: VARIANT_TEXT.get(v, v))
     effects["change"] = [f"{r.change_pct:+.1f}% [{r.ci_low_pct:+.1f}, {r.ci_high_pct:+.1f}]"
                          for r in effects.itertuples()]
     return effects.pivot_table(index=["variant", "method", "servers", "seeds"], columns="metric", values="change",
                                aggfunc="first").reset_index().rename_axis(columns=None)
+
+
+def effects_lead(metrics: pd.DataFrame, names: tuple[str, ...] | None = None) -> str:
+    """Which tested choices move a learner's mean response time (:data:`MATERIAL` or more, the
+    95 % interval clear of zero), with the largest such change of each, and which do not: the
+    chapter's finding, from :func:`variant_effect` of every variant a deviation names."""
+    from ilets.method_table import LEARNERS, METHOD_LABELS
+    from ilets.report.report_context import and_join
+
+    effects = _effects(metrics, names)
+    if effects.empty:
+        return "No variant of these results is judged yet, so no choice's effect is measured here."
+    rows = effects[(effects["metric"] == "avg_response_s") & effects["method"].isin(LEARNERS)].copy()
+    rows["clear"] = (rows["ci_low_pct"] > 0) | (rows["ci_high_pct"] < 0)
+    rows["size"] = rows["change_pct"].abs().where(rows["clear"], 0.0)
+    tested = list(dict.fromkeys(rows["variant"]))
+    moving = [v for v in tested if rows.loc[rows["variant"] == v, "size"].max() >= 100 * MATERIAL]
+    rest = [VARIANT_TEXT.get(v, v) for v in tested if v not in moving]
+    parts = []
+    for v in moving:
+        top = rows.loc[rows.loc[rows["variant"] == v, "size"].idxmax()]
+        parts.append(f"{VARIANT_TEXT.get(v, v)} ({top.change_pct:+,.0f}% for {METHOD_LABELS.get(top.method, top.method)} at "
+                     f"{int(top.servers)} servers)")
+    text = (f"Of the {len(tested)} choices a variant tests, {len(moving)} change a learner's mean response time "
+            f"by {MATERIAL:.0%} or more: {and_join(parts)}." if moving else
+            f"None of the {len(tested)} choices a variant tests changes a learner's mean response time by "
+            f"{MATERIAL:.0%} or more.")
+    if moving and rest:
+        text += (f" The other {len(rest)} ({and_join(rest)}) change it by less, or within the seed-to-seed "
+                 "interval.")
+    return text
