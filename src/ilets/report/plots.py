@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from ilets.expert_table import EXPERT_LABELS
 from ilets.method_table import METHOD_LABELS
@@ -237,32 +238,75 @@ def event_points(table: pd.DataFrame, y: str, ylabel: str,
 
 # --- results chapters: figures and display tables ---------------------------------------
 
+#: Methods whose results can lie far off every other method's scale (random and round-robin's
+#: response time at 50 servers is about a hundred times the others'): where drawing them would
+#: stretch a panel of :func:`metric_grid` more than :data:`OFF_SCALE_STRETCH` times the other
+#: methods' range, their off-scale means are written at the axis' edge instead of drawn.
+OFF_SCALE = ("random", "round-robin")
+OFF_SCALE_STRETCH = 2.0
+#: Font size (pt) of the grid's labels: >= 10 pt in the book's ~700 px column at its width.
+GRID_FONT = 10.5
+
+
 def metric_grid(metrics: pd.DataFrame, columns: dict[str, str], order: list[str] | None = None,
-                ncols: int = 2) -> plt.Figure:
-    """One point-plot panel per metric (``columns``: column -> axis label): mean and 95 % CI
-    over seeds per method (display names, in ``order``), one colour per fleet size."""
+                ncols: int = 2, off_scale: tuple[str, ...] = OFF_SCALE) -> plt.Figure:
+    """One panel per metric (``columns``: column -> axis label), methods as rows (display names,
+    in ``order``): mean and 95 % CI over seeds, one colour per fleet size. Where the methods of
+    ``off_scale`` would stretch a panel more than :data:`OFF_SCALE_STRETCH` times the range of
+    the others' runs, the panel shows that range and each off-scale mean is written at the
+    edge it lies beyond (with its fleet size), so the other methods are not flattened."""
     data = label_methods(metrics)
     scales = sorted(data["servers"].unique())
+    hues = [str(x) for x in scales]
     data["servers"] = data["servers"].astype(str)
-    n = len(columns)
-    nrows = int(np.ceil(n / ncols))
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.2 * ncols, 3.3 * nrows), squeeze=False)
+    order = list(order) if order is not None else list(dict.fromkeys(data["Method"]))
+    far = {METHOD_LABELS.get(m, m) for m in off_scale}
+    colors = dict(zip(hues, sns.color_palette("colorblind", len(hues))))
+    nrows = int(np.ceil(len(columns) / ncols))
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7.6, nrows * (0.3 * len(order) + 1.0)), sharey=True,
+                             squeeze=False, layout="constrained")
     for ax, (col, label) in zip(axes.ravel(), columns.items()):
-        sns.pointplot(data=data, x="Method", y=col, hue="servers", order=order, hue_order=[str(x) for x in scales],
-                      palette="colorblind", errorbar=("ci", 95), n_boot=500, seed=0, dodge=dodge(0.45, scales), linestyle="none",
-                      markers="o", markersize=4, err_kws={"linewidth": 1.2}, ax=ax)
-        ax.set(xlabel="", ylabel=label)
-        ax.tick_params(axis="x", rotation=40, labelsize=8)
-        if ax is not axes.ravel()[0]:
-            leg = ax.get_legend()
-            if leg is not None:
-                leg.remove()
-        else:
-            ax.legend(title="servers", fontsize=8, title_fontsize=8)
-    for ax in axes.ravel()[n:]:
+        kept = data.loc[~data["Method"].isin(far), col].dropna()
+        every = data[col].dropna()
+        lo, hi = (float(kept.min()), float(kept.max())) if len(kept) else (np.nan, np.nan)
+        clip = len(kept) > 0 and float(every.max() - every.min()) > OFF_SCALE_STRETCH * (hi - lo)
+        pad = 0.06 * ((hi - lo) or abs(hi) or 1.0)
+        means = data[data["Method"].isin(far)].groupby(["Method", "servers"])[col].mean()
+        beyond = means[(means < lo - pad) | (means > hi + pad)] if clip else means.iloc[0:0]
+        shown = data[[k not in beyond.index for k in zip(data["Method"], data["servers"])]]
+        sns.pointplot(data=shown, x=col, y="Method", hue="servers", order=order, hue_order=hues, palette=colors,
+                      errorbar=("ci", 95), n_boot=500, seed=0, dodge=dodge(0.5, scales), linestyle="none",
+                      markers="o", markersize=4, err_kws={"linewidth": 1.2}, orient="y", ax=ax)
+        if clip:
+            ax.set_xlim(lo - pad, hi + pad)
+            _write_off_scale(ax, beyond, order, hi)
+        ax.set(xlabel=label, ylabel="")
+        ax.xaxis.label.set_size(GRID_FONT)
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))
+        ax.tick_params(axis="both", labelsize=GRID_FONT)
+        if ax.get_legend() is not None:
+            ax.get_legend().remove()
+    for ax in axes.ravel()[len(columns):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    handles, labels = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, labels, title="servers", loc="outside upper center", ncol=len(labels), fontsize=GRID_FONT,
+               title_fontsize=GRID_FONT, frameon=False)
     return fig
+
+
+def _write_off_scale(ax, beyond: pd.Series, order: list[str], hi: float) -> None:
+    """Each off-scale method's means (``beyond``: (method, fleet size) -> mean) written at the
+    edge of the axis they lie beyond, with an arrow pointing that way."""
+    from ilets.report.stats.prose import number_text
+
+    for method, g in beyond.groupby(level=0, sort=False):
+        values = g.droplevel(0).sort_index(key=lambda s: s.astype(int))
+        right = bool((values > hi).all())
+        said = "; ".join(f"{number_text(v)} at {s}" for s, v in values.items())
+        ax.text(0.98 if right else 0.02, order.index(method), f"{said} →" if right else f"← {said}",
+                transform=ax.get_yaxis_transform(), ha="right" if right else "left",
+                va="center", fontsize=GRID_FONT, color="0.25",
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "0.7", "alpha": 0.9})
 
 
 def improvement_vs_paper(comparison: pd.DataFrame, metric_labels: dict[str, str]) -> plt.Figure:
@@ -274,7 +318,7 @@ def improvement_vs_paper(comparison: pd.DataFrame, metric_labels: dict[str, str]
     wheres = [w for w in sorted(data["where"].unique(), key=lambda w: (w == "pooled", len(w), w))]
     methods = [m for m in METHOD_ORDER if m in set(data["Method"])]
     colors = dict(zip(wheres, sns.color_palette("colorblind", len(wheres))))
-    fig, axes = plt.subplots(1, len(metric_labels), figsize=(4.2 * len(metric_labels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(metric_labels), figsize=(7.6, 3.6), squeeze=False, layout="constrained")
     width = 0.6
     labelled: set[str] = set()
     for ax, (metric, label) in zip(axes[0], metric_labels.items()):
@@ -296,14 +340,15 @@ def improvement_vs_paper(comparison: pd.DataFrame, metric_labels: dict[str, str]
                 labelled.add("paper")
         ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(range(len(methods)), methods)
-        ax.set(title=label, ylabel="improvement over DRL (%)" if ax is axes[0][0] else "")
+        ax.set_title(label, fontsize=GRID_FONT)
+        ax.set_ylabel("improvement over DRL (%)" if ax is axes[0][0] else "", fontsize=GRID_FONT)
+        ax.tick_params(axis="both", labelsize=GRID_FONT)
     handles: list[Artist] = []
     labels: list[str] = []
     for ax in axes[0]:
         h, lab = ax.get_legend_handles_labels()
         handles, labels = handles + h, labels + lab
-    fig.legend(handles, labels, loc="upper center", ncol=len(labels), bbox_to_anchor=(0.5, 1.08), fontsize=8)
-    fig.tight_layout()
+    fig.legend(handles, labels, loc="outside upper center", ncol=len(labels), fontsize=GRID_FONT, frameon=False)
     return fig
 
 
