@@ -155,7 +155,7 @@ def test_the_shifts_chapter_names_the_heuristics_it_ran():
     shown = SH.display_table(table, "mean_reward").set_index("shift")
     assert "best heuristic run" in shown.columns
     # a learner a world did not run is said, not "nan"
-    assert shown.loc["expert-greedy", "DRL"] == SH.NOT_RUN and shown.loc["none", "DRL+"] == SH.NOT_RUN
+    assert shown.loc["expert greedy", "DRL"] == SH.NOT_RUN and shown.loc["unshifted", "DRL+"] == SH.NOT_RUN
 
 
 # --- 7. numbers for people -----------------------------------------------------------------------

@@ -38,10 +38,12 @@ def test_the_frozen_policy_is_judged_against_the_best_heuristic_of_each_world():
     assert by.loc["rate-x2", "unshifted_rel_pct"] == by.loc["none", "rel_pct"]
 
 
-def test_the_sentence_counts_verdicts_and_says_what_did_not_run():
+def test_the_sentence_gives_the_range_and_the_worst_world_and_says_what_did_not_run():
     rows, t = _table()
     text = R.shifts_sentence(t, rows)
-    assert "over 1 shifted worlds and 4 seeds each" in text and "worse in 1" in text and "rate-x2" in text
+    rel = t.set_index("shift").loc["rate-x2", "rel_pct"]
+    assert text.startswith("Deployed frozen in 1 shifted worlds (4 seeds each)")
+    assert f"lies {rel:+.1f} % from the best heuristic's" in text and f"under rate ×2 ({rel:+.1f} % on average)" in text
     assert "not yet run: online without OAIL, online with OAIL" in text
     one = rows[rows["seed"] == 0]
     assert "one seed: no interval resolves" in R.shifts_sentence(R.frozen_table(one, measures=("mean_reward",),
@@ -50,20 +52,35 @@ def test_the_sentence_counts_verdicts_and_says_what_did_not_run():
                                                                                 pd.DataFrame())
     mixed = rows[~((rows["shift"] == "rate-x2") & (rows["seed"] > 0))]
     said = R.shifts_sentence(R.frozen_table(mixed, measures=("mean_reward",), reps=50), mixed)
-    assert "1 to 4 seeds each" in said and "a world with one seed has no verdict" in said
+    assert "(1 to 4 seeds each)" in said and "a world with one seed has no verdict" in said
     # what the declared family has not run is read from its record: frozen only, no expert shift
     declared = {"name": "shifts-worlds", "conditions": ["frozen"], "shifts": [{"factor": "none"}]}
     assert text.endswith("expert) have not run yet.") and "not yet run: online" in text
-    quiet = R.shifts_sentence(t, rows, declared=declared)
-    assert "not yet run" not in quiet and "expert-quality" not in quiet
+    quiet = R.shifts_sentence(t, rows, declared=declared, who="the flat ones")
+    assert "not yet run" not in quiet and "expert-quality" not in quiet and "the flat ones' mean reward" in quiet
 
 
 def test_the_display_has_a_row_per_world_and_a_column_per_learner():
     rows, t = _table()
     shown = R.display_table(t, "mean_reward")
-    assert list(shown["shift"]) == ["none", "rate-x2"] and "DRL+" in shown.columns
-    assert "(unshifted" in shown.set_index("shift").loc["rate-x2", "DRL+"]
+    assert list(shown["shift"]) == ["unshifted", "rate ×2"] and "DRL+" in shown.columns
+    r = t.set_index("shift").loc["rate-x2"]
+    assert shown.set_index("shift").loc["rate ×2", "DRL+"] == f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}]"
     assert R.display_table(t, "avg_response_s").empty
+    assert [R.shift_label(n) for n in ("bursts-none", "none-at-200", "trained-at-50-run-at-200")] == [
+        "bursts none", "unshifted at 200", "trained at 50 run at 200"]
+
+
+def test_the_designs_sentence_sets_the_flat_learners_beside_the_per_server_ones():
+    _, t = _table()
+    flat = t.assign(learner="drl")
+    both = pd.concat([flat.assign(rel_pct=flat["rel_pct"] * 100), t.assign(learner="drl+@per-server")])
+    shifted = both[both["factor"] != "none"].set_index("learner")["rel_pct"]
+    text = R.designs_sentence(both)
+    assert text.startswith("Over the 1 shifted worlds a flat policy can take")
+    assert (f"is {shifted['drl']:+,.1f} % for the authors' flat learners and {shifted['drl+@per-server']:+.1f} % "
+            "for the per-server learners.") in text
+    assert R.designs_sentence(t.iloc[0:0]).startswith("The flat and per-server policies have not run")
 
 
 def test_oail_is_judged_against_the_same_learner_continuing_without_it():
@@ -77,25 +94,27 @@ def test_oail_is_judged_against_the_same_learner_continuing_without_it():
     # the frozen table still reads the frozen rows only
     assert R.frozen_table(every, measures=("mean_reward",), reps=300).equals(_table()[1])
     assert "not yet run" not in R.shifts_sentence(_table()[1], every)
-    said = R.oail_sentence(t.reset_index())
-    assert "improves the mean reward in 1 of 1 (shifted world, learner)" in said
-    assert "; in the unshifted world: +" in said and said.rstrip(".").endswith("better")
-    assert "DRL+" in R.condition_display(t.reset_index()).columns
-    assert "not measured yet" in R.oail_sentence(R.oail_table(rows)) and R.condition_display(R.oail_table(rows)).empty
+    median = t.loc["rate-x2", "rel_pct"]
+    said = R.online_sentence(pd.DataFrame(), t.reset_index())
+    assert said.startswith(f"Adding online imitation (OAIL) to the learning changes the mean reward by a median of "
+                           f"{median:+.1f} % over 1 shifted worlds (better in 1, worse in 0)")
+    assert "DRL+" in " ".join(R.conditions_display(pd.DataFrame(), t.reset_index()).columns)
+    assert "has not run yet" in R.online_sentence(R.continuing_table(rows), R.oail_table(rows))
+    assert R.conditions_display(R.continuing_table(rows), R.oail_table(rows)).empty
     # the declared family's shifts without a verdict are named: no runs, or a shift its online learner skips
     family = {"online_learners": ["drl+"], "shifts": [{"name": "none"}, {"name": "rate-x2"}, {"name": "theta-0.5"},
                                                       {"name": "expert-greedy", "learners": ["drl"]}]}
-    said = R.oail_sentence(t.reset_index(), declared=family)
-    assert said.endswith("No verdict yet (no runs, or one seed) in 1 of the family's shifts: theta-0.5.")
+    said = R.condition_clause(t.reset_index(), declared=family)
+    assert said.endswith("with no verdict yet in 1 of the family's shifts (theta-0.5)")
     # a comparison on one seed is no verdict: it is not counted, and its shift is named with the others
     one = t.reset_index().iloc[[-1]].assign(shift="theta-0.5", factor="objective weight", seeds=1, rel_pct=50.0,
                                              verdict="unresolved")
-    said = R.oail_sentence(pd.concat([t.reset_index(), one], ignore_index=True), declared=family)
-    assert "in 1 of 1 (shifted world, learner)" in said and "+50" not in said and said.endswith(": theta-0.5.")
-    shown = R.condition_display(pd.concat([t.reset_index(), one], ignore_index=True)).set_index("shift")
-    assert shown.loc["theta-0.5", "DRL+"] == "+50.0 (one seed, no verdict)"
-    alone = R.oail_sentence(pd.concat([t.reset_index()[lambda d: d["factor"] == "none"], one]))
-    assert "has run in 1 (shifted world, learner) comparisons, each on one seed" in alone
+    said = R.condition_clause(pd.concat([t.reset_index(), one], ignore_index=True), declared=family)
+    assert "over 1 shifted worlds" in said and "+50" not in said and said.endswith("(theta-0.5)")
+    shown = R.conditions_display(pd.DataFrame(), pd.concat([t.reset_index(), one], ignore_index=True))
+    assert shown.set_index("shift").loc["theta 0.5", "with OAIL vs without (DRL+)"] == "+50.0 (one seed)"
+    alone = R.condition_clause(pd.concat([t.reset_index()[lambda d: d["factor"] == "none"], one]))
+    assert alone == "is measured in 1 shifted worlds, each on one seed, so not judged yet"
 
 
 def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
@@ -104,18 +123,11 @@ def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
     online = frozen.assign(condition="online", mean_reward=frozen["mean_reward"] - 0.05)
     t = R.continuing_table(pd.concat([rows, online], ignore_index=True), measures=("mean_reward",), reps=300)
     assert list(t["shift"]) == ["none", "rate-x2"] and (t["rel_pct"] < 0).all() and set(t["verdict"]) == {"worse"}
-    text = R.continuing_sentence(t)
-    assert text.startswith("Learning on online as plain PPO (DRL+)") and "worsens it in 2 of 2" not in text
-    assert "in 0 of 1 (shifted world, learner) comparisons, worsens it in 1" in text
-    assert "in the unshifted world: -10.0 % [-10.0, -10.0] worse" in text
-    assert "not measured yet" in R.continuing_sentence(R.continuing_table(rows))
-
-
-def test_two_unshifted_worlds_are_named_by_their_fleet_size():
-    rows, _ = _table()
-    frozen = rows[rows["kind"] == "learner"]
-    online = frozen.assign(condition="online", mean_reward=frozen["mean_reward"] - 0.05)
-    t = R.continuing_table(pd.concat([rows, online], ignore_index=True), measures=("mean_reward",), reps=300)
-    at200 = t[t["factor"] == "none"].assign(servers=200, shift="none-at-200")
-    text = R.continuing_sentence(pd.concat([t, at200], ignore_index=True))
-    assert "worse at 50 servers, -10.0 % [-10.0, -10.0] worse at 200 servers" in text
+    oail = t.assign(rel_pct=1.0, verdict="better")
+    text = R.online_sentence(t, oail)
+    median = t.set_index("shift").loc["rate-x2", "rel_pct"]
+    # one sentence: learning on against frozen in full, then OAIL from "by" on; the unshifted world is left out
+    assert text == (f"Learning on as plain PPO (DRL+) rather than deploying the same policy frozen changes the mean "
+                    f"reward by a median of {median:+.1f} % over 1 shifted worlds (better in 0, worse in 1), and "
+                    "adding online imitation (OAIL) to the learning by +1.0 % (better in 1, worse in 0).")
+    assert R.condition_clause(R.continuing_table(rows)) == ""

@@ -9,6 +9,7 @@ itself in the unshifted world (how much of its standing the shift costs).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from ilets.metric_table import METRIC_SPECS
 from ilets.method_table import METHOD_LABELS
+from ilets.report.report_context import and_join
 from ilets.report.stats import DEFAULT_REPS, effect_verdict, percentile_interval, seed_effect
 
 #: Where the book looks for a shift family's rows (``{family}``: its name), first found wins.
@@ -148,27 +150,30 @@ def continuing_table(rows: pd.DataFrame, measures: tuple[str, ...] = MEASURES,
     return condition_table(rows, "online", "frozen", measures, reps)
 
 
+def shift_label(name: str) -> str:
+    """A shift's name for people: ``rate-x1.5`` -> ``rate ×1.5``, ``none-at-200`` -> ``unshifted at 200``."""
+    return re.sub(r"^none\b", "unshifted", str(name)).replace("-x", " ×").replace("-", " ")
+
+
+def _interval(rel: float, lo: float, hi: float) -> str:
+    """``-1.5 [-1.6, -1.4]`` (thousands separated: the flat learners fall far behind)."""
+    return f"{rel:+,.1f} [{lo:+,.1f}, {hi:+,.1f}]"
+
+
 def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
-    """:func:`frozen_table` for one measure as the chapter shows it: a row per shift, a column
-    per learner, each cell the improvement over the best heuristic with its interval and
-    verdict, and the change from the unshifted world in brackets."""
+    """:func:`frozen_table` for one measure as the chapter shows it: a row per shifted world
+    (:func:`shift_label`, what moved, the better heuristic run there), a column per learner,
+    each cell the improvement over that heuristic in percent with its 95 % interval."""
     t = table[table["measure"] == measure]
     if t.empty:
         return pd.DataFrame()
-
-    def cell(r: pd.Series) -> str:
-        shown = f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
-        if np.isfinite(r["unshifted_rel_pct"]) and r["factor"] != "none":
-            shown += f" (unshifted {r['unshifted_rel_pct']:+.1f})"
-        return shown
-
     rows = []
-    for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
+    for (shift, _), g in t.groupby(["shift", "servers"], sort=False):
         first = g.iloc[0]
-        row = {"shift": shift, "factor": first["factor"], "servers": int(servers),
-               "trained at": int(first["train_servers"]),
+        row = {"shift": shift_label(shift), "what moved": first["factor"],
                "best heuristic run": METHOD_LABELS.get(first["heuristic"], first["heuristic"])}
-        row.update({learner_label(r["learner"]): cell(r) for _, r in g.iterrows()})
+        row.update({learner_label(r["learner"]): _interval(r["rel_pct"], r["ci_low"], r["ci_high"])
+                    for _, r in g.iterrows()})
         rows.append(row)
     # a learner a world did not run (the expert-quality shifts train DRL+ only): said, not nan
     return pd.DataFrame(rows).fillna(NOT_RUN)
@@ -185,94 +190,93 @@ def heuristics_text(rows: pd.DataFrame) -> str:
     run, so that nobody reads it as the best heuristic of those chapters."""
     from ilets.config import HEURISTICS
 
-    def names(ms) -> str:
-        ms = [METHOD_LABELS.get(m, m) for m in ms]
-        return ms[0] if len(ms) == 1 else ", ".join(ms[:-1]) + " and " + ms[-1]
-
     ran = [h for h in HEURISTICS if "kind" in rows and h in set(rows.loc[rows["kind"] == "heuristic", "actor"])]
     if not ran:
         return "No heuristic has run in these shifted worlds yet."
     left = [h for h in HEURISTICS if h not in ran]
-    text = (f"The best heuristic here is the best of those the shift family ran, {names(ran)}: in each world "
-            "and on each measure, the one with the better mean over seeds")
+    ran_names, left_names = (and_join(METHOD_LABELS.get(m, m) for m in ms) for ms in (ran, left))
+    text = f"The best heuristic here is the best of those the shift family ran, {ran_names}"
     if left:
-        text += (f". Of the heuristics the results and per-server chapters take their best from, {names(left)} "
-                 f"did not run in the shifted worlds, so this best heuristic can differ from theirs")
+        text += (f"; {left_names} did not run in the shifted worlds, so it can differ from the best heuristic of "
+                 "chapters 7 and 13")
     return text + "."
 
 
+def _span(values) -> str:
+    """``-2.5 to +0.3 %`` (one value: ``-2.5 %``)."""
+    lo, hi = (f"{v:+,.1f}" for v in (min(values), max(values)))
+    return f"{lo} %" if lo == hi else f"{lo} to {hi} %"
+
+
 def shifts_sentence(table: pd.DataFrame, rows: pd.DataFrame, measure: str = "mean_reward",
-                    declared: dict | None = None) -> str:
-    """What the frozen learners keep under shift, on ``measure``: how many (shift, learner)
-    comparisons with the best heuristic are better, worse or unresolved, and the shifts where
-    the learners fall furthest behind; how many seeds ran, and what the ``declared`` family
-    (its record in ``shifts.json``; default: the shipped ``shifts`` family's conditions and
+                    declared: dict | None = None, who: str = "the learners") -> str:
+    """What the frozen learners (``who``) keep under shift, on ``measure``, in one sentence: over
+    how many shifted worlds and seeds, the range of their improvement over the best heuristic,
+    and the shift where they fall furthest behind on average; what the ``declared`` family (its
+    record in ``shifts.json``; default: the shipped ``shifts`` family's conditions and
     expert-quality shifts) has not run yet."""
     name = (declared or {}).get("name", "shifts")
     if table.empty:
         return (f"No results of the shift family `{name}` yet (`python -m ilets.study.shifts` writes them; the book "
                 f"reads `results/{name}` or `shipped/{name}`).")
     t = table[(table["measure"] == measure) & (table["factor"] != "none")]
-    label = METRIC_SPECS[measure].long
-    counts = t["verdict"].value_counts()
     per = rows[rows["condition"].isin(["frozen", "heuristic"])] if "condition" in rows else rows
     counts_of = per.groupby(["shift", "servers", "actor"])["seed"].nunique()
     seeds, most = int(counts_of.min()), int(counts_of.max())
     spread = f"{seeds}" if seeds == most else f"{seeds} to {most}"
-    text = (f"Frozen, over {len(t['shift'].unique())} shifted worlds and {spread} seed{'s' if most != 1 else ''} each, "
-            f"the learners' {label} is better than the best heuristic's in {int(counts.get('better', 0))} "
-            f"of {len(t)} comparisons, worse in {int(counts.get('worse', 0))} and unresolved in "
-            f"{int(counts.get('unresolved', 0))}")
+    text = f"Deployed frozen in {len(t['shift'].unique())} shifted worlds ({spread} seed{'s' if most != 1 else ''} each)"
+    if len(t):
+        worst = t.groupby("shift")["rel_pct"].mean().sort_values()
+        text += (f", {who}' {METRIC_SPECS[measure].long} lies {_span(t['rel_pct'])} from the best heuristic's "
+                 f"(positive: better), furthest behind under {shift_label(worst.index[0])} "
+                 f"({worst.iloc[0]:+,.1f} % on average)")
     if most < VERDICT_SEEDS:
         text += " (one seed: no interval resolves, so none is a verdict)"
     elif seeds < VERDICT_SEEDS:
         text += " (a world with one seed has no verdict: its interval cannot resolve)"
-    worst = t.groupby("shift")["rel_pct"].mean().sort_values().head(3)
-    if len(worst):
-        text += ". Furthest behind, on average over the learners: " + ", ".join(
-            f"{s} ({v:+.1f} %)" for s, v in worst.items())
     conditions = sorted(set(rows["condition"])) if "condition" in rows else []
     names = {"online": "online without OAIL", "online-oail": "online with OAIL"}
     wanted = (declared or {}).get("conditions", list(names))
     missing = [names[c] for c in names if c in wanted and c not in conditions]
     if missing:
-        text += (f". Ran: {', '.join(conditions)}; not yet run: {', '.join(missing)} (each is a learner cell of its "
-                 "own, warm-started from the shipped policy), so this chapter cannot yet say "
-                 "whether OAIL helps under shift")
+        text += (f"; not yet run: {', '.join(missing)}, so this chapter cannot yet say whether OAIL helps under "
+                 "shift")
     quality = [s for s in (declared or {}).get("shifts", [{"factor": "expert quality"}])
                if s.get("factor") == "expert quality"]
     if quality and "expert quality" not in set(rows["factor"]):
-        text += ("; the expert-quality shifts (DRL+ trained anew, cloning a weaker or a noisy expert) have not run "
-                 "yet")
+        text += "; the expert-quality shifts (DRL+ cloning a weaker or a noisy expert) have not run yet"
     return text + "."
 
 
-def condition_display(oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
-    """:func:`condition_table` (:func:`oail_table`, :func:`continuing_table`) for one measure
-    as the chapter shows it: a row per shifted world, a column per learner, each cell the
-    improvement with its interval and verdict (one seed: the effect alone, no verdict)."""
-    t = oail[oail["measure"] == measure] if not oail.empty else oail
-    rows = []
-    for (shift, servers), g in t.groupby(["shift", "servers"], sort=False):
-        row = {"shift": shift, "factor": g["factor"].iloc[0], "servers": int(servers)}
-        row.update({learner_label(r["learner"]):
-                    f"{r['rel_pct']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
-                    if r["seeds"] >= VERDICT_SEEDS else f"{r['rel_pct']:+.1f} (one seed, no verdict)"
-                    for _, r in g.iterrows()})
-        rows.append(row)
-    return pd.DataFrame(rows)
+def designs_sentence(table: pd.DataFrame, measure: str = "mean_reward") -> str:
+    """The two policy designs over the same shifted worlds (a :func:`frozen_table` of a family
+    whose learners include variants, ``drl+@per-server``): the range of the flat learners' and
+    of the per-server learners' improvement over the best heuristic on ``measure``."""
+    t = table[(table["measure"] == measure) & (table["factor"] != "none")] if not table.empty else table
+    if t.empty:
+        return "The flat and per-server policies have not run in shifted worlds yet."
+    variant = t["learner"].str.contains("@")
+    parts = [f"{_span(g['rel_pct'])} for the {what}" for what, g in
+             (("authors' flat learners", t[~variant]), ("per-server learners", t[variant])) if len(g)]
+    return (f"Over the {t['shift'].nunique()} shifted worlds a flat policy can take (each seed its own world), the "
+            f"gap to the best heuristic's {METRIC_SPECS[measure].long} is {and_join(parts)}.")
 
 
-def oail_sentence(oail: pd.DataFrame, measure: str = "mean_reward", declared: dict | None = None) -> str:
-    """The chapter's verdict on OAIL under shift, from :func:`oail_table`."""
-    return condition_sentence(oail, "Continuing online from the same policy ({learners}), OAIL's online "
-                              "imitation", "the learners continuing online, with and without OAIL,", measure, declared)
-
-
-def continuing_sentence(table: pd.DataFrame, measure: str = "mean_reward", declared: dict | None = None) -> str:
-    """What learning on buys over the frozen policy, from :func:`continuing_table`."""
-    return condition_sentence(table, "Learning on online as plain PPO ({learners}) against deploying the same "
-                              "policy frozen and greedy", "the learners continuing online", measure, declared)
+def conditions_display(continuing: pd.DataFrame, oail: pd.DataFrame, measure: str = "mean_reward") -> pd.DataFrame:
+    """:func:`continuing_table` and :func:`oail_table` for one measure as the chapter shows them:
+    a row per shifted world, per learner a column for learning on against deploying frozen and
+    one for learning on with OAIL against without, each cell the improvement in percent with
+    its 95 % interval (one seed: the effect alone, no interval)."""
+    columns = {"learning on vs frozen": continuing, "with OAIL vs without": oail}
+    rows: dict[tuple, dict] = {}
+    for heading, t in columns.items():
+        t = t[t["measure"] == measure] if not t.empty else t
+        for _, r in t.iterrows():
+            row = rows.setdefault((r["shift"], r["servers"]), {"shift": shift_label(r["shift"]), "what moved": r["factor"]})
+            row[f"{heading} ({learner_label(r['learner'])})"] = (
+                _interval(r["rel_pct"], r["ci_low"], r["ci_high"]) if r["seeds"] >= VERDICT_SEEDS
+                else f"{r['rel_pct']:+.1f} (one seed)")
+    return pd.DataFrame(list(rows.values())).fillna(NOT_RUN)
 
 
 def _without_verdict(t: pd.DataFrame, declared: dict | None) -> list[str]:
@@ -286,39 +290,50 @@ def _without_verdict(t: pd.DataFrame, declared: dict | None) -> list[str]:
             and (sh.get("learners") is None or online & set(sh["learners"]))]
 
 
-def condition_sentence(t: pd.DataFrame, subject: str, missing: str, measure: str = "mean_reward",
-                       declared: dict | None = None) -> str:
-    """How a :func:`condition_table` comes out on ``measure``: better, worse and unresolved
-    counts over (shift, learner) comparisons, the median effect and the fewest seeds behind one;
-    with the ``declared`` family, the shifts that have no verdict yet."""
+def condition_clause(t: pd.DataFrame, measure: str = "mean_reward", declared: dict | None = None,
+                     lead_in: bool = True) -> str:
+    """How a :func:`condition_table` comes out on ``measure``, as a clause: the median change over
+    the shifted worlds with a verdict (two seeds or more) and how many are better and worse
+    (without ``lead_in``, from "by" on); with the ``declared`` family, the shifts without a
+    verdict yet. Empty when nothing has run."""
     t = t[(t["measure"] == measure)] if not t.empty else t
-    shifted, unshifted = (t[t["factor"] != "none"], t[t["factor"] == "none"]) if not t.empty else (t, t)
+    shifted = t[t["factor"] != "none"] if not t.empty else t
     if shifted.empty:
-        return f"This is not measured yet: {missing} have not run in these shifted worlds."
+        return ""
     # a comparison over one seed has no interval that could resolve: it is no verdict, and is
     # counted with the shifts that have none (below), not among the unresolved
     judged = shifted[shifted["seeds"] >= VERDICT_SEEDS]
-    learners = ", ".join(learner_label(m) for m in dict.fromkeys(t["learner"]))
+    where = "shifted worlds" if t["learner"].nunique() == 1 else "shifted worlds and learners"
     if judged.empty:
-        text = (f"{subject.format(learners=learners)} has run in {len(shifted)} (shifted world, learner) "
-                "comparisons, each on one seed: no interval resolves, so none of these is a verdict yet")
+        text = f"is measured in {len(shifted)} {where}, each on one seed, so not judged yet"
     else:
         counts = judged["verdict"].value_counts()
-        text = (f"{subject.format(learners=learners)} improves the {METRIC_SPECS[measure].long} in "
-                f"{int(counts.get('better', 0))} of {len(judged)} (shifted world, learner) comparisons, worsens it "
-                f"in {int(counts.get('worse', 0))} and leaves {int(counts.get('unresolved', 0))} unresolved "
-                f"(95 % intervals over paired seeds, at least {int(judged['seeds'].min())} per comparison; median "
-                f"{judged['rel_pct'].median():+.1f} %)")
-    if len(unshifted):  # what it does without a shift: the effect a shift would have to exceed
-        text += "; in the unshifted world: " + ", ".join(
-            f"{r['rel_pct']:+.1f} % [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}] {r['verdict']}"
-            + (f" at {int(r['servers'])} servers" if unshifted["servers"].nunique() > 1 else "")
-            for _, r in unshifted.iterrows())
+        text = (f"changes the {METRIC_SPECS[measure].long} by a median of {judged['rel_pct'].median():+.1f} % over "
+                f"{len(judged)} {where} " if lead_in else f"by {judged['rel_pct'].median():+.1f} % ")
+        text += f"(better in {int(counts.get('better', 0))}, worse in {int(counts.get('worse', 0))})"
     pending = _without_verdict(t, declared)
     if pending:
-        text += (f". No verdict yet (no runs, or one seed) in {len(pending)} of the family's shifts: "
-                 + ", ".join(pending))
-    return text + "."
+        text += f", with no verdict yet in {len(pending)} of the family's shifts ({', '.join(pending)})"
+    return text
+
+
+def online_sentence(continuing: pd.DataFrame, oail: pd.DataFrame, measure: str = "mean_reward",
+                    declared: dict | None = None) -> str:
+    """What learning on in a shifted world buys, in one sentence: continuing online as plain PPO
+    against deploying the same policy frozen (:func:`continuing_table`), then continuing with
+    OAIL against without (:func:`oail_table`), each as :func:`condition_clause` words it."""
+    learners = and_join(learner_label(m) for m in dict.fromkeys(pd.concat([continuing, oail])["learner"])) \
+        if len(continuing) or len(oail) else ""
+    on = condition_clause(continuing, measure, declared)
+    with_oail = condition_clause(oail, measure, declared, lead_in=not on)
+    if not on and not with_oail:
+        return "Learning on in the shifted worlds, with and without OAIL, has not run yet."
+    parts = []
+    if on:
+        parts.append(f"Learning on as plain PPO ({learners}) rather than deploying the same policy frozen {on}")
+    if with_oail:
+        parts.append(f"{'a' if on else 'A'}dding online imitation (OAIL) to the learning {with_oail}")
+    return ", and ".join(parts) + "."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,15 +346,16 @@ class ShiftFindings:
     continuing: pd.DataFrame  #: :func:`continuing_table`
     sentence: str  #: :func:`shifts_sentence` on the trained reward
     response_sentence: str  #: :func:`shifts_sentence` on response time
-    oail_sentence: str  #: :func:`oail_sentence`
-    continuing_sentence: str  #: :func:`continuing_sentence`
+    online_sentence: str  #: :func:`online_sentence`
+    designs_sentence: str  #: :func:`designs_sentence` (a family with both policy designs)
     provenance: str  #: where and when the rows were made, and their CPU-hours
     heuristics: str = ""  #: :func:`heuristics_text`: which heuristics "best heuristic" is the best of
 
 
-def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> ShiftFindings:
+def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS,
+                     who: str = "the per-server learners") -> ShiftFindings:
     """Everything the chapter shows of one shift family, from ``folder`` (default
-    :func:`shifts_dir`)."""
+    :func:`shifts_dir`); ``who`` names its learners in the sentences."""
     import json
 
     folder = Path(folder) if folder is not None else shifts_dir()
@@ -356,9 +372,17 @@ def chapter_findings(folder: Path | None = None, reps: int = DEFAULT_REPS) -> Sh
     oail = oail_table(rows, reps=reps)
     continuing = continuing_table(rows, reps=reps)
     family = rec.get("family")
-    return ShiftFindings(rows=rows, table=table, oail=oail, oail_sentence=oail_sentence(oail, declared=family),
-                         continuing=continuing,
-                         continuing_sentence=continuing_sentence(continuing, declared=family),
-                         sentence=shifts_sentence(table, rows, declared=rec.get("family")),
-                         response_sentence=shifts_sentence(table, rows, "avg_response_s", rec.get("family")),
+    return ShiftFindings(rows=rows, table=table, oail=oail, continuing=continuing,
+                         online_sentence=online_sentence(continuing, oail, declared=family),
+                         designs_sentence=designs_sentence(table),
+                         sentence=shifts_sentence(table, rows, declared=family, who=who),
+                         response_sentence=shifts_sentence(table, rows, "avg_response_s", family, who),
                          provenance=prov, heuristics=heuristics_text(rows))
+
+
+def chapter_lead(found: ShiftFindings, worlds: ShiftFindings) -> str:
+    """The chapter's finding in three sentences: the frozen per-server learners against the best
+    heuristic (``found``'s :func:`shifts_sentence`), learning on with and without OAIL
+    (:func:`online_sentence`), and both policy designs over the same worlds (``worlds``'
+    :func:`designs_sentence`)."""
+    return " ".join((found.sentence, found.online_sentence, worlds.designs_sentence))
