@@ -137,10 +137,9 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
     from ilets.agents.policy_io import PolicyLoadError, load_policy, save_policy
     from ilets.config import RunConfig
 
-    with pytest.raises(ConfigError, match=r"run\.defer_head: expected one of \('pooled', 'rows'\), got 'max'"):
+    with pytest.raises(ConfigError, match=r"run\.defer_head: .*'pooled', 'rows'.*got 'max'"):
         dataclasses.replace(RunConfig(), defer_head="max").validate()
-    with pytest.raises(ConfigError, match=r"run\.defer_head: 'rows' scores deferring per server, which needs policy "
-                                          r"'per-server', got 'flat'"):
+    with pytest.raises(ConfigError, match=r"run\.defer_head: 'rows' .*'per-server', got 'flat'"):
         dataclasses.replace(RunConfig(), defer_head="rows").validate()
     assert dataclasses.replace(RunConfig(), policy="per-server", observation="per-server",
                                defer_head="rows").digest() != dataclasses.replace(
@@ -150,7 +149,7 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
 
     plain = dataclasses.replace(per_server(RunConfig(fleet=dataclasses.replace(RunConfig().fleet, servers=4))),
                                 defer_head="rows")
-    with pytest.raises(ValueError, match="defer_head 'rows' scores the action to defer per server, but this env has none"):
+    with pytest.raises(ValueError, match="defer_head 'rows'.*this env has none"):
         make_ppo(env_of(plain), plain.ppo, 0, "per-server", defer_head="rows")
     # and the cloud study's profile says so when it loads, naming the file and field
     from ilets.study.profiles import load_profile as load_cloud_profile
@@ -166,8 +165,7 @@ def test_deferral_scored_per_server_is_named_where_it_cannot_apply(scenario, tmp
     env = GridCommandEnv(cfg)
     save_policy(make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"), tmp_path / "p", "per-server",
                 "per-server", 6)
-    with pytest.raises(PolicyLoadError, match=r"policy\.json: defer_head: the folder's policy scores deferring 'rows', "
-                                              r"the run's 'pooled'"):
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: defer_head: .*'rows'.*run's 'pooled'"):
         load_policy(tmp_path / "p", make_ppo(env, cfg.run.ppo, 0, "per-server"))
     assert load_policy(tmp_path / "p", make_ppo(env, cfg.run.ppo, 0, "per-server", defer_head="rows"))["servers"] == 6
     # the numbers before the rows are the run's (here with the command's blocks), not the layout's alone
@@ -248,11 +246,11 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert got.loc["per-server", "track_pct"] == pytest.approx(-6.6, abs=0.5)
     assert got.loc["per-server", "meets_bar"] and got.loc["per-server", "miss_ratio"] == pytest.approx(1.08, abs=0.01)
     said = C.control_sentence(table)
-    assert "the per-server clone (50 servers: agreement 40%" in said and "meets the bar" in said
+    assert "per-server clone (50 servers:" in said and "agreement 40%" in said and "meets the bar" in said
     assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
-    assert C.control_sentence(table.iloc[0:0]) == "No clone of any design in these results."
+    assert C.control_sentence(table.iloc[0:0]).startswith("No clone of any design")
     same = C.control_sentence(table.replace({"design": {"flat": "the same, weighted"}}))
-    assert 'the clone of design "the same, weighted" (50 servers' in same and "the the" not in same
+    assert 'design "the same, weighted" (50' in same and "the the" not in same
 
 
 def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):
@@ -304,7 +302,7 @@ def test_a_shorter_training_window_cuts_the_days_and_the_workload_together(monke
     assert EP.training_base(days, PC.PipelineConfig(train_days=1)) == one
     for same in (0, 14):  # 0 and the scenario's own window: the scenario itself
         assert EP.training_base(days, PC.PipelineConfig(train_days=same)) is days
-    with pytest.raises(ConfigError, match="pipeline.train_days: 1000 days .* do not fit.*workload.scale"):
+    with pytest.raises(ConfigError, match="pipeline.train_days: 1000 days .*fit.*workload.scale"):
         EP.training_base(days, PC.PipelineConfig(train_days=1000))
 
     class Stop(Exception):
@@ -360,6 +358,13 @@ def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
     assert own["decisions"] != scored["decisions"] or own["tracking_mae_rel"] != scored["tracking_mae_rel"]
 
 
+def _ends_no_worse(said: str, method: str, servers: int = 50) -> bool:
+    """Whether a held-out sentence says ``method`` ends no worse than the frozen clone."""
+    from ilets.gridcommand.report.results import LABELS
+
+    return said.split(f"{LABELS[method]} at {servers} servers ends ")[1].startswith("no worse")
+
+
 def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher():
     from ilets.gridcommand.report import positive_control as C
 
@@ -372,18 +377,18 @@ def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher(
     assert verdict[("bc+ppo", "bc")] == "better" and verdict[("bc+ppo+oail", "bc")] == "worse"
     assert verdict[("bc", "lyapunov")] == "worse"
     said = C.heldout_sentence(table)
-    assert "BC + PPO at 50 servers ends no worse than the frozen clone" in said
-    assert "BC + PPO + OAIL at 50 servers ends worse than" in said and "none of them tracks better" in said
+    assert _ends_no_worse(said, "bc+ppo") and not _ends_no_worse(said, "bc+ppo+oail")
+    assert said.endswith("none of them tracks better.")
     # tracking better by missing more deadlines is not "no worse"
     missing = rows.assign(success_rate=np.where(rows["method"] == "bc+ppo", 0.8 - 0.01 * rows["seed"], 0.9))
     table_m = C.heldout_table(missing, reps=500)
     tuned = table_m[(table_m["method"] == "bc+ppo") & (table_m["against"] == "bc")].iloc[0]
     assert tuned["verdict"] == "better" and tuned["miss_verdict"] == "worse"
     assert tuned["miss_mean_x"] == pytest.approx(0.215) and tuned["miss_mean_y"] == pytest.approx(0.1)
-    assert "BC + PPO at 50 servers ends worse than the frozen clone" in C.heldout_sentence(table_m)
+    assert not _ends_no_worse(C.heldout_sentence(table_m), "bc+ppo")
     assert "% / " in C.heldout_display(table_m)["miss rate (method / against)"].iloc[0]
     assert len(C.heldout_display(table)) == len(table)
-    assert C.heldout_sentence(table.iloc[0:0]) == "No method was scored on a held-out episode."
+    assert C.heldout_sentence(table.iloc[0:0]).startswith("No method was scored")
     # a grid part-way: at 200 servers the clone and its teacher ran, the fine-tuning not yet; no
     # row and no verdict there for what did not run
     more = rows[rows["method"].isin(["bc", "lyapunov"])].assign(servers=200)
@@ -578,7 +583,7 @@ def test_an_exact_step_budget_takes_the_first_episodes_minibatches_in_every_bc(s
     assert [b for b, _ in taken] == [meant, meant]
     assert info["bc_step_share"] == info["bc_step_share[0]"] == 1.0
     assert critic == [None, cfg.run.oinpt.critic_epochs * -(-first // batch)]
-    with pytest.raises(ConfigError, match=r"pipeline.bc_step_budget: expected one of \('whole_epochs', 'exact'\)"):
+    with pytest.raises(ConfigError, match=r"pipeline.bc_step_budget: .*'whole_epochs', 'exact'"):
         PC.PipelineConfig(bc_step_budget="steps").validate()
     # the default is left out of a settings digest: what was computed before it keeps its key
     assert "bc_step_budget" not in one.plain() and four.plain() != dataclasses.replace(
@@ -609,9 +614,9 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
     assert tuned["train"]["clone_cached"]
     # the flat policy's weights depend on the fleet: named, before anything runs
     flat = dataclasses.replace(base, run=dataclasses.replace(base.run, policy="flat"))
-    with pytest.raises(ConfigError, match=r"pipeline.train_servers: 4 servers: only the per-server policy"):
+    with pytest.raises(ConfigError, match=r"pipeline.train_servers: 4 servers: .*per-server policy"):
         P.run_method("bc", flat, 6, 0, "shallow-long", ("shallow-long",), pipe)
-    with pytest.raises(ConfigError, match=r"pipeline.train_servers: expected 0 \(the scored fleet\)"):
+    with pytest.raises(ConfigError, match=r"pipeline.train_servers: .*0 \(the scored fleet\)"):
         PC.PipelineConfig(train_servers=-1).validate()
     assert "train_servers" not in PC.PipelineConfig().plain()
     # and in a grid profile, when it is loaded
@@ -623,7 +628,7 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
     assert moved.scenario_config().run.policy == "per-server"
     flat_grid = dataclasses.replace(moved, scenario="gridcommand-quick")
     assert flat_grid.scenario_config().run.policy == "flat"
-    with pytest.raises(ConfigError, match=r"grid.pipeline.train_servers: 50 servers: only the per-server policy"):
+    with pytest.raises(ConfigError, match=r"grid.pipeline.train_servers: 50 servers: .*per-server policy"):
         flat_grid.validate()
     # the shipped transfer grid: the 16-episode design's teacher and clone at 200 servers, the
     # clone learned on 50, nothing else changed
