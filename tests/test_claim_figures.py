@@ -156,6 +156,12 @@ def test_the_figures_have_a_panel_per_claim_and_per_family():
     ctx = SimpleNamespace(metrics=_gap_metrics(), reps=200)
     assert len(CF.gap_figure(CF.gap_by_fleet(ctx, SimpleNamespace(metrics=_gap_metrics(0.05), reps=200))).axes) == 2
     assert len(CF.gap_figure(CF.gap_by_fleet(ctx)).axes) == 1
+    # a partial grid (as the book's smoke build reads): nothing to draw is said, not an error
+    empty = CF.gap_figure(pd.DataFrame(columns=G.COLUMNS + ["family"]))
+    assert len(empty.axes) == 1 and empty.axes[0].texts
+    nothing = CF.claim_forest([], None)
+    assert nothing["effect_pct"].notna().sum() == 6  # the paper's figures alone
+    assert len(CF.claim_forest_figure(nothing).axes) == 11
     matplotlib.pyplot.close("all")
 
 

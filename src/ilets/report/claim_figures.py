@@ -309,6 +309,10 @@ def gap_figure(frame: pd.DataFrame, measure: str = GAP_MEASURE) -> plt.Figure:
         ax.tick_params(axis="both", labelsize=SMALL)
     axes[0][0].set_ylabel(f"{G.MEASURE_NAMES.get(measure, measure)} against\nthe best heuristic (%)", fontsize=FONT)
     fig.supxlabel("servers, and the best heuristic there", fontsize=FONT)
+    if not families:  # e.g. a partial grid: no learner and heuristic cells on the same fleets yet
+        axes[0][0].text(0.5, 0.5, "no learner and heuristic runs on the same fleets yet", ha="center", va="center",
+                        transform=axes[0][0].transAxes, fontsize=SMALL, style="italic", color="0.35")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncol=len(labels), fontsize=SMALL, frameon=False)
+    if labels:
+        fig.legend(handles, labels, loc="outside upper center", ncol=len(labels), fontsize=SMALL, frameon=False)
     return fig
