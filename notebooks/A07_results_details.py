@@ -70,7 +70,7 @@ fig = plots.metric_grid(metrics, AXES, order=order)
 # sizes, points are means over seeds and bars their 95 % bootstrap CIs. Response time,
 # energy: lower is better; success rate, reward: higher is better. Where random or
 # round-robin lies so far off that drawing it would flatten every other method, its mean is
-# written at the edge instead, with its fleet size ("237 at 50": 237 at 50 servers).*
+# written at the edge instead, followed by its fleet size ("at 50": at 50 servers).*
 #
 # ## Each improvement beside the paper's
 
