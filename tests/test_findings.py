@@ -668,24 +668,43 @@ def test_timing_display_formats_every_column():
                                          "max saving": "10.00%", "CPU utilisation": "99%"}]
 
 
-def test_latency_wide_one_row_per_method_and_path():
+def test_latency_display_one_row_per_method_and_path():
     summary = pd.DataFrame([
         ("DRL", 50, "our decision", 0.1, 0.2), ("DRL", 100, "our decision", 0.15, 0.3),
         ("DRL", 50, "paper", 1.0, np.nan), ("DRL", 100, "paper", 2.0, np.nan),
         ("ILETS", 50, "our decision", 0.5, 0.9), ("ILETS", 100, "our decision", 0.6, 1.1),
         ("ILETS", 50, "sb3 predict", 0.3, 0.4), ("ILETS", 100, "sb3 predict", 0.35, 0.45)],
         columns=["method", "servers", "path", "p50_ms", "p95_ms"])
-    wide = F.latency_wide(summary, (50, 100))
-    assert list(wide.columns) == ["method", "path", "p50 ms, 50 servers", "p95 ms, 50 servers",
-                                  "p50 ms, 100 servers", "p95 ms, 100 servers"]
+    wide = F.latency_display(summary, (50, 100))
+    assert list(wide.columns) == ["method", "path", "50 servers", "100 servers"]
     assert [tuple(r) for r in wide[["method", "path"]].values] == [
-        ("DRL", "our decision"), ("DRL", "sb3 predict"), ("DRL", "paper"),
-        ("ILETS", "our decision"), ("ILETS", "sb3 predict"), ("ILETS", "paper")]
+        (m, F.decision_time.PATHS[p]) for m in ("DRL", "ILETS") for p in ("our decision", "sb3 predict", "paper")]
     rows = wide.set_index(["method", "path"])
-    assert rows.loc[("DRL", "paper"), "p50 ms, 100 servers"] == 2.0
-    assert rows.loc[("DRL", "paper"), "p95 ms, 50 servers"] == "-"  # the paper gives one number
-    assert (rows.loc[("DRL", "sb3 predict")] == "-").all() and (rows.loc[("ILETS", "paper")] == "-").all()
-    assert rows.loc[("ILETS", "sb3 predict"), "p95 ms, 100 servers"] == 0.45
+    # medians for people: microseconds below a millisecond, milliseconds above
+    assert rows.loc[("DRL", "paper"), "100 servers"] == "2 ms" and rows.loc[("DRL", "ours"), "50 servers"] == "100 µs"
+    assert (rows.loc[("DRL", F.decision_time.PATHS["sb3 predict"])] == "-").all()
+    assert rows.loc[("ILETS", F.decision_time.PATHS["sb3 predict"]), "100 servers"] == "350 µs"
+    assert (F.time_text(0.0247), F.time_text(21.0), F.time_text(1.5)) == ("25 µs", "21 ms", "1.5 ms")
+
+
+def _decision_summary(ilets_factor: float) -> pd.DataFrame:
+    rows = []
+    for m, drl in ((50, 0.02), (200, 0.04)):
+        rows += [("DRL", m, "our decision", drl, 2 * drl), ("ILETS", m, "our decision", ilets_factor * drl, 6 * drl),
+                 ("DRL", m, "sb3 predict", 20 * drl, 40 * drl), ("DRL", m, "paper", 1e3 * drl, np.nan),
+                 ("ILETS", m, "paper", 1.5e3 * drl, np.nan)]
+    return pd.DataFrame(rows, columns=["method", "servers", "path", "p50_ms", "p95_ms"])
+
+
+def test_decision_texts_quote_the_recorded_times():
+    texts = F.decision_texts(_decision_summary(1.1), (50, 200))
+    lead = texts["lead"]
+    # ours 20-40 µs (DRL), 22-44 µs (ILETS); the paper 20-60 ms; the paper 1,000 and ~1,364 times slower
+    assert numbers_in(lead)[:8] == ["20", "40", "22", "44", "50", "200", "1,000", "1,364"]
+    assert "20-60 ms" in lead and "10% more" in lead and "rather than 50%" in lead and "does not grow" in lead
+    assert texts["sb3_ratio"] == "20" and texts["p95_extra"] == "+200%, +200%"
+    # an ILETS no slower than DRL is not said to cost more
+    assert "costs more" not in F.decision_texts(_decision_summary(0.9), (50, 200))["lead"]
 
 
 def test_event_list_profiles_and_hardware_texts():

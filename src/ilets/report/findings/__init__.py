@@ -45,7 +45,7 @@ from ilets.report.findings.readme import (HEADLINE_MARKERS, HEADLINE_FAMILIES, s
 from ilets.report.findings.workload import ks_sentence, load_display, window_text
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
                                            timing_display)
-from ilets.report.findings.decision_time import latency_wide, store_latency
+from ilets.report.findings.decision_time import time_text, latency_display, decision_texts, store_latency
 from ilets.report.findings.reproduce import (profiles_table, hardware_table, verified_folders, BOOK_RERUNS, CELL_RUNNERS,
                                               book_reruns_text)
 
@@ -67,6 +67,6 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "HEADLINE_MARKERS", "HEADLINE_FAMILIES", "shipped_per_server",
            "headline_gap_markdown", "headline_markdown", "ks_sentence", "load_display", "window_text", "budget_note",
            "config_texts",
-           "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "latency_wide",
-           "store_latency", "profiles_table", "hardware_table", "verified_folders", "BOOK_RERUNS", "CELL_RUNNERS",
-           "book_reruns_text"]
+           "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "time_text", "latency_display",
+           "decision_texts", "store_latency", "profiles_table", "hardware_table", "verified_folders", "BOOK_RERUNS",
+           "CELL_RUNNERS", "book_reruns_text"]

@@ -6,20 +6,72 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ilets.report.findings.base import _label
 
 
-def latency_wide(summary: pd.DataFrame, scales: Sequence[int]) -> pd.DataFrame:
-    """:func:`ilets.study.latency.summarise` as one row per (method, path), p50/p95 per fleet size,
-    ``"-"`` where a path has no figure (the paper reports one number per method and size)."""
-    wide = summary.pivot_table(index=["method", "path"], columns="servers", values=["p50_ms", "p95_ms"])
-    wide.columns = [f"{stat.split('_')[0]} ms, {m} servers" for stat, m in wide.columns]
-    wide = wide[[f"{s} ms, {m} servers" for m in scales for s in ("p50", "p95")]]
-    order = [(meth, path) for meth in ("DRL", "ILETS") for path in ("our decision", "sb3 predict", "paper")]
-    out = wide.reindex(order).reset_index().astype(object)
-    return out.where(out.notna(), "-")
+def time_text(ms: float) -> str:
+    """A decision time for people: microseconds below a millisecond, else milliseconds, three
+    significant digits at most ("25 µs", "544 µs", "21 ms", "1.5 ms"); "-" when not measured."""
+    if not np.isfinite(ms):
+        return "-"
+    return f"{1e3 * ms:.0f} µs" if ms < 1 else f"{ms:.3g} ms"
+
+
+#: The paths of the recorded latency measurement, as the chapter's table names them.
+PATHS = {"our decision": "ours", "sb3 predict": "Stable-Baselines3 predict", "paper": "paper"}
+
+
+def latency_display(summary: pd.DataFrame, scales: Sequence[int]) -> pd.DataFrame:
+    """:func:`ilets.study.latency.summarise` as one row per (method, path), the median decision
+    time per fleet size as :func:`time_text` ("-" where a path has no figure)."""
+    wide = summary.pivot_table(index=["method", "path"], columns="servers", values="p50_ms")
+    order = [(meth, path) for meth in ("DRL", "ILETS") for path in PATHS]
+    wide = wide.reindex(order)[list(scales)]
+    out = pd.DataFrame({"method": [m for m, _ in order], "path": [PATHS[p] for _, p in order]})
+    for m in scales:
+        out[f"{m} servers"] = [time_text(v) for v in wide[m]]
+    return out
+
+
+def _span(values, spec: str = ",.0f") -> str:
+    """The range of ``values`` as "lo-hi" (one number when they round alike)."""
+    lo, hi = f"{min(values):{spec}}", f"{max(values):{spec}}"
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def decision_texts(summary: pd.DataFrame, scales: Sequence[int]) -> dict[str, str]:
+    """Chapter 8's sentences from the recorded latency summary
+    (:func:`ilets.report.measurements.latency_summary`): ``lead``, the finding in three sentences
+    (our median decision times against the paper's, the factor between them, ILETS's extra cost
+    over DRL here and in the paper, and whether ours grows with the fleet); ``sb3_ratio``, how
+    many times longer Stable-Baselines3's ``predict`` takes than our decision (DRL, smallest
+    fleet, medians); ``p95_extra``, ILETS's 95th percentile over DRL's per fleet size."""
+    p = summary.set_index(["method", "servers", "path"])["p50_ms"]
+    p95 = summary.set_index(["method", "servers", "path"])["p95_ms"]
+    ours = {m: [float(p[(m, s, "our decision")]) for s in scales] for m in ("DRL", "ILETS")}
+    paper = {m: [float(p[(m, s, "paper")]) for s in scales] for m in ("DRL", "ILETS")}
+    factor = [pp / o for m in ours for pp, o in zip(paper[m], ours[m])]
+    extra = [100 * (i / d - 1) for i, d in zip(ours["ILETS"], ours["DRL"])]
+    paper_extra = [100 * (i / d - 1) for i, d in zip(paper["ILETS"], paper["DRL"])]
+    grows = "grows with the fleet here too" if extra[-1] > extra[0] else "does not grow with the fleet"
+    if min(extra) > 0:
+        cost = (f"As in the paper, ILETS costs more per decision than DRL, but {_span(extra, '.0f')}% more at the "
+                f"median rather than {_span(paper_extra, '.0f')}%, and the extra cost {grows}.")
+    else:
+        cost = (f"Unlike the paper, where ILETS takes {_span(paper_extra, '.0f')}% longer than DRL, ILETS's median "
+                f"decision differs from DRL's by {_span(extra, '+.0f')}% here.")
+    lead = (f"A scheduling decision takes {_span([1e3 * v for v in ours['DRL']])} µs with our DRL and "
+            f"{_span([1e3 * v for v in ours['ILETS']])} µs with ILETS at {scales[0]} to {scales[-1]} servers, "
+            f"{_span(factor)} times less than the paper's {_span([*paper['DRL'], *paper['ILETS']], 'g')} ms. "
+            f"{cost} The paper's figures measure its implementation (its network library, wall-clock timer "
+            "threads and imitation running in line with the decisions) as much as its method, so only the "
+            "claim's shape, ILETS slower than DRL, can be compared.")
+    sb3 = p[("DRL", scales[0], "sb3 predict")] / p[("DRL", scales[0], "our decision")]
+    p95_extra = [100 * (p95[("ILETS", s, "our decision")] / p95[("DRL", s, "our decision")] - 1) for s in scales]
+    return {"lead": lead, "sb3_ratio": f"{sb3:.0f}", "p95_extra": ", ".join(f"{x:+.0f}%" for x in p95_extra)}
 
 
 def store_latency(metrics: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, str]]:
