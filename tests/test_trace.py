@@ -174,15 +174,14 @@ def test_folder_without_shards_and_unset_dir(tmp_path):
 
 def test_truncated_gzip(tmp_path):
     path = write_shard(tmp_path, 0, busy_lines(0, 200), cut=60)
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line \d+: expected a complete gzip file "
-                                          r"\(it is truncated.*EOFError"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line \d+: .*complete gzip.*truncated.*EOFError"):
         load_task_events(tmp_path, 50, 500, CFG)
 
 
 def test_not_gzip(tmp_path):
     path = tmp_path / shard_name(0)
     path.write_text(row(0) + "\n")
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: expected a complete gzip.*BadGzipFile"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: .*complete gzip.*BadGzipFile"):
         load_task_events(tmp_path, 0, 10, CFG)
 
 
@@ -190,8 +189,7 @@ def test_wrong_column_count(tmp_path):
     lines = busy_lines(0, 50)
     lines[2] = lines[2] + ",extra"
     path = write_shard(tmp_path, 0, lines)
-    with pytest.raises(TraceError, match=re.escape(str(path)) + ": line 3: expected 13 comma-separated columns "
-                                          r"\(task_events format\), got 14"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 3: .*13 comma-separated.*got 14"):
         load_task_events(tmp_path, 0, 10, CFG)
 
 
@@ -215,24 +213,21 @@ def test_bad_fields(tmp_path, bad, expected):
 
 def test_timestamps_decreasing_within_a_shard(tmp_path):
     path = write_shard(tmp_path, 0, [row(1), row(5), row(4), row(20)])
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 3: timestamps out of order: "
-                                          r"expected a time >= 5000000 us \(previous row\), got 4000000"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 3: .*>= 5000000 .*got 4000000"):
         load_task_events(tmp_path, 0, 10, CFG)
 
 
 def test_timestamps_decreasing_across_shards(tmp_path):
     write_shard(tmp_path, 0, busy_lines(0, 100))
     path = write_shard(tmp_path, 1, busy_lines(50, 200))
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: timestamps out of order: expected a "
-                                          rf"time >= 99000000 us \(previous row of {shard_name(0)}\)"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: .*>= 99000000 us.*" + re.escape(shard_name(0))):
         load_task_events(tmp_path, 20, 150, CFG)
 
 
 def test_empty_window(tmp_path):
     write_shard(tmp_path, 0, [row(1), row(5, 1), row(6, 0, cpu=""), row(20)])
-    with pytest.raises(TraceError, match=re.escape(str(tmp_path)) + r": window \[3, 10\) s: expected SUBMIT tasks "
-                                          rf"with a CPU request, found none \(shards read: {shard_name(0)}; "
-                                          r"skipped without CPU: 1\)"):
+    with pytest.raises(TraceError, match=re.escape(str(tmp_path)) + r": window \[3, 10\) s: .*SUBMIT.*CPU.*none.*"
+                                          + re.escape(shard_name(0)) + r".*without CPU: 1\)"):
         load_task_events(tmp_path, 3, 10, CFG)
 
 
@@ -259,16 +254,14 @@ def test_shard_missing_before_the_window(tmp_path):
     (tmp_path / shard_name(0)).unlink()
     (tmp_path / shard_name(1)).unlink()
     path = tmp_path / shard_name(2)
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: the shard starts at 200.0 s, not before "
-                                          rf"the window start 150.0 s; expected the previous shard {shard_name(1)}"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": line 1: .*200.0 s.*150.0 s.*" + re.escape(shard_name(1))):
         load_task_events(tmp_path, 150, 250, CFG)
 
 
 def test_shard_missing_after_the_window(tmp_path):
     make_trace(tmp_path, n=2)
     path = tmp_path / shard_name(1)
-    with pytest.raises(TraceError, match=re.escape(str(path)) + r": the shard ends at 199.0 s, before the window end "
-                                          rf"250 s; expected the next shard {shard_name(2)}"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + r": .*ends at 199.0 s.*250 s.*" + re.escape(shard_name(2))):
         load_task_events(tmp_path, 150, 250, CFG)
 
 
@@ -276,7 +269,7 @@ def test_empty_shard_file(tmp_path):
     make_trace(tmp_path, n=3)
     path = tmp_path / shard_name(1)
     path.write_bytes(gzip.compress(b""))
-    with pytest.raises(TraceError, match=re.escape(str(path)) + ": line 1: expected a first row, the shard is empty"):
+    with pytest.raises(TraceError, match=re.escape(str(path)) + ": line 1: .*shard is empty"):
         load_task_events(tmp_path, 150, 250, CFG)
 
 
@@ -309,9 +302,9 @@ def test_find_window_matches_the_halves(tmp_path):
 
 def test_find_window_bad_arguments(tmp_path):
     trace = burst_day(tmp_path, 0)
-    with pytest.raises(TraceError, match=re.escape(str(trace)) + ": span_s=61: expected a positive even number"):
+    with pytest.raises(TraceError, match=re.escape(str(trace)) + ": span_s=61: .*positive even number"):
         find_window(trace, 0, 600, span_s=61)
-    with pytest.raises(TraceError, match=r"day \[0, 600\) is shorter than span_s=3000"):
+    with pytest.raises(TraceError, match=r"day \[0, 600\) .*shorter.*span_s=3000"):
         find_window(trace, 0, 600)
     with pytest.raises(TraceError, match="step_s=0"):
         find_window(trace, 0, 600, span_s=60, step_s=0)
@@ -446,7 +439,7 @@ def test_download_checksum_mismatch_deletes_the_file(server, tmp_path):
     name = shard_name(3)
     state.files = {name: shard_bytes(3)}
     with pytest.raises(TraceError, match=re.escape(str(tmp_path / name)) + ": sha256 mismatch: expected 0{64}, "
-                                         f"got {sha(state.files[name])}; the download was deleted"):
+                                         + f"got {sha(state.files[name])}; .*deleted"):
         download_shards([3], tmp_path, url, {name: "0" * 64}, backoff_s=0)
     assert list(tmp_path.iterdir()) == []
 
@@ -472,7 +465,7 @@ def test_download_missing_shard_is_an_error(server, tmp_path):
     url, _ = server
     with pytest.raises(TraceError, match=re.escape(url + shard_name(7)) + ": HTTP 404"):
         download_shards([7], tmp_path, url, {}, backoff_s=0)
-    with pytest.raises(TraceError, match="shard index 500: expected 0 <= index < 500"):
+    with pytest.raises(TraceError, match=r"index 500: .*0 <= index < 500"):
         download_shards([500], tmp_path, url, {})
 
 
@@ -483,7 +476,7 @@ def test_probe_first_timestamp(server):
     state.ignore_range = True  # a whole-file answer: only the head is read
     assert probe_first_timestamp(url + shard_name(2), probe_bytes=4096) == 200 * US
     state.files[shard_name(2)] = b"not gzip at all"
-    with pytest.raises(TraceError, match=re.escape(url + shard_name(2)) + ": line 1: expected a gzip file"):
+    with pytest.raises(TraceError, match=re.escape(url + shard_name(2)) + ": line 1: .*gzip file"):
         probe_first_timestamp(url + shard_name(2))
 
 
@@ -514,7 +507,7 @@ def test_empty_offline_half_of_a_window_is_a_clean_error(tmp_path):
     write_shard(tmp_path, 0, [row(0, 0), row(863_990, 1)])
     write_shard(tmp_path, 1, busy_lines(865_600, 867_100))
     cfg = WorkloadConfig(kind="google", trace_dir=str(tmp_path))
-    with pytest.raises(TraceError, match=re.escape(str(tmp_path)) + r": the offline half \[864000.*has no SUBMIT"):
+    with pytest.raises(TraceError, match=re.escape(str(tmp_path)) + r": .*offline half \[864000.*no SUBMIT"):
         google_workload(cfg, seed=0)
 
 
@@ -523,7 +516,7 @@ def test_download_without_a_known_digest_refuses_a_corrupt_gzip(server, tmp_path
     name = shard_name(7)
     good = shard_bytes(7, seconds=500)
     state.files = {name: good[:len(good) // 2] + b"\0" * 64}  # whole HTTP body, broken gzip stream
-    with pytest.raises(TraceError, match=re.escape(str(tmp_path / name)) + ": the download is not a complete gzip"):
+    with pytest.raises(TraceError, match=re.escape(str(tmp_path / name)) + ": .*not a complete gzip"):
         download_shards([7], tmp_path, url, {}, backoff_s=0)
     assert list(tmp_path.iterdir()) == [], "a corrupt download was kept"
     state.files = {name: good}
