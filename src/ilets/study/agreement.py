@@ -78,12 +78,13 @@ def spread_agreement(store: pd.DataFrame, method: str, variant: str, servers: in
 def verdicts_text() -> str:
     """What each of ``ilets verify``'s two verdicts means and which one a reader should expect
     (the reproduction chapter's paragraph, from the rule's constants)."""
-    return ("`ilets verify` gives two verdicts. **Reproduced exactly**: every recorded metric and the whole "
-            "learning curve come out equal; expect it on a CPU of the vendor that computed the cell (the cell's "
-            "record names it), where it is the only success. **Agrees within the seed-to-seed spread**: the "
-            f"re-run differs, but each of {', '.join(AGREEMENT_METRICS)} differs from the record by at most "
-            f"{SPREAD_MULTIPLE:g} standard deviation of that metric over the seeds of the same method and fleet "
-            f"size (at least {MIN_SEEDS} seeds); expect it on a CPU of the other vendor (an Intel laptop checking "
-            "AMD-computed cells, or an ARM one), where a learner's last bits drift. There it counts as a success "
-            "(exit 0) and says so; it tells the same story at the resolution of the study's seeds, not the same "
-            "computation.")
+    from ilets.metric_table import METRIC_SPECS
+
+    judged = [METRIC_SPECS[m].label for m in AGREEMENT_METRICS]
+    return ("`ilets verify` re-runs a cell and gives one of two verdicts. **Reproduced exactly**: every recorded "
+            "metric and the whole learning curve come out bit for bit equal; expect it on a CPU of the vendor that "
+            "computed the cell (its record names the CPU). **Agrees within the seed-to-seed spread**: the numbers "
+            f"differ, but the {', '.join(judged[:-1])} and {judged[-1]} each lie within {SPREAD_MULTIPLE:g} standard "
+            "deviation of that metric over the seeds of the same method and fleet size (at least "
+            f"{MIN_SEEDS} seeds); expect it on another vendor's CPU or an ARM laptop, where a learner's last bits "
+            "drift. Both exit 0; only the first says that the same computation ran.")
