@@ -202,7 +202,7 @@ def test_benchmark_tables_say_what_is_missing_and_where_each_ran(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps({"host": host}))
     (tmp_path / "b.json").write_text(json.dumps({"host": {**host, "date_utc": "2026-12-03T01:00:00Z"}}))
     line = tables.host_line(tmp_path)
-    assert line.startswith("Measured on CPU X") and "(family 1), 2 cores, portable kernels" in line
+    assert line.startswith("Measured on CPU X") and "(family 1), 2 cores" in line and "portable kernels" in line
     assert line.endswith("commit 0123456 (2026-12-02, 2026-12-03).")
 
 
