@@ -14,7 +14,8 @@ One module per chapter (or topic) over :mod:`~ilets.report.findings.base`, which
 :mod:`~ilets.report.findings.differences` (chapter 1), :mod:`~ilets.report.findings.workload` (3),
 :mod:`~ilets.report.findings.experts` (4), :mod:`~ilets.report.findings.cold_start` (5),
 :mod:`~ilets.report.findings.adaptation` (6), :mod:`~ilets.report.findings.results` (7),
-:mod:`~ilets.report.findings.decision_time` (8), :mod:`~ilets.report.findings.reproduce` (10) and
+:mod:`~ilets.report.findings.decision_time` (8), :mod:`~ilets.report.findings.reproduce` (10),
+:mod:`~ilets.report.findings.pilot` (11) and
 :mod:`~ilets.report.findings.readme` (README's headline). This package re-exports their public
 names, so ``from ilets.report import findings as F`` gives ``F.results_findings``, ... wherever
 they live.
@@ -46,6 +47,7 @@ from ilets.report.findings.workload import ks_sentence, load_display, window_tex
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
                                            timing_display)
 from ilets.report.findings.decision_time import time_text, latency_display, decision_texts, store_latency
+from ilets.report.findings.pilot import SETTING_TEXT, flat_display, joint_display, pilot_lead
 from ilets.report.findings.reproduce import (profiles_table, hardware_table, verified_folders, BOOK_RERUNS, CELL_RUNNERS,
                                               book_reruns_text)
 
@@ -69,4 +71,4 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "config_texts",
            "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "time_text", "latency_display",
            "decision_texts", "store_latency", "profiles_table", "hardware_table", "verified_folders", "BOOK_RERUNS",
-           "CELL_RUNNERS", "book_reruns_text"]
+           "CELL_RUNNERS", "book_reruns_text", "SETTING_TEXT", "flat_display", "joint_display", "pilot_lead"]
