@@ -113,7 +113,7 @@ def test_bad_levels_are_named(kw, match):
 
 
 def test_a_level_at_or_below_idle_power_is_named():
-    with pytest.raises(ConfigError, match=r"cap_levels: 0.05 is at or below server"):
+    with pytest.raises(ConfigError, match=r"cap_levels: 0.05 .*below server"):
         GridCommandEnv(dataclasses.replace(grid(), cap_levels=(0.05, 1.0)))
 
 
@@ -167,7 +167,7 @@ def test_a_grid_that_runs_the_power_cap_rung_needs_cap_levels(tmp_path):
     capped = tmp_path / "capped.yaml"
     capped.write_text("extends: gridcommand-quick\ncap_levels: [0.6, 0.7, 0.8, 0.9, 1.0]\n")
 
-    with pytest.raises(ConfigError, match=r"grid\.methods: the 'cap' rung .* no cap levels \(cap_levels\)"):
+    with pytest.raises(ConfigError, match=r"grid\.methods: .*'cap' rung .*\(cap_levels\)"):
         ExperimentProfile(methods=("rule", "cap"), scenario="gridcommand-smoke").validate()
     ExperimentProfile(methods=("rule", "cap"), scenario=str(capped)).validate()
 
@@ -240,19 +240,18 @@ def test_bad_cap_head_settings_are_named(tmp_path):
     from ilets.gridcommand.config import load_gridcommand_config
     from ilets.study.profiles import load_profile as load_cloud_profile
 
-    with pytest.raises(ConfigError, match=r"run\.cap_head: expected one of \('pooled', 'mlp'\), got 'deep'"):
+    with pytest.raises(ConfigError, match=r"run\.cap_head: .*'pooled', 'mlp'.*got 'deep'"):
         dataclasses.replace(RunConfig(), cap_head="deep").validate()
-    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' is a head of the per-server policy, got policy 'flat'"):
+    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' .*per-server policy.*'flat'"):
         dataclasses.replace(RunConfig(), cap_head="mlp").validate()
-    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' scores the admission-cap levels, but the scenario "
-                                          r"has none"):
+    with pytest.raises(ConfigError, match=r"run\.cap_head: 'mlp' .*admission-cap levels.*none"):
         load_gridcommand_config("smoke", run={"policy": "per-server", "observation": "per-server", "cap_head": "mlp"})
-    with pytest.raises(ValueError, match=r"cap_hidden: scores the extra actions after the first \(cap levels\)"):
+    with pytest.raises(ValueError, match=r"cap_hidden: .*\(cap levels\)"):
         PerServerNet(3, 14, 8, n_extra=1, cap_hidden=8)
     path = tmp_path / "cloud.yaml"
     path.write_text(yaml.safe_dump({"name": "x", "methods": ["drl"], "servers": [4], "seeds": [0],
                                     "run": {"policy": "per-server", "observation": "per-server", "cap_head": "mlp"}}))
-    with pytest.raises(ConfigError, match=r"cloud\.yaml\.run\.cap_head: 'mlp' scores the grid-command scenario's"):
+    with pytest.raises(ConfigError, match=r"cloud\.yaml\.run\.cap_head: 'mlp' .*grid-command"):
         load_cloud_profile(path)
     # at its default the field stays out of a cell's settings, so cells made before it keep their digests
     assert "cap_head" not in settings_plain(_per_server_cap())["run"]
@@ -262,7 +261,6 @@ def test_bad_cap_head_settings_are_named(tmp_path):
     env = GridCommandEnv(cfg)
     m = len(env.fleet)
     save_policy(make_run_ppo(env, cfg.run), tmp_path / "p", "per-server", "per-server", m)
-    with pytest.raises(PolicyLoadError, match=r"policy\.json: cap_head: the folder's policy scores the cap levels "
-                                              r"'mlp', the run's 'pooled' \(run\.cap_head\)"):
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: cap_head: .*'mlp'.*run's 'pooled' \(run\.cap_head\)"):
         load_policy(tmp_path / "p", make_run_ppo(env, _per_server_cap().run))
     assert load_policy(tmp_path / "p", make_run_ppo(env, cfg.run))["servers"] == m
