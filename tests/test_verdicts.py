@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.config import HEURISTICS
 from ilets.report import stats as S
@@ -140,7 +141,7 @@ def test_one_heuristic_better_than_ilets_on_everything_is_not_reproduced_and_nam
     m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS if h != "greedy-cost"}, "greedy-cost": better})
     v = V.claim_beats_heuristics(m, reps=REPS)
     assert v.verdict == V.NOT_REPRODUCED
-    assert "5/6 heuristics" in v.evidence and "greedy-cost beats ILETS at every scale" in v.evidence
+    assert "5/6 heuristics" in v.evidence and "greedy-cost beats ILETS" in v.evidence and "at every scale" in v.evidence
 
 
 def test_one_heuristic_better_on_one_metric_reverses_the_claim():
@@ -150,7 +151,8 @@ def test_one_heuristic_better_on_one_metric_reverses_the_claim():
     m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS if h != "min-energy"}, "min-energy": better})
     v = V.claim_beats_heuristics(m, reps=REPS)
     assert v.verdict == V.NOT_REPRODUCED
-    assert "best heuristic (min-energy)" in v.evidence and "below 0 at 50, 100 and 200 servers" in v.evidence
+    assert "best heuristic (min-energy)" in v.evidence
+    assert numbers_in(v.evidence.split("below 0 at ")[1])[:3] == ["50", "100", "200"]  # reversed at every size
     tied = {"energy_kwh": GOOD["energy_kwh"]}  # min-energy exactly ties ILETS on energy: partly
     m = metrics_table({"ilets": GOOD, **{h: {} for h in HEURISTICS if h != "min-energy"}, "min-energy": tied},
                       noise=0.0)
@@ -367,14 +369,15 @@ def test_a_claim_is_judged_whole_never_on_the_comparisons_a_partial_grid_holds()
     assert V.claim_cold_start(part, reps=REPS).verdict == V.REPRODUCED  # one of four comparisons
     v = V.all_verdicts(None, part, reps=REPS, claims=[4])[0]
     assert (v.verdict, v.components, v.measured) == (V.NOT_TESTABLE, 4, 1)
-    assert v.evidence.startswith("3 of its 4 comparisons cannot be measured here") and "it would be reproduced" in v.evidence
+    assert v.evidence.startswith("3 of its 4 comparisons") and "it would be reproduced" in v.evidence
     assert V.all_verdicts(None, part, reps=REPS, claims=[4], partial=True)[0].verdict == V.REPRODUCED
     whole = V.all_verdicts(None, c, reps=REPS, claims=[4])[0]
     assert (whole.verdict, whole.components, whole.measured) == (V.REPRODUCED, 4, 4)
     # nothing measured: the claim's own reason, not the count
     m = metrics_table({"drl": {}, "drl+": GOOD})
     v2 = V.all_verdicts(m, None, reps=REPS, claims=[2])[0]
-    assert v2.verdict == V.NOT_TESTABLE and v2.evidence == "the methods it compares are not in the results"
+    assert v2.verdict == V.NOT_TESTABLE and v2.evidence.startswith("the methods it compares")
+    assert v2.evidence.endswith("not in the results")
 
 
 def test_all_verdicts_can_judge_a_few_claims():
@@ -413,12 +416,12 @@ def test_effects_of_opposite_sign_are_reported_per_size_never_pooled():
                          reps=REPS)
     assert "not pooled" in v.evidence and " at 50; " in v.evidence and "at 200 servers" in v.evidence
     assert "pooled," not in v.evidence  # no pooled number for it
-    assert "(paper +36.73 %, inside our CI at 0/3 sizes)" in v.evidence
+    assert "(paper +36.73 %, inside" in v.evidence and "at 0/3 sizes)" in v.evidence
     comp = V.component_table(v.effects)
     assert not comp["same_sign"].iloc[0] and comp["paper_pct"].iloc[0] == pytest.approx(36.73)
     same = V.claim_improves(metrics_table({"drl": {}, "drl+": {"avg_response_s": 0.7}}), 1, "drl+", "drl",
                             columns=("avg_response_s",), reps=REPS)
-    assert "pooled, CI above 0 at 3/3 sizes (paper +36.73 %, outside our CI)" in same.evidence
+    assert "pooled, CI above 0" in same.evidence and "3/3 sizes (paper +36.73 %, outside" in same.evidence
 
 
 def test_holds_pooled_needs_the_same_sign_at_every_size():
