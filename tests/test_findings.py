@@ -644,8 +644,8 @@ def test_gap_display_as_percentages():
                            index=pd.Index(["ga", "pso"], name="expert"))
     shown = F.gap_display(summary)
     assert shown.to_dict("records") == [
-        {"expert": "ga", "mean gap": "0.12%", "max gap": "4.6%", "optimal": "88%"},
-        {"expert": "pso", "mean gap": "5.00%", "max gap": "20.0%", "optimal": "10%"}]
+        {"expert": "GA", "mean gap": "0.12%", "max gap": "4.6%", "optimal": "88%"},
+        {"expert": "PSO", "mean gap": "5.00%", "max gap": "20.0%", "optimal": "10%"}]
 
 
 def test_load_display_renames_and_rounds():
@@ -659,13 +659,32 @@ def test_load_display_renames_and_rounds():
 
 
 def test_timing_display_formats_every_column():
-    timing = pd.DataFrame({"expert": ["ga"], "ms_per_call": [12.345], "ms_p90": [20.0], "cpu_ms_per_call": [11.0],
-                           "ratio_to_greedy": [150.26], "mean_saving_vs_greedy": [0.01234],
+    timing = pd.DataFrame({"servers": [50], "expert": ["ga"], "ms_per_call": [12.345], "ms_p90": [20.0],
+                           "cpu_ms_per_call": [11.0], "ratio_to_greedy": [150.26], "mean_saving_vs_greedy": [0.01234],
                            "max_saving_vs_greedy": [0.1], "cpu_util": [0.987]})
     shown = F.timing_display(timing)
-    assert shown.to_dict("records") == [{"expert": "ga", "ms/call": "12.3", "p90 ms": "20.0", "CPU ms/call": "11.0",
-                                         "x greedy": "150.3", "mean saving vs greedy": "1.23%",
-                                         "max saving": "10.00%", "CPU utilisation": "99%"}]
+    assert shown.to_dict("records") == [{"servers": 50, "expert": "GA", "ms per call": "12.3", "CPU ms per call": "11.0",
+                                         "x greedy": "150.3", "saving over greedy": "1.23%", "CPU load": "99%"}]
+
+
+def _expert_inputs(saving: float):
+    summary = pd.DataFrame({"cases": [80, 80, 80], "mean_gap": [0.001, 0.002, 0.14], "max_gap": [0.04, 0.04, 1.2],
+                            "optimal_share": [0.9375, 0.9, 0.25]}, index=pd.Index(["ga", "pso", "greedy"], name="expert"))
+    timing = pd.DataFrame([(m, e, ms, s) for m in (50, 200)
+                           for e, ms, s in (("ga", 16.26, saving if m == 50 else 0.0), ("pso", 24.2, 0.01),
+                                            ("greedy", 2.2, 0.0))],
+                          columns=["servers", "expert", "ms_per_call", "mean_saving_vs_greedy"])
+    oail = pd.DataFrame({"oail_requests": [100, 100], "oail_completed": [100, 99]})
+    return summary, timing, oail
+
+
+def test_the_experts_finding_quotes_the_recorded_gaps_savings_and_costs():
+    lead = F.experts_lead(*_expert_inputs(0.047))
+    # optimal in 94 % and 90 % of 80 cases, greedy 25 %; the better saving per fleet 4.7 % and 1.0 %;
+    # a call 16 ms (GA) and 24 ms (PSO) at 50 servers; 199 of 200 windows back
+    assert numbers_in(lead) == ["94", "90", "80", "25", "4.7", "1.0", "50", "200", "16", "24", "50", "99.5"]
+    assert "not the bottleneck" in lead and "largely cloning" in lead
+    assert "largely cloning" not in F.experts_lead(*_expert_inputs(0.2))
 
 
 def test_latency_display_one_row_per_method_and_path():

@@ -45,7 +45,7 @@ from ilets.report.findings.readme import (HEADLINE_MARKERS, HEADLINE_FAMILIES, s
                                           headline_markdown)
 from ilets.report.findings.workload import ks_sentence, load_display, window_text
 from ilets.report.findings.experts import (budget_note, config_texts, SEARCH_GAP_OK, search_sentence, ms_text, gap_display,
-                                           timing_display)
+                                           timing_display, PLANNING_MARGIN, experts_lead)
 from ilets.report.findings.decision_time import time_text, latency_display, decision_texts, store_latency
 from ilets.report.findings.pilot import SETTING_TEXT, flat_display, joint_display, pilot_lead
 from ilets.report.findings.reproduce import (profiles_table, hardware_table, verified_folders, BOOK_RERUNS, CELL_RUNNERS,
@@ -71,4 +71,5 @@ __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LA
            "config_texts",
            "SEARCH_GAP_OK", "search_sentence", "ms_text", "gap_display", "timing_display", "time_text", "latency_display",
            "decision_texts", "store_latency", "profiles_table", "hardware_table", "verified_folders", "BOOK_RERUNS",
-           "CELL_RUNNERS", "book_reruns_text", "SETTING_TEXT", "flat_display", "joint_display", "pilot_lead"]
+           "CELL_RUNNERS", "book_reruns_text", "PLANNING_MARGIN", "experts_lead", "SETTING_TEXT", "flat_display",
+           "joint_display", "pilot_lead"]

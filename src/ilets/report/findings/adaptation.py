@@ -95,16 +95,16 @@ def oail_throughput_text(oail: pd.DataFrame, clock: str, latency_s: float) -> st
     "keep up" when no window was dropped, "mostly keep up" when at least
     :data:`KEEP_UP_SHARE` of the windows came back, else "cannot keep up"."""
     requests, completed, dropped = (int(oail[c].sum()) for c in ("oail_requests", "oail_completed", "oail_dropped"))
-    how = {"simulated": ("in simulated time (`oail.clock: simulated`): a window's plans reach the learner "
+    how = {"simulated": ("in simulated time: a window's plans reach the learner "
                          f"{1e3 * latency_s:.0f} ms of simulated time after it was submitted (the measured cost "
                          "of one request), whatever the host's speed"),
-           "wall": "in wall-clock time (`oail.clock: wall`), so how many windows they serve depends on the host's speed",
-           "sync": "synchronously (`oail.clock: sync`): the learner waits for every plan"}.get(clock, f"with clock {clock!r}")
+           "wall": "in wall-clock time, so how many windows they serve depends on the host's speed",
+           "sync": "synchronously: the learner waits for every plan"}.get(clock, f"with clock {clock!r}")
     if not requests:
         return f"The emulators run {how}; no window was submitted in these results"
     share = completed / requests
     keep = "keep up" if dropped == 0 else "mostly keep up" if share >= KEEP_UP_SHARE else "cannot keep up"
-    return (f"Our simulation runs as fast as it can rather than in real time, so the emulators run {how}. "
+    return (f"The emulators run {how}. "
             f"They {keep}: over the {len(oail):,} ILETS- and ILETS cells, {requests:,} windows were submitted, "
             f"{completed:,} ({100 * share:.1f}%) came back and {dropped:,} were dropped")
 
