@@ -90,8 +90,8 @@ def decision(d: dict) -> list[str]:
     cell = {(r["method"], r["path"], r["servers"]): r for r in d["summary"]}
     sizes = sorted({r["servers"] for r in d["summary"]})
     out = [f"**Decision latency** (`bench_decision.py --n {d['n']}`): per-task decision on the main thread "
-           "(observation + numpy actor; for ILETS plus the OAIL callback's per-decision work while its emulators "
-           "run), against SB3's `model.predict` on the same states and the paper's reported times.", "",
+           "(observation + numpy actor; ILETS with OAIL's per-decision work), against SB3's `model.predict` on the "
+           "same states and the paper's times.", "",
            "| servers | DRL p50 / p95 (ms) | ILETS p50 / p95 (ms) | SB3 predict p50 (ms) | paper DRL / ILETS (ms) |",
            "|---:|---:|---:|---:|---:|"]
     for m in sizes:
@@ -117,17 +117,14 @@ def rollout(d: dict) -> list[str]:
            f"actor-critic in the rollout, SB3's own `train()`), the first {_n(d['tasks'])} paper-scale online tasks, "
            f"{d['repeats']} alternating pairs of {_n(d['steps'])} steps, updates included, with `n_epochs` "
            f"{d['ppo']['n_epochs']}:", "",
-           "| servers | stock steps/s | fast steps/s | fast / stock (median; range over pairs) | collect us/step "
-           "stock -> fast | update us/step (fast) | env alone us/step |",
-           "|---:|---:|---:|---|---|---:|---:|"]
+           "| servers | stock steps/s | fast steps/s | fast / stock (median; range over pairs) |",
+           "|---:|---:|---:|---|"]
     fast = []
     for m, r in sorted(d["servers"].items(), key=lambda kv: int(kv[0])):
         pairs = r["fast_over_stock_pairs"]
         fast.append(r["fast"]["steps_per_s"])
         out.append(f"| {m} | {_n(r['stock']['steps_per_s'])} | {_n(r['fast']['steps_per_s'])} | "
-                   f"{r['fast_over_stock']:.1f}x; {min(pairs):.1f}-{max(pairs):.1f} | "
-                   f"{_n(r['stock']['collect_us_per_step'])} -> {_n(r['fast']['collect_us_per_step'])} | "
-                   f"{_n(r['fast']['train_us_per_step'])} | {_n(r['env_only_us_per_step'])} |")
+                   f"{r['fast_over_stock']:.1f}x; {min(pairs):.1f}-{max(pairs):.1f} |")
     out += ["", f"Target {_n(ROLLOUT_STEPS_PER_S)} steps/s including updates: "
             f"{_met(min(fast) >= ROLLOUT_STEPS_PER_S)} ({_n(min(fast))}-{_n(max(fast))})."]
     return out
@@ -143,11 +140,9 @@ def per_server(d: dict, flat_elsewhere: dict | None = None) -> list[str]:
 
     ``flat_elsewhere`` (``decision_time.json``) gives the flat path's time where the decision
     table was measured, so a reader sees when the two ran on hosts of different speed."""
-    out = [f"**Per-server policy** (`bench_per_server.py`): decision time (observation + numpy actor) on the same "
-           f"{_n(d['n'])} Earliest-Finish states, flat and per-server timed alternately; PPO learning steps/s "
-           f"(rollouts and updates, {_n(d['steps'])} steps, {d['repeats']} alternating pairs) on the first "
-           f"{_n(d['tasks'])} paper-scale online tasks, the study's PPO settings, {d['server_hidden']} units per "
-           "per-server layer:", "",
+    out = [f"**Per-server policy** (`bench_per_server.py`): decision time on {_n(d['n'])} Earliest-Finish states "
+           f"and PPO steps/s with updates ({_n(d['steps'])} steps, {d['repeats']} alternating pairs, the first "
+           f"{_n(d['tasks'])} paper-scale online tasks), flat and per-server timed alternately:", "",
            "| servers | flat p50 / p95 (ms) | per-server p50 / p95 (ms) | per-server / flat (p50) | flat steps/s | "
            "per-server steps/s | per-server / flat (median; range over pairs) |",
            "|---:|---:|---:|---:|---:|---:|---|"]
@@ -179,9 +174,8 @@ def experts(d: dict) -> list[str]:
     keys = sorted({(r["servers"], r["snapshot"]) for r in d["paper_scale"]}, key=lambda k: (k[0], k[1] != "light"))
     calls = d["paper_scale"][0]["calls"]
     out = [f"**Experts** (`bench_experts.py`): GA and PSO plan one {d['config']['experts']['window']}-task window "
-           "on emulator copies of paper-scale states (the full online window scheduled by Earliest-Finish: a light "
-           "moment and the most loaded one), and one OAIL request plans it with both (sharing their preparation). "
-           f"CPU ms per call (median of {calls}); then the optimality gap against exhaustive enumeration on "
+           "on emulator copies of a light and the most loaded paper-scale state, and one OAIL request plans it "
+           f"with both; CPU ms per call (median of {calls}); then the optimality gap against exhaustive enumeration on "
            f"{d['gap'][0]['cases']} small cases (3-5 servers, 4-6 tasks).", "",
            "| servers | snapshot | tasks queued | snapshot KB | GA CPU ms | PSO CPU ms | request CPU ms (p90) |",
            "|---:|---|---:|---:|---:|---:|---:|"]
@@ -204,9 +198,8 @@ def numerics(d: dict) -> list[str]:
     """Portable (AVX2-capped) kernels against the host's own, whole cells."""
     a = d["args"]
     out = [f"**Portable numerics** (`bench_numerics.py`): whole `ilets run` cells at {a['servers']} servers on "
-           f"{a['scale']:.0%} of the window, each in a fresh process, {a['pairs']} alternating pairs with "
-           "`ILETS_NUMERICS=portable` (the default: AVX2-capped kernels, `ilets.numerics`) and `native` (the host's "
-           "own); CPU seconds from each cell's record:", "",
+           f"{a['scale']:.0%} of the window, {a['pairs']} alternating pairs with the portable (AVX2-capped, the "
+           "default) and the host's native kernels; CPU seconds from each cell's record:", "",
            "| method | portable CPU s | native CPU s | native / portable (median; range) | repeats identical | "
            "modes agree |", "|---|---:|---:|---|---|---|"]
     for method, s in d["summary"].items():
@@ -223,9 +216,9 @@ def numerics(d: dict) -> list[str]:
 def report_stats(d: dict) -> list[str]:
     """rliable's bootstrap against the package's own arithmetic."""
     b = d["bootstrap"]
-    out = [f"**The book's bootstrap statistics** (`bench_report_stats.py`): the probability of improvement and the "
-           "IQM are rliable's arithmetic without scipy's wrappers (`ilets.report.stats`), timed against rliable's own "
-           f"functions in the same run. One bootstrap of each at the paper profile's shape (10 seeds x 3 fleet sizes, "
+    out = [f"**The book's bootstrap statistics** (`bench_report_stats.py`): rliable's probability of improvement "
+           "and IQM without scipy's wrappers, against rliable's own functions. One bootstrap of each at the paper "
+           f"profile's shape (10 seeds x 3 fleet sizes, "
            f"{_n(b['reps'])} resamples): {b['rliable_cpu_s']:.2f} s CPU with rliable's, {b['ours_cpu_s']:.2f} s with "
            f"ours ({b['ratio']:.1f}x)."]
     f = d.get("results_findings")
@@ -272,22 +265,20 @@ def gridcommand(dec: dict | None, exp: dict | None) -> list[str]:
                 f"{cells[e]['per_decision_cpu']['median_ms']:.3f} ms{_solve(cells[e])}" if e in cells else ""
                 for e in experts_) + " |")
         windows = exp.get("milp_windows") or []
-        if windows:
-            out += [""]
-            for headroom in sorted({w["headroom"] for w in windows}, reverse=True):
-                ws = [w for w in windows if w["headroom"] == headroom]
-                sizes = list(dict.fromkeys((w["tasks"], w["slots"]) for w in ws))
-                text = []
-                for n, s in sizes:
-                    one = [w for w in ws if (w["tasks"], w["slots"]) == (n, s)]
-                    at_limit = [w for w in one if w["status"] != "optimal"]
-                    times = [w["solve_s"] for w in one]
-                    text.append(f"{n} x {s}: {min(times):.1f}-{max(times):.1f} s"
-                                + (f", {len(at_limit)} of {len(one)} at the limit (gaps "
-                                   f"{min(w['mip_gap'] for w in at_limit):.1%}-{max(w['mip_gap'] for w in at_limit):.1%})"
-                                   if at_limit else ", optimal"))
-                out.append(f"- The tracking MILP alone on synthetic windows (tasks x slots), capacity headroom "
-                           f"{headroom}: " + "; ".join(text) + ".")
+        parts = []
+        for headroom in sorted({w["headroom"] for w in windows}, reverse=True):
+            ws = [w for w in windows if w["headroom"] == headroom]
+            stopped = [w for w in ws if w["status"] != "optimal"]
+            largest = max((w for w in ws if w["status"] == "optimal"), key=lambda w: w["tasks"] * w["slots"], default=None)
+            text = f"at capacity headroom {headroom}, " + (
+                f"the largest solved to optimality {largest['tasks']} tasks x {largest['slots']} slots" if largest
+                else "none solved to optimality")
+            if stopped:
+                text += (f", {len(stopped)} of {len(ws)} windows stopped at the time limit (gaps up to "
+                         f"{max(w['mip_gap'] for w in stopped):.1%})")
+            parts.append(text)
+        if parts:
+            out += ["", "The tracking MILP alone on synthetic windows: " + "; ".join(parts) + "."]
     return out
 
 
@@ -295,8 +286,8 @@ def envelope_cache(d: dict) -> list[str]:
     """A grid-command cell with its episodes' envelopes computed, and read from a grid's cache."""
     same = "the same numbers in every run" if d["same_numbers"] else "**the runs' numbers differ**"
     return [f"**Envelope cache** (`bench_envelope_cache.py`): one {d['method']} cell of the drift family's scenario "
-            f"cut to {d['days']:g} days of commands ({d['servers']} servers, {d['episodes']} episodes scored), as a "
-            f"grid runs it, median of {d['repeats']} A B pairs: {d['median_computed_cpu_s']:.1f} s CPU computing each "
+            f"cut to {d['days']:g} days ({d['servers']} servers, {d['episodes']} episodes), median of {d['repeats']} "
+            f"pairs: {d['median_computed_cpu_s']:.1f} s CPU computing each "
             f"episode's envelope, {d['median_cached_cpu_s']:.1f} s reading it from the grid's cache "
             f"({d['speedup']:.2f}x), {same}."]
 
@@ -307,9 +298,8 @@ def bc_minibatches(d: dict) -> list[str]:
             f"imitation's loader, {r['minibatches_per_s']['ours']:,.0f} with ours ({r['speedup_median']:.2f}x)"
             for m, r in d["servers"].items()]
     return [f"**BC minibatches** (`bench_bc_minibatches.py`): {d['batches']:,} BC minibatches of {d['batch_size']} "
-            f"from a fresh per-server policy on the teacher's demonstrations of the clone pilot's first training "
-            f"episode, imitation's per-decision loader and the study's (`oinpt.minibatches`) alternating, median of "
-            f"{d['repeats']} pairs, the two policies the same tensor for tensor in every pair: " + "; ".join(rows) + "."]
+            f"on a teacher's demonstrations, imitation's loader and the study's alternating, median of "
+            f"{d['repeats']} pairs, the two policies the same tensor for tensor: " + "; ".join(rows) + "."]
 
 
 def aggregate_reads(d: dict) -> list[str]:
@@ -318,8 +308,8 @@ def aggregate_reads(d: dict) -> list[str]:
     ahead = f"{d['read_ahead_kb']:,} KB" if d.get("read_ahead_kb") is not None else "not known"
     return [f"**Aggregate reads** (`bench_aggregate_reads.py`): {d['batches']:,} BC minibatches of {d['batch_size']} "
             f"rows ({d['row_bytes']:,} bytes each, {d['servers']} servers) from a clone's aggregate kept on disk "
-            f"({d['rows'] * d['row_bytes'] / 2**30:.0f} GiB), each minibatch after its files are evicted from the page "
-            f"cache (the limit of an aggregate far larger than the memory), the disk's read-ahead {ahead}: "
+            f"({d['rows'] * d['row_bytes'] / 2**30:.0f} GiB), each from a cold page cache, the disk's read-ahead "
+            f"{ahead}: "
             f"{r['read_ahead']:.1f} "
             f"minibatches/s with the kernel's read-ahead, {r['random_reads']:.1f} with `Aggregate.random_reads` "
             f"({d['speedup_median']:.1f}x, median of {d['repeats']} pairs, the same rows)."]
@@ -332,10 +322,8 @@ def _missing(name: str) -> list[str]:
 
 def render(results: Path = RESULTS) -> str:
     """The whole generated block: the host line, then one paragraph and table per benchmark."""
-    blocks = [[host_line(results), "",
-               "Ratios are measured against a reference in the same run; absolute times are this machine's. "
-               "Regenerate everything on an idle machine with `make bench` (`bash benchmarks/run_all.sh`, then "
-               "`python benchmarks/readme_tables.py --write book/records.md`)."]]
+    blocks = [[host_line(results) + " Ratios are against a reference in the same run; `make bench` regenerates "
+               "everything (on an idle machine)."]]
     for name, fn in (("simulator.json", simulator), ("decision_time.json", decision), ("rollout.json", rollout),
                      ("per_server.json", per_server), ("experts.json", experts), ("numerics.json", numerics),
                      ("report_stats.json", report_stats)):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -43,12 +44,37 @@ def planned_cell_count(folder: Path) -> int | None:
     return planned
 
 
+#: Where a provenance note's opening phrase ends (the table shows that phrase; the whole note
+#: stays in the folder's ``PROVENANCE.json``).
+NOTE_END = re.compile(r": |; |\. |\(")
+
+
+def short_note(note: str) -> str:
+    """The opening phrase of a provenance note: up to its first colon, semicolon, full stop or
+    bracket (``"paper profile: main grid first, ..."`` -> ``"paper profile"``)."""
+    return NOTE_END.split(str(note), 1)[0].strip().rstrip(",")
+
+
+def _days(prov: dict) -> str:
+    """When a folder's cells started, as days: ``2026-12-01 to 2026-12-02`` (``—`` if not recorded)."""
+    days = sorted({str(prov[k])[:10] for k in ("first_start_utc", "last_start_utc") if prov.get(k)})
+    return " to ".join(days) or "—"
+
+
+def _vendors(prov: dict) -> str:
+    """The CPU vendors a folder's cells ran on (``AMD, Intel``; ``—`` if none is named)."""
+    from ilets.host import cpu_vendor
+
+    return ", ".join(dict.fromkeys(v for v in (cpu_vendor(m) for m in prov.get("machines", {})) if v)) or "—"
+
+
 def shipped_markdown(root: Path) -> str:
-    """One row per shipped folder of ``root`` (each with a ``PROVENANCE.json``): its note,
-    cells done of planned, CPU-hours, the commits it ran at, and its size on disk (the sum
-    of its files' sizes)."""
-    rows = ["| folder | what (its provenance note) | cells | CPU-hours | commits | size |",
-            "|---|---|---:|---:|---:|---:|"]
+    """One row per shipped folder of ``root`` (each with a ``PROVENANCE.json``): the opening
+    phrase of its note (:func:`short_note`), cells done of planned, CPU-hours, the commits it
+    ran at, the days its cells started, the CPU vendors they ran on, and its size on disk (the
+    sum of its files' sizes)."""
+    rows = ["| folder | what (its provenance note, opening) | cells | CPU-hours | commits | computed | on | size |",
+            "|---|---|---:|---:|---:|---|---|---:|"]
     for folder in sorted(p for p in Path(root).iterdir() if (p / PROVENANCE).is_file()):
         prov = json.loads((folder / PROVENANCE).read_text())
         # a positive-control folder counts units (expert x fleet size x seed), not grid cells
@@ -60,8 +86,9 @@ def shipped_markdown(root: Path) -> str:
         dirty = sum(c.endswith("+dirty") for c in found)
         commits = (", ".join(c[:7] + ("+dirty" if c.endswith("+dirty") else "") for c in found) if len(found) <= 2
                    else f"{len(found)}" + (f" ({dirty} with uncommitted edits)" if dirty else ""))
-        rows.append(f"| `{root.name}/{folder.name}/` | {prov.get('note', '')} | {cells} | "
-                    f"{float(prov.get('cpu_hours', 0.0)):.2f} | {commits} | {size:.1f} MB |")
+        rows.append(f"| `{root.name}/{folder.name}/` | {short_note(prov.get('note', ''))} | {cells} | "
+                    f"{float(prov.get('cpu_hours', 0.0)):.2f} | {commits} | {_days(prov)} | {_vendors(prov)} | "
+                    f"{size:.1f} MB |")
     return "\n".join(rows) + "\n"
 
 

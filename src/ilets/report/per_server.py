@@ -1,8 +1,8 @@
 """The per-server learner family in words: what its pilot chose, and how its grid compares.
 
-README's paragraph on the per-server learners (between :data:`README_MARKERS`, written by
-``python -m ilets.report.per_server --write README.md`` from the shipped folders, a test keeps
-it equal) and chapter 13's findings come from here; the grid's coverage sentence, which chapter 1
+The records appendix's paragraph on the per-server learners (between :data:`README_MARKERS`,
+written by ``python -m ilets.report.per_server --write book/records.md`` from the shipped folders,
+a test keeps it equal) and chapter 13's findings come from here; the grid's coverage sentence, which chapter 1
 shares, is :func:`ilets.report.report_context.coverage_sentence`.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ilets.method_table import METHOD_LABELS, METHOD_SPECS, learners_with
+from ilets.method_table import METHOD_LABELS, learners_with
 from ilets.report.report_context import ReportContext, and_join, coverage_sentence
 
 README_MARKERS = ("<!-- per-server:start -->", "<!-- per-server:end -->")
@@ -153,20 +153,20 @@ def pilot_sentence(folder: Path) -> str:
 
 def cost_sentence(learners: pd.DataFrame) -> str:
     """What the per-server cells cost, from their own records: CPU-hours in all, and the mean
-    CPU seconds of a cell per method and fleet size for the methods that run OAIL's experts."""
+    CPU seconds of a cell of the costliest method (the one running OAIL's experts, at its
+    costliest fleet size)."""
     if learners.empty or "cpu_s" not in learners:
         return ""
     per = learners.groupby(["method", "servers"])["cpu_s"].mean()
-    oail = [f"{METHOD_LABELS.get(m, m)} {int(s)} servers {per[(m, s)]:,.0f} s"
-            for m, s in per.index if METHOD_SPECS.get(m) is not None and METHOD_SPECS[m].oail]
-    text = f"The finished cells took {learners['cpu_s'].sum() / 3600:.2f} CPU-hours"
-    if oail:
-        text += f"; a cell with OAIL's experts took, in CPU seconds per cell: {', '.join(oail)}"
-    return text + " (the cells' own records)."
+    method, servers = per.idxmax()
+    return (f"The finished cells took {learners['cpu_s'].sum() / 3600:.2f} CPU-hours (the cells' own records); the "
+            f"costliest, {METHOD_LABELS.get(method, method)} at {servers} servers, {per.max():,.0f} CPU seconds per cell.")
 
 
 def readme_block(shipped: Path, reps: int = 2000) -> str:
-    """README's paragraph from the shipped folders under ``shipped``."""
+    """The records appendix's paragraph from the shipped folders under ``shipped``: what the
+    pilot chose, how much of the grid has finished, the best learner against the best heuristic
+    on response time (:func:`chapter_lead`'s sentence), and what the cells cost."""
     from ilets.report import heuristic_gap as G
     from ilets.study.results import has_store, load_metrics
 
@@ -176,10 +176,11 @@ def readme_block(shipped: Path, reps: int = 2000) -> str:
         learners = load_metrics(grid)
         metrics = G.family_metrics(learners, load_metrics(shipped / FAITHFUL))
         parts += [coverage_sentence(grid, learners),
-                  G.gap_sentence(G.gap_table(metrics, reps=reps), "the per-server policy"), cost_sentence(learners)]
+                  chapter_lead(pd.DataFrame(), G.gap_table(metrics, reps=reps), pd.DataFrame()),
+                  cost_sentence(learners)]
     else:
         parts.append("The per-server grid is not shipped yet.")
-    parts.append("Chapter 13 of the book (*The per-server learners*) has the tables.")
+    parts.append("Chapter 13 has the tables.")
     return " ".join(p for p in parts if p) + "\n"
 
 

@@ -53,10 +53,8 @@ def headline_gap_markdown(ctx: ReportContext, per_server=None) -> str:
     table = G.learner_gaps_markdown(tables)
     if not table:
         return head
-    best = " ".join(f"With the {family} learners, the best heuristic (by seed mean) is, {G.best_heuristics_text(t)}."
-                    for family, t in tables.items() if len(t))
-    return (f"{head}\nEach learner's improvement over the best heuristic at each fleet size (%, positive: the learner "
-            f"is better; 95 % bootstrap CI over seeds, paired; `ilets.report.heuristic_gap`). {best}\n\n{table}\n")
+    return (f"{head}\nEach learner's improvement over the best heuristic (by seed mean) at each fleet size (%, "
+            f"positive: the learner is better; 95 % bootstrap CI over seeds, paired).\n\n{table}\n")
 
 
 def headline_markdown(ctx: ReportContext, per_server=None) -> str:
