@@ -17,7 +17,6 @@
 # {glue:text}`lead`
 
 # %% tags=["remove-cell"]
-import pandas as pd
 from IPython.display import Markdown
 from myst_nb import glue
 
@@ -63,9 +62,7 @@ glue("demo_full_hours", f"{PAPER_OFFLINE_TASKS * demo['demo_seconds'].mean() / d
 glue("paper_offline", f"{PAPER_OFFLINE_TASKS:,}", display=False)
 glue("oail_throughput", F.oail_throughput_text(oail, run.oail.clock, run.oail.latency_s), display=False)
 glue("oail_every", f"{run.oail.every}", display=False)
-glue("settings", Markdown(pd.DataFrame([(k, f"{getattr(cfg, k):g}", v) for k, v in setting_meanings().items()],
-                                       columns=["setting", "value", "meaning"]).to_markdown(index=False)),
-     display=False)
+glue("settings", Markdown(", ".join(f"`{k}` {getattr(cfg, k):g}" for k in setting_meanings())), display=False)
 
 # %% [markdown]
 # ## What the experts do
@@ -139,7 +136,6 @@ plots.markdown_table(F.timing_display(timing), {})
 # `WindowFitness`; greedy: `GreedyCost`; the small cases: `small_case`), registered in
 # `ilets.expert_table` as `ga`, `pso` and `greedy` (the names `oail.experts` and `oinpt.expert`
 # take; the paper's `ga+pso` keeps the cheaper plan per window). The {glue:text}`profile_name`
-# profile's settings ({glue:text}`budget_note`):
-#
-# {glue:md}`settings`
+# profile's settings ({glue:text}`budget_note`, listed with their meanings in `ilets.expert_table`):
+# {glue:md}`settings`.
 # :::
