@@ -104,17 +104,16 @@ def test_no_film_term_by_default_and_bad_settings_are_named(tmp_path):
     pipe = PC.PipelineConfig()
     assert CC.clone_key(cfg, pipe, 0) == CC.clone_key(dataclasses.replace(cfg, run=dataclasses.replace(
         cfg.run, server_film=0)), pipe, 0) != CC.clone_key(_scenario(server_film=3), pipe, 0)
-    with pytest.raises(ConfigError, match=r"run\.server_film: expected a rank >= 0 \(0: no term\), got -1"):
+    with pytest.raises(ConfigError, match=r"run\.server_film: .*rank >= 0 .*got -1"):
         dataclasses.replace(RunConfig(), server_film=-1).validate()
-    with pytest.raises(ConfigError, match=r"run\.server_film: a term of the per-server policy's scores, got policy 'flat'"):
+    with pytest.raises(ConfigError, match=r"run\.server_film: .*per-server policy.*'flat'"):
         dataclasses.replace(RunConfig(), server_film=2).validate()
-    with pytest.raises(ValueError, match=r"film: expected a rank >= 0, got -2"):
+    with pytest.raises(ValueError, match=r"film: .*rank >= 0, got -2"):
         PerServerNet(3, 14, 8, film=-2)
     # a policy folder says its film rank; a run of another rank is told so, in one line
     film = _scenario(server_film=3)
     save_policy(make_run_ppo(env, film.run), tmp_path / "p", "per-server", "per-server", len(env.fleet))
-    with pytest.raises(PolicyLoadError, match=r"policy\.json: film: the folder's policy has a film term of rank 3, "
-                                              r"the run's 0 \(run\.server_film\)"):
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: film: .*3, .*run's 0"):
         load_policy(tmp_path / "p", plain)
     assert load_policy(tmp_path / "p", make_run_ppo(env, film.run))["film"] == 3
 
@@ -126,5 +125,5 @@ def test_the_teachers_scores_are_kept_only_where_they_cover_every_action():
 
     env = GridCommandEnv(load_gridcommand_config("smoke", cap_levels=[0.6, 0.8, 1.0], observe_slot=True,
                                                  run=PER_SERVER))
-    with pytest.raises(ValueError, match="lyapunov: scores only placements and the defer"):
+    with pytest.raises(ValueError, match="lyapunov: .*placements and the defer"):
         TE.scored_demonstration(env, "lyapunov", max_decisions=5)

@@ -69,11 +69,11 @@ def test_an_unknown_shift_to_run_is_a_one_line_error(tmp_path, capsys):
     assert SH.main(["--family", str(path), "--source", str(SOURCE), "--out", str(tmp_path / "o"),
                     "--shifts", "none,rate-x9"]) == 2
     err = capsys.readouterr().err
-    assert "--shifts: ['rate-x9'] are not shifts of the family 'tiny'" in err and "Traceback" not in err
+    assert "--shifts: ['rate-x9']" in err and "family 'tiny'" in err and "Traceback" not in err
     assert SH.main(["--family", str(path), "--source", str(SOURCE), "--out", str(tmp_path / "o"),
                     "--conditions", "online"]) == 2  # the tiny family runs frozen policies only
     err = capsys.readouterr().err
-    assert "--conditions: ['online'] are not conditions of the family 'tiny'" in err and "Traceback" not in err
+    assert "--conditions: ['online']" in err and "family 'tiny'" in err and "Traceback" not in err
     # a filter keeps its jobs only: the heuristic's row alone
     table = SH.run_family(SH.load_family(path), SOURCE, tmp_path / "h", workers=1, progress=False,
                           conditions=("heuristic",))
@@ -84,7 +84,7 @@ def test_online_learners_must_be_among_the_learners(tmp_path):
     path = _family(tmp_path)
     spec = yaml.safe_load(path.read_text())
     path.write_text(yaml.safe_dump({**spec, "online_learners": ["ilets"]}))
-    with pytest.raises(ConfigError, match="online_learners: expected a list among the learners") as err:
+    with pytest.raises(ConfigError, match="online_learners: .*among the learners") as err:
         SH.load_family(path)
     assert str(path) in str(err.value)
 
@@ -119,7 +119,7 @@ def test_the_command_names_a_missing_source_without_a_traceback(tmp_path, capsys
     assert SH.main(["--family", str(_family(tmp_path)), "--source", str(tmp_path / "nowhere"),
                     "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert "nowhere: --source: expected a grid folder with cells/" in err and "Traceback" not in err
+    assert "nowhere: --source: " in err and "folder with cells/" in err and "Traceback" not in err
 
 
 def test_a_warm_start_loads_the_cells_policy_and_only_learners_without_oinpt_take_one(tmp_path):
@@ -132,7 +132,7 @@ def test_a_warm_start_loads_the_cells_policy_and_only_learners_without_oinpt_tak
 
     cell = next((SOURCE / "cells").glob("drl+-M50-s0-*"))
     base = recorded_config(cell)
-    with pytest.raises(ConfigError, match="run.warm_start: a warm start replaces OINPT's clone"):
+    with pytest.raises(ConfigError, match="run.warm_start: .*replaces OINPT's clone"):
         dataclasses.replace(base, warm_start=str(cell)).validate()
     # a learning rate of 1e-30 (Adam's steps are about that long): the run keeps the weights it
     # started from, so they must be the cell's
