@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.config import ConfigError
 from ilets.report import positive_control as P
@@ -37,8 +38,10 @@ def test_the_rule_matches_within_tolerance_and_names_the_fleet_sizes():
         (P.DESIGN_LABELS[("per-server", "per-server")], 200): False,
         (P.DESIGN_LABELS[("flat", "paper")], 50): False, (P.DESIGN_LABELS[("flat", "paper")], 200): False}
     v = P.verdict(agg)
-    assert "per-server policy, server table matches Earliest-Finish at 50 of 50/200 servers" in v.text
-    assert "flat MLP, paper state (the authors') matches Earliest-Finish at no fleet size" in v.text
+    per_server, flat = (v.text.split(P.DESIGN_LABELS[k] + " matches ")[1]
+                        for k in (("per-server", "per-server"), ("flat", "paper")))
+    assert per_server.startswith("Earliest-Finish at 50 of") and numbers_in(per_server)[:3] == ["50", "50", "200"]
+    assert flat.startswith("Earliest-Finish at no fleet size")
     assert v.seeds == 3
 
 
@@ -47,7 +50,7 @@ def test_a_clone_better_than_its_expert_by_more_than_the_tolerance_does_not_matc
     agg = P.summary(frame({("per-server", "per-server"): -0.05}))
     assert not agg["matches"].any()
     text = P.verdict(P.summary(frame({("per-server", "per-server"): 0.0}))).text
-    assert "matches Earliest-Finish at 50/200 servers (every fleet size tested)" in text
+    assert "matches Earliest-Finish at 50/200 servers" in text and "(every fleet size tested)" in text
 
 
 def test_no_results_say_so():
