@@ -16,14 +16,11 @@
 #
 # {glue:md}`lead`
 #
-# The paper names generalisation as its own limit and argues for OAIL by adaptation to drift
-# {cite}`kang2024ilets`. Each shifted world here moves one factor of the paper's window at a
-# time: the arrival rate, the bursts, a trend, the CPU requests, task lengths, deadlines, the
-# objective weight theta, the fleet's speed and power, the fleet size a policy was trained at,
-# or the expert that DRL+ clones [ours]. The final policy of each per-server learner
-# ({doc}`13_per_server`) and the heuristics schedule the same tasks, so every comparison is
-# paired by seed; each cell is an improvement in percent (positive is better) with its 95 %
-# interval.
+# The paper names generalisation as its limit and argues for OAIL by adaptation
+# {cite}`kang2024ilets`. Each shifted world moves one factor of the paper's window [ours]; the
+# final policy of each per-server learner ({doc}`13_per_server`) and the heuristics schedule
+# the same tasks, paired by seed. Each cell is an improvement in percent (positive is better)
+# with its 95 % interval.
 
 # %% tags=["remove-cell"]
 from IPython.display import Markdown
@@ -52,9 +49,9 @@ plots.markdown_table(SH.display_table(found.table, "mean_reward"), {}, empty="(n
 # %% [markdown]
 # ## Learning on in the shifted world
 #
-# DRL+ continues online from its own final policy in each shifted world, once as plain PPO and
-# once with OAIL, on the same tasks and seeds. Learning on is set against the same policy
-# deployed frozen, and OAIL against learning on without it (mean reward):
+# DRL+ continues online from its final policy in each shifted world, as plain PPO and with
+# OAIL; learning on is set against the same policy deployed frozen, OAIL against learning on
+# without it (mean reward):
 
 # %% tags=["remove-input"]
 plots.markdown_table(SH.conditions_display(found.continuing, found.oail), {}, empty="(not run yet)")
@@ -62,12 +59,12 @@ plots.markdown_table(SH.conditions_display(found.continuing, found.oail), {}, em
 # %% [markdown]
 # ## Both designs, over worlds
 #
-# The authors' flat DRL and DRL+ beside the per-server ones, with each seed its own fleet and
-# events ({doc}`07_results`), on every shift a flat policy can take (not a change of fleet
-# size). Mean reward against the best heuristic:
+# The authors' flat DRL and DRL+ beside the per-server ones, each seed its own fleet and events
+# ({doc}`07_results`), on the shifts a flat policy can take; mean reward against the best
+# heuristic:
 
 # %% tags=["remove-input"]
-plots.markdown_table(SH.display_table(worlds.table, "mean_reward"), {}, empty="(not run yet)")
+plots.markdown_table(SH.display_table(worlds.table, "mean_reward", context=False), {}, empty="(not run yet)")
 
 # %% [markdown]
 # :::{dropdown} Reproduce this

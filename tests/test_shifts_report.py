@@ -135,3 +135,9 @@ def test_learning_on_is_set_against_the_frozen_policy_it_started_from():
     # learning on: its median change, shifted worlds, better in, worse in; then OAIL's change, better in, worse in
     assert numbers_in(text) == [f"{median:+.1f}", "1", "0", "1", "+1.0", "1", "0"]
     assert R.condition_clause(R.continuing_table(rows)) == ""
+
+
+def test_a_table_without_context_keeps_only_the_shift_and_the_learners():
+    _, t = _table()
+    assert list(R.display_table(t, "mean_reward", context=False).columns) == ["shift", "DRL+"]
+    assert "what moved" in R.display_table(t, "mean_reward").columns

@@ -160,18 +160,21 @@ def _interval(rel: float, lo: float, hi: float) -> str:
     return f"{rel:+,.1f} [{lo:+,.1f}, {hi:+,.1f}]"
 
 
-def display_table(table: pd.DataFrame, measure: str) -> pd.DataFrame:
+def display_table(table: pd.DataFrame, measure: str, context: bool = True) -> pd.DataFrame:
     """:func:`frozen_table` for one measure as the chapter shows it: a row per shifted world
-    (:func:`shift_label`, what moved, the better heuristic run there), a column per learner,
-    each cell the improvement over that heuristic in percent with its 95 % interval."""
+    (:func:`shift_label`; with ``context``, what moved and the better heuristic run there), a
+    column per learner, each cell the improvement over that heuristic in percent with its 95 %
+    interval."""
     t = table[table["measure"] == measure]
     if t.empty:
         return pd.DataFrame()
     rows = []
     for (shift, _), g in t.groupby(["shift", "servers"], sort=False):
         first = g.iloc[0]
-        row = {"shift": shift_label(shift), "what moved": first["factor"],
-               "best heuristic run": METHOD_LABELS.get(first["heuristic"], first["heuristic"])}
+        row = {"shift": shift_label(shift)}
+        if context:
+            row.update({"what moved": first["factor"],
+                        "best heuristic run": METHOD_LABELS.get(first["heuristic"], first["heuristic"])})
         row.update({learner_label(r["learner"]): _interval(r["rel_pct"], r["ci_low"], r["ci_high"])
                     for _, r in g.iterrows()})
         rows.append(row)
@@ -272,7 +275,7 @@ def conditions_display(continuing: pd.DataFrame, oail: pd.DataFrame, measure: st
     for heading, t in columns.items():
         t = t[t["measure"] == measure] if not t.empty else t
         for _, r in t.iterrows():
-            row = rows.setdefault((r["shift"], r["servers"]), {"shift": shift_label(r["shift"]), "what moved": r["factor"]})
+            row = rows.setdefault((r["shift"], r["servers"]), {"shift": shift_label(r["shift"])})
             row[f"{heading} ({learner_label(r['learner'])})"] = (
                 _interval(r["rel_pct"], r["ci_low"], r["ci_high"]) if r["seeds"] >= VERDICT_SEEDS
                 else f"{r['rel_pct']:+.1f} (one seed)")
