@@ -38,7 +38,7 @@ def test_the_kernels_are_pooled_over_variants_per_method():
     t = FR.kernels_by_method(_kernels()).set_index("method")
     # DRL+: (3 x 1.0 + 1 x -3.0) / 4 = 0.00 on average, the largest change -5.0 (the variant's)
     assert (t.loc["DRL+", "cells"], t.loc["DRL+", "identical"]) == (4, 0)
-    assert t.loc["DRL+", "response time (%)"] == "+0.00 (-5.0)" and t.loc["greedy-cost", "identical"] == 4
+    assert t.loc["DRL+", "response time %, mean (largest)"] == "+0.00 (-5.0)" and t.loc["greedy-cost", "identical"] == 4
     assert FR.kernels_by_method(_kernels().iloc[0:0]).empty
 
 

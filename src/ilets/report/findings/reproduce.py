@@ -104,7 +104,7 @@ def kernels_by_method(kernels: pd.DataFrame) -> pd.DataFrame:
     from ilets.method_table import METHOD_LABELS
     from ilets.study.verify import KERNEL_METRICS
 
-    cols = ["method", "cells", "identical"] + [f"{label} (%)" for _, label in KERNEL_METRICS]
+    cols = ["method", "cells", "identical"] + [f"{label} %, mean (largest)" for _, label in KERNEL_METRICS]
     if kernels.empty:
         return pd.DataFrame(columns=cols)
     rows = []
@@ -114,7 +114,7 @@ def kernels_by_method(kernels: pd.DataFrame) -> pd.DataFrame:
         for _, label in KERNEL_METRICS:
             mean = (g[f"{label} mean %"] * g["cells"]).sum() / g["cells"].sum()
             largest = g[f"{label} largest %"].iloc[g[f"{label} largest %"].abs().to_numpy().argmax()]
-            row[f"{label} (%)"] = f"{mean:+.2f} ({largest:+.1f})"
+            row[f"{label} %, mean (largest)"] = f"{mean:+.2f} ({largest:+.1f})"
         rows.append(row)
     return pd.DataFrame(rows, columns=cols)
 
