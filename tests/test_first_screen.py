@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.report import plots
 from ilets.report import stats as S
@@ -110,7 +111,7 @@ def test_the_workload_chapter_says_the_whole_window_at_paper_scale():
     full = F.window_text(1.0, 590_000)
     assert full.endswith("the whole window (590,000 tasks)") and " 1 of" not in full and "( " not in full
     quick = F.window_text(0.02, 11_800)
-    assert quick.endswith("shortens the window to 1/50 of its length (11,800 tasks)")
+    assert "shortens the window to 1/50" in quick and quick.endswith("(11,800 tasks)")
 
 
 # --- 5. chapter 2's equation shows the wait form the results used ----------------------------
@@ -142,9 +143,9 @@ def test_the_shifts_chapter_names_the_heuristics_it_ran():
 
     rows = pd.DataFrame({"actor": ["drl+", "earliest-finish", "greedy-cost"], "kind": ["learner", "heuristic", "heuristic"]})
     text = SH.heuristics_text(rows)
-    assert "best of those the shift family ran, earliest-finish and greedy-cost" in text
+    assert text.split("the shift family ran, ")[1].startswith("earliest-finish and greedy-cost")
     assert "min-energy" in text.split("did not run")[0]
-    assert SH.heuristics_text(pd.DataFrame()) == "No heuristic has run in these shifted worlds yet."
+    assert SH.heuristics_text(pd.DataFrame()).startswith("No heuristic has run")
     table = pd.DataFrame([
         {"shift": "none", "factor": "none", "servers": 50, "train_servers": 50, "learner": "drl", "measure": "mean_reward",
          "heuristic": "greedy-cost", "seeds": 3, "rel_pct": -1.0, "ci_low": -1.1, "ci_high": -0.9, "verdict": "worse",
@@ -195,7 +196,7 @@ def test_the_critic_error_falls_by_a_factor_not_by_100_percent():
     mse = pd.DataFrame({"critic_mse_before": [254.0, 90.1], "critic_mse_after": [0.722, 0.202]},
                        index=pd.Index([50, 200], name="servers"))
     text = critic_drop_text(mse)
-    assert "100%" not in text and "by a factor of 352 to 446" in text
+    assert "100%" not in text and "by a factor of 352" in text and numbers_in(text.split("factor of")[1])[:2] == ["352", "446"]
     assert "254" in text and "0.722" in text
     assert "no measured effect" in critic_drop_text(pd.DataFrame())
 
