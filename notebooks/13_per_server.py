@@ -18,7 +18,7 @@
 #
 # The authors' flat network cannot express "the server where this task finishes first"
 # ({doc}`05_oinpt`), while a network that scores each server from its own row clones every
-# expert to within 1 %. This chapter runs the four methods again with that network, with the
+# expert within the positive control's tolerance. This chapter runs the four methods again with that network, with the
 # settings its own pilot chose ({doc}`11_pilot`), on the faithful grid's workloads, fleets and
 # seeds, beside the same heuristic runs.
 
