@@ -24,6 +24,7 @@ from IPython.display import Markdown
 from myst_nb import glue
 
 from ilets.report import deviations, plots
+from ilets.report import findings as F
 from ilets.report.report_context import ReportContext
 
 ctx = ReportContext.load()
@@ -32,6 +33,9 @@ glue("n_reconstructed", str(int((table["kind"] == "reconstructed").sum())), disp
 glue("n_bugs", str(int((table["kind"] != "reconstructed").sum())), display=False)
 glue("lead", deviations.effects_lead(ctx.all_metrics), display=False)
 glue("banner", Markdown(ctx.banner), display=False)
+difference = F.difference_findings(ctx)  # each claim not reproduced, judged again under each variant
+glue("changes_sentence", F.verdict_changes_sentence(difference.table), display=False)
+glue("untested", difference.untested_text, display=False)
 
 # %% tags=["remove-input"]
 plots.markdown_table(deviations.display(), {})
@@ -56,12 +60,26 @@ plots.note(ctx.pending_variants_text)  # nothing when every planned variant is j
 # energy and higher success are better.* {doc}`05_oinpt` and {doc}`06_oail` read the critic,
 # expert, state and window variants in context.
 #
+# ## Does a reconstructed detail change a verdict?
+#
+# Each claim the main results do not reproduce (with the authors' flat learner) is judged again,
+# by the same rule, on each variant that tests a choice behind it and on the main runs the
+# variant replaces. {glue:text}`changes_sentence` {glue:text}`untested`
+
+# %% tags=["remove-input"]
+plots.markdown_table(F.verdict_changes(difference.table), {}, empty="No variant changes a verdict.")
+
+# %% [markdown]
+# *Table: the claims whose verdict a variant changes. "Quick look": judged on the reduced-scale
+# results only, not a claim about the paper's scale.*
+#
 # :::{dropdown} Reproduce this
 # {glue:md}`banner`
 #
 # The table is `ilets.report.deviations.DEVIATIONS` (each row's `where` names the module or
 # setting), the effects `ilets.report.deviations.effects_display` and the finding
-# `effects_lead`. Each test is a variant of the paper profile: `heavy-load` (slower servers),
+# `effects_lead`; the verdicts under each variant
+# `ilets.report.findings.difference_findings`. Each test is a variant of the paper profile: `heavy-load` (slower servers),
 # `reward-capped`, `rich-state`, `no-critic`, `greedy-expert` and `upcoming`; `oail-strong` and
 # `oail-sync` run in the quick profile only. {doc}`10_reproduce` gives the commands.
 # :::

@@ -16,6 +16,8 @@ from ilets.agents.cloning import TIE_TOL
 from ilets.config import MAX_EVENT_JITTER_S
 from ilets.agents.observation import SERVER_FEATURES, TASK_FEATURES
 from ilets.study.pilot import KEEP_MARGIN as _KEEP
+from ilets.report.rl_stage import CANDIDATES as _RL_CANDIDATES
+from ilets.report.stats.prose import count_text
 from ilets.study.profiles import load_profile, method_defaults
 from ilets.workloads.workload import PAPER_OFFLINE_TASKS
 
@@ -142,6 +144,14 @@ DEVIATIONS: tuple[Deviation, ...] = (
               "deadlines, theta, fleet, expert quality)",
               "WorkloadConfig (rate_factor ... cpu_source), RunConfig.warm_start, OINPTConfig.label_noise, "
               "configs/shifts.yaml, ilets.study.shifts"),
+    Deviation("RL stage control", "none (fine-tuning is assumed to help)",
+              "a per-server clone of a weaker heuristic (Earliest-Finish) fine-tuned toward a better one "
+              "(Min-Energy) it never sees; judged on a held-out segment of the window; "
+              f"{count_text(len(_RL_CANDIDATES))} recipes declared before any ran, one of them "
+              "advantage-weighted regression instead of PPO's actor step; the guard "
+              "amended once, before any result was read",
+              "OINPTConfig.expert (a heuristic teacher), FinetuneConfig.actor_update, configs/rl-control.yaml, "
+              "ilets.report.rl_stage"),
 )
 
 

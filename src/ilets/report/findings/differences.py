@@ -1,4 +1,4 @@
-"""Where we differ from the paper (chapter 1): for each claim not reproduced, the variants that
+"""Where we differ from the paper (chapter 9): for each claim not reproduced, the variants that
 test a reconstruction choice behind it, and the claim's verdict under each choice.
 """
 
@@ -96,3 +96,29 @@ def difference_sentence(table: pd.DataFrame, failing: Sequence[int]) -> str:
             words += f", further from it with {and_join(worse)}"
         parts.append(words)
     return "By claim, " + "; ".join(parts) + "."
+
+
+def verdict_changes(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of :func:`difference_findings`' table whose verdict the variant changes, for
+    people: the claim as the paper states it, the choice tested (no profile names), the results
+    it was judged on and both verdicts. Empty when no variant changes a verdict."""
+    from ilets.report.verdicts.claims import CLAIMS
+
+    cols = ["claim", "choice it tests", "results", "our choice", "the variant's"]
+    if table.empty:
+        return pd.DataFrame(columns=cols)
+    moved = table[table["verdict, our choice"] != table["verdict, the variant's"]]
+    return pd.DataFrame({"claim": [f"{c}. {CLAIMS[int(c)]}" for c in moved["claim"]],
+                         "choice it tests": moved["choice it tests"].to_numpy(),
+                         "results": moved["results"].to_numpy(),
+                         "our choice": moved["verdict, our choice"].to_numpy(),
+                         "the variant's": moved["verdict, the variant's"].to_numpy()}, columns=cols)
+
+
+def verdict_changes_sentence(table: pd.DataFrame) -> str:
+    """How many of the (claim, variant) pairs judged change the claim's verdict, in one sentence."""
+    from ilets.report.stats.prose import count_text
+
+    changed = int((table["verdict, our choice"] != table["verdict, the variant's"]).sum()) if len(table) else 0
+    return (f"Of the {len(table):,} pairs of a claim not reproduced and a variant that tests a choice behind it, "
+            f"{count_text(changed)} change the claim's verdict; the table lists them.")
