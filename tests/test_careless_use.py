@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from ilets import cell_pack
 from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.profiles import load_profile
@@ -80,10 +81,10 @@ def test_ship_replaces_an_earlier_ship_and_an_empty_folder(cloud_grid, tmp_path,
     dest = tmp_path / "S"
     dest.mkdir()  # empty: nothing to lose
     assert main(["ship", "--results", str(cloud_grid), "--to", str(dest)]) == 0
-    (dest / "cells" / "stale").mkdir()  # an earlier ship's folder is replaced whole
+    (dest / "cells" / "stale").mkdir(parents=True)  # an earlier ship's folder is replaced whole
     assert main(["ship", "--results", str(cloud_grid), "--to", str(dest)]) == 0
-    assert not (dest / "cells" / "stale").exists() and (dest / "PROVENANCE.json").is_file()
-    assert sorted(p.name for p in (dest / "cells").iterdir()) == sorted(p.name for p in (cloud_grid / "cells").iterdir())
+    assert not (dest / "cells").exists() and (dest / "PROVENANCE.json").is_file()
+    assert cell_pack.entries(dest) == sorted(p.name for p in (cloud_grid / "cells").iterdir())
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
@@ -122,7 +123,7 @@ def test_shipping_again_keeps_the_checks_of_unchanged_cells(cloud_grid, tmp_path
     results = _copy(cloud_grid, tmp_path / "R")
     dest = tmp_path / "S"
     assert main(["ship", "--results", str(results), "--to", str(dest)]) == 0
-    first, second = sorted(p.name for p in (dest / "cells").iterdir())
+    first, second = cell_pack.entries(dest)
     report = dest / "VERIFY.json"
     assert main(["verify", "--results", str(dest), "--cell", first, "--cell", second, "--scratch",
                  str(tmp_path / "scratch"), "--report", str(report), "--quiet"]) == 0
@@ -151,7 +152,7 @@ def test_shipping_the_wrong_scenario_is_refused_with_the_hint(cloud_grid, comman
     store = sorted(p.name for p in (g / "store").iterdir())
     code = main(["ship", "--results", str(g), "--to", str(dest)])  # --scenario gridcommand forgotten
     _one_line_error(capsys, code, "no finished cell of scenario 'cloud'", "add --scenario gridcommand")
-    assert len(list((dest / "cells").glob("*.json"))) == 4  # the earlier ship is untouched
+    assert len(cell_pack.cell_paths(dest, "*.json")) == 4  # the earlier ship is untouched
     assert sorted(p.name for p in (g / "store").iterdir()) == store  # no cloud store written into G
     r = _copy(cloud_grid, tmp_path / "R")
     code = main(["ship", "--scenario", "gridcommand", "--results", str(r), "--to", str(tmp_path / "S2")])
@@ -312,9 +313,9 @@ def test_datetime_arrivals_in_parquet_are_refused(tmp_path, capsys, task_rows):
 def test_damaged_policy_weights_are_one_line_naming_the_file(tmp_path, capsys, task_rows, damage):
     import torch as th
 
-    shipped = Path(__file__).resolve().parents[1] / "shipped" / "per-server" / "cells"
-    source = next(shipped.glob("drl+-M50-s0-*"))
-    cell = _copy(source, tmp_path / source.name)
+    shipped = Path(__file__).resolve().parents[1] / "shipped" / "per-server"
+    source = cell_pack.cell_paths(shipped, "drl+-M50-s0-*")[0]
+    cell = cell_pack.materialise(source, tmp_path / source.name)  # a cell folder of its own, byte for byte
     weights = cell / "policy" / "policy.pt"
     if damage == "bytes":
         weights.write_bytes(os.urandom(4096))

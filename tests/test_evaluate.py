@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from ilets import cell_pack
 from ilets.config import WorkloadConfig
 from ilets.study.cli import main
 from ilets.study.evaluate import EvaluateError, evaluate
@@ -17,8 +18,8 @@ from ilets.workloads.workload import synthetic_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 #: a shipped per-server cell (trained at 50 servers; its policy/ and clone/ weight folders)
-PER_SERVER_CELL = next((ROOT / "shipped" / "per-server" / "cells").glob("drl+-M50-s0-*"))
-FLAT_CELL = next((ROOT / "shipped" / "paper" / "cells").glob("drl+-M50-s0-*"))
+PER_SERVER_CELL = cell_pack.cell_paths(ROOT / "shipped" / "per-server", "drl+-M50-s0-*")[0]
+FLAT_CELL = cell_pack.cell_paths(ROOT / "shipped" / "paper", "drl+-M50-s0-*")[0]
 #: keys every evaluation shares with a cell's metrics.json that must not depend on the host
 SCHEDULE_KEYS = ("tasks", "avg_response_s", "avg_wait_s", "success_rate", "energy_kwh", "makespan_s", "mean_reward")
 
@@ -85,7 +86,7 @@ def test_a_flat_cell_computed_before_flat_cells_kept_weights_says_so(tasks):
 
 
 #: a flat cell of the worlds grid whose weights were written by a re-run (its metrics unchanged)
-FLAT_WEIGHTS_CELL = next((ROOT / "shipped" / "worlds" / "cells").glob("drl+-M50-s0-*"))
+FLAT_WEIGHTS_CELL = cell_pack.cell_paths(ROOT / "shipped" / "worlds", "drl+-M50-s0-*")[0]
 
 
 def test_a_flat_policy_with_its_weights_schedules_at_its_own_fleet_size_only(tasks):

@@ -93,12 +93,13 @@ def test_every_shipped_grid_command_cell_keeps_its_settings_digest(folder):
     import json
     from pathlib import Path
 
+    from ilets import cell_pack
     from ilets.gridcommand.experiment import Cell
     from ilets.gridcommand.study import scenario as G
 
     root = Path(__file__).resolve().parents[1] / "shipped" / folder
     profile = G.load_profile(root / "profile.json")
-    records = [json.loads(p.read_text()) for p in sorted((root / "cells").glob("*.json"))]
+    records = [json.loads(cell_pack.read_text(p)) for p in cell_pack.cell_paths(root, "*.json")]
     assert records
     for rec in records:
         assert G.settings_digest(profile, Cell(rec["method"], rec["servers"], rec["seed"])) == rec["settings_digest"]

@@ -22,7 +22,7 @@ ROOT = "ilets"
 #: The layers, lowest first; a module may import its own layer and the ones before it.
 #: Each entry is a module or a subpackage (its modules and subpackages); :data:`ROOT` is only itself.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", (ROOT, "ilets.config", "ilets.files", "ilets.host", "ilets.numerics", "ilets.random_state",
+    ("base", (ROOT, "ilets.cell_pack", "ilets.config", "ilets.files", "ilets.host", "ilets.numerics", "ilets.random_state",
               "ilets.lifecycle", "ilets.method_table", "ilets.expert_table", "ilets.metric_table", "ilets.configs",
               "ilets.data")),
     ("workloads", ("ilets.workloads",)),

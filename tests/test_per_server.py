@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch as th
 
+from ilets import cell_pack
 from ilets.agents.cloning import clone_scores, heuristic_demonstrations
 from ilets.agents.env import CloudSchedulingEnv
 from ilets.agents.methods import DecisionLog, drive, run_heuristic, run_method
@@ -229,12 +230,13 @@ def test_fine_tuning_aids_run_logged_and_deterministic(tiny_config, tmp_path):
     from ilets.study.shipping import ship
 
     ship(tmp_path / "a", tmp_path / "shipped")
-    shipped = tmp_path / "shipped" / "cells" / folders[0].name
-    assert (shipped / "finetune.csv").is_file() and (shipped / "checkpoints.csv").is_file()
-    assert not (shipped / "model.zip").exists()
+    shipped = tmp_path / "shipped" / "cells" / folders[0].name  # a row of its cells.parquet (ilets.cell_pack)
+    assert cell_pack.is_file(shipped / "finetune.csv") and cell_pack.is_file(shipped / "checkpoints.csv")
+    assert not cell_pack.exists(shipped / "model.zip")
     big = per_server(tiny_config, servers=15)
     for name in ("policy", "clone"):
-        assert load_policy(shipped / name, make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
+        weights = cell_pack.on_disk(shipped / name)
+        assert load_policy(weights, make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
 
 
 def test_dagger_targets_need_past_windows(tiny_config):

@@ -13,6 +13,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from cell_files import rewrite
+from ilets import cell_pack
 from ilets.config import ConfigError
 from ilets.gridcommand import pipeline as P
 from ilets.gridcommand.study import scenario as G
@@ -161,7 +163,8 @@ def test_ilets_ship_copies_the_compact_results_with_the_one_provenance_schema(tm
     assert info["planned_units"] == 4
     assert json.loads((dest / PROVENANCE).read_text()) == info
     assert (dest / COMMAND_STORE).is_file() and (dest / "profile.json").is_file() and (dest / "grid.json").is_file()
-    assert sorted(q.name for q in (dest / "cells").iterdir()) == sorted(q.name for q in (out / "cells").glob("*-s*.json"))
+    assert not (dest / "cells").exists()  # one table (ilets.cell_pack): each cell's file as the grid wrote it
+    assert cell_pack.contents(dest) == {q.name: {cell_pack.WHOLE: q.read_bytes()} for q in (out / "cells").glob("*-s*.json")}
     pd.testing.assert_frame_equal(pd.read_parquet(dest / COMMAND_STORE), pd.read_parquet(out / COMMAND_STORE))
     assert set(provenance(dest, "gridcommand")) == SCHEMA
     assert ship(out, tmp_path / "again", scenario="gridcommand")["cells"] == 4  # the function the command calls
@@ -176,13 +179,18 @@ def test_a_grid_shipped_in_part_resumes_from_a_copy_of_its_shipped_folder(tmp_pa
     assert main(["ship", "--scenario", "gridcommand", "--results", str(out), "--to", str(dest)]) == 0
     capsys.readouterr()
     shutil.copytree(dest, again)
-    shipped = {q.name: q.read_bytes() for q in (dest / "cells").glob("*.json")}
+    shipped = {q.name: cell_pack.read_bytes(q) for q in cell_pack.cell_paths(dest, "*.json")}
     assert len(shipped) == 2
     assert main(["grid", "--scenario", "gridcommand", "--profile", str(tiny), "--out", str(again), "--quiet"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert (summary["ran"], summary["skipped_done"], summary["failed"]) == (2, 2, 0)
-    assert all((again / "cells" / name).read_bytes() == data for name, data in shipped.items())
+    # the shipped cells stay in their table, the new ones are plain files beside it
+    assert all(cell_pack.read_bytes(again / "cells" / name) == data for name, data in shipped.items())
+    assert sorted(q.name for q in (again / "cells").iterdir()) == sorted(set(cell_pack.entries(again)) - set(shipped))
     assert len(pd.read_parquet(again / COMMAND_STORE)) == 4 * 2
+    # shipped again, all four are one table
+    assert main(["ship", "--scenario", "gridcommand", "--results", str(again), "--to", str(dest)]) == 0
+    assert len(cell_pack.entries(dest)) == 4 and not (dest / "cells").exists()
 
 
 def test_shipping_or_running_what_cannot_be_is_a_one_line_error(tmp_path, tiny, capsys):
@@ -249,11 +257,15 @@ def test_ilets_verify_reruns_sampled_command_cells_exactly(shipped_command, tmp_
 
 def test_a_tampered_command_score_is_reported(shipped_command, tmp_path, capsys):
     results = _copy(shipped_command, tmp_path)
-    cell = results / "cells" / "rule-M6-s0.json"
-    rec = json.loads(cell.read_text())
-    rec["scores"]["eval"]["mean_reward"] += 1e-9
-    rec["scores"]["eval"]["eval_cpu_s"] *= 3  # host timing: not a difference
-    cell.write_text(json.dumps(rec))
+    cell = results / "cells" / "rule-M6-s0.json"  # a row of the shipped table (ilets.cell_pack)
+
+    def tamper(text):
+        rec = json.loads(text)
+        rec["scores"]["eval"]["mean_reward"] += 1e-9
+        rec["scores"]["eval"]["eval_cpu_s"] *= 3  # host timing: not a difference
+        return json.dumps(rec)
+
+    rewrite(cell, tamper)
     code = main(["verify", "--scenario", "gridcommand", "--results", str(results), "--cell", "rule-M6-s0",
                  "--scratch", str(tmp_path / "scratch"), "--quiet"])
     out = capsys.readouterr().out

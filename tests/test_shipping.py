@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from ilets import cell_pack
 from ilets.study.grid import run_grid
 from ilets.study.profiles import load_profile
 from ilets.study.results import load_metrics
@@ -15,7 +18,6 @@ from ilets.study.shipping import PROVENANCE, load_provenance, provenance_line, s
 
 
 def test_shipped_latency_samples_are_thinned_evenly(tmp_path):
-    import numpy as np
 
     from ilets.study.shipping import thin_latency_samples
 
@@ -43,8 +45,21 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
         assert json.loads(system.read_text())["numerics"]["effective"] == record()["effective"]
     info = ship(out, tmp_path / "shipped", note="test")
     shipped = tmp_path / "shipped"
-    assert not list(shipped.glob("cells/*/model.zip"))
-    assert sorted(p.name for p in shipped.glob("cells/*")) == sorted(p.name for p in out.glob("cells/*"))
+    # the cells are one table (ilets.cell_pack): every file as the grid wrote it, but the model
+    # and the latency samples (thinned, the same samples here: fewer than LATENCY_SAMPLES)
+    assert (shipped / cell_pack.PACK).is_file() and not (shipped / "cells").exists()
+    assert cell_pack.entries(shipped) == sorted(p.name for p in out.glob("cells/*"))
+    for name, files in cell_pack.contents(shipped).items():
+        cell = out / "cells" / name
+        assert sorted(files) == sorted(p.relative_to(cell).as_posix() for p in cell.rglob("*")
+                                       if p.is_file() and p.name != "model.zip")
+        assert {f: b for f, b in files.items() if f != "decisions.npz"} == \
+            {f: (cell / f).read_bytes() for f in files if f != "decisions.npz"}
+        with np.load(io.BytesIO(files["decisions.npz"])) as thin, np.load(cell / "decisions.npz") as full:
+            np.testing.assert_array_equal(thin["seconds"], full["seconds"])
+    # shipped again, the table is the same bytes (a repeated ship changes no committed byte)
+    ship(out, tmp_path / "again", note="test")
+    assert (tmp_path / "again" / cell_pack.PACK).read_bytes() == (shipped / cell_pack.PACK).read_bytes()
     pd.testing.assert_frame_equal(load_metrics(shipped), load_metrics(out))
     saved = json.loads((shipped / PROVENANCE).read_text())
     assert saved == load_provenance(shipped) == info

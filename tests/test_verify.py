@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
+from cell_files import rewrite
+from ilets import cell_pack
 from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.profiles import load_profile
@@ -33,30 +36,35 @@ def test_every_shipped_cell_reproduces_exactly(shipped, tmp_path, capsys):
     assert out.count("reproduced  ") == 3
 
 
+def test_the_shipped_cells_are_one_table(shipped):
+    assert (shipped / cell_pack.PACK).is_file() and not (shipped / "cells").exists()
+    assert len(cell_pack.entries(shipped)) == 3
+
+
 def test_a_tampered_metric_is_reported(shipped, tmp_path, capsys):
     (cell,) = [c for c in pick(shipped, sample=3) if c.startswith("earliest-finish")]
     metrics = shipped / "cells" / cell / "metrics.json"
-    original = metrics.read_text()
+    original = cell_pack.read_text(metrics)
     try:
         m = json.loads(original)
         m["avg_response_s"] += 1e-9
-        metrics.write_text(json.dumps(m))
+        rewrite(metrics, lambda _: json.dumps(m))
         code = main(["verify", "--results", str(shipped), "--cell", cell, "--scratch", str(tmp_path), "--quiet"])
         out = capsys.readouterr().out
         assert code == 1 and "DIFFERS" in out and "avg_response_s" in out
         assert compare(shipped / "cells" / cell, tmp_path / "cells" / cell)  # the same through the API
     finally:
-        metrics.write_text(original)
+        rewrite(metrics, lambda _: original)
 
 
 def test_a_metric_the_record_predates_is_noted_not_compared(shipped, tmp_path, capsys):
     (cell,) = [c for c in pick(shipped, sample=3) if c.startswith("earliest-finish")]
     metrics = shipped / "cells" / cell / "metrics.json"
-    original = metrics.read_text()
+    original = cell_pack.read_text(metrics)
     try:
         m = json.loads(original)
         del m["avg_response_s"]  # as if the cell was computed before this metric existed
-        metrics.write_text(json.dumps(m))
+        rewrite(metrics, lambda _: json.dumps(m))
         code = main(["verify", "--results", str(shipped), "--cell", cell, "--scratch", str(tmp_path), "--quiet"])
         out = capsys.readouterr().out
         assert code == 0 and "1 of 1 cells reproduced exactly" in out
@@ -65,7 +73,7 @@ def test_a_metric_the_record_predates_is_noted_not_compared(shipped, tmp_path, c
         assert compare(tmp_path / "cells" / cell, shipped / "cells" / cell) == [
             f"metrics.json avg_response_s: {json.loads(original)['avg_response_s']!r} -> None"]
     finally:
-        metrics.write_text(original)
+        rewrite(metrics, lambda _: original)
 
 
 def test_verify_user_errors_are_one_line(tmp_path, capsys):
@@ -121,6 +129,11 @@ def test_records_of_both_scenarios_stack_in_one_table(tmp_path, monkeypatch):
     assert table["results"].tolist() == ["cloud", "grid"] and table["computed at"].tolist() == ["a" * 12, "e" * 12]
     assert text.startswith("1 of 2 recorded re-runs, over 2 shipped folders, reproduced") and "first difference" in text
     assert "No verification is recorded for `bare`" in text
+    for folder in (cloud, grid):  # shipped, their cells are one table each: read the same
+        cell_pack.pack_folder(folder)
+    packed, same = VF.recorded_tables({"cloud": (cloud, "cloud"), "grid": (grid, "gridcommand"), "bare": (bare, "cloud")})
+    pd.testing.assert_frame_equal(packed, table)
+    assert same == text
     empty, none = VF.recorded_tables({"bare": (bare, "cloud")})
     assert empty.empty and none == "No shipped folder carries a recorded verification."
 
@@ -145,14 +158,16 @@ def _copy(shipped, tmp_path):
 
 
 def _heuristic_cell(folder):
-    return next(p.name for p in sorted((folder / "cells").iterdir()) if p.name.startswith("earliest-finish"))
+    return next(name for name in cell_pack.entries(folder) if name.startswith("earliest-finish"))
 
 
 def _tamper(cell_folder):
-    metrics = cell_folder / "metrics.json"
-    m = json.loads(metrics.read_text())
-    m["avg_response_s"] /= 2
-    metrics.write_text(json.dumps(m))
+    def halve(text):
+        m = json.loads(text)
+        m["avg_response_s"] /= 2
+        return json.dumps(m)
+
+    rewrite(cell_folder / "metrics.json", halve)
 
 
 @pytest.mark.parametrize("where", ["equal", "inside", "around"])
@@ -193,16 +208,16 @@ def test_a_foreign_non_empty_scratch_is_refused(shipped, tmp_path, capsys):
     assert (scratch / "notes.txt").read_text() == "keep me" and not (scratch / "cells").exists()
 
 
-RECORD_DAMAGE = {
-    "metrics-cut": ("metrics.json", lambda f: f.write_text(f.read_text()[:60])),
-    "metrics-missing": ("metrics.json", lambda f: f.unlink()),
-    "config-empty": ("config.yaml", lambda f: f.write_text("")),
-    "config-not-yaml": ("config.yaml", lambda f: f.write_text("method: [drl\n  seed: {")),
+RECORD_DAMAGE = {  # file -> its text -> the damaged text (None: the file is gone)
+    "metrics-cut": ("metrics.json", lambda t: t[:60]),
+    "metrics-missing": ("metrics.json", lambda t: None),
+    "config-empty": ("config.yaml", lambda t: ""),
+    "config-not-yaml": ("config.yaml", lambda t: "method: [drl\n  seed: {"),
     # a file cut at a line end still parses, and would re-run the paper's whole window
-    "config-cut-at-a-line": ("config.yaml", lambda f: f.write_text("".join(f.read_text().splitlines(True)[:7]))),
-    "config-edited": ("config.yaml", lambda f: f.write_text(f.read_text().replace("theta: 0.3", "theta: 0.5"))),
-    "curve-empty": ("curve.csv", lambda f: f.write_text("")),
-    "curve-missing": ("curve.csv", lambda f: f.unlink()),
+    "config-cut-at-a-line": ("config.yaml", lambda t: "".join(t.splitlines(True)[:7])),
+    "config-edited": ("config.yaml", lambda t: t.replace("theta: 0.3", "theta: 0.5")),
+    "curve-empty": ("curve.csv", lambda t: ""),
+    "curve-missing": ("curve.csv", lambda t: None),
 }
 
 
@@ -211,10 +226,10 @@ def test_a_damaged_record_is_named_before_anything_runs(shipped, tmp_path, capsy
     results, scratch = _copy(shipped, tmp_path), tmp_path / "scratch"
     cell = _heuristic_cell(results)
     name, hurt = RECORD_DAMAGE[damage]
-    file = results / "cells" / cell / name
-    original = file.read_text()
-    hurt(file)
-    assert file.exists() is False or file.read_text() != original, "the damage changed nothing"
+    file = results / "cells" / cell / name  # a file of the shipped folder's table (ilets.cell_pack)
+    original = cell_pack.read_text(file)
+    rewrite(file, hurt)
+    assert not cell_pack.exists(file) or cell_pack.read_text(file) != original, "the damage changed nothing"
     code = main(["verify", "--results", str(results), "--cell", cell, "--scratch", str(scratch), "--quiet"])
     out, err = capsys.readouterr()
     assert code == 2 and "reproduced" not in out, out + err

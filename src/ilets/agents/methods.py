@@ -95,8 +95,10 @@ def run_learner(cfg: RunConfig, workload: Workload, fleet: Fleet, cache_dir: Pat
         extra["cpu_demos_s"], extra["cpu_bc_s"] = c1 - c0, time.process_time() - c1
     if cfg.warm_start:
         from ilets.agents.policy_io import load_policy
+        from ilets.cell_pack import on_disk
 
-        load_policy(Path(cfg.warm_start) / "policy", model)
+        # a cell folder, or one of a shipped folder's table (written out for the loader)
+        load_policy(on_disk(Path(cfg.warm_start) / "policy"), model)
         model.set_reference()  # the starting policy plays the clone's part in fine-tuning
     log = DecisionLog()
     callbacks: list[BaseCallback] = [DecisionRecorder(log, progress)]

@@ -215,15 +215,24 @@ def read_yaml(path: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"{path}: configuration file not found")
     try:
-        data = yaml.load(path.read_text(), Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: unreadable: {err}") from err
+    return parse_yaml(text, path)
+
+
+def parse_yaml(text: str, path: str | Path) -> dict[str, Any]:
+    """A YAML mapping from ``text``, the content of ``path`` (a file, or a cell's file in a
+    shipped folder's table: :mod:`ilets.cell_pack`), read as :func:`read_yaml` reads a file;
+    errors name ``path``."""
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as err:
         # one line: the problem and where, without PyYAML's multi-line excerpt
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         mark = getattr(err, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML: {problem}{at}") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{path}: unreadable: {err}") from err
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -23,6 +23,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ilets import cell_pack
+
 #: The archive table and its provenance, relative to the repository root.
 ARCHIVE = Path("shipped") / "archive" / "gridcommand-designs.parquet"
 ARCHIVE_PROVENANCE = Path("shipped") / "archive" / "gridcommand-designs.json"
@@ -118,8 +120,8 @@ def _recompute(kind: str, folder: str, part: str, profile: str) -> str:
 
 def _cells(grid: Path) -> dict[tuple[str, int, int], dict]:
     out = {}
-    for path in sorted((grid / "cells").glob("*.json")):
-        rec = json.loads(path.read_text())
+    for path in cell_pack.cell_paths(grid, "*.json"):  # either layout: a shipped folder's cells are one table
+        rec = json.loads(cell_pack.read_text(path))
         if rec.get("status") == "done":
             out[(rec["method"], int(rec["servers"]), int(rec["seed"]))] = rec
     return out

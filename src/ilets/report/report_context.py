@@ -18,6 +18,7 @@ from typing import Mapping
 
 import pandas as pd
 
+from ilets import cell_pack
 from ilets.config import RunConfig, from_dict
 from ilets.study.coverage import MIN_JUDGED_SEEDS, Coverage
 from ilets.study.results import (STATUS_DONE, STATUS_FAILED, LEARNERS, compute_table, load_curves, load_metrics,
@@ -222,7 +223,7 @@ class ReportContext:
         vm = self.variant_metrics(variant)
         if vm.empty:
             return None
-        cfg = yaml.safe_load((self.out / "cells" / vm["cell"].iloc[0] / "config.yaml").read_text())
+        cfg = yaml.safe_load(cell_pack.read_text(self.out / "cells" / vm["cell"].iloc[0] / "config.yaml"))
         return from_dict(RunConfig, cfg, f"{variant}.config")
 
     def variant_sections(self, variant: str) -> tuple[str, ...]:

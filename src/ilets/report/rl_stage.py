@@ -16,11 +16,14 @@ Two readings, each from shipped results:
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from ilets import cell_pack
 
 #: the share of the clone-to-Min-Energy gap a candidate must close (the issue's bar)
 GAP_TO_PASS = 0.5
@@ -157,14 +160,14 @@ def steps_to_half(folder: Path, candidate: str, cells: pd.DataFrame) -> int | No
     gap closed reaches :data:`GAP_TO_PASS` over its seeds (None if it never does), read from
     each cell's ``checkpoints.csv``."""
     shares: dict[int, list[float]] = {}
-    for path in sorted((folder / "cells").glob(f"drl+@{candidate}-M*")):
+    for path in cell_pack.cell_paths(folder, f"drl+@{candidate}-M*"):
         seed = int(path.name.split("-s")[-1].split("-")[0])
         row = cells[(cells["variant"] == candidate) & (cells["seed"] == seed)]
         table = path / "checkpoints.csv"
-        if row.empty or not table.is_file():
+        if row.empty or not cell_pack.is_file(table):
             continue
         r = row.iloc[0]
-        cp = pd.read_csv(table)
+        cp = pd.read_csv(io.BytesIO(cell_pack.read_bytes(table)))
         for decisions, reward in zip(cp["decisions"], cp["mean_reward"]):
             shares.setdefault(int(decisions), []).append((reward - r["clone_reward"]) / (r["target_reward"]
                                                                                        - r["clone_reward"]))
@@ -399,14 +402,14 @@ def along_pass(folder: Path, cells: pd.DataFrame) -> pd.DataFrame:
     """Each fine-tuned cell's share of the gap closed at each held-out checkpoint of its pass
     (``checkpoints.csv``): variant, seed, decisions, share (0: the clone, 1: the target)."""
     rows = []
-    for path in sorted((Path(folder) / "cells").glob("drl+@*")):
+    for path in cell_pack.cell_paths(folder, "drl+@*"):
         variant = path.name.split("@", 1)[1].rsplit("-M", 1)[0]
         seed = int(path.name.rsplit("-s", 1)[1].split("-")[0])
         row = cells[(cells["variant"] == variant) & (cells["seed"] == seed)]
-        if row.empty or not (path / "checkpoints.csv").is_file():
+        if row.empty or not cell_pack.is_file(path / "checkpoints.csv"):
             continue
         r = row.iloc[0]
-        cp = pd.read_csv(path / "checkpoints.csv")
+        cp = pd.read_csv(io.BytesIO(cell_pack.read_bytes(path / "checkpoints.csv")))
         share = (cp["mean_reward"] - r["clone_reward"]) / (r["target_reward"] - r["clone_reward"])
         rows += [{"variant": variant, "seed": seed, "decisions": int(d), "share": float(s)}
                  for d, s in zip(cp["decisions"], share)]

@@ -27,6 +27,7 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
+from ilets.cell_pack import has_cells
 from ilets.config import HEURISTICS, METHODS, SEED_MAX, ConfigError
 
 
@@ -89,7 +90,7 @@ def _cmd_ship(args: argparse.Namespace) -> int:
 
     src = Path(args.results)
     pilot = args.scenario == "gridcommand" and (src / PILOT_FILE).is_file()
-    if not (src / "cells").is_dir() and not pilot:
+    if not has_cells(src) and not pilot:
         also = f", or a finished pilot folder with {PILOT_FILE}" if args.scenario == "gridcommand" else ""
         raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder{also} "
                          f"(run the grid first)")
@@ -123,8 +124,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     from ilets.study.verify import VerifyError, accepted, check_recorded, check_report, kernels_hint, pick, verify
 
     folder, sc = Path(args.results), get_scenario(args.scenario)
-    if not (folder / "cells").is_dir():
-        raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder")
+    if not has_cells(folder):
+        raise UsageError(f"--results {folder}: expected a results folder with a cells/ subfolder or a shipped "
+                         "one with cells.parquet")
     # Everything that can be refused is refused before a cell runs (a re-run takes minutes).
     try:
         if args.report:
@@ -294,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver = sub.add_parser("verify", help="re-run shipped cells and check their metrics reproduce exactly")
     ver.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO,
                      help=f"the scenario whose cells these are (default: {DEFAULT_SCENARIO})")
-    ver.add_argument("--results", required=True, help="a results or shipped folder (with cells/)")
+    ver.add_argument("--results", required=True, help="a results folder (with cells/) or a shipped one (cells.parquet)")
     ver.add_argument("--cell", action="append", default=None,
                      help="a cell's name: its folder's, or its file's without .json (repeatable)")
     ver.add_argument("--sample", type=_int_in(0), default=0, help="verify this many random cells")
@@ -318,7 +320,8 @@ def build_parser() -> argparse.ArgumentParser:
     pil.set_defaults(func=_cmd_pilot)
 
     ev = sub.add_parser("evaluate", help="schedule your own task table with a shipped policy (frozen) or a heuristic")
-    ev.add_argument("--policy", required=True, help=f"a cell folder, or a heuristic: {', '.join(HEURISTICS)}")
+    ev.add_argument("--policy", required=True, help="a cell folder (of a shipped folder too: shipped/<grid>/cells/<cell> "
+                    f"reads its cells.parquet), or a heuristic: {', '.join(HEURISTICS)}")
     ev.add_argument("--weights", default="policy", choices=("policy", "clone"),
                     help="a cell's final policy or its clone after imitation")
     ev.add_argument("--workload", required=True, help="a CSV or parquet file: arrival, cpu, length, deadline")

@@ -5,7 +5,8 @@
 tasks through the same env as a cell and write the same ``metrics.json``
 (:func:`ilets.study.run.metrics_record`), with its curve, config and command.
 
-A policy comes from a cell folder: its ``config.yaml`` (the reward, the observation's
+A policy comes from a cell folder (``shipped/<grid>/cells/<cell>`` names one of a shipped
+folder's table as well: :mod:`ilets.cell_pack`): its ``config.yaml`` (the reward, the observation's
 scales, the network's size) and its ``policy/`` folder (or ``clone/``, the policy right after
 imitation): weights plus a JSON of the architecture, read without unpickling
 (:mod:`ilets.agents.policy_io`). It acts greedily and does not learn. Only per-server cells
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
+from ilets import cell_pack
 from ilets.config import HEURISTICS, ConfigError, RunConfig, to_dict
 from ilets.config.strict import merge
 from ilets.workloads.workload import TaskTable
@@ -58,8 +60,8 @@ def _run_config(policy: str | Path, servers: int, fleet_seed: int, seed: int,
     if str(policy) in HEURISTICS:
         base, cell = dataclasses.replace(method_defaults(), method=str(policy)), None
     else:
-        cell = Path(policy)
-        if not cell.is_dir():
+        cell = Path(policy)  # a cell folder, or one of a shipped folder's table (ilets.cell_pack)
+        if not cell_pack.is_dir(cell):
             raise EvaluateError(f"--policy {policy}: expected a heuristic ({', '.join(HEURISTICS)}) or a cell folder")
         try:
             base = recorded_config(cell)
@@ -88,8 +90,8 @@ def export_policy(cell: Path) -> Path:
 
     cell = Path(cell)
     folder = cell / "policy"
-    if folder.is_dir():
-        return folder
+    if cell_pack.is_dir(folder):
+        return cell_pack.on_disk(folder)
     if not (cell / "model.zip").is_file():
         raise EvaluateError(f"{cell}: no policy/ folder and no model.zip to write one from")
     cfg = recorded_config(cell)
@@ -113,13 +115,13 @@ def frozen_policy(cell: Path, cfg: RunConfig, env, weights: str = "policy"):
     if weights not in WEIGHTS:
         raise EvaluateError(f"weights: expected one of {WEIGHTS}, got {weights!r}")
     folder = cell / weights
-    if not folder.is_dir():
+    if not cell_pack.is_dir(folder):
         why = ("this flat cell was computed before flat cells kept their weights (its model.zip would be "
                "unpickled, which this command never does; re-running the cell writes the folder)"
                if cfg.policy == "flat" and weights == "policy" else "this cell kept no such folder")
         raise EvaluateError(f"{folder}: not found; {why}")
     model = make_run_ppo(env, cfg)
-    load_policy(folder, model)
+    load_policy(cell_pack.on_disk(folder), model)
     return PPOPolicy(model, StateSpec.of(cfg), name=f"{cfg.method}:{weights}")
 
 

@@ -7,6 +7,7 @@ method, servers and seed columns. Notebooks read only through the functions here
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import warnings
@@ -16,6 +17,7 @@ from typing import Iterable, Mapping
 import pandas as pd
 import yaml
 
+from ilets import cell_pack
 from ilets.method_table import LEARNERS, METHOD_LABELS  # noqa: F401 - re-exported: the names the store's readers use
 
 
@@ -91,22 +93,24 @@ def worlds_dir() -> Path:
 
 
 def _cells(out: Path) -> list[Path]:
-    """Finished cell folders of ``out``; only those of its current grid when it has one.
+    """Finished cell folders of ``out``; only those of its current grid when it has one. In
+    either layout (:mod:`ilets.cell_pack`): a shipped folder's cells are one table, and the
+    paths returned address them there.
 
     A folder can hold cells of an older configuration (a changed setting changes every
     digest); ``grid.json`` lists the cells of the grid last run there, so stale ones are
     left out of the store instead of being mixed in.
     """
     root = Path(out) / "cells"
-    if not root.is_dir():
+    if not cell_pack.has_cells(out):
         return []
     manifest = Path(out) / "grid.json"
     wanted = set(json.loads(manifest.read_text())["cells"]) if manifest.is_file() else None
     from ilets.study.run import cell_problem
 
     # hidden ".<cell>.tmp-<pid>" folders are runs in flight or killed before their rename
-    found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                   and (wanted is None or p.name in wanted))
+    found = [root / name for name in cell_pack.entries(out)
+             if cell_pack.is_dir(root / name) and (wanted is None or name in wanted)]
     good = []
     for p in found:
         # a damaged folder (truncated metrics.json, empty curve.csv, ...) is left out with
@@ -114,7 +118,7 @@ def _cells(out: Path) -> list[Path]:
         problem = cell_problem(p)
         if problem is None:
             good.append(p)
-        elif (p / "metrics.json").exists():
+        elif cell_pack.exists(p / "metrics.json"):
             warnings.warn(f"{problem}: cell left out of the store", stacklevel=2)
     return good
 
@@ -129,10 +133,10 @@ def build_store(out: Path) -> dict[str, Path]:
     out = Path(out)
     rows, curves = [], []
     for cell in _cells(out):
-        m = json.loads((cell / "metrics.json").read_text())
+        m = json.loads(cell_pack.read_text(cell / "metrics.json"))
         m["cell"] = cell.name
         rows.append(m)
-        curve = pd.read_csv(cell / "curve.csv")
+        curve = pd.read_csv(io.BytesIO(cell_pack.read_bytes(cell / "curve.csv")))
         curve["method"], curve["variant"] = m["method"], m.get("variant", "")
         curve["servers"], curve["seed"], curve["cell"] = m["servers"], m["seed"], cell.name
         curves.append(curve)
@@ -200,7 +204,7 @@ def compute_table(out: Path | None = None, done: Iterable[Mapping] | None = None
     if done is None:
         done = []
         for cell in _cells(out):
-            m = json.loads((cell / "metrics.json").read_text())
+            m = json.loads(cell_pack.read_text(cell / "metrics.json"))
             done.append({**m, "cell": cell.name})
     for m in done:
         rows.append({"cell": m["cell"], "method": m["method"], "variant": m.get("variant", ""),
@@ -227,6 +231,6 @@ def system_info(out: Path | None = None) -> dict:
         return {}
     path = cells[0] / "system.json"
     try:
-        return json.loads(path.read_text())
+        return json.loads(cell_pack.read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as err:  # changed since _cells checked it
         raise ValueError(f"{path}: unreadable system record ({err})") from err

@@ -49,7 +49,9 @@ from typing import Callable
 import numpy as np
 import yaml
 
-from ilets.config import ConfigError, RunConfig, digest_of, read_yaml, to_dict
+from ilets import cell_pack
+from ilets.config import ConfigError, RunConfig, digest_of, to_dict
+from ilets.config.strict import parse_yaml
 from ilets.files import atomic_write  # re-exported: ilets.study.results writes its store through it
 from ilets.host import cpu_id, cpu_model, package_versions
 from ilets.host import source_version as host_source_version
@@ -96,7 +98,8 @@ RAN, DONE, BUSY = "ran", "done", "busy"
 
 
 def cell_problem(folder: Path, cell: str | None = None) -> str | None:
-    """Why ``folder`` is not a complete, valid cell (naming the file), or None when it is.
+    """Why ``folder`` is not a complete, valid cell (naming the file), or None when it is; a
+    cell of a shipped folder is read from its table (:mod:`ilets.cell_pack`).
 
     Checks that every file is there, ``metrics.json`` is a JSON object with the keys the
     store uses (integer seed and servers within int64) and the identity (method, variant,
@@ -107,17 +110,18 @@ def cell_problem(folder: Path, cell: str | None = None) -> str | None:
     least one row, and ``decisions.npz`` and ``model.zip`` are readable archives. Cheap
     enough to run for every cell of a grid at each start.
     """
+    import io
     import zipfile
 
     folder = Path(folder)
-    if not folder.is_dir():
+    if not cell_pack.is_dir(folder):
         return f"{folder}: not a folder"
     for name in CELL_FILES:
-        if not (folder / name).is_file():
+        if not cell_pack.is_file(folder / name):
             return f"{folder / name}: missing"
     path = folder / "metrics.json"
     try:
-        m = json.loads(path.read_text())
+        m = json.loads(cell_pack.read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         return f"{path}: not valid JSON ({err})"
     if not isinstance(m, dict):
@@ -134,14 +138,16 @@ def cell_problem(folder: Path, cell: str | None = None) -> str | None:
         return problem
     path = folder / "system.json"
     try:
-        system = json.loads(path.read_text())
+        system = json.loads(cell_pack.read_text(path))
     except (OSError, UnicodeDecodeError, ValueError) as err:
         return f"{path}: not valid JSON ({err})"
     if not isinstance(system, dict) or not system:
         return f"{path}: expected a non-empty JSON object"
     path = folder / "config.yaml"
-    try:
-        config = read_yaml(path)  # the strict safe reader of the profiles; names the file
+    try:  # the strict safe reader of the profiles; names the file
+        config = parse_yaml(cell_pack.read_text(path), path)
+    except (OSError, UnicodeDecodeError) as err:
+        return f"{path}: unreadable: {err}"
     except ConfigError as err:
         return str(err)
     # a file cut short at a line end still parses: it must be the config the cell ran with
@@ -149,7 +155,7 @@ def cell_problem(folder: Path, cell: str | None = None) -> str | None:
         return f"{path}: does not match metrics.json's digest {m['digest']!r} (truncated?)"
     path = folder / "curve.csv"
     try:
-        lines = path.read_text().splitlines()
+        lines = cell_pack.read_text(path).splitlines()
     except (OSError, UnicodeDecodeError) as err:
         return f"{path}: unreadable ({err})"
     if len(lines) < 2 or not lines[0].strip():
@@ -159,10 +165,10 @@ def cell_problem(folder: Path, cell: str | None = None) -> str | None:
         return f"{path}: rows of unequal width (truncated?)"
     for name in ("decisions.npz", "model.zip"):
         path = folder / name
-        if name == "model.zip" and not path.exists():  # optional: run_cell(save_model=False)
+        if name == "model.zip" and not cell_pack.exists(path):  # optional: run_cell(save_model=False)
             continue
         try:
-            with zipfile.ZipFile(path) as z:
+            with zipfile.ZipFile(path if path.is_file() else io.BytesIO(cell_pack.read_bytes(path))) as z:
                 bad = z.testzip()
         except (OSError, zipfile.BadZipFile, EOFError) as err:
             return f"{path}: not a complete archive ({err})"
@@ -190,8 +196,8 @@ def identity_problem(path: Path, metrics: dict, name: str) -> str | None:
 
 def is_done(cfg: RunConfig, out: Path) -> bool:
     """Whether the cell's folder exists and is complete and valid."""
-    folder = cell_dir(cfg, out)
-    return folder.is_dir() and cell_problem(folder) is None
+    folder = cell_dir(cfg, out)  # in either layout: a shipped folder's cells are one table (ilets.cell_pack)
+    return cell_pack.is_dir(folder) and cell_problem(folder) is None
 
 
 def _set_aside(folder: Path, why: str) -> None:
@@ -462,8 +468,9 @@ LATENCY_SAMPLES = 2000
 
 def ship_cell_folder(cell: Path, target: Path) -> None:
     """Copy the shipped part of cell folder ``cell`` to the new folder ``target``: every file
-    but the model, the latency samples thinned (:func:`thin_latency_samples`)."""
-    cell, target = Path(cell), Path(target)
+    but the model, the latency samples thinned (:func:`thin_latency_samples`). A packed cell
+    (a shipped folder shipped again) is read from its table (:func:`ilets.cell_pack.on_disk`)."""
+    cell, target = cell_pack.on_disk(Path(cell)), Path(target)
     target.mkdir()
     for name in SHIPPED_CELL_FILES:
         if name == "decisions.npz" and (cell / name).is_file():

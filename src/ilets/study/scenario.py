@@ -33,6 +33,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping, Protocol, TypeVar
 
+from ilets import cell_pack
 from ilets.config import ConfigError, to_dict
 from ilets.host import ComputeRecord
 from ilets.numerics import recorded_mode
@@ -254,16 +255,17 @@ class CloudScenario:
         return None
 
     def records(self, folder: Path) -> list[ComputeRecord]:
-        """Every cell folder (not hidden, with a ``metrics.json``) of ``folder``, from its
-        ``system.json`` (absent in the oldest cells: counted as unrecorded) and ``metrics.json``."""
+        """Every cell folder (not hidden, with a ``metrics.json``) of ``folder``, in either
+        layout (:mod:`ilets.cell_pack`), from its ``system.json`` (absent in the oldest cells:
+        counted as unrecorded) and ``metrics.json``."""
         root = Path(folder) / "cells"
         # a folder without metrics.json is no cell (a user's cells/notes): not counted
-        found = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                       and (p / "metrics.json").is_file()) if root.is_dir() else []
+        found = [root / name for name in cell_pack.entries(folder) if cell_pack.is_file(root / name / "metrics.json")]
         out = []
         for cell in found:
-            system = json.loads((cell / "system.json").read_text()) if (cell / "system.json").is_file() else {}
-            out.append(compute_record(system, json.loads((cell / "metrics.json").read_text())))
+            system = json.loads(cell_pack.read_text(cell / "system.json")) \
+                if cell_pack.is_file(cell / "system.json") else {}
+            out.append(compute_record(system, json.loads(cell_pack.read_text(cell / "metrics.json"))))
         return out
 
     def ship_cell(self, cell: Path, dest: Path) -> None:
@@ -298,14 +300,15 @@ class CloudScenario:
         return tuple(METHODS) + tuple(HEURISTICS)
 
     def cell_path(self, folder: Path, name: str) -> Path:
-        """``folder/cells/<name>``."""
+        """``folder/cells/<name>`` (in either layout: :mod:`ilets.cell_pack`)."""
         return Path(folder) / "cells" / name
 
     def recorded_cell(self, path: Path) -> Any:
         """The :class:`ilets.config.RunConfig` a recorded cell folder ran with, after checking
         every file :func:`compare_folders` reads (:func:`ilets.study.run.cell_problem`: present,
         complete, the config's digest the cell's)."""
-        from ilets.config import RunConfig, from_dict, read_yaml
+        from ilets.config import RunConfig, from_dict
+        from ilets.config.strict import parse_yaml
         from ilets.study.run import cell_problem
 
         path = Path(path)
@@ -313,7 +316,7 @@ class CloudScenario:
         if problem is not None:
             raise ValueError(problem)
         config = path / "config.yaml"
-        return from_dict(RunConfig, read_yaml(config), str(config)).validate(str(config))
+        return from_dict(RunConfig, parse_yaml(cell_pack.read_text(config), config), str(config)).validate(str(config))
 
     def rerun_cell(self, cell: Any, scratch: Path, progress: bool = False, processes: int = 1) -> tuple[Path, str]:
         """:func:`ilets.study.run.run_cell_status` without the model (a re-run keeps only what is
@@ -325,13 +328,13 @@ class CloudScenario:
 
     def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
         """:func:`compare_folders`, :func:`added_metrics` and the re-run's ``wall_s``."""
-        wall = json.loads((Path(rerun) / "metrics.json").read_text()).get("wall_s", float("nan"))
+        wall = json.loads(cell_pack.read_text(Path(rerun) / "metrics.json")).get("wall_s", float("nan"))
         return compare_folders(recorded, rerun), added_metrics(recorded, rerun), wall
 
     def cell_system(self, path: Path) -> dict[str, Any]:
         """The cell's ``system.json`` (``{}`` when absent or unreadable)."""
         try:
-            system = json.loads((Path(path) / "system.json").read_text())
+            system = json.loads(cell_pack.read_text(Path(path) / "system.json"))
         except (OSError, ValueError):
             system = {}
         return system if isinstance(system, dict) else {}
@@ -344,16 +347,14 @@ def _cell_folders(folder: Path) -> list[Path]:
     from ilets.study.run import parse_cell_name
 
     root = Path(folder) / "cells"
-    if not root.is_dir():
-        return []
     found = []
-    for p in sorted(root.iterdir()):
-        if p.is_dir() and not p.name.startswith("."):
+    for name in cell_pack.entries(folder):
+        if cell_pack.is_dir(root / name):
             try:
-                parse_cell_name(p.name)
+                parse_cell_name(name)
             except ValueError:
                 continue
-            found.append(p)
+            found.append(root / name)
     return found
 
 
@@ -378,8 +379,8 @@ def added_metrics(recorded: Path, rerun: Path) -> list[str]:
     """Metrics the re-run writes that the recorded cell does not have: added to the code after
     the cell was computed, so there is nothing to compare them with (:func:`compare_folders`
     skips them; a metric the record has and the re-run lacks is a difference)."""
-    a = json.loads((Path(recorded) / "metrics.json").read_text())
-    b = json.loads((Path(rerun) / "metrics.json").read_text())
+    a = json.loads(cell_pack.read_text(Path(recorded) / "metrics.json"))
+    b = json.loads(cell_pack.read_text(Path(rerun) / "metrics.json"))
     return sorted(set(b) - set(a) - HOST_KEYS)
 
 
@@ -388,19 +389,21 @@ def compare_folders(recorded: Path, rerun: Path) -> list[str]:
     ``metrics.json`` except :data:`HOST_KEYS`, and ``curve.csv`` value for value.
 
     A metric only the re-run has is not a difference (:func:`added_metrics`)."""
+    import io
+
     import pandas as pd
 
     recorded, rerun = Path(recorded), Path(rerun)
     out = []
-    a = json.loads((recorded / "metrics.json").read_text())
-    b = json.loads((rerun / "metrics.json").read_text())
+    a = json.loads(cell_pack.read_text(recorded / "metrics.json"))
+    b = json.loads(cell_pack.read_text(rerun / "metrics.json"))
     for key in sorted(set(a)):
         if key in HOST_KEYS:
             continue
         va, vb = a.get(key), b.get(key)
         if va != vb and not (isinstance(va, float) and isinstance(vb, float) and va != va and vb != vb):
             out.append(f"metrics.json {key}: {va!r} -> {vb!r}")
-    ca, cb = pd.read_csv(recorded / "curve.csv"), pd.read_csv(rerun / "curve.csv")
+    ca, cb = (pd.read_csv(io.BytesIO(cell_pack.read_bytes(p / "curve.csv"))) for p in (recorded, rerun))
     if ca.shape != cb.shape or list(ca.columns) != list(cb.columns):
         out.append(f"curve.csv: shape {ca.shape} -> {cb.shape}")
     else:

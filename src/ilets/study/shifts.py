@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from ilets.cell_pack import has_cells
 from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig
 from ilets.config.strict import merge, read_yaml
 
@@ -365,12 +366,14 @@ def cpu_seconds(table: pd.DataFrame) -> float:
 
 def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[str, Any]:
     """Copy the gathered results of ``src`` (``shifts.parquet``, ``shifts.json`` and the cells
-    of learners that kept learning) to ``dest`` (replaced), with a ``PROVENANCE.json`` in the
+    of learners that kept learning, as one table: :func:`ilets.cell_pack.pack_folder`) to
+    ``dest`` (replaced), with a ``PROVENANCE.json`` in the
     study's one schema (:func:`ilets.host.provenance_of`, from each row's own record of where
     it ran: a row without one counts as unrecorded) that also counts evaluations as units of
     the family's plan (README's shipped-results table reads it)."""
     import shutil
 
+    from ilets.cell_pack import pack_folder
     from ilets.files import PROVENANCE
     from ilets.host import provenance_of
     from ilets.study.run import atomic_json
@@ -385,8 +388,9 @@ def ship_shifts(src: Path, dest: Path, family: ShiftFamily, note: str) -> dict[s
     dest.mkdir(parents=True)
     for name in ("shifts.parquet", "shifts.json"):
         shutil.copy2(src / name, dest / name)
-    if (src / "cells").is_dir():
+    if (src / "cells").is_dir():  # the cells its runs trained, as one table (ilets.cell_pack)
         shutil.copytree(src / "cells", dest / "cells", ignore=shutil.ignore_patterns(".*", "*.zip"))
+        pack_folder(dest)
     prov = {**provenance_of(records), "units": len(table), "planned_units": len(plan(family)), "note": note}
     atomic_json(dest / PROVENANCE, prov)
     return prov
@@ -418,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.ship:  # what the run gathered (shifts.json names the commit that computed it)
             print(json.dumps(ship_shifts(Path(args.out), Path(args.ship), family, args.note), indent=1))
             return 0
-        if not args.source or not (Path(args.source) / "cells").is_dir():
+        if not args.source or not has_cells(Path(args.source)):
             raise ConfigError(f"{args.source}: --source: expected a grid folder with cells/")
         if args.workers < 1 or (args.max_jobs is not None and args.max_jobs < 1):
             raise ConfigError("--workers and --max-jobs: expected >= 1")

@@ -7,8 +7,11 @@ committed with the code (``shipped/<profile>``), for every scenario the same way
 for the paper's study (``cloud``):
 
 * ``store/*.parquet``: the tables the book reads;
-* per cell: ``config.yaml``, ``command.txt``, ``system.json``, ``metrics.json``,
-  ``curve.csv`` and ``decisions.npz`` (latency samples, thinned to at most
+* ``cells.parquet``: the finished cells as one table (:func:`ilets.cell_pack.pack_folder`):
+  one row per cell, one column per file, each file's bytes as they were, zstd-compressed, the
+  same bytes for the same cells; whatever reads a cell (``ilets verify`` among them) reads it
+  through :mod:`ilets.cell_pack`. A cell's files: ``config.yaml``, ``command.txt``,
+  ``system.json``, ``metrics.json``, ``curve.csv`` and ``decisions.npz`` (latency samples, thinned to at most
   :data:`LATENCY_SAMPLES` evenly spaced decisions: a heuristic cell records every one of
   its 259,368 decisions, 0.9 MB compressed, which would put a paper grid's shipped folder
   far over its size budget; the cell's own percentiles in ``metrics.json`` come from
@@ -26,8 +29,9 @@ for the paper's study (``cloud``):
   the floating-point kernels and the CPU-hours, all read from the cells' own records.
 
 A grid-command folder (scenario ``gridcommand``) ships its store, ``profile.json``,
-``grid.json`` and each finished cell's JSON file as it is; a grid-command pilot's folder
-(``pilot.json``, no ``cells/``) ships through :func:`ilets.gridcommand.study.pilot.ship_pilot`.
+``grid.json`` and each finished cell's JSON file as it is, a row of its ``cells.parquet``; a
+grid-command pilot's folder (``pilot.json``, no ``cells/``) ships through
+:func:`ilets.gridcommand.study.pilot.ship_pilot`.
 
 The book prints the provenance on every results page; ``ilets verify`` re-runs shipped cells
 and compares their metrics.
@@ -41,6 +45,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ilets import cell_pack
 from ilets.config import ConfigError
 from ilets.files import PROVENANCE, ShipRefused, check_ship_target, publish_folder, staging_folder  # noqa: F401
 from ilets.host import provenance_of
@@ -98,12 +103,12 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
     sc = get_scenario(scenario)
     src, dest = Path(src), Path(dest)
     check_ship_target(dest, (src,))
-    if sc.name == "gridcommand" and not (src / "cells").is_dir():
+    if sc.name == "gridcommand" and not cell_pack.has_cells(src):
         from ilets.gridcommand.study.pilot import PILOT_FILE, ship_pilot
 
         if (src / PILOT_FILE).is_file():
             return ship_pilot(src, dest, note)
-    if not (src / "cells").is_dir():
+    if not cell_pack.has_cells(src):
         raise ConfigError(f"{src}: expected a grid's results folder with cells/ and {sc.profile_file} "
                           f"(run the grid first)")
     finished = sc.finished(src)
@@ -121,6 +126,7 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
             sc.ship_cell(cell, tmp / "cells")
         sc.ship_extras(src, tmp, finished)
         kept, dropped = keep_checks(dest, tmp, sc)
+        cell_pack.pack_folder(tmp)  # thousands of small files become one table
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -192,7 +198,7 @@ def load_provenance(folder: Path, scenario: str | Scenario[Any, Any] = DEFAULT_S
     otherwise."""
     path = Path(folder) / PROVENANCE
     recorded = json.loads(path.read_text()) if path.is_file() else {}
-    if (Path(folder) / "cells").is_dir() or not recorded:
+    if cell_pack.has_cells(folder) or not recorded:
         return {**recorded, **provenance(folder, scenario)}
     return recorded
 

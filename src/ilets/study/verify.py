@@ -42,6 +42,7 @@ from typing import Any
 
 import pandas as pd
 
+from ilets import cell_pack
 from ilets.numerics import NOT_RECORDED, recorded_mode
 # re-exported: the paper study's comparison of two cell folders lives with its scenario
 from ilets.study.scenario import HOST_KEYS, added_metrics  # noqa: F401
@@ -248,7 +249,7 @@ def second_verdict(folder: Path, cell: str, rerun: Path, scenario: str | Scenari
     if sc.name != DEFAULT_SCENARIO:
         return None
     try:
-        recorded = json.loads((sc.cell_path(Path(folder), cell) / "metrics.json").read_text())
+        recorded = json.loads(cell_pack.read_text(sc.cell_path(Path(folder), cell) / "metrics.json"))
         again = json.loads((Path(rerun) / "metrics.json").read_text())
         store = load_metrics(Path(folder), variant=None)
         key = parse_cell_name(cell)
@@ -355,7 +356,7 @@ def _cell_record(folder: Path, cell: str, sc: Scenario[Any, Any]) -> dict[str, A
     cell's own record (both name the commit); empty when unreadable."""
     path = sc.cell_path(Path(folder), cell)
     try:
-        data = json.loads((path / "system.json" if path.is_dir() else path).read_text())
+        data = json.loads(cell_pack.read_text(path / "system.json" if cell_pack.is_dir(path) else path))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -480,11 +481,11 @@ def kernel_effects(folder: Path, other: Path) -> pd.DataFrame:
     (:func:`compare`) and the change of :data:`KERNEL_METRICS` from ``other`` to ``folder``
     (mean, and the largest in absolute value, in %). Empty when they share no cell."""
     rows = []
-    both = all((Path(f) / "cells").is_dir() for f in (folder, other))
+    both = all(cell_pack.has_cells(Path(f)) for f in (folder, other))
     names = sorted(set(_cells(Path(other))) & set(_cells(Path(folder)))) if both else []
     for name in names:
         a, b = Path(other) / "cells" / name, Path(folder) / "cells" / name
-        ma, mb = (json.loads((p / "metrics.json").read_text()) for p in (a, b))
+        ma, mb = (json.loads(cell_pack.read_text(p / "metrics.json")) for p in (a, b))
         # a variant's cells apart from its method's main-grid cells: their kernels' effect may differ
         row = {"method": ma["method"], "variant": ma.get("variant") or "", "identical": not compare(a, b)}
         for key, label in KERNEL_METRICS:

@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ilets import cell_pack
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S
 from ilets.gridcommand.experts import ENV_READS, EXPERT_LABELS, EXPERT_READS, EXPERTS, LADDER, ladder_gaps, privileged_reads
 from ilets.gridcommand.pipeline_config import METHODS
@@ -338,7 +339,7 @@ def done_records(folder: Path | None) -> list[dict]:
     """The finished cell records of a results folder (``cells/*.json`` whose status is done), in
     name order: what the store does not keep (per-event records, what training recorded)
     lives only there. Empty without a folder."""
-    records = (json.loads(f.read_text()) for f in sorted((Path(folder) / "cells").glob("*.json"))) if folder else ()
+    records = (json.loads(cell_pack.read_text(f)) for f in cell_pack.cell_paths(folder, "*.json")) if folder else ()
     return [r for r in records if r.get("status") == STATUS_DONE]
 
 

@@ -35,6 +35,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator
 
+from ilets.cell_pack import has_cells
 from ilets.config import ConfigError, from_dict
 from ilets.config.strict import read_yaml
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS
@@ -236,10 +237,10 @@ def ship(src: Path, dest: Path, family: DriftFamily, note: str = "", add: bool =
     for factor, kind, profile in family.grids():
         folder, shipped = folder_of(src, factor, kind), folder_of(dest, factor, kind)
         cells = sc.cells(profile)
-        held = len(sc.records(shipped)) if add and (shipped / "cells").is_dir() else None
+        held = len(sc.records(shipped)) if add and has_cells(shipped) else None
         if held == len(cells):  # shipped whole before: kept
             shutil.copytree(shipped, folder_of(tmp, factor, kind))
-        elif (folder / "cells").is_dir() and (not add or all(sc.is_done(c, folder) for c in cells)):
+        elif has_cells(folder) and (not add or all(sc.is_done(c, folder) for c in cells)):
             # the family's whole grid: the store then lists every finished cell of it, whichever
             # run (a family file with some of the seeds, say) wrote the folder's manifest last
             claim_folder(profile, folder, cells, sc)

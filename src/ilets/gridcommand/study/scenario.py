@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from ilets import cell_pack
 from ilets.config import ConfigError, to_dict
 from ilets.files import HeldByAnother, atomic_write
 from ilets.host import ComputeRecord, machine_record, source_version
@@ -115,8 +116,8 @@ def read_record(path: Path) -> tuple[dict | None, str | None]:
     """``(record, None)`` for a complete record at ``path`` (:func:`record_problem`), else
     ``(None, why)`` naming the file (``(None, None)``: no file)."""
     path = Path(path)
-    try:
-        rec = json.loads(path.read_text())
+    try:  # a cell of a shipped folder is a row of its table (ilets.cell_pack)
+        rec = json.loads(cell_pack.read_text(path))
     except FileNotFoundError:
         return None, None
     except (OSError, UnicodeDecodeError, ValueError) as err:
@@ -365,7 +366,7 @@ class GridCommandScenario:
 
     def is_done(self, cell: CommandCell, out: Path) -> bool:
         """Whether the cell's file is a complete record computed under the cell's profile."""
-        return self._path(out, cell.name).is_file() and self._problem(cell, out) is None
+        return cell_pack.is_file(self._path(out, cell.name)) and self._problem(cell, out) is None
 
     def write_profile(self, profile: ExperimentProfile, out: Path) -> None:
         """``OUT/profile.json``: the profile as data (the book and ``ilets verify`` read it)."""
@@ -405,8 +406,7 @@ class GridCommandScenario:
     def _finished_records(self, out: Path) -> list[tuple[Path, dict]]:
         """The complete records of ``out``'s current grid (``grid.json``, when known) computed
         under its profile (``profile.json``, when readable)."""
-        folder = Path(out) / "cells"
-        if not folder.is_dir():
+        if not cell_pack.has_cells(out):
             return []
         manifest = _read_json(Path(out) / "grid.json")
         wanted = set(manifest["cells"]) if manifest and isinstance(manifest.get("cells"), list) else None
@@ -418,7 +418,7 @@ class GridCommandScenario:
         except ConfigError:
             profile = scenario = None  # an unknown profile: the records are judged on their own
         found = []
-        for p in sorted(folder.glob("*.json")):
+        for p in cell_pack.cell_paths(out, "*.json"):
             if p.name.startswith(".") or (wanted is not None and p.stem not in wanted):
                 continue
             rec, _ = read_record(p)
@@ -448,7 +448,7 @@ class GridCommandScenario:
 
     def ship_cell(self, cell: Path, dest: Path) -> None:
         """The cell's file, as it is."""
-        shutil.copy2(cell, Path(dest) / Path(cell).name)
+        shutil.copy2(cell_pack.on_disk(cell), Path(dest) / Path(cell).name)
 
     def ship_extras(self, src: Path, dest: Path, finished: list[Path]) -> None:
         """Nothing beside the cells, the store and the profile."""
@@ -458,9 +458,7 @@ class GridCommandScenario:
     def recorded_cells(self, folder: Path) -> list[str]:
         """The names of the cell files of ``folder/cells``: hidden ones (set aside) and files
         not named as cells (a user's ``notes.json``) left out, as the grid leaves them."""
-        root = Path(folder) / "cells"
-        return sorted(p.stem for p in root.glob("*.json") if not p.name.startswith(".") and CELL_NAME.match(p.stem)) \
-            if root.is_dir() else []
+        return sorted(p.stem for p in cell_pack.cell_paths(folder, "*.json") if CELL_NAME.match(p.stem))
 
     def method_of(self, name: str) -> str:
         """The method of a cell name (:func:`parse_cell_name`)."""
@@ -497,7 +495,7 @@ class GridCommandScenario:
 
     def compare_cells(self, recorded: Path, rerun: Path) -> tuple[list[str], list[str], float]:
         """:func:`compare_records` of the two files, and the re-run's wall seconds."""
-        a, b = (json.loads(Path(p).read_text()) for p in (recorded, rerun))
+        a, b = (json.loads(cell_pack.read_text(Path(p))) for p in (recorded, rerun))
         diffs, added = compare_records(a, b, f"{Path(recorded).name} ")
         return diffs, added, float(b.get("wall_s", math.nan))
 
@@ -510,7 +508,7 @@ class GridCommandScenario:
 def _read_json(path: Path) -> dict | None:
     """A JSON object from ``path``, or None when absent, damaged or not an object."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(cell_pack.read_text(Path(path)))
     except (OSError, UnicodeDecodeError, ValueError):
         return None
     return data if isinstance(data, dict) else None
