@@ -54,10 +54,10 @@ def test_profile_errors_name_the_file_and_key(tmp_path):
         load_profile(path)
     assert str(path) in str(err.value) and "epochs" in str(err.value)
     path = write(tmp_path, {"methods": ["drl", "dqn"], "servers": [50], "seeds": [0]})
-    with pytest.raises(ConfigError, match="unknown method"):
+    with pytest.raises(ConfigError, match=r"\.methods\[1\]: expected a method of .*got 'dqn'"):
         load_profile(path)
     path = write(tmp_path, {"methods": ["drl"], "servers": [0], "seeds": [0]})
-    with pytest.raises(ConfigError, match="impossible server count 0"):
+    with pytest.raises(ConfigError, match=r"\.servers\[0\]: expected a server count in \[1, 100000\], got 0"):
         load_profile(path)
     path = write(tmp_path, {"methods": ["drl"], "servers": [50], "seeds": [0], "colour": "red"})
     with pytest.raises(ConfigError, match="colour"):
@@ -140,14 +140,14 @@ NAN, INF = float("nan"), float("inf")
 
 @pytest.mark.parametrize("data, needle", [
     # misspelled or unknown OAIL experts: an ILETS- cell would silently be DRL
-    ({"oail": {"experts": ["gaa", "pso"]}}, "oail.experts: unknown expert(s) ['gaa']"),
-    ({"oail": {"experts": ["ga", "slow:x:ga"]}}, "oail.experts: unknown expert(s) ['slow:x:ga']"),
+    ({"oail": {"experts": ["gaa", "pso"]}}, "oail.experts[0]: expected an expert of"),
+    ({"oail": {"experts": ["ga", "slow:x:ga"]}}, "oail.experts[1]: expected an expert of"),
     ({"oail": {"experts": ["slow:1:gaa", "ga"]}}, "oail.experts"),
     ({"oail": {"experts": [], "weights": []}}, "oail.experts: expected at least one"),
     # OINPT's expert: a registered one or a team of them joined by "+" (ilets.expert_table)
-    ({"oinpt": {"expert": "ga+psoo"}}, "oinpt.expert: unknown expert(s) ['psoo']"),
-    ({"oinpt": {"expert": "ga+ga"}}, "oinpt.expert: 'ga+ga' names an expert twice"),
-    ({"oinpt": {"expert": ""}}, "oinpt.expert: unknown expert(s) ['']"),
+    ({"oinpt": {"expert": "ga+psoo"}}, "oinpt.expert: expected experts of"),
+    ({"oinpt": {"expert": "ga+ga"}}, "oinpt.expert: expected experts of"),
+    ({"oinpt": {"expert": ""}}, "oinpt.expert: expected experts of"),
     # NaN and inf, which every range comparison lets through
     ({"fleet": {"capacity_levels": [0.25, NAN, 1.0]}}, "fleet.capacity_levels[1]: expected a finite number"),
     ({"reward": {"deadline_penalty": NAN}}, "reward.deadline_penalty: expected a finite number"),
@@ -158,17 +158,17 @@ NAN, INF = float("nan"), float("inf")
     ({"ppo": {"gamma": NAN}}, "ppo.gamma: expected a finite number"),
     ({"experts": {"pso_inertia": -INF}}, "experts.pso_inertia: expected a finite number"),
     # impossible ranges
-    ({"oail": {"weights": [-0.6, 0.4]}}, "oail.weights: expected weights >= 0 with a positive sum"),
+    ({"oail": {"weights": [-0.6, 0.4]}}, "oail.weights[0]: expected a number >= 0"),
     ({"oail": {"weights": [0.0, 0.0]}}, "oail.weights: expected weights >= 0 with a positive sum"),
-    ({"oail": {"learning_rate": -1.0}}, "oail.learning_rate: expected > 0"),
-    ({"oinpt": {"learning_rate": 0.0}}, "oinpt.learning_rate: expected > 0"),
-    ({"ppo": {"clip_range": -1.0}}, "ppo.clip_range: expected > 0"),
-    ({"ppo": {"learning_rate": -1.0}}, "ppo.learning_rate: expected > 0"),
+    ({"oail": {"learning_rate": -1.0}}, "oail.learning_rate: expected a number > 0"),
+    ({"oinpt": {"learning_rate": 0.0}}, "oinpt.learning_rate: expected a number > 0"),
+    ({"ppo": {"clip_range": -1.0}}, "ppo.clip_range: expected a number > 0"),
+    ({"ppo": {"learning_rate": -1.0}}, "ppo.learning_rate: expected a number > 0"),
     ({"ppo": {"ent_coef": -0.1}}, "ppo.ent_coef: expected a number >= 0"),
     ({"reward": {"deadline_penalty": -1.0}}, "reward.deadline_penalty: expected a number >= 0"),
     ({"fleet": {"idle_w": [0.0, 0.0], "active_w": [0.0, 0.0]}}, "maximum power is > 0"),
     ({"fleet": {"idle_w": [-5.0, 10.0]}}, "fleet.idle_w"),
-    ({"fleet": {"capacity_levels": [0.0, 0.5, 1.0]}}, "fleet.capacity_levels: capacities must be > 0"),
+    ({"fleet": {"capacity_levels": [0.0, 0.5, 1.0]}}, "fleet.capacity_levels[0]: expected a number > 0"),
     ({"oail": {"latency_s": INF}}, "oail.latency_s"),
     ({"seed": -1}, "run.seed: expected an integer in [0, 4294967295]"),
     ({"seed": 2**63}, "run.seed: expected an integer in [0, 4294967295]"),
@@ -254,7 +254,7 @@ def test_a_profile_without_workers_is_refused(tmp_path, workers):
     path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [0], "workers": workers})
     with pytest.raises(ConfigError) as err:
         load_profile(path)
-    assert str(err.value) == f"{path}.workers: expected >= 1, got {workers}"
+    assert str(err.value) == f"{path}.workers: expected an integer >= 1, got {workers}"
     path = write(tmp_path, {"methods": ["random"], "servers": [5], "seeds": [0], "workers": 1})
     assert load_profile(path).workers == 1
 

@@ -102,9 +102,9 @@ def test_every_placement_under_a_cap_respects_it():
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"cap_levels": (0.0,)}, r"cap_levels: expected distinct shares"),
-    ({"cap_levels": (1.5,)}, r"cap_levels: expected distinct shares"),
-    ({"cap_levels": (0.6, 0.6)}, r"cap_levels: expected distinct shares"),
+    ({"cap_levels": (0.0,)}, r"cap_levels\[0\]: expected a share of each server's maximum power in \(0, 1\]"),
+    ({"cap_levels": (1.5,)}, r"cap_levels\[0\]: expected a share of each server's maximum power in \(0, 1\]"),
+    ({"cap_levels": (0.6, 0.6)}, r"cap_levels: expected distinct values"),
     ({"cap_levels": (0.6,), "cap_fraction": 0.7}, r"cap_levels: .*exclude each other"),
 ])
 def test_bad_levels_are_named(kw, match):

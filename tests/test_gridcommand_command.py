@@ -224,9 +224,9 @@ def test_the_days_rule_and_the_multi_day_scenario_agree():
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"window_days": 0}, r"window_days: expected a finite number of days > 0"),
+    ({"window_days": 0}, r"window_days: expected a number of days > 0 \(1: the window is one day\), got 0"),
     ({"window_days": float("inf")}, r"window_days: expected a finite number"),
-    ({"window_days": True}, r"window_days: expected a finite number of days > 0"),
+    ({"window_days": True}, r"window_days: expected a number \(float\), got bool True"),
     ({"window_days": 2, "regime": "none", "commands": ()}, r"window_days: fits a generated regime's events"),
 ])
 def test_bad_window_days_are_named(kw, match):

@@ -70,8 +70,8 @@ def test_one_level_is_the_plain_placement_and_more_levels_widen_the_envelope():
 
 
 @pytest.mark.parametrize("kw, msg", [({"speed_levels": (0.5, 1.0)}, "speed_levels: expected the nominal speed"),
-                                     ({"speed_levels": (1.0, 1.0)}, "speed_levels: expected distinct"),
-                                     ({"speed_levels": (1.0, 3.0)}, "speed_levels: expected distinct"),
+                                     ({"speed_levels": (1.0, 1.0)}, "speed_levels: expected distinct values"),
+                                     ({"speed_levels": (1.0, 3.0)}, r"speed_levels\[1\]: expected a speed in \(0, 2\]"),
                                      ({"dvfs_exponent": 0.5}, "dvfs_exponent")])
 def test_dvfs_knobs_are_checked(kw, msg):
     with pytest.raises(ConfigError, match=rf"gridcommand\.{msg}"):

@@ -338,10 +338,10 @@ def test_redraws_at_zero_leave_the_settings_digest_alone():
     assert settings_plain(_drawn(8))["envelope_redraws"] == 8
 
 
-@pytest.mark.parametrize("kw, said", [({"envelope_redraws": -1}, "expected a whole number"),
-                                      ({"envelope_redraws": 2.5}, "expected a whole number"),
-                                      ({"envelope_redraws": True}, "expected a whole number"),
-                                      ({"envelope_redraws": 17}, "expected a whole number"),
+@pytest.mark.parametrize("kw, said", [({"envelope_redraws": -1}, r"expected a whole number of draws in \[0, 16\]"),
+                                      ({"envelope_redraws": 2.5}, "expected an integer"),
+                                      ({"envelope_redraws": True}, "expected an integer"),
+                                      ({"envelope_redraws": 17}, r"expected a whole number of draws in \[0, 16\]"),
                                       ({"envelope_redraws": 4, "envelope": "record"}, "needs envelope: clip"),
                                       ({"envelope_redraws": 4, "regime": "explicit"}, "a generated regime")])
 def test_redraws_are_checked(kw, said):

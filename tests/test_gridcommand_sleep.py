@@ -148,8 +148,8 @@ def test_sleep_lets_the_envelope_reach_deeper_and_is_deterministic():
 @pytest.mark.parametrize("key, value, expect", [
     ("sleep_fraction", 1.5, "sleep_fraction: expected the share"),
     ("sleep_fraction", -0.1, "sleep_fraction: expected the share"),
-    ("wake_s", -1.0, "wake_s: expected a time >= 0"),
-    ("sleep_after_s", -0.5, "sleep_after_s: expected a time >= 0"),
+    ("wake_s", -1.0, "wake_s: expected a number of seconds >= 0"),
+    ("sleep_after_s", -0.5, "sleep_after_s: expected a number of seconds >= 0"),
 ])
 def test_impossible_sleep_settings_name_the_field(key, value, expect):
     with pytest.raises(ConfigError, match=expect):

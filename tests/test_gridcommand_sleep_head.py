@@ -178,11 +178,12 @@ def test_sleep_repeat_shows_each_demonstrated_sleep_that_many_times():
     assert label_repeats(lever, PipelineConfig(sleep_repeat=4)) == {lever.defer_action: 1}
 
 
-@pytest.mark.parametrize("value", [0, 1.5, True])
-def test_bad_sleep_repeat_is_named(value):
+@pytest.mark.parametrize("value, said", [(0, r"an integer >= 1 \(1: as demonstrated\), got 0"),
+                                         (1.5, "an integer .*, got float 1.5"), (True, "an integer .*, got bool True")])
+def test_bad_sleep_repeat_is_named(value, said):
     from ilets.gridcommand.pipeline_config import PipelineConfig
 
-    with pytest.raises(ConfigError, match="pipeline.sleep_repeat: expected an integer >= 1"):
+    with pytest.raises(ConfigError, match=rf"pipeline\.sleep_repeat: expected {said}"):
         PipelineConfig(sleep_repeat=value).validate()
 
 

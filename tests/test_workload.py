@@ -156,7 +156,7 @@ def test_a_missing_real_sample_is_named(monkeypatch):
 @pytest.mark.parametrize("key, value, expected", [
     ("rate_factor", 0.0, "expected a factor in (0, 10]"), ("burst_factor", -1.0, "expected a factor in [0, 10]"),
     ("trend_slope", 2.0, "expected a number in (-2, 2)"), ("cpu_factor", 11.0, "expected a factor in (0, 10]"),
-    ("cpu_source", "mine", "expected 'table' or 'sample'")])
+    ("cpu_source", "mine", "expected one of ('table', 'sample')")])
 def test_an_impossible_shift_is_named(key, value, expected):
     import dataclasses
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any
 
 from ilets.config.learning import ExpertConfig, FinetuneConfig, OAILConfig, OINPTConfig, PPOConfig
-from ilets.config.strict import ConfigError, _Typed, check_finite, merge, read_yaml, to_dict
+from ilets.config.strict import ConfigError, _Typed, merge, read_yaml, to_dict
+from ilets.config.validate import check_config, bounded
 from ilets.config.world import SEED_MAX, SYNTHETIC_TASKS, FleetConfig, RewardConfig, WorkloadConfig
 from ilets.method_table import LEARNERS, METHOD_SPECS
 
@@ -34,32 +34,29 @@ CAP_HEADS = ("pooled", "mlp")
 HEURISTICS = ("random", "round-robin", "least-loaded", "earliest-finish", "min-energy", "greedy-cost")
 
 
-class _Section(Protocol):
-    """A section of :class:`RunConfig` (WorkloadConfig, PPOConfig, ...): it validates itself."""
-
-    def validate(self, where: str) -> None: ...
-
-
 @dataclass(frozen=True)
 class RunConfig(_Typed):
     """Everything that determines one cell (method x fleet size x seed)."""
 
-    method: str = "drl"
-    seed: int = 0
+    method: str = bounded("drl", choices=METHODS + HEURISTICS)
+    seed: int = bounded(0, ge=0, le=SEED_MAX)
     variant: str = ""  #: label of an ablation/sensitivity variant ("" = the main study)
-    observation: str = "paper"  #: a layout of OBSERVATIONS: "paper" (2M+2, the authors'), "rich" (5M+2) or "per-server" [ours]
-    policy: str = "flat"  #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
-    server_hidden: int = 32  #: units of each layer of the per-server policy [ours]
-    defer_head: str = "pooled"  #: a scorer of DEFER_HEADS for the per-server policy's defer action [ours]
+    #: a layout of OBSERVATIONS: "paper" (2M+2, the authors'), "rich" (5M+2) or "per-server" [ours]
+    observation: str = bounded("paper", choices=OBSERVATIONS)
+    #: a network of POLICIES: "flat" (the authors') or "per-server" [ours]
+    policy: str = bounded("flat", choices=POLICIES)
+    server_hidden: int = bounded(32, gt=0)  #: units of each layer of the per-server policy [ours]
+    #: a scorer of DEFER_HEADS for the per-server policy's defer action [ours]
+    defer_head: str = bounded("pooled", choices=DEFER_HEADS)
     #: a scorer of CAP_HEADS for the per-server policy's admission-cap actions (the grid-command
     #: scenario's ``cap_levels``): "pooled", one logit per level linear in the pooled summary;
     #: "mlp", a hidden ReLU layer of ``server_hidden`` units over it first [ours]
-    cap_head: str = "pooled"
+    cap_head: str = bounded("pooled", choices=CAP_HEADS)
     #: rank of the term the per-server policy's placement scores gain from each row times a
     #: vector made from the pooled summary (ilets.agents.per_server.PerServerNet, ``film``;
     #: 0: none) [ours]
-    server_film: int = 0
-    curve_every: int = 500  #: decisions per learning-curve point
+    server_film: int = bounded(0, ge=0, what="a rank", note="0: no term")
+    curve_every: int = bounded(500, gt=0)  #: decisions per learning-curve point
     #: a per-server cell folder whose final policy (its ``policy/`` weights) the learner starts
     #: from instead of a fresh network, and fine-tunes toward as it would a clone: a learner
     #: that keeps learning in a shifted world (:mod:`ilets.study.shifts`); only for methods
@@ -75,39 +72,28 @@ class RunConfig(_Typed):
     finetune: FinetuneConfig = field(default_factory=FinetuneConfig)
 
     def validate(self, where: str = "run") -> "RunConfig":
-        if self.method not in METHODS + HEURISTICS:
-            raise ConfigError(f"{where}.method: expected one of {METHODS + HEURISTICS}, got {self.method!r}")
-        if self.observation not in OBSERVATIONS:
-            raise ConfigError(f"{where}.observation: expected one of {OBSERVATIONS}, got {self.observation!r}")
-        if self.server_hidden <= 0:
-            raise ConfigError(f"{where}.server_hidden: expected > 0, got {self.server_hidden}")
+        """Self once every field of every section is in its declared range and the sections
+        agree (:func:`ilets.config.validate.check_config`); else a one-line :class:`ConfigError`."""
+        return check_config(self, where)
+
+    def relations(self, where: str) -> None:
+        """What one section or field asks of another: the per-server policy's heads and layouts,
+        DAgger's window, a warm start, enough demonstrations for one BC batch."""
         if self.finetune.oail_targets == "dagger" and self.oail.window_mode != "past":
             raise ConfigError(f"{where}.finetune.oail_targets: 'dagger' relabels decisions the learner made, "
                               f"which needs oail.window_mode 'past', got {self.oail.window_mode!r}")
-        if self.policy not in POLICIES:
-            raise ConfigError(f"{where}.policy: expected one of {POLICIES}, got {self.policy!r}")
-        if self.defer_head not in DEFER_HEADS:
-            raise ConfigError(f"{where}.defer_head: expected one of {DEFER_HEADS}, got {self.defer_head!r}")
         if self.defer_head != "pooled" and self.policy != "per-server":
             raise ConfigError(f"{where}.defer_head: {self.defer_head!r} scores deferring per server, which needs "
                               f"policy 'per-server', got {self.policy!r}")
-        if self.cap_head not in CAP_HEADS:
-            raise ConfigError(f"{where}.cap_head: expected one of {CAP_HEADS}, got {self.cap_head!r}")
         if self.cap_head != "pooled" and self.policy != "per-server":
             raise ConfigError(f"{where}.cap_head: {self.cap_head!r} is a head of the per-server policy, got policy "
                               f"{self.policy!r}")
-        if self.server_film < 0:
-            raise ConfigError(f"{where}.server_film: expected a rank >= 0 (0: no term), got {self.server_film}")
         if self.server_film and self.policy != "per-server":
             raise ConfigError(f"{where}.server_film: a term of the per-server policy's scores, got policy "
                               f"{self.policy!r}")
         if self.observation not in POLICY_LAYOUTS[self.policy]:
             raise ConfigError(f"{where}.observation: the {self.policy!r} policy reads the layouts "
                               f"{POLICY_LAYOUTS[self.policy]}, got {self.observation!r}")
-        if self.curve_every <= 0:
-            raise ConfigError(f"{where}.curve_every: expected > 0, got {self.curve_every}")
-        if not 0 <= self.seed <= SEED_MAX:
-            raise ConfigError(f"{where}.seed: expected an integer in [0, {SEED_MAX}], got {self.seed}")
         spec = METHOD_SPECS.get(self.method)
         if self.warm_start and (spec is None or spec.oinpt or self.policy != "per-server"):
             raise ConfigError(f"{where}.warm_start: a warm start replaces OINPT's clone and loads per-server weights; "
@@ -120,13 +106,6 @@ class RunConfig(_Typed):
                 raise ConfigError(f"{where}.oinpt.batch_size: {self.oinpt.batch_size} exceeds the {demos} offline "
                                   f"task(s) {self.method} demonstrates (workload.scale {self.workload.scale}, "
                                   f"oinpt.max_demo_tasks {self.oinpt.max_demo_tasks}); expected at most {demos}")
-        # NaN fails every comparison, so the range checks below would let it through
-        check_finite(self, where)
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if dataclasses.is_dataclass(value):
-                cast(_Section, value).validate(f"{where}.{f.name}")
-        return self
 
     def digest(self) -> str:
         """A short hash of every field: results are keyed by it."""

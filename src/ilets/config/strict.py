@@ -87,20 +87,6 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def check_finite(obj: Any, where: str) -> None:
-    """Raise ConfigError naming the first float (or float in a tuple) of ``obj`` that is NaN or inf."""
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        if dataclasses.is_dataclass(value):
-            check_finite(value, f"{where}.{f.name}")
-            continue
-        items = value if isinstance(value, tuple) else (value,)
-        for i, v in enumerate(items):
-            if isinstance(v, float) and not math.isfinite(v):
-                at = f"{where}.{f.name}" + (f"[{i}]" if isinstance(value, tuple) else "")
-                raise ConfigError(f"{at}: expected a finite number, got {v}")
-
-
 def _coerce(value: Any, tp: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):

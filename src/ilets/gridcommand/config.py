@@ -18,20 +18,24 @@ profiles do.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
 
-from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig, check_finite, from_dict, merge, read_yaml, to_dict
+from ilets.config import HEURISTICS, ConfigError, RunConfig, WorkloadConfig, from_dict, merge, read_yaml, to_dict
 from ilets.config.run import RUN_FINETUNE_ADDED, drop_added_defaults
+from ilets.config.validate import bounded, check_config
 from ilets.gridcommand.envelope import RUN_MODES
 from ilets.gridcommand.command import (DEPTH_UNITS, DIRECTIONS, REGIMES, CommandError, CommandSchedule, DepthUnit,
                                        Direction, GridCommand, generate_schedule, time_factor)
 
 #: Regime names besides the built-in ones: no command at all, or the explicit ``commands`` list.
 NO_COMMAND, EXPLICIT = "none", "explicit"
+#: What ``GridCommandConfig.regime`` may name: a built-in regime, no command or the explicit list.
+REGIME_NAMES = (*REGIMES, NO_COMMAND, EXPLICIT)
+#: The workload segments an episode may play (GridCommandConfig.segment).
+SEGMENTS = ("online", "offline")
 #: What the reward's tracking cost reads (GridCommandConfig.tracking).
 TRACKING_MODES = ("slot", "instant")
 #: What the flexibility envelope does to the commands (GridCommandConfig.envelope).
@@ -64,10 +68,11 @@ class CommandSpec:
     absolute :class:`GridCommand` is made by :meth:`to_command`.
     """
 
-    direction: str = "down"
+    direction: str = bounded("down", choices=DIRECTIONS)
     depth: float = 0.25
-    depth_unit: str = "fraction"
-    start_after_s: float = 0.0  #: seconds after the window start
+    depth_unit: str = bounded("fraction", choices=DEPTH_UNITS)
+    #: seconds after the window start
+    start_after_s: float = bounded(0.0, ge=0, what="a number of seconds", note="after the window start")
     duration_s: float = 1.0
     notice_s: float = 0.0
     ramp_s: float = 0.0
@@ -96,15 +101,16 @@ class GridCommandConfig:
     run: RunConfig = field(default_factory=RunConfig)
     #: a built-in regime of :data:`ilets.gridcommand.command.REGIMES`, ``"none"`` (no event)
     #: or ``"explicit"`` (the ``commands`` list)
-    regime: str = "shallow-long"
+    regime: str = bounded("shallow-long", choices=REGIME_NAMES)
     commands: tuple[CommandSpec, ...] = ()
-    command_seed: int = -1  #: seed of the generated schedule; -1: the run's seed [ours]
-    slot_s: float = 10.0  #: width of a power slot (metrics, baseline), s [ours]
-    defer_s: float = 0.5  #: a deferred task re-arrives this much later, s [ours]
-    max_deferrals: int = 2  #: deferrals one task may use [ours]
+    #: seed of the generated schedule; -1: the run's seed [ours]
+    command_seed: int = bounded(-1, ge=0, also=(-1,), what="a seed", note="-1: the run's seed")
+    slot_s: float = bounded(10.0, gt=0, what="a number of seconds")  #: width of a power slot (metrics, baseline), s [ours]
+    defer_s: float = bounded(0.5, gt=0, what="a number of seconds")  #: a deferred task re-arrives this much later, s [ours]
+    max_deferrals: int = bounded(2, ge=0)  #: deferrals one task may use [ours]
     #: admission cap during down events: a server refuses new tasks when its power with the
     #: task counted would exceed this fraction of its maximum power; 1.0: no cap [ours]
-    cap_fraction: float = 1.0
+    cap_fraction: float = bounded(1.0, gt=0, le=1, what="a share of each server's maximum power", note="1: no cap")
     #: the admission cap as an action [ours]: caps the policy may set, each a share of every
     #: server's maximum power in (0, 1] (1: no cap); the action space gains one action per
     #: level after defer. Setting one hands the same task over again at the same time (nothing
@@ -112,45 +118,47 @@ class GridCommandConfig:
     #: then on, event or not, until the policy sets another; one change per task. The cap the
     #: policy set is one more observation number. Empty: no such action (``cap_fraction``, a
     #: cap fixed during down events, is the other way; the two exclude each other)
-    cap_levels: tuple[float, ...] = ()
+    cap_levels: tuple[float, ...] = bounded((), distinct=True, gt=0, le=1, what="a share of each server's maximum power",
+                                            note="1: no cap")
     #: days of commands the online window stands for [ours]: a generated regime's times are
     #: fitted to window / days and its expected events multiplied by days
     #: (:func:`ilets.gridcommand.command.generate_schedule`), so an episode holds more events of
     #: the same length. The workload is still the window's own (not days repeated): only the
     #: command clock is compressed. 1: one day, the scenario as before
-    window_days: float = 1.0
+    window_days: float = bounded(1.0, gt=0, what="a number of days", note="1: the window is one day")
     #: what the reward's tracking cost compares with the target [ours]: ``slot``, the committed
     #: slot-average power, the cost of an assignment being the change it makes to the scored
     #: slots' error (:mod:`ilets.gridcommand.tracking`; what the metrics score); ``instant``,
     #: the power now with the task counted (the scenario's first design, kept to compare)
-    tracking: str = "slot"
+    tracking: str = bounded("slot", choices=TRACKING_MODES)
     #: weight of the tracking error over max_power in the cost [ours; the profiles say why 5]
-    track_weight: float = 5.0
+    track_weight: float = bounded(5.0, ge=0)
     #: weight of the slot-to-slot change of the tracking error within an event (``tracking:
     #: slot`` only; :mod:`ilets.gridcommand.tracking`) [ours]
-    smooth_weight: float = 0.25
-    defer_penalty: float = 0.05  #: cost per deferral, reward units [ours]
-    reference: str = "earliest-finish"  #: the counterfactual (baseline) policy, a heuristic name
+    smooth_weight: float = bounded(0.25, ge=0)
+    defer_penalty: float = bounded(0.05, ge=0)  #: cost per deferral, reward units [ours]
+    #: the counterfactual (baseline) policy, a heuristic name
+    reference: str = bounded("earliest-finish", choices=HEURISTICS, what="a heuristic")
     #: the DVFS lever [ours]: clock speeds a task may be run at (each multiplies its server's
     #: MIPS), the nominal 1.0 first; the action space is one placement per (server, level) plus
     #: defer. ``(1.0,)``: no lever, the plain placement
-    speed_levels: tuple[float, ...] = (1.0,)
+    speed_levels: tuple[float, ...] = bounded((1.0,), distinct=True, gt=0, le=2, what="a speed")
     #: a task at speed f draws f ** dvfs_exponent of its active power (dynamic power ~ f V^2,
     #: the voltage scaled with the frequency: 3), so its energy scales as f ** (exponent - 1) [ours]
-    dvfs_exponent: float = 3.0
+    dvfs_exponent: float = bounded(3.0, ge=1, le=4, what="an exponent", note="power ~ speed ** it")
     #: the flexibility envelope (:mod:`ilets.gridcommand.envelope`) [ours]: ``clip`` sizes every
     #: command to what the levers can reach (depth at most ``envelope_margin`` times the
     #: reachable depth; an event that cannot move the power is dropped); ``record`` keeps the
     #: commands and records whether each fits; ``off`` computes nothing
-    envelope: str = "clip"
+    envelope: str = bounded("clip", choices=ENVELOPE_MODES)
     #: share of the reachable depth a clipped command asks for: below 1, the target lies inside
     #: the envelope, so the band around it is reachable too [ours]
-    envelope_margin: float = 0.8
+    envelope_margin: float = bounded(0.8, gt=0, le=1, what="a share of the reachable depth")
     #: how the envelope's extreme runs are made (:data:`ilets.gridcommand.envelope.RUN_MODES`)
     #: [ours]: ``joint``, one per direction for all its events (an event starts in what the
     #: extreme left of the one before, and may be dropped for it); ``per-event``, one per
     #: event with that event alone, from the counterfactual's state
-    envelope_runs: str = "joint"
+    envelope_runs: str = bounded("joint", choices=RUN_MODES)
     #: the envelope's extreme runs keep deadlines where they can
     #: (:func:`ilets.gridcommand.envelope.keeping_deadline`, the thermostat's rule): the
     #: commands are sized to what the levers reach without a miss they could avoid, a
@@ -161,9 +169,10 @@ class GridCommandConfig:
     #: between its neighbours, drawn up to this many times, before it is dropped
     #: (:func:`ilets.gridcommand.envelope.redraw_unreachable`): every generated event is then
     #: followed where the episode has a moment that can follow it; 0: dropped as drawn [ours]
-    envelope_redraws: int = 0
-    tracking_alpha: float = 0.1  #: weight of the newest error in the observed tracking average [ours]
-    segment: str = "online"  #: the workload segment: "online" or "offline"
+    envelope_redraws: int = bounded(0, ge=0, le=MAX_REDRAWS, what="a whole number of draws")
+    #: weight of the newest error in the observed tracking average [ours]
+    tracking_alpha: float = bounded(0.1, gt=0, le=1)
+    segment: str = bounded("online", choices=SEGMENTS)  #: the workload segment: "online" or "offline"
     #: show the drift-plus-penalty expert's two virtual queues (the tracking debt and the
     #: missed deadlines over their budget, :mod:`ilets.gridcommand.queues`), kept by the
     #: environment along the episode whatever policy acts, as one more observation block
@@ -193,11 +202,13 @@ class GridCommandConfig:
     #: the sleep lever (:mod:`ilets.gridcommand.sleep`) [ours]: during a down event a server
     #: idle for ``sleep_after_s`` falls asleep and draws this share of its idle power; a task
     #: placed on it then starts ``wake_s`` later. 1.0: no lever (every server stays on)
-    sleep_fraction: float = 1.0
-    sleep_after_s: float = 0.5  #: idle time before a server falls asleep, s [ours]
+    sleep_fraction: float = bounded(1.0, ge=0, le=1, what="the share of its idle power a sleeping server draws",
+                                    note="1: no sleep lever")
+    #: idle time before a server falls asleep, s [ours]
+    sleep_after_s: float = bounded(0.5, ge=0, what="a number of seconds")
     #: from a wake-up to the server's first start, s; a response time, not scaled with the
     #: window (as notice and ramp are not) [ours]
-    wake_s: float = 1.0
+    wake_s: float = bounded(1.0, ge=0, what="a number of seconds")
     #: the sleep lever as actions, a sleep head (needs the lever) [ours]: during a down event
     #: the policy may put any awake server with nothing to run to sleep at once (one action per
     #: server, after the cap levels: the same task is handed over again, at no cost), and the
@@ -209,12 +220,12 @@ class GridCommandConfig:
     #: seed's own stream, :func:`ilets.gridcommand.batch.batch_mask`) is deferrable work whose
     #: deadline is ``batch_slack_h``; a batch task may be deferred again and again while it can
     #: still meet it (``max_deferrals`` binds the interactive tasks only). 0: no batch class
-    batch_share: float = 0.0
+    batch_share: float = bounded(0.0, ge=0, le=1, what="the share of tasks in the batch class")
     #: a batch task's deadline in hours of the day the window stands for, on the episode's
     #: clock as the events' durations are (:func:`ilets.gridcommand.batch.batch_slack_s`): 4 h,
     #: longer than the longest shallow-long event (3 h), so batch work that arrives as an event
     #: starts can wait it out [ours]
-    batch_slack_h: float = 4.0
+    batch_slack_h: float = bounded(4.0, gt=0, le=24, what="a batch deadline in hours of the day")
 
     @property
     def sleeps(self) -> bool:
@@ -222,16 +233,17 @@ class GridCommandConfig:
         return self.sleep_fraction < 1
 
     def validate(self, where: str = "gridcommand") -> "GridCommandConfig":
-        """Named :class:`ConfigError` for every impossible value; returns self.
+        """Named :class:`ConfigError` for every impossible value (each field's declared range,
+        then :meth:`relations`, :func:`ilets.config.validate.check_config`); returns self.
 
         Fleet-dependent checks (the cap must leave room above each server's idle power) are
         made where the fleet exists, :func:`check_cap`.
         """
-        self.run.validate(f"{where}.run")
-        check_finite(self, where)
-        names = tuple(REGIMES) + (NO_COMMAND, EXPLICIT)
-        if self.regime not in names:
-            raise ConfigError(f"{where}.regime: expected one of {names}, got {self.regime!r}")
+        return check_config(self, where)
+
+    def relations(self, where: str) -> None:
+        """What one knob asks of another: commands and their regime, the levers' exclusions,
+        the observation blocks' layouts."""
         if self.commands and self.regime != EXPLICIT:
             raise ConfigError(f"{where}.commands: explicit commands need regime: {EXPLICIT} (got regime "
                               f"{self.regime!r}); give either a regime or a list of commands")
@@ -240,13 +252,6 @@ class GridCommandConfig:
                               f"(use regime: {NO_COMMAND} for none)")
         for i, c in enumerate(self.commands):
             at = f"{where}.commands[{i}]"
-            if c.direction not in DIRECTIONS:
-                raise ConfigError(f"{at}.direction: expected one of {DIRECTIONS}, got {c.direction!r}")
-            if c.depth_unit not in DEPTH_UNITS:
-                raise ConfigError(f"{at}.depth_unit: expected one of {DEPTH_UNITS}, got {c.depth_unit!r}")
-            if c.start_after_s < 0:
-                raise ConfigError(f"{at}.start_after_s: expected a time >= 0 s after the window start, "
-                                  f"got {c.start_after_s}")
             span = segment_span_s(self.run.workload)
             if c.start_after_s >= span:  # it could never be tracked (found at load, not when the env starts)
                 raise ConfigError(f"{at}.start_after_s: {c.start_after_s:g} s is after the end of the "
@@ -261,75 +266,21 @@ class GridCommandConfig:
                 CommandSchedule(tuple(c.to_command(0.0) for c in self.commands))
             except CommandError as err:
                 raise ConfigError(f"{where}.commands: {err}") from None
-        if self.command_seed < -1:
-            raise ConfigError(f"{where}.command_seed: expected -1 (the run's seed) or a seed >= 0, got {self.command_seed}")
-        for key in ("slot_s", "defer_s"):
-            if not getattr(self, key) > 0:
-                raise ConfigError(f"{where}.{key}: expected a time > 0 s, got {getattr(self, key)}")
-        if self.max_deferrals < 0:
-            raise ConfigError(f"{where}.max_deferrals: expected an integer >= 0, got {self.max_deferrals}")
-        if not (isinstance(self.window_days, (int, float)) and not isinstance(self.window_days, bool)
-                and math.isfinite(self.window_days) and self.window_days > 0):
-            raise ConfigError(f"{where}.window_days: expected a finite number of days > 0 (1: the window is one "
-                              f"day), got {self.window_days!r}")
         if self.window_days != 1 and self.regime not in REGIMES:
             raise ConfigError(f"{where}.window_days: fits a generated regime's events to the window, but regime "
                               f"is {self.regime!r}; expected one of {sorted(REGIMES)}")
-        if not 0 < self.cap_fraction <= 1:
-            raise ConfigError(f"{where}.cap_fraction: expected a share of each server's maximum power in "
-                              f"(0, 1] (1: no cap), got {self.cap_fraction}")
-        caps = self.cap_levels
-        if len(set(caps)) != len(caps) or not all(0 < c <= 1 for c in caps):
-            raise ConfigError(f"{where}.cap_levels: expected distinct shares of each server's maximum power in "
-                              f"(0, 1] (1: no cap), got {list(caps)}")
-        if caps and self.cap_fraction < 1:
+        if self.cap_levels and self.cap_fraction < 1:
             raise ConfigError(f"{where}.cap_levels: a cap the policy sets and a fixed cap_fraction "
                               f"({self.cap_fraction:g}) exclude each other; set cap_fraction: 1 or cap_levels: []")
-        if self.run.cap_head != "pooled" and not caps:
+        if self.run.cap_head != "pooled" and not self.cap_levels:
             raise ConfigError(f"{where}.run.cap_head: {self.run.cap_head!r} scores the admission-cap levels, but "
                               "the scenario has none; set cap_levels or run.cap_head: pooled")
-        levels = self.speed_levels
-        if not levels or levels[0] != 1.0:
+        if not self.speed_levels or self.speed_levels[0] != 1.0:
             raise ConfigError(f"{where}.speed_levels: expected the nominal speed 1.0 first (then any other "
-                              f"levels), got {list(levels)}")
-        if len(set(levels)) != len(levels) or not all(0 < f <= 2 for f in levels):
-            raise ConfigError(f"{where}.speed_levels: expected distinct speeds in (0, 2], got {list(levels)}")
-        if not 1 <= self.dvfs_exponent <= 4:
-            raise ConfigError(f"{where}.dvfs_exponent: expected an exponent in [1, 4] (power ~ speed ** it), "
-                              f"got {self.dvfs_exponent}")
-        if self.envelope not in ENVELOPE_MODES:
-            raise ConfigError(f"{where}.envelope: expected one of {ENVELOPE_MODES}, got {self.envelope!r}")
-        if self.envelope_runs not in RUN_MODES:
-            raise ConfigError(f"{where}.envelope_runs: expected one of {RUN_MODES}, got {self.envelope_runs!r}")
-        if not 0 <= self.batch_share <= 1:
-            raise ConfigError(f"{where}.batch_share: expected the share of tasks in the batch class, in [0, 1], "
-                              f"got {self.batch_share}")
-        if not 0 < self.batch_slack_h <= 24:
-            raise ConfigError(f"{where}.batch_slack_h: expected a batch deadline in hours of the day, in (0, 24], "
-                              f"got {self.batch_slack_h}")
-        if not 0 < self.envelope_margin <= 1:
-            raise ConfigError(f"{where}.envelope_margin: expected a share of the reachable depth in (0, 1], "
-                              f"got {self.envelope_margin}")
-        if self.tracking not in TRACKING_MODES:
-            raise ConfigError(f"{where}.tracking: expected one of {TRACKING_MODES}, got {self.tracking!r}")
+                              f"levels), got {list(self.speed_levels)}")
         if self.tracking == "instant" and self.smooth_weight:
             raise ConfigError(f"{where}.smooth_weight: the smoothness term needs tracking: slot (got tracking: "
                               f"instant and smooth_weight {self.smooth_weight}); set smooth_weight: 0")
-        for key in ("track_weight", "smooth_weight", "defer_penalty"):
-            if not getattr(self, key) >= 0:
-                raise ConfigError(f"{where}.{key}: expected a number >= 0, got {getattr(self, key)}")
-        if self.reference not in HEURISTICS:
-            raise ConfigError(f"{where}.reference: expected a heuristic of {HEURISTICS}, got {self.reference!r}")
-        if not 0 < self.tracking_alpha <= 1:
-            raise ConfigError(f"{where}.tracking_alpha: expected a number in (0, 1], got {self.tracking_alpha}")
-        if self.segment not in ("online", "offline"):
-            raise ConfigError(f"{where}.segment: expected 'online' or 'offline', got {self.segment!r}")
-        if not 0 <= self.sleep_fraction <= 1:
-            raise ConfigError(f"{where}.sleep_fraction: expected the share of its idle power a sleeping server "
-                              f"draws, in [0, 1] (1: no sleep lever), got {self.sleep_fraction}")
-        for key in ("sleep_after_s", "wake_s"):
-            if not getattr(self, key) >= 0:
-                raise ConfigError(f"{where}.{key}: expected a time >= 0 s, got {getattr(self, key)}")
         if self.sleep_actions and not self.sleeps:
             raise ConfigError(f"{where}.sleep_actions: puts servers to sleep, so it needs the sleep lever "
                               f"(sleep_fraction < 1), got sleep_fraction: {self.sleep_fraction:g}")
@@ -339,14 +290,6 @@ class GridCommandConfig:
         if self.sleeps and self.tracking != "slot":
             raise ConfigError(f"{where}.sleep_fraction: the sleep lever needs tracking: slot (the saving is "
                               f"charged to the slots it falls in), got tracking: {self.tracking}")
-        for key in ("observe_queues", "observe_slot", "observe_energy", "envelope_deadlines", "sleep_actions",
-                    "observe_sleep", "observe_terms"):
-            if not isinstance(getattr(self, key), bool):
-                raise ConfigError(f"{where}.{key}: expected true or false, got {getattr(self, key)!r}")
-        if isinstance(self.envelope_redraws, bool) or not isinstance(self.envelope_redraws, int) \
-                or not 0 <= self.envelope_redraws <= MAX_REDRAWS:
-            raise ConfigError(f"{where}.envelope_redraws: expected a whole number of draws in [0, {MAX_REDRAWS}], "
-                              f"got {self.envelope_redraws!r}")
         if self.envelope_redraws and (self.envelope != "clip" or self.regime not in REGIMES):
             raise ConfigError(f"{where}.envelope_redraws: moves generated events the envelope would drop, so it "
                               f"needs envelope: clip and a generated regime, got envelope: {self.envelope} and "
@@ -354,13 +297,12 @@ class GridCommandConfig:
         if self.envelope_deadlines and self.envelope == "off":
             raise ConfigError(f"{where}.envelope_deadlines: sizes the commands by the envelope's runs, so it "
                               f"needs envelope: clip or record, got envelope: off")
-        if self.observe_sleep and (self.run.observation != "per-server" or not self.sleeps
-                                   or len(self.speed_levels) > 1):
+        one_speed = len(self.speed_levels) == 1
+        if self.observe_sleep and (self.run.observation != "per-server" or not self.sleeps or not one_speed):
             raise ConfigError(f"{where}.observe_sleep: adds sleep columns to each server's row, so it needs "
                               f"run.observation: per-server (got {self.run.observation!r}), the sleep lever "
                               f"(sleep_fraction < 1, got {self.sleep_fraction:g}) and one speed level")
-        if self.observe_terms and (self.run.observation != "per-server" or not self.observe_queues
-                                   or len(self.speed_levels) > 1):
+        if self.observe_terms and (self.run.observation != "per-server" or not self.observe_queues or not one_speed):
             raise ConfigError(f"{where}.observe_terms: adds the Lyapunov teacher's terms, read from the queues the "
                               f"environment keeps, to each server's row, so it needs run.observation: per-server "
                               f"(got {self.run.observation!r}), observe_queues: true (got {self.observe_queues}) "
@@ -368,7 +310,6 @@ class GridCommandConfig:
         if self.observe_energy and self.run.observation != "per-server":
             raise ConfigError(f"{where}.observe_energy: adds a column to each server's row, so it needs "
                               f"run.observation: per-server, got {self.run.observation!r}")
-        return self
 
     def schedule(self, window_start: float, window_end: float, where: str = "gridcommand") -> CommandSchedule:
         """The episode's commands for the window ``[window_start, window_end)``.

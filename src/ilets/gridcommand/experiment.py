@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ilets.config import SEED_MAX, ConfigError
+from ilets.config.validate import bounded, check_config
 from ilets.gridcommand.command import REGIMES
 from ilets.gridcommand.config import GridCommandConfig, load_gridcommand_config
 from ilets.gridcommand.experts import BOUND, CAP_RUNG
@@ -52,74 +53,53 @@ class ExperimentProfile:
 
     name: str = "gridcommand-grid"
     description: str = ""
-    scale: str = "quick"  #: the label every table and sentence carries (:data:`SCALES`)
+    scale: str = bounded("quick", choices=SCALES)  #: the label every table and sentence carries (:data:`SCALES`)
     scenario: str = "gridcommand-quick"  #: the scenario profile (a gridcommand-* name or a path)
     #: every method but the hindsight bound (its own grid: whole simulated episodes per switch)
     #: and the power cap (a scenario with cap levels)
-    methods: tuple[str, ...] = tuple(m for m in METHODS if m not in (BOUND, CAP_RUNG))
-    servers: tuple[int, ...] = (50, 200)
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    train_regime: str = "shallow-long"
-    eval_regime: str = "deep-short"
+    methods: tuple[str, ...] = bounded(tuple(m for m in METHODS if m not in (BOUND, CAP_RUNG)), nonempty=True,
+                                       distinct=True, choices=METHODS)
+    servers: tuple[int, ...] = bounded((50, 200), nonempty=True, distinct=True, ge=1, what="a fleet size")
+    #: run seeds, each one the run's configuration accepts (else every cell would fail, one after another)
+    seeds: tuple[int, ...] = bounded((0, 1, 2, 3, 4), nonempty=True, distinct=True, ge=0, le=SEED_MAX)
+    train_regime: str = bounded("shallow-long", choices=tuple(REGIMES))
+    eval_regime: str = bounded("deep-short", choices=tuple(REGIMES))
     #: seeds the oracle runs on (empty: every seed); its MILP is the grid's slowest cell [ours]
     oracle_seeds: tuple[int, ...] = ()
-    oracle_window: int = 60  #: tasks per oracle MILP window
+    oracle_window: int = bounded(60, ge=1)  #: tasks per oracle MILP window
     #: branch-and-bound nodes per oracle solve: the same cut on any host (chosen on pilot
     #: seeds by :mod:`ilets.gridcommand.pilot`) [ours]
-    oracle_node_limit: int | None = 200
+    oracle_node_limit: int | None = bounded(200, ge=1, note="or null")
     #: seconds per oracle solve, None: none. A wall-clock limit cuts a hard window at a
     #: point that depends on the host's speed and load, so the grids use the node limit
-    oracle_time_limit: float | None = None
+    oracle_time_limit: float | None = bounded(None, gt=0, what="a number of seconds", note="or null")
     #: the hindsight rung's members in tie order (names of
     #: :data:`~ilets.gridcommand.experts.hindsight.CANDIDATES`); None: its default
     #: :data:`~ilets.gridcommand.experts.hindsight.MEMBERS`, and the cell's settings digest is
     #: the one it had before this field existed [ours]
-    bound_members: tuple[str, ...] | None = None
+    bound_members: tuple[str, ...] | None = bounded(None, nonempty=True, distinct=True, choices=CANDIDATES)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
 
     def validate(self, where: str = "grid") -> "ExperimentProfile":
-        """Named :class:`ConfigError` for every impossible value; returns self."""
-        if self.scale not in SCALES:
-            raise ConfigError(f"{where}.scale: expected 'smoke', 'quick' or 'paper', got {self.scale!r}")
-        if not self.methods:
-            raise ConfigError(f"{where}.methods: expected at least one method of {METHODS}")
-        for i, m in enumerate(self.methods):
-            if m not in METHODS:
-                raise ConfigError(f"{where}.methods[{i}]: unknown method {m!r}; expected one of {METHODS}")
-        for key in ("methods", "servers", "seeds"):
-            values = getattr(self, key)
-            if len(set(values)) != len(values):
-                raise ConfigError(f"{where}.{key}: repeated entries in {list(values)}")
-        if not self.servers or any(s < 1 for s in self.servers):
-            raise ConfigError(f"{where}.servers: expected fleet sizes >= 1, got {list(self.servers)}")
-        # a seed the run's configuration refuses would fail every cell, one after another
-        if not self.seeds or any(not 0 <= s <= SEED_MAX for s in self.seeds):
-            raise ConfigError(f"{where}.seeds: expected seeds in [0, {SEED_MAX}], got {list(self.seeds)}")
-        for key in ("train_regime", "eval_regime"):
-            if getattr(self, key) not in REGIMES:
-                raise ConfigError(f"{where}.{key}: expected one of {tuple(REGIMES)}, got {getattr(self, key)!r}")
+        """Named :class:`ConfigError` for every impossible value (each field's declared range,
+        the pipeline's, then :meth:`relations`, :func:`ilets.config.validate.check_config`);
+        returns self."""
+        return check_config(self, where)
+
+    def relations(self, where: str) -> None:
+        """The oracle's seeds and limits, the hindsight rung's members and the pipeline's knobs
+        against the grid's methods and scenario."""
         missing = sorted(set(self.oracle_seeds) - set(self.seeds))
         if missing:
             raise ConfigError(f"{where}.oracle_seeds: {missing} are not among the grid's seeds {list(self.seeds)}")
-        if self.oracle_window < 1:
-            raise ConfigError(f"{where}.oracle_window: expected >= 1 task, got {self.oracle_window}")
-        if self.oracle_time_limit is not None and not self.oracle_time_limit > 0:
-            raise ConfigError(f"{where}.oracle_time_limit: expected > 0 s or null, got {self.oracle_time_limit}")
-        if self.oracle_node_limit is not None and self.oracle_node_limit < 1:
-            raise ConfigError(f"{where}.oracle_node_limit: expected >= 1 node or null, got {self.oracle_node_limit}")
         if self.oracle_node_limit is None and self.oracle_time_limit is None:
             raise ConfigError(f"{where}: oracle_node_limit and oracle_time_limit are both null; a hard "
                               "window could then run for hours: set one (the node limit is host-independent)")
         if BOUND in self.methods and self.oracle_node_limit is None:
             raise ConfigError(f"{where}.oracle_node_limit: the hindsight rung replays its oracle member exactly, "
                               "which a wall-clock limit does not allow; set a node limit")
-        if self.bound_members is not None:
-            if BOUND not in self.methods:
-                raise ConfigError(f"{where}.bound_members: set, but the grid does not run the {BOUND!r} rung")
-            members = list(self.bound_members)
-            if not members or len(set(members)) != len(members) or any(m not in CANDIDATES for m in members):
-                raise ConfigError(f"{where}.bound_members: expected distinct names of {CANDIDATES}, got {members}")
-        self.pipeline.validate(f"{where}.pipeline")
+        if self.bound_members is not None and BOUND not in self.methods:
+            raise ConfigError(f"{where}.bound_members: set, but the grid does not run the {BOUND!r} rung")
         # the power-cap rung's only lever is the cap: without levels it would be the baseline
         if CAP_RUNG in self.methods and not self.scenario_config().cap_levels:
             raise ConfigError(f"{where}.methods: the {CAP_RUNG!r} rung sets the admission cap, but scenario "
@@ -133,7 +113,6 @@ class ExperimentProfile:
         if self.pipeline.sleep_repeat != 1 and not self.scenario_config().sleep_actions:
             raise ConfigError(f"{where}.pipeline.sleep_repeat: {self.pipeline.sleep_repeat} repeats of a demonstrated "
                               f"sleep action, but scenario {self.scenario!r} has no sleep actions (sleep_actions)")
-        return self
 
     @property
     def regimes(self) -> dict[str, str]:

@@ -6,14 +6,12 @@ reads the same settings without importing the steps that use them.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from ilets.config import ConfigError, to_dict
 from ilets.config.run import drop_added_defaults
+from ilets.config.validate import bounded, check_config
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.experts import DECIDING, EXPERTS
 
@@ -42,20 +40,23 @@ class PipelineConfig:
     optimiser uses ``run.oail.learning_rate`` and ``run.oail.bc_steps``.
     """
 
-    teacher: str = "lyapunov"  #: expert that demonstrates and corrects [ours]
-    demo_tasks: int = 0  #: decisions demonstrated; 0: the whole training episode [ours]
-    every: int = 250  #: decisions between two corrections [ours]
-    window: int = 50  #: recent states a correction labels [ours]
-    weight: float = 1.0  #: weight of the corrections' BC loss [ours]
+    #: expert that demonstrates and corrects [ours]; not the hindsight bound, which simulates
+    #: whole episodes per switch
+    teacher: str = bounded("lyapunov", choices=DECIDING, what="an expert")
+    #: decisions demonstrated; 0: the whole training episode [ours]
+    demo_tasks: int = bounded(0, ge=0, note="0: all")
+    every: int = bounded(250, ge=1)  #: decisions between two corrections [ours]
+    window: int = bounded(50, ge=1)  #: recent states a correction labels [ours]
+    weight: float = bounded(1.0, gt=0)  #: weight of the corrections' BC loss [ours]
     #: how the frozen clone (method ``bc``) acts when scored [ours]: ``sampled`` from its masked
     #: softmax, as a learner acts during its pass (the scenario's first protocol), or ``greedy``,
     #: its most likely allowed action, as the study's positive control scores every clone
-    clone_action: str = "sampled"
+    clone_action: str = bounded("sampled", choices=CLONE_ACTIONS)
     #: times each demonstrated deferral appears in BC's data [ours]: the teacher defers on a few
     #: per cent of its decisions, so plain cross-entropy learns to place; imitation's BC takes
     #: no sample weights, and repeating a sample weighs it the same in expectation. 1: as
     #: demonstrated
-    defer_repeat: int = 1
+    defer_repeat: int = bounded(1, ge=1, note="1: as demonstrated")
     #: also score each method's final policy (the clone for ``bc``, the policy after the
     #: training regime's pass for the others, the teacher itself for an expert) frozen and
     #: greedy on a held-out episode (:func:`heldout_config`), recorded with the cell's training
@@ -65,24 +66,24 @@ class PipelineConfig:
     #: (10, the paper-scale pilot's choice for the flat policy on 5,000 GA+PSO decisions). The
     #: grid-command clone learns one teacher's whole training episode, a different task, so
     #: its budget has its own pilot (``gridcommand-grid-clone-pilot-e*``)
-    bc_epochs: int = 0
+    bc_epochs: int = bounded(0, ge=0, note="0: the run's oinpt.bc_epochs")
     #: DAgger rounds after BC [ours]: the clone plays the training episode, the teacher labels
     #: the states it visits, and BC goes on over all labels so far, for as many gradient steps
     #: as the first BC took (:func:`relabel`); 0: none
-    dagger_rounds: int = 0
+    dagger_rounds: int = bounded(0, ge=0, note="0: no DAgger")
     #: times each decision made during an event appears in BC's data (the first BC's and
     #: every DAgger round's) [ours]: events hold a few tenths of an episode's decisions, and
     #: the states where a tracking teacher turns (e.g. the thermostat raising power after an
     #: overshoot) a few per cent, so plain cross-entropy learns the off-event placement first.
     #: BC's epochs are cut in proportion (:func:`event_epochs`), so every value takes the same
     #: gradient steps: a weight, not a larger budget. 1: as demonstrated
-    event_repeat: int = 1
+    event_repeat: int = bounded(1, ge=1, note="1: as demonstrated")
     #: times each demonstrated sleep action (the sleep head's, ``sleep_actions``) appears in
     #: BC's data, the first BC's and every DAgger round's [ours]: a teacher puts a few dozen
     #: servers to sleep in an episode of thousands of decisions, so plain cross-entropy learns
     #: to place and almost never to sleep. The added rows are a few per cent of the data, so
     #: the epochs are not cut (``defer_repeat``'s reasoning). 1: as demonstrated
-    sleep_repeat: int = 1
+    sleep_repeat: int = bounded(1, ge=1, note="1: as demonstrated")
     #: training episodes the clone learns from [ours]: the teacher demonstrates on each, BC
     #: learns them all, and each DAgger round relabels the clone's states on each. The first is
     #: the run's training episode; the others are other workloads' offline segments with their
@@ -93,21 +94,21 @@ class PipelineConfig:
     #: seeds s and s + 1 overlap (seed s's k-th is seed s + 1's (k - 1)-th), so the clones of
     #: neighbouring seeds share training workloads; their scored episodes do not.
     #: 1: the training episode only
-    train_episodes: int = 1
+    train_episodes: int = bounded(1, ge=1, note="1: the training episode only")
     #: how far apart the further training workloads of neighbouring run seeds start [ours]:
     #: run seed s learns from workloads ``s * stride + TRAIN_EPISODE_OFFSET + k``, k = 1 ..
     #: ``train_episodes - 1`` (:func:`training_episodes`). 1 (the first designs'): neighbouring
     #: seeds share all but one workload, so their clones are not independent draws and a
     #: seed-paired interval is narrower than independent seeds would give; a stride of at least
     #: ``train_episodes - 1`` gives every seed workloads of its own
-    train_episode_stride: int = 1
+    train_episode_stride: int = bounded(1, ge=1, note="1: neighbouring seeds share training workloads")
     #: days of commands in each episode the clone learns from [ours]: 0, the scenario's own
     #: ``window_days``; else its training episodes (and its DAgger rounds) are the scenario's
     #: with ``window_days`` set to this and the workload scale cut in the same proportion, so a
     #: day holds the same tasks and events (:func:`training_base`); the scored and held-out
     #: episodes keep the scenario's window. A clone of fourteen-day episodes can so learn from
     #: the one-day episodes of the clone that met the bar
-    train_days: float = 0.0
+    train_days: float = bounded(0.0, ge=0, what="a number of days", note="0: the scenario's own window_days")
     #: how BC's gradient steps are counted [ours]. Every BC (the first and each DAgger
     #: round's) is meant to take the steps BC takes on the first training episode alone:
     #: ``bc_epochs`` passes over its decisions. ``whole_epochs`` (the designs as run) scales the
@@ -117,7 +118,7 @@ class PipelineConfig:
     #: round over twice the data). ``exact`` takes ``bc_epochs`` x the first episode's decisions
     #: / the batch size minibatches in every BC, whatever the data. Each clone records the
     #: share it took (``bc_step_share``, :func:`clone`)
-    bc_step_budget: str = "whole_epochs"
+    bc_step_budget: str = bounded("whole_epochs", choices=BC_STEP_BUDGETS)
     #: the fleet size the clone learns on [ours]: 0, the scored fleet's; else its training
     #: episodes (and DAgger rounds) have this many servers and the clone is scored, and
     #: fine-tuned, on the scored fleet. Only the per-server policy can be moved so (no weight
@@ -125,53 +126,18 @@ class PipelineConfig:
     #: are over the fleet's maximum power): a clone of 50 servers scored at 200 asks whether
     #: what it learned holds on another fleet, at a quarter of the observations a 200-server
     #: clone holds (:func:`check_train_servers`)
-    train_servers: int = 0
+    train_servers: int = bounded(0, ge=1, also=(0,), what="a number of servers", note="0: the scored fleet")
 
     def validate(self, where: str = "pipeline") -> "PipelineConfig":
-        """Named :class:`ConfigError` for an impossible value; returns self."""
-        if self.teacher not in DECIDING:  # the bound simulates whole episodes per switch: no teacher
-            raise ConfigError(f"{where}.teacher: expected an expert of {DECIDING}, got {self.teacher!r}")
-        if self.demo_tasks < 0:
-            raise ConfigError(f"{where}.demo_tasks: expected 0 (all) or a count > 0, got {self.demo_tasks}")
-        for key in ("every", "window"):
-            if getattr(self, key) < 1:
-                raise ConfigError(f"{where}.{key}: expected an integer >= 1, got {getattr(self, key)}")
+        """Named :class:`ConfigError` for an impossible value (each field's declared range, then
+        :meth:`relations`, :func:`ilets.config.validate.check_config`); returns self."""
+        return check_config(self, where)
+
+    def relations(self, where: str) -> None:
+        """A correction's window must not overlap the next one."""
         if self.window > self.every:
             raise ConfigError(f"{where}.window: {self.window} states per correction overlap the next one "
                               f"(every {self.every}); expected window <= every")
-        if not (np.isfinite(self.weight) and self.weight > 0):
-            raise ConfigError(f"{where}.weight: expected a number > 0, got {self.weight}")
-        if self.clone_action not in CLONE_ACTIONS:
-            raise ConfigError(f"{where}.clone_action: expected one of {CLONE_ACTIONS}, got {self.clone_action!r}")
-        if self.bc_step_budget not in BC_STEP_BUDGETS:
-            raise ConfigError(f"{where}.bc_step_budget: expected one of {BC_STEP_BUDGETS}, "
-                              f"got {self.bc_step_budget!r}")
-        if not (isinstance(self.defer_repeat, int) and self.defer_repeat >= 1):
-            raise ConfigError(f"{where}.defer_repeat: expected an integer >= 1 (1: as demonstrated), "
-                              f"got {self.defer_repeat!r}")
-        for key, one in (("event_repeat", "as demonstrated"), ("sleep_repeat", "as demonstrated"),
-                         ("train_episodes", "as demonstrated"),
-                         ("train_episode_stride", "neighbouring seeds share training workloads")):
-            value = getattr(self, key)
-            if not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
-                raise ConfigError(f"{where}.{key}: expected an integer >= 1 (1: {one}), got {value!r}")
-        if not (isinstance(self.train_servers, int) and not isinstance(self.train_servers, bool)
-                and self.train_servers >= 0):
-            raise ConfigError(f"{where}.train_servers: expected 0 (the scored fleet) or a number of servers >= 1, "
-                              f"got {self.train_servers!r}")
-        if not (isinstance(self.dagger_rounds, int) and self.dagger_rounds >= 0):
-            raise ConfigError(f"{where}.dagger_rounds: expected an integer >= 0 (0: no DAgger), "
-                              f"got {self.dagger_rounds!r}")
-        if not (isinstance(self.bc_epochs, int) and self.bc_epochs >= 0):
-            raise ConfigError(f"{where}.bc_epochs: expected an integer >= 0 (0: the run's oinpt.bc_epochs), "
-                              f"got {self.bc_epochs!r}")
-        if not isinstance(self.heldout, bool):
-            raise ConfigError(f"{where}.heldout: expected true or false, got {self.heldout!r}")
-        if not (isinstance(self.train_days, (int, float)) and not isinstance(self.train_days, bool)
-                and math.isfinite(self.train_days) and self.train_days >= 0):
-            raise ConfigError(f"{where}.train_days: expected a finite number of days >= 0 (0: the scenario's own "
-                              f"window_days), got {self.train_days!r}")
-        return self
 
     def plain(self) -> dict[str, Any]:
         """As plain data for a settings digest or a cache key: :data:`PIPELINE_ADDED_FIELDS` at

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from ilets.agents.policy_io import save_policy
-from ilets.config import ConfigError, RunConfig, from_dict, merge, read_yaml, to_dict
+from ilets.config import ConfigError, RunConfig, bounded, check_config, from_dict, merge, read_yaml, to_dict
 
 #: the designs compared: (policy network, observation layout)
 DESIGNS = (("flat", "paper"), ("flat", "rich"), ("per-server", "per-server"))
@@ -45,36 +45,26 @@ class ControlProfile:
     """What the positive control runs (every field from YAML; see ``configs/positive-control.yaml``)."""
 
     description: str = ""
-    experts: tuple[str, ...] = EXPERTS
-    servers: tuple[int, ...] = (50, 100, 200)
-    seeds: tuple[int, ...] = (0, 1, 2)
-    demo_tasks: int = 20_000  #: cloned decisions per unit (an even stride over the offline half)
-    heldout_tasks: int = 1_500  #: held-out decisions per unit (never cloned)
-    bc_epochs: int = 40  #: the same BC budget for every design
-    bc_batch_size: int = 256
-    bc_learning_rate: float = 3e-3
+    experts: tuple[str, ...] = bounded(EXPERTS, nonempty=True, choices=EXPERTS)
+    servers: tuple[int, ...] = bounded((50, 100, 200), nonempty=True, ge=1, what="a fleet size")
+    seeds: tuple[int, ...] = bounded((0, 1, 2), nonempty=True)
+    #: cloned decisions per unit (an even stride over the offline half)
+    demo_tasks: int = bounded(20_000, gt=0)
+    heldout_tasks: int = bounded(1_500, gt=0)  #: held-out decisions per unit (never cloned)
+    bc_epochs: int = bounded(40, gt=0)  #: the same BC budget for every design
+    bc_batch_size: int = bounded(256, gt=0)
+    bc_learning_rate: float = bounded(3e-3, gt=0)
     #: online tasks a *flat* clone schedules (0: all). Flat clones build queues of hundreds of
     #: seconds, and the exact simulator slows with queue length, so at paper scale they are
     #: scored on this prefix of the online half, beside their expert on the same tasks.
-    flat_eval_tasks: int = 0
-    workers: int = 2
+    flat_eval_tasks: int = bounded(0, ge=0, note="0: every online task")
+    workers: int = bounded(2, gt=0)
     run: RunConfig = field(default_factory=RunConfig)  #: the base run configuration
 
     def validate(self, where: str) -> "ControlProfile":
-        bad = [e for e in self.experts if e not in EXPERTS]
-        if bad or not self.experts:
-            raise ConfigError(f"{where}.experts: expected names from {list(EXPERTS)}, got {list(self.experts)}")
-        if self.flat_eval_tasks < 0:
-            raise ConfigError(f"{where}.flat_eval_tasks: expected >= 0 (0: every online task), got {self.flat_eval_tasks}")
-        for key in ("demo_tasks", "heldout_tasks", "bc_epochs", "bc_batch_size", "bc_learning_rate", "workers"):
-            if getattr(self, key) <= 0:
-                raise ConfigError(f"{where}.{key}: expected > 0, got {getattr(self, key)}")
-        if not self.servers or min(self.servers) < 1:
-            raise ConfigError(f"{where}.servers: expected fleet sizes >= 1, got {list(self.servers)}")
-        if not self.seeds:
-            raise ConfigError(f"{where}.seeds: expected at least one seed")
-        self.run.validate(f"{where}.run")
-        return self
+        """Self once every field (the run's too) is in its declared range
+        (:func:`ilets.config.check_config`); else a one-line :class:`ConfigError`."""
+        return check_config(self, where)
 
     def units(self) -> list[tuple[str, int, int]]:
         """Every (expert, servers, seed), seed by seed (a run cut short still covers every

@@ -18,13 +18,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, from_dict, merge, read_yaml
+from ilets.config import HEURISTICS, METHODS, ConfigError, RunConfig, bounded, check_config, from_dict, merge, read_yaml
 
 BUILTIN = ("smoke", "quick", "paper", "pilot", "pilot-per-server", "per-server", "worlds", "rl-control",
            "rl-control-eval")
 #: profile and variant names become folder names (results/<profile>, cells/<method>@<variant>-...):
 #: no path separators, no leading dot, nothing a shell or a file system treats specially
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}")
+#: what a profile's name must be, as its error says
+SAFE_NAME_RULE = "letters, digits and . _ + - (not starting with a dot; it names the folder results/<name>)"
 
 
 @dataclass(frozen=True)
@@ -44,12 +46,13 @@ class Variant:
 class Profile:
     """A grid of cells and the settings shared by all of them."""
 
-    name: str = "custom"
+    name: str = bounded("custom", test=SAFE_NAME.fullmatch, what=SAFE_NAME_RULE)
     description: str = ""
-    methods: tuple[str, ...] = METHODS + HEURISTICS
-    servers: tuple[int, ...] = (50, 100, 200)
-    seeds: tuple[int, ...] = (0,)
-    workers: int = 2  #: cells run at once by the local executor
+    methods: tuple[str, ...] = bounded(METHODS + HEURISTICS, nonempty=True, choices=METHODS + HEURISTICS,
+                                       what="a method")
+    servers: tuple[int, ...] = bounded((50, 100, 200), nonempty=True, ge=1, le=100_000, what="a server count")
+    seeds: tuple[int, ...] = bounded((0,), nonempty=True)  #: each checked as ``run.seed`` by :meth:`cells`
+    workers: int = bounded(2, ge=1)  #: cells run at once by the local executor
     run: RunConfig = field(default_factory=RunConfig)
     #: ablations and sensitivity checks: name -> {methods, servers, seeds, run overrides};
     #: omitted grid keys default to the main grid's
@@ -137,23 +140,13 @@ def load_profile(name_or_path: str | Path) -> Profile:
 
 
 def _validate(p: Profile, where: str) -> None:
-    if not SAFE_NAME.fullmatch(p.name):
-        raise ConfigError(f"{where}.name: {p.name!r}: expected letters, digits and . _ + - (not starting "
-                          f"with a dot; it names the folder results/<name>)")
-    # each method list is named at its own key: a variant's typo is not the main grid's
-    for at, methods in ((f"{where}.methods", p.methods),
-                        *((f"{where}.variants.{v.name}.methods", v.methods) for v in p.variants)):
-        bad = [m for m in methods if m not in METHODS + HEURISTICS]
+    check_config(p, where)  # every field's declared range, the run's too
+    # a variant's method list is named at the variant: its typo is not the main grid's
+    for v in p.variants:
+        bad = [m for m in v.methods if m not in METHODS + HEURISTICS]
         if bad:
-            raise ConfigError(f"{at}: unknown method(s) {bad}; expected some of {list(METHODS + HEURISTICS)}")
-    if not p.methods or not p.servers or not p.seeds:
-        raise ConfigError(f"{where}: methods, servers and seeds must each list at least one value")
-    for s in p.servers:
-        if not 1 <= s <= 100_000:
-            raise ConfigError(f"{where}.servers: impossible server count {s}; expected 1..100000")
-    if p.workers < 1:
-        raise ConfigError(f"{where}.workers: expected >= 1, got {p.workers}")
-    p.run.validate(f"{where}.run")
+            raise ConfigError(f"{where}.variants.{v.name}.methods: unknown method(s) {bad}; expected some of "
+                              f"{list(METHODS + HEURISTICS)}")
     if p.run.defer_head != "pooled":  # the plain scenario has no action to defer
         raise ConfigError(f"{where}.run.defer_head: {p.run.defer_head!r} scores the grid-command scenario's defer "
                           "action, which the cloud study has not; expected 'pooled'")

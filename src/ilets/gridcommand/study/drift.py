@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ilets.cell_pack import has_cells
-from ilets.config import ConfigError, from_dict
+from ilets.config import ConfigError, bounded, check_config, from_dict
 from ilets.config.strict import read_yaml
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS
 from ilets.gridcommand.experiment import SCALES, ExperimentProfile
@@ -55,32 +55,28 @@ class DriftFamily:
 
     name: str = "gridcommand-drift"
     description: str = ""
-    scale: str = "quick"  #: the label every table and sentence carries
+    scale: str = bounded("quick", choices=SCALES)  #: the label every table and sentence carries
     scenario: str = "gridcommand-quick"  #: the scenario profile of every grid
-    factors: tuple[str, ...] = tuple(DRIFT_FACTORS)
-    methods: tuple[str, ...] = ("rule", "lyapunov", "bc", "bc+ppo")  #: trained under the base regime
-    controls: tuple[str, ...] = ("bc", "bc+ppo")  #: trained under each moved regime
+    factors: tuple[str, ...] = bounded(tuple(DRIFT_FACTORS), nonempty=True, distinct=True, choices=tuple(DRIFT_FACTORS))
+    #: trained under the base regime
+    methods: tuple[str, ...] = bounded(("rule", "lyapunov", "bc", "bc+ppo"), nonempty=True, distinct=True,
+                                       choices=METHODS)
+    #: trained under each moved regime: a learner whose training reads the regime
+    controls: tuple[str, ...] = bounded(("bc", "bc+ppo"), nonempty=True, distinct=True, choices=CONTROLLABLE)
     servers: tuple[int, ...] = (50,)
     seeds: tuple[int, ...] = (0, 1, 2)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
 
     def validate(self, where: str = "family") -> "DriftFamily":
         """Named :class:`ConfigError` for an unknown factor or method, or a control that no
-        training regime changes; the grids' own checks (fleet sizes, seeds) run in :meth:`grids`."""
-        if self.scale not in SCALES:
-            raise ConfigError(f"{where}.scale: expected one of {SCALES}, got {self.scale!r}")
-        for key, allowed in (("factors", tuple(DRIFT_FACTORS)), ("methods", METHODS), ("controls", CONTROLLABLE)):
-            values = getattr(self, key)
-            if not values:
-                raise ConfigError(f"{where}.{key}: expected at least one of {allowed}")
-            for i, v in enumerate(values):
-                if v not in allowed:
-                    raise ConfigError(f"{where}.{key}[{i}]: {v!r} is not one of {allowed}")
-            if len(set(values)) != len(values):
-                raise ConfigError(f"{where}.{key}: repeated entries in {list(values)}")
-        for grid in self.grids():
-            grid[2].validate(f"{where} ({grid[0]}, {grid[1]})")
-        return self
+        training regime changes (each field's declared choices, :func:`ilets.config.check_config`);
+        the grids' own checks (fleet sizes, seeds) run in :meth:`relations`, one grid at a time."""
+        return check_config(self, where)
+
+    def relations(self, where: str) -> None:
+        """Every grid of the family is a valid :class:`ExperimentProfile`."""
+        for factor, kind, grid in self.grids():
+            grid.validate(f"{where} ({factor}, {kind})")
 
     def grids(self) -> Iterator[tuple[str, str, ExperimentProfile]]:
         """``(factor, kind, profile)`` of every grid, factor by factor, shifted before control."""
