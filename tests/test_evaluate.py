@@ -3,6 +3,7 @@ shipped policy (frozen, greedy) or a heuristic, with one-line errors for malform
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -47,7 +48,7 @@ def test_a_shipped_per_server_policy_schedules_a_users_csv_at_another_fleet_size
                           "--out", tmp_path / "a")
     assert code == 0, err
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
-    cell = json.loads((PER_SERVER_CELL / "metrics.json").read_text())
+    cell = json.loads(cell_pack.read_text(PER_SERVER_CELL / "metrics.json"))
     assert metrics["tasks"] == len(tasks) and metrics["servers"] == 20
     assert set(SCHEDULE_KEYS) <= set(metrics) and set(SCHEDULE_KEYS) <= set(cell)  # the same record as a cell
     assert metrics["evaluated"]["weights"] == "policy"
@@ -63,7 +64,8 @@ def test_weights_clone_loads_the_clone_not_the_final_policy(tasks):
 
     clone = evaluate(PER_SERVER_CELL, tasks, 10, weights="clone")
     assert clone.metrics["evaluated"]["weights"] == "clone" and clone.metrics["tasks"] == len(tasks)
-    final, cloned = (th.load(PER_SERVER_CELL / w / "policy.pt", weights_only=True) for w in ("policy", "clone"))
+    final, cloned = (th.load(io.BytesIO(cell_pack.read_bytes(PER_SERVER_CELL / w / "policy.pt")), weights_only=True)
+                     for w in ("policy", "clone"))
     assert any(not th.equal(final[k], cloned[k]) for k in final)  # so the flag chooses between two policies
     with pytest.raises(EvaluateError, match="weights: expected one of"):
         evaluate(PER_SERVER_CELL, tasks, 10, weights="model.zip")

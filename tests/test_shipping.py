@@ -18,7 +18,6 @@ from ilets.study.shipping import PROVENANCE, load_provenance, provenance_line, s
 
 
 def test_shipped_latency_samples_are_thinned_evenly(tmp_path):
-
     from ilets.study.shipping import thin_latency_samples
 
     np.savez_compressed(tmp_path / "big.npz", seconds=np.arange(10_001, dtype=float))
@@ -30,6 +29,9 @@ def test_shipped_latency_samples_are_thinned_evenly(tmp_path):
     thin_latency_samples(tmp_path / "small.npz", tmp_path / "same.npz", limit=2000)
     with np.load(tmp_path / "same.npz") as z:
         assert int(z["every"]) == 1 and len(z["seconds"]) == 5
+    # thinned again (a shipped cell shipped again): the same file, its k kept
+    thin_latency_samples(tmp_path / "thin.npz", tmp_path / "again.npz", limit=2000)
+    assert (tmp_path / "again.npz").read_bytes() == (tmp_path / "thin.npz").read_bytes()
 
 
 def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(tmp_path):
@@ -57,9 +59,12 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
             {f: (cell / f).read_bytes() for f in files if f != "decisions.npz"}
         with np.load(io.BytesIO(files["decisions.npz"])) as thin, np.load(cell / "decisions.npz") as full:
             np.testing.assert_array_equal(thin["seconds"], full["seconds"])
-    # shipped again, the table is the same bytes (a repeated ship changes no committed byte)
+    # shipped again, the table is the same bytes (a repeated ship changes no committed byte), and
+    # so is a shipped folder shipped again (the latency samples are thinned once)
     ship(out, tmp_path / "again", note="test")
     assert (tmp_path / "again" / cell_pack.PACK).read_bytes() == (shipped / cell_pack.PACK).read_bytes()
+    ship(tmp_path / "again", tmp_path / "twice", note="test")
+    assert (tmp_path / "twice" / cell_pack.PACK).read_bytes() == (shipped / cell_pack.PACK).read_bytes()
     pd.testing.assert_frame_equal(load_metrics(shipped), load_metrics(out))
     saved = json.loads((shipped / PROVENANCE).read_text())
     assert saved == load_provenance(shipped) == info
@@ -72,6 +77,12 @@ def test_ship_copies_the_store_and_cells_without_models_and_records_provenance(t
     assert info["commits"] == {expected: 2}
     line = provenance_line(info)
     assert "2 cells" in line and "CPU-hours" in line
+    # a shipped folder copied back: the grid finds its packed cells done and runs none
+    resumed = tmp_path / "resumed"
+    shutil.copytree(shipped, resumed)
+    summary = run_grid(load_profile(path), resumed, workers=1, progress=False)
+    assert (summary["ran"], summary["skipped_done"]) == (0, 2) and not (resumed / "cells").exists()
+    pd.testing.assert_frame_equal(load_metrics(resumed), load_metrics(out))
     # a shipped folder copied back and grown by a grid: its provenance is the cells' own now
     grown = tmp_path / "grown"
     shutil.copytree(shipped, grown)

@@ -489,9 +489,14 @@ def thin_latency_samples(src: Path, dest: Path, limit: int = LATENCY_SAMPLES) ->
     """Copy a cell's ``decisions.npz``, keeping every k-th sample so at most ``limit`` remain.
 
     Evenly spaced (not random) so the thinned file is the same on every machine; ``every``
-    records k (1 when nothing was dropped).
+    records k (1 when nothing was dropped). A file thinned before (it records ``every``: a
+    shipped cell shipped again) is copied as it is, its k kept.
     """
     with np.load(src, allow_pickle=False) as z:
         seconds = z["seconds"]
+        thinned = "every" in z.files
+    if thinned and len(seconds) <= limit:
+        shutil.copyfile(src, dest)
+        return
     every = max(1, -(-len(seconds) // limit))  # ceil division
     np.savez_compressed(dest, seconds=seconds[::every], every=np.int64(every))

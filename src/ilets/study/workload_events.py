@@ -144,11 +144,14 @@ def ship_events(src: Path, dest: Path, cells: Iterable[Path]) -> Path | None:
     now (:func:`record_events`); None when none could be."""
     import yaml
 
+    from ilets import cell_pack
+
     src, dest = Path(src), Path(dest)
     if (src / EVENTS_FILE).is_file():
         shutil.copy2(src / EVENTS_FILE, dest / EVENTS_FILE)
     pairs = []
     for cell in cells:
-        cfg = from_dict(RunConfig, yaml.safe_load((Path(cell) / "config.yaml").read_text()), f"{cell}/config.yaml")
+        # a cell folder, or one of a shipped folder's table (a shipped folder shipped again)
+        cfg = from_dict(RunConfig, yaml.safe_load(cell_pack.read_text(Path(cell) / "config.yaml")), f"{cell}/config.yaml")
         pairs.append((cfg.workload, cfg.seed))
     return record_events(dest, pairs)
