@@ -16,6 +16,8 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "ilets"
 
+#: The scenario packages (plug-ins); every other module of the package is the core.
+SCENARIO_PACKAGES: tuple[str, ...] = ("ilets.gridcommand",)
 #: The root package: as an entry it places only its own ``__init__``, so every module directly
 #: under ``ilets`` has to be listed by name (a new one in no layer fails the test below).
 ROOT = "ilets"
@@ -28,9 +30,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("workloads", ("ilets.workloads",)),
     ("simulator", ("ilets.simulator",)),
     ("agents", ("ilets.agents",)),
-    ("scenarios", ("ilets.gridcommand",)),
     ("study", ("ilets.study",)),
     ("report", ("ilets.report",)),
+    # a scenario is a plug-in above the study and the report it uses (the study finds it by
+    # import path, :data:`ilets.study.scenario.SCENARIOS`): the core never imports it
+    ("scenarios", SCENARIO_PACKAGES),
 )
 
 
@@ -180,3 +184,70 @@ def test_the_readme_architecture_table_lists_exactly_the_modules():
               for name in re.findall(r"`(ilets[\w.]*)`", line.split("|")[1])}
     packages = {m for m, p in modules().items() if p.name == "__init__.py"}
     assert listed == set(modules()) - packages
+
+
+# --- the core imports no scenario -------------------------------------------------------------
+
+#: Calls that import a module named by a string (``importlib.import_module("ilets.x")``).
+IMPORTING_CALLS = frozenset({"import_module", "__import__"})
+
+
+def in_scenario(dotted: str) -> bool:
+    """Whether ``dotted`` is a scenario package or inside one."""
+    return any(dotted == p or dotted.startswith(p + ".") for p in SCENARIO_PACKAGES)
+
+
+def scenario_imports(name: str, path: Path) -> list[tuple[int, str]]:
+    """``(line, what)`` for every place module ``name`` reaches a scenario package: an
+    ``import`` or ``from ... import`` anywhere (a function body, a ``TYPE_CHECKING`` block;
+    relative imports resolved), and an ``import_module``/``__import__`` call on a string
+    literal. A scenario's import path kept as data (the registry's ``"module:Class"``) is no
+    import: the study resolves it when the scenario is asked for."""
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[:len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([base] if base else []))
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if called in IMPORTING_CALLS:
+                targets = [node.args[0].value]
+        hits = [t for t in targets if in_scenario(t)]
+        if hits:  # the most specific name the node reaches
+            found.append((node.lineno, max(hits, key=len)))
+    return sorted(found)
+
+
+def test_the_scenario_checker_finds_every_kind_of_import(tmp_path):
+    source = ("import json\nfrom ilets.study import grid\n"
+              "def f():\n    from ilets.gridcommand.study import scenario\n"
+              "def g():\n    import importlib\n    return importlib.import_module('ilets.gridcommand.env')\n"
+              "from ilets import gridcommand\nimport ilets.gridcommand.report.results as R\n"
+              "from ..gridcommand import env\n"
+              "TABLE = {'gridcommand': 'ilets.gridcommand.study.scenario:GridCommandScenario'}\n")
+    path = tmp_path / "core.py"
+    path.write_text(source)
+    assert scenario_imports("ilets.study.core", path) == [
+        (4, "ilets.gridcommand.study.scenario"), (7, "ilets.gridcommand.env"), (8, "ilets.gridcommand"),
+        (9, "ilets.gridcommand.report.results"), (10, "ilets.gridcommand.env")]
+
+
+def test_the_core_imports_no_scenario():
+    """The core (study, report, agents, config, simulator, workloads and the top-level modules)
+    imports no scenario package, not even inside a function: a scenario registers by import
+    path and the core asks it through :class:`ilets.study.scenario.Scenario`."""
+    core = {name: path for name, path in modules().items() if not in_scenario(name)}
+    assert "ilets.study.scenario" in core and "ilets.report.headline" in core
+    found = [f"{path.relative_to(SRC.parent)}:{line}: {name} imports {target}"
+             for name, path in sorted(core.items()) for line, target in scenario_imports(name, path)]
+    assert not found, "the core reaches a scenario package:\n  " + "\n  ".join(found)

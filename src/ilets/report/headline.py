@@ -32,16 +32,17 @@ SHIPPED_MARKERS = ("<!-- shipped:start -->", "<!-- shipped:end -->")
 
 def planned_cell_count(folder: Path) -> int | None:
     """How many cells the grid that made ``folder`` planned: its ``grid.json`` manifest
-    (:func:`ilets.study.grid.manifest_cell_count`), else the grid-command grid's ``profile.json``
-    (:func:`ilets.gridcommand.study.profiles.profile_cell_count`); None when neither is there."""
-    from ilets.gridcommand.study import profiles as gridcommand
+    (:func:`ilets.study.grid.manifest_cell_count`), else the first scenario that can tell from
+    what it wrote there (:meth:`ilets.study.scenario.Scenario.planned_cell_count`: the
+    grid-command grid's ``profile.json``); None when none can."""
     from ilets.study import grid as study
+    from ilets.study.scenario import scenarios
 
     folder = Path(folder)
     planned = study.manifest_cell_count(folder)
-    if planned is None and (folder / "profile.json").is_file():
-        planned = gridcommand.profile_cell_count(json.loads((folder / "profile.json").read_text()))
-    return planned
+    if planned is not None:
+        return planned
+    return next((n for n in (sc.planned_cell_count(folder) for sc in scenarios()) if n is not None), None)
 
 
 #: Where a provenance note's opening phrase ends (the table shows that phrase; the whole note

@@ -85,34 +85,34 @@ def _cmd_grid(args: argparse.Namespace) -> int:
 
 def _cmd_ship(args: argparse.Namespace) -> int:
     from ilets.files import ShipRefused
-    from ilets.gridcommand.study.pilot import PILOT_FILE, PilotError
+    from ilets.study.scenario import ScenarioError, get_scenario
     from ilets.study.shipping import ship
 
-    src = Path(args.results)
-    pilot = args.scenario == "gridcommand" and (src / PILOT_FILE).is_file()
+    src, pilot_file = Path(args.results), get_scenario(args.scenario).pilot_file
+    pilot = pilot_file is not None and (src / pilot_file).is_file()
     if not has_cells(src) and not pilot:
-        also = f", or a finished pilot folder with {PILOT_FILE}" if args.scenario == "gridcommand" else ""
+        also = f", or a finished pilot folder with {pilot_file}" if pilot_file is not None else ""
         raise UsageError(f"--results {src}: expected a grid's results folder with a cells/ subfolder{also} "
                          f"(run the grid first)")
     try:
         info = ship(src, Path(args.to), note=args.note, scenario=args.scenario)
-    except (PilotError, ShipRefused) as err:
+    except (ScenarioError, ShipRefused) as err:
         raise UsageError(str(err)) from None
     print(json.dumps(info, indent=1))
     return 0
 
 
 def _cmd_pilot(args: argparse.Namespace) -> int:
-    from ilets.gridcommand.study.pilot import PilotError, run_pilot
-    from ilets.study.scenario import get_scenario
+    from ilets.study.scenario import ScenarioError, get_scenario
 
-    profile = get_scenario(args.scenario).load_profile(args.profile)
-    out = _out_folder("--out", args.out or "results/gridcommand-pilot")
+    scenario = get_scenario(args.scenario)
+    profile = scenario.load_profile(args.profile)
+    out = _out_folder("--out", args.out or f"results/{scenario.name}-pilot")
     # progress to stderr: stdout carries the choices alone
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     try:
-        result = run_pilot(profile, out, log=log)
-    except PilotError as err:
+        result = scenario.run_pilot(profile, out, log)
+    except ScenarioError as err:
         raise UsageError(str(err)) from None
     print(json.dumps({s["expert"] + "." + s["option"]: s["chosen"] for s in result["stages"]}))
     return 0
@@ -169,9 +169,9 @@ def _method_name(text: str) -> str:
     any other loads the grid-command scenario's names."""
     if text in METHODS + HEURISTICS:
         return text
-    from ilets.study.scenario import SCENARIOS
+    from ilets.study.scenario import scenarios
 
-    known = list(dict.fromkeys(m for sc in SCENARIOS.values() for m in sc.method_names()))
+    known = list(dict.fromkeys(m for sc in scenarios() for m in sc.method_names()))
     if text not in known:
         raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(map(repr, known))})")
     return text
@@ -261,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     run.set_defaults(func=_cmd_run)
 
-    from ilets.study.scenario import DEFAULT_SCENARIO, SCENARIOS
+    from ilets.study.scenario import DEFAULT_SCENARIO, SCENARIOS, scenarios
 
     grid = sub.add_parser("grid", help="run every cell of a profile (skips cells already done)")
     grid.add_argument("--scenario", choices=sorted(SCENARIOS), default=DEFAULT_SCENARIO,
@@ -312,7 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     ver.set_defaults(func=_cmd_verify)
 
     pil = sub.add_parser("pilot", help="run (or resume) the grid-command pilot: expert settings chosen on pilot seeds")
-    pil.add_argument("--scenario", choices=["gridcommand"], required=True,
+    pil.add_argument("--scenario", choices=[sc.name for sc in scenarios() if sc.pilot_file is not None], required=True,
                      help="gridcommand (the paper study's pilot is a grid profile: ilets grid --profile pilot)")
     pil.add_argument("--profile", default="quick", help="the grid profile whose scenario and fleets the pilot uses")
     pil.add_argument("--out", default=None, help="pilot folder, resumed if it exists (default: results/gridcommand-pilot)")

@@ -176,8 +176,8 @@ def _write_manifest(profile: Any, out: Path, cells: list[Any], scenario: Scenari
 
 def manifest_cell_count(out: Path) -> int | None:
     """How many cells the grid that wrote ``out`` planned, read from its ``grid.json`` manifest;
-    None when the folder has no manifest (a grid-command profile's own count is
-    :func:`ilets.gridcommand.study.profiles.profile_cell_count`)."""
+    None when the folder has no manifest (a scenario may count its profile's cells itself:
+    :meth:`ilets.study.scenario.Scenario.planned_cell_count`)."""
     manifest = Path(out) / "grid.json"
     if not manifest.is_file():
         return None
@@ -194,10 +194,10 @@ def run_grid(profile: Any, out: Path, executor: str = "local", workers: int | No
     default). ``max_cells`` computes at most that many of the cells not yet done (the rest
     stay for the next start). ``wait_busy=False`` leaves the cells another process holds to
     it instead of waiting for them (named in ``busy``): a runner of several grids then goes
-    on to its next grid and comes back for them with ``only`` (these cell names alone;
-    :func:`ilets.gridcommand.study.drift.run`). ``cell_processes``: how many processes each cell
-    may use for work it splits (:meth:`Scenario.run_cell`; the grid-command clone's training
-    episodes), on top of the ``workers`` cells at once. While it runs, a grid of the same
+    on to its next grid and comes back for them with ``only`` (these cell names alone: the
+    grid-command scenario's drift protocol runs its grids so). ``cell_processes``: how many
+    processes each cell may use for work it splits (:meth:`Scenario.run_cell`; the
+    grid-command clone's training episodes), on top of the ``workers`` cells at once. While it runs, a grid of the same
     profile name with other settings is refused on ``out`` (:func:`claim_folder`).
     """
     sc = get_scenario(scenario)

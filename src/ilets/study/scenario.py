@@ -12,38 +12,36 @@ cell runs and when it counts as done, and how the finished cells become the resu
 re-run of recorded cells (:func:`ilets.study.verify.verify`), which asks the scenario how a
 recorded cell is read back, re-run and compared.
 
-Registered (:data:`SCENARIOS`, by the name ``ilets grid --scenario`` takes):
+Registered by import path (:data:`SCENARIOS`, by the name ``ilets grid --scenario`` takes),
+and resolved when first asked for (:func:`get_scenario`): a scenario is a plug-in package that
+the study, the report's core and the agents never import (tests/test_layers.py). What else the
+study needs of one (its pilot, how many cells a shipped folder planned, which of its folders the
+book shows verified) it asks the scenario object too.
 
-* ``cloud`` (the default): the paper's study. Profiles :mod:`ilets.study.profiles`; a cell is
-  a :class:`ilets.config.RunConfig`, written as the folder
+* ``cloud`` (the default): the paper's study, :class:`CloudScenario`. Profiles
+  :mod:`ilets.study.profiles`; a cell is a :class:`ilets.config.RunConfig`, written as the folder
   ``cells/<method>[@<variant>]-M<servers>-s<seed>-<digest>/`` (:mod:`ilets.study.run`); store
   ``store/metrics.parquet`` and ``store/curves.parquet`` (:mod:`ilets.study.results`).
-* ``gridcommand``: a data centre following a power-grid operator's command
-  (:mod:`ilets.gridcommand`), on the study's stack in :mod:`ilets.gridcommand.study.scenario`.
-  Profiles ``gridcommand-grid-*`` (:class:`ilets.gridcommand.experiment.ExperimentProfile`); a
-  cell is a method trained under the profile's ``train_regime`` and scored under it and under
-  ``eval_regime`` (:func:`ilets.gridcommand.pipeline.run_method`), written as the one JSON file
-  ``cells/<method>-M<servers>-s<seed>.json``; store ``store/results.parquet``, one row per cell
-  and regime role (read by :mod:`ilets.gridcommand.report.results`).
+* ``gridcommand``: a data centre following a power-grid operator's command, a scenario
+  package of its own (its env, experts, study and report parts): a cell is one JSON file
+  ``cells/<method>-M<servers>-s<seed>.json``, its store ``store/results.parquet``.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-from typing import Any, Mapping, Protocol, TypeVar
+from typing import Any, Callable, Mapping, Protocol, TypeVar
 
 from ilets import cell_pack
 from ilets.config import ConfigError, to_dict
 from ilets.host import ComputeRecord
 from ilets.numerics import recorded_mode
-# the grid-command scenario, on the study's stack (re-exported: its names were defined here)
-from ilets.study.profiles import SELECTION_FIELDS, settings_key  # noqa: F401 (re-exported)
-from ilets.gridcommand.study.scenario import (COMMAND_METRICS, COMMAND_PACKAGES, COMMAND_STORE,  # noqa: F401
-                                          CommandCell, GridCommandScenario, cell_record, command_store_rows)
+from ilets.study.profiles import settings_key
 
 # The scenarios' own modules are imported where they are used: the ``ilets`` command lists
-# the registered names when it parses its arguments, and torch (through the grid-command
+# the registered names when it parses its arguments, and torch (through a scenario's
 # pipeline) or pandas would otherwise load before ``ilets --help`` answers.
 
 ProfileT = TypeVar("ProfileT")
@@ -171,6 +169,39 @@ class Scenario(Protocol[ProfileT, CellT]):
         floating-point kernels, :func:`ilets.numerics.recorded_mode`, among it); ``{}`` when
         absent or unreadable."""
         ...
+
+    # what the ``ilets`` command and the report ask of a scenario beside its grids
+
+    #: the file a finished pilot folder of the scenario holds (``ilets pilot``, shipped by
+    #: ``ilets ship``); None when the scenario has no pilot command
+    pilot_file: str | None
+
+    def run_pilot(self, profile: ProfileT, out: Path, log: Callable[[str], None]) -> dict:
+        """Run (or resume) the scenario's pilot for ``profile`` into ``out``; its result (with
+        ``stages``: each ``expert``, ``option`` and the value ``chosen``). :class:`ScenarioError`
+        for a folder it cannot resume, or when the scenario has none (:attr:`pilot_file`)."""
+        ...
+
+    def ship_pilot(self, src: Path, dest: Path, note: str) -> dict:
+        """Ship the finished pilot folder ``src`` (it holds :attr:`pilot_file`) into ``dest``,
+        as :func:`ilets.study.shipping.ship` ships a grid; its provenance."""
+        ...
+
+    def planned_cell_count(self, folder: Path) -> int | None:
+        """How many cells the grid that made ``folder`` planned, read from what the scenario
+        writes there besides the grid's manifest (:func:`ilets.study.grid.manifest_cell_count`,
+        read first); None when it cannot tell."""
+        ...
+
+    def verified_folders(self) -> list[Path]:
+        """The scenario's shipped results folders whose recorded re-runs the book shows
+        (chapter 10), in order; a folder that is absent or holds no cells is left out by the
+        caller."""
+        ...
+
+
+class ScenarioError(ValueError):
+    """A folder or file a scenario's own command (its pilot) cannot use (the message names it)."""
 
 
 # --- cloud: the paper's study ---------------------------------------------------------------
@@ -339,6 +370,31 @@ class CloudScenario:
             system = {}
         return system if isinstance(system, dict) else {}
 
+    # --- beside the grids ---
+
+    #: none: the paper study's pilot is a grid profile (``ilets grid --profile pilot``)
+    pilot_file: str | None = None
+
+    def run_pilot(self, profile: Any, out: Path, log: Callable[[str], None]) -> dict:
+        """None to run: :class:`ScenarioError`."""
+        raise ScenarioError("scenario 'cloud' has no pilot command; its pilot is a grid profile "
+                            "(ilets grid --profile pilot)")
+
+    def ship_pilot(self, src: Path, dest: Path, note: str) -> dict:
+        """None to ship: :class:`ScenarioError`."""
+        raise ScenarioError(f"{src}: scenario 'cloud' has no pilot folders; ship a grid's results folder")
+
+    def planned_cell_count(self, folder: Path) -> int | None:
+        """None: a paper-study grid's count is its manifest's."""
+        return None
+
+    def verified_folders(self) -> list[Path]:
+        """The reduced-scale, per-server and worlds grids the book reads beside the main results
+        (:mod:`ilets.study.results`; the main folder is the caller's)."""
+        from ilets.study.results import per_server_dir, scale_dir, worlds_dir
+
+        return [scale_dir(), per_server_dir(), worlds_dir()]
+
 
 def _cell_folders(folder: Path) -> list[Path]:
     """The folders of ``folder/cells`` named as cells (:func:`ilets.study.run.parse_cell_name`),
@@ -417,21 +473,35 @@ def compare_folders(recorded: Path, rerun: Path) -> list[str]:
 
 # --- the registry ---------------------------------------------------------------------------
 
-#: Every scenario the study runs, by name.
-SCENARIOS: dict[str, Scenario[Any, Any]] = {s.name: s for s in (CloudScenario(), GridCommandScenario())}
+#: Every scenario the study runs, by name: where its :class:`Scenario` class lives
+#: (``"module:Class"``). A new scenario is a package of its own and one row here.
+SCENARIOS: dict[str, str] = {
+    "cloud": "ilets.study.scenario:CloudScenario",
+    "gridcommand": "ilets.gridcommand.study.scenario:GridCommandScenario",
+}
 #: The scenario of ``ilets grid`` and of the study's functions when none is named.
 DEFAULT_SCENARIO = "cloud"
+#: The scenarios resolved so far, by name (one object each).
+_RESOLVED: dict[str, Scenario[Any, Any]] = {}
 
 
 def get_scenario(scenario: str | Scenario[Any, Any] = DEFAULT_SCENARIO) -> Scenario[Any, Any]:
-    """The registered scenario named ``scenario`` (a scenario object is returned as it is);
-    :class:`ConfigError` naming the registered ones for an unknown name."""
+    """The registered scenario named ``scenario``, its class imported from :data:`SCENARIOS`
+    on first use (a scenario object is returned as it is); :class:`ConfigError` naming the
+    registered ones for an unknown name."""
     if not isinstance(scenario, str):
         return scenario
-    try:
-        return SCENARIOS[scenario]
-    except KeyError:
-        raise ConfigError(f"scenario: unknown {scenario!r}; expected one of {sorted(SCENARIOS)}") from None
+    if scenario not in SCENARIOS:
+        raise ConfigError(f"scenario: unknown {scenario!r}; expected one of {sorted(SCENARIOS)}")
+    if scenario not in _RESOLVED:
+        module, _, cls = SCENARIOS[scenario].partition(":")
+        _RESOLVED[scenario] = getattr(importlib.import_module(module), cls)()
+    return _RESOLVED[scenario]
+
+
+def scenarios() -> list[Scenario[Any, Any]]:
+    """Every registered scenario, in :data:`SCENARIOS`' order."""
+    return [get_scenario(name) for name in SCENARIOS]
 
 
 def scenario_hint(folder: Path, scenario: str | Scenario[Any, Any]) -> str:
@@ -441,5 +511,5 @@ def scenario_hint(folder: Path, scenario: str | Scenario[Any, Any]) -> str:
     sc = get_scenario(scenario)
     if sc.recorded_cells(Path(folder)):
         return ""
-    other = [o for o in sorted(SCENARIOS) if o != sc.name and SCENARIOS[o].recorded_cells(Path(folder))]
+    other = [o for o in sorted(SCENARIOS) if o != sc.name and get_scenario(o).recorded_cells(Path(folder))]
     return f" (its cells are scenario {other[0]!r}'s: add --scenario {other[0]})" if other else ""

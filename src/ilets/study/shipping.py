@@ -30,8 +30,8 @@ for the paper's study (``cloud``):
 
 A grid-command folder (scenario ``gridcommand``) ships its store, ``profile.json``,
 ``grid.json`` and each finished cell's JSON file as it is, a row of its ``cells.parquet``; a
-grid-command pilot's folder (``pilot.json``, no ``cells/``) ships through
-:func:`ilets.gridcommand.study.pilot.ship_pilot`.
+scenario's pilot folder (its ``pilot.json``, no ``cells/``) ships through the scenario
+(:meth:`ilets.study.scenario.Scenario.ship_pilot`).
 
 The book prints the provenance on every results page; ``ilets verify`` re-runs shipped cells
 and compares their metrics.
@@ -98,16 +98,14 @@ def ship(src: Path, dest: Path, note: str = "", scenario: str | Scenario[Any, An
     unchanged (:func:`keep_checks`). A partial grid, or one with cells left out (damaged, or
     of another grid), ships with a notice on stderr.
 
-    :class:`ConfigError` when ``src`` holds no cells (no grid ran there). A grid-command
-    pilot's folder ships as a pilot (:func:`ilets.gridcommand.study.pilot.ship_pilot`)."""
+    :class:`ConfigError` when ``src`` holds no cells (no grid ran there). A scenario's pilot
+    folder (no ``cells/``, its :attr:`~ilets.study.scenario.Scenario.pilot_file`) ships as a
+    pilot (:meth:`~ilets.study.scenario.Scenario.ship_pilot`)."""
     sc = get_scenario(scenario)
     src, dest = Path(src), Path(dest)
     check_ship_target(dest, (src,))
-    if sc.name == "gridcommand" and not cell_pack.has_cells(src):
-        from ilets.gridcommand.study.pilot import PILOT_FILE, ship_pilot
-
-        if (src / PILOT_FILE).is_file():
-            return ship_pilot(src, dest, note)
+    if not cell_pack.has_cells(src) and sc.pilot_file is not None and (src / sc.pilot_file).is_file():
+        return sc.ship_pilot(src, dest, note)
     if not cell_pack.has_cells(src):
         raise ConfigError(f"{src}: expected a grid's results folder with cells/ and {sc.profile_file} "
                           f"(run the grid first)")

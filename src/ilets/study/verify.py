@@ -10,8 +10,8 @@ scenario's (:class:`ilets.study.scenario.Scenario`; everything else here is shar
   (:data:`HOST_KEYS`: wall and CPU seconds, decision latencies, phase timings), and
   ``curve.csv``, the whole learning curve, value for value;
 * ``gridcommand``: each cell re-runs from the folder's ``profile.json``; compared are the
-  training record and the scores of both regime roles, except CPU and wall seconds
-  (:func:`ilets.gridcommand.study.scenario.compare_records`).
+  training record and the scores of both regime roles, except CPU and wall seconds (the
+  scenario's :meth:`~ilets.study.scenario.Scenario.compare_cells`).
 
 A verification certifies only what it re-ran itself: before anything runs, every recorded
 file it will compare is checked (:func:`check_recorded`: a damaged or missing file, or a

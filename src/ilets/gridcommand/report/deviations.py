@@ -201,8 +201,8 @@ def _extension_rows() -> tuple[Deviation, ...]:
                   "among " + ", ".join(map(str, PILOT_DEFER_REPEATS)) + "; "
                   f"with heldout (default {pipe.heldout}) every method's final policy is also scored frozen and "
                   f"greedy on another workload's online segment (run seed + {HELDOUT_SEED_OFFSET:,}, its own commands)",
-                  "ilets.gridcommand.pipeline_config.PipelineConfig, ilets.gridcommand.report.positive_control.choose_defer_repeat/"
-                  "choose_defer_repeat_energy",
+                  "ilets.gridcommand.pipeline_config.PipelineConfig, "
+                  "ilets.gridcommand.report.positive_control.choose_defer_repeat/choose_defer_repeat_energy",
                   kind=EXTENSION),
         Deviation("The grid-command clone's BC budget and DAgger", "the study's BC epochs (oinpt.bc_epochs: chosen by the "
                   "paper-scale pilot for the flat policy on 5,000 GA+PSO decisions)",

@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from ilets.files import atomic_write, check_ship_target, publish_folder, staging_folder
 from ilets.host import ComputeRecord, machine_record, provenance_of, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
-from ilets.gridcommand.study.scenario import COMMAND_PACKAGES
+from ilets.gridcommand.study.profiles import COMMAND_PACKAGES
+from ilets.study.scenario import ScenarioError
 
 if TYPE_CHECKING:
     from ilets.gridcommand.experiment import ExperimentProfile
@@ -41,7 +42,7 @@ EPISODES_FILE = "episodes.jsonl"
 EPISODE_KEYS = ("expert", "option", "value", "servers", "seed", "regime", "mean_reward", "episode_reward", "cpu_s")
 
 
-class PilotError(ValueError):
+class PilotError(ScenarioError):
     """A pilot folder that cannot be resumed or shipped (the message names the file)."""
 
 

@@ -26,6 +26,9 @@ REQUIRED_KEYS = ("methods", "servers", "seeds", "scenario")
 #: The file a results folder keeps its profile in, as data.
 PROFILE_FILE = "profile.json"
 
+#: Packages whose versions a grid-command record (a cell's, the pilot's) lists.
+COMMAND_PACKAGES = ("numpy", "scipy", "torch", "stable-baselines3", "sb3-contrib", "imitation", "gymnasium",
+                    "pandas")
 #: A cell file's name (without ``.json``): ``<method>-M<servers>-s<seed>``.
 CELL_NAME = re.compile(r"^(?P<method>.+)-M(?P<servers>\d+)-s(?P<seed>\d+)$")
 

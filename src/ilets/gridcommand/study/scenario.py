@@ -1,6 +1,7 @@
-"""The grid-command scenario on the study's stack (scenario ``gridcommand`` of
-:mod:`ilets.study.scenario`): its profiles loaded, its cells named, run, judged done, stored,
-verified and shipped by the study's one runner, store, verifier and shipping.
+"""The grid-command scenario on the study's stack (registered by import path as scenario
+``gridcommand`` in :data:`ilets.study.scenario.SCENARIOS`): its profiles loaded, its cells
+named, run, judged done, stored, verified and shipped by the study's one runner, store,
+verifier and shipping, and its pilot run and shipped by the ``ilets`` command.
 
 What is the scenario's own (the experiment's methods, fleets, seeds, regimes and oracle
 budget) is :class:`ilets.gridcommand.experiment.ExperimentProfile`; this module is how the
@@ -38,15 +39,16 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from ilets import cell_pack
 from ilets.config import ConfigError, to_dict
 from ilets.files import HeldByAnother, atomic_write
 from ilets.host import ComputeRecord, machine_record, source_version
 from ilets.numerics import NOT_RECORDED, recorded_mode
-from ilets.gridcommand.study.profiles import (CELL_NAME, PROFILE_FILE, cell_name, load_profile, parse_cell_name,
-                                         recorded_profile)
+from ilets.gridcommand.study import pilot
+from ilets.gridcommand.study.profiles import (CELL_NAME, COMMAND_PACKAGES, PROFILE_FILE, cell_name, load_profile,
+                                              parse_cell_name, recorded_profile)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +60,6 @@ if TYPE_CHECKING:
 # the registered scenarios when it parses its arguments, and torch (through the grid-command
 # pipeline) would otherwise load before ``ilets --help`` answers.
 
-#: Packages whose versions a grid-command cell (and pilot) records.
-COMMAND_PACKAGES = ("numpy", "scipy", "torch", "stable-baselines3", "sb3-contrib", "imitation", "gymnasium",
-                    "pandas")
 #: The grid-command store: one row per finished cell and regime role.
 COMMAND_STORE = "store/results.parquet"
 #: Scalar metrics of :func:`ilets.gridcommand.metrics.evaluate` kept in the store (per_event
@@ -503,6 +502,33 @@ class GridCommandScenario:
         """The cell record's ``machine`` (``{}`` when absent or unreadable)."""
         machine = (_read_json(path) or {}).get("machine")
         return machine if isinstance(machine, dict) else {}
+
+    # --- beside the grids ---
+
+    pilot_file: str | None = pilot.PILOT_FILE
+
+    def run_pilot(self, profile: ExperimentProfile, out: Path, log: Callable[[str], None]) -> dict:
+        """:func:`ilets.gridcommand.study.pilot.run_pilot` on the pilot seeds."""
+        return pilot.run_pilot(profile, out, log=log)
+
+    def ship_pilot(self, src: Path, dest: Path, note: str) -> dict:
+        """:func:`ilets.gridcommand.study.pilot.ship_pilot`."""
+        return pilot.ship_pilot(src, dest, note)
+
+    def planned_cell_count(self, folder: Path) -> int | None:
+        """The cells of the folder's ``profile.json`` (:func:`ilets.gridcommand.study.profiles.profile_cell_count`)."""
+        from ilets.gridcommand.study.profiles import profile_cell_count
+
+        path = Path(folder) / self.profile_file
+        return profile_cell_count(json.loads(path.read_text())) if path.is_file() else None
+
+    def verified_folders(self) -> list[Path]:
+        """The shipped quick and full-window grids (:data:`ilets.gridcommand.report.results.SHIPPED`,
+        ``PAPER_SHIPPED``)."""
+        from ilets.gridcommand.report.results import PAPER_SHIPPED, SHIPPED
+        from ilets.study.results import repo_root
+
+        return [repo_root() / SHIPPED, repo_root() / PAPER_SHIPPED]
 
 
 def _read_json(path: Path) -> dict | None:
