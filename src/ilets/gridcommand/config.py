@@ -44,7 +44,7 @@ ENVELOPE_MODES = ("clip", "record", "off")
 #: episode, and an event no draw in this many reaches has no moment to follow it [ours].
 MAX_REDRAWS = 16
 #: The file-name prefixes in ``ilets/configs`` of what is not a scenario profile: the grids
-#: (:mod:`ilets.gridcommand.experiment`) and the drift protocol (:mod:`ilets.study.command_drift`).
+#: (:mod:`ilets.gridcommand.experiment`) and the drift protocol (:mod:`ilets.gridcommand.study.drift`).
 NOT_SCENARIOS = ("gridcommand-grid-", "gridcommand-drift-")
 
 

@@ -24,7 +24,7 @@ the service levels. By default one run per direction serves all
 its events, so an event that follows soon after another starts in what the extreme left
 there: the deferred work landing at the earlier event's end and, with the sleep lever, every
 sleeper waking at once; such an event's reach can come out at zero and the event is dropped
-(:mod:`ilets.report.command_sleep` counts them). With ``envelope_runs: per-event`` each event
+(:func:`ilets.gridcommand.report.results.envelope_table` counts them). With ``envelope_runs: per-event`` each event
 has a run of its own, from the counterfactual's state (:func:`reach`). :func:`fit_schedule`
 then sizes each command to the envelope (``envelope: clip``: depth at most
 ``envelope_margin`` times the reachable depth; an event with no reachable change is dropped)

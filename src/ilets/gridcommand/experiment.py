@@ -10,7 +10,7 @@ segment under both regimes, on the same workload draw
 (:func:`ilets.gridcommand.pipeline.run_method`).
 
 The study loads these profiles strictly, names the cells on disk, runs, stores, verifies and
-ships them like its own (:mod:`ilets.study.command_scenario`, scenario ``gridcommand``)::
+ships them like its own (:mod:`ilets.gridcommand.study.scenario`, scenario ``gridcommand``)::
 
     ilets grid --scenario gridcommand --profile gridcommand-quick --out results/gridcommand-quick
     ilets verify --scenario gridcommand --results shipped/gridcommand --sample 2
