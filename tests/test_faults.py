@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 from filelock import FileLock
 
+from ilets import cell_pack
 from ilets.study.grid import run_grid
 from ilets.study.profiles import load_profile
 from ilets.study.results import build_store
@@ -392,7 +393,8 @@ def test_a_damaged_command_cell_is_named_set_aside_and_recomputed(tmp_path, caps
     # shipping and the store leave it out, without a traceback
     assert main(["ship", *COMMAND, "--results", str(out), "--to", str(tmp_path / "shipped")]) == 0
     assert json.loads(capsys.readouterr().out)["cells"] == 3
-    assert not (tmp_path / "shipped" / "cells" / victim.name).exists()
+    assert not cell_pack.exists(tmp_path / "shipped" / "cells" / victim.name)  # not in its table
+    assert len(cell_pack.entries(tmp_path / "shipped")) == 3
     # verifying it is refused before anything runs, naming the file
     assert main(["verify", *COMMAND, "--results", str(out), "--cell", victim.stem, "--scratch",
                  str(tmp_path / "scratch"), "--quiet"]) == 2

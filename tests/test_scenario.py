@@ -62,7 +62,7 @@ def test_the_quick_profile_names_its_cells_as_the_shipped_grid_does():
     names = [sc.cell_name(c) for c in sc.cells(sc.load_profile("gridcommand-quick"))]
     assert len(names) == len(set(names)) == 100 and "bc+ppo+oail-M200-s4" in names  # 10 methods x 2 fleets x 5 seeds
     if SHIPPED.is_dir():  # the names the old runner wrote, and the book reads
-        assert sorted(names) == sorted(p.stem for p in (SHIPPED / "cells").glob("*.json"))
+        assert sorted(names) == sorted(p.stem for p in cell_pack.cell_paths(SHIPPED, "*.json"))
 
 
 def test_ilets_grid_runs_a_gridcommand_profile_and_resumes(tmp_path, tiny, capsys):

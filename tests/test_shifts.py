@@ -3,6 +3,7 @@ policies beside a heuristic on tiny shifted windows (paired, resumable, determin
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from ilets import cell_pack
 from ilets.config import ConfigError
 from ilets.study import shifts as SH
 
@@ -130,7 +132,7 @@ def test_a_warm_start_loads_the_cells_policy_and_only_learners_without_oinpt_tak
     from ilets.study.run import run_cell
     from ilets.study.verify import recorded_config
 
-    cell = next((SOURCE / "cells").glob("drl+-M50-s0-*"))
+    cell = cell_pack.cell_paths(SOURCE, "drl+-M50-s0-*")[0]  # a row of the shipped folder's table
     base = recorded_config(cell)
     with pytest.raises(ConfigError, match="run.warm_start: .*replaces OINPT's clone"):
         dataclasses.replace(base, warm_start=str(cell)).validate()
@@ -140,7 +142,8 @@ def test_a_warm_start_loads_the_cells_policy_and_only_learners_without_oinpt_tak
     cfg = dataclasses.replace(base, method="drl", warm_start=str(cell), ppo=ppo,
                               workload=dataclasses.replace(base.workload, **TINY)).validate()
     folder = run_cell(cfg, tmp_path)
-    start, end = (torch.load(p / "policy" / "policy.pt", weights_only=True) for p in (cell, folder))
+    start, end = (torch.load(io.BytesIO(cell_pack.read_bytes(p / "policy" / "policy.pt")), weights_only=True)
+                  for p in (cell, folder))
     assert start.keys() == end.keys() and all(torch.allclose(start[k], end[k], rtol=0, atol=1e-12) for k in start)
 
 
