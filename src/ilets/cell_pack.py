@@ -100,7 +100,7 @@ def _open(path: Path) -> _Table:
     import pyarrow.parquet as pq
 
     stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    key = (os.path.abspath(path), stat.st_mtime_ns, stat.st_size)
     if key in _OPENED:
         return _OPENED[key]
     try:
@@ -168,10 +168,12 @@ def _locate(path: Path) -> tuple[_Table, str, str] | None:
     parts = Path(path).parts
     for i in range(len(parts) - 2, -1, -1):
         if parts[i] == CELLS:
-            folder = Path(*parts[:i]) if i else Path(".")
-            if (folder / CELLS / parts[i + 1]).exists() or not is_packed(folder):
+            # plain os.path: this runs for every file a reader asks for
+            folder = os.path.join(*parts[:i]) if i else "."
+            pack = os.path.join(folder, PACK)
+            if os.path.exists(os.path.join(folder, CELLS, parts[i + 1])) or not os.path.isfile(pack):
                 return None
-            return _open(pack_path(folder)), parts[i + 1], "/".join(parts[i + 2:]) or WHOLE
+            return _open(Path(pack)), parts[i + 1], "/".join(parts[i + 2:]) or WHOLE
     return None
 
 
