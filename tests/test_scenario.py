@@ -18,10 +18,11 @@ from ilets import cell_pack
 from ilets.config import ConfigError
 from ilets.gridcommand import pipeline as P
 from ilets.gridcommand.study import scenario as G
+from ilets.gridcommand.study.scenario import COMMAND_STORE, GridCommandScenario
 from ilets.study.cli import main
 from ilets.study.grid import run_grid
 from ilets.study.results import STATUS_DONE, STATUS_FAILED, compute_table
-from ilets.study.scenario import COMMAND_STORE, SCENARIOS, CloudScenario, GridCommandScenario, get_scenario
+from ilets.study.scenario import SCENARIOS, CloudScenario, get_scenario
 from ilets.study.shipping import PROVENANCE, provenance, ship
 
 SHIPPED = Path(__file__).resolve().parents[1] / "shipped" / "gridcommand"
@@ -51,6 +52,9 @@ def tiny(tmp_path) -> Path:
 def test_the_registry_names_both_scenarios_and_refuses_others():
     assert set(SCENARIOS) == {"cloud", "gridcommand"} and get_scenario().name == "cloud"
     assert isinstance(get_scenario("gridcommand"), GridCommandScenario) and isinstance(get_scenario(), CloudScenario)
+    # resolved by import path once: the same object each time, named as registered
+    assert get_scenario("gridcommand") is get_scenario("gridcommand")
+    assert all(get_scenario(name).name == name for name in SCENARIOS)
     with pytest.raises(ConfigError, match=r"unknown 'power'.*\['cloud', 'gridcommand'\]"):
         get_scenario("power")
 
