@@ -2,7 +2,7 @@
 
 Both online imitation loops, OAIL (:class:`ilets.agents.oail.OAILCallback`: each expert's
 plan, weighted by rank) and the grid-command scenario's corrections
-(:class:`ilets.gridcommand.pipeline.GridCorrections`: the teacher's labels on the states the
+(:class:`ilets.gridcommand.online.GridCorrections`: the teacher's labels on the states the
 learner visited), update the very policy PPO is training, between rollouts, the same way:
 a few gradient steps of ``imitation``'s BC loss (the labels' negative log-likelihood and an
 entropy bonus, no L2 term), summed over labelled batches each with its own weight, the
