@@ -35,7 +35,7 @@ glue("lead", deviations.effects_lead(ctx.all_metrics), display=False)
 glue("banner", Markdown(ctx.banner), display=False)
 difference = F.difference_findings(ctx)  # each claim not reproduced, judged again under each variant
 glue("changes_sentence", F.verdict_changes_sentence(difference.table), display=False)
-glue("untested", difference.untested_text, display=False)
+glue("untested", Markdown(difference.untested_text), display=False)  # may name a profile in a code span
 
 # %% tags=["remove-input"]
 plots.markdown_table(deviations.display(), {})
@@ -64,7 +64,7 @@ plots.note(ctx.pending_variants_text)  # nothing when every planned variant is j
 #
 # Each claim the main results do not reproduce (with the authors' flat learner) is judged again,
 # by the same rule, on each variant that tests a choice behind it and on the main runs the
-# variant replaces. {glue:text}`changes_sentence` {glue:text}`untested`
+# variant replaces. {glue:text}`changes_sentence` {glue:md}`untested`
 
 # %% tags=["remove-input"]
 plots.markdown_table(F.verdict_changes(difference.table), {}, empty="No variant changes a verdict.")

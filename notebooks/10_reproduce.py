@@ -14,7 +14,7 @@
 # %% [markdown]
 # # Reproduce it
 #
-# {glue:text}`lead`
+# {glue:md}`lead`
 #
 # ## Commands
 #
@@ -44,7 +44,7 @@ from ilets.study.results import system_info
 ctx = ReportContext.load()
 recorded, recorded_text = VF.recorded_tables(F.verified_folders(ctx.out))
 kernels = VF.kernel_effects(ctx.out, VF.native_kernels_folder(ctx.out))
-glue("lead", FR.reproduce_lead(recorded, kernels), display=False)
+glue("lead", Markdown(FR.reproduce_lead(recorded, kernels)), display=False)  # names `ilets verify`
 glue("book_reruns", F.book_reruns_text(), display=False)  # the one count README and the Makefile state
 glue("verdicts_text", Markdown(verdicts_text()), display=False)
 glue("kernels_text", Markdown(VF.kernel_effects_sentence(kernels, VF.native_kernels_folder(ctx.out))), display=False)
