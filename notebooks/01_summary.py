@@ -58,8 +58,8 @@ Markdown(claims.notes_markdown)
 # %% tags=["remove-cell"]
 glue("scope", Markdown(
     f"{ctx.n_methods} methods on fleets of {ctx.scales_text} servers, {ctx.seeds_text} seeds each; "
-    f"{found.n_done:,} finished runs, {found.cpu_hours:,.1f} CPU-hours in all. {found.workload_text[0].upper()}"
-    f"{found.workload_text[1:]}. Each run schedules {ctx.online_tasks:,} online tasks after offline training on "
+    f"{found.n_done:,} finished runs, {found.cpu_hours:,.1f} CPU-hours in all. The workload is "
+    f"{found.workload_text}. Each run schedules {ctx.online_tasks:,} online tasks after offline training on "
     "the window's first half."), display=False)
 glue("dependence", CT.dependence_text(both.table), display=False)
 glue("learner_settings", F.learner_settings_text(ctx.run), display=False)

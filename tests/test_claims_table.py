@@ -16,6 +16,20 @@ from ilets.report import claims_table as C
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_each_learner_tests_an_energy_gain_only_within_its_own_room():
+    flat = [_verdict(c, [_effects(m, "drl", x, HOLD) for x in C.MEASURES], "reproduced")
+            for c, m in ((1, "drl+"), (2, "ilets-"))]
+    # the per-server DRL is weaker: min-energy saves 15 % against it (the flat one's room is 10 %)
+    weak = _metrics()
+    weak.loc[weak["method"] == "drl", "energy_kwh"] *= 9.0 / (0.85 * 10.0)
+    table = C.build(flat, flat, _metrics(), weak, {50: 0.025, 100: 0.031})
+    rows = {r.claim: r for r in table.rows}
+    oinpt, oail = rows["OINPT: DRL+ vs DRL, energy"], rows["OAIL: ILETS- vs DRL, energy"]
+    assert oinpt.verdict == C.UNTESTABLE  # 20.92 % is beyond both rooms
+    assert oail.flat_word == C.UNTESTABLE and oail.per_server_word == C.YES  # 10.56 %: beyond 10 %, within 15 %
+    assert oail.verdict.startswith(C.YES) and "per" in oail.verdict and oail.caveat == C._CAVEATS[C.ROOM_FLAT]
+
+
 def test_a_cell_pools_one_sign_and_shows_each_size_otherwise():
     assert C.effect_cell({"per_scale": ((50, 1, 0.5, 2), (100, 2, 1, 3)), "same_sign": True, "pooled": 1.04,
                           "pooled_low": 0.84, "pooled_high": 1.12}) == "+1.0 % [+0.8, +1.1]"
