@@ -61,7 +61,6 @@ glue("scope", Markdown(
     f"{found.n_done:,} finished runs, {found.cpu_hours:,.1f} CPU-hours in all. The workload is "
     f"{found.workload_text}. Each run schedules {ctx.online_tasks:,} online tasks after offline training on "
     "the window's first half."), display=False)
-glue("dependence", CT.dependence_text(both.table), display=False)
 glue("learner_settings", F.learner_settings_text(ctx.run), display=False)
 scale = F.scale_findings(ctx, summary=found)  # the verdicts above, not computed again
 glue("scale_sentence", scale.sentence, display=False)
@@ -109,14 +108,15 @@ glue("control_summary", Markdown(f"{PC.verdict(PC.summary(_same)).text} {PC.tran
 #
 # Before a method built on a learner is judged, the learner must be shown able to do the job:
 # each expert is cloned into each network design and the clone schedules frozen and greedy
-# ({doc}`05_oinpt`). {glue:md}`control_summary` {glue:text}`dependence` The evidence is in
+# ({doc}`05_oinpt`). {glue:md}`control_summary` The evidence for each row of the table is in
 # {doc}`05_oinpt`, {doc}`06_oail`, {doc}`07_results` (with each learner's gap to the best
 # heuristic) and {doc}`13_per_server`.
 #
 # ## Which conclusions depend on the scale or on a reconstructed detail
 #
-# Judged by the same rule on the reduced-scale results (2 % of the window, fewer seeds):
-# {glue:text}`scale_sentence` Where a variant of the study changes a detail we had to
+# Judged by the same rule on the reduced-scale results (2 % of the window, fewer seeds), a quick
+# look, not a claim about the paper's scale: {glue:text}`scale_sentence`
+# Where a variant of the study changes a detail we had to
 # reconstruct, {doc}`09_deviations` judges each claim again on the variant's runs.
 
 # %% [markdown]

@@ -474,7 +474,7 @@ def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
     shutil.copytree(store, other)
     beside = F.scale_findings(ctx, small_out=other)
     assert beside.small_name == "test" and len(beside.table) == len(alone.table)
-    assert set(beside.table["same at both scales"]) == {"yes"} and beside.sentence.startswith("0 of ")
+    assert set(beside.table["same at both scales"]) == {"yes"} and "0 of the paper's " in beside.sentence
     # main results at 50 servers only: the reduced results are judged at 50 servers too, so a
     # difference between the columns is one of scale, not of which fleet sizes ran
     from dataclasses import replace
@@ -483,6 +483,14 @@ def test_scale_findings_set_two_scales_side_by_side(ctx, store, tmp_path):
     narrow = F.scale_findings(at50, small_out=other)
     reduced = narrow.table.columns[-2]
     assert "reduced scale (test," in reduced and numbers_in(reduced) == [f"{100 * SCALE:.3g}", "50", "3"]
+
+
+def test_the_scale_sentence_names_each_claim_whose_verdict_moves():
+    table = pd.DataFrame({"statement": ["A beats B", "C beats D"], "main": ["not reproduced", "partly"],
+                          "small": ["partly", "partly"], "same at both scales": ["no", "yes"]})
+    sentence = F.scale_sentence(table, "main", "small")
+    assert numbers_in(sentence) == ["1", "2"] and "A beats B (not reproduced" in sentence and "C beats D" not in sentence
+    assert F.scale_sentence(table.assign(**{"same at both scales": "yes"}), "main", "small").endswith("reduced scale.")
 
 
 def test_scale_comparison_marks_verdicts_that_depend_on_scale():

@@ -24,7 +24,7 @@ they live.
 from ilets.report.findings.base import (FINAL, FIRST, DIRECTIONS, REFERENCE, FLAT_FAMILY, PAPER_LABELS, says, VariantFindings,
                                         component_display, claims_display, rows)
 from ilets.report.findings.summary import WORKLOADS, SummaryFindings, summary_findings, gap_texts, sci, learner_settings_text
-from ilets.report.findings.scales import scale_comparison, ScaleFindings, scale_findings
+from ilets.report.findings.scales import scale_comparison, ScaleFindings, scale_findings, scale_sentence
 from ilets.report.findings.differences import (DifferenceFindings, difference_findings, difference_sentence,
                                               verdict_changes, verdict_changes_sentence)
 from ilets.report.findings.cold_start import (agreement_sentence, bottleneck_sentence, against_main, ColdStartFindings, BC_COLS,
@@ -54,7 +54,7 @@ from ilets.report.findings.reproduce import (profiles_table, hardware_table, ver
 
 __all__ = ["FINAL", "FIRST", "DIRECTIONS", "REFERENCE", "FLAT_FAMILY", "PAPER_LABELS", "says", "VariantFindings", "rows",
            "component_display", "claims_display", "WORKLOADS", "SummaryFindings", "summary_findings", "gap_texts", "sci",
-           "learner_settings_text", "scale_comparison", "ScaleFindings", "scale_findings",
+           "learner_settings_text", "scale_comparison", "ScaleFindings", "scale_findings", "scale_sentence",
            "DifferenceFindings", "difference_findings", "difference_sentence", "verdict_changes",
            "verdict_changes_sentence", "agreement_sentence", "bottleneck_sentence",
            "against_main", "ColdStartFindings", "BC_COLS", "CLONE_COLS", "MEMORISED_GAP", "STATE_HELPS", "STRICT_SHARE",

@@ -61,6 +61,16 @@ def _at_servers(table: pd.DataFrame, servers) -> pd.DataFrame:
     return table[table["servers"].isin(list(servers))].reset_index(drop=True)
 
 
+def scale_sentence(table: pd.DataFrame, main_label: str, small_label: str) -> str:
+    """How many of the claims in :func:`scale_comparison`'s ``table`` get another verdict at the
+    reduced scale, naming each with both verdicts (the summary shows no numbered claim list)."""
+    differ = table[table["same at both scales"] == "no"]
+    moved = "; ".join(f"{r['statement']} ({r[main_label]} in the main results, {r[small_label]} at the reduced scale)"
+                      for r in differ.to_dict("records"))
+    return (f"With the authors' flat learner, {len(differ)} of the paper's {len(table)} claims get another verdict "
+            "at the reduced scale" + (f", so they depend on the scale they are judged at: {moved}." if len(differ) else "."))
+
+
 def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings | None = None) -> ScaleFindings:
     """Verdicts at the main results' scale beside those of the reduced-scale results
     (:func:`ilets.study.results.scale_dir` unless ``small_out``), judged on the main results'
@@ -80,9 +90,7 @@ def scale_findings(ctx: ReportContext, small_out=None, summary: SummaryFindings 
     if small is None:
         sentence = "No reduced-scale results are at hand, so no verdict here can be set beside another scale's."
     else:
-        differ = int((table["same at both scales"] == "no").sum())
-        sentence = (f"{differ} of {len(table)} verdicts differ between the two scales"
-                    + (": those conclusions depend on the scale they are judged at." if differ else "."))
+        sentence = scale_sentence(table, main_label, small_label)
     read = f"`{ctx._shown_path}` ({ctx.name} profile)"
     if small is not None:
         read += f" and `{small._shown_path}` ({small.name} profile)"
