@@ -340,7 +340,10 @@ def _notes(flat_metrics: pd.DataFrame, ps_metrics: pd.DataFrame | None, room: pd
     notes = ["**How to read a cell.** An effect is our improvement in the paper's direction (positive: the claim "
              "holds that way), with its 95 % bootstrap interval over seeds, pooled over fleet sizes; where the sign "
              "changes between fleet sizes, the effects at each fleet size (smallest first) stand instead. A claim "
-             "made of several comparisons shows its weakest one."]
+             "made of several comparisons shows its weakest one. The verdict joins both learners' verdicts"
+             f": \"{YES}\" when both reproduce the claim, \"per-server only\" or \"flat only\" when one does, "
+             f"\"{REVERSED}\" when the effect runs against the paper, \"{UNTESTABLE}\" when these results cannot "
+             "test it."]
     if ps_metrics is not None and len(ps_metrics):
         facts = clone_facts(ps_metrics)
         said = []
