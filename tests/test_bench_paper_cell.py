@@ -37,4 +37,4 @@ def test_the_estimate_interpolates_100_servers_and_counts_every_cell(bench):
 def test_a_partial_grid_gives_a_declared_lower_bound(bench):
     est = bench.grid_estimate(rows(bench, (50,)), seeds=10)
     assert "drl@100" in est["unmeasured"] and "heuristic@200" in est["unmeasured"]
-    assert "a lower bound: 10 method-fleet pairs" in bench.markdown([], est)
+    assert "lower bound: 10 method-fleet pairs" in bench.markdown([], est)

@@ -347,9 +347,10 @@ def raw_values(text: str) -> list[str]:
 
 def test_the_raw_value_finder():
     assert raw_values("nan, <IPython.core.display.Markdown object>, True") == ["nan", "<IPython", "True"]
-    assert raw_values("0.1234567 and 3.14159265 but 1,234,567 and 12.3456 s, 2.13.0, true to the paper") == [
-        "0.1234567", "3.14159265"]
-    assert raw_values("Financial nanny, NaNs are fine as words") == []
+    numbers = "0.1234567 and 3.14159265 but 1,234,567 and 12.3456 s, 2.13.0, true to the paper"  # input, not expected
+    assert raw_values(numbers) == ["0.1234567", "3.14159265"]
+    words = "Financial nanny, NaNs are fine as words"
+    assert raw_values(words) == []
 
 
 def test_the_claims_table_reads_at_1280_px_and_no_page_shows_raw_values(book):

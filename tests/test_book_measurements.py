@@ -71,7 +71,7 @@ def test_a_record_measured_with_other_settings_is_refused(tmp_path, monkeypatch)
 
 
 def test_a_missing_record_names_the_command_that_records_it(tmp_path):
-    with pytest.raises(MS.MeasurementError, match="no recorded measurement for the custom profile.*make artifacts"):
+    with pytest.raises(MS.MeasurementError, match="no recorded measurement.*custom profile.*make artifacts"):
         MS.read("workload", "custom", RunConfig(), tmp_path)
     with pytest.raises(MS.MeasurementError, match="no recorded measurement is called"):
         MS.read("nothing", "custom", RunConfig(), tmp_path)
@@ -123,7 +123,7 @@ def test_full_window_rows_are_taken_from_a_record_with_the_same_settings_and_mea
     assert measured == [(1.0,)] and out["load"][:len(rows)] == rows
     assert [r["scale"] for r in out["reused"]] == [0.0005]
     stamp = MS.Measurement("workload", path, {**out, "host": {"commit": "def5678"}}).stamp
-    assert "scale 0.0005 from the other profile's record" in stamp and "abc1234" in stamp
+    assert "scale 0.0005" in stamp and "other profile's record" in stamp and "abc1234" in stamp
     # measuring a profile again measures it anew: the shipped paper record is not its own source
     paper = ROOT / "shipped" / "book" / "paper" / "workload.json"
     run = from_dict(RunConfig, json.loads(paper.read_text())["run"], "paper")

@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.config import FleetConfig, RunConfig
 from ilets.study.coverage import MIN_JUDGED_SEEDS, Coverage, coverage_table, fleet_coverage, parse_cell_name
@@ -61,7 +62,8 @@ def test_coverage_reads_the_manifest_and_names_what_is_pending(tmp_path):
     assert len(cells) == len(plan) and cells["done"].sum() == len(done)
     cov = Coverage(cells, fleet_coverage(cells))
     assert cov.judged_servers() == (50,) and cov.planned("no-critic") and not cov.planned("upcoming")
-    assert cov.pending_text() == "100 servers (1 of 10 cells finished) and 200 servers (not yet run)"
+    pending = cov.pending_text()
+    assert numbers_in(pending) == ["100", "1", "10", "200"] and pending.endswith("200 servers (not yet run)")
     assert cov.pending_text("no-critic") == "50 servers (not yet run)"
     table = pd.DataFrame({"servers": [50, 100, 200]})
     assert cov.judge_mask(table).tolist() == [True, False, False]
@@ -74,8 +76,8 @@ def test_without_a_manifest_the_plan_is_what_the_folder_holds(tmp_path):
 
 def test_a_damaged_manifest_is_named(tmp_path):
     (tmp_path / "grid.json").write_text(json.dumps({"cells": ["not a cell"]}))
-    with pytest.raises(ValueError, match=r"grid\.json: field 'cells': 'not a cell': not a cell name"):
+    with pytest.raises(ValueError, match=r"grid\.json: .*'cells': 'not a cell'"):
         coverage_table(tmp_path, done=set())
     (tmp_path / "grid.json").write_text(json.dumps({"other": []}))
-    with pytest.raises(ValueError, match=r"grid\.json: unreadable grid manifest, field 'cells'"):
+    with pytest.raises(ValueError, match=r"grid\.json: .*field 'cells'"):
         coverage_table(tmp_path, done=set())

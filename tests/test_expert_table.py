@@ -31,7 +31,7 @@ def test_the_derived_names_follow_the_table():
 
 
 def test_an_unknown_name_is_refused_naming_the_table():
-    with pytest.raises(ValueError, match=r"unknown expert 'sa'; expected one of \('ga', 'pso', 'greedy'\)"):
+    with pytest.raises(ValueError, match=r"expert 'sa'; .*'ga', 'pso', 'greedy'"):
         make_expert("sa")
 
 

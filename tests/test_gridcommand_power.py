@@ -127,7 +127,7 @@ def test_release_counts_the_response_from_the_first_arrival(toy_fleet):
     assert cloud.now == 3.0 and start == 3.0 and finish == 4.0
     df = cloud.task_frame()
     assert df["arrival"].iloc[0] == 1.0 and df["response"].iloc[0] == 3.0 and df["wait"].iloc[0] == 2.0
-    with pytest.raises(ValueError, match="release 2.0 is before the simulator's clock"):
+    with pytest.raises(ValueError, match="release 2.0 .*before.*clock"):
         cloud.assign(1, 1.5, 0.1, 100.0, 5.0, 0, release=2.0)
     with pytest.raises(ValueError, match="before its arrival"):
         cloud.assign(2, 4.0, 0.1, 100.0, 5.0, 0, release=3.5)

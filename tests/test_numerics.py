@@ -57,7 +57,7 @@ def test_env_words_and_the_switch():
         assert words.split() == [f"{k}={v}" for k, v in N.PORTABLE_ENV.items()] and " " not in "".join(N.PORTABLE_ENV.values())
     os.environ[N.SWITCH] = "fast"
     try:
-        with pytest.raises(ValueError, match="ILETS_NUMERICS: expected 'portable' or 'native', got 'fast'"):
+        with pytest.raises(ValueError, match="ILETS_NUMERICS: .*'portable'.*'native', got 'fast'"):
             N.check_switch()
     finally:
         del os.environ[N.SWITCH]
@@ -68,7 +68,9 @@ def test_the_command_refuses_a_bad_switch_in_one_line():
     done = subprocess.run([sys.executable, "-m", "ilets.study.cli", "verify", "--results", "nowhere"],
                           env={**clean, N.SWITCH: "fast"}, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
-    assert done.stderr.strip() == "ilets: environment variable ILETS_NUMERICS: expected 'portable' or 'native', got 'fast'"
+    err = done.stderr.strip()
+    assert "\n" not in err and err.startswith("ilets: ") and "ILETS_NUMERICS: " in err
+    assert "'portable' or 'native', got 'fast'" in err
 
 
 def test_every_benchmark_imports_ilets_before_anything_that_loads_numpy():

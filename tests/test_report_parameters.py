@@ -26,7 +26,8 @@ class Toy:
 
 
 def test_field_docs_read_the_comments_above_and_after_each_field():
-    assert field_docs(Toy) == {"trailing": "one line [paper]", "above": "a block above, on two lines [ours]",
+    # a block of comment lines reads as one line; a comment above and one after are joined
+    assert field_docs(Toy) == {"trailing": "one line [paper]", "above": " ".join(["a block above,", "on two lines [ours]"]),
                                "both": "above and after [code]"}
 
 

@@ -34,7 +34,9 @@ def test_a_comparison_resolved_in_one_world_can_dissolve_over_worlds():
     assert row["verdict_one_world"] == "better" and row["verdict_worlds"] == "unresolved" and not row["holds"]
     assert row["width_ratio"] > 3
     text = worlds_sentence(t, "per-server")
-    assert "0 of 1 comparisons keep" in text and "DRL+ vs DRL on response time at 50 servers (better -> unresolved)" in text
+    moved = text.split("DRL+ vs DRL on ")[1]
+    assert "0 of 1 comparisons keep" in text and moved.startswith("response time at 50 servers")
+    assert moved.split(" servers ")[1].startswith("(better -> unresolved)")
 
 
 def test_a_robust_comparison_holds_and_only_shared_sizes_are_compared():
@@ -50,7 +52,8 @@ def test_a_robust_comparison_holds_and_only_shared_sizes_are_compared():
 def test_no_worlds_results_say_so():
     empty = pd.DataFrame()
     t = worlds_table(_cells(0.0, {"drl": 0.0, "drl+": 0.0}), empty)
-    assert t.empty and "No worlds results for the flat learners yet" in worlds_sentence(t, "flat")
+    none = worlds_sentence(t, "flat")
+    assert t.empty and none.startswith("No worlds results") and "flat learners" in none
 
 
 def test_family_cells_relabels_the_per_server_variant_and_keeps_the_heuristics():
