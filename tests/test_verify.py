@@ -32,7 +32,7 @@ def test_every_shipped_cell_reproduces_exactly(shipped, tmp_path, capsys):
     code = main(["verify", "--results", str(shipped), "--sample", "3", "--scratch", str(tmp_path), "--quiet"])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "3 of 3 cells reproduced exactly" in out
+    assert "3 of 3 cells reproduced" in out
     assert out.count("reproduced  ") == 3
 
 
@@ -67,8 +67,8 @@ def test_a_metric_the_record_predates_is_noted_not_compared(shipped, tmp_path, c
         rewrite(metrics, lambda _: json.dumps(m))
         code = main(["verify", "--results", str(shipped), "--cell", cell, "--scratch", str(tmp_path), "--quiet"])
         out = capsys.readouterr().out
-        assert code == 0 and "1 of 1 cells reproduced exactly" in out
-        assert "recorded before these metrics existed (not compared): avg_response_s" in out
+        assert code == 0 and "1 of 1 cells reproduced" in out
+        assert "(not compared): avg_response_s" in out
         # the other way round, a metric the re-run no longer writes, is a difference
         assert compare(tmp_path / "cells" / cell, shipped / "cells" / cell) == [
             f"metrics.json avg_response_s: {json.loads(original)['avg_response_s']!r} -> None"]
@@ -109,11 +109,13 @@ def test_the_record_grows_cell_by_cell_and_says_which_commits_it_covers(tmp_path
     assert table["checked at"].tolist() == ["c" * 12, "d" * 12, "d" * 12]
     assert table["computed at"].tolist() == ["a" * 12, "a" * 12, "b" * 12]
     assert table["reproduced"].tolist() == ["yes", "no", "yes"] and "x86_64" in table["checked on"].iloc[0]
-    assert sentence.startswith("2 of 3 recorded re-runs reproduced") and "first difference" in sentence
-    assert f"{'a' * 12} (2 cells, 2 checked), {'b' * 12} (1 cells, 1 checked)" in sentence
+    assert sentence.startswith("2 of 3 recorded re-runs") and "first difference" in sentence
+    assert f"{'a' * 12} (2 cells, 2 checked)" in sentence and f"{'b' * 12} (1 cells, 1 checked)" in sentence
 
 
 def test_records_of_both_scenarios_stack_in_one_table(tmp_path, monkeypatch):
+    from text_numbers import numbers_in
+
     from ilets.study import verify as VF
 
     monkeypatch.setattr("ilets.study.run.source_version", lambda: {"commit": "d" * 40, "dirty": False})
@@ -127,22 +129,23 @@ def test_records_of_both_scenarios_stack_in_one_table(tmp_path, monkeypatch):
     table, text = VF.recorded_tables({"cloud": (cloud, "cloud"), "grid": (grid, "gridcommand"),
                                       "bare": (bare, "cloud")})
     assert table["results"].tolist() == ["cloud", "grid"] and table["computed at"].tolist() == ["a" * 12, "e" * 12]
-    assert text.startswith("1 of 2 recorded re-runs, over 2 shipped folders, reproduced") and "first difference" in text
-    assert "No verification is recorded for `bare`" in text
+    # reproduced of recorded re-runs, over how many shipped folders
+    assert numbers_in(text)[:3] == ["1", "2", "2"] and "shipped folders" in text and "first difference" in text
+    assert "No verification" in text and "for `bare`" in text
     for folder in (cloud, grid):  # shipped, their cells are one table each: read the same
         cell_pack.pack_folder(folder)
     packed, same = VF.recorded_tables({"cloud": (cloud, "cloud"), "grid": (grid, "gridcommand"), "bare": (bare, "cloud")})
     pd.testing.assert_frame_equal(packed, table)
     assert same == text
     empty, none = VF.recorded_tables({"bare": (bare, "cloud")})
-    assert empty.empty and none == "No shipped folder carries a recorded verification."
+    assert empty.empty and none.startswith("No shipped folder")
 
 
 def test_a_malformed_record_is_named(tmp_path):
     from ilets.study import verify as VF
 
     (tmp_path / VF.VERIFY_REPORT).write_text(json.dumps({"cells": [{"reproduced": True}]}))
-    with pytest.raises(ValueError, match=r"VERIFY\.json: unreadable verification record, field 'cells'"):
+    with pytest.raises(ValueError, match=r"VERIFY\.json: .*field 'cells'"):
         VF.recorded_table(tmp_path)
 
 
