@@ -83,7 +83,7 @@ def test_a_heuristic_by_name_reads_parquet(tmp_path, tasks, capsys):
 
 
 def test_a_flat_cell_computed_before_flat_cells_kept_weights_says_so(tasks):
-    with pytest.raises(EvaluateError, match=r"policy: not found; this flat cell was computed before flat cells kept"):
+    with pytest.raises(EvaluateError, match=r"policy: not found; .*flat cell.*before"):
         evaluate(FLAT_CELL, tasks, 50)
 
 
@@ -96,7 +96,7 @@ def test_a_flat_policy_with_its_weights_schedules_at_its_own_fleet_size_only(tas
     assert metrics["tasks"] == len(tasks) and metrics["evaluated"]["weights"] == "policy"
     from ilets.agents.policy_io import PolicyLoadError
 
-    with pytest.raises(PolicyLoadError, match="servers: a flat policy trained on 50 servers cannot schedule 20"):
+    with pytest.raises(PolicyLoadError, match="servers: .*flat policy.*50 servers.*20"):
         evaluate(FLAT_WEIGHTS_CELL, tasks, 20)
 
 

@@ -38,7 +38,7 @@ def test_bad_command_fields_raise_named_errors(kw, field):
 
 
 def test_start_after_the_window_ends_is_an_error():
-    with pytest.raises(CommandError, match=r"start_s.*at or after the window ends"):
+    with pytest.raises(CommandError, match=r"start_s.*after the window ends"):
         cmd(start_s=1000.0).validate(0.0, 1000.0)
     with pytest.raises(CommandError, match=r"before the window starts"):
         cmd(start_s=-100.0).validate(0.0, 1000.0)
@@ -199,7 +199,7 @@ def test_days_fit_more_events_of_the_same_length_and_one_day_is_the_old_schedule
     assert np.mean([len(x) for x in many]) > 10 * np.mean([len(x) for x in one])
     lengths = [c.duration_s for x in many for c in x]  # 30 s a day, as in the one-day window
     assert min(lengths) >= reg.duration_s[0] * 30 / 1500 - 1e-9 and max(lengths) <= reg.duration_s[1] * 30 / 1500 + 1e-9
-    with pytest.raises(CommandError, match="days: expected a finite number of days > 0"):
+    with pytest.raises(CommandError, match="days: .*finite.*days > 0"):
         generate_schedule(reg, 0.0, 30.0, 3, days=0.0)
 
 

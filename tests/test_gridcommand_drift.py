@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from text_numbers import numbers_in
 
 from ilets.config import ConfigError
 from ilets.gridcommand.command import (DRIFT_BASE, DRIFT_FACTORS, DRIFT_LOAD, DRIFT_TARGET, DRIFT_TOWARD,
@@ -54,7 +55,7 @@ def test_the_load_factor_moves_the_arrival_rate_and_nothing_else():
     # the commands come from the same seeded draw: only the load moved
     assert [c.start_s for c in b.schedule] == [c.start_s for c in a.schedule]
     assert all(r.load == 1.0 for r in FIELD_REGIMES.values())
-    with pytest.raises(CommandError, match="load: expected an arrival-rate factor > 0"):
+    with pytest.raises(CommandError, match="load: .*arrival-rate factor > 0"):
         dataclasses.replace(FIELD_REGIMES[DRIFT_BASE], load=0.0).validate()
 
 
@@ -208,7 +209,8 @@ def test_a_tiny_family_runs_resumes_ships_and_is_read_back(tmp_path):
     assert D.complete_factors(rows, grids, "tiny") == ["depth"]
     grids["tiny/depth/shifted"]["planned_cells"] = None
     assert D.complete_factors(rows, grids, "tiny") == []
-    assert "python -m ilets.gridcommand.study.drift --family tiny --factors band" in set(archive["recompute"])
+    assert ["python", "-m", "ilets.gridcommand.study.drift", "--family", "tiny", "--factors", "band"] in [
+        c.split() for c in archive["recompute"]]
 
 
 def test_processes_split_a_family_by_seed_or_factor_and_bad_ones_are_named(tmp_path, capsys):
@@ -291,7 +293,8 @@ def test_adding_to_a_shipped_family_ships_whole_grids_and_keeps_the_rest_file_fo
     assert CD.main(["--family", str(path), "--out", str(later), "--factors", "band", "--seeds", "1", "--quiet"]) == 0
     (later / "depth/control/cells/bc-M5-s0.json").unlink()
     info = CD.main(["--family", str(path), "--ship", str(later), "--to", str(dest), "--add", "--note", "more"])
-    assert info == 0 and "shipped 6 of 8 cells in 3 grids" in capsys.readouterr().out
+    shipped = capsys.readouterr().out.split("shipped ")[1]
+    assert info == 0 and "cells in" in shipped and numbers_in(shipped)[:3] == ["6", "8", "3"]  # cells of planned, grids
     provenance = json.loads((dest / "PROVENANCE.json").read_text())
     assert provenance["grids"] == ["band/shifted", "band/control", "depth/shifted"] and provenance["note"] == "more"
     assert {p.relative_to(dest): p.read_bytes() for p in (dest / "band").rglob("*") if p.is_file()} == kept

@@ -180,14 +180,14 @@ def test_bad_policy_input_is_named(tiny_config, tmp_path):
     model = make_ppo(env_of(flat), flat.ppo, 0)
     save_policy(model, tmp_path / "flat", "flat", "paper", 10)
     other = dataclasses.replace(flat, fleet=dataclasses.replace(flat.fleet, servers=20)).validate()
-    with pytest.raises(PolicyLoadError, match=r"policy\.json: servers: a flat policy trained on 10 servers"):
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: servers: .*flat policy.*10 servers"):
         load_policy(tmp_path / "flat", make_ppo(env_of(other), other.ppo, 0))
     ps = per_server(tiny_config)
     model = make_ppo(env_of(ps), ps.ppo, 0, "per-server")
     save_policy(model, tmp_path / "ps", "per-server", "per-server", 10)
     big = per_server(tiny_config, servers=20)
     assert load_policy(tmp_path / "ps", make_ppo(env_of(big), big.ppo, 0, "per-server"))["servers"] == 10
-    with pytest.raises(PolicyLoadError, match=r"policy\.json: policy: the folder holds a 'per-server' policy"):
+    with pytest.raises(PolicyLoadError, match=r"policy\.json: policy: .*'per-server' policy"):
         load_policy(tmp_path / "ps", make_ppo(env_of(other), other.ppo, 0))
     (tmp_path / "ps" / "policy.json").write_text("{")
     with pytest.raises(PolicyLoadError, match=r"policy\.json: not valid JSON"):

@@ -103,9 +103,11 @@ def test_provenance_tells_machines_of_one_model_name_apart(tmp_path):
         (tmp_path / "cells" / name / "system.json").write_text(json.dumps(system))
         (tmp_path / "cells" / name / "metrics.json").write_text(json.dumps({"cpu_s": 3600.0, "wall_s": 3600.0}))
     info = provenance(tmp_path)
-    assert info["machines"] == {"AMD EPYC x 2 cores": 1, "AMD EPYC (family 26 model 2 stepping 1) x 2 cores": 2}
+    # the older record's label, and the newer ones' with their cpu_id in parentheses
+    old, new = "AMD EPYC x 2 cores", f"AMD EPYC ({records['new1']['cpu_id']}) x 2 cores"
+    assert info["machines"] == {old: 1, new: 2}
     line = provenance_line({**info, "first_start_utc": None})
-    assert "on AMD EPYC (family 26 model 2 stepping 1) x 2 cores (2); AMD EPYC x 2 cores (1)," in line
+    assert f"on {new} (2); {old} (1)," in line
     assert machine_label("X", 4) == "X x 4 cores"
     # this machine's, as every new cell records it: "" exactly when /proc/cpuinfo lists no family
     from ilets.host import cpuinfo
