@@ -172,7 +172,7 @@ def test_an_envelope_that_keeps_deadlines_sizes_commands_to_that_reach(clipped):
     assert all(r.feasible for r in kept.envelope if r.kept)
     assert "envelope_deadlines" not in settings_plain(config("clip"))
     assert settings_plain(dataclasses.replace(config("clip"), envelope_deadlines=True))["envelope_deadlines"] is True
-    with pytest.raises(ConfigError, match=r"gridcommand\.envelope_deadlines: .*needs envelope: clip or record"):
+    with pytest.raises(ConfigError, match=r"gridcommand\.envelope_deadlines: .*envelope: clip or record"):
         dataclasses.replace(config("off"), envelope_deadlines=True).validate()
 
 

@@ -171,5 +171,5 @@ def test_bound_members_unset_keeps_the_digest_and_set_is_validated():
         with pytest.raises(ConfigError, match=rf"grid\.bound_members{match}"):
             dataclasses.replace(quick, bound_members=members).validate()
     without = dataclasses.replace(quick, methods=("rule",), bound_members=("rule",))
-    with pytest.raises(ConfigError, match="grid.bound_members: set, but the grid does not run"):
+    with pytest.raises(ConfigError, match="grid.bound_members: set, .*does not run"):
         without.validate()

@@ -616,7 +616,7 @@ def test_a_clone_learned_on_one_fleet_is_scored_on_another(scenario, tmp_path):
     flat = dataclasses.replace(base, run=dataclasses.replace(base.run, policy="flat"))
     with pytest.raises(ConfigError, match=r"pipeline.train_servers: 4 servers: .*per-server policy"):
         P.run_method("bc", flat, 6, 0, "shallow-long", ("shallow-long",), pipe)
-    with pytest.raises(ConfigError, match=r"pipeline.train_servers: expected 0 or a number of servers >= 1"):
+    with pytest.raises(ConfigError, match=r"pipeline.train_servers: expected 0 or .*>= 1"):
         PC.PipelineConfig(train_servers=-1).validate()
     assert "train_servers" not in PC.PipelineConfig().plain()
     # and in a grid profile, when it is loaded

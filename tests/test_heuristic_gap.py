@@ -34,10 +34,14 @@ def test_the_gap_picks_the_best_of_each_side_per_fleet_size():
 def test_the_sentence_names_where_a_learner_wins_and_says_so_when_none_does():
     t = gap_table(_metrics(), reps=200)
     text = gap_sentence(t, "the test family")
-    assert text.startswith("With the test family, a learner beats the best heuristic on response time at 50 servers")
-    losing = t[t["servers"] == 200]
-    assert gap_sentence(losing, "the test family").startswith(
-        "With the test family, no learner beats the best heuristic at any fleet size tested")
+    # where a learner beats the best heuristic: response time and mean reward, both at 50 servers
+    assert text.startswith("With the test family,") and "a learner beats" in text
+    beats = text.split("beats the best heuristic on ")[1].split(". ")[0]
+    assert beats.startswith("response time at 50") and "), mean reward at 50" in beats
+    assert beats.count("at 50 servers (DRL+") == 2 and "200" not in beats
+    losing = gap_sentence(t[t["servers"] == 200], "the test family")
+    assert losing.startswith("With the test family,") and "no learner beats" in losing
+    assert "at any fleet size tested" in losing
     assert "no learner and heuristic" in gap_sentence(t.iloc[0:0], "x")
 
 

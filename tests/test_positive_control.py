@@ -89,7 +89,7 @@ def test_a_bad_profile_is_named(tmp_path):
     with pytest.raises(ConfigError, match=r"pc\.yaml\.experts\[0\]: expected one of \('earliest-finish'"):
         S.load_profile(str(path))
     path.write_text("bc_epochs: 0\n")
-    with pytest.raises(ConfigError, match=r"pc\.yaml\.bc_epochs: expected an integer > 0, got 0"):
+    with pytest.raises(ConfigError, match=r"pc\.yaml\.bc_epochs: .*integer > 0, got 0"):
         S.load_profile(str(path))
     with pytest.raises(ConfigError, match="is a folder"):
         S.load_profile(str(tmp_path))
