@@ -54,7 +54,7 @@ glue("gc_misses_200", "{:,.0f} to {:,.0f}".format(*numbers["misses"][200]["learn
 # `shipped/gridcommand-paper` and `shipped/gridcommand-paper-hindsight` (the full window),
 # `shipped/gridcommand-paper-sleep-redraw`, and the clone designs
 # `shipped/gridcommand-per-server-episodes`, `-episodes-own`, `-terms` and `-film-later`, each
-# with the profile of the same name under `src/ilets/configs/gridcommand-grid-*.yaml`. Run one
+# filled by one design, a row of `ilets.gridcommand.designs.DESIGNS` whose id names its profile. Run one
 # with `ilets grid --scenario gridcommand --profile <profile>`; re-run a shipped cell with
 # `ilets verify --scenario gridcommand --results shipped/<folder> --sample 1`. Every retired
 # design is a row of `shipped/archive/gridcommand-designs.parquet` (read with

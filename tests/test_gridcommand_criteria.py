@@ -9,6 +9,7 @@ import pytest
 from text_numbers import numbers_in
 
 from ilets.gridcommand.command import DRIFT_FACTORS
+from ilets.gridcommand.designs import label
 from ilets.gridcommand.report import positive_control as C
 from ilets.gridcommand.report import criteria as K
 
@@ -85,15 +86,15 @@ def control(design: str, meets: dict[int, bool], track: float = -1.0) -> pd.Data
 def test_the_clone_criterion_is_met_only_by_a_learner_without_privileged_terms():
     episodes = control(C.EPISODES_DESIGN, {50: True, 200: True})
     own_ok, own_bad = (control(C.OWN_DESIGN, {50: ok}, track=-13.0) for ok in (True, False))
-    terms = control(C.TERMS_DESIGN_NAME, {50: True, 200: True})
-    without = control(C.CONTROL_DESIGN_NAME, {50: False, 200: False}, track=-18.0)
+    terms = control(C.TERMS_DESIGN, {50: True, 200: True})
+    without = control(C.CONTROL_DESIGN, {50: False, 200: False}, track=-18.0)
     assert K.clone_status(pd.concat([episodes, own_ok])).status == K.MET
     # the 16-episode clone stands only while its own-workloads twin meets the bar too
     assert K.clone_status(pd.concat([episodes, own_bad])).status == K.IN_PART
     # met by the terms design alone: in part, and the evidence opens by saying so
     said = K.clone_status(pd.concat([episodes, own_bad, terms, without]))
     assert said.status == K.IN_PART and said.evidence.startswith(K.PRIVILEGED_ONLY + ". ")
-    without_terms = said.evidence.split(f"{C.CONTROL_DESIGN_NAME}: ")[1]
+    without_terms = said.evidence.split(f"{label(C.CONTROL_DESIGN)}: ")[1]
     assert without_terms.startswith("misses it") and numbers_in(without_terms)[:3] == ["50", "+18", "0.95"]
     assert K.clone_status(terms).status == K.IN_PART
     # the tracking change's interval over seeds, where the table has it (as the error's change)

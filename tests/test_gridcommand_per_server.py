@@ -22,6 +22,7 @@ from ilets.config import ConfigError
 from ilets.gridcommand import actors as AC, clone_cache as CC, cloning as CL, episodes as EP, pipeline as P
 from ilets.gridcommand import pipeline_config as PC, teacher as TE
 from ilets.gridcommand.config import load_gridcommand_config
+from ilets.gridcommand.designs import label
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.features import grid_blocks
 from test_gridcommand_pipeline import SCENARIO as PIPELINE_SCENARIO
@@ -246,11 +247,11 @@ def test_the_control_table_judges_each_clone_against_its_own_grids_teacher():
     assert got.loc["per-server", "track_pct"] == pytest.approx(-6.6, abs=0.5)
     assert got.loc["per-server", "meets_bar"] and got.loc["per-server", "miss_ratio"] == pytest.approx(1.08, abs=0.01)
     said = C.control_sentence(table)
-    assert "per-server clone (50 servers:" in said and "agreement 40%" in said and "meets the bar" in said
+    assert 'design "per-server" (50 servers:' in said and "agreement 40%" in said and "meets the bar" in said
     assert list(C.control_display(table)["meets the bar"]) == ["no", "yes"]
     assert C.control_sentence(table.iloc[0:0]).startswith("No clone of any design")
-    same = C.control_sentence(table.replace({"design": {"flat": "the same, weighted"}}))
-    assert 'design "the same, weighted" (50' in same and "the the" not in same
+    same = C.control_sentence(table.replace({"design": {"flat": C.CONTROL_DESIGN}}))
+    assert f'design "{label(C.CONTROL_DESIGN)}" (50' in same and "the the" not in same
 
 
 def test_repeats_show_a_label_more_often_and_leave_the_rest(scenario):

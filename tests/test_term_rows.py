@@ -156,5 +156,4 @@ def test_the_terms_design_has_a_control_without_the_terms_read_beside_it():
     assert dataclasses.replace(control, name=terms.name, description=terms.description,
                                scenario=terms.scenario) == terms
     assert dataclasses.replace(terms.scenario_config(), observe_terms=False) == control.scenario_config()
-    assert C.design_profile(C.DESIGNS[C.CONTROL_DESIGN_NAME]) == control.name
-    assert C.design_profile(C.DESIGNS[C.TERMS_DESIGN_NAME]) == terms.name and C.TERMS_DESIGN_NAME in C.PRIVILEGED
+    assert (C.CONTROL_DESIGN, C.TERMS_DESIGN) == (control.name, terms.name) and C.PRIVILEGED == (C.TERMS_DESIGN,)

@@ -3,7 +3,7 @@
 A profile names the methods, the fleet sizes and the seeds, the command regime every
 method is trained under (``train_regime``) and the two it is scored under (``train_regime``
 in distribution, ``eval_regime`` drift), the oracle's budget and the pipeline's settings;
-its YAML files are ``ilets/configs/gridcommand-grid-*.yaml``. One *cell* (:class:`Cell`) is
+the shipped ones are the rows of :data:`ilets.gridcommand.designs.DESIGNS`. One *cell* (:class:`Cell`) is
 (method, servers, seed): the method is trained (or, for an expert, used as it is) under
 ``train_regime`` and scored by :func:`ilets.gridcommand.metrics.evaluate` on the online
 segment under both regimes, on the same workload draw

@@ -18,6 +18,7 @@ import pandas as pd
 
 from ilets.gridcommand.archive import DESIGNS as ARCHIVED
 from ilets.gridcommand.archive import archive_provenance, load_archive
+from ilets.gridcommand.designs import DESIGNS, display_name
 from ilets.gridcommand.report.results import LABELS, SHIPPED, load_results, results_table
 
 #: The ladder's rungs (the thermostat is the chapter's sixth rung, set beside them).
@@ -36,17 +37,9 @@ NAMES = {**LABELS, "oracle": "windowed MILP planner", "mpc-perfect": "MPC, perfe
          "thermostat": "feedback thermostat", "hindsight": "best of the ladder's rollouts",
          "bc": "clone (frozen)", "ppo": "PPO from scratch", "bc+ppo": "clone + PPO",
          "bc+ppo+oail": "clone + PPO + corrections"}
-#: The kept folders of :mod:`ilets.gridcommand.report.positive_control`'s designs and the ladder: what each
+#: The kept folders (the shipped designs of :data:`ilets.gridcommand.designs.DESIGNS`): what each
 #: changed, for the appendix.
-KEPT = {"gridcommand": "the ladder, the thermostat and the learners, quick scale",
-        "gridcommand-hindsight": "the best of the ladder's rollouts, quick scale",
-        "gridcommand-paper": "the ladder and the learners at the full window",
-        "gridcommand-paper-hindsight": "the best of the ladder's rollouts at the full window",
-        "gridcommand-paper-sleep-redraw": "the sleep lever, unreachable events moved, full window",
-        "gridcommand-per-server-episodes": "per-server clone, 16 training episodes",
-        "gridcommand-per-server-episodes-own": "the same, each seed's own training workloads",
-        "gridcommand-per-server-terms": "the teacher's own score terms in each row (privileged)",
-        "gridcommand-per-server-film-later": "the same without the terms"}
+KEPT = {d.folder: d.finding for d in DESIGNS if d.folder is not None}
 
 
 def _means(table: pd.DataFrame) -> pd.DataFrame:
@@ -142,7 +135,7 @@ def clones_display(control: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     recs = t.to_dict("records")
     return pd.DataFrame({
-        "design": [r["design"] for r in recs], "servers": [int(r["servers"]) for r in recs],
+        "design": [display_name(r["design"]) for r in recs], "servers": [int(r["servers"]) for r in recs],
         "agreement with the teacher": [_fmt(r["agreement"], ".0%") for r in recs],
         "tracking error vs teacher's": [f"{-r['track_pct']:+.0f} %" for r in recs],
         "deadline misses vs teacher's": [f"{r['miss_ratio']:.2f}x" for r in recs],

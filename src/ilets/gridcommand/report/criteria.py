@@ -34,6 +34,7 @@ import pandas as pd
 
 from ilets.gridcommand.command import DRIFT_EVENTS, DRIFT_FACTORS
 from ilets.gridcommand.archive import archive_provenance, load_archive
+from ilets.gridcommand.designs import display_name
 from ilets.gridcommand.experts import BOUND
 from ilets.gridcommand.report import bound as B
 from ilets.gridcommand.report import positive_control as C
@@ -191,7 +192,7 @@ def clone_status(control: pd.DataFrame) -> Criterion:
     for design, g in bc.groupby("design", sort=False):
         full[design] = bool(g["meets_bar"].all()) and _covers(g["servers"])
         verb = "meets it" if g["meets_bar"].all() else ("misses it" if not g["meets_bar"].any() else "meets it in part")
-        said.append(f"{design}: {verb} ({_clone_said(g)})")
+        said.append(f"{display_name(design)}: {verb} ({_clone_said(g)})")
     own_ok = full.get(C.OWN_DESIGN, True) or bool(bc.loc[bc["design"] == C.OWN_DESIGN, "meets_bar"].all())
     plain = [d for d, ok in full.items() if ok and d not in C.PRIVILEGED and d != C.OWN_DESIGN
              and (d != C.EPISODES_DESIGN or own_ok)]
@@ -212,7 +213,7 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
     name = "Fine-tuning no worse than the frozen clone on held-out episodes"
     tuned = heldout[heldout["against"] == "bc"] if len(heldout) else heldout
     if len(tuned) == 0:
-        return Criterion(name, NOT_RUN, f"Design *{design}* has no held-out scores.")
+        return Criterion(name, NOT_RUN, f"Design *{display_name(design)}* has no held-out scores.")
     worse = (tuned["verdict"] == "worse") | (tuned["miss_verdict"] == "worse")
     fine = sorted(set(tuned["servers"]) - set(tuned.loc[worse, "servers"]))
     beats_teacher = heldout[(heldout["against"] != "bc") & (heldout["method"] != "bc")
@@ -222,8 +223,9 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
     status = MET if _covers(fine) else (IN_PART if fine else NOT_MET)
     lo, hi = int(tuned["n_x"].min()), int(tuned["n_x"].max())
     where = _fleets(tuned.loc[worse, "servers"])
+    methods = ", ".join(R.LABELS.get(m, m) for m in dict.fromkeys(tuned["method"]))
     return Criterion(name, status, (
-        f"Design *{design}*, {', '.join(R.LABELS.get(m, m) for m in dict.fromkeys(tuned['method']))}: worse than the "
+        f"Design *{display_name(design)}*, {methods}: worse than the "
         f"frozen clone {f'at {where} servers' if where else 'at no fleet size'} "
         f"({lo if lo == hi else f'{lo}-{hi}'} paired seeds); tracking better than the teacher: "
         f"{beats}."))

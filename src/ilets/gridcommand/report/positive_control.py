@@ -16,31 +16,31 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
+from ilets.gridcommand import designs as DS
 from ilets.gridcommand.episodes import HELDOUT_METRICS
 from ilets.gridcommand.pipeline_config import LEARNED
 from ilets.report import stats as S
 from ilets.gridcommand.report.prose import status_sentence
 from ilets.gridcommand.report.results import LABELS, done_records, load_results
 
+# The kept clone designs, by id (rows of :data:`ilets.gridcommand.designs.DESIGNS`; the book
+# names each by its label, :func:`ilets.gridcommand.designs.label`).
 #: The per-server clone learning from 16 training episodes, neighbouring seeds sharing most of
 #: them (50 and 200 servers; the fine-tuning methods too, scored on a held-out episode).
-EPISODES_DESIGN = "16 training episodes"
+EPISODES_DESIGN = "gridcommand-grid-per-server-episodes"
 #: The same with each seed's own training workloads (50 servers): the seeds' clones independent.
-OWN_DESIGN = "16 training episodes, each seed's own"
+OWN_DESIGN = "gridcommand-grid-per-server-episodes-own"
 #: The clone whose rows show the teacher's own score terms (declared privileged state), learned
 #: on 50 servers and scored on 50 and 200: the pipeline's positive control.
-TERMS_DESIGN_NAME = "the teacher's terms in the rows"
+TERMS_DESIGN = "gridcommand-grid-per-server-terms"
 #: Its control: the same clone without the terms.
-CONTROL_DESIGN_NAME = "the same without the terms"
+CONTROL_DESIGN = "gridcommand-grid-per-server-film-later"
 
-#: The kept designs: name -> shipped folder (relative to the repository root).
-DESIGNS = {EPISODES_DESIGN: Path("shipped") / "gridcommand-per-server-episodes",
-           OWN_DESIGN: Path("shipped") / "gridcommand-per-server-episodes-own",
-           TERMS_DESIGN_NAME: Path("shipped") / "gridcommand-per-server-terms",
-           CONTROL_DESIGN_NAME: Path("shipped") / "gridcommand-per-server-film-later"}
+#: The kept clone designs: id -> shipped folder (relative to the repository root).
+DESIGNS = {d: DS.folder_of(d) for d in (EPISODES_DESIGN, OWN_DESIGN, TERMS_DESIGN, CONTROL_DESIGN)}
 #: The designs whose rows carry the teacher's own score terms: a clone of one meets the bar by
 #: seeing what its teacher computes, so it shows the pipeline works, not that a learner can.
-PRIVILEGED = (TERMS_DESIGN_NAME,)
+PRIVILEGED = DS.tagged("privileged")
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
@@ -50,7 +50,7 @@ CLONES = tuple(m for m in LEARNED if m.startswith("bc"))
 def load_designs(root: Path, teacher: str = "lyapunov", designs: Mapping[str, Path] | None = None) -> pd.DataFrame:
     """Every grid's rows of the teacher and the clone-based methods, with ``design``, the miss
     rate (``1 - success_rate``) and each cell's clone agreement (``bc_agreement_after``, from
-    the cell's own record; NaN for the teacher). ``designs``: name -> folder, by default
+    the cell's own record; NaN for the teacher). ``designs``: id -> folder, by default
     :data:`DESIGNS`. Empty when no grid is there."""
     parts = []
     for design, rel in (DESIGNS if designs is None else designs).items():
@@ -107,7 +107,8 @@ def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
         return pd.DataFrame()
     recs = t.to_dict("records")
     return pd.DataFrame({
-        "design": t["design"], "servers": t["servers"], "method": t["method"].map(lambda m: LABELS.get(m, m)),
+        "design": t["design"].map(DS.display_name), "servers": t["servers"],
+        "method": t["method"].map(lambda m: LABELS.get(m, m)),
         "agreement": t["agreement"].map(lambda v: f"{v:.0%}" if np.isfinite(v) else "n/a"),
         "tracking (clone / teacher)": [f"{r['track_clone']:.3f} / {r['track_teacher']:.3f}" for r in recs],
         "change": [S.says({"rel_pct": r["track_pct"], "rel_ci_low": r["track_low"], "rel_ci_high": r["track_high"],
@@ -129,34 +130,27 @@ def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
                 f"[{r['track_low']:+.0f}, {r['track_high']:+.0f}] against {LABELS.get(teacher, teacher)}, miss rate "
                 f"{r['miss_ratio']:.2f}x, {'meets' if r['meets_bar'] else 'misses'} the bar"
                 for r in g.sort_values("servers").to_dict("records")]
-        # a design named after the one before it ("the same, ...") is named as a design
-        named = f'the clone of design "{design}"' if design.startswith("the ") else f"the {design} clone"
-        parts.append(f"{named} ({'; '.join(bits)})")
+        parts.append(f'the clone of design "{DS.display_name(design)}" ({"; ".join(bits)})')
     return (f"Frozen, under the regime it was trained in, {' and '.join(parts)}. The bar: a tracking error at most "
             f"{TRACKING_BAR:.0%} above the teacher's and a miss rate at most {MISS_BAR:g} times its (positive "
             "changes: the clone tracks better).")
 
 
-def design_profile(folder: Path) -> str:
-    """The grid profile that fills a design's shipped folder: ``gridcommand-grid-`` and the
-    folder's name less its ``gridcommand-`` (every design after the first two is named so)."""
-    return "gridcommand-grid-" + Path(folder).name.removeprefix("gridcommand-")
-
-
 def designs_status(root: Path, designs: Mapping[str, Path]) -> str:
-    """:func:`ilets.gridcommand.report.prose.status_sentence` of each design's shipped grid, named,
-    with the profile that fills it (:func:`design_profile`) where it is missing."""
-    return " ".join(f"Design *{design}*: "
-                    + status_sentence(load_results(Path(root) / rel), Path(root) / rel, design_profile(rel))
+    """:func:`ilets.gridcommand.report.prose.status_sentence` of each design's shipped grid
+    (``designs``: id -> folder), named by its label, with the profile that fills it (the
+    design's id) where it is missing."""
+    return " ".join(f"Design *{DS.display_name(design)}*: "
+                    + status_sentence(load_results(Path(root) / rel), Path(root) / rel, design)
                     for design, rel in designs.items())
 
 
-#: The design the held-out criterion reads (its fine-tuned policies were scored held out).
-HELDOUT_DESIGNS = (EPISODES_DESIGN,)
+#: The designs the held-out criterion reads (their fine-tuned policies were scored held out).
+HELDOUT_DESIGNS = DS.tagged("heldout")
 
 
 def heldout_design(root: Path, designs: Mapping[str, Path] | None = None) -> tuple[str, pd.DataFrame]:
-    """The last design (of ``designs``, name -> folder; by default :data:`HELDOUT_DESIGNS` in
+    """The last design (of ``designs``, id -> folder; by default :data:`HELDOUT_DESIGNS` in
     :data:`DESIGNS`) whose grid is shipped under ``root`` with held-out scores, and those rows
     (:func:`heldout_rows`); the first design and no rows when none is. Designs are read from
     the last back, so only the shown one is read in full."""

@@ -1,5 +1,5 @@
-"""Grid-command grid profiles: read from a shipped name, a YAML file or a results folder's
-``profile.json``, and the cells they plan, named as their files are.
+"""Grid-command grid profiles: read from a design of the table (:mod:`ilets.gridcommand.designs`),
+a YAML file or a results folder's ``profile.json``, and the cells they plan, named as their files are.
 
 Apart from running the cells (:mod:`ilets.gridcommand.study.scenario`): the report, the grid's
 manifest and the shipped folders' provenance read profiles and cell names without the
@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ilets.config import ConfigError, from_dict, read_yaml
+from ilets.gridcommand import designs
 
 if TYPE_CHECKING:
     from ilets.gridcommand.experiment import Cell, ExperimentProfile
@@ -35,22 +35,18 @@ CELL_NAME = re.compile(r"^(?P<method>.+)-M(?P<servers>\d+)-s(?P<seed>\d+)$")
 
 # --- profiles --------------------------------------------------------------------------------
 
-def profile_path(name: str) -> Path:
-    """The path of a shipped grid-command profile: ``gridcommand-grid-quick``,
-    ``gridcommand-quick`` (as ``ilets grid --scenario gridcommand --profile`` takes it) or ``quick``."""
-    short = name.removeprefix("gridcommand-grid-").removeprefix("gridcommand-")
-    return Path(str(resources.files("ilets.configs").joinpath(f"gridcommand-grid-{short}.yaml")))
-
-
 def load_profile(name_or_path: str | Path) -> ExperimentProfile:
-    """A validated :class:`ilets.gridcommand.experiment.ExperimentProfile` from a shipped name
-    or a YAML path (see the module docstring); its scenario profile must load too."""
+    """A validated :class:`ilets.gridcommand.experiment.ExperimentProfile` from a design's name
+    (a row of :data:`ilets.gridcommand.designs.DESIGNS`: ``gridcommand-grid-quick``,
+    ``gridcommand-quick`` or ``quick``) or a YAML or JSON path; its scenario profile must load too."""
     from ilets.study.profiles import SAFE_NAME
 
     text = str(name_or_path)
-    path = Path(text) if text.endswith((".yaml", ".yml")) or os.sep in text else profile_path(text)
-    data = read_yaml(path)
-    where = str(path)
+    if text.endswith((".yaml", ".yml", ".json")) or os.sep in text:
+        path = Path(text)
+        data, where = read_yaml(path), str(path)
+    else:
+        data, where = designs.profile_data(text), f"design {designs.design_id(text)}"
     if not data:
         raise ConfigError(f"{where}: empty profile; expected a mapping with {', '.join(REQUIRED_KEYS[:-1])} "
                           f"and {REQUIRED_KEYS[-1]}")

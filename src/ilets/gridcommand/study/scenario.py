@@ -7,8 +7,8 @@ What is the scenario's own (the experiment's methods, fleets, seeds, regimes and
 budget) is :class:`ilets.gridcommand.experiment.ExperimentProfile`; this module is how the
 study handles it:
 
-* **Profiles** (:func:`load_profile`): a shipped name (``quick``, ``gridcommand-quick`` or
-  ``gridcommand-grid-quick``: ``ilets/configs/gridcommand-grid-*.yaml``) or a YAML path, loaded
+* **Profiles** (:func:`load_profile`): a design's name (``quick``, ``gridcommand-quick`` or
+  ``gridcommand-grid-quick``: a row of :data:`ilets.gridcommand.designs.DESIGNS`) or a YAML path, loaded
   strictly: an unknown key, a wrong type, an impossible value or a missing grid key
   (:data:`ilets.gridcommand.study.profiles.REQUIRED_KEYS`: a profile without them would silently be the 90-cell quick grid)
   raises :class:`ilets.config.ConfigError` naming the file and the key.
