@@ -43,7 +43,8 @@ from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
 from ilets.gridcommand.study.scenario import load_profile
 
-PROFILE = "gridcommand-grid-clone-pilot-o1024"
+# the retired clone pilot ran this scenario, teacher and fleet (its episode count does not enter the reads)
+PROFILE = "gridcommand-grid-per-server-episodes-own"
 
 
 def evict(folder: Path) -> None:

@@ -30,7 +30,8 @@ from ilets.gridcommand.env import GridCommandEnv
 from ilets.host import write_benchmark
 from ilets.gridcommand.study.scenario import load_profile
 
-PROFILE = "gridcommand-grid-clone-pilot-o256"
+# the retired clone pilot ran this scenario and teacher (its episode count does not enter a minibatch)
+PROFILE = "gridcommand-grid-per-server-episodes-own"
 
 
 def bc_seconds(env: GridCommandEnv, demos, cfg, batches: int, imitations: bool) -> tuple[float, dict]:

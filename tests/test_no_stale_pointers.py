@@ -47,3 +47,17 @@ def test_the_search_covers_the_package_tests_chapters_and_benchmarks():
 def test_no_file_cites_a_document_not_in_the_repository(path):
     hits = stale_lines(path.read_text(errors="replace"))
     assert not hits, f"{path.relative_to(ROOT)} cites a document not in this repository: {hits}"
+
+
+#: a benchmark's grid-command profile, as its module names it
+BENCH_PROFILE = re.compile(r'^PROFILE = "(gridcommand-[\w-]+)"', re.M)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "benchmarks").glob("bench_*.py")), ids=lambda p: p.name)
+def test_a_benchmarks_profile_loads(path):
+    """A benchmark that names a grid-command profile names one that exists (a retired profile
+    left two of them failing on load)."""
+    from ilets.gridcommand.study.profiles import load_profile
+
+    for name in BENCH_PROFILE.findall(path.read_text()):
+        assert load_profile(name).name == name, path.name
