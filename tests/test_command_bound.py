@@ -9,7 +9,7 @@ import pandas as pd
 from text_numbers import numbers_in
 
 from ilets.gridcommand.report import bound as B
-from ilets.gridcommand.report.results import LABELS
+from ilets.gridcommand.report.results import method_label
 
 #: total reward per rung (higher is better), tracking error (lower is better)
 RUNGS = {"hindsight": (-100.0, 0.20), "oracle": (-110.0, 0.15), "mpc-perfect": (-105.0, 0.30),
@@ -41,9 +41,9 @@ def test_the_bound_holds_and_is_the_top_rung():
     assert "above the hindsight rung" in bound and "top of the ladder" in bound
     assert numbers_in(bound) == ["0", "12", "4", "4"]
     # the oracle is below MPC perfect on the reward everywhere; it tracks best everywhere
-    assert "oracle is not the best" in below and below.count(f"({LABELS['mpc-perfect']})") == 4
+    assert "oracle is not the best" in below and below.count(f"({method_label('mpc-perfect')})") == 4
     assert below.startswith("Below it") and numbers_in(below) == ["50", "200", "50", "200"]
-    assert f"{LABELS['oracle']} in 4 of the 4" in tracking and tracking.startswith("On tracking error")
+    assert f"{method_label('oracle')} in 4 of the 4" in tracking and tracking.startswith("On tracking error")
     shown = B.bound_display(b)
     assert list(shown.columns) == ["regime", "servers", "rung", "total reward", "tracking error", "misses caused",
                                    "seeds"]
@@ -76,6 +76,6 @@ def test_members_are_read_from_the_cells_records(tmp_path):
     assert share["oracle"] == 0.5 and share["reference"] == 0.25
     assert m.loc[m["role"] == "train", "simulations_per_switch"].iloc[0] == 3.0
     said = B.member_sentence(m, {"train": "shallow-long", "eval": "deep-short"})
-    assert f"shallow-long at 50 servers: {LABELS['oracle']} 50%" in said and "doing nothing 25%" in said
+    assert f"shallow-long at 50 servers: {method_label('oracle')} 50%" in said and "doing nothing 25%" in said
     assert B.member_sentence(B.member_table(None), {}) == ""
     assert B.members_said(tmp_path / "nothing") == ""

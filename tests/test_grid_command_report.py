@@ -50,7 +50,7 @@ def test_comparison_means_and_intervals(table):
     assert got.loc["bc+ppo+oail", "ci_low"] < 0.30 < got.loc["bc+ppo+oail", "ci_high"]
     assert got.loc["oracle", "n"] == 2 and got.loc["rule", "n"] == 5
     shown = R.comparison_display(s)
-    assert R.METRICS["tracking_mae_rel"][0] in shown and R.LABELS["bc+ppo+oail"] in set(shown["method"])
+    assert R.metric_header("tracking_mae_rel") in shown and R.method_label("bc+ppo+oail") in set(shown["method"])
     assert shown.iloc[0]["time in band"].endswith("]") and "%" in shown.iloc[0]["time in band"]
 
 
@@ -125,12 +125,13 @@ def test_sentences_state_the_known_answers(table, tmp_path):
     said = RP.sentences(res, reps=REPS)
     # at each fleet size: the oracle's error 0.085 at 1 miss caused (the rule's 6), its time in band 88.5%
     best = said["best"].split("; at 200 servers")[0]
-    assert f"lowest tracking error is {R.LABELS['oracle']}'s" in best and "(the rule: 6)" in best
+    assert f"lowest tracking error is {R.method_label('oracle')}'s" in best and "(the rule: 6)" in best
     assert numbers_in(best) == ["50", "0.085", "1", "6", "88.5"]
     assert "(better)" in said["oail"] and said["oail"].startswith("Against BC + PPO")
     assert "horizon gap +0.100" in said["ladder"] and "forecast gap +0.150" in said["ladder"]
     assert "Lyapunov" in said["clone"] and "(worse)" in said["clone"]
-    assert f"{R.LABELS['oracle']} keeps the most" in said["drift"] and f"{R.LABELS['bc']} the least (20 %)" in said["drift"]
+    assert f"{R.method_label('oracle')} keeps the most" in said["drift"]
+    assert f"{R.method_label('bc')} the least (20 %)" in said["drift"]
     # misses = 10 x error: learners 3 (OAIL) .. 9 (PPO); experts: the oracle's two seeds 0.85 .. the rule 6
     at50 = said["misses"].split(";")[0]
     assert at50.index("learned policies") < at50.index("the experts") and numbers_in(at50) == ["50", "+3", "+9", "+1", "+6"]
@@ -247,7 +248,7 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     share, finite, bar = text.split(". ", 2)
     first = share.split(": ", 1)[1].split("; ")[0]  # shallow-long at 50 servers: PPO lowest, the oracle highest
     assert first.startswith("shallow-long at 50") and numbers_in(first) == ["50", "5", "88"]
-    assert first.index(R.LABELS["ppo"]) < first.index(R.LABELS["oracle"])
+    assert first.index(R.method_label("ppo")) < first.index(R.method_label("oracle"))
     assert "deep-short at 200 servers none" in share and numbers_in(share.split("deep-short at 200")[1]) == []
     # finite on the median seed: in band more than half the time there; under training the
     # oracle, both MPCs and BC + PPO + OAIL (Lyapunov's median seed sits at exactly 0.5), under
@@ -258,7 +259,7 @@ def test_band_sentence_names_the_range_and_the_finite_medians(table):
     # (0.7965, printed 80%) under the other regime does not, and at 200 servers none reaches it
     # with its price: misses are 10 (training) and 15 (the other regime) times the error
     met = bar.split("is met in ")[1]
-    assert met.startswith("2 of 4") and met.count(R.LABELS["oracle"]) == 3 and R.LABELS["lyapunov"] in met
+    assert met.startswith("2 of 4") and met.count(R.method_label("oracle")) == 3 and R.method_label("lyapunov") in met
     # (share of events in band, misses caused) per (regime, fleet size): shallow-long 50, 200; deep-short 50, 200
     assert numbers_in(met)[2:] == ["50", "88", "+1", "200", "88", "+1", "50", "80", "+2", "200", "0", "+6"]
 
@@ -271,7 +272,7 @@ def test_band_bar_sentence_counts_the_pairs_an_expert_meets():
     t.loc[(t["method"] == "thermostat") & (t["servers"] == 200) & (t["role"] == "eval"), "band_reached_share"] = 0.7
     text = RP.band_bar_sentence(t, {"train": "shallow-long", "eval": "deep-short"})
     assert "met in 3 of 4" in text and "BC" not in text
-    assert f"deep-short at 200 servers {R.LABELS['thermostat']} 70%" in text
+    assert f"deep-short at 200 servers {R.method_label('thermostat')} 70%" in text
     assert "on at least 95%" in RP.band_bar_sentence(t, {}, bar=0.95)
     assert "met in 0 of 4" in RP.band_bar_sentence(t, {}, bar=0.95)
     assert RP.results_bar_sentence(None) == "No results in this folder."
@@ -331,6 +332,6 @@ def test_direction_sentence_names_who_does_worse_than_ignoring_each_direction(tm
     # experts only (the clone is not one); each direction names who does worse than ignoring the command
     down, up = text.split("on down events")[1].split("on up events")
     assert numbers_in(down) == ["1", "1.50"]
-    assert down.index("rule (up to 1.50)") < down.index("better everywhere") < down.index(R.LABELS["oracle"])
-    assert numbers_in(up) == ["1", "2.50"] and f"command: {R.LABELS['oracle']} (up to 2.50)" in up
+    assert down.index("rule (up to 1.50)") < down.index("better everywhere") < down.index(R.method_label("oracle"))
+    assert numbers_in(up) == ["1", "2.50"] and f"command: {R.method_label('oracle')} (up to 2.50)" in up
     assert "no per-event records" in RP.direction_sentence(R.direction_table(None))

@@ -119,12 +119,12 @@ def heldout(worse_at: tuple = (), better: bool = True) -> pd.DataFrame:
 def test_the_finetuning_criterion_reads_worse_verdicts_against_the_clone():
     met = K.finetune_status("d", heldout())
     assert met.status == K.MET
-    from ilets.gridcommand.report.results import LABELS
+    from ilets.gridcommand.report.results import method_label
 
     clone, teacher = met.evidence.split("; ")
-    assert clone.startswith(f"Design *d*, {LABELS['bc+ppo']}, {LABELS['bc+ppo+oail']}:")
+    assert clone.startswith(f"Design *d*, {method_label('bc+ppo')}, {method_label('bc+ppo+oail')}:")
     assert "clone at no fleet size" in clone and numbers_in(clone) == ["8"]  # paired seeds
-    assert teacher.endswith(f"teacher: {LABELS['bc+ppo']} at 200 servers.")
+    assert teacher.endswith(f"teacher: {method_label('bc+ppo')} at 200 servers.")
     part = K.finetune_status("d", heldout(worse_at=(200,), better=False))
     assert part.status == K.IN_PART and "clone at 200 servers (8" in part.evidence and part.evidence.endswith(": none.")
     misses = heldout()

@@ -361,9 +361,9 @@ def test_heldout_scores_the_final_policy_on_an_episode_no_method_saw(scenario):
 
 def _ends_no_worse(said: str, method: str, servers: int = 50) -> bool:
     """Whether a held-out sentence says ``method`` ends no worse than the frozen clone."""
-    from ilets.gridcommand.report.results import LABELS
+    from ilets.gridcommand.report.results import method_label
 
-    return said.split(f"{LABELS[method]} at {servers} servers ends ")[1].startswith("no worse")
+    return said.split(f"{method_label(method)} at {servers} servers ends ")[1].startswith("no worse")
 
 
 def test_the_heldout_table_judges_fine_tuning_against_the_clone_and_the_teacher():

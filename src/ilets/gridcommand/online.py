@@ -30,7 +30,7 @@ from ilets.agents.weighted_bc import LabelledBatch, WeightedBC
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.env import GridCommandEnv
 from ilets.gridcommand.metrics import tracking_metrics
-from ilets.gridcommand.pipeline_config import LEARNED, PipelineConfig
+from ilets.gridcommand.pipeline_config import CLONED, CORRECTED, ONLINE, PipelineConfig
 from ilets.gridcommand.teacher import scenario_expert
 
 if TYPE_CHECKING:
@@ -147,19 +147,19 @@ def online_pass(method: str, eval_cfg: GridCommandConfig, pipe: PipelineConfig, 
     Returns the pass's metrics (as :func:`evaluate` reports them), what learning recorded,
     and the model. ``envelope_cache``: as :func:`clone`'s.
     """
-    if method not in LEARNED[1:]:
-        raise ValueError(f"method: expected one of {LEARNED[1:]} for an online pass, got {method!r}")
-    if method.startswith("bc") and cloned is None:
+    if method not in ONLINE:
+        raise ValueError(f"method: expected one of {ONLINE} for an online pass, got {method!r}")
+    if method in CLONED and cloned is None:
         raise ValueError(f"method {method!r}: needs the cloned policy (cloned=)")
     run = eval_cfg.run
     c0 = time.process_time()
     env = ScoredEnv(eval_cfg, envelope_cache=envelope_cache)
     model = make_run_ppo(env, run, seed)
-    if cloned is not None and method.startswith("bc"):
+    if cloned is not None and method in CLONED:
         model.policy.load_state_dict(cloned)
     callbacks: list[BaseCallback] = [StopAtEpisodeEnd()]
     corrections = None
-    if method == "bc+ppo+oail":
+    if method in CORRECTED:
         corrections = GridCorrections(pipe.teacher, pipe.every, pipe.window, pipe.weight,
                                       run.oail.learning_rate, run.oail.bc_steps)
         callbacks.append(corrections)

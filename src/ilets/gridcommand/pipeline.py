@@ -56,7 +56,7 @@ from ilets.gridcommand.episodes import (HELDOUT_METRICS, evaluation_config, held
 from ilets.gridcommand.experts import EXPERTS
 from ilets.gridcommand.metrics import evaluate
 from ilets.gridcommand.online import online_pass
-from ilets.gridcommand.pipeline_config import PipelineConfig, check_method, check_train_servers
+from ilets.gridcommand.pipeline_config import CLONED, ONLINE, PipelineConfig, check_method, check_train_servers
 from ilets.gridcommand.teacher import expert_policy, scenario_expert
 
 
@@ -81,7 +81,7 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
     scores: dict[str, dict] = {}
     cloned = None
     learned_on = check_train_servers(base, pipe) or servers
-    if method.startswith("bc"):
+    if method in CLONED:
         cloned, info = cached_clone(training_config(training_base(base, pipe), train_regime, learned_on, seed), pipe,
                                     seed, cache_dir, wait, processes)
     final: Callable[[np.ndarray, GridCommandEnv], int] | None = None  # what the held-out episode scores
@@ -101,10 +101,10 @@ def run_method(method: str, base: GridCommandConfig, servers: int, seed: int, tr
             if choices:  # the hindsight bound: the member followed from each switch time, and its cost
                 info[f"members[{regime}]"] = [member for _, member, _ in choices]
                 info[f"simulations[{regime}]"] = int(getattr(expert, "simulations", 0))
-        elif method == "bc":
+        elif method not in ONLINE:  # the clone frozen
             env = GridCommandEnv(cfg, envelope_cache=cache_dir)
             model = make_run_ppo(env, cfg.run, seed)
-            assert cloned is not None, "a bc method clones first"
+            assert cloned is not None, "a frozen method clones first"
             model.policy.load_state_dict(cloned)
             scores[regime] = evaluate(sampled_policy(model, seed) if pipe.clone_action == "sampled"
                                       else greedy_policy(model), cfg, seed=seed, envelope_cache=cache_dir)

@@ -14,9 +14,21 @@ from ilets.config.run import drop_added_defaults
 from ilets.config.validate import bounded, check_config
 from ilets.gridcommand.config import GridCommandConfig
 from ilets.gridcommand.experts import DECIDING, EXPERTS
+from ilets.method_table import methods
 
-#: The learned methods, in pipeline order.
-LEARNED = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
+#: The scenario's name in the method table (:attr:`ilets.method_table.MethodSpec.scenario`) and
+#: in :data:`ilets.study.scenario.SCENARIOS`.
+SCENARIO = "gridcommand"
+#: The learned methods, in pipeline order: the method table's grid-command rows.
+LEARNED = methods(SCENARIO)
+#: The learned methods that start from the clone of the teacher (:func:`ilets.gridcommand.cloning.clone`).
+CLONED = methods(SCENARIO, oinpt=True)
+#: The learned methods that learn with PPO over the scored pass (:func:`ilets.gridcommand.online.online_pass`).
+ONLINE = methods(SCENARIO, online=True)
+#: The learned methods with the teacher's online corrections (:class:`ilets.gridcommand.online.GridCorrections`).
+CORRECTED = methods(SCENARIO, oail=True)
+#: The clone frozen: scored as cloned, without an online pass (exactly one row).
+(FROZEN,) = methods(SCENARIO, oinpt=True, online=False)
 #: Every method the pipeline runs: the expert ladder (``rule`` included), then the learners.
 METHODS = EXPERTS + LEARNED
 

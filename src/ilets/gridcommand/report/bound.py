@@ -18,7 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ilets.gridcommand.experts import BOUND, EXPERTS
-from ilets.gridcommand.report.results import LABELS, done_records, load_results, rungs_display
+from ilets.gridcommand.pipeline_config import SCENARIO
+from ilets.gridcommand.report.results import done_records, higher_is_better, load_results, method_label, rungs_display
+from ilets.metric_table import METRIC_SPECS, metric_format
 
 #: Where the book reads the shipped grid (relative to the repository root).
 SHIPPED = Path("shipped") / "gridcommand-hindsight"
@@ -29,11 +31,8 @@ PAPER_SHIPPED = Path("shipped") / "gridcommand-paper-hindsight"
 PAPER_PROFILE = "gridcommand-grid-paper-hindsight"
 #: The scored objective the bound maximises, then what the ladder's other tables show.
 OBJECTIVE = "episode_reward"
-BOUND_METRICS: dict[str, tuple[str, bool, str]] = {
-    OBJECTIVE: ("total reward", True, ".1f"),
-    "tracking_mae_rel": ("tracking error", False, ".3f"),
-    "misses_caused": ("misses caused", False, ".0f"),
-}
+#: (Rows of :data:`ilets.metric_table.METRIC_SPECS`: their short name, direction and format.)
+BOUND_METRICS = (OBJECTIVE, "tracking_mae_rel", "misses_caused")
 
 
 def _paired(table: pd.DataFrame) -> pd.DataFrame:
@@ -69,12 +68,12 @@ def bound_table(table: pd.DataFrame) -> pd.DataFrame:
 
 def bound_display(bound: pd.DataFrame) -> pd.DataFrame:
     """:func:`bound_table` for display: one row per regime, fleet size and rung."""
-    return rungs_display(bound, {key: (label, fmt) for key, (label, _, fmt) in BOUND_METRICS.items()})
+    return rungs_display(bound, {key: (METRIC_SPECS[key].short, metric_format(key, SCENARIO)) for key in BOUND_METRICS})
 
 
 def top_rung(g: pd.DataFrame, metric: str) -> str:
     """The rung with the best seed mean of ``metric`` in one (regime, fleet size) group."""
-    higher = BOUND_METRICS[metric][1]
+    higher = higher_is_better([metric])[metric]
     return str(g.loc[g[metric].idxmax() if higher else g[metric].idxmin(), "method"])
 
 
@@ -96,11 +95,11 @@ def bound_sentence(bound: pd.DataFrame) -> str:
         rest = g[g["method"] != BOUND]
         best = top_rung(rest, OBJECTIVE)
         if best != "oracle" and "oracle" in set(rest["method"]):
-            below.append(f"{regime} at {servers} servers ({LABELS.get(best, best)})")
+            below.append(f"{regime} at {servers} servers ({method_label(best)})")
     if below:
         text.append("Below it, the MILP oracle is not the best of the other rungs under " + "; ".join(below) + ".")
     lowest = Counter(top_rung(g, "tracking_mae_rel") for _, g in groups)
-    said = ", ".join(f"{LABELS.get(m, m)} in {n}" for m, n in lowest.most_common())
+    said = ", ".join(f"{method_label(m)} in {n}" for m, n in lowest.most_common())
     text.append(f"On tracking error, which the hindsight rung does not optimise (the reward also prices energy, "
                 f"waiting and missed deadlines), the lowest seed mean is {said} of the {len(groups)} pairs.")
     return " ".join(text)
@@ -134,7 +133,7 @@ def member_sentence(members: pd.DataFrame, regimes: dict[str, str]) -> str:
     parts = []
     for (role, servers), g in members.groupby(["role", "servers"], sort=False):
         g = g.sort_values("share", ascending=False)
-        said = ", ".join(f"{LABELS.get(m, m) if m != 'reference' else 'doing nothing'} {s:.0%}"
+        said = ", ".join(f"{method_label(m) if m != 'reference' else 'doing nothing'} {s:.0%}"
                          for m, s in zip(g["member"], g["share"]))
         parts.append(f"{regimes.get(role, role)} at {servers} servers: {said}")
     return "Members followed, as shares of the switch times: " + "; ".join(parts) + "."

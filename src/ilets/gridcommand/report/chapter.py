@@ -19,24 +19,32 @@ import pandas as pd
 from ilets.gridcommand.archive import DESIGNS as ARCHIVED
 from ilets.gridcommand.archive import archive_provenance, load_archive
 from ilets.gridcommand.designs import DESIGNS, display_name
-from ilets.gridcommand.report.results import LABELS, SHIPPED, load_results, results_table
+from ilets.gridcommand.pipeline_config import LEARNED
+from ilets.gridcommand.report.results import SHIPPED, load_results, method_label, results_table
+from ilets.method_table import method_long
 
 #: The ladder's rungs (the thermostat is the chapter's sixth rung, set beside them).
 RUNGS = ("oracle", "mpc-perfect", "mpc-forecast", "lyapunov", "rule")
 #: The experts, in the chapter's order.
 EXPERTS = (*RUNGS, "thermostat")
-#: The learned policies.
-LEARNERS = ("bc", "ppo", "bc+ppo", "bc+ppo+oail")
 #: The hindsight grid of the quick scale: the ladder's rungs and the best of their rollouts.
 BEST_OF_SHIPPED = Path("shipped") / "gridcommand-hindsight"
-#: Names the chapter gives the methods: the MILP rung plans windows of a few dozen tasks and is
+#: Names the chapter gives the experts: the MILP rung plans windows of a few dozen tasks and is
 #: beaten by Lyapunov, so it is no oracle; the "hindsight" rung follows the best of the ladder's
 #: rollouts, a bound on the ladder only.
-NAMES = {**LABELS, "oracle": "windowed MILP planner", "mpc-perfect": "MPC, perfect forecast",
-         "mpc-forecast": "MPC, realistic forecast", "lyapunov": "Lyapunov rule", "rule": "simple rule",
-         "thermostat": "feedback thermostat", "hindsight": "best of the ladder's rollouts",
-         "bc": "clone (frozen)", "ppo": "PPO from scratch", "bc+ppo": "clone + PPO",
-         "bc+ppo+oail": "clone + PPO + corrections"}
+EXPERT_NAMES = {"oracle": "windowed MILP planner", "mpc-perfect": "MPC, perfect forecast",
+                "mpc-forecast": "MPC, realistic forecast", "lyapunov": "Lyapunov rule", "rule": "simple rule",
+                "thermostat": "feedback thermostat", "hindsight": "best of the ladder's rollouts"}
+
+
+def chapter_name(method: str) -> str:
+    """The name the chapter gives ``method``: an expert's of :data:`EXPERT_NAMES`, a learned
+    method's sentence name (:func:`ilets.method_table.method_long`), else its label."""
+    if method in EXPERT_NAMES:
+        return EXPERT_NAMES[method]
+    return method_long(method) if method in LEARNED else method_label(method)
+
+
 #: The kept folders (the shipped designs of :data:`ilets.gridcommand.designs.DESIGNS`): what each
 #: changed, for the appendix.
 KEPT = {d.folder: d.finding for d in DESIGNS if d.folder is not None}
@@ -70,7 +78,7 @@ def finding_numbers(root: Path) -> dict:
     misses = {}
     trained = _means(table[table["role"] == "train"])  # the regime the learners were trained under
     for servers, g in trained.groupby("servers"):
-        learned = g[g["method"].isin(LEARNERS)]["misses_caused"]
+        learned = g[g["method"].isin(LEARNED)]["misses_caused"]
         experts = g[g["method"].isin(EXPERTS)]["misses_caused"]
         misses[int(servers)] = {"learned": (float(learned.min()), float(learned.max())),
                                 "experts": (float(experts.min()), float(experts.max()))}
@@ -122,7 +130,7 @@ def experts_display(root: Path) -> pd.DataFrame:
         g = g.set_index("method")
         for m in (*EXPERTS, "hindsight"):
             if m in g.index:
-                out.setdefault(NAMES[m], {})[f"{regime}, {servers} servers"] = (
+                out.setdefault(chapter_name(m), {})[f"{regime}, {servers} servers"] = (
                     f"{_fmt(g.loc[m, 'tracking_mae_rel'])} / {g.loc[m, 'episode_reward']:,.0f}")
     return pd.DataFrame.from_dict(out, orient="index").rename_axis("expert").reset_index()
 
@@ -156,7 +164,7 @@ def _result(rows: pd.DataFrame) -> str:
     m = train.groupby("method")["tracking_mae_rel"].mean().dropna()
     if len(m) == 0:
         return "no tracking error recorded"
-    return f"lowest error {m.min():.2f} ({NAMES.get(m.idxmin(), m.idxmin())})"
+    return f"lowest error {m.min():.2f} ({chapter_name(m.idxmin())})"
 
 
 def designs_table(root: Path) -> pd.DataFrame:

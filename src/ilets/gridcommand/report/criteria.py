@@ -218,12 +218,12 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
     fine = sorted(set(tuned["servers"]) - set(tuned.loc[worse, "servers"]))
     beats_teacher = heldout[(heldout["against"] != "bc") & (heldout["method"] != "bc")
                             & (heldout["verdict"] == "better")]
-    beats = "; ".join(f"{R.LABELS.get(r['method'], r['method'])} at {int(r['servers'])} servers"
+    beats = "; ".join(f"{R.method_label(r['method'])} at {int(r['servers'])} servers"
                       for r in beats_teacher.to_dict("records")) or "none"
     status = MET if _covers(fine) else (IN_PART if fine else NOT_MET)
     lo, hi = int(tuned["n_x"].min()), int(tuned["n_x"].max())
     where = _fleets(tuned.loc[worse, "servers"])
-    methods = ", ".join(R.LABELS.get(m, m) for m in dict.fromkeys(tuned["method"]))
+    methods = ", ".join(R.method_label(m) for m in dict.fromkeys(tuned["method"]))
     return Criterion(name, status, (
         f"Design *{display_name(design)}*, {methods}: worse than the "
         f"frozen clone {f'at {where} servers' if where else 'at no fleet size'} "

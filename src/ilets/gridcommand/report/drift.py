@@ -24,7 +24,9 @@ import pandas as pd
 
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS, REGIMES
 from ilets.report import stats as S
-from ilets.gridcommand.report.results import LABELS, METRICS
+from ilets.gridcommand.pipeline_config import METHODS, SCENARIO
+from ilets.gridcommand.report.results import higher_is_better, method_label
+from ilets.metric_table import metric_format
 
 #: The family the drift criterion reads: the 16-episode per-server clone, fourteen days of
 #: commands per scored episode (so that the median episode holds twenty events).
@@ -39,7 +41,7 @@ FAMILIES = {"flat policy, one day of commands": "gridcommand-drift",
 ARMS = {("shifted", "train"): "base", ("shifted", "eval"): "moved", ("control", "train"): "control"}
 #: The grid kinds of a factor.
 KINDS = ("shifted", "control")
-#: The metrics the protocol reports (all in :data:`ilets.gridcommand.report.results.METRICS`).
+#: The metrics the protocol reports (rows of :data:`ilets.metric_table.METRIC_SPECS`).
 DRIFT_METRICS = ("tracking_mae_rel", "misses_caused", "in_band_fraction")
 
 
@@ -101,7 +103,7 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
             "control_high", "control_verdict", "control_seeds"]
     if len(rows) == 0:
         return pd.DataFrame(columns=cols)
-    directions = {m: METRICS[m][1] for m in metrics}
+    directions = higher_is_better(metrics)
     by = ("factor", "servers", "method")
 
     def arms(x: str, y: str, prefix: str) -> pd.DataFrame:
@@ -116,7 +118,7 @@ def factor_table(rows: pd.DataFrame, metrics: Sequence[str] = DRIFT_METRICS, rep
                                "control_verdict", "control_seeds"]], on=[*by, "metric"], how="left")
     out = out[out["drift_verdict"] != "no data"]
     order = {f: i for i, f in enumerate(DRIFT_FACTORS)}
-    methods = {m: i for i, m in enumerate(LABELS)}
+    methods = {m: i for i, m in enumerate(METHODS)}
     out = out.sort_values(list(by), key=lambda c: c.map(order if c.name == "factor" else methods)
                           if c.name in ("factor", "method") else c, kind="stable")
     return out[cols].reset_index(drop=True)
@@ -139,10 +141,10 @@ def factor_display(table: pd.DataFrame, metric: str = "tracking_mae_rel", part: 
         t = t[t["mean_control"].notna()]
     if len(t) == 0:
         return pd.DataFrame()
-    spec = METRICS[metric][2]
+    spec = metric_format(metric, SCENARIO)
     fmt = lambda v: f"{v:{spec}}" if np.isfinite(v) else "n/a"  # noqa: E731
     recs = t.to_dict("records")
-    head = {"factor": t["factor"], "servers": t["servers"], "method": t["method"].map(lambda m: LABELS.get(m, m))}
+    head = {"factor": t["factor"], "servers": t["servers"], "method": t["method"].map(lambda m: method_label(m))}
     if part == "control":
         # both means on the seeds the comparison pairs: while a control grid is part-way they
         # are fewer than the drift comparison's

@@ -18,10 +18,10 @@ import pandas as pd
 
 from ilets.gridcommand import designs as DS
 from ilets.gridcommand.episodes import HELDOUT_METRICS
-from ilets.gridcommand.pipeline_config import LEARNED
+from ilets.gridcommand.pipeline_config import CLONED, FROZEN
 from ilets.report import stats as S
 from ilets.gridcommand.report.prose import status_sentence
-from ilets.gridcommand.report.results import LABELS, done_records, load_results
+from ilets.gridcommand.report.results import done_records, load_results, method_label
 
 # The kept clone designs, by id (rows of :data:`ilets.gridcommand.designs.DESIGNS`; the book
 # names each by its label, :func:`ilets.gridcommand.designs.label`).
@@ -44,7 +44,7 @@ PRIVILEGED = DS.tagged("privileged")
 #: The bar: tracking error at most 10 % above the teacher's, a miss rate at most 1.1 times its.
 TRACKING_BAR, MISS_BAR = 0.10, 1.10
 #: The clone-based methods (the others are experts or learn from scratch).
-CLONES = tuple(m for m in LEARNED if m.startswith("bc"))
+CLONES = CLONED
 
 
 def load_designs(root: Path, teacher: str = "lyapunov", designs: Mapping[str, Path] | None = None) -> pd.DataFrame:
@@ -108,7 +108,7 @@ def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
     recs = t.to_dict("records")
     return pd.DataFrame({
         "design": t["design"].map(DS.display_name), "servers": t["servers"],
-        "method": t["method"].map(lambda m: LABELS.get(m, m)),
+        "method": t["method"].map(lambda m: method_label(m)),
         "agreement": t["agreement"].map(lambda v: f"{v:.0%}" if np.isfinite(v) else "n/a"),
         "tracking (clone / teacher)": [f"{r['track_clone']:.3f} / {r['track_teacher']:.3f}" for r in recs],
         "change": [S.says({"rel_pct": r["track_pct"], "rel_ci_low": r["track_low"], "rel_ci_high": r["track_high"],
@@ -121,13 +121,13 @@ def control_display(table: pd.DataFrame, role: str = "train") -> pd.DataFrame:
 def control_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     """Whether the frozen clone of each design meets the bar, per fleet size, in distribution
     (role ``train``); generated from :func:`control_table`."""
-    t = table[(table["role"] == "train") & (table["method"] == "bc")]
+    t = table[(table["role"] == "train") & (table["method"] == FROZEN)]
     if len(t) == 0:
         return "No clone of any design in these results."
     parts = []
     for design, g in t.groupby("design", sort=False):
         bits = [f"{int(r['servers'])} servers: agreement {r['agreement']:.0%}, tracking {r['track_pct']:+.0f} % "
-                f"[{r['track_low']:+.0f}, {r['track_high']:+.0f}] against {LABELS.get(teacher, teacher)}, miss rate "
+                f"[{r['track_low']:+.0f}, {r['track_high']:+.0f}] against {method_label(teacher)}, miss rate "
                 f"{r['miss_ratio']:.2f}x, {'meets' if r['meets_bar'] else 'misses'} the bar"
                 for r in g.sort_values("servers").to_dict("records")]
         parts.append(f'the clone of design "{DS.display_name(design)}" ({"; ".join(bits)})')
@@ -185,7 +185,7 @@ def heldout_table(rows: pd.DataFrame, teacher: str = "lyapunov", reps: int = S.D
     where one of the two has no scored seed (a grid part-way) has no row: there is nothing to
     judge."""
     rows = rows.assign(miss_rate=1.0 - rows["success_rate"])
-    pairs = [(m, "bc") for m in CLONES if m != "bc"] + [(m, teacher) for m in CLONES]
+    pairs = [(m, FROZEN) for m in CLONES if m != FROZEN] + [(m, teacher) for m in CLONES]
     keys = ["method", "against", "servers"]
     parts = []
     for x, y in pairs:
@@ -215,8 +215,8 @@ def heldout_display(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame()
     recs = table.to_dict("records")
     return pd.DataFrame({
-        "method": [LABELS.get(r["method"], r["method"]) for r in recs],
-        "against": [LABELS.get(r["against"], r["against"]) for r in recs], "servers": table["servers"],
+        "method": [method_label(r["method"]) for r in recs],
+        "against": [method_label(r["against"]) for r in recs], "servers": table["servers"],
         "tracking (method / against)": [f"{r['mean_x']:.3f} / {r['mean_y']:.3f}" for r in recs],
         "change": [S.says(r) for r in recs],
         "miss rate (method / against)": [f"{r['miss_mean_x']:.2%} / {r['miss_mean_y']:.2%}" for r in recs],
@@ -231,15 +231,15 @@ def heldout_sentence(table: pd.DataFrame, teacher: str = "lyapunov") -> str:
     if len(table) == 0:
         return "No method was scored on a held-out episode."
     said = []
-    tuned = table[table["against"] == "bc"]
+    tuned = table[table["against"] == FROZEN]
     for r in tuned.sort_values(["method", "servers"]).to_dict("records"):
         ok = "worse than" if "worse" in (r["verdict"], r["miss_verdict"]) else "no worse than"
-        said.append(f"{LABELS.get(r['method'], r['method'])} at {int(r['servers'])} servers ends {ok} the frozen clone "
+        said.append(f"{method_label(r['method'])} at {int(r['servers'])} servers ends {ok} the frozen clone "
                     f"(tracking {S.says(r)}; misses {S.says(_miss(r))})")
     vs = table[table["against"] == teacher]
     beats = vs[vs["verdict"] == "better"]
-    who = ("; ".join(f"{LABELS.get(r['method'], r['method'])} at {int(r['servers'])} servers (misses "
+    who = ("; ".join(f"{method_label(r['method'])} at {int(r['servers'])} servers (misses "
                      f"{S.says(_miss(r))})" for r in beats.to_dict("records")) if len(beats) else "none of them")
     return (f"On the held-out episode (frozen, greedy; positive: the method tracks better, or misses fewer "
             f"deadlines), {'; '.join(said) if said else 'no method fine-tuned the clone'}. Against "
-            f"{LABELS.get(teacher, teacher)} on the same episode, {who} tracks better.")
+            f"{method_label(teacher)} on the same episode, {who} tracks better.")

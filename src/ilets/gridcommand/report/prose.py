@@ -13,9 +13,10 @@ import pandas as pd
 from ilets.gridcommand.experts import EXPERTS, LADDER
 from ilets.gridcommand.pipeline_config import LEARNED
 from ilets.report import stats as S
-from ilets.gridcommand.report.results import (BAND_BAR, LABELS, METRICS, PAPER_PROFILE, PAPER_SHIPPED, GridResults,
+from ilets.gridcommand.report.results import (BAND_BAR, PAPER_PROFILE, PAPER_SHIPPED, GridResults,
                                        band_bar_table, cell_progress, comparison_table, differences, direction_table,
-                                       drift_table, envelope_table, ladder_table, results_table, role_rows)
+                                       drift_table, envelope_table, higher_is_better, ladder_table,
+                                       method_label, results_table, role_rows)
 
 
 def status_sentence(results: GridResults | None, folder: Path, profile: str = "gridcommand-grid-quick") -> str:
@@ -78,7 +79,7 @@ def _best(summary: pd.DataFrame, metric: str, servers) -> tuple[str, float] | No
     s = summary[(summary["metric"] == metric) & (summary["servers"] == servers)].dropna(subset=["mean"])
     if len(s) == 0:
         return None
-    row = s.loc[s["mean"].idxmax() if METRICS[metric][1] else s["mean"].idxmin()]
+    row = s.loc[s["mean"].idxmax() if higher_is_better([metric])[metric] else s["mean"].idxmin()]
     return str(row["method"]), float(row["mean"])
 
 
@@ -98,8 +99,8 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
             misses = summary[(summary["servers"] == s) & (summary["metric"] == "misses_caused")].set_index("method")
             cost = (f", at {misses.loc[b[0], 'mean']:,.0f} deadline misses caused against the baseline run (the rule: "
                     f"{misses.loc['rule', 'mean']:,.0f})" if {b[0], "rule"} <= set(misses.index) else "")
-            parts.append(f"at {s} servers the lowest tracking error is {LABELS.get(b[0], b[0])}'s ({b[1]:.3f} of "
-                         f"the requested change{cost}) and the most time in band {LABELS.get(f[0], f[0])}'s "
+            parts.append(f"at {s} servers the lowest tracking error is {method_label(b[0])}'s ({b[1]:.3f} of "
+                         f"the requested change{cost}) and the most time in band {method_label(f[0])}'s "
                          f"({f[1]:.1%})")
     out["best"] = ("Under the training regime, " + "; ".join(parts) + ".") if parts else "No tracking metric."
     comp = differences(t, "bc+ppo", "train", reps=reps)
@@ -110,7 +111,7 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
                    f"positive is better).")
     teacher = results.profile.get("pipeline", {}).get("teacher", "lyapunov")
     row_bc = S.comparison_row(differences(t, teacher, "train", reps=reps), x="bc", metric="tracking_mae_rel")
-    out["clone"] = (f"The clone alone against its teacher ({LABELS.get(teacher, teacher)}), same seeds: tracking "
+    out["clone"] = (f"The clone alone against its teacher ({method_label(teacher)}), same seeds: tracking "
                     f"error {S.says(row_bc)}.")
     lad = ladder_table(t, "train")
     lad = lad[lad["metric"] == "tracking_mae_rel"]
@@ -134,8 +135,8 @@ def sentences(results: GridResults | None, reps: int = S.DEFAULT_REPS) -> dict[s
         top = b0.loc[b0["kept_pct"].idxmax()]
         low = b0.loc[b0["kept_pct"].idxmin()]
         out["drift"] = (f"Moved from {reg.get('train')} to {reg.get('eval')} at {s0} servers, "
-                        f"{LABELS.get(top['method'], top['method'])} keeps the most of its time in band "
-                        f"({top['kept_pct']:.0f} %) and {LABELS.get(low['method'], low['method'])} the least "
+                        f"{method_label(top['method'])} keeps the most of its time in band "
+                        f"({top['kept_pct']:.0f} %) and {method_label(low['method'])} the least "
                         f"({low['kept_pct']:.0f} %).")
     else:
         out["drift"] = "No method had time in band under the training regime, so none can keep any."
@@ -164,8 +165,8 @@ def band_sentence(table: pd.DataFrame, regimes: dict[str, str]) -> str:
             low, top = share.idxmin(), share.idxmax()
             where = f"{regimes.get(role, role)} at {s} servers"
             parts.append(f"{where} none (no method reaches the band on any event)" if share[top] == 0 else
-                         f"{where} from {share[low]:.0%} ({LABELS.get(low, low)}) to {share[top]:.0%} "
-                         f"({LABELS.get(top, top)})")
+                         f"{where} from {share[low]:.0%} ({method_label(low)}) to {share[top]:.0%} "
+                         f"({method_label(top)})")
             median = g.groupby("method")["time_to_band_median_s"].median()
             finite, pairs = finite + int(np.isfinite(median).sum()), pairs + len(median)
     return (f"Share of events that reach the band (seed means): {'; '.join(parts)}. The median time to band is "
@@ -187,7 +188,7 @@ def band_bar_sentence(table: pd.DataFrame, regimes: dict[str, str], bar: float =
     best = band_bar_table(table, bar)
     if len(best) == 0:
         return "No expert's band times are recorded."
-    parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers {LABELS.get(r['method'], r['method'])} "
+    parts = [f"{regimes.get(r['role'], r['role'])} at {r['servers']} servers {method_label(r['method'])} "
              f"{r['share']:.0%}" + ("" if np.isnan(r["misses_caused"])
                                    else f" at {r['misses_caused']:+,.0f} deadline misses caused")
              for r in best.to_dict("records")]
@@ -229,8 +230,8 @@ def direction_sentence(directions: pd.DataFrame) -> str:
         if d.empty:
             continue
         worst = d.groupby("method")["mae_rel"].max()
-        wrong = [f"{LABELS.get(m, m)} (up to {worst[m]:.2f})" for m in experts if m in worst and worst[m] > 1]
-        right = [LABELS.get(m, m) for m in experts if m in worst and worst[m] <= 1]
+        wrong = [f"{method_label(m)} (up to {worst[m]:.2f})" for m in experts if m in worst and worst[m] > 1]
+        right = [method_label(m) for m in experts if m in worst and worst[m] <= 1]
         parts.append(f"on {direction} events ({int(d.groupby('method')['events'].sum().max())} per expert), "
                      + (f"worse than ignoring the command: {', '.join(wrong)}" if wrong else "no expert does worse "
                         "than ignoring the command")
@@ -257,7 +258,7 @@ def oracle_sentence(table: pd.DataFrame, profile: dict, regimes: dict[str, str])
                      and means[m] < means["oracle"]]
             where = f"{regimes.get(role, role)} at {s} servers"
             if above:
-                beaten.append(f"{where} ({', '.join(LABELS.get(m, m) for m in above)})")
+                beaten.append(f"{where} ({', '.join(method_label(m) for m in above)})")
             if means["oracle"] > 1:
                 worse.append(f"{where} ({means['oracle']:.2f})")
     if not beaten and not worse:

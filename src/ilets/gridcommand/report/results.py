@@ -23,7 +23,11 @@ import pandas as pd
 from ilets import cell_pack
 from ilets.gridcommand.command import DAY_S, DAY_TO_WINDOW, FIELD_REGIMES, PAPER_ONLINE_WINDOW_S
 from ilets.gridcommand.experts import ENV_READS, EXPERT_LABELS, EXPERT_READS, EXPERTS, LADDER, ladder_gaps, privileged_reads
-from ilets.gridcommand.pipeline_config import METHODS
+from ilets.gridcommand.pipeline_config import METHODS, SCENARIO
+from ilets.method_table import METHOD_SPECS
+from ilets.metric_table import METRIC_SPECS, SCENARIO_SUMMARY_METRICS, metric_format
+from ilets.metric_table import directions as metric_directions
+from ilets.metric_table import formats as metric_formats
 from ilets.report import stats as S
 from ilets.study.results import STATUS_DONE
 
@@ -33,16 +37,31 @@ SHIPPED = Path("shipped") / "gridcommand"
 PAPER_SHIPPED = Path("shipped") / "gridcommand-paper"
 #: The profile of :data:`PAPER_SHIPPED`: the full-window grid, every rung and learner.
 PAPER_PROFILE = "gridcommand-grid-paper"
-#: The comparison's metrics: label, higher is better, display format.
-METRICS: dict[str, tuple[str, bool, str]] = {
-    "tracking_mae_rel": ("tracking error (share of the requested change)", False, ".3f"),
-    "in_band_fraction": ("time in band", True, ".1%"),
-    "misses_caused": ("deadline misses caused (vs baseline)", False, ".0f"),
-    "energy_kwh": ("energy (kWh)", False, ".4f"),
-}
-#: Method names for display: the experts' from their table, then the learned methods'.
-LABELS = {**EXPERT_LABELS, "bc": "BC (clone alone)", "ppo": "PPO (from scratch)", "bc+ppo": "BC + PPO",
-          "bc+ppo+oail": "BC + PPO + OAIL"}
+#: The comparison's metrics, in its order: the scenario's summary measures, rows of
+#: :data:`ilets.metric_table.METRIC_SPECS` (their header, direction and this scenario's format).
+COMPARED = SCENARIO_SUMMARY_METRICS[SCENARIO]
+
+
+def method_label(method: str) -> str:
+    """How tables and prose name a method: a learned method's label (its row of
+    :data:`ilets.method_table.METHOD_SPECS`), an expert's (:data:`~ilets.gridcommand.experts.EXPERT_SPECS`),
+    else the name itself."""
+    spec = METHOD_SPECS.get(method)
+    if spec is not None and spec.scenario == SCENARIO:
+        return spec.label
+    return EXPERT_LABELS.get(method, method)
+
+
+def metric_header(metric: str) -> str:
+    """A metric's table header with its unit (:attr:`ilets.metric_table.MetricSpec.header`)."""
+    return METRIC_SPECS[metric].header
+
+
+def higher_is_better(metrics: Sequence[str]) -> dict[str, bool]:
+    """``metric -> higher is better`` of ``metrics`` (:data:`ilets.metric_table.METRIC_SPECS`)."""
+    known = metric_directions()
+    return {k: known[k] for k in metrics}
+
 #: The public field trials the regimes are calibrated on (:mod:`ilets.gridcommand.command`'s
 #: docstring; EPRI DCFlex, arXiv 2507.00909): the cut, how long it was held (h), how fast
 #: it was reached (s; None where not reported).
@@ -94,7 +113,7 @@ def load_results(folder: Path) -> GridResults | None:
 def empty_table() -> pd.DataFrame:
     """A store with no rows (the columns the functions here read), for a checkout without results."""
     return pd.DataFrame(columns=["method", "servers", "seed", "role", "regime", "scale", "workload_scale",
-                                 *METRICS]).astype({"seed": int, "servers": int, **{m: float for m in METRICS}})
+                                 *COMPARED]).astype({"seed": int, "servers": int, **{m: float for m in COMPARED}})
 
 
 def results_table(results: GridResults | None) -> pd.DataFrame:
@@ -129,7 +148,7 @@ def rungs_display(table: pd.DataFrame, formats: dict[str, tuple[str, str]], name
     if len(table) == 0:
         return pd.DataFrame()
     out = pd.DataFrame({"regime": table["regime"], "servers": table["servers"],
-                        name: table["method"].map(lambda m: LABELS.get(m, m))})
+                        name: table["method"].map(lambda m: method_label(m))})
     for key, (label, fmt) in formats.items():
         out[label] = table[key].map(lambda v, f=fmt: format(v, f))
     out["seeds"] = table["seeds"]
@@ -143,7 +162,7 @@ def role_rows(table: pd.DataFrame, role: str) -> pd.DataFrame:
     return table[table["role"] == role]
 
 
-def comparison_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str] = tuple(METRICS),
+def comparison_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str] = COMPARED,
                      reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
     """Mean and 95 % bootstrap CI over seeds of each metric, per fleet size and method, under
     one regime role (long format of :func:`ilets.report.stats.summary_table`)."""
@@ -157,19 +176,19 @@ def comparison_table(table: pd.DataFrame, role: str = "train", metrics: Sequence
 
 def comparison_display(summary: pd.DataFrame) -> pd.DataFrame:
     """:func:`comparison_table` as ``"mean [low, high]"`` per method (rows) and metric (columns)."""
-    shown = S.ci_table(summary, formats={k: v[2] for k, v in METRICS.items()})
+    shown = S.ci_table(summary, formats=metric_formats(COMPARED, SCENARIO))
     if len(shown) == 0:
         return shown
-    shown["method"] = shown["method"].map(lambda m: LABELS.get(m, m))
-    return shown.rename(columns={k: v[0] for k, v in METRICS.items()})
+    shown["method"] = shown["method"].map(lambda m: method_label(m))
+    return shown.rename(columns={k: metric_header(k) for k in COMPARED})
 
 
 def differences(table: pd.DataFrame, reference: str = "bc+ppo", role: str = "train",
-                metrics: Sequence[str] = tuple(METRICS), reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
+                metrics: Sequence[str] = COMPARED, reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
     """Every other method against ``reference``, paired by seed, per fleet size and metric
     (:func:`ilets.report.stats.compare` rows; ``rel_pct > 0``: the method is better)."""
     sub = role_rows(table, role)
-    directions = {k: METRICS[k][1] for k in metrics}
+    directions = higher_is_better(metrics)
     parts = [S.compare(sub, m, reference, metrics, ("servers",), directions=directions, reps=reps)
              for m in _order(sub["method"]) if m != reference]
     parts = [p for p in parts if len(p)]
@@ -186,9 +205,9 @@ def differences_display(comp: pd.DataFrame) -> pd.DataFrame:
     c = comp.assign(text=[S.says(r) for r in comp.to_dict("records")])
     wide = c.pivot_table(index=["servers", "x"], columns="metric", values="text", aggfunc="first", sort=False)
     wide = wide.reset_index().rename_axis(columns=None)
-    wide["x"] = wide["x"].map(lambda m: LABELS.get(m, m))
-    ref = LABELS.get(comp["y"].iloc[0], comp["y"].iloc[0])
-    return wide.rename(columns={"x": f"method (vs {ref})", **{k: v[0] for k, v in METRICS.items()}})
+    wide["x"] = wide["x"].map(lambda m: method_label(m))
+    ref = method_label(comp["y"].iloc[0])
+    return wide.rename(columns={"x": f"method (vs {ref})", **{k: metric_header(k) for k in COMPARED}})
 
 
 def ladder_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str] = LADDER_METRICS) -> pd.DataFrame:
@@ -213,7 +232,7 @@ def ladder_table(table: pd.DataFrame, role: str = "train", metrics: Sequence[str
             wide = wide[np.isfinite(wide.to_numpy()).all(axis=1)]
             if len(wide) == 0:
                 continue
-            gaps = ladder_gaps({r: float(wide[r].mean()) for r in LADDER}, higher_is_better=METRICS[metric][1])
+            gaps = ladder_gaps({r: float(wide[r].mean()) for r in LADDER}, higher_is_better=higher_is_better([metric])[metric])
             rows.append({"servers": servers, "metric": metric, "seeds": len(wide), **gaps})
     cols = ["servers", "metric", "seeds", *[f"score[{r}]" for r in LADDER], "horizon_gap", "forecast_gap",
             "rule_gap", "total_gap"]
@@ -234,9 +253,9 @@ def ladder_display(ladder: pd.DataFrame, part: str | None = None) -> pd.DataFram
         raise ValueError(f"part: expected one of {LADDER_PARTS} or None, got {part!r}")
     if len(ladder) == 0:
         return pd.DataFrame()
-    names = {f"score[{r}]": LABELS.get(r, r) for r in LADDER}
+    names = {f"score[{r}]": method_label(r) for r in LADDER}
     shown = ladder.rename(columns={**names, **_GAP_NAMES})
-    shown["metric"] = shown["metric"].map(lambda m: METRICS[m][0])
+    shown["metric"] = shown["metric"].map(metric_header)
     for col in [*names.values(), *_GAP_NAMES.values()]:
         shown[col] = shown[col].map(lambda v: f"{v:+.3g}" if "gap" in col else f"{v:.3g}")
     by_part: dict[str | None, list[str]] = {"scores": ["servers", "metric", "seeds", *names.values()],
@@ -245,7 +264,7 @@ def ladder_display(ladder: pd.DataFrame, part: str | None = None) -> pd.DataFram
     return shown[keep]
 
 
-def drift_table(table: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
+def drift_table(table: pd.DataFrame, metrics: Sequence[str] = COMPARED,
                 reps: int = S.DEFAULT_REPS) -> pd.DataFrame:
     """Each method's metric under the training regime and under the other one, per fleet size.
 
@@ -255,7 +274,7 @@ def drift_table(table: pd.DataFrame, metrics: Sequence[str] = tuple(METRICS),
     for the higher-is-better metrics (the share of its in-distribution time in band a method
     keeps; NaN where it had none), else NaN.
     """
-    directions = {k: METRICS[k][1] for k in metrics}
+    directions = higher_is_better(metrics)
     comp = S.compare(table, "eval", "train", metrics, ("servers", "method"), label="role", directions=directions,
                      reps=reps)
     comp = comp[comp["verdict"] != "no data"].rename(columns={"mean_x": "mean_eval", "mean_y": "mean_train",
@@ -276,9 +295,9 @@ def drift_display(drift: pd.DataFrame, metric: str = "in_band_fraction") -> pd.D
     d = drift[drift["metric"] == metric]
     if len(d) == 0:
         return pd.DataFrame()
-    spec = METRICS[metric][2]
+    spec = metric_format(metric, SCENARIO)
     fmt = lambda v: f"{v:{spec}}" if np.isfinite(v) else "n/a"  # noqa: E731
-    return pd.DataFrame({"servers": d["servers"], "method": d["method"].map(lambda m: LABELS.get(m, m)),
+    return pd.DataFrame({"servers": d["servers"], "method": d["method"].map(lambda m: method_label(m)),
                          "under training regime": d["mean_train"].map(fmt),
                          "under the other regime": d["mean_eval"].map(fmt),
                          "change": [S.says(r) for r in d.to_dict("records")],
@@ -422,9 +441,9 @@ def comparison_figure(summary: pd.DataFrame, metric: str = "tracking_mae_rel"):
     d = summary[(summary["metric"] == metric)].dropna(subset=["mean"])
     if len(d) == 0:
         return None
-    d = d.assign(label=d["method"].map(lambda m: LABELS.get(m, m)),
+    d = d.assign(label=d["method"].map(lambda m: method_label(m)),
                  ci_low=d["ci_low"].fillna(d["mean"]), ci_high=d["ci_high"].fillna(d["mean"]))
     panels = {s: f"{s} servers" for s in sorted(set(d["servers"]))}
-    order = [LABELS.get(m, m) for m in _order(d["method"])]
+    order = [method_label(m) for m in _order(d["method"])]
     return plots.interval_panels(d, "mean", "ci_low", "ci_high", "servers", "label", panels, order=order,
-                                 xlabel=METRICS[metric][0])
+                                 xlabel=metric_header(metric))

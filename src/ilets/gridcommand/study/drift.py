@@ -40,13 +40,13 @@ from ilets.config import ConfigError, bounded, check_config, from_dict
 from ilets.config.strict import read_yaml
 from ilets.gridcommand.command import DRIFT_BASE, DRIFT_FACTORS
 from ilets.gridcommand.experiment import SCALES, ExperimentProfile
-from ilets.gridcommand.pipeline_config import LEARNED, METHODS, PipelineConfig
+from ilets.gridcommand.pipeline_config import CLONED, METHODS, PipelineConfig
 
 #: The two grids of a factor.
 KINDS = ("shifted", "control")
 #: Methods whose training reads the regime: a control of each can be trained under a moved one
 #: (PPO from scratch learns on the scored episode itself, and an expert is not trained).
-CONTROLLABLE = tuple(m for m in LEARNED if m.startswith("bc"))
+CONTROLLABLE = CLONED
 
 
 @dataclass(frozen=True)
