@@ -76,3 +76,14 @@ def test_the_old_label_and_metric_maps_are_gone():
     for module, name in ((R, "LABELS"), (R, "METRICS"), (X, "NAMES"), (X, "LEARNERS")):
         assert not hasattr(module, name), f"{module.__name__}.{name}"
     assert not isinstance(B.BOUND_METRICS, dict)
+
+
+def test_the_criteria_speak_the_one_verdict_vocabulary():
+    from ilets.gridcommand.report import criteria as K
+    from ilets.report.verdicts import FAILS, HOLDS, REVERSES, VERDICTS, verdict_of
+
+    assert set(K.STATUSES) == set(VERDICTS) and set(K.STATUS_WORDS) == set(VERDICTS)
+    parts = ([True, True], [True, False], [False, False], [])
+    assert [K._overall(p) for p in parts] == [K.MET, K.IN_PART, K.NOT_MET, K.NOT_RUN]
+    assert [K.STATUS_WORDS[K._overall(p)] for p in parts] == ["met", "in part", "not met", "not run"]
+    assert verdict_of([HOLDS, REVERSES]) == K.NOT_MET != verdict_of([HOLDS, FAILS])  # the claims' rule, one place

@@ -4,7 +4,12 @@ The scenario's issue closes on six criteria that shipped results can decide (two
 depth-0 scenario equal to the plain one bit for bit and every knob named in a one-line error,
 are checked by the test suite, not by results). Each rule here reads the tables the chapter
 already shows and says *met*, *in part* or *not met*, with the numbers it read, so the chapter's
-summary is generated, never typed, and changes when a grid is shipped:
+summary is generated, never typed, and changes when a grid is shipped. A status is a verdict of
+the study's one vocabulary (:data:`ilets.report.verdicts.VERDICTS`): a criterion whose parts
+each pass or fail is judged by its rule (:func:`ilets.report.verdicts.verdict_of`, a part that
+passes :data:`~ilets.report.verdicts.HOLDS`, one that does not
+:data:`~ilets.report.verdicts.FAILS`), and the table words a bar's verdict as *met*, *in part*,
+*not met* or *not run* (:data:`STATUS_WORDS`: a criterion is met, not reproduced):
 
 1. every generated event inside the flexibility envelope, and an expert in the band on at
    least :data:`~ilets.gridcommand.report.results.BAND_BAR` of events, at both fleet sizes, in every
@@ -40,9 +45,14 @@ from ilets.gridcommand.report import bound as B
 from ilets.gridcommand.report import positive_control as C
 from ilets.gridcommand.report import drift as D
 from ilets.gridcommand.report import results as R
+from ilets.gridcommand.pipeline_config import FROZEN
+from ilets.report.verdicts.rule import FAILS, HOLDS, NOT_REPRODUCED, NOT_TESTABLE, PARTLY, REPRODUCED, verdict_of
 
-MET, IN_PART, NOT_MET, NOT_RUN = "met", "in part", "not met", "not run"
+#: A criterion's statuses: the verdicts of the one vocabulary (module docstring).
+MET, IN_PART, NOT_MET, NOT_RUN = REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE
 STATUSES = (MET, IN_PART, NOT_MET, NOT_RUN)
+#: How the criteria table and sentence word each status.
+STATUS_WORDS = {MET: "met", IN_PART: "in part", NOT_MET: "not met", NOT_RUN: "not run"}
 #: The fleet sizes every criterion is asked at [issue].
 FLEETS = (50, 200)
 #: Seeds a drift family needs [issue].
@@ -71,10 +81,9 @@ class Criterion:
 
 
 def _overall(passes: list[bool]) -> str:
-    """Met when every part passes, not met when none does, in part otherwise."""
-    if not passes:
-        return NOT_RUN
-    return MET if all(passes) else (NOT_MET if not any(passes) else IN_PART)
+    """Met when every part passes, not met when none does, in part otherwise, not run without
+    parts: the one vocabulary's rule over parts that hold or fail (:func:`verdict_of`)."""
+    return verdict_of([HOLDS if ok else FAILS for ok in passes])
 
 
 def _fleets(servers) -> str:
@@ -185,7 +194,7 @@ def clone_status(control: pd.DataFrame) -> Criterion:
     (:data:`~ilets.gridcommand.report.positive_control.OWN_DESIGN`) meets it too; in part when only a
     privileged design, or only some fleet size, meets it (the evidence then opens with
     :data:`PRIVILEGED_ONLY` where that is why); not met otherwise."""
-    bc = control[(control["role"] == "train") & (control["method"] == "bc")] if len(control) else control
+    bc = control[(control["role"] == "train") & (control["method"] == FROZEN)] if len(control) else control
     if len(bc) == 0:
         return Criterion(_CLONE, NOT_RUN, "No design's frozen clone is shipped.")
     said, full = [], {}
@@ -211,12 +220,12 @@ def finetune_status(design: str, heldout: pd.DataFrame) -> Criterion:
     error or deadline misses (paired by seed); in part when that holds at some fleet size.
     Says which, if any, tracks better than the teacher."""
     name = "Fine-tuning no worse than the frozen clone on held-out episodes"
-    tuned = heldout[heldout["against"] == "bc"] if len(heldout) else heldout
+    tuned = heldout[heldout["against"] == FROZEN] if len(heldout) else heldout
     if len(tuned) == 0:
         return Criterion(name, NOT_RUN, f"Design *{display_name(design)}* has no held-out scores.")
     worse = (tuned["verdict"] == "worse") | (tuned["miss_verdict"] == "worse")
     fine = sorted(set(tuned["servers"]) - set(tuned.loc[worse, "servers"]))
-    beats_teacher = heldout[(heldout["against"] != "bc") & (heldout["method"] != "bc")
+    beats_teacher = heldout[(heldout["against"] != FROZEN) & (heldout["method"] != FROZEN)
                             & (heldout["verdict"] == "better")]
     beats = "; ".join(f"{R.method_label(r['method'])} at {int(r['servers'])} servers"
                       for r in beats_teacher.to_dict("records")) or "none"
@@ -280,7 +289,7 @@ def full_window_status(done: int, planned: int | None, provenance: Mapping, reco
 
 def criteria_table(root: Path) -> pd.DataFrame:
     """Every criterion over the results shipped under ``root``, one row each (criterion,
-    status, evidence)."""
+    status in words, :data:`STATUS_WORDS`, and evidence)."""
     from ilets.study.verify import recorded_table
 
     root = Path(root)
@@ -313,13 +322,14 @@ def criteria_table(root: Path) -> pd.DataFrame:
                 drift_status(families),
                 full_window_status(done, planned, paper.provenance if paper is not None else {},
                                    recorded_table(root / R.PAPER_SHIPPED, "gridcommand")[0])]
-    return pd.DataFrame([asdict(c) for c in criteria], columns=["criterion", "status", "evidence"])
+    return pd.DataFrame([{**asdict(c), "status": STATUS_WORDS[c.status]} for c in criteria],
+                        columns=["criterion", "status", "evidence"])
 
 
 def criteria_sentence(table: pd.DataFrame) -> str:
     """How many criteria :func:`criteria_table` finds met, in part and not met."""
     counts = table["status"].value_counts()
-    said = ", ".join(f"{int(counts[s])} {s}" for s in STATUSES if s in counts)
+    said = ", ".join(f"{int(counts[w])} {w}" for w in (STATUS_WORDS[s] for s in STATUSES) if w in counts)
     return f"Of the {len(table)} criteria read from the shipped results: {said}."
 
 

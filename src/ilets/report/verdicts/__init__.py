@@ -37,7 +37,7 @@ This package re-exports their public names, so ``from ilets.report import verdic
 from ilets.report.verdicts.rule import (REPRODUCED, PARTLY, NOT_REPRODUCED, NOT_TESTABLE, VERDICTS, component_effects, HOLDS,
                                         HOLDS_POOLED, HOLDS_SOME, DIRECTION_ONLY, FAILS, REVERSES, NO_DATA, COMPONENT_STATUSES,
                                         SUPPORTING, STATUS_WORDS, paper_figure, component_status, effect_numbers, effect_text,
-                                        component_table, judge)
+                                        component_table, judge, verdict_of)
 from ilets.report.verdicts.heuristics import (BEST_HEURISTIC, best_heuristic_rows, heuristic_effects, heuristics_vs_learners,
                                               heuristics_per_fleet)
 from ilets.report.verdicts.claims import CLAIMS, FAMILY_LABELS, Verdict, whole, claim_improves, claim_beats_heuristics
@@ -49,7 +49,8 @@ from ilets.report.verdicts.prose import describe_effect, describe_heuristics
 
 __all__ = ["REPRODUCED", "PARTLY", "NOT_REPRODUCED", "NOT_TESTABLE", "VERDICTS", "component_effects", "HOLDS", "HOLDS_POOLED",
            "HOLDS_SOME", "DIRECTION_ONLY", "FAILS", "REVERSES", "NO_DATA", "COMPONENT_STATUSES", "SUPPORTING", "STATUS_WORDS",
-           "paper_figure", "component_status", "effect_numbers", "effect_text", "component_table", "judge", "BEST_HEURISTIC",
+           "paper_figure", "component_status", "effect_numbers", "effect_text", "component_table", "judge",
+           "verdict_of", "BEST_HEURISTIC",
            "best_heuristic_rows", "heuristic_effects", "heuristics_vs_learners", "heuristics_per_fleet", "CLAIMS",
            "FAMILY_LABELS", "Verdict", "whole", "claim_improves", "claim_beats_heuristics", "COLD_START_WINDOWS",
            "claim_cold_start", "cold_start_windows", "convergence_cells", "claim_convergence", "cumulative_at",

@@ -259,7 +259,16 @@ def judge(effects: pd.DataFrame) -> str:
     :data:`REVERSES` at any fleet size."""
     if effects is None or effects.empty:
         return NOT_TESTABLE
-    status = [component_status(g)["status"] for _, g in effects.groupby("component", sort=False)]
+    return verdict_of([component_status(g)["status"] for _, g in effects.groupby("component", sort=False)])
+
+
+def verdict_of(status: Sequence[str]) -> str:
+    """The verdict on a claim from its components' statuses (:data:`COMPONENT_STATUSES`; the
+    module docstring's rule): :data:`REPRODUCED` when every one :data:`HOLDS`,
+    :data:`NOT_REPRODUCED` when one :data:`REVERSES`, :data:`PARTLY` when one is
+    :data:`SUPPORTING`, else :data:`NOT_REPRODUCED`; :data:`NOT_TESTABLE` without components."""
+    if not status:
+        return NOT_TESTABLE
     if all(s == HOLDS for s in status):
         return REPRODUCED
     if any(s == REVERSES for s in status):
