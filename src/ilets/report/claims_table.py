@@ -29,6 +29,7 @@ import pandas as pd
 
 from ilets.method_table import LEARNERS, METHOD_LABELS
 from ilets.report import stats as S
+from ilets.report.stats.prose import count_text
 from ilets.report.verdicts.claims import Verdict
 
 if TYPE_CHECKING:
@@ -391,7 +392,7 @@ def abstract_text(rows: Sequence[ClaimRow], flat_metrics: pd.DataFrame, ps_metri
     heur = [r for r in rows if r.claim.startswith("ILETS vs every heuristic")]
     beaten = [r for r in heur if YES in (r.flat_word, r.per_server_word)]
     flat_said = ("none of the paper's gains over plain DRL" if flat_yes == 0 else
-                 f"{_count(flat_yes)} of the paper's {_count(len(gains))} testable gains over plain DRL")
+                 f"{count_text(flat_yes)} of the paper's {count_text(len(gains))} testable gains over plain DRL")
     text = ("ILETS schedules cloud tasks with a deep-RL policy that imitates optimisation experts, offline before it "
             "starts (OINPT) and online while it runs (OAIL). Only the paper's abstract and a study note were "
             "available, so the simulator, experts and settings were rebuilt, and the paper's trace window was "
@@ -403,7 +404,7 @@ def abstract_text(rows: Sequence[ClaimRow], flat_metrics: pd.DataFrame, ps_metri
             text += "A per-server network, which can copy its experts, reproduces none of them either. "
         else:
             ps_said = ("every testable gain" if ps_yes == len(gains) else
-                       f"{_count(ps_yes)} of the {_count(len(gains))} testable gains")
+                       f"{count_text(ps_yes)} of the {count_text(len(gains))} testable gains")
             text += (f"A per-server network, which can copy its experts, reproduces {ps_said}, but only because its "
                      "imitating policies stay copies of a strong expert while its plain DRL is weak. ")
     energy = [r for r in rows if r.claim.startswith(("OINPT", "OAIL")) and "energy" in r.claim]
@@ -429,20 +430,15 @@ def dependence_text(table: pd.DataFrame) -> str:
     def said(col):
         n_yes = int((table[col] == REPRODUCED).sum())
         n_part = int((table[col] == PARTLY).sum())
-        text = "no claim is reproduced" if n_yes == 0 else f"{_count(n_yes)} {'is' if n_yes == 1 else 'are'} reproduced"
-        return text + (f" and {_count(n_part)} partly" if n_part else "")
+        text = "no claim is reproduced" if n_yes == 0 else f"{count_text(n_yes)} {'is' if n_yes == 1 else 'are'} reproduced"
+        return text + (f" and {count_text(n_part)} partly" if n_part else "")
 
     text = f"With the authors' flat learner {said(FF.FAITHFUL)}"
     if (table[FF.COMPETENT] == FF.NO_RESULTS).all():
         return text + "; the per-server learner has no results here yet."
     changed = int((table[FF.DEPENDS] == FF.YES).sum())
     return (f"{text}; with the per-server learner {said(FF.COMPETENT)}. The learner changes "
-            f"{_count(changed)} of the {_count(len(table))} verdicts.")
-
-
-def _count(n: int) -> str:
-    words = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
-    return words[n] if 0 <= n < len(words) else f"{n}"
+            f"{count_text(changed)} of the {count_text(len(table))} verdicts.")
 
 
 # --- from results folders -----------------------------------------------------------------
